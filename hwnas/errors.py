@@ -1,0 +1,30 @@
+"""Errors that describe a user's mistake or an unreachable resource.
+
+The CLI prints a :class:`HwnasError` as one line and exits with :data:`EXIT_USAGE` (2); any
+other exception is a bug in hwnas and keeps its traceback.
+"""
+
+EXIT_USAGE = 2
+
+
+class HwnasError(Exception):
+    """A problem the user can fix (bad input, missing data, unreachable device).
+
+    The message is one line that names the problem and, where possible, what to do.
+    """
+
+
+class UnknownNameError(HwnasError, KeyError):
+    """A name that is not in a registry (device, space, strategy, dataset...)."""
+
+    def __init__(self, kind: str, name: str, known: list[str]):
+        shown = ", ".join(sorted(known)[:40])
+        more = "" if len(known) <= 40 else f", ... ({len(known)} in all)"
+        super().__init__(f"unknown {kind} '{name}'; known: {shown}{more}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class DeviceUnavailableError(HwnasError):
+    """A device exists but cannot take measurements now (not connected, no toolchain...)."""

@@ -1,0 +1,65 @@
+"""Registries by name, resolved lazily.
+
+An entry is a ``"module:attribute"`` string, imported only when the entry is first used, so
+that ``import hwnas`` and ``hwnas --help`` do not import torch, onnxruntime or tvm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
+
+from hwnas.errors import UnknownNameError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Names mapped to lazily imported objects (classes or factories).
+
+    Args:
+        kind: what the entries are, used in error messages ("search space", "strategy"...).
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._targets: dict[str, str | T] = {}
+
+    def register(self, name: str, target: str | T) -> None:
+        """Add ``name``; ``target`` is an object or a ``"module:attribute"`` path."""
+        self._targets[name] = target
+
+    def get(self, name: str) -> T:
+        """The object registered as ``name``.
+
+        Raises:
+            UnknownNameError: ``name`` is not registered (the message lists the known names).
+        """
+        try:
+            target = self._targets[name]
+        except KeyError:
+            raise UnknownNameError(self.kind, name, list(self._targets)) from None
+        if isinstance(target, str):
+            target = load(target)
+            self._targets[name] = target
+        return target
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._targets)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._targets
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {self.names()})"
+
+
+def load(target: str) -> Any:
+    """Import ``"module:attribute"`` and return the attribute."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
