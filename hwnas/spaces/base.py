@@ -1,0 +1,119 @@
+"""The search-space interface and the architecture value.
+
+A search space names its architectures with canonical strings, exposes its decisions as
+categorical choices (which samplers and encoders use), and builds a PyTorch module for an
+architecture. Everything else (tables, supernets) is an optional ability of a concrete space.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+
+@dataclass(frozen=True, order=True)
+class Arch:
+    """An immutable architecture of a search space.
+
+    Attributes:
+        space: name of the search space ("nasbench201").
+        text: the canonical arch string; it is the architecture's stable id.
+    """
+
+    space: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What a network is built for.
+
+    Attributes:
+        name: dataset name ("cifar10", "cifar100", "imagenet16").
+        num_classes: classifier width.
+        input_shape: one image as (channels, height, width).
+    """
+
+    name: str
+    num_classes: int
+    input_shape: tuple[int, int, int]
+
+
+class SearchSpace(ABC):
+    """A space of architectures (the three required methods are ``parse``, ``choices`` and
+    ``build``; the rest have defaults built on them)."""
+
+    name: str
+
+    @abstractmethod
+    def parse(self, text: str) -> Arch:
+        """Parse and canonicalise an arch string.
+
+        Raises:
+            hwnas.errors.HwnasError: malformed string; the message names the bad token.
+        """
+
+    @abstractmethod
+    def choices(self) -> dict[str, tuple[str, ...]]:
+        """The space's decisions: dimension name -> allowed values, in a fixed order."""
+
+    @abstractmethod
+    def build(self, arch: Arch, dataset: str) -> torch.nn.Module:
+        """A freshly initialised PyTorch network for ``arch`` (eval mode, float32).
+
+        Its input is a float tensor of shape (batch, *self.dataset(dataset).input_shape); its
+        output the logits, shape (batch, num_classes).
+        """
+
+    @abstractmethod
+    def dataset(self, name: str) -> DatasetSpec:
+        """The dataset spec the space is defined for.
+
+        Raises:
+            hwnas.errors.UnknownNameError: a dataset the space does not know.
+        """
+
+    # -- derived abilities ------------------------------------------------------------------
+
+    def from_choices(self, values: dict[str, str]) -> Arch:
+        """The architecture that takes ``values[dim]`` for every dimension of :meth:`choices`."""
+        raise NotImplementedError
+
+    def to_choices(self, arch: Arch) -> dict[str, str]:
+        """Inverse of :meth:`from_choices`."""
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, n: int = 1) -> list[Arch]:
+        """``n`` architectures drawn uniformly from the choices."""
+        dims = self.choices()
+        return [
+            self.from_choices({d: opts[rng.integers(len(opts))] for d, opts in dims.items()})
+            for _ in range(n)
+        ]
+
+    def encode(self, archs: Sequence[Arch]) -> np.ndarray:
+        """One-hot encoding of the choices, shape (len(archs), sum of choice counts), float32.
+
+        Column order follows :meth:`choices` (dimension by dimension, value by value).
+        """
+        dims = self.choices()
+        offsets, width = {}, 0
+        for d, opts in dims.items():
+            offsets[d] = (width, {v: i for i, v in enumerate(opts)})
+            width += len(opts)
+        out = np.zeros((len(archs), width), dtype=np.float32)
+        for row, arch in enumerate(archs):
+            for d, v in self.to_choices(arch).items():
+                start, index = offsets[d]
+                out[row, start + index[v]] = 1.0
+        return out

@@ -1,0 +1,205 @@
+"""NAS-Bench-201 cell search space (Dong & Yang, "NAS-Bench-201: Extending the Scope of
+Reproducible Neural Architecture Search", ICLR 2020).
+
+Architectures are cells of 4 nodes whose 6 edges each take one of 5 operations; the network
+repeats the cell in a fixed macro skeleton (see :mod:`hwnas.spaces.nasbench201.model`).
+There are 5**6 = 15,625 architectures; their official index order and their trained
+accuracies come from the shipped table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
+from hwnas.tables import read_table
+
+
+class ArchStringError(HwnasError):
+    """A malformed NAS-Bench-201 arch string."""
+
+
+class NasBench201Space(SearchSpace):
+    """The NAS-Bench-201 space.
+
+    Choice dimensions are the 6 edges, named ``"j<-i"`` (from node i into node j), in the order
+    of the arch string: 1<-0, 2<-0, 2<-1, 3<-0, 3<-1, 3<-2. Each takes one of
+    ``none, skip_connect, nor_conv_1x1, nor_conv_3x3, avg_pool_3x3``.
+
+    Args:
+        config: the parsed ``space.yaml``.
+        root: the folder holding ``space.yaml`` and its tables.
+    """
+
+    name = "nasbench201"
+
+    def __init__(self, config: dict[str, Any], root: Path):
+        self.config = config
+        self.root = root
+        self.operations: tuple[str, ...] = tuple(config["operations"])
+        self.num_nodes: int = int(config["nodes"])
+        self.edges: tuple[tuple[int, int], ...] = tuple(
+            (j, i) for j in range(1, self.num_nodes) for i in range(j)
+        )
+        self._datasets = {
+            name: DatasetSpec(name, int(d["classes"]), tuple(d["input_shape"]))
+            for name, d in config["datasets"].items()
+        }
+
+    # -- SearchSpace ------------------------------------------------------------------------
+
+    def parse(self, text: str) -> Arch:
+        """Parse ``|op~0|+|op~0|op~1|+|op~0|op~1|op~2|`` into an :class:`Arch`.
+
+        Raises:
+            ArchStringError: the message names the bad token and what was expected.
+        """
+        return self.from_ops(self._parse_ops(text))
+
+    def _parse_ops(self, text: str) -> tuple[str, ...]:
+        if not isinstance(text, str):
+            raise ArchStringError(f"arch must be a string, got {type(text).__name__}")
+        s = text.strip()
+        groups = s.split("+")
+        if len(groups) != self.num_nodes - 1:
+            raise ArchStringError(
+                f"malformed NAS-Bench-201 arch string '{text}': expected "
+                f"{self.num_nodes - 1} node groups joined by '+', found {len(groups)}"
+            )
+        ops: list[str] = []
+        for j, group in enumerate(groups, start=1):
+            if not (group.startswith("|") and group.endswith("|")) or len(group) < 2:
+                raise ArchStringError(
+                    f"malformed NAS-Bench-201 arch string '{text}': node group '{group}' "
+                    "must start and end with '|'"
+                )
+            tokens = group[1:-1].split("|")
+            if len(tokens) != j:
+                raise ArchStringError(
+                    f"malformed NAS-Bench-201 arch string '{text}': node {j} group '{group}' "
+                    f"needs {j} 'op~input' tokens, found {len(tokens)}"
+                )
+            for i, token in enumerate(tokens):
+                op, sep, src = token.partition("~")
+                if not sep or src != str(i):
+                    raise ArchStringError(
+                        f"malformed NAS-Bench-201 arch string '{text}': bad token '{token}' "
+                        f"(expected '<operation>~{i}' for the edge {i}->{j})"
+                    )
+                if op not in self.operations:
+                    raise ArchStringError(
+                        f"malformed NAS-Bench-201 arch string '{text}': unknown operation "
+                        f"'{op}' in token '{token}'; operations: {', '.join(self.operations)}"
+                    )
+                ops.append(op)
+        return tuple(ops)
+
+    def choices(self) -> dict[str, tuple[str, ...]]:
+        return {f"{j}<-{i}": self.operations for j, i in self.edges}
+
+    def from_choices(self, values: dict[str, str]) -> Arch:
+        return self.from_ops(tuple(values[f"{j}<-{i}"] for j, i in self.edges))
+
+    def to_choices(self, arch: Arch) -> dict[str, str]:
+        return {f"{j}<-{i}": op for (j, i), op in zip(self.edges, self.ops(arch))}
+
+    def dataset(self, name: str) -> DatasetSpec:
+        try:
+            return self._datasets[name]
+        except KeyError:
+            raise UnknownNameError("dataset", name, list(self._datasets)) from None
+
+    def datasets(self) -> list[str]:
+        """Dataset names the space has accuracies for."""
+        return list(self._datasets)
+
+    def build(self, arch: Arch, dataset: str):
+        from hwnas.spaces.nasbench201.model import NasBench201Network
+
+        macro = self.config["macro"]
+        spec = self.dataset(dataset)
+        return NasBench201Network(
+            self.ops(arch),
+            num_classes=spec.num_classes,
+            stem_channels=int(macro["stem_channels"]),
+            stage_channels=tuple(macro["stage_channels"]),
+            cells_per_stage=int(macro["cells_per_stage"]),
+        ).eval()
+
+    # -- NAS-Bench-201 specifics ------------------------------------------------------------
+
+    def from_ops(self, ops: Sequence[str]) -> Arch:
+        """The arch whose edges (in arch-string order) take ``ops``."""
+        if len(ops) != len(self.edges) or any(op not in self.operations for op in ops):
+            raise ArchStringError(f"need {len(self.edges)} operations from {self.operations}")
+        groups, k = [], 0
+        for j in range(1, self.num_nodes):
+            groups.append("|" + "|".join(f"{ops[k + i]}~{i}" for i in range(j)) + "|")
+            k += j
+        return Arch(self.name, "+".join(groups))
+
+    def ops(self, arch: Arch) -> tuple[str, ...]:
+        """The 6 operations of ``arch`` in arch-string order."""
+        self._check(arch)
+        return self._parse_ops(arch.text)
+
+    def _check(self, arch: Arch) -> None:
+        if arch.space != self.name:
+            raise HwnasError(f"architecture of space '{arch.space}' given to {self.name}")
+
+    @cached_property
+    def _table(self) -> dict[str, np.ndarray]:
+        return read_table(self.root / self.config["accuracy_table"])
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {a: int(i) for i, a in zip(self._table["index"], self._table["arch"])}
+
+    def __len__(self) -> int:
+        return len(self._table["arch"])
+
+    def index(self, arch: Arch) -> int:
+        """Official NAS-Bench-201 index (0..15,624) of ``arch``."""
+        self._check(arch)
+        return self._index[arch.text]
+
+    def arch_at(self, index: int) -> Arch:
+        """The architecture with official index ``index``.
+
+        Raises:
+            HwnasError: index out of range.
+        """
+        if not 0 <= index < len(self):
+            raise HwnasError(f"NAS-Bench-201 index {index} out of range 0..{len(self) - 1}")
+        return Arch(self.name, str(self._table["arch"][index]))
+
+    def all_archs(self) -> list[Arch]:
+        """All 15,625 architectures in index order."""
+        return [Arch(self.name, str(a)) for a in self._table["arch"]]
+
+    def table_accuracy(self, dataset: str, epochs: int = 200) -> np.ndarray:
+        """Trained accuracy (%) of every architecture, shape (15625,), in index order.
+
+        ``epochs=200`` gives the test accuracy after the full 200-epoch schedule (mean over
+        seeds); ``epochs=12`` the 12-epoch validation accuracy (low fidelity).
+
+        Raises:
+            UnknownNameError: unknown dataset.
+            HwnasError: epochs not 200 or 12.
+        """
+        self.dataset(dataset)
+        key = {200: "accuracy", 12: "accuracy_12ep"}.get(epochs)
+        if key is None:
+            raise HwnasError(f"NAS-Bench-201 accuracies exist for 200 and 12 epochs, not {epochs}")
+        return self._table[self.config["datasets"][dataset][key]]
+
+    def accuracy_source(self, dataset: str, epochs: int = 200) -> str:
+        """Where :meth:`table_accuracy` comes from, as a short label."""
+        column = self.config["datasets"][dataset]["accuracy" if epochs == 200 else "accuracy_12ep"]
+        return f"nasbench201-table:{column}"
