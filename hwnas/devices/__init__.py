@@ -1,0 +1,89 @@
+"""Devices by name, declared as YAML profiles.
+
+Profiles are read from the shipped ``devices/*.yaml`` and then from the user's own folders:
+``<hwnas home>/devices/`` and every folder in ``HWNAS_DEVICES_PATH`` (``:``-separated); a user
+profile with the name of a shipped one replaces it. A profile's ``kind`` picks the class
+that reaches the device (:data:`DEVICE_KINDS`): ``recorded`` (a published measurement table),
+``local`` (this machine's CPU) and ``android`` (a phone over adb).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from hwnas.assets import asset_path
+from hwnas.devices.base import METRICS, Device, Measurement, Workload
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.paths import hwnas_home
+from hwnas.registry import Registry
+
+__all__ = [
+    "DEVICE_KINDS",
+    "METRICS",
+    "Device",
+    "Measurement",
+    "Workload",
+    "get_device",
+    "list_devices",
+]
+
+DEVICE_KINDS: Registry = Registry("device kind")
+DEVICE_KINDS.register("recorded", "hwnas.devices.recorded:RecordedDevice")
+DEVICE_KINDS.register("local", "hwnas.devices.local:LocalCpuDevice")
+DEVICE_KINDS.register("android", "hwnas.devices.android:AndroidDevice")
+
+
+def profile_folders() -> list[Path]:
+    """Folders searched for ``*.yaml`` profiles, shipped ones first."""
+    folders = [asset_path("devices"), hwnas_home() / "devices"]
+    extra = os.environ.get("HWNAS_DEVICES_PATH", "")
+    folders += [Path(p) for p in extra.split(os.pathsep) if p]
+    return folders
+
+
+@lru_cache(maxsize=8)
+def _profiles(folders: tuple[Path, ...]) -> dict[str, dict]:
+    profiles: dict[str, dict] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+            try:
+                profile = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError) as exc:
+                raise HwnasError(f"cannot read device profile {path}: {exc}") from None
+            if not isinstance(profile, dict) or "name" not in profile or "kind" not in profile:
+                raise HwnasError(f"device profile {path} needs at least 'name' and 'kind'")
+            profile["_path"] = str(path)
+            profiles[str(profile["name"])] = profile
+    return profiles
+
+
+def profiles() -> dict[str, dict]:
+    """Every device profile by name (parsed YAML, with ``_path`` set to its file)."""
+    return _profiles(tuple(profile_folders()))
+
+
+def list_devices() -> list[str]:
+    """Names of every known device, sorted."""
+    return sorted(profiles())
+
+
+def get_device(name: str) -> Device:
+    """The device called ``name``.
+
+    Raises:
+        UnknownNameError: no profile has that name (the message lists known devices).
+        HwnasError: the profile's kind is unknown.
+    """
+    known = profiles()
+    if name not in known:
+        raise UnknownNameError("device", name, list(known))
+    profile = known[name]
+    try:
+        cls = DEVICE_KINDS.get(profile["kind"])
+    except UnknownNameError as exc:
+        raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
+    return cls(profile)

@@ -1,0 +1,156 @@
+"""The device interface, what is measured (a :class:`Workload`), and what comes back
+(a :class:`Measurement`).
+
+A device is declared by a YAML profile (``devices/*.yaml``) whose ``kind`` picks the class that
+reaches it. A device answers two questions: can it measure now (:meth:`Device.status`), and what
+is the latency or energy of a workload (:meth:`Device.measure`). Caching, locking and reuse of
+measurements are the job of :class:`hwnas.measure.Profiler`, not of devices.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.spaces.base import Arch
+
+METRICS = ("latency_ms", "energy_mj")
+"""Metric names: latency per inference in milliseconds, energy per inference in millijoules."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model to measure, identified by a stable hash.
+
+    Attributes:
+        model_hash: content hash identifying the network (see :func:`hwnas.export.content_hash`).
+        label: human-readable name (the arch string, or an ONNX file name).
+        input_shape: the full input shape including batch, (B, C, H, W).
+        arch: the architecture, when the model comes from a search space (recorded devices
+            look it up by architecture).
+        dataset: the dataset the network was built for ("cifar100"), when from a space.
+        onnx_factory: returns the serialised ONNX model; called only by devices that run it.
+    """
+
+    model_hash: str
+    label: str
+    input_shape: tuple[int, ...]
+    arch: Arch | None = None
+    dataset: str | None = None
+    onnx_factory: Callable[[], bytes] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.input_shape[0])
+
+    def onnx_bytes(self) -> bytes:
+        """The ONNX model.
+
+        Raises:
+            HwnasError: the workload has no ONNX form.
+        """
+        if self.onnx_factory is None:
+            raise HwnasError(f"workload {self.label} has no ONNX model to run")
+        return self.onnx_factory()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured (or recorded) value of a workload on a device.
+
+    Attributes:
+        device: device name.
+        runtime: the runtime's registry name ("ort", "tvm"), or "recorded" for table values.
+        metric: "latency_ms" or "energy_mj".
+        model_hash: :attr:`Workload.model_hash`.
+        label: :attr:`Workload.label`.
+        batch_size: B.
+        input_shape: (B, C, H, W).
+        value: the reported value (median), in ms or mJ per inference.
+        samples: every timed sample (ms or mJ); for recorded values, the one table value.
+        cv: coefficient of variation of the value (std / mean of the round medians), 0 if unknown.
+        iqr: interquartile range of ``samples`` (same unit as ``value``).
+        versions: library versions that produced it.
+        measured_at: Unix time (s).
+        source: where the value comes from (for example ``recorded:<file>:<column>``).
+    """
+
+    device: str
+    runtime: str
+    metric: str
+    model_hash: str
+    label: str
+    batch_size: int
+    input_shape: tuple[int, ...]
+    value: float
+    samples: tuple[float, ...] = ()
+    cv: float = 0.0
+    iqr: float = 0.0
+    versions: dict[str, str] = field(default_factory=dict)
+    measured_at: float = field(default_factory=time.time)
+    source: str = ""
+
+
+class Device(ABC):
+    """A target that measures workloads.
+
+    Args:
+        profile: the parsed YAML profile (``name``, ``kind``, ``description`` and kind-specific
+            keys).
+    """
+
+    kind: str = ""
+    runtime: str = ""
+    """Registry name of the runtime that runs models (part of every measurement's key)."""
+    stored_in_profiler: bool = True
+    """Whether measurements are cached in the store (False for devices that read a table)."""
+
+    def __init__(self, profile: dict[str, Any]):
+        self.profile = profile
+        self.name: str = profile["name"]
+        self.description: str = profile.get("description", "")
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Metrics the device can give, a subset of :data:`METRICS`."""
+        return ("latency_ms",)
+
+    @abstractmethod
+    def status(self) -> tuple[bool, str]:
+        """(reachable now, one-line explanation). Must be fast and never raise."""
+
+    @abstractmethod
+    def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
+        """Measure ``workload``.
+
+        Raises:
+            DeviceUnavailableError: the device cannot measure now.
+            HwnasError: the device cannot measure this workload or metric.
+        """
+
+    def require_reachable(self) -> None:
+        """Raise :class:`DeviceUnavailableError` with the status message if not reachable."""
+        ok, why = self.status()
+        if not ok:
+            raise DeviceUnavailableError(f"device '{self.name}' cannot measure: {why}")
+
+    def check_metric(self, metric: str) -> None:
+        """Raise :class:`HwnasError` if the device has no ``metric``."""
+        if metric not in self.metrics:
+            raise HwnasError(
+                f"device '{self.name}' has no {metric} measurements "
+                f"(it has: {', '.join(self.metrics)})"
+            )
+
+    @cached_property
+    def spaces(self) -> tuple[str, ...]:
+        """Search spaces whose every architecture the device can measure ("*" = any model)."""
+        return ("*",)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

@@ -1,0 +1,185 @@
+"""The measurement store: every measurement hwnas takes, in one SQLite file (WAL mode).
+
+A measurement is identified by (device, runtime, metric, model hash, batch size, input shape);
+the store keeps the first one taken for that key. Many processes may share a store: SQLite's
+write-ahead log lets readers run beside one writer, and :meth:`MeasurementStore.device_lock`
+serialises the measuring itself per device, so two workers never time the same model twice nor
+disturb each other's timings on the same CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from hwnas.devices.base import Measurement
+from hwnas.errors import HwnasError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY,
+    device TEXT NOT NULL,
+    runtime TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    model_hash TEXT NOT NULL,
+    label TEXT NOT NULL,
+    batch_size INTEGER NOT NULL,
+    input_shape TEXT NOT NULL,
+    value REAL NOT NULL,
+    samples TEXT NOT NULL,
+    cv REAL NOT NULL,
+    iqr REAL NOT NULL,
+    versions TEXT NOT NULL,
+    measured_at REAL NOT NULL,
+    source TEXT NOT NULL,
+    UNIQUE (device, runtime, metric, model_hash, batch_size, input_shape)
+);
+CREATE INDEX IF NOT EXISTS by_device ON measurements (device, metric);
+"""
+
+_COLUMNS = (
+    "device, runtime, metric, model_hash, label, batch_size, input_shape, value, samples, cv, "
+    "iqr, versions, measured_at, source"
+)
+
+
+def _shape_key(shape: tuple[int, ...]) -> str:
+    return "x".join(str(int(d)) for d in shape)
+
+
+class MeasurementStore:
+    """Measurements in a SQLite file.
+
+    Args:
+        path: the database file; its folder is created if missing.
+
+    Raises:
+        HwnasError: the file cannot be created or is not a readable hwnas store.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path).expanduser()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> MeasurementStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the two operations ---------------------------------------------------------------
+
+    def append(self, m: Measurement) -> bool:
+        """Store ``m`` unless a measurement with its key is already there.
+
+        Returns:
+            True if stored, False if the key was already taken (the stored one is kept).
+        """
+        row = (
+            m.device,
+            m.runtime,
+            m.metric,
+            m.model_hash,
+            m.label,
+            m.batch_size,
+            _shape_key(m.input_shape),
+            float(m.value),
+            json.dumps([round(s, 6) for s in m.samples]),
+            float(m.cv),
+            float(m.iqr),
+            json.dumps(m.versions, sort_keys=True),
+            float(m.measured_at),
+            m.source,
+        )
+        cur = self._db.execute(
+            f"INSERT OR IGNORE INTO measurements ({_COLUMNS}) VALUES ({','.join('?' * 14)})", row
+        )
+        return cur.rowcount == 1
+
+    def lookup(
+        self,
+        device: str,
+        runtime: str,
+        metric: str,
+        model_hash: str,
+        input_shape: tuple[int, ...],
+    ) -> Measurement | None:
+        """The stored measurement for this key, or None."""
+        cur = self._db.execute(
+            f"SELECT {_COLUMNS} FROM measurements WHERE device=? AND runtime=? AND metric=? "
+            "AND model_hash=? AND batch_size=? AND input_shape=?",
+            (device, runtime, metric, model_hash, int(input_shape[0]), _shape_key(input_shape)),
+        )
+        row = cur.fetchone()
+        return None if row is None else _to_measurement(row)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def measurements(
+        self, device: str | None = None, metric: str | None = None
+    ) -> list[Measurement]:
+        """Stored measurements, oldest first, optionally of one device and metric."""
+        sql, args = f"SELECT {_COLUMNS} FROM measurements WHERE 1=1", []
+        if device is not None:
+            sql, args = sql + " AND device=?", [*args, device]
+        if metric is not None:
+            sql, args = sql + " AND metric=?", [*args, metric]
+        return [_to_measurement(r) for r in self._db.execute(sql + " ORDER BY id", args)]
+
+    def counts(self) -> dict[str, int]:
+        """Number of stored measurements per device."""
+        cur = self._db.execute("SELECT device, COUNT(*) FROM measurements GROUP BY device")
+        return dict(cur.fetchall())
+
+    # -- concurrency ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def device_lock(self, device: str) -> Iterator[None]:
+        """Exclusive, cross-process lock for measuring on ``device`` (blocks until free).
+
+        The lock is an ``flock`` on a file beside the database, so it is released when the
+        holder exits, even if killed.
+        """
+        folder = self.path.parent / (self.path.name + ".locks")
+        folder.mkdir(exist_ok=True)
+        with open(folder / f"{device}.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _to_measurement(row: tuple) -> Measurement:
+    (device, runtime, metric, model_hash, label, batch, shape, value, samples, cv, iqr,
+     versions, measured_at, source) = row  # fmt: skip
+    return Measurement(
+        device=device,
+        runtime=runtime,
+        metric=metric,
+        model_hash=model_hash,
+        label=label,
+        batch_size=int(batch),
+        input_shape=tuple(int(d) for d in shape.split("x")),
+        value=float(value),
+        samples=tuple(json.loads(samples)),
+        cv=float(cv),
+        iqr=float(iqr),
+        versions=json.loads(versions),
+        measured_at=float(measured_at),
+        source=source,
+    )
