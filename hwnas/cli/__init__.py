@@ -1,0 +1,58 @@
+"""The ``hwnas`` command line: one module per command group, heavy imports inside commands.
+
+Any :class:`hwnas.errors.HwnasError` becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from hwnas import __version__
+from hwnas.errors import EXIT_USAGE, HwnasError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="hwnas")
+def app() -> None:
+    """Hardware-aware neural architecture search: accuracy/latency Pareto fronts for real
+    devices, as Optuna studies, run folders and ONNX model zoos."""
+
+
+def _register() -> None:
+    from hwnas.cli import arch, dashboard, devices, search
+
+    app.add_command(search.search_cmd)
+    app.add_command(arch.arch_cmd)
+    app.add_command(devices.devices_cmd)
+    app.add_command(dashboard.dashboard_cmd)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``hwnas`` script; returns the exit status."""
+    try:
+        app.main(args=argv, prog_name="hwnas", standalone_mode=False)
+    except HwnasError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_USAGE
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        click.echo(
+            "interrupted: the study and measurements are saved; run the same command "
+            "again to resume",
+            err=True,
+        )
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""``hwnas arch``: everything hwnas knows about one architecture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("arch")
+@click.argument("arch")
+@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option("--dataset", default="cifar100", show_default=True, help="Dataset of the network.")
+@click.option(
+    "--onnx",
+    "onnx_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also export the network (random weights) to this ONNX file.",
+)
+def arch_cmd(arch, space, dataset, onnx_out):
+    """Show ARCH (an arch string or a NAS-Bench-201 index): canonical form, index, params,
+    FLOPs, table accuracies and recorded latency on every device."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwnas.export import count_params_flops, export_onnx
+    from hwnas.measure import WEIGHT_SEED
+    from hwnas.search.run import recorded_latencies
+    from hwnas.spaces import get_space
+
+    sp = get_space(space)
+    spec = sp.dataset(dataset)
+    a = (
+        sp.arch_at(int(arch))
+        if arch.strip().isdigit() and hasattr(sp, "arch_at")
+        else sp.parse(arch)
+    )
+    import torch
+
+    torch.manual_seed(WEIGHT_SEED)
+    model = sp.build(a, dataset)
+    shape = (1, *spec.input_shape)
+    params, flops = count_params_flops(model, shape)
+    console = Console(soft_wrap=True)
+    console.print(f"arch     {a.text}")
+    if hasattr(sp, "index"):
+        console.print(f"index    {sp.index(a)}")
+    console.print(
+        f"network  {dataset}: input {list(shape)}, {spec.num_classes} classes, "
+        f"{params / 1e6:.3f} M params, {flops / 1e6:.2f} M FLOPs (MACs)"
+    )
+    if hasattr(sp, "table_accuracy"):
+        accs = ", ".join(f"{d} {sp.table_accuracy(d)[sp.index(a)]:.2f}%" for d in sp.datasets())
+        console.print(f"accuracy {accs} (200-epoch test, benchmark table)")
+    lat = recorded_latencies(sp.name, [a.text], skip="")[a.text]
+    if lat:
+        table = Table(title="recorded latency")
+        table.add_column("device")
+        table.add_column("latency ms", justify="right")
+        for dev, entry in sorted(lat.items()):
+            table.add_row(dev, f"{entry['value']:.3f}")
+        console.print(table)
+    if onnx_out is not None:
+        onnx_out.parent.mkdir(parents=True, exist_ok=True)
+        onnx_out.write_bytes(export_onnx(model, shape))
+        console.print(f"wrote {onnx_out}")

@@ -1,0 +1,159 @@
+"""``hwnas search``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hwnas.cli.options import storage_option, store_option
+
+
+@click.command("search")
+@click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).")
+@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--dataset",
+    default="cifar100",
+    show_default=True,
+    help="Dataset whose accuracy is maximised (cifar10, cifar100, imagenet16).",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["latency", "energy"]),
+    default="latency",
+    show_default=True,
+    help="Device cost to minimise (latency in ms, energy in mJ).",
+)
+@click.option(
+    "--max-latency",
+    type=float,
+    default=None,
+    metavar="MS",
+    help="Latency limit in ms: `best` is the most accurate architecture within it.",
+)
+@click.option(
+    "--budget",
+    type=int,
+    default=300,
+    show_default=True,
+    help="Number of distinct architectures whose accuracy is queried (trials).",
+)
+@click.option("--strategy", default="nsga2", show_default=True, help="nsga2 or random.")
+@storage_option
+@click.option(
+    "--study",
+    default=None,
+    help="Study name. Default: derived from the settings, "
+    "so re-running the same command resumes the same study.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run folder. Default: runs/<study name>.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
+@store_option
+@click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
+def search_cmd(
+    device,
+    space,
+    dataset,
+    objective,
+    max_latency,
+    budget,
+    strategy,
+    storage,
+    study,
+    out,
+    seed,
+    store,
+    no_zoo,
+):
+    """Search SPACE for the accuracy/latency (or energy) Pareto front on DEVICE.
+
+    Writes pareto.csv, pareto.png, summary.json and zoo/ (ONNX + card.json per Pareto
+    architecture) to the run folder, and keeps the Optuna study in STORAGE.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hwnas.search.engine import SearchSettings
+    from hwnas.search.run import prepare, search
+
+    settings = SearchSettings(
+        space=space,
+        device=device,
+        dataset=dataset,
+        objective=objective,
+        budget=budget,
+        strategy=strategy,
+        seed=seed,
+        max_latency=max_latency,
+        study=study or "",
+    )
+    job = prepare(settings, storage, store)
+    out = out or Path("runs") / settings.study
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[best]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    state = {"best": None}
+
+    def on_trial(done, record):
+        if record is not None and (state["best"] is None or record.accuracy > state["best"]):
+            state["best"] = record.accuracy
+        best = f"best {state['best']:.2f}%" if state["best"] is not None else ""
+        progress.update(task, completed=done, best=best)
+
+    with progress:
+        task = progress.add_task(f"search {settings.device}", total=budget, best="")
+        result, summary = search(job, out, on_trial, zoo=not no_zoo)
+        progress.update(task, completed=len(result.records))
+    _print_front(result, summary, out)
+
+
+def _print_front(result, summary, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    s = result.settings
+    metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.pareto)]
+    table = Table(title=f"Pareto front: {s.dataset} accuracy vs {s.objective} on {s.device}")
+    table.add_column("#", justify="right")
+    table.add_column("arch")
+    table.add_column("accuracy %", justify="right")
+    for m in metrics:
+        table.add_column(m, justify="right")
+    for i, r in enumerate(result.pareto):
+        table.add_row(str(i), r.arch, f"{r.accuracy:.2f}", *(f"{r.costs[m]:.3f}" for m in metrics))
+    console = Console()
+    console.print(table)
+    best = summary["best"]
+    m = summary["measurements"]
+    if best:
+        console.print(
+            f"best ({summary['best_rule']}): {best['arch']}  "
+            f"{best['accuracy']:.2f}%  {best.get('latency_ms', float('nan')):.3f} ms"
+        )
+    else:
+        console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
+    console.print(
+        f"{summary['trials']['completed']} architectures scored "
+        f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "
+        f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
+    )
+    console.print(
+        f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
+        f"zoo/ with {summary['zoo_models']} ONNX models)"
+    )
+    console.print(
+        f"study '{s.study}' in {summary['storage']}: hwnas dashboard --storage {summary['storage']}"
+    )

@@ -1,0 +1,77 @@
+"""Scoring an architecture for search: its accuracy and its cost on the device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hwnas.devices.base import METRICS
+from hwnas.measure import Profiler, arch_workload
+from hwnas.spaces.base import Arch, SearchSpace
+
+OBJECTIVES = {"latency": "latency_ms", "energy": "energy_mj"}
+"""Search objective name -> the device metric it minimises."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Accuracy and costs of one architecture, each with where it came from.
+
+    Attributes:
+        arch: the architecture.
+        accuracy: top-1 accuracy in %.
+        accuracy_source: for example ``nasbench201-table:cifar100_test_200ep``.
+        costs: metric ("latency_ms", "energy_mj") -> value (ms or mJ per inference).
+        sources: metric -> where the value came from (a table, a measurement).
+        model_hash: hash of the measured workload.
+    """
+
+    arch: Arch
+    accuracy: float
+    accuracy_source: str
+    costs: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    model_hash: str = ""
+
+    def attrs(self) -> dict[str, object]:
+        """Flat dict for an Optuna trial's user attributes."""
+        out: dict[str, object] = {
+            "arch": self.arch.text,
+            "accuracy": self.accuracy,
+            "accuracy_source": self.accuracy_source,
+            "model_hash": self.model_hash,
+        }
+        for metric, value in self.costs.items():
+            out[metric] = value
+            out[f"{metric}_source"] = self.sources[metric]
+        return out
+
+
+class TableEvaluator:
+    """Accuracy from the space's trained-accuracy table, costs from a device via a profiler.
+
+    Args:
+        space: a space with ``table_accuracy`` and ``index`` (NAS-Bench-201).
+        dataset: dataset whose accuracy is used.
+        profiler: device + store.
+        metrics: device metrics to obtain for each architecture (the objective's first).
+    """
+
+    def __init__(self, space: SearchSpace, dataset: str, profiler: Profiler, metrics: list[str]):
+        self.space = space
+        self.dataset = dataset
+        self.profiler = profiler
+        self.metrics = [m for m in metrics if m in METRICS]
+        self._accuracy = space.table_accuracy(dataset)
+        self._source = space.accuracy_source(dataset)
+        self.accuracy_queries = 0
+
+    def evaluate(self, arch: Arch) -> Evaluation:
+        """Query the accuracy table once and obtain every metric (store-cached)."""
+        self.accuracy_queries += 1
+        accuracy = float(self._accuracy[self.space.index(arch)])
+        workload = arch_workload(self.space, arch, self.dataset)
+        costs, sources = {}, {}
+        for metric in self.metrics:
+            m = self.profiler.measure(workload, metric)
+            costs[metric], sources[metric] = m.value, m.source
+        return Evaluation(arch, accuracy, self._source, costs, sources, workload.model_hash)

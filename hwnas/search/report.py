@@ -1,0 +1,183 @@
+"""The run folder: ``pareto.csv``, ``pareto.png``, ``summary.json`` and the model zoo."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.search.engine import SearchResult, TrialRecord
+from hwnas.spaces.base import SearchSpace
+
+UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
+LABELS = {"latency_ms": "latency", "energy_mj": "energy per inference"}
+
+
+def pareto_rows(result: SearchResult) -> list[dict[str, Any]]:
+    """Rows of ``pareto.csv``: arch, accuracy, latency_ms, energy_mj (where known), sources."""
+    metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
+    rows = []
+    for r in result.pareto:
+        row: dict[str, Any] = {
+            "arch": r.arch,
+            "accuracy": round(r.accuracy, 4),
+            "accuracy_source": r.attrs.get("accuracy_source", ""),
+        }
+        for m in metrics:
+            row[m] = round(r.costs[m], 6) if m in r.costs else ""
+            row[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
+        row["trial"] = r.number
+        rows.append(row)
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot_front(result: SearchResult, path: Path, device_label: str) -> None:
+    """Scatter of all trials with the Pareto front highlighted; axes carry units."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = result.settings
+    metric = s.metric
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    xs = [r.costs[metric] for r in result.records]
+    ys = [r.accuracy for r in result.records]
+    ax.scatter(xs, ys, s=10, color="0.7", label=f"trials ({len(xs)})")
+    fx = [r.costs[metric] for r in result.pareto]
+    fy = [r.accuracy for r in result.pareto]
+    ax.step(fx, fy, where="post", color="C3", lw=1.2)
+    ax.scatter(fx, fy, s=28, color="C3", zorder=3, label=f"Pareto front ({len(fx)})")
+    if s.max_latency is not None and metric == "latency_ms":
+        ax.axvline(
+            s.max_latency, color="C0", ls="--", lw=1, label=f"max latency {s.max_latency:g} ms"
+        )
+    if ys:  # keep degenerate networks (chance accuracy) from flattening the interesting part
+        low = float(np.percentile(ys, 2))
+        ax.set_ylim(bottom=max(0.0, low - 2.0), top=max(ys) + 1.0)
+    ax.set_xlabel(f"{LABELS[metric]} on {device_label} ({UNITS[metric]})")
+    ax.set_ylabel(f"{s.dataset} top-1 accuracy (%)")
+    ax.set_title(f"{s.space}: accuracy vs {LABELS[metric]}, {s.strategy}, {len(xs)} architectures")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    out: dict[str, Any] = {"arch": r.arch, "accuracy": r.accuracy, "trial": r.number}
+    for m, v in r.costs.items():
+        out[m] = v
+    return out
+
+
+def write_summary(
+    path: Path, result: SearchResult, extra: dict[str, Any], elapsed_s: float
+) -> dict[str, Any]:
+    """``summary.json``: settings, counts, the Pareto set size and ``best``."""
+    summary = {
+        "settings": result.settings.as_dict(),
+        "trials": {
+            "completed": len(result.records),
+            "in_study": result.trials_total,
+            "completed_this_run": result.new_trials,
+        },
+        "pareto_size": len(result.pareto),
+        "best": record_summary(result.best),
+        "best_rule": (
+            f"most accurate architecture with latency <= {result.settings.max_latency:g} ms"
+            if result.settings.max_latency is not None
+            else "most accurate architecture on the Pareto front"
+        ),
+        "elapsed_s": round(elapsed_s, 2),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **extra,
+    }
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def write_zoo(
+    folder: Path,
+    result: SearchResult,
+    space: SearchSpace,
+    other_latencies: dict[str, dict[str, dict[str, Any]]],
+) -> list[Path]:
+    """One folder per Pareto architecture with ``model.onnx`` and ``card.json``.
+
+    Args:
+        folder: the zoo folder.
+        result: the search result.
+        space: the search space (builds and exports each network).
+        other_latencies: arch -> device -> {"latency_ms", "source"} from other devices'
+            recorded tables, added to each card.
+
+    Returns:
+        The card paths.
+    """
+    import torch
+
+    from hwnas.export import OPSET, count_params_flops, export_onnx
+    from hwnas.measure import WEIGHT_SEED
+
+    s = result.settings
+    spec = space.dataset(s.dataset)
+    shape = (1, *spec.input_shape)
+    cards = []
+    for rank, r in enumerate(result.pareto):
+        arch = space.parse(r.arch)
+        torch.manual_seed(WEIGHT_SEED)
+        model = space.build(arch, s.dataset)
+        params, flops = count_params_flops(model, shape)
+        sub = folder / f"{rank:02d}-{r.attrs.get('model_hash', rank)}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / "model.onnx").write_bytes(export_onnx(model, shape))
+        device_costs = {
+            s.device: {
+                m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in r.costs
+            }
+        }
+        for dev, entry in other_latencies.get(r.arch, {}).items():
+            device_costs.setdefault(dev, {"latency_ms": entry})
+        card = {
+            "arch": r.arch,
+            "space": s.space,
+            "dataset": s.dataset,
+            "num_classes": spec.num_classes,
+            "input_shape": list(shape),
+            "input_name": "input",
+            "output_name": "logits",
+            "opset": OPSET,
+            "params": params,
+            "flops": flops,
+            "flops_convention": "multiply-accumulates of conv and linear layers, batch 1",
+            "accuracy": {
+                "value": r.accuracy,
+                "unit": "%",
+                "source": r.attrs.get("accuracy_source", ""),
+            },
+            "devices": device_costs,
+            "weights": (
+                f"random initialisation (torch seed {WEIGHT_SEED}): the accuracy is the "
+                "benchmark's for this architecture trained with its recipe; train before use"
+            ),
+            "study": s.study,
+            "trial": r.number,
+        }
+        (sub / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+        cards.append(sub / "card.json")
+    return cards

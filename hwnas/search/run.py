@@ -1,0 +1,159 @@
+"""`hwnas search` as functions: :func:`prepare` resolves names and opens the device, store and
+storage (every user error surfaces here, before work starts); :func:`search` runs the study and
+writes the run folder. Experiments call :func:`hwnas.search.engine.run_search` directly with an
+in-memory study.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwnas.devices import Device, get_device, list_devices
+from hwnas.devices.recorded import RecordedDevice
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler
+from hwnas.paths import default_storage_url, default_store_path
+from hwnas.search.engine import (
+    SearchResult,
+    SearchSettings,
+    TrialRecord,
+    open_storage,
+    run_search,
+)
+from hwnas.search.evaluate import TableEvaluator
+from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
+from hwnas.spaces import SearchSpace, get_space
+from hwnas.store import MeasurementStore
+
+
+def device_metrics(device, settings: SearchSettings) -> list[str]:
+    """Metrics to obtain per architecture: the objective's, latency, and energy where known."""
+    device.check_metric(settings.metric)
+    if settings.max_latency is not None:
+        device.check_metric("latency_ms")
+    wanted = [settings.metric, "latency_ms", "energy_mj"]
+    return [m for m in dict.fromkeys(wanted) if m in device.metrics]
+
+
+def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str, dict[str, dict]]:
+    """Latency of ``archs`` on every recorded device with a table for the space.
+
+    Returns:
+        arch -> device -> {"value": ms, "source": ...}.
+    """
+    space = get_space(space_name)
+    out: dict[str, dict[str, dict]] = {a: {} for a in archs}
+    for name in list_devices():
+        dev = get_device(name)
+        if name == skip or not isinstance(dev, RecordedDevice) or space_name not in dev.spaces:
+            continue
+        if "latency_ms" not in dev.tables[space_name]:
+            continue
+        column = dev.column(space_name, "latency_ms")
+        source = dev.source(space_name, "latency_ms")
+        for a in archs:
+            out[a][name] = {"value": float(column[space.index(space.parse(a))]), "source": source}
+    return out
+
+
+@dataclass
+class PreparedSearch:
+    """A search whose names are resolved and whose device, store and storage are open."""
+
+    settings: SearchSettings
+    space: SearchSpace
+    device: Device
+    profiler: Profiler
+    evaluator: TableEvaluator
+    storage_url: str
+    storage: Any
+
+
+def prepare(
+    settings: SearchSettings, storage: str | None = None, store_path: Path | None = None
+) -> PreparedSearch:
+    """Check every name and open what the search needs, before any work starts.
+
+    Raises:
+        HwnasError: unknown space, dataset or device; unreachable device; a device without
+            the metric or space; unusable measurement store or study storage.
+    """
+    space = get_space(settings.space)
+    space.dataset(settings.dataset)
+    if not hasattr(space, "table_accuracy"):
+        raise HwnasError(f"space '{space.name}' has no accuracy table to search over")
+    device = get_device(settings.device)
+    device.require_reachable()
+    if isinstance(device, RecordedDevice) and space.name not in device.spaces:
+        raise HwnasError(
+            f"device '{device.name}' has no recorded measurements for space '{space.name}' "
+            f"(it has: {', '.join(device.spaces)})"
+        )
+    metrics = device_metrics(device, settings)
+    store = (
+        MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
+    )
+    profiler = Profiler(device, store)
+    evaluator = TableEvaluator(space, settings.dataset, profiler, metrics)
+    if storage is None:
+        storage = default_storage_url()
+        Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return PreparedSearch(
+        settings, space, device, profiler, evaluator, storage, open_storage(storage)
+    )
+
+
+def search(
+    job: PreparedSearch,
+    out: Path,
+    on_trial: Callable[[int, TrialRecord | None], None] | None = None,
+    zoo: bool = True,
+) -> tuple[SearchResult, dict[str, Any]]:
+    """Run or resume a prepared search and write its run folder.
+
+    Args:
+        job: from :func:`prepare`.
+        out: run folder (created).
+        on_trial: progress callback (see :func:`run_search`).
+        zoo: export the Pareto architectures as ONNX with cards.
+
+    Returns:
+        (the result, the summary written to ``summary.json``).
+
+    Raises:
+        HwnasError: unusable study storage; measurement problems.
+    """
+    started = time.time()
+    settings, space, device, profiler = job.settings, job.space, job.device, job.profiler
+    store = profiler.store
+    try:
+        result = run_search(settings, space, job.evaluator.evaluate, job.storage, on_trial)
+    finally:
+        if store is not None:
+            store.close()
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "pareto.csv", pareto_rows(result))
+    plot_front(result, out / "pareto.png", device.name)
+    cards = []
+    if zoo:
+        others = recorded_latencies(space.name, [r.arch for r in result.pareto], device.name)
+        cards = write_zoo(out / "zoo", result, space, others)
+    extra = {
+        "device": {"name": device.name, "kind": device.kind, "description": device.description},
+        "storage": job.storage_url,
+        "measurement_store": str(store.path) if store is not None else None,
+        "measurements": {
+            "taken": profiler.counts.taken,
+            "reused_from_store": profiler.counts.reused,
+            "read_from_table": profiler.counts.read,
+        },
+        "accuracy_queries_this_run": job.evaluator.accuracy_queries,
+        "zoo_models": len(cards),
+    }
+    summary = write_summary(out / "summary.json", result, extra, time.time() - started)
+    return result, summary
