@@ -1,0 +1,61 @@
+"""`hwnas dashboard` serves optuna-dashboard for the study on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from helpers import hwnas_cli
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dashboard_serves_the_search_study(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    r = hwnas_cli(
+        "search",
+        "--device",
+        "fpga",
+        "--budget",
+        "5",
+        "--storage",
+        storage,
+        "--study",
+        "dash",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-zoo",
+    )
+    assert r.returncode == 0, r.stderr
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hwnas", "dashboard", "--storage", storage, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        deadline, body = time.time() + 60, None
+        while time.time() < deadline and body is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=2) as f:
+                    body = json.load(f)
+            except OSError:
+                time.sleep(0.3)
+        assert body is not None, "dashboard did not answer"
+        names = [s["study_name"] for s in body["study_summaries"]]
+        assert names == ["dash"]
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=20)
+    assert f"http://127.0.0.1:{port}/dashboard/" in out

@@ -1,0 +1,128 @@
+"""`hwnas search` as a user types it: run folder, zoo, resuming, measuring once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from helpers import hwnas_cli
+
+from hwnas.store import MeasurementStore
+
+
+def test_search_on_a_recorded_phone_writes_the_run_folder(tmp_path):
+    out = tmp_path / "run"
+    r = hwnas_cli("search", "--device", "pixel3", "--budget", "40", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "Pareto front" in r.stdout
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    assert rows and set(rows[0]) >= {
+        "arch",
+        "accuracy",
+        "latency_ms",
+        "accuracy_source",
+        "latency_ms_source",
+    }
+    assert rows[0]["latency_ms_source"].startswith("recorded:")
+    latencies = [float(row["latency_ms"]) for row in rows]
+    accuracies = [float(row["accuracy"]) for row in rows]
+    assert latencies == sorted(latencies) and accuracies == sorted(accuracies)  # a staircase
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trials"]["completed"] == 40
+    assert summary["measurements"] == {"taken": 0, "reused_from_store": 0, "read_from_table": 40}
+    assert summary["best"]["arch"] == rows[-1]["arch"]
+    assert summary["best"]["accuracy"] == pytest.approx(max(accuracies))
+    assert (out / "pareto.png").stat().st_size > 10_000
+    cards = sorted(out.glob("zoo/*/card.json"))
+    assert len(cards) == len(rows) == summary["zoo_models"]
+    card = json.loads(cards[0].read_text())
+    assert card["arch"] == rows[0]["arch"] and card["opset"] == 17
+    assert card["input_shape"] == [1, 3, 32, 32] and card["params"] > 0 and card["flops"] > 0
+    assert card["devices"]["pixel3"]["latency_ms"]["value"] == pytest.approx(latencies[0])
+    assert "fpga" in card["devices"]  # latency on other recorded devices, with its source
+    model = onnx.load(str(cards[0].parent / "model.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y = session.run(None, {"input": np.zeros((2, 3, 32, 32), np.float32)})[0]
+    assert y.shape == (2, 100)
+
+
+def test_max_latency_and_energy(tmp_path):
+    out = tmp_path / "run"
+    r = hwnas_cli(
+        "search",
+        "--device",
+        "pi5_onnx",
+        "--objective",
+        "energy",
+        "--budget",
+        "30",
+        "--max-latency",
+        "3",
+        "--out",
+        str(out),
+        "--no-zoo",
+    )
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best"]["latency_ms"] <= 3.0
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    assert all(float(row["latency_ms"]) <= 3.0 for row in rows)
+    assert all(row["energy_mj_source"].endswith("pi5_onnx_cifar100_energy_mj") for row in rows)
+
+
+def _count(store_path) -> int:
+    if not store_path.exists():
+        return 0
+    with MeasurementStore(store_path) as s:
+        return sum(s.counts().values())
+
+
+def test_killed_search_resumes_without_measuring_twice(tmp_path, hwnas_home):
+    """A live-CPU search is killed (SIGKILL) mid-way; the same command finishes it, and every
+    architecture is measured exactly once."""
+    store = hwnas_home / "measurements.db"
+    args = [
+        "search",
+        "--device",
+        "cpu-fast",
+        "--budget",
+        "8",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-zoo",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hwnas", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 240
+    while _count(store) < 3 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = _count(store)
+    assert 3 <= before < 8, "the search should have been killed part-way"
+    r = hwnas_cli(*args)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["trials"]["completed"] == 8
+    assert summary["measurements"]["taken"] == 8 - before
+    assert _count(store) == 8  # nothing measured twice
+    # the identical command again: nothing new at all
+    r = hwnas_cli(*args)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["trials"]["completed_this_run"] == 0 and summary["measurements"]["taken"] == 0
+    # a new study proposing the same architectures reuses every stored measurement
+    r = hwnas_cli(*args[:-3], "--study", "again", "--out", str(tmp_path / "run2"), "--no-zoo")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "run2" / "summary.json").read_text())
+    assert summary["measurements"] == {"taken": 0, "reused_from_store": 8, "read_from_table": 0}
+    assert _count(store) == 8

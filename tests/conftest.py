@@ -1,0 +1,33 @@
+"""Shared fixtures: every test gets its own hwnas home, and a fast live-CPU device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+FAST_CPU_PROFILE = """\
+name: cpu-fast
+kind: local
+class: cpu
+description: this machine's CPU with a short timing protocol (tests only)
+runtime: ort
+timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1}
+"""
+
+
+@pytest.fixture(autouse=True)
+def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
+    """A fresh HWNAS_HOME (store, studies, user profiles) for each test."""
+    home = tmp_path_factory.mktemp("hwnas_home")
+    monkeypatch.setenv("HWNAS_HOME", str(home))
+    profiles = home / "devices"
+    profiles.mkdir()
+    (profiles / "cpu-fast.yaml").write_text(FAST_CPU_PROFILE)
+    from hwnas.devices import _profiles
+
+    _profiles.cache_clear()
+    yield home
+    _profiles.cache_clear()

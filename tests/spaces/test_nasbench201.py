@@ -1,0 +1,175 @@
+"""NAS-Bench-201 space: arch strings, index, encoding, the PyTorch network and its ONNX export."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.spaces import get_space, list_spaces
+
+SPACE = get_space("nasbench201")
+
+ARCHS = [
+    "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|",
+    "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|skip_connect~2|",
+    "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|",  # output is constant (all-zero cell)
+    "|none~0|+|none~0|nor_conv_3x3~1|+|nor_conv_1x1~0|none~1|avg_pool_3x3~2|",  # dead node 1
+]
+
+
+def test_registry_lists_nasbench201():
+    assert "nasbench201" in list_spaces()
+    with pytest.raises(UnknownNameError, match="unknown search space 'nope'; known: .*nasbench201"):
+        get_space("nope")
+
+
+def test_every_table_arch_string_is_canonical_and_indexed():
+    archs = SPACE.all_archs()
+    assert len(archs) == 15625 == 5**6
+    assert len({a.text for a in archs}) == 15625
+    for i in (0, 1, 777, 15624):
+        a = SPACE.parse(archs[i].text)
+        assert a == archs[i] and SPACE.index(a) == i and SPACE.arch_at(i) == a
+    # every combination of choices is in the table exactly once
+    rng = np.random.default_rng(0)
+    for a in SPACE.sample(rng, 50):
+        assert SPACE.arch_at(SPACE.index(a)) == a
+        assert SPACE.from_choices(SPACE.to_choices(a)) == a
+
+
+def test_parse_strips_whitespace_and_index_zero_matches_the_official_order():
+    a = SPACE.parse("  " + ARCHS[1] + "\n")
+    assert a.text == ARCHS[1]
+    assert SPACE.index(a) == 0  # the data README's index 0
+
+
+@pytest.mark.parametrize(
+    ("text", "bad"),
+    [
+        (
+            "|nor_conv_3x3~0|+|conv_5x5~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|none~2|",
+            "conv_5x5",
+        ),
+        ("|nor_conv_3x3~1|+|none~0|none~1|+|none~0|none~1|none~2|", "nor_conv_3x3~1"),
+        ("|nor_conv_3x3~0|+|none~0|none~1|", "found 2"),
+        ("|nor_conv_3x3|+|none~0|none~1|+|none~0|none~1|none~2|", "nor_conv_3x3"),
+        ("nor_conv_3x3~0|+|none~0|none~1|+|none~0|none~1|none~2|", "nor_conv_3x3~0|"),
+        ("|none~0|+|none~0|+|none~0|none~1|none~2|", "node 2"),
+        ("", "found 1"),
+    ],
+)
+def test_malformed_arch_strings_name_the_bad_token(text, bad):
+    with pytest.raises(HwnasError) as info:
+        SPACE.parse(text)
+    message = str(info.value)
+    assert "malformed NAS-Bench-201 arch string" in message and bad in message
+    assert "\n" not in message
+
+
+def test_index_out_of_range_is_a_clear_error():
+    with pytest.raises(HwnasError, match="out of range"):
+        SPACE.arch_at(15625)
+
+
+def test_encoding_is_one_hot_per_edge():
+    archs = [SPACE.parse(t) for t in ARCHS]
+    x = SPACE.encode(archs)
+    assert x.shape == (4, 30) and x.dtype == np.float32
+    np.testing.assert_array_equal(x.reshape(4, 6, 5).sum(-1), np.ones((4, 6)))
+    # edge 1<-0 of ARCHS[0] is nor_conv_3x3, the 4th operation
+    assert x[0, :5].tolist() == [0, 0, 0, 1, 0]
+    assert x[2].reshape(6, 5)[:, 0].tolist() == [1] * 6  # all none
+
+
+def test_unknown_dataset():
+    with pytest.raises(UnknownNameError, match="unknown dataset 'mnist'"):
+        SPACE.dataset("mnist")
+
+
+def test_accuracy_tables():
+    acc200 = SPACE.table_accuracy("cifar10")
+    acc12 = SPACE.table_accuracy("cifar100", epochs=12)
+    assert acc200.shape == acc12.shape == (15625,)
+    best = SPACE.arch_at(int(acc200.argmax()))
+    assert acc200.max() == pytest.approx(94.37, abs=0.01)
+    assert SPACE.ops(best).count("nor_conv_3x3") >= 3
+    with pytest.raises(HwnasError, match="200 and 12"):
+        SPACE.table_accuracy("cifar10", epochs=50)
+
+
+# -- PyTorch network and ONNX -------------------------------------------------------------------
+
+
+def _realistic_weights(model, input_shape, seed: int = 0) -> None:
+    """Random affine batch-norm parameters and running statistics calibrated on random data,
+    so activations have the scale of a trained network and parity tests real arithmetic."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    for m in bns:
+        m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+        m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average over the calibration batches
+    model.train()
+    with torch.no_grad():
+        for _ in range(2):
+            model(torch.randn(16, *input_shape, generator=g))
+    model.eval()
+
+
+@pytest.mark.parametrize(
+    ("arch", "dataset"),
+    [
+        (ARCHS[0], "cifar10"),
+        (ARCHS[1], "cifar100"),
+        (ARCHS[2], "cifar10"),
+        (ARCHS[3], "imagenet16"),
+    ],
+)
+def test_onnx_export_matches_pytorch(arch, dataset):
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    from hwnas.export import export_onnx
+
+    spec = SPACE.dataset(dataset)
+    torch.manual_seed(1)
+    model = SPACE.build(SPACE.parse(arch), dataset)
+    _realistic_weights(model, spec.input_shape)
+    data = export_onnx(model, (1, *spec.input_shape))
+    onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+    x = np.random.default_rng(0).standard_normal((3, *spec.input_shape)).astype(np.float32)
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input": x})[0]
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    assert got.shape == (3, spec.num_classes)
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    assert np.abs(want).max() > 1e-3  # a real signal, not all zeros
+
+
+def test_network_shapes_params_and_flops():
+    import torch
+
+    from hwnas.export import count_params_flops
+
+    # Stage widths 16/32/64, 5 cells each: one conv3x3 per edge costs 9*C*C weights.
+    conv_only = SPACE.parse(
+        "|nor_conv_3x3~0|+|none~0|none~1|+|none~0|none~1|none~2|"
+    )  # node 3 has no input: output constant -> only stem, reductions, classifier count
+    all_none = SPACE.parse(ARCHS[2])
+    p_none, f_none = count_params_flops(SPACE.build(all_none, "cifar10"), (1, 3, 32, 32))
+    p_conv, f_conv = count_params_flops(SPACE.build(conv_only, "cifar10"), (1, 3, 32, 32))
+    # The conv on edge 1<-0 feeds nothing in the output, yet it is in the network (reference
+    # implementation); its cost: 5 cells x (9*C^2 weights + 2C BN) per stage.
+    extra_params = sum(5 * (9 * c * c + 2 * c) for c in (16, 32, 64))
+    extra_macs = sum(5 * 9 * c * c * hw * hw for c, hw in ((16, 32), (32, 16), (64, 8)))
+    assert p_conv - p_none == extra_params
+    assert f_conv - f_none == extra_macs
+    model = SPACE.build(SPACE.parse(ARCHS[0]), "imagenet16")
+    with torch.no_grad():
+        assert model(torch.zeros(2, 3, 16, 16)).shape == (2, 120)

@@ -1,0 +1,64 @@
+"""The wheel carries the assets, so an installed hwnas works outside the repository."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_wheel_ships_assets_and_works_outside_the_repo(tmp_path):
+    pytest.importorskip("hatchling")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    wheel = next(tmp_path.glob("hwnas-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for asset in (
+        "hwnas/_assets/devices/pixel3.yaml",
+        "hwnas/_assets/devices/recorded/nasbench201_latency_ms.csv.gz",
+        "hwnas/_assets/search_spaces/nasbench201/space.yaml",
+        "hwnas/_assets/search_spaces/nasbench201/accuracy.csv.gz",
+        "hwnas/_assets/search_spaces/reference_sets.json",
+    ):
+        assert asset in names
+    assert any(n.endswith("NOTICE") for n in names)
+    target = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(target)
+    code = (
+        "import hwnas, hwnas.devices as d, hwnas.spaces as s;"
+        f"assert str(hwnas.__file__).startswith({str(target)!r});"
+        "print(d.get_device('pixel3').column('nasbench201','latency_ms')[1],"
+        " s.get_space('nasbench201').table_accuracy('cifar100')[1])"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["17.2381", "70.2933"]

@@ -1,0 +1,90 @@
+"""Measurement store: taken once, reused, safe under concurrent workers, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from hwnas.devices.base import Measurement
+from hwnas.errors import HwnasError
+from hwnas.store import MeasurementStore
+
+
+def _m(value: float, model_hash: str = "abc", device: str = "cpu") -> Measurement:
+    return Measurement(
+        device=device,
+        runtime="ort",
+        metric="latency_ms",
+        model_hash=model_hash,
+        label="arch",
+        batch_size=1,
+        input_shape=(1, 3, 32, 32),
+        value=value,
+        samples=(value, value + 0.1),
+        cv=0.01,
+        iqr=0.1,
+        versions={"onnxruntime": "x"},
+        source="measured:cpu:onnxruntime",
+    )
+
+
+def test_append_lookup_roundtrip_and_first_measurement_wins(tmp_path):
+    with MeasurementStore(tmp_path / "m.db") as store:
+        assert store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32)) is None
+        assert store.append(_m(2.0)) is True
+        assert store.append(_m(3.0)) is False  # same key: kept as it was
+        got = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))
+        assert (
+            got.value == 2.0 and got.samples == (2.0, 2.1) and got.versions == {"onnxruntime": "x"}
+        )
+        assert store.lookup("cpu", "ort", "latency_ms", "abc", (8, 3, 32, 32)) is None
+        store.append(_m(1.0, model_hash="def", device="other"))
+        assert store.counts() == {"cpu": 1, "other": 1}
+    with MeasurementStore(tmp_path / "m.db") as store:  # persisted
+        assert [m.value for m in store.measurements()] == [2.0, 1.0]
+
+
+def test_unreadable_store_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_text("this is not sqlite " * 100)
+    with pytest.raises(HwnasError, match="measurement store .*bad.db is not usable"):
+        MeasurementStore(bad)
+    with pytest.raises(HwnasError, match="not usable"):
+        MeasurementStore(tmp_path)  # a folder
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from hwnas.devices import get_device
+    from hwnas.measure import Profiler, arch_workload
+    from hwnas.spaces import get_space
+    from hwnas.store import MeasurementStore
+
+    space = get_space("nasbench201")
+    profiler = Profiler(get_device("cpu-fast"), MeasurementStore(sys.argv[1]))
+    for i in (1, 2, 3, 4):
+        profiler.measure(arch_workload(space, space.arch_at(i), "cifar10"))
+    print(json.dumps(profiler.counts.__dict__))
+    """
+)
+
+
+def test_concurrent_workers_measure_each_model_once(tmp_path):
+    path = tmp_path / "shared.db"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(path)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    counts = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(c["taken"] for c in counts) == 4
+    assert sum(c["reused"] for c in counts) == 8
+    with MeasurementStore(path) as store:
+        assert store.counts() == {"cpu-fast": 4}
