@@ -40,13 +40,20 @@ def device_metrics(device, settings: SearchSettings) -> list[str]:
 
 
 def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str, dict[str, dict]]:
-    """Latency of ``archs`` on every recorded device with a table for the space.
+    """Latency of ``archs`` on every recorded device with a table for the space (architectures
+    not in the recorded tables get none).
 
     Returns:
         arch -> device -> {"value": ms, "source": ...}.
     """
     space = get_space(space_name)
     out: dict[str, dict[str, dict]] = {a: {} for a in archs}
+    rows = {}
+    for a in archs:  # architectures outside the recorded sample have no recorded latency
+        try:
+            rows[a] = space.index(space.parse(a))
+        except HwnasError:
+            continue
     for name in list_devices():
         dev = get_device(name)
         if name == skip or not isinstance(dev, RecordedDevice) or space_name not in dev.spaces:
@@ -55,8 +62,8 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
             continue
         column = dev.column(space_name, "latency_ms")
         source = dev.source(space_name, "latency_ms")
-        for a in archs:
-            out[a][name] = {"value": float(column[space.index(space.parse(a))]), "source": source}
+        for a, i in rows.items():
+            out[a][name] = {"value": float(column[i]), "source": source}
     return out
 
 
