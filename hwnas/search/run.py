@@ -17,6 +17,7 @@ from hwnas.devices.recorded import RecordedDevice
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import default_storage_url, default_store_path
+from hwnas.search.costs import CostContext, table_costs
 from hwnas.search.engine import (
     SearchResult,
     SearchSettings,
@@ -26,6 +27,7 @@ from hwnas.search.engine import (
 )
 from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
+from hwnas.search.strategies import STRATEGIES
 from hwnas.spaces import SearchSpace, get_space
 from hwnas.store import MeasurementStore
 
@@ -78,6 +80,7 @@ class PreparedSearch:
     evaluator: TableEvaluator
     storage_url: str
     storage: Any
+    costs: CostContext
 
 
 def prepare(
@@ -109,8 +112,21 @@ def prepare(
     if storage is None:
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    costs = CostContext(
+        space,
+        cost=table_costs(space, device, settings.metric),
+        latency=table_costs(space, device, "latency_ms"),
+        max_latency=settings.max_latency,
+        budget=settings.budget,
+    )
+    if getattr(STRATEGIES.get(settings.strategy), "needs_costs", False) and costs.cost is None:
+        raise HwnasError(
+            f"strategy '{settings.strategy}' needs every candidate's {settings.metric} before "
+            f"measuring it, and device '{device.name}' has no table or predictor for it; "
+            "use --strategy nsga2"
+        )
     return PreparedSearch(
-        settings, space, device, profiler, evaluator, storage, open_storage(storage)
+        settings, space, device, profiler, evaluator, storage, open_storage(storage), costs
     )
 
 
@@ -138,7 +154,9 @@ def search(
     settings, space, device, profiler = job.settings, job.space, job.device, job.profiler
     store = profiler.store
     try:
-        result = run_search(settings, space, job.evaluator.evaluate, job.storage, on_trial)
+        result = run_search(
+            settings, space, job.evaluator.evaluate, job.storage, on_trial, costs=job.costs
+        )
     finally:
         if store is not None:
             store.close()
