@@ -34,6 +34,10 @@ DEFAULTS = {"width": 0.5, "resolution_scale": 0.25}
 
 def _bn(x: torch.Tensor, bn: nn.BatchNorm2d, n: int) -> torch.Tensor:
     """Batch norm over the first ``n`` channels of ``bn`` (running statistics shared)."""
+    momentum = bn.momentum
+    if bn.training and momentum is None:  # cumulative average (batch-norm recalibration)
+        bn.num_batches_tracked += 1
+        momentum = 1.0 / float(bn.num_batches_tracked)
     return F.batch_norm(
         x,
         bn.running_mean[:n],
@@ -41,7 +45,7 @@ def _bn(x: torch.Tensor, bn: nn.BatchNorm2d, n: int) -> torch.Tensor:
         bn.weight[:n],
         bn.bias[:n],
         bn.training,
-        bn.momentum if bn.momentum is not None else 0.0,
+        momentum if momentum is not None else 0.1,
         bn.eps,
     )
 
