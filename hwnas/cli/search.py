@@ -99,8 +99,19 @@ def search_cmd(
         from hwnas.cli.supernet_search import run_supernet_search
 
         return run_supernet_search(
-            device, space, dataset, objective, max_latency, strategy, storage, study, out,
-            seed, store, no_zoo, **supernet,
+            device,
+            space,
+            dataset,
+            objective,
+            max_latency,
+            strategy,
+            storage,
+            study,
+            out,
+            seed,
+            store,
+            no_zoo,
+            **supernet,
         )
     from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search

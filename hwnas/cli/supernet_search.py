@@ -87,8 +87,25 @@ def parse_settings(items: tuple[str, ...]) -> dict[str, object]:
 
 
 def run_supernet_search(
-    device, space, dataset, objective, max_latency, strategy, storage, study, out, seed, store,
-    no_zoo, data, epochs, latency_target, latency_weight, batch_size, finetune_epochs, settings,
+    device,
+    space,
+    dataset,
+    objective,
+    max_latency,
+    strategy,
+    storage,
+    study,
+    out,
+    seed,
+    store,
+    no_zoo,
+    data,
+    epochs,
+    latency_target,
+    latency_weight,
+    batch_size,
+    finetune_epochs,
+    settings,
 ):
     """Run a supernet search from the CLI's options and print its result."""
     from rich.console import Console
@@ -129,7 +146,10 @@ def run_supernet_search(
         table.add_column(col)
     for c in summary["candidates"]:
         table.add_row(
-            c["role"], c["arch"], f"{c['accuracy']:.2f}", f"{c[s.metric]:.3f}",
+            c["role"],
+            c["arch"],
+            f"{c['accuracy']:.2f}",
+            f"{c[s.metric]:.3f}",
             c[f"{s.metric}_source"],
         )
     console.print(table)

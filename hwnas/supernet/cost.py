@@ -265,9 +265,7 @@ def fit_table_lut(space: SearchSpace, device: Any, metric: str = "latency_ms") -
     """Fit the lookup table on every architecture of a recorded device's table."""
     column = np.asarray(device.column(space.name, metric), dtype=np.float64)
     archs = space.all_archs()
-    return fit_lut(
-        space, archs, column, metric, f"lut-fit:{device.source(space.name, metric)}"
-    )
+    return fit_lut(space, archs, column, metric, f"lut-fit:{device.source(space.name, metric)}")
 
 
 def flops_lut(supernet: Any, samples: int = 48, seed: int = 0) -> MultilinearLUT:
@@ -358,15 +356,17 @@ def measured_block_lut(
                 return export_onnx(module, shape)
 
             key = content_hash("block", text, "x".join(map(str, shape)))
-            wl = Workload(key, f"{space.name}:{name}@{'x'.join(map(str, shape))}", shape,
-                          onnx_factory=factory)
+            wl = Workload(
+                key, f"{space.name}:{name}@{'x'.join(map(str, shape))}", shape, onnx_factory=factory
+            )
             tables[m.decision][c] += profiler.measure(wl, metric).value
             if on_block:
                 on_block(wl.label)
     terms = additive_terms(space)
     weights = np.concatenate(tables)
-    lut = MultilinearLUT(space, terms, weights, 0.0, metric,
-                         f"lut-measured:{profiler.device.name}:blocks")
+    lut = MultilinearLUT(
+        space, terms, weights, 0.0, metric, f"lut-measured:{profiler.device.name}:blocks"
+    )
     archs = space.sample(np.random.default_rng(seed + 1), max(0, calibration))
     if archs:
         sums = np.array([lut.cost(a) for a in archs])
@@ -399,7 +399,10 @@ def measured_subnet_lut(
     archs = supernet.space.sample(np.random.default_rng(seed), samples)
     values = [profiler.measure(subnet_workload(supernet, a), metric).value for a in archs]
     return fit_lut(
-        supernet.space, archs, np.array(values), metric,
+        supernet.space,
+        archs,
+        np.array(values),
+        metric,
         f"lut-fit:measured:{profiler.device.name}:{samples}-subnets",
     )
 

@@ -60,9 +60,7 @@ class FBNetSupernet(Supernet):
             for i in range(n):
                 stride = s if i == 0 else 1
                 blocks.append(
-                    MixedChoice(
-                        k, {b: FBNetBlock(b, c_prev, c, stride) for b in space.blocks}
-                    )
+                    MixedChoice(k, {b: FBNetBlock(b, c_prev, c, stride) for b in space.blocks})
                 )
                 c_prev, k = c, k + 1
         self.blocks = nn.ModuleList(blocks)

@@ -38,7 +38,10 @@ class SuperCell(nn.Module):
             for i in range(j):
                 self.edges[f"{j}_{i}"] = MixedChoice(
                     k,
-                    {op: None if op == "none" else make_operation(op, channels) for op in operations},
+                    {
+                        op: None if op == "none" else make_operation(op, channels)
+                        for op in operations
+                    },
                 )
                 k += 1
 

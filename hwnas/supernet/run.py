@@ -26,7 +26,13 @@ from hwnas.devices.recorded import RecordedDevice
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.paths import default_storage_url, default_store_path
-from hwnas.search.engine import SearchSettings, completed_records, load_study, open_storage, summarise
+from hwnas.search.engine import (
+    SearchSettings,
+    completed_records,
+    load_study,
+    open_storage,
+    summarise,
+)
 from hwnas.search.evaluate import OBJECTIVES
 from hwnas.spaces import SearchSpace, get_space
 from hwnas.store import MeasurementStore
@@ -69,7 +75,9 @@ class SupernetSettings(SearchSettings):
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
-            raise HwnasError(f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}")
+            raise HwnasError(
+                f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
+            )
         SUPERNET_STRATEGIES.get(self.strategy)
         if self.epochs < 0:
             raise HwnasError(f"--epochs must be >= 0, got {self.epochs}")
@@ -82,7 +90,9 @@ class SupernetSettings(SearchSettings):
         if self.latency_weight is not None and self.latency_weight < 0:
             raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
         if self.max_latency is not None and not self.max_latency > 0:
-            raise HwnasError(f"--max-latency must be a positive number of ms, got {self.max_latency}")
+            raise HwnasError(
+                f"--max-latency must be a positive number of ms, got {self.max_latency}"
+            )
         if not self.study:
             hw = (
                 f"-target{self.latency_target:g}"
@@ -246,8 +256,10 @@ def search(
     candidates = strategy.finish(evaluator.inherited_val_accuracy)
     derived = candidates[0]
     log(f"derived: {derived.text}")
-    evaluated = [evaluator.evaluate(a, role="derived" if i == 0 else "candidate")
-                 for i, a in enumerate(candidates)]
+    evaluated = [
+        evaluator.evaluate(a, role="derived" if i == 0 else "candidate")
+        for i, a in enumerate(candidates)
+    ]
 
     study = load_study(s, job.storage, s.metric)
     added = _add_trials(study, space, s, evaluated)
@@ -257,8 +269,12 @@ def search(
     result.best = derived_record
 
     write_csv(out / "pareto.csv", pareto_rows(result))
-    plot_front(result, out / "pareto.png", job.device.name,
-               accuracy_label=f"{data.name} held-out test accuracy (%)")
+    plot_front(
+        result,
+        out / "pareto.png",
+        job.device.name,
+        accuracy_label=f"{data.name} held-out test accuracy (%)",
+    )
     cards = []
     if zoo:
         trained = {e["arch"].text: e for e in evaluated}
@@ -326,8 +342,13 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
         if m in r.costs:
             out[m] = r.costs[m]
             out[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
-    for k in ("predicted_cost", "predicted_cost_source", "inherited_test_accuracy",
-              "table_accuracy", "table_accuracy_label"):
+    for k in (
+        "predicted_cost",
+        "predicted_cost_source",
+        "inherited_test_accuracy",
+        "table_accuracy",
+        "table_accuracy_label",
+    ):
         if k in r.attrs:
             out[k] = r.attrs[k]
     out["rule"] = (
@@ -344,8 +365,9 @@ def _add_trials(study, space: SearchSpace, s: SupernetSettings, evaluated) -> in
     import optuna
 
     have = {r.arch for r in completed_records(study)}
-    dists = {d: optuna.distributions.CategoricalDistribution(list(o))
-             for d, o in space.choices().items()}
+    dists = {
+        d: optuna.distributions.CategoricalDistribution(list(o)) for d, o in space.choices().items()
+    }
     added = 0
     for e in evaluated:
         if e["arch"].text in have:
@@ -387,7 +409,6 @@ class SubnetEvaluator:
     def evaluate(self, arch, role: str) -> dict[str, Any]:
         import torch
 
-        from hwnas.supernet.cost import subnet_workload
         from hwnas.supernet.train import accuracy, finetune, merge, recalibrate_bn, resized_forward
 
         s, data, space = self.job.settings, self.job.data, self.job.space

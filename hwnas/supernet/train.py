@@ -81,9 +81,7 @@ def search_epoch(
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - t0
     peak = (
-        torch.cuda.max_memory_allocated(device) / 2**20
-        if device.type == "cuda"
-        else peak_rss_mib()
+        torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else peak_rss_mib()
     )
 
     def mean(k: str) -> float:
@@ -160,9 +158,7 @@ def finetune(
     device = device or torch.device("cpu")
     if epochs <= 0:
         return model.eval()
-    opt = torch.optim.SGD(
-        model.parameters(), lr=lr, momentum=0.9, weight_decay=3e-4, nesterov=True
-    )
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=3e-4, nesterov=True)
     steps = epochs * max(1, int(np.ceil(len(split) / batch_size)))
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     scaler = torch.amp.GradScaler("cuda") if device.type == "cuda" else None

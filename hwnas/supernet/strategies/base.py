@@ -217,7 +217,9 @@ class SupernetStrategy:
             if gumbel_tau is None:
                 w = F.softmax(a, dim=-1)
             else:
-                w = F.softmax((F.log_softmax(a, -1) + gumbel_like(a, self.generator)) / gumbel_tau, -1)
+                w = F.softmax(
+                    (F.log_softmax(a, -1) + gumbel_like(a, self.generator)) / gumbel_tau, -1
+                )
             out.append(Choice(w, tuple(range(len(a)))))
         return out
 

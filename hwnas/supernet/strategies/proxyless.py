@@ -19,7 +19,10 @@ from hwnas.supernet.strategies.base import SupernetStrategy
 
 class ProxylessNas(SupernetStrategy):
     name = "proxyless"
-    paper = "Cai et al., ProxylessNAS: Direct Neural Architecture Search on Target Task and Hardware, ICLR 2019"
+    paper = (
+        "Cai et al., ProxylessNAS: Direct Neural Architecture Search on Target Task and "
+        "Hardware, ICLR 2019"
+    )
     own_options = {"warmup": 0.2}
 
     def _two_path(self):

@@ -29,7 +29,10 @@ def _ms(t: torch.Tensor) -> torch.Tensor:
 
 class SinglePathNas(SupernetStrategy):
     name = "singlepath"
-    paper = "Stamoulis et al., Single-Path NAS: Designing Hardware-Efficient ConvNets in less than 4 Hours, ECML-PKDD 2019"
+    paper = (
+        "Stamoulis et al., Single-Path NAS: Designing Hardware-Efficient ConvNets in less "
+        "than 4 Hours, ECML-PKDD 2019"
+    )
     bilevel = False
     spaces = ("ofa",)
     own_options = {"margin": 1.0, "sigmoid_tau": 0.5, "arch_lr": 0.01}
