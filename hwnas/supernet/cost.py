@@ -546,4 +546,36 @@ def constrained_choice(
             hi = mid
         if abs(c / target - 1) < abs(found[1] / target - 1):
             found = (idx, c)
-    return found
+    return _repair(found[0], logp, lut, target, tolerance)
+
+
+def _repair(
+    idx: np.ndarray, logp: Sequence[np.ndarray], lut: MultilinearLUT, target: float, tol: float
+) -> tuple[np.ndarray, float]:
+    """The Lagrangian only reaches points on the convex hull of (cost, log p); when it misses
+    the band, try every change of one or two decisions from its answer and keep the most
+    probable architecture inside the band (or the one closest to the target)."""
+    sizes = [len(p) for p in logp]
+    singles = [(j, k) for j, n in enumerate(sizes) for k in range(n) if k != idx[j]]
+    cands = [idx.copy()]
+    for j, k in singles:
+        c = idx.copy()
+        c[j] = k
+        cands.append(c)
+    if len(singles) <= 400:
+        for a in range(len(singles)):
+            for b in range(a + 1, len(singles)):
+                (j1, k1), (j2, k2) = singles[a], singles[b]
+                if j1 != j2:
+                    c = idx.copy()
+                    c[j1], c[j2] = k1, k2
+                    cands.append(c)
+    cand = np.stack(cands)
+    cost = lut.cost_indices(cand)
+    score = sum(logp[j][cand[:, j]] for j in range(len(sizes)))
+    inside = np.abs(cost / target - 1) <= tol
+    if inside.any():
+        i = int(np.argmax(np.where(inside, score, -np.inf)))
+    else:
+        i = int(np.argmin(np.abs(cost / target - 1)))
+    return cand[i], float(cost[i])
