@@ -256,6 +256,11 @@ def search(
     candidates = strategy.finish(evaluator.inherited_val_accuracy)
     derived = candidates[0]
     log(f"derived: {derived.text}")
+    with torch.no_grad():  # the distribution's own argmax, before any target constraint
+        argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
+    argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
+    if isinstance(job.device, RecordedDevice):
+        argmax_info[s.metric], argmax_info["source"], _ = evaluator._device_cost(argmax, None)
     evaluated = [
         evaluator.evaluate(a, role="derived" if i == 0 else "candidate")
         for i, a in enumerate(candidates)
@@ -322,6 +327,7 @@ def search(
         "epochs": history,
         "torch_device": str(tdev),
         "checkpoint": str(ckpt),
+        "distribution_argmax": argmax_info,
         "candidates": [
             {k: v for k, v in e.items() if k not in ("model", "arch")} | {"arch": e["arch"].text}
             for e in evaluated
