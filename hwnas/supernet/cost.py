@@ -189,9 +189,30 @@ def ofa_terms(space: Any) -> list[Term]:
     return terms
 
 
-def lut_terms(space: SearchSpace) -> list[Term]:
-    """The term structure used for ``space`` (OFA's, or the additive one)."""
-    return ofa_terms(space) if space.name == "ofa" else additive_terms(space)
+def pairwise_terms(space: SearchSpace) -> list[Term]:
+    """One term per pair of decisions and pair of candidates, 1[d1=c1] * 1[d2=c2] (exact in
+    expectation too: different decisions are independent)."""
+    opts = list(space.choices().values())
+    terms: list[Term] = []
+    for d1 in range(len(opts)):
+        for d2 in range(d1 + 1, len(opts)):
+            for c1 in range(len(opts[d1])):
+                for c2 in range(len(opts[d2])):
+                    terms.append(((d1, np.eye(len(opts[d1]))[c1]), (d2, np.eye(len(opts[d2]))[c2])))
+    return terms
+
+
+def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
+    """The term structure used for ``space``: OFA's; else additive, plus the pairwise terms
+    when ``pairs`` (the number of measured architectures to fit on) is at least 20 per term
+    (NAS-Bench-201's full tables: latency on phones depends on which edges meet)."""
+    if space.name == "ofa":
+        return ofa_terms(space)
+    terms = additive_terms(space)
+    pairwise = pairwise_terms(space) if len(space.choices()) <= 8 else []
+    if pairwise and pairs >= 20 * (len(terms) + len(pairwise)):
+        terms += pairwise
+    return terms
 
 
 # -- fitting --------------------------------------------------------------------------------
@@ -228,7 +249,7 @@ def fit_lut(
     values = values[ok]
     if len(values) < 3:
         raise HwnasError(f"need at least 3 measured architectures to fit a cost model for {metric}")
-    terms = lut_terms(space)
+    terms = lut_terms(space, pairs=len(values))
     lut = MultilinearLUT(space, terms, np.zeros(len(terms)), 0.0, metric, source)
     opts = list(space.choices().values())
     dims = list(space.choices())

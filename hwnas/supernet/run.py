@@ -266,6 +266,9 @@ def search(
         for i, a in enumerate(candidates)
     ]
 
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = load_study(s, job.storage, s.metric)
     added = _add_trials(study, space, s, evaluated)
     records = completed_records(study)

@@ -30,8 +30,8 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "arch_lr": 3e-3,  # Adam on architecture parameters
     "arch_weight_decay": 1e-3,
     "grad_clip": 5.0,
-    "warmup": 0.0,  # share of steps training weights only
-    "target_tolerance": 0.1,  # derive: accepted relative deviation from the latency target
+    "warmup": 0.2,  # share of steps training weights only (bilevel strategies)
+    "target_tolerance": 0.05,  # derive: accepted relative deviation from the latency target
 }
 
 
