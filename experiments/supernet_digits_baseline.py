@@ -27,7 +27,7 @@ BASELINE = "|nor_conv_3x3~0|+|none~0|nor_conv_3x3~1|+|skip_connect~0|none~1|none
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="pixel3")
+    parser.add_argument("--device", default="gold_6226")
     parser.add_argument("--strategy", default="gdas")
     parser.add_argument("--epochs", type=int, default=6, help="supernet search epochs")
     parser.add_argument("--finetune-epochs", type=int, default=6)
