@@ -219,9 +219,10 @@ def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(a, b)[0])
+    """Spearman rho (Pearson correlation of the ranks; ties broken by order)."""
+    ra = np.argsort(np.argsort(a)).astype(np.float64)
+    rb = np.argsort(np.argsort(b)).astype(np.float64)
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def fit_lut(
