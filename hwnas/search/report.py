@@ -151,18 +151,18 @@ def write_zoo(
     cards = []
     for rank, r in enumerate(result.pareto if records is None else records):
         arch = space.parse(r.arch)
-        entry = (trained or {}).get(r.arch)
-        if entry is None:
+        own = (trained or {}).get(r.arch)
+        if own is None:
             torch.manual_seed(WEIGHT_SEED)
             model = space.build(arch, s.dataset)
             shape = (1, *space.input_shape(arch, s.dataset))
         else:
-            model, shape = entry["model"].eval(), tuple(entry["input_shape"])
+            model, shape = own["model"].eval(), tuple(own["input_shape"])
         params, flops = count_params_flops(model, shape)
         sub = folder / f"{rank:02d}-{r.attrs.get('model_hash', rank)}"
         sub.mkdir(parents=True, exist_ok=True)
         (sub / "model.onnx").write_bytes(export_onnx(model, shape))
-        if entry is not None:  # trained weights, also as a PyTorch state dict
+        if own is not None:  # trained weights, also as a PyTorch state dict
             torch.save(model.state_dict(), sub / "weights.pt")
         device_costs = {
             s.device: {
@@ -174,8 +174,8 @@ def write_zoo(
         card = {
             "arch": r.arch,
             "space": s.space,
-            "dataset": entry["dataset"] if entry else s.dataset,
-            "num_classes": entry["num_classes"] if entry else spec.num_classes,
+            "dataset": own["dataset"] if own else s.dataset,
+            "num_classes": own["num_classes"] if own else spec.num_classes,
             "input_shape": list(shape),
             "input_name": "input",
             "output_name": "logits",
@@ -189,8 +189,8 @@ def write_zoo(
                 "source": r.attrs.get("accuracy_source", ""),
             },
             "devices": device_costs,
-            "weights": entry["weights"]
-            if entry
+            "weights": own["weights"]
+            if own
             else (
                 f"random initialisation (torch seed {WEIGHT_SEED}): the accuracy is the "
                 "benchmark's for this architecture trained with its recipe; train before use"
