@@ -1,16 +1,17 @@
 """Peak memory and time per epoch of every supernet strategy on digits (CPU; GPU if present).
 
-Each row runs in a fresh subprocess: it builds the supernet and the data, records the peak
-resident memory (``ru_maxrss``), trains one epoch of digits (1,079 training images, batch 256
-so that activations dominate), and reports the growth of the peak (the epoch's extra memory:
-activations kept for backward, gradients, optimiser state) and the epoch's seconds. On CUDA the
-peak is ``torch.cuda.max_memory_allocated``. One torch thread. The "DARTS K candidates" rows
-restrict DARTS's mixture to the first K operations of every edge, to show memory growing with
+Each row runs in a fresh subprocess: it builds the supernet, the data and the cost model, then
+trains one epoch of digits (1,079 training images, batch 256 so that activations dominate) and
+reports the epoch's peak resident memory (Linux ``VmHWM``, reset with ``/proc/self/clear_refs``
+when the epoch starts) minus the resident memory at its start (the epoch's extra memory:
+activations kept for backward, gradients, optimiser state), and the epoch's seconds. On CUDA
+the same with ``torch.cuda.max_memory_allocated`` and ``memory_allocated``. One torch thread.
+The "DARTS K candidates" rows restrict DARTS's mixture to the first K operations of every edge, to show memory growing with
 the number of candidates; ProxylessNAS / GDAS / Single-Path compute one (ProxylessNAS's
 architecture step: two) paths whatever K is.
 
-Run: ``nice -n 10 .venv/bin/python experiments/supernet_memory.py`` (about 6-10 minutes on 2
-shared cores; ``--quick`` runs a subset in about 2 minutes). Timings on a shared VM are
+Run: ``nice -n 10 .venv/bin/python experiments/supernet_memory.py`` (about 8-12 minutes on 2
+shared cores; ``--quick`` runs a subset in about 3 minutes). Timings on a shared VM are
 provisional.
 """
 
@@ -53,7 +54,7 @@ def child(spec: dict) -> None:
     from hwnas.supernet.base import Choice
     from hwnas.supernet.cost import HardwareLoss, fit_table_lut
     from hwnas.supernet.strategies import SUPERNET_STRATEGIES
-    from hwnas.supernet.train import peak_rss_mib, resolve_device, search_epoch
+    from hwnas.supernet.train import resolve_device, search_epoch
 
     torch.manual_seed(0)
     device = resolve_device()
@@ -79,9 +80,8 @@ def child(spec: dict) -> None:
             return out
 
         strategy.soft_path = restricted
-    before = peak_rss_mib()
     stats = search_epoch(strategy, data.train, data.val, batch, 0, device)
-    extra = stats.peak_mib if device.type == "cuda" else stats.peak_mib - before
+    extra = stats.peak_mib - stats.start_mib
     print(
         json.dumps(
             {
@@ -107,7 +107,7 @@ def main() -> None:
     from rich.table import Table
 
     table = Table(title="Supernet strategies: one epoch of digits (1,079 images, batch 256)")
-    for col in ("space", "strategy", "params", "s / epoch", "epoch peak growth MiB", "peak MiB"):
+    for col in ("space", "strategy", "params", "s / epoch", "epoch growth MiB", "epoch peak MiB"):
         table.add_column(col, justify="right" if col not in ("space", "strategy") else "left")
     console = Console(width=160)
     device = "cpu"
@@ -136,8 +136,8 @@ def main() -> None:
         )
         console.print(f"done: {space} {label}", style="dim")
     table.caption = (
-        f"device {device}, 1 torch thread; growth = peak RSS after the epoch minus peak RSS "
-        "before it (CPU) or max allocated (CUDA); timings provisional on a shared VM"
+        f"device {device}, 1 torch thread; growth = the epoch's peak RSS minus RSS at its start "
+        "(CPU) or max allocated minus allocated (CUDA); timings provisional on a shared VM"
     )
     console.print(table)
 

@@ -112,12 +112,17 @@ class MultilinearLUT(CostModel):
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    def features(self, indices: np.ndarray) -> np.ndarray:
-        """Term values of architectures given as candidate indices, (N, D) -> (N, T)."""
+    def features(self, indices: np.ndarray, chunk: int = 1024) -> np.ndarray:
+        """Term values of architectures given as candidate indices, (N, D) -> (N, T)
+        (computed ``chunk`` rows at a time to bound memory)."""
         indices = np.atleast_2d(indices)
-        vals = [self._mats[d][indices[:, d]] for d in range(len(self.dims))]
-        flat = np.concatenate([*vals, np.ones((len(indices), 1))], axis=1)
-        return np.prod(flat[:, self._gather], axis=2)
+        out = np.empty((len(indices), len(self.terms)))
+        for start in range(0, len(indices), chunk):
+            rows = indices[start : start + chunk]
+            vals = [self._mats[d][rows[:, d]] for d in range(len(self.dims))]
+            flat = np.concatenate([*vals, np.ones((len(rows), 1))], axis=1)
+            out[start : start + chunk] = np.prod(flat[:, self._gather], axis=2)
+        return out
 
     def cost_indices(self, indices: np.ndarray) -> np.ndarray:
         """Cost of each row of candidate indices (N, D) -> (N,)."""

@@ -45,14 +45,48 @@ def batches(
         yield to_device(split.x[idx], device), to_device(split.y[idx], device, image=False)
 
 
+def _proc_status_mib(key: str) -> float | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def rss_mib() -> float:
+    """Resident memory of this process now, in MiB (``VmRSS``; else the peak)."""
+    now = _proc_status_mib("VmRSS")
+    return now if now is not None else peak_rss_mib()
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux ``/proc/self/clear_refs``), so
+    that :func:`peak_rss_mib` reports the peak since now. Returns False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far, in MiB (Linux ``ru_maxrss``)."""
+    """Peak resident memory of this process, in MiB: ``VmHWM`` (since the last
+    :func:`reset_peak_rss`), else ``ru_maxrss`` (since the start)."""
+    peak = _proc_status_mib("VmHWM")
+    if peak is not None:
+        return peak
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 @dataclass
 class EpochStats:
-    """One search epoch: mean losses, seconds, and peak memory (MiB; GPU memory on CUDA)."""
+    """One search epoch: mean losses, seconds, and memory in MiB: ``peak_mib`` the peak during
+    the epoch (resident memory on CPU; allocated GPU memory on CUDA), ``start_mib`` the memory
+    in use when it started."""
 
     epoch: int
     loss: float
@@ -60,6 +94,7 @@ class EpochStats:
     hw_loss: float
     seconds: float
     peak_mib: float
+    start_mib: float = 0.0
 
 
 def search_epoch(
@@ -72,6 +107,10 @@ def search_epoch(
     sums: dict[str, list[float]] = {}
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+        start = torch.cuda.memory_allocated(device) / 2**20
+    else:
+        start = rss_mib()
+        reset_peak_rss()
     t0 = time.perf_counter()
     for xb, yb in batches(train, batch_size, rng, device):
         out = strategy.step((xb, yb), next(vals) if strategy.bilevel else None)
@@ -87,7 +126,7 @@ def search_epoch(
     def mean(k: str) -> float:
         return float(np.mean(sums[k])) if k in sums else float("nan")
 
-    return EpochStats(epoch, mean("loss"), mean("arch_loss"), mean("hw_loss"), seconds, peak)
+    return EpochStats(epoch, mean("loss"), mean("arch_loss"), mean("hw_loss"), seconds, peak, start)
 
 
 def _cycle(split: Split, batch_size: int, rng, device) -> Iterator:
