@@ -6,9 +6,10 @@ reports the epoch's peak resident memory (Linux ``VmHWM``, reset with ``/proc/se
 when the epoch starts) minus the resident memory at its start (the epoch's extra memory:
 activations kept for backward, gradients, optimiser state), and the epoch's seconds. On CUDA
 the same with ``torch.cuda.max_memory_allocated`` and ``memory_allocated``. One torch thread.
-The "DARTS K candidates" rows restrict DARTS's mixture to the first K operations of every edge, to show memory growing with
-the number of candidates; ProxylessNAS / GDAS / Single-Path compute one (ProxylessNAS's
-architecture step: two) paths whatever K is.
+The "DARTS K of 5 ops" rows restrict DARTS's mixture to the first K operations of every edge
+(none, skip, conv 1x1, conv 3x3, avg pool) to show memory growing with the number of
+candidates; ProxylessNAS / GDAS / Single-Path compute one (ProxylessNAS's architecture step:
+two) paths whatever the number of candidates.
 
 Run: ``nice -n 10 .venv/bin/python experiments/supernet_memory.py`` (about 8-12 minutes on 2
 shared cores; ``--quick`` runs a subset in about 3 minutes). Timings on a shared VM are
