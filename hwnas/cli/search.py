@@ -7,16 +7,22 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import storage_option, store_option
+from hwnas.cli.supernet_search import supernet_options
 
 
 @click.command("search")
 @click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).")
-@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--space",
+    default=None,
+    help="Search space. Default: nasbench201 (for a supernet strategy: the space of its paper).",
+)
 @click.option(
     "--dataset",
-    default="cifar100",
-    show_default=True,
-    help="Dataset whose accuracy is maximised (cifar10, cifar100, imagenet16).",
+    default=None,
+    help="Dataset of the space's tables: whose accuracy is maximised by table search "
+    "(cifar10, cifar100, imagenet16; default cifar100), and whose network the recorded "
+    "latencies are for.",
 )
 @click.option(
     "--objective",
@@ -39,7 +45,13 @@ from hwnas.cli.options import storage_option, store_option
     show_default=True,
     help="Number of distinct architectures whose accuracy is queried (trials).",
 )
-@click.option("--strategy", default="nsga2", show_default=True, help="nsga2 or random.")
+@click.option(
+    "--strategy",
+    default="nsga2",
+    show_default=True,
+    help="Table search: nsga2 or random. Supernet search: darts, gdas, fbnet, proxyless, "
+    "singlepath, oneshot.",
+)
 @storage_option
 @click.option(
     "--study",
@@ -56,6 +68,7 @@ from hwnas.cli.options import storage_option, store_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
+@supernet_options
 def search_cmd(
     device,
     space,
@@ -70,6 +83,7 @@ def search_cmd(
     seed,
     store,
     no_zoo,
+    **supernet,
 ):
     """Search SPACE for the accuracy/latency (or energy) Pareto front on DEVICE.
 
@@ -79,9 +93,31 @@ def search_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from hwnas.supernet.strategies import SUPERNET_STRATEGIES
+
+    if strategy in SUPERNET_STRATEGIES:
+        from hwnas.cli.supernet_search import run_supernet_search
+
+        return run_supernet_search(
+            device,
+            space,
+            dataset,
+            objective,
+            max_latency,
+            strategy,
+            storage,
+            study,
+            out,
+            seed,
+            store,
+            no_zoo,
+            **supernet,
+        )
     from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search
 
+    space = space or "nasbench201"
+    dataset = dataset or "cifar100"
     settings = SearchSettings(
         space=space,
         device=device,

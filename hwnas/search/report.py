@@ -42,8 +42,13 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def plot_front(result: SearchResult, path: Path, device_label: str) -> None:
-    """Scatter of all trials with the Pareto front highlighted; axes carry units."""
+def plot_front(
+    result: SearchResult, path: Path, device_label: str, accuracy_label: str | None = None
+) -> None:
+    """Scatter of all trials with the Pareto front highlighted; axes carry units.
+
+    ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -67,7 +72,7 @@ def plot_front(result: SearchResult, path: Path, device_label: str) -> None:
         low = float(np.percentile(ys, 2))
         ax.set_ylim(bottom=max(0.0, low - 2.0), top=max(ys) + 1.0)
     ax.set_xlabel(f"{LABELS[metric]} on {device_label} ({UNITS[metric]})")
-    ax.set_ylabel(f"{s.dataset} top-1 accuracy (%)")
+    ax.set_ylabel(accuracy_label or f"{s.dataset} top-1 accuracy (%)")
     ax.set_title(f"{s.space}: accuracy vs {LABELS[metric]}, {s.strategy}, {len(xs)} architectures")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
@@ -116,6 +121,8 @@ def write_zoo(
     result: SearchResult,
     space: SearchSpace,
     other_latencies: dict[str, dict[str, dict[str, Any]]],
+    records: list[TrialRecord] | None = None,
+    trained: dict[str, dict[str, Any]] | None = None,
 ) -> list[Path]:
     """One folder per Pareto architecture with ``model.onnx`` and ``card.json``.
 
@@ -125,6 +132,10 @@ def write_zoo(
         space: the search space (builds and exports each network).
         other_latencies: arch -> device -> {"latency_ms", "source"} from other devices'
             recorded tables, added to each card.
+        records: the records to export (default: the Pareto front).
+        trained: arch -> {"model", "input_shape", "num_classes", "dataset", "weights"}: export
+            that trained module (its weights) instead of a freshly built network, and describe
+            its weights with the ``weights`` note.
 
     Returns:
         The card paths.
@@ -138,14 +149,21 @@ def write_zoo(
     spec = space.dataset(s.dataset)
     shape = (1, *spec.input_shape)
     cards = []
-    for rank, r in enumerate(result.pareto):
+    for rank, r in enumerate(result.pareto if records is None else records):
         arch = space.parse(r.arch)
-        torch.manual_seed(WEIGHT_SEED)
-        model = space.build(arch, s.dataset)
+        own = (trained or {}).get(r.arch)
+        if own is None:
+            torch.manual_seed(WEIGHT_SEED)
+            model = space.build(arch, s.dataset)
+            shape = (1, *space.input_shape(arch, s.dataset))
+        else:
+            model, shape = own["model"].eval(), tuple(own["input_shape"])
         params, flops = count_params_flops(model, shape)
         sub = folder / f"{rank:02d}-{r.attrs.get('model_hash', rank)}"
         sub.mkdir(parents=True, exist_ok=True)
         (sub / "model.onnx").write_bytes(export_onnx(model, shape))
+        if own is not None:  # trained weights, also as a PyTorch state dict
+            torch.save(model.state_dict(), sub / "weights.pt")
         device_costs = {
             s.device: {
                 m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in r.costs
@@ -156,8 +174,8 @@ def write_zoo(
         card = {
             "arch": r.arch,
             "space": s.space,
-            "dataset": s.dataset,
-            "num_classes": spec.num_classes,
+            "dataset": own["dataset"] if own else s.dataset,
+            "num_classes": own["num_classes"] if own else spec.num_classes,
             "input_shape": list(shape),
             "input_name": "input",
             "output_name": "logits",
@@ -171,13 +189,21 @@ def write_zoo(
                 "source": r.attrs.get("accuracy_source", ""),
             },
             "devices": device_costs,
-            "weights": (
+            "weights": own["weights"]
+            if own
+            else (
                 f"random initialisation (torch seed {WEIGHT_SEED}): the accuracy is the "
                 "benchmark's for this architecture trained with its recipe; train before use"
             ),
             "study": s.study,
             "trial": r.number,
         }
+        if "table_accuracy" in r.attrs:
+            card["table_accuracy"] = {
+                "value": r.attrs["table_accuracy"],
+                "unit": "%",
+                "source": r.attrs.get("table_accuracy_label", ""),
+            }
         (sub / "card.json").write_text(json.dumps(card, indent=2) + "\n")
         cards.append(sub / "card.json")
     return cards

@@ -1,0 +1,165 @@
+"""The supernet half of ``hwnas search``: its options and the run (kept out of the table
+search's code path; heavy imports happen inside :func:`run_supernet_search`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hwnas.errors import HwnasError
+
+
+def supernet_options(f):
+    """The options only supernet strategies read."""
+    options = [
+        click.option(
+            "--data",
+            default="digits",
+            show_default=True,
+            help="Supernet strategies: training data, 'digits' (scikit-learn's bundled digits) "
+            "or a folder (CIFAR-10/100 python-pickle folder, or one sub-folder of images per "
+            "class).",
+        ),
+        click.option(
+            "--epochs", type=int, default=5, show_default=True, help="Supernet training epochs."
+        ),
+        click.option(
+            "--latency-target",
+            type=float,
+            default=None,
+            metavar="MS",
+            help="Supernet strategies: pull the architecture's expected latency (or energy, mJ) "
+            "on the device to this value.",
+        ),
+        click.option(
+            "--latency-weight",
+            type=float,
+            default=None,
+            metavar="W",
+            help="Supernet strategies: penalty weight of the expected latency relative to "
+            "the space's average (0 = accuracy only).",
+        ),
+        click.option("--batch-size", type=int, default=64, show_default=True),
+        click.option(
+            "--finetune-epochs",
+            type=int,
+            default=2,
+            show_default=True,
+            help="Fine-tuning epochs of each extracted subnet before its held-out accuracy.",
+        ),
+        click.option(
+            "--set",
+            "settings",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Supernet/strategy setting, repeatable: channels, cells (nasbench201), width "
+            "(fbnet, ofa), resolution_scale (ofa), lr, arch_lr, order (darts 1|2), tau_max, "
+            "tau_min, warmup, sampling (oneshot uniform|sandwich), evolution_trials, cost "
+            "(auto|table|measured|flops), hw_strength, limit, threads, torch_device.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def parse_settings(items: tuple[str, ...]) -> dict[str, object]:
+    """``KEY=VALUE`` strings -> dict with ints, floats and strings.
+
+    Raises:
+        HwnasError: an item without '='.
+    """
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise HwnasError(f"--set needs KEY=VALUE, got '{item}'")
+        v: object = value.strip()
+        for cast in (int, float):
+            try:
+                v = cast(value)
+                break
+            except ValueError:
+                continue
+        out[key.strip()] = v
+    return out
+
+
+def run_supernet_search(
+    device,
+    space,
+    dataset,
+    objective,
+    max_latency,
+    strategy,
+    storage,
+    study,
+    out,
+    seed,
+    store,
+    no_zoo,
+    data,
+    epochs,
+    latency_target,
+    latency_weight,
+    batch_size,
+    finetune_epochs,
+    settings,
+):
+    """Run a supernet search from the CLI's options and print its result."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwnas.spaces import get_space
+    from hwnas.supernet.run import SupernetSettings, prepare, search
+    from hwnas.supernet.strategies import DEFAULT_SPACE
+
+    space = space or DEFAULT_SPACE[strategy]
+    if dataset is None:
+        known = get_space(space).datasets()
+        dataset = "cifar100" if "cifar100" in known else known[0]
+    s = SupernetSettings(
+        space=space,
+        device=device,
+        dataset=dataset,
+        objective=objective,
+        strategy=strategy,
+        seed=seed,
+        max_latency=max_latency,
+        study=study or "",
+        data=data,
+        epochs=epochs,
+        latency_target=latency_target,
+        latency_weight=latency_weight,
+        batch_size=batch_size,
+        finetune_epochs=finetune_epochs,
+        options=parse_settings(settings),
+    )
+    err = Console(stderr=True)
+    job = prepare(s, storage, store)
+    out = out or Path("runs") / s.study
+    result, summary = search(job, out, log=lambda m: err.print(m), zoo=not no_zoo)
+    console = Console()
+    table = Table(title=f"{strategy} on {space}: subnets handed out (device {device})")
+    for col in ("role", "arch", f"{job.data.name} test acc %", s.metric, "source"):
+        table.add_column(col)
+    for c in summary["candidates"]:
+        table.add_row(
+            c["role"],
+            c["arch"],
+            f"{c['accuracy']:.2f}",
+            f"{c[s.metric]:.3f}",
+            c[f"{s.metric}_source"],
+        )
+    console.print(table)
+    best = summary["best"]
+    line = f"derived: {best['arch']}  {best['accuracy']:.2f}% ({best['accuracy_label']})"
+    if "table_accuracy" in best:
+        line += f"; table accuracy {best['table_accuracy']:.2f}% ({best['table_accuracy_label']})"
+    console.print(line)
+    console.print(
+        f"run folder: {out}  (supernet.pt, pareto.csv, pareto.png, summary.json, "
+        f"zoo/ with {summary['zoo_models']} trained ONNX models)"
+    )
+    console.print(f"study '{s.study}' in {summary['storage']}")

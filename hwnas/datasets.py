@@ -1,0 +1,280 @@
+"""Image-classification data for supernet training: real data only, never downloaded.
+
+Three sources, chosen by :func:`load_data`'s ``spec``:
+
+- ``digits``: scikit-learn's bundled handwritten digits (1,797 8x8 grayscale images, 10
+  classes; Alpaydin & Kaynak, UCI). Pixel values 0..16 are scaled to [0, 1], the images are
+  upsampled (bilinear) to ``image_size`` and repeated to 3 channels so that the search spaces'
+  RGB stems apply unchanged.
+- a CIFAR-10/100 folder in the standard python-pickle layout (``cifar-10-batches-py`` with
+  ``data_batch_1..5``/``test_batch``, or ``cifar-100-python`` with ``train``/``test``).
+- a class-per-folder image directory (``PATH/<class>/<image>``, any format PIL reads), resized
+  to ``image_size`` x ``image_size`` RGB.
+
+Every source is split into train / validation / test by a fixed seed (CIFAR keeps its own test
+set). The bilevel strategies (DARTS, GDAS, FBNet, ProxylessNAS) train weights on ``train`` and
+architecture parameters on ``val``; accuracies reported for derived networks are on ``test``.
+Images are normalised per channel with the training split's mean and standard deviation.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".webp")
+
+
+@dataclass
+class Split:
+    """Images and labels of one split.
+
+    Attributes:
+        x: float32 images, shape (N, 3, H, W), normalised.
+        y: int64 labels, shape (N,).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+@dataclass
+class DataSplits:
+    """A dataset split for search.
+
+    Attributes:
+        name: "digits", "cifar10", "cifar100" or the image folder's name.
+        source: where it was read from (a file path, or "sklearn.datasets.load_digits").
+        num_classes: number of classes.
+        classes: class names in label order.
+        train: weights are trained on it.
+        val: architecture parameters are trained (bilevel) and subnets ranked on it.
+        test: held-out accuracy of derived networks.
+        seed: the split seed.
+    """
+
+    name: str
+    source: str
+    num_classes: int
+    classes: list[str]
+    train: Split
+    val: Split
+    test: Split
+    seed: int
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(C, H, W) of one image."""
+        return tuple(self.train.x.shape[1:])  # type: ignore[return-value]
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "num_classes": self.num_classes,
+            "image_shape": list(self.image_shape),
+            "split_seed": self.seed,
+            "sizes": {"train": len(self.train), "val": len(self.val), "test": len(self.test)},
+            **self.notes,
+        }
+
+
+def load_data(
+    spec: str,
+    seed: int = 0,
+    image_size: int = 16,
+    fractions: tuple[float, float] = (0.2, 0.2),
+    limit: int | None = None,
+) -> DataSplits:
+    """Load and split a dataset.
+
+    Args:
+        spec: ``digits``, or a path to a CIFAR pickle folder or a class-per-folder directory.
+        seed: split seed (the same seed gives the same split).
+        image_size: side length of the images handed out (digits and image folders; CIFAR
+            keeps 32).
+        fractions: (validation, test) fractions of the data (for CIFAR: validation fraction of
+            its training set; its own test set is kept).
+        limit: keep at most this many images in total before splitting (quick runs, tests).
+
+    Returns:
+        The normalised :class:`DataSplits`.
+
+    Raises:
+        HwnasError: an unknown name, a missing folder, or a folder with no readable images.
+    """
+    if spec == "digits":
+        x, y, classes, source = _digits()
+        name, test = "digits", None
+    else:
+        path = Path(spec).expanduser()
+        if not path.exists():
+            raise HwnasError(
+                f"--data '{spec}' is neither 'digits' nor an existing folder "
+                "(CIFAR python-pickle folder or class-per-folder images)"
+            )
+        if not path.is_dir():
+            raise HwnasError(f"--data '{spec}' must be a folder")
+        cifar = _cifar(path)
+        if cifar is not None:
+            name, x, y, test, classes = cifar
+            image_size = 32
+        else:
+            x, y, classes = _image_folder(path, image_size)
+            name, test = path.name, None
+        source = str(path)
+    rng = np.random.default_rng(seed)
+    if limit is not None and len(y) > limit:
+        keep = np.sort(rng.permutation(len(y))[:limit])
+        x, y = x[keep], y[keep]
+    order = rng.permutation(len(y))
+    n_val = max(1, int(round(fractions[0] * len(y))))
+    if test is None:
+        n_test = max(1, int(round(fractions[1] * len(y))))
+        test_idx, val_idx, train_idx = (
+            order[:n_test],
+            order[n_test : n_test + n_val],
+            order[n_test + n_val :],
+        )
+        tx, ty = x[test_idx], y[test_idx]
+    else:
+        val_idx, train_idx = order[:n_val], order[n_val:]
+        tx, ty = test
+        if limit is not None and len(ty) > limit // 4:
+            tx, ty = tx[: limit // 4], ty[: limit // 4]
+    if len(train_idx) < 2:
+        raise HwnasError(f"--data '{spec}' has too few images ({len(y)}) to split")
+    xtr = x[train_idx]
+    prep = _Preprocess(xtr, image_size if name == "digits" else None)
+    splits = DataSplits(
+        name=name,
+        source=source,
+        num_classes=len(classes),
+        classes=classes,
+        train=Split(prep(xtr), y[train_idx].astype(np.int64)),
+        val=Split(prep(x[val_idx]), y[val_idx].astype(np.int64)),
+        test=Split(prep(tx), ty.astype(np.int64)),
+        seed=seed,
+    )
+    if name == "digits":
+        splits.notes["adaptation"] = (
+            f"8x8 grayscale scaled to [0,1], bilinear upsampling to {image_size}x{image_size}, "
+            "repeated to 3 channels"
+        )
+    return splits
+
+
+class _Preprocess:
+    """(N, C, H, W) float images in [0, 1] -> resized (digits) and normalised float32."""
+
+    def __init__(self, train: np.ndarray, digits_size: int | None):
+        self.size = digits_size
+        x = self._resize(train)
+        self.mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        self.std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
+
+    def _resize(self, x: np.ndarray) -> np.ndarray:
+        if self.size is None or x.shape[-1] == self.size:
+            return x
+        import torch
+        import torch.nn.functional as F
+
+        t = F.interpolate(
+            torch.from_numpy(x), size=(self.size, self.size), mode="bilinear", align_corners=False
+        )
+        return t.numpy()
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = self._resize(x)
+        if x.shape[1] == 1:
+            x = np.repeat(x, 3, axis=1)
+            mean, std = np.repeat(self.mean, 3, axis=1), np.repeat(self.std, 3, axis=1)
+        else:
+            mean, std = self.mean, self.std
+        return ((x - mean) / std).astype(np.float32)
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray, list[str], str]:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.images.astype(np.float32) / 16.0)[:, None, :, :]
+    return x, d.target.astype(np.int64), [str(c) for c in d.target_names], "sklearn:load_digits"
+
+
+def _unpickle(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh, encoding="latin1")
+    except Exception as exc:  # truncated or foreign files
+        raise HwnasError(f"cannot read CIFAR batch {path}: {exc}") from None
+
+
+def _cifar_images(batch: dict) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+    labels = batch.get("labels", batch.get("fine_labels"))
+    return x.astype(np.float32) / 255.0, np.asarray(labels, dtype=np.int64)
+
+
+def _cifar(path: Path):
+    """(name, x, y, (test_x, test_y), classes) for a CIFAR pickle folder, else None."""
+    for sub in (path, path / "cifar-10-batches-py", path / "cifar-100-python"):
+        if (sub / "data_batch_1").is_file() and (sub / "test_batch").is_file():
+            batches = [_unpickle(p) for p in sorted(sub.glob("data_batch_*"))]
+            parts = [_cifar_images(b) for b in batches]
+            x = np.concatenate([p[0] for p in parts])
+            y = np.concatenate([p[1] for p in parts])
+            test = _cifar_images(_unpickle(sub / "test_batch"))
+            meta = sub / "batches.meta"
+            classes = (
+                list(_unpickle(meta)["label_names"])
+                if meta.is_file()
+                else [str(i) for i in range(10)]
+            )
+            return "cifar10", x, y, test, classes
+        if (sub / "train").is_file() and (sub / "test").is_file():
+            x, y = _cifar_images(_unpickle(sub / "train"))
+            test = _cifar_images(_unpickle(sub / "test"))
+            meta = sub / "meta"
+            classes = (
+                list(_unpickle(meta)["fine_label_names"])
+                if meta.is_file()
+                else [str(i) for i in range(100)]
+            )
+            return "cifar100", x, y, test, classes
+    return None
+
+
+def _image_folder(path: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    from PIL import Image
+
+    classes = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if len(classes) < 2:
+        raise HwnasError(
+            f"--data folder {path} needs one sub-folder per class (found {len(classes)}), "
+            "or the CIFAR python-pickle files"
+        )
+    xs, ys = [], []
+    for label, cls in enumerate(classes):
+        for f in sorted((path / cls).iterdir()):
+            if f.suffix.lower() not in IMAGE_SUFFIXES:
+                continue
+            try:
+                with Image.open(f) as im:
+                    im = im.convert("RGB").resize((size, size), Image.BILINEAR)
+                    xs.append(np.asarray(im, dtype=np.float32).transpose(2, 0, 1) / 255.0)
+            except OSError as exc:
+                raise HwnasError(f"cannot read image {f}: {exc}") from None
+            ys.append(label)
+    if not xs:
+        raise HwnasError(f"--data folder {path} has no readable images in its class folders")
+    return np.stack(xs), np.asarray(ys, dtype=np.int64), classes

@@ -1,0 +1,192 @@
+"""The supernet interface: one weight-sharing network over a search space.
+
+A supernet exposes the space's categorical decisions (the dimensions of
+:meth:`hwnas.spaces.SearchSpace.choices`, in that order) and runs forward under a
+:class:`Path`: for every decision, the candidate indices to compute and the weight each
+candidate's output gets. A soft mixture (DARTS, FBNet) activates every candidate with its
+softmax weight; a sampled path (GDAS, ProxylessNAS, SPOS) activates one (or two) candidates whose
+weights carry straight-through gradients to the architecture parameters. Three things are
+required of a concrete supernet: :meth:`Supernet.forward`, :meth:`Supernet.extract` (a
+standalone ``nn.Module`` of one architecture with the inherited weights) and
+:meth:`Supernet.input_shape`.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from hwnas.spaces.base import Arch, SearchSpace
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one decision computes.
+
+    Attributes:
+        weights: float tensor (K,) over the decision's K candidates; candidate k's output is
+            scaled by ``weights[k]`` (1.0 in value for a sampled path, with gradient).
+        active: candidate indices to compute (others contribute nothing).
+    """
+
+    weights: torch.Tensor
+    active: tuple[int, ...]
+
+
+Path = list[Choice]
+"""One :class:`Choice` per decision, in the order of the space's choices."""
+
+
+def one_hot_path(indices: Sequence[int], sizes: Sequence[int]) -> Path:
+    """The path of one architecture (given as candidate indices), with constant weights."""
+    out = []
+    for k, n in zip(indices, sizes):
+        w = torch.zeros(n)
+        w[k] = 1.0
+        out.append(Choice(w, (int(k),)))
+    return out
+
+
+class MixedChoice(nn.Module):
+    """Candidates of one decision in one place of the network (a mixed operation, DARTS).
+
+    Output = sum over active k of ``weights[k] * candidate_k(x)``; a candidate that is None (the
+    NAS-Bench-201 ``none`` operation) is the zero tensor.
+
+    Args:
+        decision: index of the decision this mixed operation follows.
+        candidates: name -> module (None for the zero operation), in candidate order.
+    """
+
+    def __init__(self, decision: int, candidates: dict[str, nn.Module | None]):
+        super().__init__()
+        self.decision = decision
+        self.names = tuple(candidates)
+        self.ops = nn.ModuleDict({n: m for n, m in candidates.items() if m is not None})
+        self.last_input_shape: tuple[int, ...] | None = None
+
+    def forward(self, x: torch.Tensor, choice: Choice) -> torch.Tensor:
+        self.last_input_shape = tuple(x.shape)
+        out = None
+        for k in choice.active:
+            name = self.names[k]
+            if name not in self.ops:
+                continue
+            y = self.ops[name](x) * choice.weights[k]
+            out = y if out is None else out + y
+        if out is None:  # only the zero operation
+            return torch.zeros_like(x)
+        return out
+
+
+class Supernet(nn.Module):
+    """A weight-sharing network over a search space.
+
+    Args:
+        space: the search space.
+        num_classes: classifier width.
+        image_shape: (C, H, W) of the training images.
+        config: the supernet's size settings (channels, depth, width multiplier, ...).
+
+    Attributes:
+        dims: decision names (the space's choice dimensions), in order.
+        options: the candidates of each decision.
+        hard_only: decisions that can only be computed one candidate at a time (the strategy
+            samples them even in soft-mixture mode).
+    """
+
+    hard_only: frozenset[int] = frozenset()
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        num_classes: int,
+        image_shape: tuple[int, int, int],
+        config: dict[str, Any],
+    ):
+        super().__init__()
+        self.space = space
+        self.num_classes = num_classes
+        self.image_shape = tuple(image_shape)
+        self.config = dict(config)
+        choices = space.choices()
+        self.dims: list[str] = list(choices)
+        self.options: list[tuple[str, ...]] = [choices[d] for d in self.dims]
+
+    @property
+    def sizes(self) -> list[int]:
+        """Number of candidates of each decision."""
+        return [len(o) for o in self.options]
+
+    @abstractmethod
+    def forward(self, x: torch.Tensor, path: Path) -> torch.Tensor:
+        """Logits (B, num_classes) of images ``x`` (B, *image_shape) under ``path``."""
+
+    @abstractmethod
+    def extract(self, arch: Arch) -> nn.Module:
+        """Standalone network of ``arch`` with the supernet's weights (a copy, eval mode).
+
+        Its input is (B, *self.input_shape(arch)); its batch-norm statistics are the
+        supernet's: recalibrate with :func:`hwnas.supernet.train.recalibrate_bn`.
+        """
+
+    @abstractmethod
+    def input_shape(self, arch: Arch) -> tuple[int, int, int]:
+        """(C, H, W) input of the extracted network of ``arch``."""
+
+    # -- derived -------------------------------------------------------------------------------
+
+    def indices(self, arch: Arch) -> list[int]:
+        """Candidate index of every decision for ``arch``."""
+        values = self.space.to_choices(arch)
+        return [self.options[i].index(values[d]) for i, d in enumerate(self.dims)]
+
+    def arch(self, indices: Sequence[int]) -> Arch:
+        """The architecture taking candidate ``indices[i]`` for decision i."""
+        return self.space.from_choices(
+            {d: self.options[i][int(k)] for i, (d, k) in enumerate(zip(self.dims, indices))}
+        )
+
+    def path_of(self, arch: Arch) -> Path:
+        """The one-candidate path of ``arch``."""
+        return one_hot_path(self.indices(arch), self.sizes)
+
+    def mixed_choices(self) -> list[MixedChoice]:
+        """Every mixed operation in the network (for per-block lookup tables)."""
+        return [m for m in self.modules() if isinstance(m, MixedChoice)]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "space": self.space.name,
+            "config": self.config,
+            "image_shape": list(self.image_shape),
+            "num_classes": self.num_classes,
+            "parameters": sum(p.numel() for p in self.parameters()),
+        }
+
+
+def inherit(static: nn.Module, source: dict[str, torch.Tensor], rename) -> nn.Module:
+    """Load ``static``'s every parameter and buffer from the supernet state ``source``.
+
+    Args:
+        static: the standalone network.
+        source: the supernet's ``state_dict()``.
+        rename: static key -> supernet tensor (a key of ``source`` or a tensor already sliced).
+
+    Raises:
+        KeyError: a static tensor has no supernet counterpart (a bug, not a user error).
+    """
+    state = {}
+    for key, value in static.state_dict().items():
+        got = rename(key)
+        tensor = source[got] if isinstance(got, str) else got
+        if tuple(tensor.shape) != tuple(value.shape):
+            raise KeyError(f"shape mismatch for {key}: {tuple(tensor.shape)} vs {value.shape}")
+        state[key] = tensor.detach().clone()
+    static.load_state_dict(state, strict=True)
+    return static.eval()

@@ -1,0 +1,496 @@
+"""The supernet search job behind ``hwnas search --strategy darts|gdas|fbnet|proxyless|
+singlepath|oneshot``.
+
+:func:`prepare` resolves every name and reads the data before work starts (user errors surface
+here); :func:`search` trains the supernet (a checkpoint per epoch in the run folder, so a killed
+job resumes at its last epoch), derives the architecture (and, for one-shot search, the Pareto
+candidates), extracts each with its inherited weights, recalibrates batch norm, fine-tunes
+briefly, measures held-out accuracy and device cost, adds each as a COMPLETE trial to the
+Optuna study, and writes the run folder through the spine's report functions.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.devices import Device, get_device
+from hwnas.devices.recorded import RecordedDevice
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler, arch_workload
+from hwnas.paths import default_storage_url, default_store_path
+from hwnas.search.engine import (
+    SearchSettings,
+    completed_records,
+    load_study,
+    open_storage,
+    summarise,
+)
+from hwnas.search.evaluate import OBJECTIVES
+from hwnas.spaces import SearchSpace, get_space
+from hwnas.store import MeasurementStore
+from hwnas.supernet.strategies import SUPERNET_STRATEGIES
+
+SUPERNET_KEYS = ("channels", "cells", "width", "profile", "resolution_scale")
+JOB_DEFAULTS: dict[str, Any] = {
+    "cost": "auto",
+    "finetune_lr": 0.02,
+    "hw_strength": 2.0,
+    "limit": 0,
+    "threads": 1,
+    "torch_device": "",
+    "image_size": 0,
+    "data_seed": 0,
+}
+
+
+@dataclass
+class SupernetSettings(SearchSettings):
+    """A supernet search (the spine's :class:`SearchSettings` plus training settings).
+
+    Attributes:
+        data: "digits" or a folder (CIFAR pickle folder or class-per-folder images).
+        epochs: supernet training epochs.
+        latency_target: target of the device metric (ms or mJ), target mode.
+        latency_weight: penalty weight W (unit-free), weight mode.
+        batch_size: mini-batch size.
+        finetune_epochs: epochs of fine-tuning each extracted subnet before measuring it.
+        options: ``--set`` settings for the supernet, the strategy and the job.
+    """
+
+    data: str = "digits"
+    epochs: int = 1
+    latency_target: float | None = None
+    latency_weight: float | None = None
+    batch_size: int = 64
+    finetune_epochs: int = 2
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise HwnasError(
+                f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
+            )
+        SUPERNET_STRATEGIES.get(self.strategy)
+        if self.epochs < 0:
+            raise HwnasError(f"--epochs must be >= 0, got {self.epochs}")
+        if self.batch_size < 2:
+            raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
+        if self.latency_target is not None and self.latency_weight is not None:
+            raise HwnasError("give either --latency-target or --latency-weight, not both")
+        if self.latency_target is not None and not self.latency_target > 0:
+            raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
+        if self.latency_weight is not None and self.latency_weight < 0:
+            raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
+        if self.max_latency is not None and not self.max_latency > 0:
+            raise HwnasError(
+                f"--max-latency must be a positive number of ms, got {self.max_latency}"
+            )
+        if not self.study:
+            hw = (
+                f"-target{self.latency_target:g}"
+                if self.latency_target is not None
+                else f"-weight{self.latency_weight:g}"
+                if self.latency_weight is not None
+                else ""
+            )
+            data = Path(self.data).name if self.data != "digits" else "digits"
+            self.study = (
+                f"{self.space}-{data}-{self.device}-{self.objective}{hw}-{self.strategy}"
+                f"-e{self.epochs}-seed{self.seed}"
+            )
+
+    def option(self, key: str) -> Any:
+        return self.options.get(key, JOB_DEFAULTS.get(key))
+
+
+@dataclass
+class PreparedSupernetSearch:
+    settings: SupernetSettings
+    space: SearchSpace
+    device: Device
+    profiler: Profiler
+    data: Any
+    storage_url: str
+    storage: Any
+
+
+def prepare(
+    settings: SupernetSettings, storage: str | None = None, store_path: Path | None = None
+) -> PreparedSupernetSearch:
+    """Resolve names, open the device, store and storage, and load the data.
+
+    Raises:
+        HwnasError: unknown space, dataset, device or setting; unreadable data; a device
+            without the metric or without a table for the space.
+    """
+    from hwnas.datasets import load_data
+    from hwnas.supernet import SUPERNETS
+
+    space = get_space(settings.space)
+    SUPERNETS.get(space.name)
+    space.dataset(settings.dataset)
+    device = get_device(settings.device)
+    device.require_reachable()
+    device.check_metric(settings.metric)
+    if isinstance(device, RecordedDevice) and space.name not in device.spaces:
+        raise HwnasError(
+            f"device '{device.name}' has no recorded measurements for space '{space.name}' "
+            f"(it has: {', '.join(device.spaces)})"
+        )
+    cls = SUPERNET_STRATEGIES.get(settings.strategy)
+    if cls.spaces is not None and space.name not in cls.spaces:
+        raise HwnasError(
+            f"strategy '{settings.strategy}' works on the {', '.join(cls.spaces)} space, "
+            f"not '{space.name}'"
+        )
+    image_size = int(settings.option("image_size")) or (32 if space.name == "ofa" else 16)
+    data = load_data(
+        settings.data,
+        seed=int(settings.option("data_seed")),
+        image_size=image_size,
+        limit=int(settings.option("limit")) or None,
+    )
+    store = (
+        MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
+    )
+    if storage is None:
+        storage = default_storage_url()
+        Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return PreparedSupernetSearch(
+        settings, space, device, Profiler(device, store), data, storage, open_storage(storage)
+    )
+
+
+def _fingerprint(settings: SupernetSettings) -> str:
+    keep = {k: v for k, v in settings.as_dict().items() if k not in ("study", "budget")}
+    return json.dumps(keep, sort_keys=True, default=str)
+
+
+def search(
+    job: PreparedSupernetSearch,
+    out: Path,
+    log: Callable[[str], None] | None = None,
+    zoo: bool = True,
+) -> tuple[Any, dict[str, Any]]:
+    """Train, derive, evaluate and report a supernet search; writes the run folder.
+
+    Returns:
+        (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary).
+    """
+    import torch
+
+    from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
+    from hwnas.supernet import build_supernet
+    from hwnas.supernet.cost import HardwareLoss, cost_model_for
+    from hwnas.supernet.train import resolve_device, search_epoch
+
+    log = log or (lambda _m: None)
+    started = time.time()
+    s, space, data = job.settings, job.space, job.data
+    torch.set_num_threads(max(1, int(s.option("threads"))))
+    torch.manual_seed(s.seed)
+    tdev = resolve_device(s.option("torch_device") or None)
+    out.mkdir(parents=True, exist_ok=True)
+    net_cfg = {k: s.options[k] for k in SUPERNET_KEYS if k in s.options}
+    net = build_supernet(space.name, data.num_classes, data.image_shape, net_cfg).to(tdev)
+    if tdev.type == "cuda":
+        net = net.to(memory_format=torch.channels_last)
+
+    log(f"cost model for {job.device.name} ({s.option('cost')})")
+    cost = cost_model_for(net, job.device, job.profiler, s.metric, str(s.option("cost")))
+    if s.latency_target is not None and cost.metric == "mflops":
+        raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
+    uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
+    hw = HardwareLoss(
+        cost,
+        weight=s.latency_weight,
+        target=s.latency_target,
+        strength=float(s.option("hw_strength")),
+        reference=float(cost.expected(uniform)),
+    )
+    strategy_opts = {k: v for k, v in s.options.items() if k not in JOB_DEFAULTS}
+    strategy_opts = {k: v for k, v in strategy_opts.items() if k not in SUPERNET_KEYS}
+    steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
+    cls = SUPERNET_STRATEGIES.get(s.strategy)
+    strategy = cls(net, hw, strategy_opts, s.epochs * steps_per_epoch, s.seed)
+
+    ckpt = out / "supernet.pt"
+    history: list[dict[str, Any]] = []
+    start_epoch = 0
+    if ckpt.is_file():
+        state = torch.load(ckpt, map_location=tdev, weights_only=False)
+        if state.get("fingerprint") == _fingerprint(s):
+            net.load_state_dict(state["supernet"])
+            strategy.load_state_dict(state["strategy"])
+            start_epoch, history = int(state["epoch"]), list(state["history"])
+            log(f"resuming from {ckpt} after epoch {start_epoch}")
+    for epoch in range(start_epoch, s.epochs):
+        st = search_epoch(strategy, data.train, data.val, s.batch_size, epoch, tdev)
+        history.append(st.__dict__)
+        log(
+            f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}, hw {st.hw_loss:.3f}, "
+            f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
+        )
+        tmp = ckpt.with_suffix(".tmp")
+        torch.save(
+            {
+                "fingerprint": _fingerprint(s),
+                "epoch": epoch + 1,
+                "supernet": net.state_dict(),
+                "strategy": strategy.state_dict(),
+                "history": history,
+            },
+            tmp,
+        )
+        tmp.replace(ckpt)
+
+    evaluator = SubnetEvaluator(job, net, cost, tdev)
+    candidates = strategy.finish(evaluator.inherited_val_accuracy)
+    derived = candidates[0]
+    log(f"derived: {derived.text}")
+    with torch.no_grad():  # the distribution's own argmax, before any target constraint
+        argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
+    argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
+    if isinstance(job.device, RecordedDevice):
+        argmax_info[s.metric], argmax_info["source"], _ = evaluator._device_cost(argmax, None)
+    evaluated = [
+        evaluator.evaluate(a, role="derived" if i == 0 else "candidate")
+        for i, a in enumerate(candidates)
+    ]
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = load_study(s, job.storage, s.metric)
+    added = _add_trials(study, space, s, evaluated)
+    records = completed_records(study)
+    result = summarise(s, records, len(study.get_trials(deepcopy=False)), added)
+    derived_record = next(r for r in reversed(records) if r.arch == derived.text)
+    result.best = derived_record
+
+    write_csv(out / "pareto.csv", pareto_rows(result))
+    plot_front(
+        result,
+        out / "pareto.png",
+        job.device.name,
+        accuracy_label=f"{data.name} held-out test accuracy (%)",
+    )
+    cards = []
+    if zoo:
+        trained = {e["arch"].text: e for e in evaluated}
+        zoo_records = list(result.pareto)
+        if derived_record not in zoo_records:
+            zoo_records.append(derived_record)
+        zoo_records = [r for r in zoo_records if r.arch in trained]
+        cards = write_zoo(
+            out / "zoo",
+            result,
+            space,
+            {},
+            records=zoo_records,
+            trained={
+                a: {
+                    "model": e["model"],
+                    "input_shape": (1, *e["input_shape"]),
+                    "num_classes": data.num_classes,
+                    "dataset": data.name,
+                    "weights": e["weights_note"],
+                }
+                for a, e in trained.items()
+            },
+        )
+    store = job.profiler.store
+    best = _best_summary(derived_record, s, data)
+    extra = {
+        "best": best,
+        "device": {
+            "name": job.device.name,
+            "kind": job.device.kind,
+            "description": job.device.description,
+        },
+        "storage": job.storage_url,
+        "measurement_store": str(store.path) if store is not None else None,
+        "measurements": {
+            "taken": job.profiler.counts.taken,
+            "reused_from_store": job.profiler.counts.reused,
+            "read_from_table": job.profiler.counts.read,
+        },
+        "data": data.describe(),
+        "supernet": net.describe(),
+        "strategy": strategy.describe(),
+        "hardware_term": hw.describe(),
+        "epochs": history,
+        "torch_device": str(tdev),
+        "checkpoint": str(ckpt),
+        "distribution_argmax": argmax_info,
+        "candidates": [
+            {k: v for k, v in e.items() if k not in ("model", "arch")} | {"arch": e["arch"].text}
+            for e in evaluated
+        ],
+        "zoo_models": len(cards),
+    }
+    if store is not None:
+        store.close()
+    summary = write_summary(out / "summary.json", result, extra, time.time() - started)
+    return result, summary
+
+
+def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
+    out: dict[str, Any] = {"arch": r.arch, "trial": r.number}
+    out["accuracy"] = r.accuracy
+    out["accuracy_label"] = r.attrs.get("accuracy_source", "")
+    for m in OBJECTIVES.values():
+        if m in r.costs:
+            out[m] = r.costs[m]
+            out[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
+    for k in (
+        "predicted_cost",
+        "predicted_cost_source",
+        "inherited_test_accuracy",
+        "table_accuracy",
+        "table_accuracy_label",
+    ):
+        if k in r.attrs:
+            out[k] = r.attrs[k]
+    out["rule"] = (
+        f"architecture derived by {s.strategy}"
+        + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
+        + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
+    )
+    return out
+
+
+def _add_trials(study, space: SearchSpace, s: SupernetSettings, evaluated) -> int:
+    """Add each evaluated subnet as a COMPLETE trial (skipping ones the study has from an
+    earlier identical run)."""
+    import optuna
+
+    have = {r.arch for r in completed_records(study)}
+    dists = {
+        d: optuna.distributions.CategoricalDistribution(list(o)) for d, o in space.choices().items()
+    }
+    added = 0
+    for e in evaluated:
+        if e["arch"].text in have:
+            continue
+        attrs = {k: v for k, v in e.items() if k not in ("model", "arch", "input_shape")}
+        attrs["arch"] = e["arch"].text
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=space.to_choices(e["arch"]),
+                distributions=dists,
+                values=[e["accuracy"], e[s.metric]],
+                user_attrs=attrs,
+            )
+        )
+        added += 1
+    return added
+
+
+class SubnetEvaluator:
+    """Scores subnets of a trained supernet: inherited-weight accuracy (for one-shot search),
+    and, for handed-out candidates, fine-tuned held-out accuracy and device cost."""
+
+    def __init__(self, job: PreparedSupernetSearch, net, cost, tdev):
+        self.job, self.net, self.cost, self.tdev = job, net, cost, tdev
+        s = job.settings
+        self.metric = s.metric
+
+    def inherited_val_accuracy(self, arch) -> float:
+        from hwnas.supernet.train import accuracy, recalibrate_bn
+
+        net, data = self.net, self.job.data
+        path = net.path_of(arch)
+        path = [type(c)(c.weights.to(self.tdev), c.active) for c in path]
+        recalibrate_bn(lambda x: net(x, path), net, data.train, max_batches=4, device=self.tdev)
+        acc = accuracy(lambda x: net(x, path), data.val, device=self.tdev)
+        net.train()
+        return acc
+
+    def evaluate(self, arch, role: str) -> dict[str, Any]:
+        import torch
+
+        from hwnas.supernet.train import accuracy, finetune, merge, recalibrate_bn, resized_forward
+
+        s, data, space = self.job.settings, self.job.data, self.job.space
+        model = self.net.extract(arch).to(self.tdev)
+        shape = tuple(self.net.input_shape(arch))
+        side = shape[-1]
+        fwd = resized_forward(model, side)
+        recalibrate_bn(fwd, model, data.train, device=self.tdev)
+        inherited = accuracy(fwd, data.test, device=self.tdev)
+        finetune(
+            model,
+            merge(data.train, data.val),
+            s.finetune_epochs,
+            lr=float(s.option("finetune_lr")),
+            batch_size=s.batch_size,
+            seed=s.seed,
+            device=self.tdev,
+            resize=side,
+        )
+        acc = accuracy(fwd, data.test, device=self.tdev)
+        model = model.cpu().eval()
+        out: dict[str, Any] = {
+            "arch": arch,
+            "role": role,
+            "accuracy": acc,
+            "accuracy_source": (
+                f"measured:{data.name}:test split ({len(data.test)} images), inherited supernet "
+                f"weights + {s.finetune_epochs} fine-tune epochs"
+            ),
+            "inherited_test_accuracy": inherited,
+            "model": model,
+            "input_shape": shape,
+            "predicted_cost": float(self.cost.cost(arch)),
+            "predicted_cost_source": f"{self.cost.source} ({self.cost.metric})",
+            "weights_note": (
+                f"trained: supernet ({s.strategy}, {s.epochs} epochs) on {data.name}, inherited, "
+                f"batch norm recalibrated, fine-tuned {s.finetune_epochs} epochs; supernet "
+                f"config {json.dumps(self.net.config, sort_keys=True)}"
+            ),
+        }
+        value, source, model_hash = self._device_cost(arch, copy.deepcopy(model))
+        out[self.metric] = value
+        out[f"{self.metric}_source"] = source
+        out["model_hash"] = model_hash
+        if hasattr(space, "table_accuracy"):
+            ds = s.dataset
+            out["table_accuracy"] = float(space.table_accuracy(ds)[space.index(arch)])
+            out["table_accuracy_label"] = (
+                f"{space.accuracy_source(ds)} (NAS-Bench-201 table: this cell in the benchmark's "
+                f"network trained 200 epochs on {ds}, not on {data.name})"
+            )
+        torch.set_grad_enabled(True)
+        return out
+
+    def _device_cost(self, arch, model) -> tuple[float, str, str]:
+        """Cost on the device: its table where it has the architecture, a measurement of the
+        trained subnet on a live device, else the cost model's prediction (labelled)."""
+        from hwnas.supernet.cost import subnet_workload
+
+        device, profiler, space = self.job.device, self.job.profiler, self.job.space
+        s = self.job.settings
+        if isinstance(device, RecordedDevice):
+            try:
+                space.index(arch)
+            except HwnasError:
+                return (
+                    float(self.cost.cost(arch)),
+                    f"predicted:{self.cost.source} (architecture not in the recorded table)",
+                    "",
+                )
+            wl = arch_workload(space, arch, s.dataset)
+            m = profiler.measure(wl, self.metric)
+            return m.value, m.source, wl.model_hash
+        wl = subnet_workload(self.net, arch, model=model)
+        m = profiler.measure(wl, self.metric)
+        return m.value, f"{m.source}:trained-subnet{list(wl.input_shape)}", wl.model_hash

@@ -1,0 +1,155 @@
+"""One-shot supernet training + evolutionary search over its subnets (SPOS, Guo et al., ECCV
+2020; Once-for-All, Cai et al., ICLR 2020).
+
+Training: every step trains one uniformly sampled subnet (``sampling=uniform``, SPOS) or, with
+``sampling=sandwich`` (BigNAS/OFA-style sandwich rule, Yu et al., ECCV 2020), the largest, the
+smallest and two random subnets, gradients accumulated, one update (the largest and smallest by
+the cost model). Search: NSGA-II (Deb et al., 2002; Optuna's sampler) over subnets, each scored
+by its validation accuracy with the inherited weights (batch norm recalibrated) and by the cost
+model's predicted device cost. The derived architecture is the most accurate evaluated subnet
+within ``target_tolerance`` of the latency target (target mode), or the one maximising
+accuracy - weight * cost / reference (weight mode); the Pareto front's subnets are handed on as
+further candidates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hwnas.supernet.base import one_hot_path
+from hwnas.supernet.strategies.base import SupernetStrategy
+
+
+class OneShotEvolution(SupernetStrategy):
+    name = "oneshot"
+    paper = "Guo et al., Single Path One-Shot NAS with Uniform Sampling, ECCV 2020 (+ NSGA-II)"
+    bilevel = False
+    own_options = {
+        "sampling": "uniform",
+        "evolution_trials": 60,
+        "population": 20,
+        "candidates": 4,
+    }
+
+    def __init__(self, supernet, hw, options, total_steps, seed=0):
+        super().__init__(supernet, hw, options, total_steps, seed)
+        if self.options["sampling"] not in ("uniform", "sandwich"):
+            from hwnas.errors import HwnasError
+
+            raise HwnasError("oneshot sampling must be 'uniform' or 'sandwich'")
+        self.seed = seed
+        self.evaluated: list[tuple[str, float, float]] = []
+        self._extremes = None
+
+    def arch_parameters(self):
+        return []
+
+    def _uniform(self):
+        return [int(self.rng.integers(n)) for n in self.supernet.sizes]
+
+    def extremes(self) -> tuple[list[int], list[int]]:
+        """(largest, smallest) subnet by the cost model (coordinate search), else by index."""
+        if self._extremes is None:
+            sizes = self.supernet.sizes
+            model = getattr(self.hw, "model", None)
+            if model is None or not hasattr(model, "cost_indices"):
+                self._extremes = ([n - 1 for n in sizes], [0] * len(sizes))
+            else:
+                out = []
+                for sign in (1.0, -1.0):
+                    idx = np.zeros(len(sizes), dtype=np.int64)
+                    for _ in range(3):
+                        for j, n in enumerate(sizes):
+                            cand = np.repeat(idx[None], n, axis=0)
+                            cand[:, j] = np.arange(n)
+                            idx[j] = int(np.argmax(sign * model.cost_indices(cand)))
+                    out.append(idx.tolist())
+                self._extremes = (out[0], out[1])
+        return self._extremes
+
+    def step(self, train, val):
+        x, y = train
+        sizes = self.supernet.sizes
+        if self.options["sampling"] == "uniform":
+            loss = self.weight_step(x, y, one_hot_path(self._uniform(), sizes))
+        else:
+            big, small = self.extremes()
+            self.set_lr()
+            self.w_opt.zero_grad(set_to_none=True)
+            total = 0.0
+            for idx in (big, small, self._uniform(), self._uniform()):
+                part = self.loss(x, y, one_hot_path(idx, sizes))
+                part.backward()
+                total += float(part.detach())
+            torch.nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options["grad_clip"])
+            self.w_opt.step()
+            loss = total / 4
+        self.steps += 1
+        return {"loss": loss}
+
+    def probs(self):
+        return [torch.full((n,), 1.0 / n) for n in self.supernet.sizes]
+
+    def finish(self, score):
+        """NSGA-II over subnets; ``score(arch)`` is the inherited-weight validation accuracy."""
+        import optuna
+
+        space = self.supernet.space
+        model = getattr(self.hw, "model", None)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = optuna.create_study(
+            directions=["maximize", "minimize"],
+            sampler=optuna.samplers.NSGAIISampler(
+                population_size=self.options["population"], seed=self.seed
+            ),
+        )
+        dims = space.choices()
+        seen: dict[str, tuple[float, float]] = {}
+        for _ in range(self.options["evolution_trials"]):
+            trial = study.ask()
+            arch = space.from_choices(
+                {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
+            )
+            if arch.text not in seen:
+                acc = float(score(arch))
+                cost = float(model.cost(arch)) if model is not None else 0.0
+                seen[arch.text] = (acc, cost)
+            study.tell(trial, list(seen[arch.text]))
+        self.evaluated = [(a, acc, c) for a, (acc, c) in seen.items()]
+        derived = self._pick(self.evaluated)
+        front = _pareto(self.evaluated)
+        if len(front) > self.options["candidates"]:
+            keep = np.linspace(0, len(front) - 1, self.options["candidates"]).round().astype(int)
+            front = [front[i] for i in sorted(set(keep))]
+        texts = [derived] + [a for a, _, _ in front if a != derived]
+        return [space.parse(t) for t in texts]
+
+    def _pick(self, evaluated):
+        hw = self.hw
+        if hw is None:
+            return max(evaluated, key=lambda r: r[1])[0]
+        if hw.target is not None:
+            tol = self.options["target_tolerance"]
+            near = [r for r in evaluated if abs(r[2] / hw.target - 1) <= tol]
+            if near:
+                return max(near, key=lambda r: r[1])[0]
+            return min(evaluated, key=lambda r: abs(r[2] / hw.target - 1))[0]
+        w = hw.weight or 0.0
+        return max(evaluated, key=lambda r: r[1] / 100 - w * r[2] / hw.reference)[0]
+
+    def derive(self):
+        if self.evaluated:
+            return self.supernet.space.parse(self._pick(self.evaluated))
+        return super().derive()
+
+
+def _pareto(rows):
+    """Rows (arch, accuracy, cost) on the accuracy/cost Pareto front, by cost."""
+    rows = sorted(rows, key=lambda r: (r[2], -r[1]))
+    front, best = [], -np.inf
+    for r in rows:
+        if r[1] > best:
+            front.append(r)
+            best = r[1]
+    return front

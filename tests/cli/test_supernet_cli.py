@@ -1,0 +1,149 @@
+"""`hwnas search` with a supernet strategy, as a user types it: the run folder, the study, the
+zoo with trained weights, resuming, and user errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import onnxruntime as ort
+import optuna
+import pytest
+import torch
+from helpers import hwnas_cli
+
+from hwnas.spaces import get_space
+
+pytestmark = pytest.mark.slow
+
+DARTS = [
+    "search",
+    "--strategy",
+    "darts",
+    "--device",
+    "pixel3",
+    "--data",
+    "digits",
+    "--epochs",
+    "1",
+    "--finetune-epochs",
+    "1",
+    "--latency-weight",
+    "0.5",
+    "--set",
+    "limit=300",
+    "--set",
+    "channels=4",
+]
+
+
+def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home):
+    out = tmp_path / "run"
+    r = hwnas_cli(*DARTS, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "supernet.pt").is_file() and (out / "pareto.png").is_file()
+    summary = json.loads((out / "summary.json").read_text())
+    best = summary["best"]
+    space = get_space("nasbench201")
+    assert space.parse(best["arch"]).text == best["arch"]
+    assert best["accuracy_label"].startswith("measured:digits:test split")
+    assert best["table_accuracy"] == pytest.approx(
+        float(space.table_accuracy("cifar100")[space.index(space.parse(best["arch"]))])
+    )
+    assert "NAS-Bench-201 table" in best["table_accuracy_label"]
+    assert best["latency_ms_source"].startswith("recorded:")
+    assert summary["hardware_term"]["mode"] == "weight"
+    assert summary["hardware_term"]["cost_model"]["spearman_rho"] > 0.9
+    assert summary["epochs"][0]["seconds"] > 0 and summary["epochs"][0]["peak_mib"] > 0
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    assert rows[0]["arch"] == best["arch"]
+    # the study has the derived architecture as a COMPLETE trial with both values
+    storage = summary["storage"]
+    study = optuna.load_study(study_name=summary["settings"]["study"], storage=storage)
+    trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert len(trials) == 1 and trials[0].user_attrs["arch"] == best["arch"]
+    assert trials[0].values == [pytest.approx(best["accuracy"]), pytest.approx(best["latency_ms"])]
+    # the zoo entry carries the trained weights: ONNX and the state dict agree
+    card_path = next(out.glob("zoo/*/card.json"))
+    card = json.loads(card_path.read_text())
+    assert card["weights"].startswith("trained:") and card["dataset"] == "digits"
+    assert card["num_classes"] == 10 and card["input_shape"] == [1, 3, 16, 16]
+    assert card["accuracy"]["value"] == pytest.approx(best["accuracy"])
+    assert card["table_accuracy"]["source"].startswith("nasbench201-table")
+    net = space.build(space.parse(best["arch"]), "cifar10")  # wrong size: a different network
+    state = torch.load(card_path.parent / "weights.pt")
+    assert state["classifier.weight"].shape == (10, 16)  # channels=4 -> last stage 16
+    assert net.classifier.weight.shape != state["classifier.weight"].shape
+    session = ort.InferenceSession(
+        str(card_path.parent / "model.onnx"), providers=["CPUExecutionProvider"]
+    )
+    from hwnas.datasets import load_data
+
+    data = load_data("digits", limit=300)
+    logits = session.run(None, {"input": data.test.x})[0]
+    acc = 100.0 * float((logits.argmax(1) == data.test.y).mean())
+    assert acc == pytest.approx(best["accuracy"], abs=1e-6)  # the zoo model is the measured one
+    # the same command again resumes from the checkpoint and adds nothing to the study
+    r = hwnas_cli(*DARTS, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stderr
+    again = json.loads((out / "summary.json").read_text())
+    assert again["trials"]["completed_this_run"] == 0 and again["best"]["arch"] == best["arch"]
+
+
+def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
+    out = tmp_path / "run"
+    r = hwnas_cli(
+        "search",
+        "--strategy",
+        "oneshot",
+        "--space",
+        "nasbench201",
+        "--device",
+        "cpu-fast",
+        "--epochs",
+        "1",
+        "--finetune-epochs",
+        "0",
+        "--latency-target",
+        "0.3",
+        "--set",
+        "limit=200",
+        "--set",
+        "channels=4",
+        "--set",
+        "evolution_trials=8",
+        "--set",
+        "population=4",
+        "--set",
+        "candidates=2",
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hardware_term"]["cost_model"]["source"].startswith("lut-measured:cpu-fast")
+    assert summary["measurements"]["taken"] >= 4 * 3  # blocks, calibration subnets, candidates
+    cands = summary["candidates"]
+    assert 1 <= len(cands) <= 3 and cands[0]["role"] == "derived"
+    assert cands[0]["latency_ms_source"].startswith("measured:cpu-fast")
+    assert all(np.isfinite(c["latency_ms"]) and c["latency_ms"] > 0 for c in cands)
+    assert summary["trials"]["completed"] == len(cands)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--latency-target", "-1"], "--latency-target must be positive"),
+        (["--latency-target", "3", "--latency-weight", "1"], "either --latency-target or"),
+        (["--data", "/no/such/folder"], "neither 'digits' nor an existing folder"),
+        (["--set", "nonsense"], "--set needs KEY=VALUE"),
+        (["--space", "ofa"], "device 'pixel3' has no recorded measurements for space 'ofa'"),
+    ],
+)
+def test_supernet_user_errors_are_one_line(args, message):
+    r = hwnas_cli("search", "--strategy", "gdas", "--device", "pixel3", "--epochs", "1", *args)
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("error:") and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,68 @@
+"""Data loading: digits split by seed, CIFAR pickle folders, class-per-folder images, errors."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from hwnas.datasets import load_data
+from hwnas.errors import HwnasError
+
+
+def test_digits_split_is_fixed_by_seed_and_disjoint():
+    a = load_data("digits", seed=0, image_size=16)
+    b = load_data("digits", seed=0, image_size=16)
+    c = load_data("digits", seed=1, image_size=16)
+    assert (len(a.train), len(a.val), len(a.test)) == (1079, 359, 359)
+    assert a.image_shape == (3, 16, 16) and a.num_classes == 10
+    assert np.array_equal(a.test.x, b.test.x) and not np.array_equal(a.test.x, c.test.x)
+    assert abs(float(a.train.x.mean())) < 1e-3  # normalised with the training statistics
+    rows = {r.tobytes() for r in a.train.x.reshape(len(a.train), -1)}
+    assert not any(r.tobytes() in rows for r in a.test.x.reshape(len(a.test), -1)[:50])
+
+
+def _cifar10_folder(root, n=20):
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for name in ("data_batch_1", "data_batch_2", "test_batch"):
+        batch = {
+            "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+            "labels": list(rng.integers(0, 10, n)),
+        }
+        (folder / name).write_bytes(pickle.dumps(batch))
+    (folder / "batches.meta").write_bytes(
+        pickle.dumps({"label_names": [f"c{i}" for i in range(10)]})
+    )
+    return root
+
+
+def test_cifar_pickle_folder_keeps_its_test_set(tmp_path):
+    d = load_data(str(_cifar10_folder(tmp_path)), seed=0)
+    assert d.name == "cifar10" and d.image_shape == (3, 32, 32) and d.classes[0] == "c0"
+    assert len(d.test) == 20 and len(d.train) + len(d.val) == 40
+
+
+def test_class_per_folder_images(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for cls in ("cat", "dog", "fox"):
+        (tmp_path / cls).mkdir()
+        for i in range(5):
+            pixels = rng.integers(0, 256, (20, 24, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(tmp_path / cls / f"{i}.png")
+    (tmp_path / "cat" / "notes.txt").write_text("not an image")
+    d = load_data(str(tmp_path), seed=0, image_size=12)
+    assert d.classes == ["cat", "dog", "fox"] and d.image_shape == (3, 12, 12)
+    assert len(d.train) + len(d.val) + len(d.test) == 15
+
+
+def test_bad_data_is_a_one_line_user_error(tmp_path):
+    with pytest.raises(HwnasError, match="neither 'digits' nor an existing folder"):
+        load_data(str(tmp_path / "missing"))
+    (tmp_path / "only").mkdir()
+    with pytest.raises(HwnasError, match="one sub-folder per class"):
+        load_data(str(tmp_path))
