@@ -49,7 +49,7 @@ from hwnas.cli.supernet_search import supernet_options
     "--strategy",
     default="nsga2",
     show_default=True,
-    help="Table search: nsga2 or random. Supernet search: darts, gdas, fbnet, proxyless, "
+    help="Table search: nsga2, random or surrogate. Supernet search: darts, gdas, fbnet, proxyless, "
     "singlepath, oneshot.",
 )
 @storage_option
