@@ -49,8 +49,8 @@ from hwnas.cli.supernet_search import supernet_options
     "--strategy",
     default="nsga2",
     show_default=True,
-    help="Table search: nsga2, random or surrogate. Supernet search: darts, gdas, fbnet, proxyless, "
-    "singlepath, oneshot.",
+    help="Table search: nsga2, random or surrogate. Supernet search: darts, gdas, fbnet, "
+    "proxyless, singlepath, oneshot.",
 )
 @storage_option
 @click.option(
