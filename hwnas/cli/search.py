@@ -40,6 +40,12 @@ from hwnas.cli.options import storage_option, store_option
     help="Number of distinct architectures whose accuracy is queried (trials).",
 )
 @click.option("--strategy", default="nsga2", show_default=True, help="nsga2 or random.")
+@click.option(
+    "--runtime",
+    type=click.Choice(["ort", "tvm"]),
+    default=None,
+    help="Runtime replacing the device profile's (live devices; TVM tunes once per workload).",
+)
 @storage_option
 @click.option(
     "--study",
@@ -64,6 +70,7 @@ def search_cmd(
     max_latency,
     budget,
     strategy,
+    runtime,
     storage,
     study,
     out,
@@ -92,6 +99,7 @@ def search_cmd(
         seed=seed,
         max_latency=max_latency,
         study=study or "",
+        runtime=runtime,
     )
     job = prepare(settings, storage, store)
     out = out or Path("runs") / settings.study
@@ -150,6 +158,12 @@ def _print_front(result, summary, out: Path) -> None:
         f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "
         f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
     )
+    p = summary.get("profiling", {})
+    if p.get("runtime", "").startswith("tvm"):
+        console.print(
+            f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "
+            f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
+        )
     console.print(
         f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
         f"zoo/ with {summary['zoo_models']} ONNX models)"
