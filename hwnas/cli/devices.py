@@ -33,6 +33,8 @@ def check_cmd(device, runtime, tracker, key, target, trials):
     result = check_device(dev)
     console = Console()
     console.print(f"ok: {dev.name}: {result.status}")
+    if not result.measurements:
+        console.print("  a recorded table: nothing to run")
     for metric, m in result.measurements.items():
         unit = "ms" if metric == "latency_ms" else "mJ"
         extra = f", CV {100 * m.cv:.1f}%" if m.cv else ""

@@ -91,6 +91,13 @@ def _open_device(name, runtime, tracker, key, target, trials, require_reachable=
     if trials is not None:
         overrides["tvm"] = {"trials_per_task": trials}
     dev = get_device(name, runtime=runtime, overrides=overrides)
+    if (target is not None or trials is not None) and getattr(dev, "runtime_name", "") != "tvm":
+        from hwnas.errors import HwnasError
+
+        raise HwnasError(
+            f"--target and --trials apply to the TVM runtime; device '{dev.name}' runs "
+            f"{dev.runtime} (add --runtime tvm)"
+        )
     if require_reachable:
         dev.require_reachable()
     return dev

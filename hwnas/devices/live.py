@@ -177,11 +177,10 @@ class LiveDevice(Device):
             )
         }
         if timing.energy_mj is not None and meter is not None:
-            out["energy_mj"] = Measurement(
+            out["energy_mj"] = Measurement(  # one meter reading over the whole timed window
                 metric="energy_mj",
                 value=timing.energy_mj,
                 samples=(timing.energy_mj,),
-                cv=timing.cv,
                 extra={**extra, "meter": meter.name},
                 **common,
             )

@@ -67,6 +67,7 @@ def test_runtime_override_stores_tvm_numbers_apart(tmp_path):
         (["measure", "-d", "cpu-fast", "--arch", "|bad|"], "arch"),
         (["devices", "check", "pixel8"], "device 'pixel8' is not reachable: adb is not installed"),
         (["devices", "check", "vu9p_hls4ml"], "is not reachable"),
+        (["measure", "-d", "cpu-fast", "--trials", "3", "--arch", "0"], "add --runtime tvm"),
     ],
 )
 def test_one_line_errors(args, expected, tmp_path):
@@ -87,6 +88,8 @@ def test_devices_check_runs_a_tiny_model_on_this_cpu():
     r = hwnas_cli("devices", "check", "cpu-fast")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok: cpu-fast: this machine:") and "tiny CNN latency:" in r.stdout
+    r = hwnas_cli("devices", "check", "pixel3")
+    assert r.returncode == 0 and "a recorded table: nothing to run" in r.stdout
 
 
 def test_measure_group_leaves_subcommands_alone(monkeypatch):
