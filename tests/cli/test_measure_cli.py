@@ -37,25 +37,6 @@ def test_measure_archs_and_onnx_files_stores_them_once(tmp_path):
     assert ms[2].input_shape == (1, 3, 16, 16) and ms[0].input_shape == (1, 3, 32, 32)
 
 
-@pytest.mark.slow
-def test_runtime_override_stores_tvm_numbers_apart(tmp_path):
-    from torch import nn
-
-    from hwnas.export import export_onnx
-
-    onnx_file = tmp_path / "conv.onnx"
-    onnx_file.write_bytes(export_onnx(nn.Conv2d(3, 8, 3), (1, 3, 16, 16)))
-    store = tmp_path / "m.db"
-    base = ["measure", "-d", "cpu-fast", "--onnx", str(onnx_file), "--store", str(store)]
-    assert hwnas_cli(*base).returncode == 0
-    r = hwnas_cli(*base, "--runtime", "tvm")
-    assert r.returncode == 0, r.stderr
-    assert "1 measured" in r.stdout and "TVM: 0 new workload(s) tuned" in r.stdout
-    with MeasurementStore(store) as st:
-        runtimes = sorted(m.runtime for m in st.measurements())
-    assert runtimes[0] == "ort" and runtimes[1].startswith("tvm:llvm-")
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

@@ -15,6 +15,7 @@ import pytest
 from helpers import hwnas_cli
 
 from hwnas.devices import get_device
+from hwnas.devices.check import check_device
 from hwnas.devices.rpc import parse_tracker, registered_keys, tracker_unreachable
 from hwnas.errors import HwnasError
 from hwnas.store import MeasurementStore
@@ -89,11 +90,10 @@ def test_measure_through_tracker_and_server_stores_measurements(tracker, tmp_pat
     assert m.device == f"rpc-{KEY}" and m.runtime.startswith("tvm:llvm-")
     assert m.value > 0 and len(m.samples) >= 6 * 30 and m.extra["rounds"] >= 6
     assert m.versions["rpc_key"] == KEY and m.source == f"measured:rpc-{KEY}:{m.runtime}"
-    r = hwnas_cli("devices", "check", "rpc", "--tracker", tracker, "--key", KEY, "--trials", "0")
-    assert r.returncode == 0, r.stderr
-    assert (
-        r.stdout.startswith(f"ok: rpc-{KEY}: RPC server '{KEY}'") and "tiny CNN latency" in r.stdout
-    )
+    overrides = {"rpc": {"tracker": tracker, "key": KEY}, "tvm": {"trials_per_task": 0}}
+    result = check_device(get_device("rpc", overrides=overrides))  # `hwnas devices check rpc`
+    assert result.status.startswith(f"RPC server '{KEY}' via tracker {tracker}")
+    assert result.measurements["latency_ms"].value > 0
 
 
 def test_unknown_key_names_the_registered_ones(tracker):
