@@ -49,6 +49,7 @@ def one_run(args: tuple[str, str, int, int]) -> tuple[str, str, int, int, float,
     device, strategy, budget, seed = args
     from hwnas.devices import get_device
     from hwnas.measure import Profiler
+    from hwnas.search.costs import CostContext, table_costs
     from hwnas.search.engine import SearchSettings, run_search
     from hwnas.search.evaluate import TableEvaluator
     from hwnas.spaces import get_space
@@ -61,8 +62,10 @@ def one_run(args: tuple[str, str, int, int]) -> tuple[str, str, int, int, float,
     settings = SearchSettings(
         space="nasbench201", device=device, budget=budget, strategy=strategy, seed=seed
     )
+    device_obj = get_device(device)
+    costs = CostContext(space, cost=table_costs(space, device_obj, "latency_ms"), budget=budget)
     t0 = time.perf_counter()
-    result = run_search(settings, space, evaluator.evaluate, storage=None)
+    result = run_search(settings, space, evaluator.evaluate, storage=None, costs=costs)
     elapsed = time.perf_counter() - t0
     queried = {r.arch: r for r in result.records}
     recovered = len(front & set(queried)) / len(front)
@@ -77,7 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budgets", type=int, nargs="+", default=[300, 1000])
-    parser.add_argument("--strategies", nargs="+", default=["nsga2", "random"])
+    parser.add_argument("--strategies", nargs="+", default=["surrogate", "nsga2", "random"])
     parser.add_argument("--devices", nargs="+", default=UNSEEN)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()

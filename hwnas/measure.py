@@ -32,7 +32,7 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     Its model hash depends only on (space, arch string, dataset, input shape), so it is stable
     across library versions; the ONNX model is exported only if a device needs to run it.
     """
-    shape = (batch_size, *space.dataset(dataset).input_shape)
+    shape = (batch_size, *space.input_shape(arch, dataset))
 
     def factory() -> bytes:
         import torch

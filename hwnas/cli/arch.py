@@ -10,7 +10,11 @@ import click
 @click.command("arch")
 @click.argument("arch")
 @click.option("--space", default="nasbench201", show_default=True, help="Search space.")
-@click.option("--dataset", default="cifar100", show_default=True, help="Dataset of the network.")
+@click.option(
+    "--dataset",
+    default=None,
+    help="Dataset of the network (default: cifar100, or the space's first dataset).",
+)
 @click.option(
     "--onnx",
     "onnx_out",
@@ -19,8 +23,8 @@ import click
     help="Also export the network (random weights) to this ONNX file.",
 )
 def arch_cmd(arch, space, dataset, onnx_out):
-    """Show ARCH (an arch string or a NAS-Bench-201 index): canonical form, index, params,
-    FLOPs, table accuracies and recorded latency on every device."""
+    """Show ARCH (an arch string or an index into the space's recorded architectures):
+    canonical form, index, params, FLOPs, table accuracies and recorded latency per device."""
     from rich.console import Console
     from rich.table import Table
 
@@ -30,6 +34,8 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from hwnas.spaces import get_space
 
     sp = get_space(space)
+    if dataset is None:
+        dataset = "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
     spec = sp.dataset(dataset)
     a = (
         sp.arch_at(int(arch))
@@ -40,12 +46,16 @@ def arch_cmd(arch, space, dataset, onnx_out):
 
     torch.manual_seed(WEIGHT_SEED)
     model = sp.build(a, dataset)
-    shape = (1, *spec.input_shape)
+    shape = (1, *sp.input_shape(a, dataset))
     params, flops = count_params_flops(model, shape)
     console = Console(soft_wrap=True)
     console.print(f"arch     {a.text}")
-    if hasattr(sp, "index"):
+    from hwnas.errors import HwnasError
+
+    try:
         console.print(f"index    {sp.index(a)}")
+    except HwnasError:
+        console.print("index    none (not among the architectures with recorded measurements)")
     console.print(
         f"network  {dataset}: input {list(shape)}, {spec.num_classes} classes, "
         f"{params / 1e6:.3f} M params, {flops / 1e6:.2f} M FLOPs (MACs)"

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError
+from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.pareto import pareto_mask
 from hwnas.search.strategies import STRATEGIES
@@ -221,6 +222,7 @@ def run_search(
     storage: Any = None,
     on_trial: Callable[[int, TrialRecord | None], None] | None = None,
     sampler_options: dict[str, Any] | None = None,
+    costs: CostContext | None = None,
 ) -> SearchResult:
     """Run (or resume) a search until ``settings.budget`` distinct architectures are scored.
 
@@ -233,6 +235,8 @@ def run_search(
         on_trial: called after each trial with (completed count, record or None for a
             duplicate).
         sampler_options: extra keyword arguments for the strategy.
+        costs: what is known of candidates' costs before measuring (for cost-aware strategies);
+            default: nothing.
 
     Returns:
         The :class:`SearchResult` over every completed trial of the study.
@@ -248,7 +252,11 @@ def run_search(
     study = load_study(settings, storage, settings.metric)
     _fail_orphans(study)
     limit = settings.max_latency
-    study.sampler = STRATEGIES.get(settings.strategy)(settings.seed, **(sampler_options or {}))
+    if costs is None:
+        costs = CostContext(space, max_latency=limit, budget=settings.budget)
+    study.sampler = STRATEGIES.get(settings.strategy)(
+        settings.seed, costs, **(sampler_options or {})
+    )
     seen = {r.arch: r.number for r in completed_records(study)}
     done = len(seen)
     dims = space.choices()

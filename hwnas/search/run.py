@@ -17,6 +17,7 @@ from hwnas.devices.recorded import RecordedDevice
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import default_storage_url, default_store_path
+from hwnas.search.costs import CostContext, table_costs
 from hwnas.search.engine import (
     SearchResult,
     SearchSettings,
@@ -26,6 +27,7 @@ from hwnas.search.engine import (
 )
 from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
+from hwnas.search.strategies import STRATEGIES
 from hwnas.spaces import SearchSpace, get_space
 from hwnas.store import MeasurementStore
 
@@ -40,13 +42,20 @@ def device_metrics(device, settings: SearchSettings) -> list[str]:
 
 
 def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str, dict[str, dict]]:
-    """Latency of ``archs`` on every recorded device with a table for the space.
+    """Latency of ``archs`` on every recorded device with a table for the space (architectures
+    not in the recorded tables get none).
 
     Returns:
         arch -> device -> {"value": ms, "source": ...}.
     """
     space = get_space(space_name)
     out: dict[str, dict[str, dict]] = {a: {} for a in archs}
+    rows = {}
+    for a in archs:  # architectures outside the recorded sample have no recorded latency
+        try:
+            rows[a] = space.index(space.parse(a))
+        except HwnasError:
+            continue
     for name in list_devices():
         dev = get_device(name)
         if name == skip or not isinstance(dev, RecordedDevice) or space_name not in dev.spaces:
@@ -55,8 +64,8 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
             continue
         column = dev.column(space_name, "latency_ms")
         source = dev.source(space_name, "latency_ms")
-        for a in archs:
-            out[a][name] = {"value": float(column[space.index(space.parse(a))]), "source": source}
+        for a, i in rows.items():
+            out[a][name] = {"value": float(column[i]), "source": source}
     return out
 
 
@@ -71,6 +80,7 @@ class PreparedSearch:
     evaluator: TableEvaluator
     storage_url: str
     storage: Any
+    costs: CostContext
 
 
 def prepare(
@@ -102,8 +112,21 @@ def prepare(
     if storage is None:
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    costs = CostContext(
+        space,
+        cost=table_costs(space, device, settings.metric),
+        latency=table_costs(space, device, "latency_ms"),
+        max_latency=settings.max_latency,
+        budget=settings.budget,
+    )
+    if getattr(STRATEGIES.get(settings.strategy), "needs_costs", False) and costs.cost is None:
+        raise HwnasError(
+            f"strategy '{settings.strategy}' needs every candidate's {settings.metric} before "
+            f"measuring it, and device '{device.name}' has no table or predictor for it; "
+            "use --strategy nsga2"
+        )
     return PreparedSearch(
-        settings, space, device, profiler, evaluator, storage, open_storage(storage)
+        settings, space, device, profiler, evaluator, storage, open_storage(storage), costs
     )
 
 
@@ -131,7 +154,9 @@ def search(
     settings, space, device, profiler = job.settings, job.space, job.device, job.profiler
     store = profiler.store
     try:
-        result = run_search(settings, space, job.evaluator.evaluate, job.storage, on_trial)
+        result = run_search(
+            settings, space, job.evaluator.evaluate, job.storage, on_trial, costs=job.costs
+        )
     finally:
         if store is not None:
             store.close()

@@ -7,6 +7,12 @@ the ask/tell loop and the study, the strategy only decides what to ask next.
   latency limit, constrained domination (each trial carries its excess latency as a
   constraint).
 - ``random``: uniform random search (Bergstra & Bengio, JMLR 2012), the standard baseline.
+- ``surrogate``: random-forest accuracy surrogate with a probability-of-non-domination
+  acquisition stratified over cost (:mod:`hwnas.search.surrogate`); needs every candidate's
+  cost before measuring it (a recorded table or a predictor).
+
+A strategy is a factory ``(seed, context, **options) -> optuna sampler``; ``context`` is a
+:class:`hwnas.search.surrogate.CostContext` (the space and what is known of costs).
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from hwnas.registry import Registry
 STRATEGIES: Registry = Registry("strategy")
 
 
-def nsga2(seed: int | None, population_size: int = 20):
+def nsga2(seed: int | None, context: object = None, population_size: int = 20):
     """NSGA-II with uniform crossover over the choices; trials carrying constraint values
     (``trial.set_constraint``) are ranked by constrained domination.
 
     Args:
         seed: sampler seed.
+        context: unused (NSGA-II learns only from evaluated trials).
         population_size: individuals per generation.
     """
     import optuna
@@ -29,7 +36,7 @@ def nsga2(seed: int | None, population_size: int = 20):
     return optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed)
 
 
-def random(seed: int | None):
+def random(seed: int | None, context: object = None):
     """Uniform random sampling of the choices."""
     import optuna
 
@@ -38,3 +45,4 @@ def random(seed: int | None):
 
 STRATEGIES.register("nsga2", nsga2)
 STRATEGIES.register("random", random)
+STRATEGIES.register("surrogate", "hwnas.search.surrogate:surrogate")

@@ -83,7 +83,16 @@ class SearchSpace(ABC):
             hwnas.errors.UnknownNameError: a dataset the space does not know.
         """
 
+    @abstractmethod
+    def datasets(self) -> list[str]:
+        """Names of the datasets the space defines networks for."""
+
     # -- derived abilities ------------------------------------------------------------------
+
+    def input_shape(self, arch: Arch, dataset: str) -> tuple[int, int, int]:
+        """Input of one image (C, H, W) for ``arch`` (the dataset's, unless the architecture
+        fixes its own resolution)."""
+        return self.dataset(dataset).input_shape
 
     def from_choices(self, values: dict[str, str]) -> Arch:
         """The architecture that takes ``values[dim]`` for every dimension of :meth:`choices`."""

@@ -8,6 +8,7 @@ import pytest
 from hwnas.devices import get_device
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
+from hwnas.search.costs import CostContext, table_costs
 from hwnas.search.engine import SearchSettings, run_search
 from hwnas.search.evaluate import TableEvaluator
 from hwnas.spaces import get_space
@@ -33,11 +34,16 @@ def brute_force_front(records, metric="latency_ms", limit=None):
     }
 
 
-@pytest.mark.parametrize("strategy", ["nsga2", "random"])
+def table_context(device="pixel3", **kwargs):
+    dev = get_device(device)
+    return CostContext(SPACE, cost=table_costs(SPACE, dev, "latency_ms"), **kwargs)
+
+
+@pytest.mark.parametrize("strategy", ["nsga2", "random", "surrogate"])
 def test_pareto_set_equals_brute_force_on_the_queried_pool(strategy):
     ev = evaluator()
     settings = SearchSettings(space="nasbench201", device="pixel3", budget=80, strategy=strategy)
-    result = run_search(settings, SPACE, ev.evaluate)
+    result = run_search(settings, SPACE, ev.evaluate, costs=table_context(budget=80))
     assert len(result.records) == 80 == len({r.arch for r in result.records})
     assert ev.accuracy_queries == 80  # duplicates never re-query accuracy
     front = {r.arch for r in result.pareto}
@@ -148,3 +154,56 @@ def test_a_study_name_cannot_be_reused_for_another_search(tmp_path):
 def test_bad_settings(kwargs, message):
     with pytest.raises(HwnasError, match=message):
         SearchSettings(space="nasbench201", device="pixel3", **kwargs)
+
+
+def _quality(device, records):
+    """(share of the true front found, mean regret at the 10/30/50/70/90% latency quantiles)."""
+    from hwnas.search.pareto import pareto_mask
+
+    acc = SPACE.table_accuracy("cifar100")
+    lat = get_device(device).column("nasbench201", "latency_ms")
+    front = {SPACE.arch_at(int(i)).text for i in np.flatnonzero(pareto_mask(acc, lat))}
+    share = len(front & {r.arch for r in records}) / len(front)
+    regret = []
+    for b in np.quantile(lat, [0.1, 0.3, 0.5, 0.7, 0.9]):
+        found = max(r.accuracy for r in records if r.costs["latency_ms"] <= b)
+        regret.append(acc[lat <= b].max() - found)
+    return share, float(np.mean(regret))
+
+
+def test_surrogate_beats_random_with_the_same_budget():
+    """100 accuracy queries on the Xeon Gold 6226 table (50-point true front)."""
+    quality = {}
+    for strategy in ("random", "surrogate"):
+        settings = SearchSettings(
+            space="nasbench201", device="gold_6226", budget=100, strategy=strategy, seed=0
+        )
+        result = run_search(
+            settings,
+            SPACE,
+            evaluator("gold_6226").evaluate,
+            costs=table_context("gold_6226", budget=100),
+        )
+        quality[strategy] = _quality("gold_6226", result.records)
+    (share_r, regret_r), (share_s, regret_s) = quality["random"], quality["surrogate"]
+    assert share_s > share_r and regret_s < regret_r - 1.0, quality
+
+
+def test_surrogate_only_queries_candidates_within_the_latency_limit():
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=40, strategy="surrogate", max_latency=4.0
+    )
+    result = run_search(
+        settings,
+        SPACE,
+        evaluator().evaluate,
+        costs=table_context(max_latency=4.0, budget=40),
+    )
+    assert len(result.records) == 40
+    assert all(r.costs["latency_ms"] <= 4.0 for r in result.records)
+
+
+def test_surrogate_needs_a_cost_model():
+    settings = SearchSettings(space="nasbench201", device="cpu", budget=5, strategy="surrogate")
+    with pytest.raises(HwnasError, match="needs the cost of every candidate"):
+        run_search(settings, SPACE, evaluator().evaluate)

@@ -173,3 +173,34 @@ def test_network_shapes_params_and_flops():
     model = SPACE.build(SPACE.parse(ARCHS[0]), "imagenet16")
     with torch.no_grad():
         assert model(torch.zeros(2, 3, 16, 16)).shape == (2, 120)
+
+
+@pytest.mark.parametrize(
+    ("arch", "effective"),
+    [
+        # node 1 feeds nothing that reaches the output: its edge is dead
+        (
+            "|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|",
+            "|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|",
+        ),
+        # node 2 has no input: the conv on 2->3 sees zeros
+        (
+            "|none~0|+|none~0|none~1|+|avg_pool_3x3~0|none~1|nor_conv_3x3~2|",
+            "|none~0|+|none~0|none~1|+|avg_pool_3x3~0|none~1|none~2|",
+        ),
+        (ARCHS[0], ARCHS[0]),  # everything live
+    ],
+)
+def test_effective_operations(arch, effective):
+    assert SPACE.effective_ops(SPACE.parse(arch)) == SPACE.ops(SPACE.parse(effective))
+
+
+def test_surrogate_features_are_equal_for_functionally_equal_cells():
+    a = SPACE.parse("|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|")
+    b = SPACE.parse("|avg_pool_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|")
+    c = SPACE.parse("|none~0|+|none~0|none~1|+|nor_conv_3x3~0|none~1|none~2|")
+    x = SPACE.surrogate_features([a, b, c])
+    assert x.shape == (3, 55)
+    np.testing.assert_array_equal(x[0], x[1])
+    assert (x[0] != x[2]).any()
+    assert x[2, -1] == 1  # one convolution on the deepest live path

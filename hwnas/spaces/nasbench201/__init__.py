@@ -21,6 +21,22 @@ from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
 from hwnas.tables import read_table
 
 
+def _paths(edges: Sequence[tuple[int, int]], num_nodes: int) -> list[tuple[int, ...]]:
+    """Every input-to-output path of the cell DAG, as tuples of edge positions."""
+    out: list[tuple[int, ...]] = []
+
+    def walk(node: int, taken: tuple[int, ...]) -> None:
+        if node == num_nodes - 1:
+            out.append(taken)
+            return
+        for k, (j, i) in enumerate(edges):
+            if i == node:
+                walk(j, (*taken, k))
+
+    walk(0, ())
+    return out
+
+
 class ArchStringError(HwnasError):
     """A malformed NAS-Bench-201 arch string."""
 
@@ -148,6 +164,53 @@ class NasBench201Space(SearchSpace):
         """The 6 operations of ``arch`` in arch-string order."""
         self._check(arch)
         return self._parse_ops(arch.text)
+
+    def effective_ops(self, arch: Arch) -> tuple[str, ...]:
+        """The operations that can change the network's output; the others become ``none``.
+
+        An edge i->j matters only if node i is reachable from the input and node j reaches the
+        output through non-``none`` edges; an operation on any other edge sees an all-zero input
+        (and adds at most a constant) or feeds a node whose value never reaches the output.
+        Architectures with equal effective operations compute the same function family, so
+        their trained accuracies differ only by training noise.
+        """
+        ops = self.ops(arch)
+        reach, useful = {0}, {self.num_nodes - 1}
+        for (j, i), op in zip(self.edges, ops):
+            if op != "none" and i in reach:
+                reach.add(j)
+        for (j, i), op in reversed(list(zip(self.edges, ops))):
+            if op != "none" and j in useful:
+                useful.add(i)
+        return tuple(
+            op if (i in reach and j in useful) else "none" for (j, i), op in zip(self.edges, ops)
+        )
+
+    def surrogate_features(self, archs: Sequence[Arch]) -> np.ndarray:
+        """Structural features for accuracy surrogates, shape (n, 30 + 20 + 5), float32.
+
+        One-hot of the effective operations (see :meth:`effective_ops`), for each of the 4
+        input-to-output paths whether it is live and how many operations of each kind it has,
+        the count of each effective operation kind, and the number of convolutions on the
+        deepest live path (-1 when no path is live).
+        """
+        kinds = self.operations[1:]
+        paths = _paths(self.edges, self.num_nodes)
+        rows = []
+        for arch in archs:
+            eff = self.effective_ops(arch)
+            onehot = [float(op == o) for op in eff for o in self.operations]
+            path_f: list[float] = []
+            depth = -1
+            for path in paths:
+                live = all(eff[k] != "none" for k in path)
+                path_f.append(float(live))
+                path_f += [float(live) * sum(eff[k] == o for k in path) for o in kinds]
+                if live:
+                    depth = max(depth, sum("conv" in eff[k] for k in path))
+            counts = [float(sum(op == o for op in eff)) for o in kinds]
+            rows.append(onehot + path_f + counts + [float(depth)])
+        return np.asarray(rows, dtype=np.float32)
 
     def _check(self, arch: Arch) -> None:
         if arch.space != self.name:

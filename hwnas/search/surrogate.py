@@ -1,0 +1,183 @@
+"""Surrogate-assisted multi-objective search for when the device cost is cheap to know.
+
+When every candidate's cost is known before its accuracy is queried (a recorded table, or a
+predictor adapted to the device), the scarce resource is accuracy queries (training runs). This
+sampler spends them where the Pareto front can still move:
+
+1. Start with ``init`` architectures spread over the cost range (one random architecture per
+   cost quantile).
+2. Each round, fit a random-forest accuracy surrogate (Breiman, Machine Learning 2001) on the
+   queried architectures, using the space's structural ``surrogate_features`` plus log cost; its
+   per-tree spread, with a noise floor, is the uncertainty.
+3. For every unqueried candidate compute the probability that it is not dominated by the
+   current front, P(acc > F(cost)), where F(c) is the best accuracy found at cost <= c (the
+   probability-of-improvement criterion for Pareto fronts, Keane, AIAA J. 2006).
+4. Split the candidates into ``bins`` cost quantiles and take the most probable one from each
+   bin, so the front is explored evenly across costs rather than where it is easiest to improve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import optuna
+
+from hwnas.errors import HwnasError
+from hwnas.search.costs import CostContext
+from hwnas.spaces.base import Arch
+
+
+def surrogate(seed: int | None, context: CostContext, **options: Any) -> SurrogateSampler:
+    """The ``surrogate`` strategy (see the module docstring)."""
+    return SurrogateSampler(context, seed, **options)
+
+
+surrogate.needs_costs = True  # type: ignore[attr-defined]
+NEEDS_COSTS_MESSAGE = (
+    "strategy 'surrogate' needs the cost of every candidate before measuring it "
+    "(a recorded device table or a latency predictor); use --strategy nsga2"
+)
+
+
+class SurrogateSampler(optuna.samplers.BaseSampler):
+    """Optuna sampler implementing the strategy in this module's docstring.
+
+    Args:
+        context: the space and its cost model (``context.cost`` is required).
+        seed: random seed (initial design and forest).
+        init: size of the initial design (default: 10% of ``budget``, at least ``bins``).
+        bins: cost quantiles per round; one architecture is proposed per bin per round.
+        trees: number of trees in the forest.
+        noise: accuracy noise floor in points added to the forest's spread.
+        max_pool: candidate pool size for spaces that are not enumerable.
+
+    Raises:
+        HwnasError: the context has no cost model.
+    """
+
+    def __init__(
+        self,
+        context: CostContext,
+        seed: int | None = None,
+        init: int | None = None,
+        bins: int = 20,
+        trees: int = 100,
+        noise: float = 0.2,
+        max_pool: int = 20000,
+    ):
+        if context.cost is None:
+            raise HwnasError(NEEDS_COSTS_MESSAGE)
+        self.context = context
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.bins = bins
+        self.init = init if init is not None else max(bins, context.budget // 10)
+        self.trees = trees
+        self.noise = noise
+        self.max_pool = max_pool
+        self._queue: list[int] = []
+        self._pool: list[Arch] | None = None
+
+    # -- candidate pool -----------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        space = self.context.space
+        if hasattr(space, "all_archs") and hasattr(space, "table_accuracy"):
+            pool = space.all_archs()
+        else:
+            pool = list(dict.fromkeys(space.sample(self.rng, self.max_pool)))
+        cost = np.asarray(self.context.cost(pool), dtype=float)
+        keep = np.isfinite(cost) & (cost > 0)
+        limit = self.context.max_latency
+        if limit is not None:
+            lat = cost if self.context.latency is None else np.asarray(self.context.latency(pool))
+            keep &= lat <= limit
+        if not keep.any():
+            raise HwnasError("no candidate architecture meets the latency limit")
+        self._pool = [a for a, k in zip(pool, keep) if k]
+        self._cost = cost[keep]
+        features = getattr(space, "surrogate_features", space.encode)(self._pool)
+        self._x = np.hstack([features, np.log(self._cost)[:, None]])
+        self._row = {a.text: i for i, a in enumerate(self._pool)}
+        order = np.argsort(self._cost, kind="stable")
+        self._strata = [s for s in np.array_split(order, self.bins) if len(s)]
+        self._init_strata = [s for s in np.array_split(order, self.init) if len(s)]
+
+    # -- Optuna sampler interface ------------------------------------------------------------
+
+    def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
+        from optuna.distributions import CategoricalDistribution
+
+        return {
+            d: CategoricalDistribution(list(opts))
+            for d, opts in self.context.space.choices().items()
+        }
+
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        if self._pool is None:
+            self._setup()
+        from optuna.trial import TrialState
+
+        trials = study.get_trials(deepcopy=False)
+        taken = {
+            self._row[t.user_attrs["arch"]] for t in trials if t.user_attrs.get("arch") in self._row
+        }
+        while self._queue and self._queue[0] in taken:
+            self._queue.pop(0)
+        if not self._queue:
+            done = [
+                t
+                for t in trials
+                if t.state == TrialState.COMPLETE and t.user_attrs.get("arch") in self._row
+            ]
+            self._queue = self._plan(done, taken)
+        if not self._queue:  # every candidate queried
+            return {}
+        i = self._queue.pop(0)
+        return self.context.space.to_choices(self._pool[i])
+
+    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
+        choices = param_distribution.choices
+        return choices[int(self.rng.integers(len(choices)))]
+
+    # -- the strategy -------------------------------------------------------------------------
+
+    def _plan(self, done: list, taken: set[int]) -> list[int]:
+        """The next round of candidate rows (one per cost bin, or the initial design)."""
+        free = np.ones(len(self._pool), dtype=bool)
+        free[list(taken)] = False
+        if len(done) < self.init:
+            picks = []
+            for s in self._init_strata:
+                s = s[free[s]]
+                if len(s):
+                    picks.append(int(self.rng.choice(s)))
+            return picks
+        from scipy.stats import norm
+        from sklearn.ensemble import RandomForestRegressor
+
+        rows = np.array([self._row[t.user_attrs["arch"]] for t in done])
+        acc = np.array([t.values[0] for t in done])
+        forest = RandomForestRegressor(
+            self.trees, random_state=int(self.rng.integers(2**31)), n_jobs=1
+        ).fit(self._x[rows], acc)
+        per_tree = np.stack([t.predict(self._x) for t in forest.estimators_])
+        mu = per_tree.mean(0)
+        sd = np.sqrt(per_tree.var(0) + self.noise**2)
+        # F(c): best accuracy found at cost <= c (a staircase over the queried costs)
+        cost_q = self._cost[rows]
+        order = np.argsort(cost_q, kind="stable")
+        best = np.maximum.accumulate(acc[order])
+        pos = np.searchsorted(cost_q[order], self._cost, side="right") - 1
+        front = np.where(pos >= 0, best[np.maximum(pos, 0)], -np.inf)
+        score = norm.sf((front - mu) / sd)
+        score[~free] = -np.inf
+        picks = []
+        for s in self._strata:
+            j = s[int(np.argmax(score[s]))]
+            if np.isfinite(score[j]):
+                picks.append(int(j))
+        return picks
