@@ -3,7 +3,13 @@
 :class:`Profiler` is what search and the CLI call. It looks a workload up in the store, and
 only when it is missing takes the device lock, looks again (another worker may have measured it
 meanwhile), measures, and appends, so that a killed search loses nothing it measured and a
-resumed one measures nothing twice.
+resumed one measures nothing twice. A device that gives several metrics in one run (latency and
+energy) has all of them stored at once.
+
+A *flagged* measurement (its CV exceeded the device's ``timing.max_cv``) is measured again, up
+to :attr:`Profiler.attempts` times; if every attempt is flagged, it is stored flagged (with its
+samples) and :class:`NoisyMeasurementError` is raised, so no search uses it silently. A flagged
+stored measurement is measured again the next time it is asked for.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.errors import HwnasError
 from hwnas.export import content_hash, export_onnx
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.store import MeasurementStore
@@ -37,19 +44,67 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     return Workload(key, arch.text, shape, arch=arch, dataset=dataset, onnx_factory=factory)
 
 
+class NoisyMeasurementError(HwnasError):
+    """Every attempt to measure a workload was flagged (CV above the device's ``max_cv``)."""
+
+    def __init__(self, m: Measurement, attempts: int, max_cv: float | None):
+        limit = f" > {max_cv:.0%}" if max_cv is not None else ""
+        super().__init__(
+            f"{m.metric} of {m.label} on '{m.device}' is too noisy to use: CV {m.cv:.1%}{limit} "
+            f"after {attempts} attempt(s); it is stored flagged and measured again next time "
+            "(quiet the machine, or raise timing.max_cv in the device profile)"
+        )
+        self.measurement = m
+
+
+def onnx_workload(path, batch_size: int = 1) -> Workload:
+    """The workload of an ONNX file: its first input's shape (a dynamic batch axis takes
+    ``batch_size``), hashed by the file's bytes and the shape.
+
+    Raises:
+        HwnasError: unreadable or invalid ONNX, or a dynamic axis other than the batch.
+    """
+    from pathlib import Path
+
+    from hwnas.export import load_onnx
+
+    path = Path(path)
+    model = load_onnx(path)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    shape = []
+    for i, d in enumerate(dims):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            shape.append(int(d.dim_value))
+        elif i == 0:
+            shape.append(int(batch_size))
+        else:
+            raise HwnasError(f"{path}: input axis {i} is dynamic; only the batch axis may be")
+    data = path.read_bytes()
+    key = content_hash(data, "x".join(map(str, shape)))
+    return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
+
+
 @dataclass
 class ProfilerCounts:
     """What a :class:`Profiler` did.
 
     Attributes:
-        taken: new measurements taken on the device (and stored).
+        taken: new measurements taken on the device (and stored), one per workload.
         reused: measurements found in the store.
         read: values read from a recorded table.
+        flagged: attempts whose measurement was flagged (too noisy).
+        tuned_workloads: TVM workloads tuned for the models measured (new to the database).
+        tuning_s: seconds spent tuning them.
+        compile_s: seconds spent compiling models (cached artifacts cost nothing).
     """
 
     taken: int = 0
     reused: int = 0
     read: int = 0
+    flagged: int = 0
+    tuned_workloads: int = 0
+    tuning_s: float = 0.0
+    compile_s: float = 0.0
 
 
 class Profiler:
@@ -58,18 +113,29 @@ class Profiler:
     Args:
         device: where to measure.
         store: where measurements are kept; may be None for recorded devices.
+        attempts: how many times a flagged (too noisy) measurement is taken before giving up.
     """
 
-    def __init__(self, device: Device, store: MeasurementStore | None):
+    def __init__(self, device: Device, store: MeasurementStore | None, attempts: int = 2):
         self.device = device
         self.store = store
+        self.attempts = max(1, attempts)
         self.counts = ProfilerCounts()
 
-    def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
+    def measure(
+        self, workload: Workload, metric: str = "latency_ms", allow_flagged: bool = False
+    ) -> Measurement:
         """The measurement of ``workload``: from the store if taken before, else taken now.
+
+        Args:
+            workload: what to measure.
+            metric: "latency_ms" or "energy_mj".
+            allow_flagged: return a measurement that is still flagged after every attempt
+                (``hwnas measure`` shows it) instead of raising.
 
         Raises:
             DeviceUnavailableError: the device cannot measure now.
+            NoisyMeasurementError: every attempt was flagged (unless ``allow_flagged``).
             HwnasError: the device has no such metric or cannot run the workload.
         """
         self.device.check_metric(metric)
@@ -84,13 +150,33 @@ class Profiler:
             workload.input_shape,
         )
         found = self.store.lookup(*key)
-        if found is None:
+        if found is None or found.flagged:
             with self.store.device_lock(self.device.name):
                 found = self.store.lookup(*key)
-                if found is None:
-                    m = self.device.measure(workload, metric)
-                    self.store.append(m)
-                    self.counts.taken += 1
+                if found is None or found.flagged:
+                    m = self._take(workload)[metric]
+                    if m.flagged and not allow_flagged:
+                        max_cv = getattr(getattr(self.device, "protocol", None), "max_cv", None)
+                        raise NoisyMeasurementError(m, self.attempts, max_cv)
                     return m
         self.counts.reused += 1
         return found
+
+    def _take(self, workload: Workload) -> dict[str, Measurement]:
+        """Measure every metric of the device (re-measuring flagged results), store them."""
+        for _ in range(self.attempts):
+            results = self.device.measure_all(workload)
+            self._count_build(results)
+            if not any(m.flagged for m in results.values()):
+                break
+            self.counts.flagged += 1
+        for m in results.values():
+            self.store.append(m)
+        self.counts.taken += 1
+        return results
+
+    def _count_build(self, results: dict[str, Measurement]) -> None:
+        extra = next(iter(results.values())).extra if results else {}
+        self.counts.tuned_workloads += int(extra.get("tuned_workloads", 0))
+        self.counts.tuning_s += float(extra.get("tuning_s", 0.0))
+        self.counts.compile_s += float(extra.get("compile_s", 0.0))

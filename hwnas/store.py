@@ -1,7 +1,10 @@
 """The measurement store: every measurement hwnas takes, in one SQLite file (WAL mode).
 
 A measurement is identified by (device, runtime, metric, model hash, batch size, input shape);
-the store keeps the first one taken for that key. Many processes may share a store: SQLite's
+the store keeps the first one taken for that key, unless that one is *flagged* (too noisy to
+use, see :mod:`hwnas.runtimes.timing`): a flagged row is replaced by the next measurement of its
+key. The runtime part of the key names what was measured: "ort", "ort:cuda", or
+"tvm:<target kind>-<hash of target and tuning budget>". Many processes may share a store: SQLite's
 write-ahead log lets readers run beside one writer, and :meth:`MeasurementStore.device_lock`
 serialises the measuring itself per device, so two workers never time the same model twice nor
 disturb each other's timings on the same CPU.
@@ -36,6 +39,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     versions TEXT NOT NULL,
     measured_at REAL NOT NULL,
     source TEXT NOT NULL,
+    flagged INTEGER NOT NULL DEFAULT 0,
+    extra TEXT NOT NULL DEFAULT '{}',
     UNIQUE (device, runtime, metric, model_hash, batch_size, input_shape)
 );
 CREATE INDEX IF NOT EXISTS by_device ON measurements (device, metric);
@@ -43,8 +48,14 @@ CREATE INDEX IF NOT EXISTS by_device ON measurements (device, metric);
 
 _COLUMNS = (
     "device, runtime, metric, model_hash, label, batch_size, input_shape, value, samples, cv, "
-    "iqr, versions, measured_at, source"
+    "iqr, versions, measured_at, source, flagged, extra"
 )
+
+ADDED_COLUMNS = {
+    "flagged": "INTEGER NOT NULL DEFAULT 0",
+    "extra": "TEXT NOT NULL DEFAULT '{}'",
+}
+"""Columns added after the first store format, with their definitions (for migration)."""
 
 
 def _shape_key(shape: tuple[int, ...]) -> str:
@@ -69,8 +80,21 @@ class MeasurementStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.Error) as exc:
             raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
+
+    def _migrate(self) -> None:
+        """Add the columns that stores written by older hwnas versions lack (in place)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(measurements)")}
+        for column, definition in ADDED_COLUMNS.items():
+            if column in have:
+                continue
+            try:
+                self._db.execute(f"ALTER TABLE measurements ADD COLUMN {column} {definition}")
+            except sqlite3.OperationalError as exc:  # another process migrated meanwhile
+                if "duplicate column" not in str(exc):
+                    raise
 
     def close(self) -> None:
         self._db.close()
@@ -84,10 +108,11 @@ class MeasurementStore:
     # -- the two operations ---------------------------------------------------------------
 
     def append(self, m: Measurement) -> bool:
-        """Store ``m`` unless a measurement with its key is already there.
+        """Store ``m`` unless an unflagged measurement with its key is already there.
 
         Returns:
-            True if stored, False if the key was already taken (the stored one is kept).
+            True if stored (new, or replacing a flagged one), False if the key was already
+            taken by an unflagged measurement (which is kept).
         """
         row = (
             m.device,
@@ -104,9 +129,15 @@ class MeasurementStore:
             json.dumps(m.versions, sort_keys=True),
             float(m.measured_at),
             m.source,
+            int(bool(m.flagged)),
+            json.dumps(m.extra, sort_keys=True, default=str),
         )
+        replace = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS.split(", "))
         cur = self._db.execute(
-            f"INSERT OR IGNORE INTO measurements ({_COLUMNS}) VALUES ({','.join('?' * 14)})", row
+            f"INSERT INTO measurements ({_COLUMNS}) VALUES ({','.join('?' * len(row))}) "
+            "ON CONFLICT (device, runtime, metric, model_hash, batch_size, input_shape) "
+            f"DO UPDATE SET {replace} WHERE measurements.flagged = 1",
+            row,
         )
         return cur.rowcount == 1
 
@@ -118,7 +149,7 @@ class MeasurementStore:
         model_hash: str,
         input_shape: tuple[int, ...],
     ) -> Measurement | None:
-        """The stored measurement for this key, or None."""
+        """The stored measurement for this key (possibly flagged: check ``.flagged``), or None."""
         cur = self._db.execute(
             f"SELECT {_COLUMNS} FROM measurements WHERE device=? AND runtime=? AND metric=? "
             "AND model_hash=? AND batch_size=? AND input_shape=?",
@@ -166,7 +197,7 @@ class MeasurementStore:
 
 def _to_measurement(row: tuple) -> Measurement:
     (device, runtime, metric, model_hash, label, batch, shape, value, samples, cv, iqr,
-     versions, measured_at, source) = row  # fmt: skip
+     versions, measured_at, source, flagged, extra) = row  # fmt: skip
     return Measurement(
         device=device,
         runtime=runtime,
@@ -182,4 +213,6 @@ def _to_measurement(row: tuple) -> Measurement:
         versions=json.loads(versions),
         measured_at=float(measured_at),
         source=source,
+        flagged=bool(flagged),
+        extra=json.loads(extra),
     )

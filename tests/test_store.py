@@ -88,3 +88,48 @@ def test_concurrent_workers_measure_each_model_once(tmp_path):
     assert sum(c["reused"] for c in counts) == 8
     with MeasurementStore(path) as store:
         assert store.counts() == {"cpu-fast": 4}
+
+
+OLD_SCHEMA = """
+CREATE TABLE measurements (
+    id INTEGER PRIMARY KEY, device TEXT NOT NULL, runtime TEXT NOT NULL, metric TEXT NOT NULL,
+    model_hash TEXT NOT NULL, label TEXT NOT NULL, batch_size INTEGER NOT NULL,
+    input_shape TEXT NOT NULL, value REAL NOT NULL, samples TEXT NOT NULL, cv REAL NOT NULL,
+    iqr REAL NOT NULL, versions TEXT NOT NULL, measured_at REAL NOT NULL, source TEXT NOT NULL,
+    UNIQUE (device, runtime, metric, model_hash, batch_size, input_shape)
+);
+INSERT INTO measurements (device, runtime, metric, model_hash, label, batch_size, input_shape,
+    value, samples, cv, iqr, versions, measured_at, source)
+VALUES ('cpu', 'ort', 'latency_ms', 'abc', 'arch', 1, '1x3x32x32', 2.5, '[2.5]', 0.01, 0.0,
+    '{}', 0.0, 'measured:cpu:onnxruntime');
+"""
+
+
+def test_store_written_by_older_hwnas_is_migrated_in_place(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(OLD_SCHEMA)
+    with MeasurementStore(path) as store:
+        old = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))
+        assert old.value == 2.5 and old.flagged is False and old.extra == {}
+        assert store.append(_m(3.0, model_hash="def")) is True
+    with sqlite3.connect(path) as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+    assert {"flagged", "extra"} <= columns
+
+
+def test_flagged_measurement_is_replaced_by_the_next_one(tmp_path):
+    from dataclasses import replace
+
+    with MeasurementStore(tmp_path / "m.db") as store:
+        noisy = replace(_m(9.0), cv=0.2, flagged=True, extra={"rounds": 12})
+        assert store.append(noisy) is True
+        got = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))
+        assert got.flagged and got.extra == {"rounds": 12}
+        assert store.append(_m(2.0)) is True  # replaces the flagged row
+        assert store.append(_m(5.0)) is False  # an unflagged one is kept
+        got = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))
+        assert got.value == 2.0 and not got.flagged
+        assert store.counts() == {"cpu": 1}

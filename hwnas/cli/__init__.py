@@ -21,9 +21,10 @@ def app() -> None:
 
 
 def _register() -> None:
-    from hwnas.cli import arch, dashboard, devices, search
+    from hwnas.cli import arch, dashboard, devices, measure, search
 
     app.add_command(search.search_cmd)
+    app.add_command(measure.measure_group)
     app.add_command(arch.arch_cmd)
     app.add_command(devices.devices_cmd)
     app.add_command(dashboard.dashboard_cmd)

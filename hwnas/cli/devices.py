@@ -1,16 +1,49 @@
-"""``hwnas devices``."""
+"""``hwnas devices`` (list) and ``hwnas devices check DEVICE`` (prove it reachable)."""
 
 from __future__ import annotations
 
 import click
 
-from hwnas.cli.options import store_option
+from hwnas.cli.options import device_options, store_option
 
 
-@click.command("devices")
+@click.group("devices", invoke_without_command=True)
 @store_option
-def devices_cmd(store):
-    """List every device: kind, whether it is reachable now, and stored measurements."""
+@click.pass_context
+def devices_cmd(ctx, store):
+    """List every device: kind, whether it is reachable now, and stored measurements.
+
+    `hwnas devices check DEVICE` runs a tiny model on it to prove it works."""
+    if ctx.invoked_subcommand is not None:
+        return
+    _list(store)
+
+
+@devices_cmd.command("check")
+@click.argument("device")
+@device_options
+def check_cmd(device, runtime, tracker, key, target, trials):
+    """Prove DEVICE reachable: compile and time a tiny CNN on it (nothing is stored)."""
+    from rich.console import Console
+
+    from hwnas.cli.measure import _open_device
+    from hwnas.devices.check import check_device
+
+    dev = _open_device(device, runtime, tracker, key, target, trials, require_reachable=False)
+    result = check_device(dev)
+    console = Console()
+    console.print(f"ok: {dev.name}: {result.status}")
+    if not result.measurements:
+        console.print("  a recorded table: nothing to run")
+    for metric, m in result.measurements.items():
+        unit = "ms" if metric == "latency_ms" else "mJ"
+        extra = f", CV {100 * m.cv:.1f}%" if m.cv else ""
+        console.print(
+            f"  tiny CNN {metric.split('_')[0]}: {m.value:.4f} {unit}{extra} ({m.runtime})"
+        )
+
+
+def _list(store):
     from rich.console import Console
     from rich.table import Table
 

@@ -21,3 +21,38 @@ storage_option = click.option(
     help="Optuna storage URL (any RDB URL, e.g. sqlite:///nas.db or postgresql://...). "
     "Default: studies.db in the hwnas home.",
 )
+
+
+def device_options(f):
+    """Options that choose how a live device is reached and compiled for (``--runtime``,
+    ``--tracker``, ``--key``, ``--target``, ``--trials``)."""
+    options = [
+        click.option(
+            "--runtime",
+            type=click.Choice(["ort", "tvm"]),
+            default=None,
+            help="Runtime replacing the device profile's (live devices).",
+        ),
+        click.option(
+            "--tracker",
+            default=None,
+            metavar="HOST:PORT",
+            help="TVM RPC tracker (rpc and android devices).",
+        ),
+        click.option("--key", default=None, help="TVM RPC device key (rpc and android devices)."),
+        click.option(
+            "--target",
+            default=None,
+            metavar="TARGET",
+            help="TVM target: host, cuda, or a JSON target (default: the profile's, or host).",
+        ),
+        click.option(
+            "--trials",
+            type=click.IntRange(min=0),
+            default=None,
+            help="TVM MetaSchedule trials per new workload (0 = untuned; default: profile's).",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f

@@ -52,6 +52,12 @@ from hwnas.cli.supernet_search import supernet_options
     help="Table search: nsga2, random or surrogate. Supernet search: darts, gdas, fbnet, "
     "proxyless, singlepath, oneshot.",
 )
+@click.option(
+    "--runtime",
+    type=click.Choice(["ort", "tvm"]),
+    default=None,
+    help="Runtime replacing the device profile's (live devices; TVM tunes once per workload).",
+)
 @storage_option
 @click.option(
     "--study",
@@ -77,6 +83,7 @@ def search_cmd(
     max_latency,
     budget,
     strategy,
+    runtime,
     storage,
     study,
     out,
@@ -97,6 +104,13 @@ def search_cmd(
 
     if strategy in SUPERNET_STRATEGIES:
         from hwnas.cli.supernet_search import run_supernet_search
+        from hwnas.errors import HwnasError
+
+        if runtime is not None:
+            raise HwnasError(
+                "--runtime is for table search; supernet strategies use the device profile's "
+                "runtime"
+            )
 
         return run_supernet_search(
             device,
@@ -128,6 +142,7 @@ def search_cmd(
         seed=seed,
         max_latency=max_latency,
         study=study or "",
+        runtime=runtime,
     )
     job = prepare(settings, storage, store)
     out = out or Path("runs") / settings.study
@@ -186,6 +201,12 @@ def _print_front(result, summary, out: Path) -> None:
         f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "
         f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
     )
+    p = summary.get("profiling", {})
+    if p.get("runtime", "").startswith("tvm"):
+        console.print(
+            f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "
+            f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
+        )
     console.print(
         f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
         f"zoo/ with {summary['zoo_models']} ONNX models)"

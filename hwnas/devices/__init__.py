@@ -4,11 +4,14 @@ Profiles are read from the shipped ``devices/*.yaml`` and then from the user's o
 ``<hwnas home>/devices/`` and every folder in ``HWNAS_DEVICES_PATH`` (``:``-separated); a user
 profile with the name of a shipped one replaces it. A profile's ``kind`` picks the class
 that reaches the device (:data:`DEVICE_KINDS`): ``recorded`` (a published measurement table),
-``local`` (this machine's CPU) and ``android`` (a phone over adb).
+``local`` (this machine's CPU, ONNX Runtime or TVM), ``cuda`` (a local NVIDIA GPU), ``rpc`` (any
+board running a TVM RPC server), ``android`` (a phone over adb and TVM RPC) and ``hls4ml`` (an
+FPGA part through hls4ml and Vitis HLS).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -34,7 +37,10 @@ __all__ = [
 DEVICE_KINDS: Registry = Registry("device kind")
 DEVICE_KINDS.register("recorded", "hwnas.devices.recorded:RecordedDevice")
 DEVICE_KINDS.register("local", "hwnas.devices.local:LocalCpuDevice")
+DEVICE_KINDS.register("cuda", "hwnas.devices.cuda:LocalGpuDevice")
+DEVICE_KINDS.register("rpc", "hwnas.devices.rpc:RpcDevice")
 DEVICE_KINDS.register("android", "hwnas.devices.android:AndroidDevice")
+DEVICE_KINDS.register("hls4ml", "hwnas.devices.hls4ml:Hls4mlDevice")
 
 
 def profile_folders() -> list[Path]:
@@ -71,19 +77,47 @@ def list_devices() -> list[str]:
     return sorted(profiles())
 
 
-def get_device(name: str) -> Device:
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def get_device(name: str, runtime: str | None = None, overrides: dict | None = None) -> Device:
     """The device called ``name``.
+
+    Args:
+        name: profile name.
+        runtime: runtime replacing the profile's (``--runtime ort|tvm``); it changes the
+            runtime part of the measurements' store key.
+        overrides: profile keys to replace, merged into nested sections (for example
+            ``{"rpc": {"tracker": "10.0.0.5:9190", "key": "rasp5"}}``); None values are
+            ignored.
 
     Raises:
         UnknownNameError: no profile has that name (the message lists known devices).
-        HwnasError: the profile's kind is unknown.
+        HwnasError: the profile's kind is unknown, or the device cannot use ``runtime``.
     """
     known = profiles()
     if name not in known:
         raise UnknownNameError("device", name, list(known))
-    profile = known[name]
+    profile = copy.deepcopy(known[name])
+    if overrides:
+        profile = _merge(profile, overrides)
+    if runtime is not None:
+        profile["runtime"] = runtime
     try:
         cls = DEVICE_KINDS.get(profile["kind"])
     except UnknownNameError as exc:
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
-    return cls(profile)
+    device = cls(profile)
+    if runtime is not None and getattr(device, "runtime_name", None) != runtime:
+        raise HwnasError(
+            f"device '{name}' ({profile['kind']}) has no runtime choice: --runtime applies to "
+            "live devices (local, cuda, rpc, android)"
+        )
+    return device

@@ -1,30 +1,262 @@
-"""Android phones (reached over adb and TVM RPC; the transport is not built yet)."""
+"""Android phones over adb and TVM RPC, with the HW-NAS-Bench-360 protocol.
+
+Set-up (once): install Android platform-tools (``adb``) and the NDK (``ANDROID_NDK_HOME``), start
+a tracker on this machine (``python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190``), and
+run TVM's Android RPC app on the phone with tracker ``127.0.0.1:9190`` and the profile's key.
+hwnas then finds the phone with ``adb devices``, forwards the tracker port to it with
+``adb reverse``, cross-compiles with the NDK's clang, pins the runtime to the big cores, and
+waits until the SoC is below ``thermal_limit_c`` before each model (ANCHORS.md section 5:
+single thread on the big cores, cool SoC, median). Energy is the battery's current x voltage
+read over adb while the model runs (only when the phone is not charging).
+"""
 
 from __future__ import annotations
 
+import glob
+import os
+import re
 import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
 
-from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.devices.base import Measurement, Workload
+from hwnas.devices.rpc import RpcDevice, parse_tracker
+from hwnas.errors import DeviceUnavailableError, HwnasError
+
+PLATFORM_TOOLS = "https://developer.android.com/tools/releases/platform-tools"
+THERMAL_COMMAND = (
+    'for z in /sys/class/thermal/thermal_zone*; do echo "$(cat $z/type) $(cat $z/temp)"; done'
+)
 
 
-class AndroidDevice(Device):
-    """An Android phone described by its profile (SoC, cores, thermal limit).
+def parse_adb_devices(text: str) -> list[tuple[str, str]]:
+    """(serial, state) of each device in ``adb devices`` output.
 
-    Until the adb + TVM RPC transport lands, it reports why it cannot measure and how the phone
-    would be connected; recorded tables or imported measurements stand in for it.
+    States are adb's: "device" (ready), "unauthorized", "offline", "no permissions"...
+    """
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("List of devices", "*")):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            out.append((parts[0], parts[1].split("  ")[0].strip()))
+    return out
+
+
+def parse_thermal_zones(text: str) -> dict[str, float]:
+    """Zone type -> temperature in deg C from lines "``<type> <temp>``".
+
+    Kernels report millidegrees (45000) or, on some vendors, degrees (45); values above 1000
+    are taken as millidegrees. Zones with unreadable or negative readings are left out; a
+    repeated type keeps its hottest reading.
+    """
+    temps: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2:
+            continue
+        name, raw = parts
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if value < 0:
+            continue
+        celsius = value / 1000.0 if abs(value) >= 1000 else value
+        temps[name] = max(celsius, temps.get(name, -1e9))
+    return temps
+
+
+def ndk_compiler(ndk_home: str | None = None) -> tuple[str | None, str]:
+    """(path of the NDK's aarch64 Android clang++, or None; one line saying which or why not).
+
+    Looks in ``$ANDROID_NDK_HOME/toolchains/llvm/prebuilt/*/bin`` for
+    ``aarch64-linux-android<API>-clang++`` and takes the highest API level.
+    """
+    ndk_home = ndk_home if ndk_home is not None else os.environ.get("ANDROID_NDK_HOME")
+    if not ndk_home:
+        return None, (
+            "ANDROID_NDK_HOME is not set: install the Android NDK (r26 or newer) and "
+            "export ANDROID_NDK_HOME=/path/to/android-ndk"
+        )
+    pattern = str(Path(ndk_home) / "toolchains/llvm/prebuilt/*/bin/aarch64-linux-android*-clang++")
+
+    def api(path: str) -> int:
+        found = re.search(r"android(\d+)-clang", path)
+        return int(found.group(1)) if found else 0
+
+    found = sorted(glob.glob(pattern), key=api)
+    if not found:
+        return None, (
+            f"no aarch64-linux-android*-clang++ under {ndk_home}/toolchains/llvm/prebuilt: "
+            "is ANDROID_NDK_HOME the root of an Android NDK?"
+        )
+    return found[-1], f"NDK compiler {found[-1]}"
+
+
+class Adb:
+    """Runs adb for one phone.
+
+    Args:
+        serial: the phone's serial (``adb -s``), or None for the only phone.
+        timeout: seconds per adb command.
+    """
+
+    def __init__(self, serial: str | None = None, timeout: float = 30.0):
+        self.serial = serial
+        self.timeout = timeout
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        command = ["adb", *(["-s", self.serial] if self.serial else []), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=self.timeout)
+
+    def shell(self, command: str) -> str:
+        """stdout of ``adb shell command``.
+
+        Raises:
+            OSError: adb failed.
+        """
+        out = self.run("shell", command)
+        if out.returncode != 0:
+            raise OSError(f"adb shell {command!r} failed: {out.stderr.strip() or out.stdout}")
+        return out.stdout
+
+
+class AndroidDevice(RpcDevice):
+    """An Android phone (aarch64) reached over adb and TVM RPC.
+
+    Profile keys: those of :class:`~hwnas.devices.rpc.RpcDevice` (``rpc.tracker`` is the
+    tracker on this machine, ``rpc.key`` the key the phone's RPC app registers); ``serial``
+    (or ``ANDROID_SERIAL``) when several phones are connected; ``big_cores`` (CPU ids);
+    ``thermal_limit_c`` (45), ``thermal_zones`` (regex of zone types to watch),
+    ``thermal_timeout_s`` (600), ``thermal_poll_s`` (5); ``energy: {meter: android_battery}``.
     """
 
     kind = "android"
-    runtime = "tvm"
 
-    def status(self) -> tuple[bool, str]:
-        adb = "adb found" if shutil.which("adb") else "adb is not installed"
-        return False, (
-            f"hwnas cannot drive Android phones yet (needs the adb + TVM RPC transport; {adb}); "
-            "to connect it, plug the phone in over USB with USB debugging enabled so that "
-            "`adb devices` lists it, or pick a recorded phone such as pixel3 (`hwnas devices`)"
+    def __init__(self, profile: dict[str, Any]):
+        super().__init__(profile)
+        self.serial = profile.get("serial") or os.environ.get("ANDROID_SERIAL")
+        self.adb = Adb(self.serial)
+        self.thermal_limit = float(profile.get("thermal_limit_c", 45))
+        self.thermal_zones = str(profile.get("thermal_zones", "big|mid|little|cpu|soc|tsens"))
+        self.thermal_timeout = float(profile.get("thermal_timeout_s", 600))
+        self.thermal_poll = float(profile.get("thermal_poll_s", 5))
+
+    def meter_options(self) -> dict[str, Any]:
+        return {"shell": self.adb.shell}
+
+    @property
+    def energy_status(self):  # the battery is only read once a phone is connected
+        if not self.phone()[0]:
+            return None, {}, "battery energy once the phone is connected"
+        return super().energy_status
+
+    def phone(self) -> tuple[str | None, str]:
+        """(serial of the phone to use, or None; one line saying which or what to do)."""
+        if shutil.which("adb") is None:
+            return None, (
+                f"adb is not installed: install Android platform-tools ({PLATFORM_TOOLS}) "
+                "and put adb on PATH"
+            )
+        try:
+            listing = self.adb.run("devices")
+        except (OSError, subprocess.SubprocessError) as exc:
+            return None, f"`adb devices` failed ({exc}): restart the adb server (`adb kill-server`)"
+        phones = parse_adb_devices(listing.stdout)
+        if self.serial:
+            phones = [(s, st) for s, st in phones if s == self.serial]
+        ready = [s for s, st in phones if st == "device"]
+        if not ready:
+            if any(st == "unauthorized" for _, st in phones):
+                return None, (
+                    "the phone has not authorised this computer: unlock it and accept the "
+                    "'Allow USB debugging' prompt"
+                )
+            which = f"phone {self.serial}" if self.serial else "no phone"
+            return None, (
+                f"{which} found by `adb devices`: plug the phone in over USB with USB debugging "
+                "enabled (Settings > Developer options), or pick a recorded phone such as "
+                "pixel3 (`hwnas devices`)"
+            )
+        if len(ready) > 1:
+            return None, (
+                f"several phones found ({', '.join(ready)}): set 'serial' in the profile or "
+                "ANDROID_SERIAL to the one to use"
+            )
+        return ready[0], f"phone {ready[0]}"
+
+    def server_hint(self, host: str, port: int) -> str:
+        return (
+            f"start TVM's Android RPC app on the phone with tracker 127.0.0.1:{port} and key "
+            f"'{self.key}' (the tracker port is forwarded with `adb reverse`)"
         )
 
-    def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
-        self.require_reachable()
-        raise AssertionError("unreachable")  # pragma: no cover
+    def status(self) -> tuple[bool, str]:
+        serial, why = self.phone()
+        if serial is None:
+            return False, why
+        compiler, why = ndk_compiler()
+        if compiler is None:
+            return False, why
+        if not self.tracker or not self.key:
+            return False, f"profile '{self.name}' needs rpc: {{tracker: HOST:PORT, key: KEY}}"
+        try:
+            _, port = parse_tracker(self.tracker)
+        except HwnasError as exc:
+            return False, str(exc)
+        reverse = self.adb.run("reverse", f"tcp:{port}", f"tcp:{port}")
+        if reverse.returncode != 0:
+            return False, (
+                f"`adb reverse tcp:{port} tcp:{port}` failed ({reverse.stderr.strip()}): "
+                "update platform-tools (adb reverse needs Android 5+)"
+            )
+        ok, why = super().status()
+        return ok, (f"{serial}: {why}" if ok else why)
+
+    def temperatures(self) -> dict[str, float]:
+        """Thermal zones of the phone (type -> deg C) matching ``thermal_zones``, or all."""
+        temps = parse_thermal_zones(self.adb.shell(THERMAL_COMMAND))
+        pattern = re.compile(self.thermal_zones, re.IGNORECASE)
+        chosen = {k: v for k, v in temps.items() if pattern.search(k)}
+        return chosen or temps
+
+    def before_model(self) -> None:
+        """Wait until every watched thermal zone is below ``thermal_limit_c``.
+
+        Raises:
+            DeviceUnavailableError: still too hot after ``thermal_timeout_s``.
+        """
+        deadline = time.monotonic() + self.thermal_timeout
+        while True:
+            temps = self.temperatures()
+            if not temps:
+                return
+            zone, hottest = max(temps.items(), key=lambda kv: kv[1])
+            if hottest < self.thermal_limit:
+                return
+            if time.monotonic() > deadline:
+                raise DeviceUnavailableError(
+                    f"phone stayed at {hottest:.1f} C ({zone}) above {self.thermal_limit:g} C "
+                    f"for {self.thermal_timeout:g} s: let it cool, or raise thermal_limit_c"
+                )
+            time.sleep(self.thermal_poll)
+
+    def measure_all(self, workload: Workload) -> dict[str, Measurement]:
+        compiler, why = ndk_compiler()
+        if compiler is None:
+            raise DeviceUnavailableError(f"device '{self.name}' cannot measure: {why}")
+        os.environ["TVM_NDK_CC"] = compiler
+        return super().measure_all(workload)
+
+    def device_versions(self) -> dict[str, str]:
+        out = super().device_versions()
+        try:
+            out["android"] = self.adb.shell("getprop ro.build.fingerprint").strip()
+        except OSError:
+            pass
+        return out

@@ -78,6 +78,10 @@ class Measurement:
         versions: library versions that produced it.
         measured_at: Unix time (s).
         source: where the value comes from (for example ``recorded:<file>:<column>``).
+        flagged: the CV exceeded the device's ``timing.max_cv``: kept with its samples, never
+            used by a search (see :class:`hwnas.measure.Profiler`).
+        extra: protocol details (rounds, relative 95% interval, timed seconds, compile and
+            tuning seconds, workloads tuned) and device-specific results (FPGA resources).
     """
 
     device: str
@@ -94,6 +98,8 @@ class Measurement:
     versions: dict[str, str] = field(default_factory=dict)
     measured_at: float = field(default_factory=time.time)
     source: str = ""
+    flagged: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Device(ABC):
@@ -132,6 +138,14 @@ class Device(ABC):
             DeviceUnavailableError: the device cannot measure now.
             HwnasError: the device cannot measure this workload or metric.
         """
+
+    def measure_all(self, workload: Workload) -> dict[str, Measurement]:
+        """Every metric of the device for ``workload`` (metric -> measurement).
+
+        Devices that take several metrics in one run (latency and energy around the same
+        timed loop) override this; the default measures each metric on its own.
+        """
+        return {metric: self.measure(workload, metric) for metric in self.metrics}
 
     def require_reachable(self) -> None:
         """Raise :class:`DeviceUnavailableError` with the status message if not reachable."""

@@ -1,8 +1,14 @@
 """Runtimes that compile an exported ONNX model and time it: a registry by name.
 
-A runtime has two methods: ``compile(onnx_bytes, input_shape)`` returns a callable that runs
-one inference, and ``versions()`` names what did the work. Timing is shared by all runtimes
+A runtime has a ``key`` (its part of a measurement's store key: "ort", "ort:cuda",
+"tvm:llvm-1a2b3c4d"...) and two methods: ``compile(onnx_bytes, input_shape)`` returns an
+:class:`~hwnas.runtimes.executable.Executable` (call it to run one inference), and
+``versions()`` names what did the work. Timing is shared by all runtimes
 (:func:`hwnas.runtimes.timing.time_callable`).
+
+Registered: ``ort`` (ONNX Runtime, CPU or CUDA execution provider) and ``tvm`` (Apache TVM
+Relax, tuned with MetaSchedule, run locally or over TVM RPC). TVM is imported only when a TVM
+model is compiled.
 """
 
 from __future__ import annotations
@@ -11,10 +17,11 @@ from hwnas.registry import Registry
 
 RUNTIMES: Registry = Registry("runtime")
 RUNTIMES.register("ort", "hwnas.runtimes.onnxruntime:OnnxRuntime")
+RUNTIMES.register("tvm", "hwnas.runtimes.tvm:TvmRuntime")
 
 
 def get_runtime(name: str, **options):
-    """An instance of the runtime called ``name`` ("ort").
+    """An instance of the runtime called ``name`` ("ort", "tvm").
 
     Raises:
         hwnas.errors.UnknownNameError: unknown runtime.

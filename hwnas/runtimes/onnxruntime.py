@@ -1,12 +1,29 @@
-"""ONNX Runtime on this machine's CPU (CPU execution provider)."""
+"""ONNX Runtime: the CPU execution provider, or CUDA when onnxruntime-gpu is installed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from hwnas.errors import HwnasError
+from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.runtimes.executable import Executable
+
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+"""Short provider names accepted in profiles and on the command line."""
+
+
+class OrtExecutable(Executable):
+    """An ONNX Runtime session with input and outputs bound once (I/O binding)."""
+
+    def __init__(self, session, binding, input_name: str):
+        self.session = session
+        self.binding = binding
+        self.input_name = input_name
+
+    def __call__(self) -> None:
+        self.session.run_with_iobinding(self.binding)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input_name: np.asarray(x, np.float32)})[0]
 
 
 class OnnxRuntime:
@@ -14,48 +31,80 @@ class OnnxRuntime:
 
     Args:
         threads: intra-op threads; 1 gives the most stable timings on small machines.
-        provider: execution provider ("CPUExecutionProvider").
+        provider: "cpu" or "cuda" (or a full execution-provider name).
+        device_id: GPU index for the CUDA provider.
     """
 
     name = "onnxruntime"
 
-    def __init__(self, threads: int = 1, provider: str = "CPUExecutionProvider"):
+    def __init__(self, threads: int = 1, provider: str = "cpu", device_id: int = 0, **_ignored):
         self.threads = threads
-        self.provider = provider
+        self.provider = PROVIDERS.get(provider, provider)
+        self.device_id = device_id
 
-    def compile(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> Callable[[], object]:
-        """A callable running one inference on a fixed random input of ``input_shape``.
+    @property
+    def key(self) -> str:
+        """Store key: "ort" on the CPU provider (as before), "ort:cuda" on CUDA."""
+        if self.provider == "CPUExecutionProvider":
+            return "ort"
+        short = {v: k for k, v in PROVIDERS.items()}.get(self.provider, self.provider)
+        return f"ort:{short}"
 
-        Inputs and outputs are bound once (I/O binding), so a call costs the model plus about
-        8 microseconds.
+    def status(self) -> tuple[bool, str]:
+        """(the provider is installed, one line saying which or what to install)."""
+        import onnxruntime as ort
+
+        have = ort.get_available_providers()
+        if self.provider in have:
+            return True, f"ONNX Runtime {ort.__version__} with {self.provider}"
+        hint = " (pip install onnxruntime-gpu)" if self.provider == PROVIDERS["cuda"] else ""
+        return False, (
+            f"ONNX Runtime {ort.__version__} has no {self.provider}{hint}; it has {', '.join(have)}"
+        )
+
+    def compile(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> OrtExecutable:
+        """An executable running one inference on a fixed random input of ``input_shape``.
+
+        Inputs and outputs are bound once (I/O binding; on CUDA they stay on the GPU), so a
+        call costs the model plus about 8 microseconds.
 
         Raises:
+            DeviceUnavailableError: the execution provider is not installed.
             HwnasError: ONNX Runtime rejects the model.
         """
         import onnxruntime as ort
 
+        ok, why = self.status()
+        if not ok:
+            raise DeviceUnavailableError(why)
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        providers: list = [self.provider]
+        if self.provider == PROVIDERS["cuda"]:
+            providers = [(self.provider, {"device_id": self.device_id})]
         try:
-            session = ort.InferenceSession(onnx_bytes, options, providers=[self.provider])
+            session = ort.InferenceSession(onnx_bytes, options, providers=providers)
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise HwnasError(f"ONNX Runtime cannot load the model: {first}") from None
         inp = session.get_inputs()[0]
         x = np.random.default_rng(0).standard_normal(input_shape).astype(np.float32)
         binding = session.io_binding()
-        binding.bind_cpu_input(inp.name, x)
-        for out in session.get_outputs():
-            binding.bind_output(out.name)
-
-        def run() -> None:
-            session.run_with_iobinding(binding)
-
-        return run
+        if self.provider == PROVIDERS["cuda"]:
+            binding.bind_ortvalue_input(
+                inp.name, ort.OrtValue.ortvalue_from_numpy(x, "cuda", self.device_id)
+            )
+            for out in session.get_outputs():
+                binding.bind_output(out.name, "cuda", self.device_id)
+        else:
+            binding.bind_cpu_input(inp.name, x)
+            for out in session.get_outputs():
+                binding.bind_output(out.name)
+        return OrtExecutable(session, binding, inp.name)
 
     def versions(self) -> dict[str, str]:
         import onnxruntime as ort

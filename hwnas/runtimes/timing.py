@@ -1,17 +1,41 @@
-"""The timing protocol shared by every runtime.
+"""The timing protocol shared by every runtime: warm-up, then adaptive rounds of timed calls.
 
 Follows what gave stable numbers on small shared VMs (see TOOLCHAIN.md): warm-up calls, then
 rounds of timed calls; the reported latency is the median of the round medians, and its
-coefficient of variation (CV) is taken across round medians. The HW-NAS-Bench-360 protocol
-(10 warm-up, 40 timed runs, median) is the special case of one round of 40.
+coefficient of variation (CV) is taken across round medians. Rounds are added until the 95%
+confidence interval of the median of round medians is narrower than a target (relative
+half-width), or a round or time cap is hit. The interval is the distribution-free one from order
+statistics (J.-Y. Le Boudec, *Performance Evaluation of Computer and Communication Systems*,
+EPFL Press 2010, Theorem 2.1), so no normality is assumed; it needs at least 6 rounds.
+
+A measurement whose CV exceeds ``max_cv`` is *flagged*: it is stored with its samples, but
+:class:`hwnas.measure.Profiler` never hands it to a search silently.
+
+The HW-NAS-Bench-360 protocol (10 warm-up, 40 timed runs, median; ANCHORS.md section 5) is
+``TimingProtocol(warmup=10, rounds=1, calls_per_round=40)``.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
+
+CONFIDENCE = 0.95
+"""Confidence level of the interval on the median."""
+
+
+class EnergyMeter(Protocol):
+    """What :func:`time_callable` needs from an energy meter (see :mod:`hwnas.devices.meters`)."""
+
+    min_window_s: float
+
+    def start(self) -> None: ...
+
+    def stop(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -20,15 +44,41 @@ class TimingProtocol:
 
     Attributes:
         warmup: untimed calls before timing.
-        rounds: number of rounds.
         calls_per_round: timed calls per round.
+        min_rounds: rounds always taken (6 is the least for a 95% interval on the median).
+        max_rounds: rounds at most.
+        rounds: a fixed number of rounds (sets ``min_rounds = max_rounds``; older profiles).
+        target_rel_ci: stop once the 95% interval's half-width is below this fraction of the
+            median (0.01 = +-1%).
+        max_seconds: stop adding rounds after this much timed time (s), once 2 rounds exist.
+        max_cv: flag the measurement when the CV of round medians exceeds this (0.05 = 5%).
         threads: intra-op threads the runtime may use.
+
+    The default costs 30 + 6..12 x 30 calls (210-390 calls): about 330 x latency per model
+    on a shared 2-core VM, fewer on a quiet machine.
     """
 
     warmup: int = 30
-    rounds: int = 10
     calls_per_round: int = 30
+    min_rounds: int = 6
+    max_rounds: int = 12
+    rounds: int | None = None
+    target_rel_ci: float = 0.01
+    max_seconds: float = 30.0
+    max_cv: float = 0.05
     threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.rounds is not None:
+            object.__setattr__(self, "min_rounds", int(self.rounds))
+            object.__setattr__(self, "max_rounds", int(self.rounds))
+        if self.min_rounds < 1 or self.max_rounds < self.min_rounds or self.calls_per_round < 1:
+            from hwnas.errors import HwnasError
+
+            raise HwnasError(
+                f"bad timing protocol: need 1 <= min_rounds ({self.min_rounds}) <= max_rounds "
+                f"({self.max_rounds}) and calls_per_round ({self.calls_per_round}) >= 1"
+            )
 
 
 @dataclass(frozen=True)
@@ -40,37 +90,120 @@ class Timing:
         median_ms: median of the round medians, in ms.
         cv: std / mean of the round medians (0 for a single round).
         iqr_ms: interquartile range of all samples, in ms.
+        rounds: rounds taken.
+        rel_ci: half-width of the 95% interval on ``median_ms`` divided by it (inf with fewer
+            than 6 rounds).
+        flagged: the CV exceeded the protocol's ``max_cv``.
+        seconds: wall time of the timed rounds (s), warm-up excluded.
+        energy_mj: energy per inference in mJ over the timed rounds, when a meter was given.
     """
 
     samples_ms: tuple[float, ...]
     median_ms: float
     cv: float
     iqr_ms: float
+    rounds: int = 1
+    rel_ci: float = math.inf
+    flagged: bool = False
+    seconds: float = 0.0
+    energy_mj: float | None = None
 
 
-def summarise(samples_ms: list[float], rounds: int) -> Timing:
-    """Median of round medians, its CV, and the IQR of ``samples_ms`` split into ``rounds``."""
+def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median of ``values`` (order statistics).
+
+    Returns:
+        (low, high); (-inf, inf) when there are too few values for ``confidence`` (fewer
+        than 6 at 95%).
+    """
+    n = len(values)
+    alpha = 1.0 - confidence
+    # largest j with P(Binomial(n, 1/2) < j) <= alpha / 2; the interval is [x_(j), x_(n+1-j)]
+    j, cdf = 0, 0.0
+    while j < n:
+        nxt = cdf + math.comb(n, j) / 2**n
+        if nxt > alpha / 2:
+            break
+        cdf, j = nxt, j + 1
+    if j == 0:
+        return -math.inf, math.inf
+    ordered = sorted(values)
+    return ordered[j - 1], ordered[n - j]
+
+
+def summarise(samples_ms: list[float], rounds: int, max_cv: float = math.inf) -> Timing:
+    """Median of round medians, its CV and 95% interval, and the IQR of ``samples_ms`` split
+    into ``rounds`` equal rounds."""
     per = max(1, len(samples_ms) // rounds)
     medians = [statistics.median(samples_ms[r * per : (r + 1) * per]) for r in range(rounds)]
     mean = statistics.fmean(medians)
     cv = statistics.pstdev(medians) / mean if len(medians) > 1 and mean > 0 else 0.0
     q = statistics.quantiles(samples_ms, n=4) if len(samples_ms) >= 4 else [0.0, 0.0, 0.0]
-    return Timing(tuple(samples_ms), statistics.median(medians), cv, q[2] - q[0])
+    median = statistics.median(medians)
+    low, high = median_ci(medians)
+    rel_ci = (high - low) / (2 * median) if median > 0 and math.isfinite(high - low) else math.inf
+    return Timing(tuple(samples_ms), median, cv, q[2] - q[0], rounds, rel_ci, bool(cv > max_cv))
 
 
-def time_callable(run: Callable[[], object], protocol: TimingProtocol) -> Timing:
-    """Time ``run`` (one inference per call) under ``protocol``.
-
-    Returns:
-        The :class:`Timing`, all values in milliseconds.
-    """
-    for _ in range(protocol.warmup):
-        run()
-    samples: list[float] = []
+def _perf_counter_sampler(run: Callable[[], object]) -> Callable[[int], list[float]]:
     clock = time.perf_counter_ns
-    for _ in range(protocol.rounds):
-        for _ in range(protocol.calls_per_round):
+
+    def sample(n: int) -> list[float]:
+        out = []
+        for _ in range(n):
             t0 = clock()
             run()
-            samples.append((clock() - t0) / 1e6)
-    return summarise(samples, protocol.rounds)
+            out.append((clock() - t0) / 1e6)
+        return out
+
+    return sample
+
+
+def time_callable(
+    run: Callable[[], object], protocol: TimingProtocol, meter: EnergyMeter | None = None
+) -> Timing:
+    """Time ``run`` (one inference per call) under ``protocol``.
+
+    If ``run`` has a ``samples_ms(n)`` method (a runtime's executable that times itself on
+    the device, like TVM's ``time_evaluator``), rounds use it; otherwise each call is timed
+    with ``time.perf_counter_ns``.
+
+    Args:
+        run: one inference per call.
+        protocol: warm-up, rounds and stopping rule.
+        meter: energy meter read around the timed rounds; if they are shorter than the
+            meter's ``min_window_s``, extra untimed calls run inside the window.
+
+    Returns:
+        The :class:`Timing`, all values in milliseconds (energy in mJ per inference).
+    """
+    sample = getattr(run, "samples_ms", None) or _perf_counter_sampler(run)
+    if protocol.warmup:
+        sample(protocol.warmup)
+    samples: list[float] = []
+    rounds = 0
+    if meter is not None:
+        meter.start()
+    t0 = time.perf_counter()
+    while True:
+        samples.extend(sample(protocol.calls_per_round))
+        rounds += 1
+        elapsed = time.perf_counter() - t0
+        if rounds >= protocol.max_rounds:
+            break
+        if rounds >= protocol.min_rounds:
+            if summarise(samples, rounds).rel_ci <= protocol.target_rel_ci:
+                break
+        if elapsed >= protocol.max_seconds and rounds >= min(2, protocol.min_rounds):
+            break
+    seconds = time.perf_counter() - t0
+    energy = None
+    if meter is not None:
+        calls = len(samples)
+        while time.perf_counter() - t0 < meter.min_window_s:
+            calls += len(sample(protocol.calls_per_round))
+        energy = meter.stop() / calls
+    t = summarise(samples, rounds, protocol.max_cv)
+    return Timing(
+        t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, t.flagged, seconds, energy
+    )

@@ -40,6 +40,7 @@ class SearchSettings:
         seed: sampler seed.
         max_latency: latency limit in ms, or None.
         study: Optuna study name.
+        runtime: runtime replacing the device profile's ("ort", "tvm"), or None.
     """
 
     space: str
@@ -51,6 +52,7 @@ class SearchSettings:
     seed: int = 0
     max_latency: float | None = None
     study: str = ""
+    runtime: str | None = None
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -79,7 +81,8 @@ class SearchSettings:
 def default_study_name(s: SearchSettings) -> str:
     """A study name that is the same for the same search, so re-running it resumes."""
     limit = f"-max{s.max_latency:g}ms" if s.max_latency is not None else ""
-    return f"{s.space}-{s.dataset}-{s.device}-{s.objective}{limit}-{s.strategy}-seed{s.seed}"
+    device = f"{s.device}-{s.runtime}" if s.runtime else s.device
+    return f"{s.space}-{s.dataset}-{device}-{s.objective}{limit}-{s.strategy}-seed{s.seed}"
 
 
 @dataclass

@@ -96,7 +96,7 @@ def prepare(
     space.dataset(settings.dataset)
     if not hasattr(space, "table_accuracy"):
         raise HwnasError(f"space '{space.name}' has no accuracy table to search over")
-    device = get_device(settings.device)
+    device = get_device(settings.device, runtime=settings.runtime)
     device.require_reachable()
     if isinstance(device, RecordedDevice) and space.name not in device.spaces:
         raise HwnasError(
@@ -176,6 +176,13 @@ def search(
             "taken": profiler.counts.taken,
             "reused_from_store": profiler.counts.reused,
             "read_from_table": profiler.counts.read,
+        },
+        "profiling": {
+            "runtime": device.runtime,
+            "flagged_attempts": profiler.counts.flagged,
+            "tvm_workloads_tuned": profiler.counts.tuned_workloads,
+            "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
+            "compile_s": round(profiler.counts.compile_s, 1),
         },
         "accuracy_queries_this_run": job.evaluator.accuracy_queries,
         "zoo_models": len(cards),

@@ -68,12 +68,23 @@ def test_recorded_lookup_matches_the_table():
         device.column("nasbench201", "energy_mj")
 
 
-def test_pixel8_is_a_profile_that_says_how_to_connect():
+def test_pixel8_without_adb_says_how_to_connect(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no adb here
     device = get_device("pixel8")
     ok, why = device.status()
-    assert not ok and "adb devices" in why and "USB debugging" in why
+    assert not ok and "adb is not installed" in why and "platform-tools" in why
+    assert device.runtime.startswith("tvm:llvm-") and device.protocol.threads == 1
     with pytest.raises(DeviceUnavailableError, match="pixel8"):
         device.measure(arch_workload(SPACE, SPACE.arch_at(0), "cifar100"))
+
+
+def test_runtime_override_changes_the_store_key_and_is_refused_where_meaningless():
+    assert get_device("cpu").runtime == "ort"
+    assert get_device("cpu", runtime="tvm").runtime.startswith("tvm:llvm-")
+    with pytest.raises(HwnasError, match="has no runtime choice"):
+        get_device("pixel3", runtime="tvm")
+    with pytest.raises(HwnasError, match="cannot use runtime 'ort'"):
+        get_device("pixel8", runtime="ort")
 
 
 def test_local_cpu_measures_real_latency_that_ranks_small_below_large():
@@ -84,8 +95,9 @@ def test_local_cpu_measures_real_latency_that_ranks_small_below_large():
     )
     m_small = device.measure(arch_workload(SPACE, small, "cifar10"))
     m_large = device.measure(arch_workload(SPACE, large, "cifar10"))
-    assert m_small.runtime == "ort" and m_small.source == "measured:cpu-fast:onnxruntime"
+    assert m_small.runtime == "ort" and m_small.source == "measured:cpu-fast:ort"
     assert len(m_small.samples) == 15 and all(s > 0 for s in m_small.samples)
+    assert m_small.extra["rounds"] == 3 and m_small.flagged is False
     assert m_small.value == pytest.approx(
         np.median([np.median(m_small.samples[i : i + 5]) for i in range(0, 15, 5)])
     )

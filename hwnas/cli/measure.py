@@ -1,0 +1,183 @@
+"""``hwnas measure``: time architectures or ONNX files on a device and store the results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hwnas.cli.options import device_options, store_option
+
+
+@click.group("measure", invoke_without_command=True)
+@click.option("--device", "-d", default=None, help="Device name (see `hwnas devices`).")
+@device_options
+@click.option("--arch", "archs", multiple=True, metavar="ARCH", help="Architecture (repeatable).")
+@click.option(
+    "--archs",
+    "archs_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="File with one architecture per line ('#' starts a comment).",
+)
+@click.option(
+    "--onnx",
+    "onnx_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="ONNX model file (repeatable); a dynamic batch axis takes --batch-size.",
+)
+@click.option("--space", default="nasbench201", show_default=True, help="Search space of --arch.")
+@click.option("--dataset", default="cifar100", show_default=True, help="Dataset of --arch.")
+@click.option("--batch-size", type=int, default=1, show_default=True, help="Batch size.")
+@store_option
+@click.pass_context
+def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, archs_file,
+                  onnx_files, space, dataset, batch_size, store):  # fmt: skip
+    """Measure latency (and energy where the device has a meter) of architectures or ONNX
+    models on DEVICE, and store them (taken once per device, runtime and model).
+
+    \b
+    hwnas measure --device cpu --arch '|nor_conv_3x3~0|+|...|'
+    hwnas measure --device cpu --runtime tvm --archs archs.txt
+    hwnas measure --device rpc --tracker 127.0.0.1:9190 --key rasp5 --onnx model.onnx
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from hwnas.errors import HwnasError
+
+    if device is None:
+        raise click.UsageError("Missing option '--device' / '-d'.")
+    if not (archs or archs_file or onnx_files):
+        raise HwnasError("nothing to measure: give --arch ARCH, --archs FILE or --onnx FILE")
+    from hwnas.measure import arch_workload, onnx_workload
+
+    dev = _open_device(device, runtime, tracker, key, target, trials)
+    texts = list(archs) + (_read_archs(archs_file) if archs_file else [])
+    workloads = []
+    if texts:
+        from hwnas.spaces import get_space
+
+        sp = get_space(space)
+        sp.dataset(dataset)
+        workloads += [arch_workload(sp, sp.parse(t), dataset, batch_size) for t in texts]
+    workloads += [onnx_workload(path, batch_size) for path in onnx_files]
+    _measure(dev, workloads, store)
+
+
+def _read_archs(path: Path) -> list[str]:
+    from hwnas.errors import HwnasError
+
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise HwnasError(f"cannot read --archs file {path}: {exc.strerror}") from None
+    archs = [line.split("#", 1)[0].strip() for line in lines]
+    archs = [a for a in archs if a]
+    if not archs:
+        raise HwnasError(f"--archs file {path} lists no architecture")
+    return archs
+
+
+def _open_device(name, runtime, tracker, key, target, trials, require_reachable=True):
+    from hwnas.devices import get_device
+
+    overrides: dict = {}
+    if tracker is not None or key is not None:
+        overrides["rpc"] = {"tracker": tracker, "key": key}
+    if target is not None:
+        overrides["target"] = parse_target(target)
+    if trials is not None:
+        overrides["tvm"] = {"trials_per_task": trials}
+    dev = get_device(name, runtime=runtime, overrides=overrides)
+    if (target is not None or trials is not None) and getattr(dev, "runtime_name", "") != "tvm":
+        from hwnas.errors import HwnasError
+
+        raise HwnasError(
+            f"--target and --trials apply to the TVM runtime; device '{dev.name}' runs "
+            f"{dev.runtime} (add --runtime tvm)"
+        )
+    if require_reachable:
+        dev.require_reachable()
+    return dev
+
+
+def parse_target(text: str):
+    """``--target``: "host", "cuda", or a TVM JSON target."""
+    from hwnas.errors import HwnasError
+
+    if text in ("host", "cuda"):
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or "kind" not in value:
+        raise HwnasError(
+            f"--target must be host, cuda or a TVM JSON target such as "
+            f'\'{{"kind": "llvm", "mtriple": "aarch64-linux-gnu"}}\', got {text!r}'
+        )
+    return value
+
+
+def _measure(dev, workloads, store_path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwnas.errors import HwnasError
+    from hwnas.measure import Profiler
+    from hwnas.paths import default_store_path
+    from hwnas.store import MeasurementStore
+
+    store = MeasurementStore(store_path or default_store_path()) if dev.stored_in_profiler else None
+    profiler = Profiler(dev, store)
+    console = Console()
+    table = Table(title=f"{dev.name} ({dev.runtime}): {store.path if store else 'recorded table'}")
+    table.add_column("model", overflow="fold")
+    for col in ("ms", "CV %", "CI +-%", "rounds", "mJ"):
+        table.add_column(col, justify="right")
+    table.add_column("how")
+    flagged = 0
+    try:
+        for w in workloads:
+            before = profiler.counts.taken
+            m = profiler.measure(w, "latency_ms", allow_flagged=True)
+            energy = None
+            if "energy_mj" in dev.metrics:
+                energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            how = "measured" if profiler.counts.taken > before else "from store"
+            if not dev.stored_in_profiler:
+                how = "recorded"
+            if m.flagged:
+                flagged += 1
+                how += ", FLAGGED"
+            rel_ci = m.extra.get("rel_ci")
+            table.add_row(
+                w.label,
+                f"{m.value:.4f}",
+                f"{100 * m.cv:.2f}",
+                f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
+                str(m.extra.get("rounds", "-")),
+                f"{energy.value:.4f}" if energy is not None else "-",
+                how,
+            )
+    finally:
+        if store is not None:
+            store.close()
+    console.print(table)
+    c = profiler.counts
+    console.print(
+        f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table; "
+        "ms = median latency, CI = 95% interval of the median, mJ = energy per inference"
+    )
+    if dev.runtime.startswith("tvm"):
+        console.print(
+            f"TVM: {c.tuned_workloads} new workload(s) tuned in {c.tuning_s:.1f} s, "
+            f"compile {c.compile_s:.1f} s (database: {dev.engine.folder / 'tuning'})"
+        )
+    if flagged:
+        raise HwnasError(
+            f"{flagged} measurement(s) flagged: CV above {dev.protocol.max_cv:.0%}; they are "
+            "stored flagged and measured again next time (quiet the machine and re-run)"
+        )

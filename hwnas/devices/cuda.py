@@ -1,0 +1,79 @@
+"""A local NVIDIA GPU: ONNX Runtime's CUDA execution provider or TVM's CUDA target, with
+NVML's total-energy counter around the timed loop."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any
+
+from hwnas.devices.live import LiveDevice
+
+
+def gpu_name(index: int = 0) -> str | None:
+    """The GPU's name from ``nvidia-smi``, or None when there is no NVIDIA driver."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", f"--id={index}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    name = out.stdout.strip()
+    return name if out.returncode == 0 and name else None
+
+
+class LocalGpuDevice(LiveDevice):
+    """An NVIDIA GPU in this machine.
+
+    Profile keys: those of :class:`~hwnas.devices.live.LiveDevice`, plus ``gpu`` (index, 0).
+    ``runtime: ort`` uses the CUDA execution provider (needs ``onnxruntime-gpu``);
+    ``runtime: tvm`` compiles for ``target: cuda`` (tuned with MetaSchedule, DLight schedules
+    for the rest). ``energy: auto`` reads NVML (needs ``nvidia-ml-py``); on a Jetson use
+    ``energy: {meter: tegrastats}``.
+    """
+
+    kind = "cuda"
+    default_target = "cuda"
+    default_provider = "cuda"
+    auto_meter = "nvml"
+
+    def runtime_options(self) -> dict[str, Any]:
+        options = super().runtime_options()
+        if self.runtime_name == "ort":
+            options["device_id"] = int(self.profile.get("gpu", 0))
+        return options
+
+    def meter_options(self) -> dict[str, Any]:
+        energy = self.profile.get("energy")
+        meter = "nvml" if energy == "auto" else (energy or {}).get("meter")
+        return {"index": int(self.profile.get("gpu", 0))} if meter == "nvml" else {}
+
+    def status(self) -> tuple[bool, str]:
+        index = int(self.profile.get("gpu", 0))
+        name = gpu_name(index)
+        if name is None:
+            return False, (
+                f"no NVIDIA GPU {index} here (nvidia-smi missing or failing): run on a machine "
+                "with an NVIDIA driver, or pick a recorded GPU such as 2080ti_1 (`hwnas devices`)"
+            )
+        if self.runtime_name == "ort":
+            ok, why = self.engine.status()
+            if not ok:
+                return False, why
+        else:
+            from hwnas.runtimes.tvm import cuda_enabled
+
+            if not cuda_enabled():
+                return (
+                    False,
+                    "this TVM build has no CUDA support: install a CUDA-enabled apache-tvm",
+                )
+        return True, f"GPU {index}: {name}, runtime {self.runtime}; {self.energy_status[2]}"
+
+    def device_versions(self) -> dict[str, str]:
+        return {"gpu": gpu_name(int(self.profile.get("gpu", 0))) or ""}

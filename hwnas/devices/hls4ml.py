@@ -1,0 +1,221 @@
+"""FPGAs through hls4ml: ONNX -> hls4ml project -> C synthesis -> latency and resources.
+
+hls4ml (Duarte et al., "Fast inference of deep neural networks in FPGAs for particle physics",
+JINST 2018; FastML Science) turns a network into an HLS C++ project. hwnas converts the exported
+ONNX model (cleaned and made channels-last by qonnx, as hls4ml's ONNX front end expects), writes
+the project for the profile's backend, part and clock, runs C synthesis when ``vitis_hls`` (or
+``vivado_hls``) is on PATH, and reads the latency (worst-case cycles x clock period) and the
+LUT/FF/DSP/BRAM use from the synthesis report. Without the toolchain the device says so in one
+line, and the recorded ``fpga`` device (HW-NAS-Bench's ZC706 model) stays usable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.devices.hls_report import find_report, parse_csynth_xml
+from hwnas.errors import HwnasError
+from hwnas.export import content_hash
+
+PROJECT = "hwnas_model"
+"""Top function and project name of generated hls4ml projects."""
+
+TOOLS = ("vitis_hls", "vivado_hls")
+
+
+def hls_tool() -> str | None:
+    """The HLS compiler on PATH (``vitis_hls`` preferred), or None."""
+    for tool in TOOLS:
+        if shutil.which(tool):
+            return tool
+    return None
+
+
+def to_hls4ml_onnx(onnx_bytes: bytes):
+    """The ONNX model the way hls4ml's ONNX front end wants it: qonnx-cleaned, channels-last,
+    Gemm as MatMul + Add.
+
+    qonnx executes single nodes with ONNX Runtime while folding constants, and builds those
+    one-node models with onnx's newest IR version, which ONNX Runtime 1.31 rejects; the IR
+    version is held at 10 while qonnx runs.
+
+    Returns:
+        A ``qonnx.core.modelwrapper.ModelWrapper``.
+    """
+    import warnings
+    from unittest import mock
+
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.channels_last import ConvertToChannelsLastAndClean
+    from qonnx.transformation.gemm_to_matmul import GemmToMatMul
+    from qonnx.util.cleanup import cleanup_model
+
+    with (
+        mock.patch.object(onnx, "IR_VERSION", 10),
+        contextlib.redirect_stdout(io.StringIO()),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")  # GemmToMatMul warns about opset 17 Gemm (it works)
+        model = cleanup_model(ModelWrapper(onnx.load_from_string(onnx_bytes)))
+        model = model.transform(ConvertToChannelsLastAndClean())
+        model = model.transform(GemmToMatMul())
+        model = cleanup_model(model)
+    return model
+
+
+class Hls4mlDevice(Device):
+    """An FPGA part reached through hls4ml and Vitis HLS.
+
+    Profile keys: ``backend`` (Vitis), ``part``, ``clock_period_ns`` (5), ``io_type``
+    (io_parallel or io_stream), ``precision`` (``fixed<16,6>``), ``reuse_factor`` (1),
+    ``strategy`` (Latency or Resource). The runtime key names the backend and a hash of these,
+    so results for different parts or clocks never mix.
+    """
+
+    kind = "hls4ml"
+
+    def __init__(self, profile: dict[str, Any]):
+        super().__init__(profile)
+        self.backend = str(profile.get("backend", "Vitis"))
+        self.part = str(profile.get("part", "xcvu9p-flga2104-2-e"))
+        self.clock_ns = float(profile.get("clock_period_ns", 5))
+        self.io_type = str(profile.get("io_type", "io_stream"))
+        self.precision = str(profile.get("precision", "fixed<16,6>"))
+        self.reuse_factor = int(profile.get("reuse_factor", 1))
+        self.strategy = str(profile.get("strategy", "Latency"))
+        settings = [self.backend, self.part, self.clock_ns, self.io_type, self.precision]
+        settings += [self.reuse_factor, self.strategy]
+        digest = content_hash(json.dumps(settings))[:8]
+        self.runtime = f"hls4ml:{self.backend.lower()}-{digest}"
+
+    def status(self) -> tuple[bool, str]:
+        missing = [m for m in ("hls4ml", "qonnx") if importlib.util.find_spec(m) is None]
+        if missing:
+            return False, (
+                f"{' and '.join(missing)} not installed: pip install 'hwnas[fpga]' "
+                "(or pick the recorded 'fpga' device)"
+            )
+        tool = hls_tool()
+        if tool is None:
+            return False, (
+                "no vitis_hls or vivado_hls on PATH: install AMD Vitis HLS and source its "
+                "settings64.sh to synthesise (the recorded 'fpga' device needs no toolchain)"
+            )
+        return True, f"{tool} for {self.part} at {self.clock_ns:g} ns ({self.backend} backend)"
+
+    def project_dir(self, workload: Workload) -> Path:
+        """Folder of the workload's hls4ml project (under the hwnas home)."""
+        from hwnas.paths import hwnas_home
+
+        return (
+            hwnas_home() / "hls4ml" / self.name / self.runtime.split(":")[1] / workload.model_hash
+        )
+
+    def convert(self, onnx_bytes: bytes, out: Path):
+        """Write the hls4ml project of an ONNX model to ``out`` (no HLS toolchain needed).
+
+        Returns:
+            The ``hls4ml`` ModelGraph (its ``compile()``/``predict()`` run the bit-accurate C++
+            emulation with the host compiler).
+
+        Raises:
+            HwnasError: hls4ml cannot convert the model (an unsupported layer).
+        """
+        import hls4ml
+
+        model = to_hls4ml_onnx(onnx_bytes)
+        quiet = contextlib.redirect_stdout(io.StringIO())
+        try:
+            with quiet:
+                config = hls4ml.utils.config_from_onnx_model(
+                    model, granularity="name", backend=self.backend,
+                    default_precision=self.precision, default_reuse_factor=self.reuse_factor,
+                )  # fmt: skip
+                config["Model"]["Strategy"] = self.strategy
+                graph = hls4ml.converters.convert_from_onnx_model(
+                    model,
+                    output_dir=str(out),
+                    project_name=PROJECT,
+                    backend=self.backend,
+                    part=self.part,
+                    clock_period=self.clock_ns,
+                    io_type=self.io_type,
+                    hls_config=config,
+                )
+                graph.write()
+        except Exception as exc:  # hls4ml raises bare Exception for unsupported layers
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise HwnasError(f"hls4ml cannot convert the model: {first}") from None
+        return graph
+
+    def synthesise(self, project: Path) -> None:
+        """Run C synthesis of a written project with the HLS tool on PATH.
+
+        Raises:
+            HwnasError: the tool failed (the last line of its log is in the message).
+        """
+        tool = hls_tool()
+        if tool is None:
+            self.require_reachable()
+        out = subprocess.run(
+            [tool, "-f", "build_prj.tcl", "csim=0 synth=1 cosim=0 validation=0 export=0"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode != 0:
+            tail = (out.stdout + out.stderr).strip().splitlines()[-1:] or ["no output"]
+            raise HwnasError(f"{tool} failed in {project}: {tail[0]}")
+
+    def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
+        """Latency from C synthesis (cycles x target clock period) with the resources in
+        ``extra``.
+
+        Raises:
+            DeviceUnavailableError: hls4ml or the HLS toolchain is missing.
+            HwnasError: conversion or synthesis failed.
+        """
+        self.check_metric(metric)
+        self.require_reachable()
+        project = self.project_dir(workload)
+        t0 = time.perf_counter()
+        try:
+            report = parse_csynth_xml(find_report(project, PROJECT))
+        except HwnasError:
+            self.convert(workload.onnx_bytes(), project)
+            self.synthesise(project)
+            report = parse_csynth_xml(find_report(project, PROJECT))
+        import hls4ml
+
+        return Measurement(
+            device=self.name,
+            runtime=self.runtime,
+            metric=metric,
+            model_hash=workload.model_hash,
+            label=workload.label,
+            batch_size=workload.batch_size,
+            input_shape=tuple(workload.input_shape),
+            value=report.latency_ms,
+            samples=(report.latency_ms,),
+            versions={"hls4ml": hls4ml.__version__, "hls": report.tool, "part": report.part},
+            source=f"synthesised:{self.name}:{self.runtime}",
+            extra={
+                "latency_cycles": list(report.latency_cycles),
+                "interval_cycles": list(report.interval_cycles),
+                "clock_ns": report.clock_ns,
+                "estimated_clock_ns": report.estimated_clock_ns,
+                "resources": report.resources,
+                "available": report.available,
+                "synthesis_s": round(time.perf_counter() - t0, 1),
+            },
+        )

@@ -1,0 +1,187 @@
+"""Devices that run models for real: compile through a runtime, time, and read an energy meter.
+
+:class:`LiveDevice` holds what every live device shares: the runtime named in the profile (or
+overridden with ``--runtime``), the timing protocol (``timing:``), the energy meter
+(``energy:``), and :meth:`LiveDevice.measure_all`, which compiles a workload once, times it and
+reads the meter around the same timed loop. Subclasses say how the device is reached
+(:meth:`~hwnas.devices.base.Device.status`), which runtimes and meters it has, and what to do
+before each model (:meth:`LiveDevice.before_model`: wait for a phone to cool down).
+
+Profile keys shared by live devices::
+
+    runtime: ort | tvm                 # what compiles and runs models
+    timing: {warmup, calls_per_round, min_rounds, max_rounds, target_rel_ci, max_seconds,
+             max_cv, threads}          # see hwnas.runtimes.timing.TimingProtocol
+    target: host | cuda | {TVM JSON target}   # TVM only
+    tvm: {trials_per_task: 16, cc: aarch64-linux-gnu-g++, cache_dir: ~/tvm-cache}
+    ort: {provider: cpu | cuda}
+    energy: auto | {meter: rapl | nvml | tegrastats | android_battery, ...}
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.devices.meters import METERS, Meter
+from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.runtimes import get_runtime
+from hwnas.runtimes.timing import TimingProtocol, time_callable
+
+
+class LiveDevice(Device):
+    """A device measured live through a runtime.
+
+    Args:
+        profile: the parsed profile (see the module docstring for its keys).
+    """
+
+    default_runtime = "ort"
+    runtimes: tuple[str, ...] = ("ort", "tvm")
+    """Runtimes the device can use (``--runtime`` must be one of them)."""
+    default_target: Any = "host"
+    default_provider = "cpu"
+    auto_meter: str | None = None
+    """Meter tried when the profile says ``energy: auto``."""
+
+    def __init__(self, profile: dict[str, Any]):
+        super().__init__(profile)
+        self.runtime_name = str(profile.get("runtime") or self.default_runtime)
+        if self.runtime_name not in self.runtimes:
+            raise HwnasError(
+                f"device '{self.name}' cannot use runtime '{self.runtime_name}' "
+                f"(it can use: {', '.join(self.runtimes)})"
+            )
+        self.protocol = TimingProtocol(**profile.get("timing", {}))
+        self.engine = get_runtime(self.runtime_name, **self.runtime_options())
+        self.runtime = self.engine.key
+
+    def runtime_options(self) -> dict[str, Any]:
+        """Keyword arguments of the runtime, from the profile."""
+        options: dict[str, Any] = {"threads": self.protocol.threads}
+        if self.runtime_name == "tvm":
+            tvm = dict(self.profile.get("tvm") or {})
+            options.update(
+                target=self.profile.get("target", self.default_target),
+                device=self.name,
+                **{k: v for k, v in tvm.items() if k in ("trials_per_task", "cc", "cache_dir")},
+            )
+        else:
+            ort = dict(self.profile.get("ort") or {})
+            options["provider"] = ort.get("provider", self.default_provider)
+        return options
+
+    # -- energy -------------------------------------------------------------------------------
+
+    def meter_options(self) -> dict[str, Any]:
+        """Extra keyword arguments of the meter factory (the Android battery needs adb)."""
+        return {}
+
+    @cached_property
+    def energy_status(self) -> tuple[str | None, dict[str, Any], str]:
+        """(meter name or None, its options, one line saying which meter or why none)."""
+        energy = self.profile.get("energy")
+        if not energy:
+            return None, {}, "no energy meter in the profile"
+        if energy == "auto":
+            name, options = self.auto_meter, {}
+            if name is None:
+                return None, {}, "no energy meter for this kind of device"
+        else:
+            options = {k: v for k, v in dict(energy).items() if k != "meter"}
+            name = energy.get("meter")
+        try:
+            meter = METERS.get(name)(**options, **self.meter_options())
+        except DeviceUnavailableError as exc:
+            return None, {}, str(exc)
+        return name, options, f"energy from {meter.name}"
+
+    def make_meter(self) -> Meter | None:
+        """A fresh meter for one timed loop, or None when the device has no energy reading."""
+        name, options, _ = self.energy_status
+        if name is None:
+            return None
+        return METERS.get(name)(**options, **self.meter_options())
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        if self.energy_status[0] is None:
+            return ("latency_ms",)
+        return ("latency_ms", "energy_mj")
+
+    # -- measuring ----------------------------------------------------------------------------
+
+    def before_model(self) -> None:
+        """Called before each model is timed (a phone waits until it is cool enough)."""
+
+    def device_versions(self) -> dict[str, str]:
+        """What identifies the hardware in a measurement's ``versions``."""
+        return {}
+
+    def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
+        self.check_metric(metric)
+        return self.measure_all(workload)[metric]
+
+    def measure_all(self, workload: Workload) -> dict[str, Measurement]:
+        """Compile ``workload`` (cached by the runtime), time it under the protocol, and read
+        the energy meter around the timed loop.
+
+        Raises:
+            DeviceUnavailableError: the device cannot measure now.
+            HwnasError: the workload cannot be compiled or run.
+        """
+        self.require_reachable()
+        executable = self.engine.compile(workload.onnx_bytes(), workload.input_shape)
+        build = getattr(self.engine, "last_build", None)
+        self.before_model()
+        meter = self.make_meter()
+        timing = time_callable(executable, self.protocol, meter)
+        versions = {
+            **self.engine.versions(),
+            **self.device_versions(),
+            "threads": str(self.protocol.threads),
+        }
+        extra: dict[str, Any] = {
+            "rounds": timing.rounds,
+            "rel_ci": round(timing.rel_ci, 5) if timing.rel_ci != float("inf") else None,
+            "timed_s": round(timing.seconds, 3),
+        }
+        if build is not None:
+            extra.update(
+                compile_s=round(build.compile_s, 3),
+                cached=build.cached,
+                tuned_workloads=len(build.tuned_workloads),
+                tuning_s=round(build.tuning_s, 3),
+            )
+        common = dict(
+            device=self.name,
+            runtime=self.runtime,
+            model_hash=workload.model_hash,
+            label=workload.label,
+            batch_size=workload.batch_size,
+            input_shape=tuple(workload.input_shape),
+            versions=versions,
+            source=f"measured:{self.name}:{self.runtime}",
+            flagged=timing.flagged,
+        )
+        out = {
+            "latency_ms": Measurement(
+                metric="latency_ms",
+                value=timing.median_ms,
+                samples=timing.samples_ms,
+                cv=timing.cv,
+                iqr=timing.iqr_ms,
+                extra=extra,
+                **common,
+            )
+        }
+        if timing.energy_mj is not None and meter is not None:
+            out["energy_mj"] = Measurement(  # one meter reading over the whole timed window
+                metric="energy_mj",
+                value=timing.energy_mj,
+                samples=(timing.energy_mj,),
+                extra={**extra, "meter": meter.name},
+                **common,
+            )
+        return out

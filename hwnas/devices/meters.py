@@ -1,0 +1,337 @@
+"""Energy meters read around a timed loop: energy per inference in mJ.
+
+A meter has two methods: :meth:`Meter.start` and :meth:`Meter.stop` (the energy in mJ spent
+between them), and says how long a window it needs to be accurate (``min_window_s``).
+:func:`hwnas.runtimes.timing.time_callable` divides the energy by the calls in the window.
+
+Two shapes of meter exist: a cumulative energy *counter* (NVML's total-energy counter on
+NVIDIA GPUs, RAPL's ``energy_uj`` on x86 CPUs) read at both ends, and a *power* reading sampled
+in a background thread and integrated over time (an Android phone's battery current x voltage
+over adb, a Jetson's ``tegrastats`` rails). Meters are named in profiles
+(``energy: {meter: nvml}``) and resolved through :data:`METERS`; each factory raises
+:class:`~hwnas.errors.DeviceUnavailableError` with one line saying why the meter cannot be
+read here.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hwnas.errors import DeviceUnavailableError
+from hwnas.registry import Registry
+
+
+class Meter(ABC):
+    """An energy meter.
+
+    Attributes:
+        name: what is measured ("nvml:0", "rapl:package-0"...).
+        min_window_s: shortest window (s) the meter reads accurately.
+    """
+
+    name: str = ""
+    min_window_s: float = 0.0
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start a window."""
+
+    @abstractmethod
+    def stop(self) -> float:
+        """End the window; the energy spent in it, in mJ."""
+
+
+class CounterMeter(Meter):
+    """A cumulative energy counter read at both ends of the window.
+
+    Args:
+        name: what is measured.
+        read_mj: returns the counter in mJ.
+        wrap_mj: the counter's range (it wraps to 0 past it), or None.
+        min_window_s: shortest accurate window (s).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        read_mj: Callable[[], float],
+        wrap_mj: float | None = None,
+        min_window_s: float = 1.0,
+    ):
+        self.name = name
+        self.read_mj = read_mj
+        self.wrap_mj = wrap_mj
+        self.min_window_s = min_window_s
+        self._start: float | None = None
+
+    def start(self) -> None:
+        self._start = self.read_mj()
+
+    def stop(self) -> float:
+        if self._start is None:
+            raise RuntimeError("stop() before start()")
+        delta = self.read_mj() - self._start
+        self._start = None
+        if delta < 0 and self.wrap_mj:
+            delta += self.wrap_mj
+        return delta
+
+
+def integrate_mj(times_s: Sequence[float], watts: Sequence[float]) -> float:
+    """Energy in mJ of power samples ``watts`` (W) taken at ``times_s`` (s): trapezoid rule."""
+    total = 0.0
+    for i in range(1, len(times_s)):
+        total += (times_s[i] - times_s[i - 1]) * (watts[i] + watts[i - 1]) / 2
+    return total * 1e3
+
+
+class PowerMeter(Meter):
+    """Power readings sampled every ``period_s`` in a thread and integrated over the window.
+
+    Args:
+        name: what is measured.
+        read_w: returns the current power draw in W.
+        period_s: sampling period.
+        min_window_s: shortest accurate window (s).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        read_w: Callable[[], float],
+        period_s: float = 0.1,
+        min_window_s: float = 2.0,
+    ):
+        self.name = name
+        self.read_w = read_w
+        self.period_s = period_s
+        self.min_window_s = min_window_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._times: list[float] = []
+        self._watts: list[float] = []
+
+    def _sample(self) -> None:
+        self._times.append(time.perf_counter())
+        self._watts.append(self.read_w())
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self._sample()
+
+    def start(self) -> None:
+        self._times, self._watts = [], []
+        self._stop.clear()
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        return integrate_mj(self._times, self._watts)
+
+
+# -- RAPL (x86 CPUs) ------------------------------------------------------------------------
+
+RAPL_ROOT = Path("/sys/class/powercap")
+
+
+def rapl_meter(root: str | Path = RAPL_ROOT, zone: str = "intel-rapl:0") -> CounterMeter:
+    """The RAPL package counter (``<root>/<zone>/energy_uj``, wrapping at
+    ``max_energy_range_uj``).
+
+    Raises:
+        DeviceUnavailableError: no RAPL zone, or not readable (root-only since Linux 5.10).
+    """
+    folder = Path(root) / zone
+    counter = folder / "energy_uj"
+    if not counter.exists():
+        raise DeviceUnavailableError(
+            f"no RAPL energy counter at {counter} (not an x86 CPU with RAPL, or a VM without it)"
+        )
+    try:
+        counter.read_text()
+        wrap = float((folder / "max_energy_range_uj").read_text()) / 1e3
+    except OSError as exc:
+        raise DeviceUnavailableError(
+            f"RAPL counter {counter} is not readable ({exc.strerror}); "
+            f"run `sudo chmod o+r {counter}` to allow it"
+        ) from None
+    label = (folder / "name").read_text().strip() if (folder / "name").exists() else zone
+    return CounterMeter(
+        f"rapl:{label}", lambda: float(counter.read_text()) / 1e3, wrap, min_window_s=1.0
+    )
+
+
+# -- NVML (NVIDIA GPUs) ---------------------------------------------------------------------
+
+
+def nvml_meter(index: int = 0) -> CounterMeter:
+    """NVML's total-energy counter of GPU ``index`` (mJ since the driver loaded; Volta+).
+
+    Needs ``nvidia-ml-py`` (``pip install nvidia-ml-py``).
+
+    Raises:
+        DeviceUnavailableError: no nvidia-ml-py, no driver, no such GPU, or no counter.
+    """
+    try:
+        import pynvml
+    except ImportError:
+        raise DeviceUnavailableError(
+            "NVML energy needs nvidia-ml-py: pip install nvidia-ml-py"
+        ) from None
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        name = pynvml.nvmlDeviceGetName(handle)
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except pynvml.NVMLError as exc:
+        raise DeviceUnavailableError(f"NVML cannot read GPU {index}'s energy: {exc}") from None
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    return CounterMeter(
+        f"nvml:{index}:{name}",
+        lambda: float(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
+        min_window_s=1.0,
+    )
+
+
+# -- Jetson (tegrastats) --------------------------------------------------------------------
+
+TOTAL_RAILS = ("VDD_IN", "POM_5V_IN", "VIN_SYS_5V0", "VIN")
+"""tegrastats rails that are the whole module's input power, in order of preference."""
+
+_RAIL = re.compile(r"\b([A-Z][A-Z0-9_]+) (\d+)(?:mW)?/(\d+)(?:mW)?")
+
+
+def parse_tegrastats_mw(line: str) -> float | None:
+    """Instantaneous input power in mW from one ``tegrastats`` line, or None if it has none.
+
+    Reads the module input rail (``VDD_IN`` on Orin/Xavier, ``POM_5V_IN`` on Nano/TX2,
+    ``VIN_SYS_5V0`` on Xavier NX) if present, else the sum of every rail. Rails are printed as
+    ``NAME current/average`` with or without the ``mW`` unit.
+    """
+    rails = {name: float(now) for name, now, _avg in _RAIL.findall(line)}
+    rails = {k: v for k, v in rails.items() if k not in ("RAM", "SWAP", "IRAM", "EMC")}
+    if not rails:
+        return None
+    for name in TOTAL_RAILS:
+        if name in rails:
+            return rails[name]
+    return sum(rails.values())
+
+
+class TegrastatsMeter(Meter):
+    """A Jetson's input power from ``tegrastats --interval <ms>``, integrated over the window.
+
+    Args:
+        interval_ms: tegrastats reporting period.
+        command: the tegrastats executable.
+    """
+
+    def __init__(self, interval_ms: int = 100, command: str = "tegrastats"):
+        self.name = "tegrastats"
+        self.interval_ms = interval_ms
+        self.command = command
+        self.min_window_s = 2.0
+        self._proc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
+        self._times: list[float] = []
+        self._watts: list[float] = []
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            mw = parse_tegrastats_mw(line)
+            if mw is not None:
+                self._times.append(time.perf_counter())
+                self._watts.append(mw / 1e3)
+
+    def start(self) -> None:
+        self._times, self._watts = [], []
+        self._proc = subprocess.Popen(
+            [self.command, "--interval", str(self.interval_ms)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return integrate_mj(self._times, self._watts)
+
+
+def tegrastats_meter(interval_ms: int = 100) -> TegrastatsMeter:
+    """A :class:`TegrastatsMeter`.
+
+    Raises:
+        DeviceUnavailableError: ``tegrastats`` is not on PATH (not a Jetson).
+    """
+    import shutil
+
+    if shutil.which("tegrastats") is None:
+        raise DeviceUnavailableError("tegrastats is not on PATH: not a Jetson (or not in PATH)")
+    return TegrastatsMeter(interval_ms)
+
+
+# -- Android battery (over adb) -------------------------------------------------------------
+
+BATTERY = "/sys/class/power_supply/battery"
+
+
+def parse_battery_w(text: str) -> float:
+    """Power in W from ``current_now`` (uA) and ``voltage_now`` (uV), one per line.
+
+    The sign of ``current_now`` differs between vendors (negative while discharging on Pixel
+    phones), so its magnitude is used.
+
+    Raises:
+        ValueError: the text does not hold two integers.
+    """
+    values = [int(v) for v in text.split()]
+    if len(values) != 2:
+        raise ValueError(f"expected current_now and voltage_now, got {text!r}")
+    current_ua, voltage_uv = values
+    return abs(current_ua) * voltage_uv / 1e12
+
+
+def android_battery_meter(shell: Callable[[str], str], period_s: float = 0.1) -> PowerMeter:
+    """Battery current x voltage read over adb (``shell(cmd)`` runs ``adb shell cmd``).
+
+    Raises:
+        DeviceUnavailableError: no battery readings, or the phone is charging (the battery
+            current would include the charge current).
+    """
+    try:
+        status = shell(f"cat {BATTERY}/status").strip()
+        parse_battery_w(shell(f"cat {BATTERY}/current_now {BATTERY}/voltage_now"))
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise DeviceUnavailableError(f"cannot read the phone's battery: {exc}") from None
+    if status in ("Charging", "Full"):
+        raise DeviceUnavailableError(
+            f"the phone's battery is {status.lower()}: battery energy would include the charge "
+            "current; use adb over Wi-Fi (`adb tcpip 5555`) or stop charging"
+        )
+    command = f"cat {BATTERY}/current_now {BATTERY}/voltage_now"
+    return PowerMeter("android-battery", lambda: parse_battery_w(shell(command)), period_s)
+
+
+METERS: Registry = Registry("energy meter")
+METERS.register("rapl", rapl_meter)
+METERS.register("nvml", nvml_meter)
+METERS.register("tegrastats", tegrastats_meter)
+METERS.register("android_battery", android_battery_meter)

@@ -1,0 +1,173 @@
+"""Any board reached over TVM RPC: a tracker address and a device key.
+
+This is how TVM's Android RPC app and ``python -m tvm.exec.rpc_server`` on Jetson or
+Raspberry Pi boards are used: the board's server registers with a tracker under a key; hwnas
+asks the tracker for a session on that key, uploads the compiled model, and times it on the
+board with ``time_evaluator``. The shipped ``rpc`` profile is generic::
+
+    hwnas measure --device rpc --tracker 10.0.0.5:9190 --key rasp5 --arch ...
+    hwnas measure --device rpc --tracker ... --key orin --target '{"kind": "cuda"}' --arch ...
+
+Its measurements are stored under the device name ``rpc-<key>``, so boards never mix.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import struct
+from contextlib import contextmanager
+from typing import Any
+
+from hwnas.devices.live import LiveDevice
+from hwnas.errors import HwnasError
+from hwnas.runtimes.tvm import RpcSpec
+
+
+def parse_tracker(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port).
+
+    Raises:
+        HwnasError: not HOST:PORT with an integer port.
+    """
+    host, sep, port = str(text).rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise HwnasError(f"--tracker must be HOST:PORT (e.g. 127.0.0.1:9190), got '{text}'")
+    return host, int(port)
+
+
+def tracker_unreachable(host: str, port: int, timeout: float = 3.0) -> str | None:
+    """Why the tracker cannot be reached, or None if it answers the tracker handshake.
+
+    A plain TCP connect fails fast when nothing listens (without importing TVM); once connected,
+    the tracker's magic number is exchanged so that the tracker sees a clean client.
+    """
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    with sock:
+        from tvm.rpc import base
+
+        try:
+            sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
+            reply = base.recvall(sock, 4)
+        except (OSError, RuntimeError) as exc:
+            return f"no tracker handshake: {exc}"
+        if struct.unpack("<i", reply)[0] != base.RPC_TRACKER_MAGIC:
+            return "something else listens there, not a TVM RPC tracker"
+    return None
+
+
+@contextmanager
+def _socket_timeout(seconds: float):
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(old)
+
+
+def registered_keys(host: str, port: int, timeout: float = 10.0) -> list[str]:
+    """Device keys of the RPC servers registered with the tracker (imports TVM).
+
+    Raises:
+        HwnasError: the address answers but is not a TVM RPC tracker.
+    """
+    from tvm import rpc
+
+    try:
+        with _socket_timeout(timeout):
+            tracker = rpc.connect_tracker(host, port)
+            try:
+                summary = tracker.summary()
+            finally:
+                tracker.close()
+    except (OSError, RuntimeError) as exc:
+        raise HwnasError(f"{host}:{port} is not a TVM RPC tracker ({exc})") from None
+    keys = {str(s.get("key", "")).split(":", 1)[-1] for s in summary.get("server_info", [])}
+    return sorted(k for k in keys if k)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+class RpcDevice(LiveDevice):
+    """A board running a TVM RPC server registered with a tracker.
+
+    Profile keys: those of :class:`~hwnas.devices.live.LiveDevice` (``runtime`` is always
+    "tvm"; ``target`` defaults to this host's CPU), and ``rpc: {tracker: HOST:PORT, key: KEY,
+    session_timeout: s}``; ``big_cores`` pins the runtime's threads to those CPU ids;
+    ``name_from_key: true`` names the device ``rpc-<key>`` (the generic profile).
+    """
+
+    kind = "rpc"
+    default_runtime = "tvm"
+    runtimes = ("tvm",)
+
+    def __init__(self, profile: dict[str, Any]):
+        rpc = dict(profile.get("rpc") or {})
+        self.tracker: str | None = rpc.get("tracker")
+        self.key: str | None = rpc.get("key")
+        self.session_timeout = float(rpc.get("session_timeout", 600))
+        if profile.get("name_from_key") and self.key:
+            profile = {**profile, "name": f"{profile['name']}-{_safe(str(self.key))}"}
+        super().__init__(profile)
+
+    def rpc_spec(self) -> RpcSpec | None:
+        """Where the board is, or None when the profile lacks a tracker or key."""
+        if not self.tracker or not self.key:
+            return None
+        host, port = parse_tracker(self.tracker)
+        cpus = tuple(int(c) for c in self.profile.get("big_cores") or ())
+        return RpcSpec(host, port, str(self.key), self.session_timeout, cpus)
+
+    def runtime_options(self) -> dict[str, Any]:
+        options = super().runtime_options()
+        try:
+            options["rpc"] = self.rpc_spec()
+        except HwnasError:
+            options["rpc"] = None  # status() reports the bad tracker address
+        return options
+
+    def server_hint(self, host: str, port: int) -> str:
+        """How to start the board's RPC server (Android overrides: the RPC app)."""
+        return (
+            "start one on the board with "
+            f"`python -m tvm.exec.rpc_server --tracker {host}:{port} --key {self.key}`"
+        )
+
+    def status(self) -> tuple[bool, str]:
+        if not self.tracker or not self.key:
+            return False, (
+                f"device '{self.profile['name']}' needs --tracker HOST:PORT and --key KEY "
+                "(the board runs `python -m tvm.exec.rpc_server --tracker HOST:PORT --key KEY`)"
+            )
+        try:
+            host, port = parse_tracker(self.tracker)
+        except HwnasError as exc:
+            return False, str(exc)
+        why = tracker_unreachable(host, port)
+        if why is not None:
+            return False, (
+                f"TVM RPC tracker {host}:{port} is unreachable ({why}): start it with "
+                f"`python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port {port}`"
+            )
+        try:
+            keys = registered_keys(host, port)
+        except HwnasError as exc:
+            return False, str(exc)
+        if self.key not in keys:
+            return False, (
+                f"no RPC server registered with key '{self.key}' at tracker {host}:{port} "
+                f"(registered: {', '.join(keys) or 'none'}): {self.server_hint(host, port)}"
+            )
+        return True, (
+            f"RPC server '{self.key}' via tracker {host}:{port}, runtime {self.runtime}; "
+            f"{self.energy_status[2]}"
+        )
+
+    def device_versions(self) -> dict[str, str]:
+        return {"rpc_key": str(self.key), "tracker": str(self.tracker)}

@@ -1,0 +1,583 @@
+"""Apache TVM (Relax): import ONNX, tune with MetaSchedule into one database per device and
+target, compile once per model, run here or on a remote device over TVM RPC.
+
+Untuned TVM is 16-35x slower than ONNX Runtime on a CPU (TOOLCHAIN.md), so a TVM latency is
+only meaningful after tuning. Tuning uses MetaSchedule (Shao et al., "Tensor Program
+Optimization with Probabilistic Programs", NeurIPS 2022) with *anchor-block* workload equality:
+two fused kernels whose main operator (a convolution of one shape, say) is the same share one
+tuning record, whatever elementwise epilogue was fused into them. The architectures of a search
+space reuse a handful of convolution shapes, so each is tuned once for the whole search
+(``trials_per_task`` trials) and every later candidate only compiles.
+
+Layout under the hwnas home, per device and per runtime key (target + tuning budget)::
+
+    tvm/<device>/<key>/tuning/      MetaSchedule JSON database (+ logs)
+    tvm/<device>/<key>/lib/<hash>.so compiled models, by hash of (ONNX bytes, input shape)
+    tvm/<device>/<key>/tuning.jsonl  one line per tuning session: workloads, trials, seconds
+
+TVM is imported only inside methods that compile or run, never by ``import hwnas``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.export import content_hash
+from hwnas.runtimes.executable import Executable
+
+TUNED_OPS = ("conv2d", "matmul", "dense")
+"""Fused kernels whose name contains one of these are tuned; the rest (pooling, elementwise)
+compile with the default schedule."""
+
+MODULE_EQUALITY = "anchor-block"
+RECIPE = 1
+"""Version of the import/tune/compile recipe; part of the runtime key, bump when it changes."""
+
+DEFAULT_TRIALS = 16
+"""MetaSchedule trials per new workload when a profile does not say."""
+
+AFFINITY_BIG = 1
+AFFINITY_ONE_CORE_PER_THREAD = -2
+"""``runtime.config_threadpool`` modes (TVM's ``ThreadGroup::AffinityMode``)."""
+
+
+def _cpu_name() -> str:
+    from hwnas.devices.local import cpu_name
+
+    return cpu_name()
+
+
+def cuda_enabled() -> bool:
+    """Whether the installed TVM can compile and run CUDA (imports TVM)."""
+    import tvm
+
+    return bool(tvm.runtime.enabled("cuda"))
+
+
+def target_spec(target: Any) -> dict[str, Any]:
+    """A profile's ``target`` as a JSON-able dict, without importing TVM.
+
+    ``None`` or ``"host"`` is this machine's CPU (LLVM, the host CPU's ``mcpu`` filled in when
+    compiling), ``"cuda"`` the local GPU; a dict is a TVM JSON target as is.
+
+    Raises:
+        HwnasError: any other string (TVM 0.27 takes JSON targets only).
+    """
+    if target is None or target == "host":
+        return {"kind": "llvm", "host": True}
+    if target == "cuda":
+        return {"kind": "cuda"}
+    if isinstance(target, dict) and "kind" in target:
+        return dict(target)
+    raise HwnasError(
+        f"target {target!r} is not usable: give 'host', 'cuda' or a JSON target such as "
+        '{"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a76"}'
+    )
+
+
+@dataclass
+class RpcSpec:
+    """How to reach a remote device through a TVM RPC tracker.
+
+    Attributes:
+        host: tracker host.
+        port: tracker port.
+        key: the device key the RPC server registered with.
+        session_timeout: seconds a session may last (0 = no limit).
+        cpus: CPU ids to pin the runtime's threads to (big cores), or empty for TVM's
+            big-core affinity.
+    """
+
+    host: str
+    port: int
+    key: str
+    session_timeout: float = 600.0
+    cpus: tuple[int, ...] = ()
+
+    def session(self):
+        """A new RPC session on the device (the tracker picks a free server with the key)."""
+        from tvm import rpc
+
+        tracker = rpc.connect_tracker(self.host, self.port)
+        try:
+            return tracker.request(self.key, priority=1, session_timeout=self.session_timeout)
+        finally:
+            tracker.close()
+
+
+@dataclass
+class BuildInfo:
+    """What compiling one model cost.
+
+    Attributes:
+        cached: the compiled model came from the artifact cache.
+        compile_s: seconds to import and compile (0 when cached).
+        tuned_workloads: names of workloads tuned for this model (new to the database).
+        tuning_s: seconds spent tuning them.
+        workloads: tunable workloads of the model (tuned before or now).
+    """
+
+    cached: bool = True
+    compile_s: float = 0.0
+    tuned_workloads: list[str] = field(default_factory=list)
+    tuning_s: float = 0.0
+    workloads: int = 0
+
+
+class TvmExecutable(Executable):
+    """A compiled Relax VM with its input bound, local or remote; times with
+    ``time_evaluator`` on the device (one call per repeat)."""
+
+    def __init__(self, vm, dev, x, session=None):
+        self.vm = vm
+        self.dev = dev
+        self.x = x
+        self.session = session  # keeps a remote session alive
+        self._main = vm["main"]
+        self._evaluators: dict[int, Any] = {}
+
+    def __call__(self) -> None:
+        self._main(self.x)
+        self.dev.sync()
+
+    def samples_ms(self, n: int) -> list[float]:
+        if n not in self._evaluators:
+            self._evaluators[n] = self.vm.time_evaluator(
+                "main", self.dev, number=1, repeat=n, min_repeat_ms=0
+            )
+        return [r * 1e3 for r in self._evaluators[n](self.x).results]
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        import tvm
+
+        out = self._main(tvm.runtime.tensor(np.asarray(x, np.float32), self.dev))
+        if not hasattr(out, "numpy"):
+            out = out[0]
+        return out.numpy()
+
+
+def _light_tensor_intrin(target) -> None:
+    """Make ``import tvm.s_tir.tensor_intrin`` cheap before MetaSchedule runs.
+
+    ``TuneContext`` imports that package, which registers tensor intrinsics for every backend
+    (CUDA tensor cores alone take 100 s of import here). A float32 search needs at most the
+    intrinsics of its own CPU family, so the package is replaced by an empty one with the real
+    ``__path__`` and only that family's module is imported. Does nothing if the real package
+    is already imported.
+    """
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    name = "tvm.s_tir.tensor_intrin"
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    stub = types.ModuleType(name, "tensor intrinsics, imported per CPU family by hwnas")
+    stub.__path__ = list(spec.submodule_search_locations or [])
+    stub.__spec__ = spec
+    sys.modules[name] = stub
+    triple = str(target.attrs.get("mtriple", "")) if target.kind.name == "llvm" else ""
+    if target.kind.name == "llvm":
+        family = "arm_cpu" if triple.startswith(("aarch64", "arm")) else "x86"
+        importlib.import_module(f"{name}.{family}")
+
+
+def _build_without_tensor_intrin(mod, target, _params):
+    """MetaSchedule build function that skips ``import tvm.s_tir.tensor_intrin`` (60 s here,
+    done by the default builder in every worker; not needed for float32 CPU/GPU kernels)."""
+    from tvm.driver import build as tvm_build
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+    return tvm_build(mod, target=target)
+
+
+def _export_for(fcompile_name: str, cc: str | None):
+    """Export function for MetaSchedule's builder: a shared library the runner can load."""
+
+    def export(rt_mod) -> str:
+        import tempfile
+
+        path = os.path.join(tempfile.mkdtemp(), "tvm_tmp_mod.so")
+        rt_mod.export_library(path, fcompile=_fcompile(fcompile_name, cc))
+        return path
+
+    return export
+
+
+def _fcompile(kind: str, cc: str | None):
+    """The linker for ``export_library``: host default, the NDK, or a cross compiler."""
+    if kind == "ndk":
+        from tvm.support import ndk
+
+        return ndk.create_shared
+    if kind == "cross" and cc:
+        from tvm.support import cc as tvm_cc
+
+        return tvm_cc.cross_compiler(cc)
+    return None
+
+
+class TvmRuntime:
+    """Compile ONNX models with TVM Relax for a target, tuned with a shared database.
+
+    Args:
+        threads: threads of the TVM runtime (and ``num-cores`` of CPU targets).
+        target: "host" (default), "cuda", or a TVM JSON target dict (e.g.
+            ``{"kind": "llvm", "mtriple": "aarch64-linux-android", "mcpu": "cortex-x3"}``).
+        trials_per_task: MetaSchedule trials for each workload new to the database; 0
+            compiles untuned (not a usable latency on CPUs: for tests and quick checks).
+        device: device name (the database and cache are per device).
+        cache_dir: root of the TVM cache (default ``<hwnas home>/tvm``).
+        rpc: remote device to run on; None runs here.
+        cc: cross compiler (e.g. "aarch64-linux-gnu-g++") for non-Android remote targets.
+    """
+
+    name = "tvm"
+
+    def __init__(
+        self,
+        threads: int = 1,
+        target: Any = None,
+        trials_per_task: int = DEFAULT_TRIALS,
+        device: str = "local",
+        cache_dir: str | Path | None = None,
+        rpc: RpcSpec | None = None,
+        cc: str | None = None,
+        **_ignored,
+    ):
+        self.threads = int(threads)
+        self.spec = target_spec(target)
+        self.trials_per_task = int(trials_per_task)
+        if self.trials_per_task < 0:
+            raise HwnasError(f"trials_per_task must be >= 0, got {trials_per_task}")
+        self.device = device
+        self.rpc = rpc
+        self.cc = cc
+        if cache_dir is None:
+            from hwnas.paths import hwnas_home
+
+            cache_dir = hwnas_home() / "tvm"
+        self.cache_root = Path(cache_dir).expanduser()
+        self.last_build = BuildInfo()
+        self._target = None
+
+    # -- identity -----------------------------------------------------------------------------
+
+    def _key_parts(self) -> dict[str, Any]:
+        spec = dict(self.spec)
+        if spec.pop("host", False):
+            spec["host_cpu"] = _cpu_name()
+        if spec["kind"] == "llvm":
+            spec.setdefault("num-cores", self.threads)
+        return {
+            "target": spec,
+            "trials_per_task": self.trials_per_task,
+            "tuned_ops": TUNED_OPS,
+            "equality": MODULE_EQUALITY,
+            "recipe": RECIPE,
+        }
+
+    @property
+    def key(self) -> str:
+        """Store key "tvm:<target kind>-<8 hex>", the hash covering the target (the host CPU
+        model for host targets), the tuning budget and the recipe: TVM numbers for different
+        targets or budgets never mix."""
+        digest = content_hash(json.dumps(self._key_parts(), sort_keys=True))[:8]
+        return f"tvm:{self.spec['kind']}-{digest}"
+
+    @property
+    def folder(self) -> Path:
+        """This device's and key's cache folder."""
+        return self.cache_root / self.device / self.key.split(":", 1)[1]
+
+    @property
+    def is_remote(self) -> bool:
+        return self.rpc is not None
+
+    def target(self):
+        """The TVM target (imports TVM)."""
+        if self._target is None:
+            import tvm
+            from tvm.target import codegen
+
+            spec = dict(self.spec)
+            if spec.pop("host", False):
+                spec["mcpu"] = codegen.llvm_get_system_cpu()
+            if spec["kind"] == "llvm":
+                spec.setdefault("num-cores", self.threads)
+            try:
+                self._target = tvm.target.Target(spec)
+            except Exception as exc:  # TVM raises ValueError/TVMError with long messages
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise HwnasError(f"TVM rejects target {json.dumps(self.spec)}: {first}") from None
+        return self._target
+
+    def _export_kind(self) -> str:
+        if "android" in str(self.spec.get("mtriple", "")):
+            return "ndk"
+        if self.cc:
+            return "cross"
+        return "host"
+
+    def versions(self) -> dict[str, str]:
+        import tvm
+
+        return {
+            "tvm": tvm.__version__,
+            "target": json.dumps({k: v for k, v in self.spec.items() if k != "host"}),
+            "host_cpu": _cpu_name() if self.spec.get("host") else "",
+            "trials_per_task": str(self.trials_per_task),
+        }
+
+    # -- compile ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def artifact(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> Path:
+        """Path of the compiled model for these bytes and input shape (may not exist yet)."""
+        shape = "x".join(str(int(d)) for d in input_shape)
+        return self.folder / "lib" / f"{content_hash(onnx_bytes, shape)}.so"
+
+    def build(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> Path:
+        """Compile (tuning new workloads first) unless the artifact is cached; sets
+        :attr:`last_build`.
+
+        Returns:
+            The shared library of the compiled model.
+
+        Raises:
+            HwnasError: the model cannot be imported or compiled for the target.
+        """
+        path = self.artifact(onnx_bytes, input_shape)
+        with self._lock():
+            if path.exists():
+                self.last_build = BuildInfo(cached=True)
+                return path
+            info = BuildInfo(cached=False)
+            t0 = time.perf_counter()
+            mod = self._import(onnx_bytes, input_shape)
+            target = self.target()
+            if self.trials_per_task > 0:
+                self._tune(mod, target, info)
+            executable = self._compile(mod, target)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.so")
+            try:
+                executable.export_library(
+                    str(tmp), fcompile=_fcompile(self._export_kind(), self.cc)
+                )
+            except Exception as exc:
+                tmp.unlink(missing_ok=True)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise HwnasError(
+                    f"cannot link the compiled model for {self.key}: {first}"
+                ) from None
+            tmp.rename(path)
+            info.compile_s = time.perf_counter() - t0 - info.tuning_s
+            self.last_build = info
+            return path
+
+    def _import(self, onnx_bytes: bytes, input_shape: tuple[int, ...]):
+        import onnx
+        import tvm
+        from tvm import relax
+        from tvm.relax.frontend.onnx import from_onnx
+
+        model = onnx.load_from_string(onnx_bytes)
+        name = model.graph.input[0].name
+        try:
+            mod = from_onnx(model, shape_dict={name: list(input_shape)}, keep_params_in_input=False)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise HwnasError(f"TVM cannot import the ONNX model: {first}") from None
+        seq = tvm.transform.Sequential(
+            [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
+        )
+        return seq(mod)
+
+    def _compile(self, mod, target):
+        import tvm
+        from tvm import relax
+
+        if self.trials_per_task > 0:
+            from tvm.s_tir import meta_schedule as ms
+
+            return ms.relax_integration.compile_relax(self.database(), mod, target, None)
+        with target:
+            return tvm.compile(
+                mod, target=target, relax_pipeline=relax.get_default_pipeline(target)
+            )
+
+    # -- tuning -------------------------------------------------------------------------------
+
+    def database(self):
+        """The device's MetaSchedule JSON database for this key (created if missing)."""
+        from tvm.s_tir import meta_schedule as ms
+
+        folder = self.folder / "tuning"
+        folder.mkdir(parents=True, exist_ok=True)
+        return ms.database.JSONDatabase(work_dir=str(folder), module_equality=MODULE_EQUALITY)
+
+    def tasks(self, mod, target) -> list:
+        """MetaSchedule tasks of a Relax module, fused the way :meth:`_compile` fuses it."""
+        import tvm
+        from tvm import relax
+        from tvm.relax import pipeline
+        from tvm.s_tir import meta_schedule as ms
+
+        passes = [
+            *pipeline.library_dispatch_passes(target),
+            relax.transform.LegalizeOps(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FoldConstant(),
+            relax.transform.FuseOps(),
+            relax.transform.FuseTIR(),
+        ]
+        with target:
+            fused = tvm.transform.Sequential(passes)(mod)
+        tasks = ms.relax_integration.extract_tasks(fused, target, module_equality=MODULE_EQUALITY)
+        return [t for t in tasks if any(op in t.task_name for op in TUNED_OPS)]
+
+    def _tune(self, mod, target, info: BuildInfo) -> None:
+        from tvm.s_tir import meta_schedule as ms
+
+        tasks = self.tasks(mod, target)
+        db = self.database()
+        todo = [t for t in tasks if not db.has_workload(t.dispatched[0])]
+        info.workloads = len(tasks)
+        if not todo:
+            return
+        logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+        _light_tensor_intrin(target)
+        work_dir = str(self.folder / "tuning")
+        t0 = time.perf_counter()
+        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            todo,
+            work_dir=work_dir,
+            strategy=ms.search_strategy.EvolutionarySearch(
+                population_size=64, init_min_unmeasured=16
+            ),
+            num_threads=max(1, self.threads),
+            seed=0,
+        )
+        trials = self.trials_per_task
+        os.environ.setdefault("TVM_NUM_THREADS", str(self.threads))
+        ms.tune_tasks(
+            tasks=contexts,
+            task_weights=weights,
+            work_dir=work_dir,
+            max_trials_global=trials * len(contexts),
+            max_trials_per_task=trials,
+            num_trials_per_iter=min(trials, 16),
+            builder=ms.builder.LocalBuilder(
+                f_build=_build_without_tensor_intrin,
+                f_export=_export_for(self._export_kind(), self.cc),
+                timeout_sec=300,
+                max_workers=1,
+            ),
+            runner=self._tuning_runner(),
+            database=db,
+            module_equality=MODULE_EQUALITY,
+        )
+        info.tuning_s = time.perf_counter() - t0
+        info.tuned_workloads = [t.task_name for t in todo]
+        with open(self.folder / "tuning.jsonl", "a") as fh:
+            record = {
+                "at": time.time(),
+                "workloads": info.tuned_workloads,
+                "trials_per_task": trials,
+                "seconds": round(info.tuning_s, 2),
+            }
+            fh.write(json.dumps(record) + "\n")
+
+    def _tuning_runner(self):
+        from tvm.s_tir import meta_schedule as ms
+
+        config = ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=0)
+        if self.rpc is None:
+            return ms.runner.LocalRunner(evaluator_config=config, timeout_sec=120)
+        rpc_config = ms.runner.RPCConfig(
+            tracker_host=self.rpc.host,
+            tracker_port=self.rpc.port,
+            tracker_key=self.rpc.key,
+            session_timeout_sec=120,
+        )
+        return ms.runner.RPCRunner(rpc_config=rpc_config, evaluator_config=config, max_workers=1)
+
+    def tuning_history(self) -> list[dict[str, Any]]:
+        """Every tuning session of this device and key, oldest first."""
+        path = self.folder / "tuning.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    # -- run ----------------------------------------------------------------------------------
+
+    def compile(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> TvmExecutable:
+        """Build (or reuse) the compiled model and load it here or on the remote device, with a
+        fixed random input of ``input_shape`` bound.
+
+        Raises:
+            HwnasError: import, tuning or compilation failed.
+            DeviceUnavailableError: the remote device cannot be reached.
+        """
+        path = self.build(onnx_bytes, input_shape)
+        return self.load(path, input_shape)
+
+    def load(self, path: Path, input_shape: tuple[int, ...]) -> TvmExecutable:
+        """Load a compiled model (:meth:`build`) and bind a fixed random input."""
+        import tvm
+        from tvm import relax
+
+        x = np.random.default_rng(0).standard_normal(input_shape).astype(np.float32)
+        kind = self.spec["kind"]
+        if self.rpc is None:
+            lib = tvm.runtime.load_module(str(path))
+            dev = tvm.cuda(0) if kind == "cuda" else tvm.cpu(0)
+            if kind != "cuda":
+                tvm.get_global_func("runtime.config_threadpool")(0, self.threads)
+            session = None
+        else:
+            try:
+                session = self.rpc.session()
+                session.upload(str(path))
+                lib = session.load_module(path.name)
+            except Exception as exc:  # RPC errors are RuntimeError/TVMError with long text
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise DeviceUnavailableError(
+                    f"RPC device '{self.rpc.key}' at {self.rpc.host}:{self.rpc.port} failed: "
+                    f"{first}"
+                ) from None
+            dev = session.cuda(0) if kind == "cuda" else session.cpu(0)
+            if kind != "cuda":
+                config = session.get_function("runtime.config_threadpool")
+                if self.rpc.cpus:
+                    cpus = [str(c) for c in self.rpc.cpus[: self.threads]]
+                    config(AFFINITY_ONE_CORE_PER_THREAD, len(cpus), cpus)
+                else:
+                    config(AFFINITY_BIG, self.threads)
+        vm = relax.VirtualMachine(lib, dev)
+        return TvmExecutable(vm, dev, tvm.runtime.tensor(x, dev), session)

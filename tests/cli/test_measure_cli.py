@@ -1,0 +1,96 @@
+"""`hwnas measure` and `hwnas devices check` as a user types them."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+from helpers import hwnas_cli
+
+from hwnas.store import MeasurementStore
+
+SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+OTHER = "|avg_pool_3x3~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+
+
+def test_measure_archs_and_onnx_files_stores_them_once(tmp_path):
+    from torch import nn
+
+    from hwnas.export import export_onnx
+
+    onnx_file = tmp_path / "conv.onnx"
+    onnx_file.write_bytes(export_onnx(nn.Conv2d(3, 8, 3), (1, 3, 16, 16)))
+    archs = tmp_path / "archs.txt"
+    archs.write_text(f"# two architectures\n{OTHER}  # a comment\n\n")
+    store = tmp_path / "m.db"
+    args = ["measure", "-d", "cpu-fast", "--arch", SMALL, "--archs", str(archs),
+            "--onnx", str(onnx_file), "--dataset", "cifar10", "--store", str(store)]  # fmt: skip
+    r = hwnas_cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert "3 measured, 0 from the store" in r.stdout and "conv.onnx" in r.stdout
+    r = hwnas_cli(*args)
+    assert r.returncode == 0 and "0 measured, 3 from the store" in r.stdout
+    with MeasurementStore(store) as st:
+        ms = st.measurements()
+    assert [m.label for m in ms] == [SMALL, OTHER, "conv.onnx"]
+    assert all(m.runtime == "ort" and m.device == "cpu-fast" and m.value > 0 for m in ms)
+    assert ms[2].input_shape == (1, 3, 16, 16) and ms[0].input_shape == (1, 3, 32, 32)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["measure", "-d", "cpu-fast"], "nothing to measure: give --arch"),
+        (["measure", "-d", "cpu-fast", "--archs", "{tmp}/none.txt"], "cannot read --archs file"),
+        (["measure", "-d", "cpu-fast", "--archs", "{tmp}/empty.txt"], "lists no architecture"),
+        (["measure", "-d", "cpu-fast", "--onnx", "{tmp}/bad.onnx"], "corrupt or invalid ONNX"),
+        (["measure", "-d", "pixel3", "--runtime", "tvm", "--arch", "0"], "has no runtime choice"),
+        (["measure", "-d", "cpu-fast", "--arch", "|bad|"], "arch"),
+        (["devices", "check", "pixel8"], "device 'pixel8' is not reachable: adb is not installed"),
+        (["devices", "check", "vu9p_hls4ml"], "is not reachable"),
+        (["measure", "-d", "cpu-fast", "--trials", "3", "--arch", "0"], "add --runtime tvm"),
+    ],
+)
+def test_one_line_errors(args, expected, tmp_path):
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    (tmp_path / "bad.onnx").write_bytes(b"\x00junk")
+    r = hwnas_cli(*[a.format(tmp=tmp_path) for a in args], env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], r.stderr
+
+
+def test_missing_device_is_a_usage_error():
+    r = hwnas_cli("measure", "--arch", SMALL)
+    assert r.returncode == 2 and "Missing option '--device'" in r.stderr
+
+
+def test_devices_check_runs_a_tiny_model_on_this_cpu():
+    r = hwnas_cli("devices", "check", "cpu-fast")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ok: cpu-fast: this machine:") and "tiny CNN latency:" in r.stdout
+    r = hwnas_cli("devices", "check", "pixel3")
+    assert r.returncode == 0 and "a recorded table: nothing to run" in r.stdout
+
+
+def test_measure_group_leaves_subcommands_alone(monkeypatch):
+    """Another command can join the group (`hwnas measure import ...`) without measuring."""
+    from hwnas.cli import app
+    from hwnas.cli.measure import measure_group
+
+    seen = []
+
+    @click.command("probe-sub")
+    @click.option("--device")
+    def sub(device):
+        seen.append(device)
+
+    measure_group.add_command(sub)
+    try:
+        result = CliRunner().invoke(app, ["measure", "probe-sub", "--device", "cpu"])
+    finally:
+        measure_group.commands.pop("probe-sub")
+    assert result.exit_code == 0, result.output
+    assert seen == ["cpu"]
+    listing = CliRunner().invoke(app, ["devices"])
+    assert listing.exit_code == 0 and "cpu-fast" in listing.output

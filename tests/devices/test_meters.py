@@ -1,0 +1,122 @@
+"""Energy meters: counter deltas (with wrap-around), RAPL files, power integration, and the
+parsers of tegrastats lines and Android battery readings."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hwnas.devices.meters import (
+    METERS,
+    CounterMeter,
+    PowerMeter,
+    android_battery_meter,
+    integrate_mj,
+    nvml_meter,
+    parse_battery_w,
+    parse_tegrastats_mw,
+    rapl_meter,
+    tegrastats_meter,
+)
+from hwnas.errors import DeviceUnavailableError
+
+
+def test_counter_meter_takes_the_delta_and_handles_wrap_around():
+    readings = iter([100.0, 350.0, 990.0, 40.0])
+    meter = CounterMeter("nvml-like", lambda: next(readings), wrap_mj=1000.0)
+    meter.start()
+    assert meter.stop() == 250.0
+    meter.start()
+    assert meter.stop() == pytest.approx(50.0)  # 990 -> wraps at 1000 -> 40
+
+
+def _rapl_tree(root, energy_uj: int):
+    zone = root / "intel-rapl:0"
+    zone.mkdir(parents=True)
+    (zone / "energy_uj").write_text(f"{energy_uj}\n")
+    (zone / "max_energy_range_uj").write_text("262143328850\n")
+    (zone / "name").write_text("package-0\n")
+    return zone
+
+
+def test_rapl_meter_reads_sysfs_in_microjoules(tmp_path):
+    zone = _rapl_tree(tmp_path, 5_000_000)
+    meter = rapl_meter(tmp_path)
+    assert meter.name == "rapl:package-0" and meter.wrap_mj == pytest.approx(262143328.85)
+    meter.start()
+    (zone / "energy_uj").write_text("5750000\n")  # +0.75 J
+    assert meter.stop() == pytest.approx(750.0)
+
+
+def test_rapl_meter_says_why_it_is_unavailable(tmp_path):
+    with pytest.raises(DeviceUnavailableError, match="no RAPL energy counter"):
+        rapl_meter(tmp_path / "none")
+
+
+@pytest.mark.parametrize(
+    ("line", "mw"),
+    [
+        # Orin (JetPack 5/6): VDD_IN is the module input
+        (
+            "RAM 2448/30536MB (lfb 6611x4MB) CPU [0%@729,1%@729] GR3D_FREQ 0% "
+            "VDD_GPU_SOC 2759mW/2759mW VDD_CPU_CV 394mW/394mW VIN_SYS_5V0 2620mW/2620mW "
+            "VDD_IN 5123mW/5001mW",
+            5123.0,
+        ),
+        # Nano (JetPack 4): no unit, POM_5V_IN is the input
+        (
+            "RAM 1637/3956MB (lfb 4x4MB) SWAP 0/1978MB CPU [9%@102,4%@102,off,off] "
+            "EMC_FREQ 0% GR3D_FREQ 0% PLL@20C POM_5V_IN 2361/2361 POM_5V_GPU 0/0 "
+            "POM_5V_CPU 361/361",
+            2361.0,
+        ),
+        # a board printing only sub-rails: their sum
+        ("CPU [1%@1190] VDD_A 100mW/100mW VDD_B 250mW/240mW", 350.0),
+        ("RAM 1637/3956MB CPU [9%@102]", None),
+    ],
+)
+def test_tegrastats_power_lines(line, mw):
+    assert parse_tegrastats_mw(line) == mw
+
+
+def test_battery_power_from_current_and_voltage():
+    assert parse_battery_w("-512000\n3850000\n") == pytest.approx(0.512 * 3.85)
+    with pytest.raises(ValueError):
+        parse_battery_w("Charging")
+
+
+def test_power_meter_integrates_samples_in_a_thread():
+    meter = PowerMeter("const", lambda: 2.0, period_s=0.01, min_window_s=0.0)
+    meter.start()
+    time.sleep(0.2)
+    energy = meter.stop()
+    assert energy == pytest.approx(2.0 * 0.2 * 1e3, rel=0.25)  # 2 W for ~0.2 s = ~400 mJ
+    assert integrate_mj([0.0, 1.0, 3.0], [1.0, 3.0, 3.0]) == pytest.approx(8000.0)
+
+
+def test_android_battery_refuses_while_charging():
+    replies = {
+        "cat /sys/class/power_supply/battery/status": "Charging\n",
+        "cat /sys/class/power_supply/battery/current_now "
+        "/sys/class/power_supply/battery/voltage_now": "812000\n4100000\n",
+    }
+    with pytest.raises(DeviceUnavailableError, match="charging"):
+        android_battery_meter(lambda cmd: replies[cmd])
+    replies["cat /sys/class/power_supply/battery/status"] = "Discharging\n"
+    meter = android_battery_meter(lambda cmd: replies[cmd], period_s=0.01)
+    meter.start()
+    time.sleep(0.05)
+    assert meter.stop() > 0
+
+
+def test_missing_meters_are_one_line_errors(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(DeviceUnavailableError, match="tegrastats is not on PATH"):
+        tegrastats_meter()
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        with pytest.raises(DeviceUnavailableError, match="pip install nvidia-ml-py"):
+            nvml_meter()
+    assert set(METERS.names()) == {"android_battery", "nvml", "rapl", "tegrastats"}

@@ -1,0 +1,143 @@
+"""TVM RPC: a real tracker and server on 127.0.0.1 (host target) stand in for a phone or board;
+`hwnas measure` and `hwnas devices check` go through them, and each reachability problem is a
+one-line error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from helpers import hwnas_cli
+
+from hwnas.devices import get_device
+from hwnas.devices.check import check_device
+from hwnas.devices.rpc import parse_tracker, registered_keys, tracker_unreachable
+from hwnas.errors import HwnasError
+from hwnas.store import MeasurementStore
+
+KEY = "loopback-board"
+ARCH = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the server forks per session
+    )
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def tracker():
+    """A TVM RPC tracker and one server (key KEY) on 127.0.0.1; both stopped afterwards."""
+    port, server_port = _free_port(), _free_port()
+    procs = [
+        _start("tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
+               "--port-end", str(port + 1))
+    ]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while tracker_unreachable("127.0.0.1", port) is not None:
+            assert time.monotonic() < deadline, "tracker did not start"
+            time.sleep(0.5)
+        procs.append(
+            _start("tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(server_port),
+                   "--port-end", str(server_port + 1), "--tracker", f"127.0.0.1:{port}",
+                   "--key", KEY)
+        )  # fmt: skip
+        while KEY not in registered_keys("127.0.0.1", port):
+            assert time.monotonic() < deadline, "server did not register"
+            time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        assert all(p.poll() is not None for p in procs)
+
+
+@pytest.mark.slow
+def test_measure_through_tracker_and_server_stores_measurements(tracker, tmp_path):
+    store = tmp_path / "m.db"
+    args = ["measure", "--device", "rpc", "--tracker", tracker, "--key", KEY, "--trials", "0",
+            "--arch", ARCH, "--dataset", "cifar10", "--store", str(store)]  # fmt: skip
+    r = hwnas_cli(*args)
+    assert r.returncode == 0, r.stderr
+    assert "1 measured" in r.stdout
+    with MeasurementStore(store) as st:
+        (m,) = st.measurements()
+    assert m.device == f"rpc-{KEY}" and m.runtime.startswith("tvm:llvm-")
+    assert m.value > 0 and len(m.samples) >= 6 * 30 and m.extra["rounds"] >= 6
+    assert m.versions["rpc_key"] == KEY and m.source == f"measured:rpc-{KEY}:{m.runtime}"
+    overrides = {"rpc": {"tracker": tracker, "key": KEY}, "tvm": {"trials_per_task": 0}}
+    result = check_device(get_device("rpc", overrides=overrides))  # `hwnas devices check rpc`
+    assert result.status.startswith(f"RPC server '{KEY}' via tracker {tracker}")
+    assert result.measurements["latency_ms"].value > 0
+
+
+def test_unknown_key_names_the_registered_ones(tracker):
+    ok, why = get_device("rpc", overrides={"rpc": {"tracker": tracker, "key": "pixel9"}}).status()
+    assert not ok and "\n" not in why
+    assert f"no RPC server registered with key 'pixel9' at tracker {tracker}" in why
+    assert f"(registered: {KEY})" in why and "python -m tvm.exec.rpc_server" in why
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--key", "b"], "needs --tracker HOST:PORT and --key KEY"),
+        (["--tracker", "nohostport", "--key", "b"], "--tracker must be HOST:PORT"),
+        (["--tracker", "127.0.0.1:{dead}", "--key", "b"], "is unreachable (Connection refused)"),
+        (["--tracker", "127.0.0.1:{dead}", "--key", "b", "--target", "llvm -mcpu=x"],
+         "--target must be host, cuda or a TVM JSON target"),
+    ],
+)  # fmt: skip
+def test_rpc_errors_are_one_line(args, expected, tmp_path):
+    dead = _free_port()  # nothing listens there
+    args = [a.format(dead=dead) for a in args]
+    r = hwnas_cli("measure", "--device", "rpc", *args, "--arch", ARCH, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_parse_tracker_and_plain_socket_probe():
+    assert parse_tracker("10.0.0.5:9190") == ("10.0.0.5", 9190)
+    with pytest.raises(HwnasError, match="HOST:PORT"):
+        parse_tracker("10.0.0.5")
+    with socket.socket() as s:  # listening, but not a tracker: the handshake says so
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        import threading
+
+        def answer():
+            conn, _ = s.accept()
+            conn.recv(4)
+            conn.sendall(b"HTTP")
+            conn.close()
+
+        threading.Thread(target=answer, daemon=True).start()
+        assert "not a TVM RPC tracker" in tracker_unreachable("127.0.0.1", port)

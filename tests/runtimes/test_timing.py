@@ -1,0 +1,103 @@
+"""The adaptive timing protocol: order-statistic interval of the median, stopping rules, flags,
+and energy read around the timed loop."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from hwnas.devices.meters import CounterMeter
+from hwnas.errors import HwnasError
+from hwnas.runtimes.timing import TimingProtocol, median_ci, summarise, time_callable
+
+
+def test_median_interval_uses_binomial_order_statistics():
+    assert median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) == (-math.inf, math.inf)  # 5 values: none at 95%
+    assert median_ci([6.0, 1.0, 5.0, 2.0, 4.0, 3.0]) == (1.0, 6.0)  # n=6: x(1), x(6)
+    assert median_ci([float(v) for v in range(10, 0, -1)]) == (2.0, 9.0)  # n=10: x(2), x(9)
+    # n=20: P(B<6)=0.0207 <= 0.025 < P(B<7) -> x(6), x(15)
+    assert median_ci([float(v) for v in range(1, 21)]) == (6.0, 15.0)
+
+
+def test_summary_is_median_of_round_medians_with_cv_across_rounds():
+    samples = [1.0, 2.0, 3.0, 2.0, 2.0, 9.0, 4.0, 4.0, 4.0]  # round medians 2, 2, 4
+    t = summarise(samples, rounds=3)
+    assert t.median_ms == 2.0
+    mean = 8 / 3
+    std = ((2 * (2 - mean) ** 2 + (4 - mean) ** 2) / 3) ** 0.5
+    assert t.cv == pytest.approx(std / mean)
+    assert t.iqr_ms == pytest.approx(2.0)  # quartiles 2.0 and 4.0
+
+
+def test_summary_reports_relative_interval_and_flag():
+    samples = [10.0] * 5 + [10.2] * 5 + [9.8] * 5 + [10.1] * 5 + [9.9] * 5 + [10.0] * 5
+    t = summarise(samples, rounds=6, max_cv=0.05)
+    assert t.median_ms == 10.0 and t.rounds == 6 and not t.flagged
+    assert t.rel_ci == pytest.approx((10.2 - 9.8) / (2 * 10.0))
+    noisy = summarise([1.0] * 5 + [3.0] * 5, rounds=2, max_cv=0.05)
+    assert noisy.flagged and noisy.cv == pytest.approx(0.5)
+
+
+class Clocked:
+    """A fake model whose call times are scripted (a real callable timed by the protocol)."""
+
+    def __init__(self, per_round_ms):
+        self.per_round_ms = per_round_ms
+        self.rounds = 0
+        self.calls = 0
+
+    def samples_ms(self, n: int) -> list[float]:
+        value = self.per_round_ms(self.rounds)
+        self.rounds += 1
+        self.calls += n
+        return [value] * n
+
+
+def test_stable_model_stops_at_min_rounds():
+    model = Clocked(lambda r: 5.0 + 0.001 * (r % 2))
+    p = TimingProtocol(warmup=4, calls_per_round=10, min_rounds=6, max_rounds=12)
+    t = time_callable(model, p)
+    assert t.rounds == 6 and len(t.samples_ms) == 60 and t.rel_ci < 0.01
+    assert model.calls == 4 + 60  # warm-up then six rounds
+
+
+def test_noisy_model_runs_to_max_rounds_and_is_flagged():
+    model = Clocked(lambda r: 5.0 * (1 + 0.3 * (r % 3)))
+    p = TimingProtocol(warmup=0, calls_per_round=5, min_rounds=6, max_rounds=9, max_cv=0.05)
+    t = time_callable(model, p)
+    assert t.rounds == 9 and t.flagged and t.cv > 0.05
+
+
+def test_time_cap_stops_adding_rounds():
+    def slow(_r):
+        time.sleep(0.05)
+        return 1.0 + 0.2 * (_r % 2)
+
+    p = TimingProtocol(warmup=0, calls_per_round=1, min_rounds=6, max_rounds=50, max_seconds=0.12)
+    t = time_callable(Clocked(slow), p)
+    assert 2 <= t.rounds < 6
+
+
+def test_fixed_rounds_keep_old_profiles_working():
+    calls = []
+    t = time_callable(
+        lambda: calls.append(1), TimingProtocol(warmup=4, rounds=2, calls_per_round=3)
+    )
+    assert len(calls) == 10 and len(t.samples_ms) == 6 and t.rounds == 2
+    with pytest.raises(HwnasError, match="min_rounds"):
+        TimingProtocol(min_rounds=5, max_rounds=2)
+
+
+def test_energy_is_the_counter_delta_per_call_over_a_long_enough_window():
+    counter = {"mj": 1000.0}
+
+    def run():
+        counter["mj"] += 2.5  # every inference costs 2.5 mJ on this fake counter
+        time.sleep(0.001)
+
+    meter = CounterMeter("fake", lambda: counter["mj"], min_window_s=0.2)
+    t = time_callable(run, TimingProtocol(warmup=3, rounds=2, calls_per_round=5), meter)
+    assert t.energy_mj == pytest.approx(2.5)
+    assert t.seconds < 0.2  # the window was extended with extra calls, not timed ones

@@ -1,0 +1,136 @@
+"""TVM Relax runtime: NAS-Bench-201 networks compiled by TVM match PyTorch, ORT and TVM rank
+architectures alike on this CPU, one tuning database serves every model of a device, compiled
+models are cached, and Android cross-compilation says what it needs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from hwnas.devices import get_device
+from hwnas.errors import HwnasError
+from hwnas.measure import WEIGHT_SEED, arch_workload
+from hwnas.runtimes.tvm import TvmRuntime, target_spec
+from hwnas.spaces import get_space
+
+SPACE = get_space("nasbench201")
+SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+MIXED = "|nor_conv_3x3~0|+|nor_conv_1x1~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|none~2|"
+LARGE = "|nor_conv_3x3~0|+|none~0|nor_conv_3x3~1|+|none~0|none~1|nor_conv_3x3~2|"
+
+
+@pytest.fixture(scope="module")
+def tvm_cache(tmp_path_factory):
+    """One compiled-model cache for this module, so each network compiles once."""
+    return tmp_path_factory.mktemp("tvm_cache")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", [MIXED, LARGE])
+def test_tvm_compiled_nasbench201_matches_pytorch(text, tvm_cache):
+    import torch
+
+    arch = SPACE.parse(text)
+    workload = arch_workload(SPACE, arch, "cifar10")
+    runtime = TvmRuntime(trials_per_task=0, device="cpu-fast", cache_dir=tvm_cache)
+    executable = runtime.compile(workload.onnx_bytes(), workload.input_shape)
+    torch.manual_seed(WEIGHT_SEED)
+    model = SPACE.build(arch, "cifar10").eval()
+    x = np.random.default_rng(1).standard_normal(workload.input_shape).astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    got = executable.predict(x)
+    assert got.shape == expected.shape == (1, 10)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+    again = runtime.compile(workload.onnx_bytes(), workload.input_shape)
+    assert runtime.last_build.cached and again.samples_ms(3)[0] > 0  # from the artifact cache
+
+
+@pytest.mark.slow
+def test_ort_and_tvm_time_the_same_architectures_and_rank_them_alike(tvm_cache):
+    archs = [SPACE.parse(t) for t in (SMALL, MIXED, LARGE)]
+    ort = get_device("cpu-fast")
+    tvm = get_device("cpu-fast", runtime="tvm", overrides={"tvm": {"cache_dir": str(tvm_cache)}})
+    assert ort.runtime == "ort" and tvm.runtime.startswith("tvm:llvm-")
+    lat = {"ort": [], "tvm": []}
+    for arch in archs:
+        w = arch_workload(SPACE, arch, "cifar10")
+        for name, device in (("ort", ort), ("tvm", tvm)):
+            m = device.measure(w)
+            assert m.runtime == device.runtime and m.value > 0 and len(m.samples) == 15
+            lat[name].append(m.value)
+    assert spearmanr(lat["ort"], lat["tvm"]).statistic == pytest.approx(1.0)
+    assert lat["ort"][0] < lat["ort"][1] < lat["ort"][2]
+
+
+@pytest.mark.slow
+def test_one_tuning_database_serves_every_model_of_the_device(tmp_path):
+    import torch
+    from torch import nn
+
+    from hwnas.export import export_onnx
+
+    torch.manual_seed(0)
+    shape = (1, 8, 16, 16)
+    conv_relu = nn.Sequential(
+        nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1)
+    )
+    relu_last = nn.Sequential(
+        nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU()
+    )
+    runtime = TvmRuntime(trials_per_task=2, device="tiny", cache_dir=tmp_path)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    first = runtime.compile(export_onnx(conv_relu, shape), shape)
+    assert runtime.last_build.tuned_workloads == ["fused_conv2d_add"]
+    assert runtime.last_build.tuning_s > 0
+    second = runtime.compile(export_onnx(relu_last, shape), shape)
+    assert runtime.last_build.tuned_workloads == [] and runtime.last_build.workloads == 1
+    with torch.no_grad():
+        for executable, model in ((first, conv_relu), (second, relu_last)):
+            expected = model(torch.from_numpy(x)).numpy()
+            np.testing.assert_allclose(executable.predict(x), expected, rtol=1e-4, atol=1e-5)
+    history = runtime.tuning_history()
+    assert len(history) == 1 and history[0]["trials_per_task"] == 2
+    assert (runtime.folder / "tuning" / "database_tuning_record.json").stat().st_size > 0
+
+
+def test_runtime_key_names_target_and_tuning_budget_without_importing_tvm():
+    import subprocess
+    import sys
+
+    host = TvmRuntime(trials_per_task=16)
+    assert host.key.startswith("tvm:llvm-") and host.key == TvmRuntime(trials_per_task=16).key
+    assert TvmRuntime(trials_per_task=0).key != host.key
+    phone = TvmRuntime(target={"kind": "llvm", "mtriple": "aarch64-linux-android"})
+    gpu = TvmRuntime(target="cuda")
+    assert len({host.key, phone.key, gpu.key}) == 3 and gpu.key.startswith("tvm:cuda-")
+    assert target_spec("host") == {"kind": "llvm", "host": True}
+    with pytest.raises(HwnasError, match="JSON target"):
+        target_spec("llvm -mcpu=znver3")
+    code = (
+        "import sys; from hwnas.devices import get_device; d = get_device('cpu', runtime='tvm');"
+        "print(d.runtime); assert 'tvm' not in sys.modules and 'torch' not in sys.modules"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == TvmRuntime(trials_per_task=16, device="cpu").key
+
+
+@pytest.mark.slow
+def test_android_cross_compile_needs_the_ndk(tmp_path, monkeypatch):
+    from torch import nn
+
+    from hwnas.export import export_onnx
+
+    monkeypatch.delenv("TVM_NDK_CC", raising=False)
+    shape = (1, 3, 8, 8)
+    runtime = TvmRuntime(
+        trials_per_task=0,
+        target={"kind": "llvm", "mtriple": "aarch64-linux-android", "mcpu": "cortex-x3"},
+        device="phone",
+        cache_dir=tmp_path,
+    )
+    with pytest.raises(HwnasError, match="cannot link .*TVM_NDK_CC"):
+        runtime.build(export_onnx(nn.Conv2d(3, 4, 3), shape), shape)
+    assert not list((tmp_path / "phone").glob("*/lib/*.so"))  # no half-written artifact

@@ -1,0 +1,91 @@
+"""The profiler's measure-once rule with flagged (too noisy) measurements, and ONNX files as
+workloads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.errors import HwnasError
+from hwnas.measure import NoisyMeasurementError, Profiler, onnx_workload
+from hwnas.store import MeasurementStore
+
+WORKLOAD = Workload("h1", "model", (1, 3, 8, 8))
+
+
+class Scripted(Device):
+    """A device whose successive measurements are given (CVs in order)."""
+
+    kind = "test"
+    runtime = "ort"
+
+    def __init__(self, cvs):
+        super().__init__({"name": "dev", "kind": "test", "description": "scripted"})
+        self.cvs = list(cvs)
+        self.calls = 0
+
+    @property
+    def metrics(self):
+        return ("latency_ms", "energy_mj")
+
+    def status(self):
+        return True, "scripted"
+
+    def measure(self, workload, metric="latency_ms"):
+        raise AssertionError("the profiler must use measure_all")
+
+    def measure_all(self, workload):
+        cv = self.cvs[self.calls]
+        self.calls += 1
+        base = Measurement("dev", "ort", "latency_ms", workload.model_hash, workload.label, 1,
+                           workload.input_shape, 2.0 + self.calls, cv=cv, flagged=cv > 0.05,
+                           extra={"tuned_workloads": 2, "tuning_s": 1.5})  # fmt: skip
+        return {"latency_ms": base, "energy_mj": replace(base, metric="energy_mj", value=7.0)}
+
+
+def test_flagged_result_is_retried_and_both_metrics_stored_at_once(tmp_path):
+    device = Scripted([0.2, 0.01])
+    with MeasurementStore(tmp_path / "m.db") as store:
+        profiler = Profiler(device, store, attempts=2)
+        m = profiler.measure(WORKLOAD)
+        assert m.value == 4.0 and not m.flagged and device.calls == 2
+        assert profiler.counts.flagged == 1 and profiler.counts.taken == 1
+        assert profiler.counts.tuned_workloads == 4 and profiler.counts.tuning_s == 3.0
+        assert profiler.measure(WORKLOAD, "energy_mj").value == 7.0  # stored with the latency
+        assert device.calls == 2 and profiler.counts.reused == 1
+
+
+def test_always_noisy_raises_and_is_measured_again_next_time(tmp_path):
+    device = Scripted([0.2, 0.3, 0.01])
+    with MeasurementStore(tmp_path / "m.db") as store:
+        with pytest.raises(NoisyMeasurementError, match="too noisy to use: CV 30.0%"):
+            Profiler(device, store, attempts=2).measure(WORKLOAD)
+        stored = store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8))
+        assert stored.flagged and stored.cv == 0.3  # kept with its samples, marked
+        m = Profiler(device, store).measure(WORKLOAD)  # a resumed run measures it again
+        assert not m.flagged and device.calls == 3
+        assert not store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).flagged
+
+
+def test_allow_flagged_returns_it(tmp_path):
+    with MeasurementStore(tmp_path / "m.db") as store:
+        m = Profiler(Scripted([0.2]), store, attempts=1).measure(WORKLOAD, allow_flagged=True)
+        assert m.flagged
+
+
+def test_onnx_file_workload_takes_the_batch_size_for_the_dynamic_axis(tmp_path):
+    from torch import nn
+
+    from hwnas.export import export_onnx
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(export_onnx(nn.Conv2d(3, 4, 3), (1, 3, 16, 16)))
+    w = onnx_workload(path, batch_size=4)
+    assert w.input_shape == (4, 3, 16, 16) and w.label == "m.onnx"
+    assert w.onnx_bytes() == path.read_bytes()
+    assert onnx_workload(path).model_hash != w.model_hash
+    (tmp_path / "bad.onnx").write_bytes(b"not onnx")
+    with pytest.raises(HwnasError, match="corrupt or invalid ONNX"):
+        onnx_workload(tmp_path / "bad.onnx")
