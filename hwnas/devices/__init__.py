@@ -4,7 +4,8 @@ Profiles are read from the shipped ``devices/*.yaml`` and then from the user's o
 ``<hwnas home>/devices/`` and every folder in ``HWNAS_DEVICES_PATH`` (``:``-separated); a user
 profile with the name of a shipped one replaces it. A profile's ``kind`` picks the class
 that reaches the device (:data:`DEVICE_KINDS`): ``recorded`` (a published measurement table),
-``local`` (this machine's CPU) and ``android`` (a phone over adb).
+``local`` (this machine's CPU), ``android`` (a phone over adb) and ``imported`` (values imported
+from files with ``hwnas measure import``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ DEVICE_KINDS: Registry = Registry("device kind")
 DEVICE_KINDS.register("recorded", "hwnas.devices.recorded:RecordedDevice")
 DEVICE_KINDS.register("local", "hwnas.devices.local:LocalCpuDevice")
 DEVICE_KINDS.register("android", "hwnas.devices.android:AndroidDevice")
+DEVICE_KINDS.register("imported", "hwnas.devices.imported:ImportedDevice")
 
 
 def profile_folders() -> list[Path]:

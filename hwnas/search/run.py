@@ -25,6 +25,7 @@ from hwnas.search.engine import (
     run_search,
 )
 from hwnas.search.evaluate import TableEvaluator
+from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
 from hwnas.spaces import SearchSpace, get_space
 from hwnas.store import MeasurementStore
@@ -78,16 +79,25 @@ class PreparedSearch:
     evaluator: TableEvaluator
     storage_url: str
     storage: Any
+    fewshot: FewShotPlan | None = None
 
 
 def prepare(
-    settings: SearchSettings, storage: str | None = None, store_path: Path | None = None
+    settings: SearchSettings,
+    storage: str | None = None,
+    store_path: Path | None = None,
+    predictor: str | None = None,
+    measurement_budget: int | None = None,
 ) -> PreparedSearch:
     """Check every name and open what the search needs, before any work starts.
 
+    With ``predictor`` or ``measurement_budget``, or on a device that cannot take new
+    measurements, the search is few-shot (:mod:`hwnas.search.fewshot`).
+
     Raises:
         HwnasError: unknown space, dataset or device; unreachable device; a device without
-            the metric or space; unusable measurement store or study storage.
+            the metric or space; unusable measurement store or study storage; unknown
+            predictor or one of another space; a measurement budget below 4.
     """
     space = get_space(settings.space)
     space.dataset(settings.dataset)
@@ -101,6 +111,7 @@ def prepare(
             f"(it has: {', '.join(device.spaces)})"
         )
     metrics = device_metrics(device, settings)
+    fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
     store = (
         MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
     )
@@ -110,7 +121,7 @@ def prepare(
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     return PreparedSearch(
-        settings, space, device, profiler, evaluator, storage, open_storage(storage)
+        settings, space, device, profiler, evaluator, storage, open_storage(storage), fewshot
     )
 
 
@@ -137,8 +148,15 @@ def search(
     started = time.time()
     settings, space, device, profiler = job.settings, job.space, job.device, job.profiler
     store = profiler.store
+    fewshot_extra: dict[str, Any] = {}
+    evaluator: Any = job.evaluator
     try:
-        result = run_search(settings, space, job.evaluator.evaluate, job.storage, on_trial)
+        if job.fewshot is not None:
+            result, fewshot_extra, evaluator = run_fewshot(
+                settings, space, profiler, job.fewshot, job.storage, on_trial
+            )
+        else:
+            result = run_search(settings, space, job.evaluator.evaluate, job.storage, on_trial)
     finally:
         if store is not None:
             store.close()
@@ -159,8 +177,9 @@ def search(
             "reused_from_store": profiler.counts.reused,
             "read_from_table": profiler.counts.read,
         },
-        "accuracy_queries_this_run": job.evaluator.accuracy_queries,
+        "accuracy_queries_this_run": evaluator.accuracy_queries,
         "zoo_models": len(cards),
+        **fewshot_extra,
     }
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)
     return result, summary
