@@ -40,6 +40,22 @@ def graph_features(models: Sequence[Model]) -> np.ndarray:
     return np.stack(rows) if rows else np.zeros((0, len(COLUMN)))
 
 
+def flops_params(models: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
+    """(MACs, parameters) of each model: the PyTorch network's for architectures of a space
+    (every operation it runs), the graph's for ONNX models."""
+    from hwnas.predictors.featurize import get_featurizer
+
+    g = graph_features(models)
+    macs = g[:, [COLUMN[c] for c in MACS]].sum(1)
+    by_space: dict[str, list[int]] = {}
+    for i, m in enumerate(models):
+        if isinstance(m, Arch):
+            by_space.setdefault(m.space, []).append(i)
+    for space, idx in by_space.items():
+        macs[idx] = get_featurizer(space).flops([models[i] for i in idx])
+    return macs, g[:, COLUMN["params"]]
+
+
 class FlopsProxy(Predictor):
     """FLOPs/params proxy (zero-shot, or scaled by a few measurements)."""
 
@@ -52,10 +68,8 @@ class FlopsProxy(Predictor):
 
     @staticmethod
     def _x(models: Sequence[Model]) -> np.ndarray:
-        g = graph_features(models)
-        macs = g[:, [COLUMN[c] for c in MACS]].sum(1)
-        params = g[:, COLUMN["params"]]
-        return np.stack([np.ones(len(g)), np.log(macs + 1.0), np.log(params + 1.0)], 1)
+        macs, params = flops_params(models)
+        return np.stack([np.ones(len(macs)), np.log(macs + 1.0), np.log(params + 1.0)], 1)
 
     def fit(self, archs: Sequence[Model], values, metric: str = "latency_ms") -> FlopsProxy:
         v = check_calibration(list(archs), values)

@@ -56,6 +56,14 @@ class Featurizer(ABC):
     def graph(self, archs: Sequence[Arch]) -> np.ndarray:
         """Graph features at batch 1 for :attr:`dataset`, shape (n, len(GRAPH_COLUMNS))."""
 
+    def flops(self, archs: Sequence[Arch]) -> np.ndarray:
+        """Multiply-accumulates of the PyTorch network at batch 1 (the FLOPs of HW-NAS
+        papers), shape (n,). Default: those of the exported graph."""
+        from hwnas.predictors.graph import COLUMN
+
+        g = self.graph(archs)
+        return g[:, [i for c, i in COLUMN.items() if c.startswith("macs_")]].sum(1)
+
 
 @cache
 def get_featurizer(space: str) -> Featurizer:

@@ -165,6 +165,20 @@ class NasBench201Featurizer(Featurizer):
         acc.gemm(c_prev, self.space.dataset(self.dataset).num_classes)
         return acc.values, stages
 
+    def flops(self, archs: Sequence[Arch]) -> np.ndarray:
+        """MACs of the PyTorch network, which runs every operation of the cell (also those
+        whose result is unused), as NAS-Bench-201 counts FLOPs."""
+        ops = self.ops_array(archs)
+        fixed, stages = self._fixed_and_stages
+        col = {n: i for i, n in enumerate(GRAPH_COLUMNS)}
+        macs = fixed[[col[c] for c in col if c.startswith("macs_")]].sum()
+        cells = int(self.space.config["macro"]["cells_per_stage"])
+        n1, n3 = (ops == 2).sum(1), (ops == 3).sum(1)
+        out = np.full(len(ops), float(macs))
+        for c, hw in stages:
+            out += cells * (n1 + 9 * n3) * c * c * hw * hw
+        return out
+
     def graph(self, archs: Sequence[Arch]) -> np.ndarray:
         counts = self.cell_counts(self.ops_array(archs))
         fixed, stages = self._fixed_and_stages
