@@ -21,13 +21,26 @@ def app() -> None:
 
 
 def _register() -> None:
-    from hwnas.cli import arch, dashboard, devices, measure, search
+    from hwnas.cli import (
+        arch,
+        dashboard,
+        devices,
+        measure,
+        measure_import,  # noqa: F401 - adds `import` to the measure group
+        predict,
+        predictor,
+        refset,
+        search,
+    )
 
     app.add_command(search.search_cmd)
     app.add_command(measure.measure_group)
     app.add_command(arch.arch_cmd)
     app.add_command(devices.devices_cmd)
     app.add_command(dashboard.dashboard_cmd)
+    app.add_command(predictor.predictor_group)
+    app.add_command(predict.predict_cmd)
+    app.add_command(refset.refset_group)
 
 
 _register()

@@ -42,11 +42,15 @@ def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, arc
     hwnas measure --device cpu --arch '|nor_conv_3x3~0|+|...|'
     hwnas measure --device cpu --runtime tvm --archs archs.txt
     hwnas measure --device rpc --tracker 127.0.0.1:9190 --key rasp5 --onnx model.onnx
+    hwnas measure import --device myboard calibration.csv   # values timed elsewhere
     """
     if ctx.invoked_subcommand is not None:
         return
     from hwnas.errors import HwnasError
 
+    if device is None and not (archs or archs_file or onnx_files):
+        click.echo(ctx.get_help())
+        return
     if device is None:
         raise click.UsageError("Missing option '--device' / '-d'.")
     if not (archs or archs_file or onnx_files):

@@ -75,6 +75,21 @@ from hwnas.cli.supernet_search import supernet_options
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
 @supernet_options
+@click.option(
+    "--predictor",
+    default=None,
+    metavar="NAME|PATH",
+    help="Search on costs predicted by this predictor artifact (hwnas predictor list) after "
+    "calibrating it on the reference set; measure only to calibrate and verify.",
+)
+@click.option(
+    "--measurement-budget",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Most device measurements (calibration + verification; implies a predictor, "
+    "default 20). A recorded device then behaves like a new one: only N table values are read.",
+)
 def search_cmd(
     device,
     space,
@@ -90,6 +105,8 @@ def search_cmd(
     seed,
     store,
     no_zoo,
+    predictor,
+    measurement_budget,
     **supernet,
 ):
     """Search SPACE for the accuracy/latency (or energy) Pareto front on DEVICE.
@@ -110,6 +127,11 @@ def search_cmd(
             raise HwnasError(
                 "--runtime is for table search; supernet strategies use the device profile's "
                 "runtime"
+            )
+        if predictor is not None or measurement_budget is not None:
+            raise HwnasError(
+                "--predictor and --measurement-budget are for table search; supernet "
+                "strategies fit their cost model on the device's table or block measurements"
             )
 
         return run_supernet_search(
@@ -144,8 +166,14 @@ def search_cmd(
         study=study or "",
         runtime=runtime,
     )
-    job = prepare(settings, storage, store)
+    job = prepare(settings, storage, store, predictor, measurement_budget)
     out = out or Path("runs") / settings.study
+    if job.fewshot is not None:
+        described = job.fewshot.describe()
+        Console(stderr=True).print(
+            f"few-shot search: predictor {described['name']} ({described['path']}), "
+            f"at most {job.fewshot.budget} measurements on {settings.device}"
+        )
     console = Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -196,6 +224,14 @@ def _print_front(result, summary, out: Path) -> None:
         )
     else:
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
+    if "device_measurements" in summary:
+        p = summary["predictor"]
+        verified = summary.get("best_verified")
+        note = "" if verified is None else (" (verified)" if verified else " (NOT verified)")
+        console.print(
+            f"costs predicted by {p['name']} ({p['path']}); {summary['device_measurements']} "
+            f"device measurements (budget {summary['measurement_budget']}); best{note}"
+        )
     console.print(
         f"{summary['trials']['completed']} architectures scored "
         f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "

@@ -5,8 +5,9 @@ Profiles are read from the shipped ``devices/*.yaml`` and then from the user's o
 profile with the name of a shipped one replaces it. A profile's ``kind`` picks the class
 that reaches the device (:data:`DEVICE_KINDS`): ``recorded`` (a published measurement table),
 ``local`` (this machine's CPU, ONNX Runtime or TVM), ``cuda`` (a local NVIDIA GPU), ``rpc`` (any
-board running a TVM RPC server), ``android`` (a phone over adb and TVM RPC) and ``hls4ml`` (an
-FPGA part through hls4ml and Vitis HLS).
+board running a TVM RPC server), ``android`` (a phone over adb and TVM RPC), ``hls4ml`` (an
+FPGA part through hls4ml and Vitis HLS) and ``imported`` (values imported from files with
+``hwnas measure import``; no new measurements).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ DEVICE_KINDS.register("cuda", "hwnas.devices.cuda:LocalGpuDevice")
 DEVICE_KINDS.register("rpc", "hwnas.devices.rpc:RpcDevice")
 DEVICE_KINDS.register("android", "hwnas.devices.android:AndroidDevice")
 DEVICE_KINDS.register("hls4ml", "hwnas.devices.hls4ml:Hls4mlDevice")
+DEVICE_KINDS.register("imported", "hwnas.devices.imported:ImportedDevice")
 
 
 def profile_folders() -> list[Path]:

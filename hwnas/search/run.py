@@ -26,6 +26,7 @@ from hwnas.search.engine import (
     run_search,
 )
 from hwnas.search.evaluate import TableEvaluator
+from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
 from hwnas.search.strategies import STRATEGIES
 from hwnas.spaces import SearchSpace, get_space
@@ -81,16 +82,25 @@ class PreparedSearch:
     storage_url: str
     storage: Any
     costs: CostContext
+    fewshot: FewShotPlan | None = None
 
 
 def prepare(
-    settings: SearchSettings, storage: str | None = None, store_path: Path | None = None
+    settings: SearchSettings,
+    storage: str | None = None,
+    store_path: Path | None = None,
+    predictor: str | None = None,
+    measurement_budget: int | None = None,
 ) -> PreparedSearch:
     """Check every name and open what the search needs, before any work starts.
 
+    With ``predictor`` or ``measurement_budget``, or on a device that cannot take new
+    measurements, the search is few-shot (:mod:`hwnas.search.fewshot`).
+
     Raises:
         HwnasError: unknown space, dataset or device; unreachable device; a device without
-            the metric or space; unusable measurement store or study storage.
+            the metric or space; unusable measurement store or study storage; unknown
+            predictor or one of another space; a measurement budget below 4.
     """
     space = get_space(settings.space)
     space.dataset(settings.dataset)
@@ -104,6 +114,7 @@ def prepare(
             f"(it has: {', '.join(device.spaces)})"
         )
     metrics = device_metrics(device, settings)
+    fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
     store = (
         MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
     )
@@ -112,21 +123,24 @@ def prepare(
     if storage is None:
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    # a few-shot search must not read the table beyond its measurement budget: its costs come
+    # from the adapted predictor (set in run_fewshot)
     costs = CostContext(
         space,
-        cost=table_costs(space, device, settings.metric),
-        latency=table_costs(space, device, "latency_ms"),
+        cost=None if fewshot else table_costs(space, device, settings.metric),
+        latency=None if fewshot else table_costs(space, device, "latency_ms"),
         max_latency=settings.max_latency,
         budget=settings.budget,
     )
-    if getattr(STRATEGIES.get(settings.strategy), "needs_costs", False) and costs.cost is None:
+    needs_costs = getattr(STRATEGIES.get(settings.strategy), "needs_costs", False)
+    if needs_costs and costs.cost is None and fewshot is None:
         raise HwnasError(
             f"strategy '{settings.strategy}' needs every candidate's {settings.metric} before "
             f"measuring it, and device '{device.name}' has no table or predictor for it; "
             "use --strategy nsga2"
         )
     return PreparedSearch(
-        settings, space, device, profiler, evaluator, storage, open_storage(storage), costs
+        settings, space, device, profiler, evaluator, storage, open_storage(storage), costs, fewshot
     )
 
 
@@ -153,10 +167,17 @@ def search(
     started = time.time()
     settings, space, device, profiler = job.settings, job.space, job.device, job.profiler
     store = profiler.store
+    fewshot_extra: dict[str, Any] = {}
+    evaluator: Any = job.evaluator
     try:
-        result = run_search(
-            settings, space, job.evaluator.evaluate, job.storage, on_trial, costs=job.costs
-        )
+        if job.fewshot is not None:
+            result, fewshot_extra, evaluator = run_fewshot(
+                settings, space, profiler, job.fewshot, job.storage, on_trial, costs=job.costs
+            )
+        else:
+            result = run_search(
+                settings, space, job.evaluator.evaluate, job.storage, on_trial, costs=job.costs
+            )
     finally:
         if store is not None:
             store.close()
@@ -184,8 +205,9 @@ def search(
             "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
             "compile_s": round(profiler.counts.compile_s, 1),
         },
-        "accuracy_queries_this_run": job.evaluator.accuracy_queries,
+        "accuracy_queries_this_run": evaluator.accuracy_queries,
         "zoo_models": len(cards),
+        **fewshot_extra,
     }
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)
     return result, summary

@@ -1,0 +1,173 @@
+"""``hwnas predictor train|eval|list``: build, score and list predictor artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.group("predictor")
+def predictor_group():
+    """Meta-learned latency/energy predictor artifacts (latency_predictors/<name>/)."""
+
+
+@predictor_group.command("train")
+@click.argument("names", nargs=-1)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder receiving <root>/<name>/. Default: latency_predictors in the hwnas home "
+    "(user artifacts, used before the shipped ones of the same name). "
+    "Use --root latency_predictors in a checkout to rebuild the shipped ones.",
+)
+@click.option("--space", default=None, help="Custom artifact: search space.")
+@click.option(
+    "--devices",
+    default=None,
+    metavar="K1,K2,...",
+    help="Custom artifact: recorded columns to train on (device or device:energy_mj).",
+)
+@click.option("--name", "custom_name", default=None, help="Custom artifact: its name.")
+@click.option("--steps", type=int, default=3000, show_default=True, help="Steps per encoder.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def train_cmd(names, root, space, devices, custom_name, steps, seed):
+    """Meta-train artifacts NAMES (default: every shipped one: nasbench201, nasbench201-help,
+    fbnet, fbnet-help, ofa), or a custom one with --space/--devices/--name."""
+    from rich.console import Console
+
+    from hwnas.errors import HwnasError
+    from hwnas.paths import hwnas_home
+    from hwnas.predictors.recipes import RECIPES, build, build_custom, get_recipe
+
+    console = Console(stderr=True)
+    root = root or hwnas_home() / "latency_predictors"
+    custom = any(x is not None for x in (space, devices, custom_name))
+    if custom:
+        if names or not (space and devices and custom_name):
+            raise HwnasError("a custom artifact needs --space, --devices and --name (no NAMES)")
+        from hwnas.spaces import get_space
+
+        get_space(space)
+        keys = [k.strip() for k in devices.split(",") if k.strip()]
+        cards = [
+            build_custom(custom_name, space, keys, root / custom_name, steps, seed, console.print)
+        ]
+    else:
+        for n in names:
+            get_recipe(n)  # unknown names fail before any training
+        cards = [build(n, root, steps, seed, console.print) for n in (names or list(RECIPES))]
+    _summary(cards, root)
+
+
+def _summary(cards, root: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"predictor artifacts in {root}")
+    for col in ("name", "space", "devices", "train s", "scored on", "rho", "±10%"):
+        table.add_column(col, justify="right" if col in ("train s", "rho", "±10%") else "left")
+    for c in cards:
+        s = c.get("scores", {})
+        seen = "unseen" if s.get("protocol", "").startswith("HELP") else "seen"
+        table.add_row(
+            c["name"],
+            c["space"],
+            str(len(c["training_devices"])),
+            f"{c['training_time_s']:.0f}",
+            f"{len(s.get('devices', {}))} {seen}",
+            f"{s.get('mean', {}).get('spearman_rho', float('nan')):.3f}",
+            f"{s.get('mean', {}).get('acc_10pct', float('nan')):.3f}",
+        )
+    Console().print(table)
+
+
+@predictor_group.command("eval")
+@click.argument("predictor")
+@click.option(
+    "--devices",
+    default=None,
+    metavar="K1,K2,...",
+    help="Recorded columns to score on. Default: the artifact's unseen devices, or its "
+    "training devices (marked seen) when it has none.",
+)
+def eval_cmd(predictor, devices):
+    """Score PREDICTOR (artifact name or folder): adapt on each device's 10 reference-set
+    values, predict every architecture, print Spearman rho, Kendall tau, MAPE, ±10% accuracy
+    and the share of values within 2 predicted standard deviations."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwnas.predictors import load_predictor
+    from hwnas.predictors.data import get_column
+    from hwnas.predictors.evaluate import evaluate_columns, mean_scores
+    from hwnas.predictors.meta import MetaPredictor
+
+    first = load_predictor(predictor)
+    if not isinstance(first, MetaPredictor):
+        from hwnas.errors import HwnasError
+
+        raise HwnasError("predictor eval scores meta-learned artifacts (a name or a folder)")
+    card, space = first.card, first.space_name
+    unseen = list(card.get("split", {}).get("meta_test", []))
+    training = set(card["training_devices"])
+    keys = (
+        [k.strip() for k in devices.split(",") if k.strip()]
+        if devices
+        else (unseen or sorted(training))
+    )
+    cols = [get_column(space, k) for k in keys]
+    per = evaluate_columns(lambda: MetaPredictor(first.path), space, cols)
+    table = Table(
+        title=f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures"
+    )
+    for col in ("device", "", "Spearman rho", "Kendall tau", "MAPE %", "±10% acc", "in 2 std"):
+        table.add_column(col, justify="left" if col in ("device", "") else "right")
+
+    def row(name, seen, s):
+        table.add_row(
+            name,
+            seen,
+            f"{s['spearman_rho']:.3f}",
+            f"{s['kendall_tau']:.3f}",
+            f"{s['mape_pct']:.1f}",
+            f"{s['acc_10pct']:.3f}",
+            f"{s['coverage_2std']:.3f}",
+        )
+
+    for k, s in per.items():
+        row(k, "seen" if k in training else "unseen", s)
+    row("mean", "", mean_scores(per))
+    Console(width=140).print(table)
+
+
+@predictor_group.command("list")
+def list_cmd():
+    """List predictor artifacts: space, metrics, training devices, unseen-device score."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwnas.predictors import list_artifacts
+    from hwnas.predictors.meta import read_card
+
+    table = Table(title="predictor artifacts (--predictor NAME)")
+    for col in ("name", "space", "metrics", "devices", "unseen rho", "path"):
+        table.add_column(col)
+    for name, path in list_artifacts().items():
+        card = read_card(path)
+        scores = card.get("scores", {})
+        rho = (
+            f"{scores['mean']['spearman_rho']:.3f}"
+            if scores.get("protocol", "").startswith("HELP")
+            else "-"
+        )
+        table.add_row(
+            name,
+            card["space"],
+            ", ".join(card.get("metrics", [])),
+            str(len(card["training_devices"])),
+            rho,
+            str(path),
+        )
+    Console(width=160).print(table)

@@ -1,0 +1,91 @@
+"""Latency and energy predictors, by name.
+
+:data:`PREDICTORS` holds the predictor kinds: ``flops`` (zero-shot FLOPs/params proxy),
+``regressor`` (per-device scikit-learn regressor for devices with many measurements) and
+``meta`` (the meta-learned few-shot predictor, loaded from an artifact). Artifacts live in
+``latency_predictors/<name>/`` (shipped) and ``<hwnas home>/latency_predictors/<name>/``
+(user-trained), each a ``card.json`` and ``weights.npz``; ``--predictor`` takes an artifact name,
+a folder path or a predictor kind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwnas.assets import asset_path
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.paths import hwnas_home
+from hwnas.predictors.base import MIN_CALIBRATION, Model, Predictor
+from hwnas.registry import Registry
+
+__all__ = [
+    "MIN_CALIBRATION",
+    "PREDICTORS",
+    "Model",
+    "Predictor",
+    "artifact_folders",
+    "list_artifacts",
+    "load_predictor",
+    "resolve_artifact",
+]
+
+PREDICTORS: Registry = Registry("predictor")
+PREDICTORS.register("flops", "hwnas.predictors.proxy:FlopsProxy")
+PREDICTORS.register("regressor", "hwnas.predictors.regressor:DeviceRegressor")
+PREDICTORS.register("meta", "hwnas.predictors.meta:MetaPredictor")
+
+
+def artifact_folders() -> list[Path]:
+    """Where artifacts are looked up by name: the user's folder first, then the shipped one."""
+    return [hwnas_home() / "latency_predictors", asset_path("latency_predictors")]
+
+
+def list_artifacts() -> dict[str, Path]:
+    """Artifact name -> folder, for every folder with a ``card.json`` (user ones win)."""
+    found: dict[str, Path] = {}
+    for folder in reversed(artifact_folders()):
+        if folder.is_dir():
+            for card in sorted(folder.glob("*/card.json")):
+                found[card.parent.name] = card.parent
+    return dict(sorted(found.items()))
+
+
+def resolve_artifact(name_or_path: str) -> Path:
+    """The folder of an artifact given by name or path.
+
+    Raises:
+        UnknownNameError: neither an existing folder nor a known artifact name.
+    """
+    path = Path(name_or_path).expanduser()
+    if path.is_dir() or "/" in name_or_path or name_or_path.startswith("."):
+        if not path.is_dir():
+            raise HwnasError(f"predictor artifact folder not found: {path}")
+        return path
+    known = list_artifacts()
+    if name_or_path not in known:
+        raise UnknownNameError("predictor", name_or_path, [*known, *PREDICTORS.names()])
+    return known[name_or_path]
+
+
+def load_predictor(name_or_path: str, space: str | None = None) -> Predictor:
+    """A fresh (un-adapted) predictor: a kind of :data:`PREDICTORS` or an artifact.
+
+    Args:
+        name_or_path: "flops", "regressor", an artifact name ("nasbench201-help") or folder.
+        space: if given, the artifact must be for this space.
+
+    Raises:
+        HwnasError: unknown name, unreadable artifact, an artifact of another space or format
+            version.
+    """
+    if name_or_path in PREDICTORS and name_or_path != "meta":
+        return PREDICTORS.get(name_or_path)()
+    from hwnas.predictors.meta import MetaPredictor
+
+    predictor = MetaPredictor(resolve_artifact(name_or_path))
+    if space is not None and predictor.space_name != space:
+        raise HwnasError(
+            f"predictor artifact '{predictor.name}' ({predictor.path}) is for space "
+            f"'{predictor.space_name}', not '{space}'"
+        )
+    return predictor

@@ -1,0 +1,77 @@
+"""The predictor interface: fit (or adapt) on measurements, predict with an uncertainty.
+
+A predictor estimates one device metric (latency in ms or energy in mJ) of architectures of a
+search space (:class:`hwnas.spaces.Arch`) or of arbitrary networks known by their graph
+(:class:`hwnas.predictors.graph.GraphModel`, read from ONNX). Predictions come with a standard
+deviation in the same unit, so that search can tell a confident estimate from a guess.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+from hwnas.predictors.graph import GraphModel
+from hwnas.spaces.base import Arch
+
+Model = Arch | GraphModel
+"""What a predictor takes: an architecture of a space or a model known by its ONNX graph."""
+
+MIN_CALIBRATION = 3
+"""Fewest measurements a predictor adapts from."""
+
+
+class Predictor(ABC):
+    """Estimates a device metric of architectures (two required methods).
+
+    Attributes:
+        metric: "latency_ms" or "energy_mj" once fitted (the unit of predictions).
+        name: a short label saying what made the predictions (an artifact name, "flops"...).
+    """
+
+    metric: str = "latency_ms"
+    name: str = ""
+
+    @abstractmethod
+    def fit(self, archs: Sequence[Model], values: np.ndarray, metric: str = "latency_ms"):
+        """Fit or adapt on measured values of ``archs`` on one device (ms or mJ, all > 0).
+
+        Returns:
+            self.
+
+        Raises:
+            HwnasError: fewer than :data:`MIN_CALIBRATION` values, non-positive values, or
+                architectures the predictor cannot read.
+        """
+
+    @abstractmethod
+    def predict(self, archs: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted value and its standard deviation for each architecture.
+
+        Returns:
+            (mean, std), each of shape (len(archs),), in the unit of :attr:`metric`.
+        """
+
+
+def check_calibration(archs: Sequence[Model], values) -> np.ndarray:
+    """Validate measurements for :meth:`Predictor.fit`; returns them as float64.
+
+    Raises:
+        HwnasError: length mismatch, fewer than 3 values, non-finite or non-positive values.
+    """
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(v) != len(archs):
+        raise HwnasError(f"{len(archs)} architectures but {len(v)} measured values")
+    if len(v) < MIN_CALIBRATION:
+        raise HwnasError(
+            f"need at least {MIN_CALIBRATION} measurements to adapt a predictor, got {len(v)}"
+        )
+    bad = np.nonzero(~np.isfinite(v) | (v <= 0))[0]
+    if len(bad):
+        raise HwnasError(
+            f"measured values must be positive numbers; '{archs[bad[0]]}' has {v[bad[0]]}"
+        )
+    return v

@@ -1,0 +1,272 @@
+"""Graph features: a fixed-length cost description of any convolutional network.
+
+The same columns are read from an ONNX graph (:func:`onnx_graph_features`, for a user's own
+model) and computed analytically for the architectures of a search space (the space
+featurizers in :mod:`hwnas.predictors.featurize`, for speed: 15,625 NAS-Bench-201
+architectures in milliseconds instead of hours of ONNX export). They are additive over the
+graph's nodes (counts, multiply-accumulates, tensor elements), which is what latency and
+energy models built from per-layer costs need (nn-Meter, Zhang et al., MobiSys 2021, predicts
+latency as a sum of kernel latencies).
+
+Conventions (batch 1): a convolution is *depthwise* when ``group == C_in > 1``, *grouped* when
+``1 < group < C_in``, *pointwise* when its kernel is 1x1 and ``group == 1``, *dense* otherwise.
+Multiply-accumulates (MACs) count convolution and Gemm/MatMul products. Element counts are the
+output elements of a node. ONNX ``Identity``, ``Shape``, ``Constant``, ``Flatten`` and other
+shape bookkeeping nodes have no cost here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import onnx
+
+GRAPH_COLUMNS: tuple[str, ...] = (
+    "macs_conv_pointwise",
+    "macs_conv_dense",
+    "macs_conv_depthwise",
+    "macs_conv_grouped",
+    "macs_gemm",
+    "params",
+    "n_conv",
+    "n_conv_depthwise",
+    "n_conv_strided",
+    "conv_in_elems",
+    "conv_out_elems",
+    "n_pool",
+    "pool_out_elems",
+    "n_global_pool",
+    "n_add",
+    "add_elems",
+    "n_mul",
+    "mul_elems",
+    "n_act",
+    "act_elems",
+    "transpose_elems",
+    "input_elems",
+)
+"""Names of the graph-feature columns, in order."""
+
+COLUMN = {name: i for i, name in enumerate(GRAPH_COLUMNS)}
+
+ACTIVATIONS = frozenset(
+    {"Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Clip", "LeakyRelu", "Tanh", "Gelu", "Elu"}
+)
+POOLS = frozenset({"AveragePool", "MaxPool", "LpPool"})
+GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool"})
+RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
+
+
+class GraphAccumulator:
+    """Adds up graph features node by node (used by the ONNX reader and the space featurizers).
+
+    Shapes are (C, H, W) of one image; MACs and elements are per image.
+    """
+
+    def __init__(self) -> None:
+        self.values = np.zeros(len(GRAPH_COLUMNS), dtype=np.float64)
+
+    def add(self, column: str, value: float) -> None:
+        self.values[COLUMN[column]] += value
+
+    def conv(
+        self,
+        c_in: int,
+        c_out: int,
+        kernel: tuple[int, int] | int,
+        groups: int,
+        in_hw: tuple[int, int],
+        out_hw: tuple[int, int],
+    ) -> None:
+        """A convolution from (c_in, *in_hw) to (c_out, *out_hw)."""
+        kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+        out_elems = c_out * out_hw[0] * out_hw[1]
+        macs = out_elems * (c_in // groups) * kh * kw
+        if groups > 1 and groups == c_in:
+            kind = "macs_conv_depthwise"
+            self.add("n_conv_depthwise", 1)
+        elif groups > 1:
+            kind = "macs_conv_grouped"
+        elif kh * kw == 1:
+            kind = "macs_conv_pointwise"
+        else:
+            kind = "macs_conv_dense"
+        self.add(kind, macs)
+        self.add("params", c_out * (c_in // groups) * kh * kw)
+        self.add("n_conv", 1)
+        if out_hw[0] < in_hw[0] or out_hw[1] < in_hw[1]:
+            self.add("n_conv_strided", 1)
+        self.add("conv_in_elems", c_in * in_hw[0] * in_hw[1])
+        self.add("conv_out_elems", out_elems)
+
+    def gemm(self, n_in: int, n_out: int) -> None:
+        """A fully connected layer of one row."""
+        self.add("macs_gemm", n_in * n_out)
+        self.add("params", n_in * n_out)
+
+    def elementwise(self, kind: str, elems: float, count: float = 1) -> None:
+        """``kind`` is "pool", "add", "mul", "act" or "transpose"."""
+        if kind == "pool":
+            self.add("n_pool", count)
+            self.add("pool_out_elems", elems)
+        elif kind == "transpose":
+            self.add("transpose_elems", elems)
+        else:
+            self.add(f"n_{kind}", count)
+            self.add(f"{kind}_elems", elems)
+
+
+@dataclass(frozen=True)
+class GraphModel:
+    """A model known only by its graph (for example a user's ONNX file), not by a space.
+
+    Attributes:
+        label: a name for tables and errors (the file name).
+        features: its graph features, shape (len(GRAPH_COLUMNS),).
+    """
+
+    label: str
+    features: np.ndarray
+
+    def __str__(self) -> str:
+        return self.label
+
+    def __hash__(self) -> int:
+        return hash(self.label)
+
+
+def _dims(value_info) -> list[int] | None:
+    """Dimensions of a tensor at batch 1, or None when a non-batch dimension is unknown."""
+    dims = list(value_info.type.tensor_type.shape.dim)
+    out = [1] if dims else []
+    for d in dims[1:]:
+        if not d.HasField("dim_value") or d.dim_value <= 0:
+            return None
+        out.append(int(d.dim_value))
+    return out
+
+
+def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX shape inference at batch 1, with data propagation so that shapes computed in the
+    graph (``zeros_like``, channel shuffles exported as Shape/Gather/Reshape) are resolved."""
+    from onnx import shape_inference
+
+    model = type(model).FromString(model.SerializeToString())  # do not touch the caller's
+    for vi in [*model.graph.input, *model.graph.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_value = 1
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as exc:  # onnx raises InferenceError and others
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HwnasError(f"ONNX shape inference failed: {first}") from None
+
+
+def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
+    """Graph features of an ONNX model at batch 1, shape (len(GRAPH_COLUMNS),).
+
+    Runs ONNX shape inference; a dynamic (symbolic) batch dimension counts as 1.
+
+    Raises:
+        HwnasError: the graph has a convolution or Gemm whose shapes cannot be inferred.
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    graph = _infer_shapes(model).graph
+    shapes: dict[str, list[int]] = {}
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        dims = _dims(vi)
+        if dims is not None:
+            shapes[vi.name] = dims
+    for init in graph.initializer:
+        shapes[init.name] = list(init.dims)
+    initializers = {init.name for init in graph.initializer}
+    constants = set(initializers)
+    for node in graph.node:  # Constant nodes make weights too (some exporters)
+        if node.op_type == "Constant":
+            constants.update(node.output)
+            for attr in node.attribute:
+                if attr.name == "value":
+                    shapes[node.output[0]] = list(numpy_helper.to_array(attr.t).shape)
+
+    acc = GraphAccumulator()
+    inputs = [i for i in graph.input if i.name not in initializers]
+    for i in inputs:
+        acc.add("input_elems", float(np.prod((_dims(i) or [1])[1:])))
+
+    producer = {out: node for node in graph.node for out in node.output}
+
+    def elems(name: str, depth: int = 0) -> float:
+        """Elements of one image's tensor ``name``; through element-preserving reshapes when
+        its own shape is unknown; 0 if unknown."""
+        shape = shapes.get(name)
+        if shape:
+            return float(np.prod(shape[1:]))
+        node = producer.get(name)
+        if node is not None and node.op_type in RESHAPES and depth < 8:
+            return elems(node.input[0], depth + 1)
+        return 0.0
+
+    for node in graph.node:
+        op = node.op_type
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if op == "Conv":
+            x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
+            y = shapes.get(node.output[0])
+            if not x or not w or not y or len(x) != 4 or len(y) != 4:
+                raise HwnasError(
+                    f"cannot infer the shapes of Conv node '{node.name or node.output[0]}' "
+                    "(only 2-D convolutions with static spatial sizes are supported)"
+                )
+            groups = int(attrs.get("group", 1))
+            acc.conv(x[1], y[1], (w[2], w[3]), groups, (x[2], x[3]), (y[2], y[3]))
+        elif op in ("Gemm", "MatMul"):
+            a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
+            if not a or not b:
+                raise HwnasError(f"cannot infer the shapes of {op} node '{node.name}'")
+            transposed = op == "Gemm" and int(attrs.get("transB", 0)) == 1
+            n_in, n_out = (b[-1], b[0]) if transposed else (b[-2] if len(b) >= 2 else b[0], b[-1])
+            rows = float(np.prod(a[1:-1])) if len(a) > 2 else 1.0
+            acc.add("macs_gemm", n_in * n_out * rows)
+            if node.input[1] in constants:  # weights (not activation x activation)
+                acc.add("params", n_in * n_out)
+        elif op in POOLS:
+            acc.elementwise("pool", elems(node.output[0]))
+        elif op in GLOBAL_POOLS:
+            acc.add("n_global_pool", 1)
+        elif op in ("Add", "Sum", "Mul", "Sub", "Div"):
+            tensors = [n for n in node.input if n not in constants]
+            out = elems(node.output[0])
+            big = [n for n in tensors if elems(n) == out]
+            if out > 0 and len(tensors) >= 2 and big:  # tensor-tensor, not bias/scale/shape math
+                acc.elementwise("mul" if op in ("Mul", "Div") else "add", out)
+        elif op in ACTIVATIONS:
+            acc.elementwise("act", elems(node.output[0]))
+        elif op == "Transpose":
+            acc.elementwise("transpose", elems(node.output[0]))
+    return acc.values
+
+
+def load_graph_model(path: str | Path) -> GraphModel:
+    """A :class:`GraphModel` from an ONNX file.
+
+    Raises:
+        HwnasError: missing, corrupt or unsupported ONNX file (one line naming it).
+    """
+    from hwnas.export import load_onnx
+
+    model = load_onnx(path)
+    try:
+        features = onnx_graph_features(model)
+    except HwnasError as exc:
+        raise HwnasError(f"{path}: {exc}") from None
+    return GraphModel(Path(path).name, features)

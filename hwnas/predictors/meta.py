@@ -1,0 +1,402 @@
+"""The meta-learned few-shot predictor: a new device from about 10 measurements.
+
+Model (all values divided by ``s``, the mean of the device's calibration values, so that
+latency and energy on any scale look alike; ``t(a) = y(a) / s``)::
+
+    t(a) = sum_k beta_k phi_k(a) + sum_j gamma_j f_j(a) + noise,   noise ~ N(0, sigma_n^2 t^2)
+
+- ``phi(a)`` is the architecture encoder: an MLP with a linear path, meta-trained to predict
+  every training device's normalised value of ``a`` (so a new device is sought as a mixture of
+  known ones: a GPU at batch 256 like other GPUs at batch 256, a TFLite board like a TFLite
+  phone). It reads the space's one-hot encoding, structural counts and graph features; a
+  second encoder reads graph features only and serves models known by their ONNX graph.
+- ``f(a)`` are additive cost features (operation counts, multiply-accumulates, tensor
+  elements, with an intercept): per-layer costs add up, so this part extrapolates to devices
+  unlike every training device (an accelerator where pooling costs as much as convolution).
+- ``beta ~ N(alpha w(e), sigma_beta^2 I)``: ``w(e)`` weights the training devices by how close
+  their values on the calibration architectures are to the new device's (its *hardware
+  embedding* ``e``: the log values on the reference set, centred; HELP, Lee et al., NeurIPS
+  2021, conditions on the same embedding). ``gamma ~ N((1 - alpha) mu_f, sigma_gamma Sigma_f)``
+  with ``mu_f``, ``Sigma_f`` the mean and covariance of the training devices' additive costs
+  (empirical Bayes). One more setting is plain ridge regression on ``phi`` with a free
+  intercept (the cross-device baseline, with a learned encoder instead of table columns).
+
+Adaptation is exact Bayesian linear regression for each hyper-parameter setting of a small grid
+(alpha, tau, sigma_beta, sigma_gamma, sigma_n), and predictions average the settings weighted by
+their marginal likelihood on the calibration values (Bayesian model averaging), so a device
+that is a mixture of known ones and a device that is only additive each get the right prior
+without tuning on the device. The predictive standard deviation is that of the averaged
+posterior. Relative noise makes the fit minimise relative, not absolute, errors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas import __version__
+from hwnas.errors import HwnasError
+from hwnas.predictors.base import Model, Predictor, check_calibration
+from hwnas.predictors.graph import GraphModel
+from hwnas.spaces.base import Arch
+
+FORMAT_VERSION = 1
+"""Version of the artifact format (``card.json`` ``format_version``); loading checks it."""
+
+DEFAULT_GRID: dict[str, tuple[float, ...]] = {
+    "alpha": (-1.0, 0.0, 0.5, 1.0),
+    "tau": (0.02,),
+    "sigma_beta": (0.03, 0.1, 0.3),
+    "sigma_gamma": (0.03, 0.1, 0.3, 1.0, 3.0),
+    "sigma_noise": (0.01, 0.03, 0.1),
+}
+"""Hyper-parameter grid of the Bayesian head. ``alpha`` in [0, 1] sets the prior mean (device
+mixture vs average additive costs); ``alpha = -1`` is the ridge setting (zero-mean mixture
+weights, no additive costs, a free intercept: cross-device ridge regression as a special case).
+``sigma_noise`` is a relative standard deviation."""
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, x)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-np.clip(x, -60, 60)))
+
+
+@dataclass
+class Encoder:
+    """Architecture encoder ``phi``: standardise, then ``softplus(linear(x) + mlp(x))``.
+
+    Shapes: input (n, p) -> output (n, K), one positive value per training column.
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    hidden: list[tuple[np.ndarray, np.ndarray]]
+    out: tuple[np.ndarray, np.ndarray]
+    linear: tuple[np.ndarray, np.ndarray]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        z = ((x - self.mean) / self.scale).astype(np.float32)
+        h = z
+        for w, b in self.hidden:
+            h = silu(h @ w + b)
+        raw = h @ self.out[0] + self.out[1] + z @ self.linear[0] + self.linear[1]
+        return softplus(raw.astype(np.float64)) + 1e-6
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        out = {f"{prefix}mean": self.mean, f"{prefix}scale": self.scale}
+        for i, (w, b) in enumerate(self.hidden):
+            out[f"{prefix}h{i}_w"], out[f"{prefix}h{i}_b"] = w, b
+        out[f"{prefix}out_w"], out[f"{prefix}out_b"] = self.out
+        out[f"{prefix}lin_w"], out[f"{prefix}lin_b"] = self.linear
+        return out
+
+    @classmethod
+    def from_arrays(cls, data: Any, prefix: str) -> Encoder:
+        hidden, i = [], 0
+        while f"{prefix}h{i}_w" in data:
+            hidden.append((data[f"{prefix}h{i}_w"], data[f"{prefix}h{i}_b"]))
+            i += 1
+        return cls(
+            data[f"{prefix}mean"],
+            data[f"{prefix}scale"],
+            hidden,
+            (data[f"{prefix}out_w"], data[f"{prefix}out_b"]),
+            (data[f"{prefix}lin_w"], data[f"{prefix}lin_b"]),
+        )
+
+
+@dataclass
+class AdditivePrior:
+    """Mean (f,) and covariance (f, f) of the training devices' additive costs."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+
+
+@dataclass
+class BayesHead:
+    """Posterior of the head after :func:`adapt`: per kept grid setting, its weight, the
+    coefficient mean (D,) and covariance (D, D), and its relative noise variance."""
+
+    weights: np.ndarray
+    coefs: list[np.ndarray]
+    covs: list[np.ndarray]
+    noise: list[float]
+    settings: list[tuple[float, ...]] = field(default_factory=list)
+
+    def predict(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Normalised mean and variance for feature rows ``z`` (n, D).
+
+        The variance is that of the mixture: sum_g w_g (z P_g z' + (1 + noise_g) m_g^2) - m^2,
+        computed with the weighted mean covariance (the first term is linear in P_g).
+        """
+        means = z @ np.stack(self.coefs, 1)  # (n, G)
+        mean = means @ self.weights
+        cov = sum(w * c for w, c in zip(self.weights, self.covs))
+        second = (means**2) @ (self.weights * (1.0 + np.asarray(self.noise)))
+        var = ((z @ cov) * z).sum(1) + second - mean**2
+        return mean, np.maximum(var, 0.0)
+
+
+def hardware_weights(phi_s: np.ndarray, t_s: np.ndarray, tau: float) -> np.ndarray:
+    """Training-device weights from the hardware embedding: softmax over devices of
+    -(mean squared distance between centred log values on the calibration architectures)/tau.
+
+    Args:
+        phi_s: (n, K) training devices' normalised values on the calibration architectures.
+        t_s: (n,) the new device's normalised values.
+    """
+    e = np.log(t_s) - np.log(t_s).mean()
+    ek = np.log(phi_s) - np.log(phi_s).mean(0)
+    d = ((ek - e[:, None]) ** 2).mean(0)
+    w = np.exp(-(d - d.min()) / tau)
+    return w / w.sum()
+
+
+def adapt(
+    phi_s: np.ndarray,
+    f_s: np.ndarray,
+    t_s: np.ndarray,
+    prior: AdditivePrior,
+    grid: dict[str, Sequence[float]] | None = None,
+    keep: float = 1e-4,
+    select: str = "evidence",
+) -> BayesHead:
+    """Bayesian model averaging of exact Bayesian linear regressions over the grid.
+
+    Args:
+        phi_s: (n, K) encoder outputs of the calibration architectures.
+        f_s: (n, f) their additive features (first column the intercept).
+        t_s: (n,) their normalised measured values (> 0).
+        prior: additive-cost prior.
+        grid: hyper-parameter values (default :data:`DEFAULT_GRID`).
+        keep: settings whose posterior weight is below this are dropped.
+        select: weight settings by their marginal likelihood ("evidence") or by their
+            leave-one-out predictive density ("loo", pseudo-BMA).
+    """
+    grid = grid or DEFAULT_GRID
+    n, k = phi_s.shape
+    z = np.concatenate([phi_s, f_s], 1)
+    results = []
+    cache_w: dict[float, np.ndarray] = {}
+    for mode, tau, sb, sg, sn in itertools.product(
+        grid["alpha"], grid["tau"], grid["sigma_beta"], grid["sigma_gamma"], grid["sigma_noise"]
+    ):
+        if mode < 0 and (sg != grid["sigma_gamma"][0] or tau != grid["tau"][0]):
+            continue  # the ridge setting has no additive costs and no mixture weights
+        if tau not in cache_w:
+            cache_w[tau] = hardware_weights(phi_s, t_s, tau)
+        if mode < 0:  # ridge: zero-mean device mixture, no additive costs, free intercept
+            mu = np.zeros(z.shape[1])
+            sigma = np.zeros((z.shape[1], z.shape[1]))
+            sigma[:k, :k] = np.eye(k) * sb**2
+            sigma[k, k] = 1.0
+        else:
+            mu = np.concatenate([mode * cache_w[tau], (1 - mode) * prior.mean])
+            sigma = np.zeros((z.shape[1], z.shape[1]))
+            sigma[:k, :k] = np.eye(k) * sb**2
+            sigma[k:, k:] = prior.cov * sg
+        kss = z @ sigma @ z.T + np.diag(sn**2 * t_s**2) + 1e-10 * np.eye(n)
+        try:
+            chol = np.linalg.cholesky(kss)
+        except np.linalg.LinAlgError:
+            continue
+        r = t_s - z @ mu
+        a = np.linalg.solve(chol.T, np.linalg.solve(chol, r))
+        if select == "loo":
+            kinv = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(n)))
+            var = 1.0 / np.diag(kinv)
+            err = a * var
+            score = float(np.sum(-0.5 * np.log(var) - 0.5 * err**2 / var))
+        else:
+            score = float(-0.5 * r @ a - np.log(np.diag(chol)).sum())
+        sz = sigma @ z.T  # (D, n)
+        v = np.linalg.solve(chol, sz.T)  # (n, D)
+        results.append((score, mu + sz @ a, sigma - v.T @ v, sn**2, (mode, tau, sb, sg, sn)))
+    if not results:
+        raise HwnasError("the calibration values could not be fitted (degenerate measurements)")
+    lml = np.array([r[0] for r in results])
+    w = np.exp(lml - lml.max())
+    w /= w.sum()
+    kept = [i for i in np.argsort(-w) if w[i] >= keep]
+    wk = w[kept] / w[kept].sum()
+    return BayesHead(
+        wk,
+        [results[i][1] for i in kept],
+        [results[i][2] for i in kept],
+        [results[i][3] for i in kept],
+        [results[i][4] for i in kept],
+    )
+
+
+class MetaPredictor(Predictor):
+    """A meta-trained artifact (``latency_predictors/<name>/``) adapted to one device.
+
+    Args:
+        path: the artifact folder (``card.json`` + ``weights.npz``).
+
+    Raises:
+        HwnasError: missing or unreadable artifact, or one written by another format version.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.card = read_card(self.path)
+        self.name = self.card["name"]
+        self.space_name: str = self.card["space"]
+        try:
+            with np.load(self.path / "weights.npz") as data:
+                arrays = {k: data[k] for k in data.files}
+        except (OSError, ValueError) as exc:
+            raise HwnasError(f"cannot read predictor weights in {self.path}: {exc}") from None
+        self.enc_space = Encoder.from_arrays(arrays, "space_")
+        self.enc_graph = Encoder.from_arrays(arrays, "graph_")
+        self.prior_space = AdditivePrior(arrays["space_prior_mean"], arrays["space_prior_cov"])
+        self.prior_graph = AdditivePrior(arrays["graph_prior_mean"], arrays["graph_prior_cov"])
+        self.graph_keep = arrays["graph_keep"].astype(np.int64)
+        self.graph_scale = arrays["graph_scale"]
+        self.additive: list[str] = list(self.card["model"]["additive_features"])
+        self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
+        self._space_head: BayesHead | None = None
+        self._graph_head: BayesHead | None = None
+        self._s = 1.0
+        self._min = 0.0
+
+    # -- features --------------------------------------------------------------------------
+
+    @property
+    def featurizer(self):
+        from hwnas.predictors.featurize import get_featurizer
+
+        return get_featurizer(self.space_name)
+
+    def _graph_x(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        u = g[:, self.graph_keep] / self.graph_scale
+        return np.log1p(u), np.concatenate([np.ones((len(u), 1)), u], 1)
+
+    def space_inputs(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        """(encoder input (n, p), additive features (n, f)) of architectures of the space."""
+        fz = self.featurizer
+        s = fz.structural(archs)
+        xg, fg = self._graph_x(fz.graph(archs))
+        x = np.concatenate([fz.encoding(archs), s, xg], 1)
+        parts = [np.ones((len(archs), 1))]
+        if "structural" in self.additive:
+            parts.append(s)
+        if "graph" in self.additive:
+            parts.append(fg[:, 1:])
+        return x, np.concatenate(parts, 1)
+
+    def graph_inputs(self, models: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
+        """(encoder input, additive features) of the graph path for any models."""
+        rows = [None] * len(models)
+        archs = [(i, m) for i, m in enumerate(models) if isinstance(m, Arch)]
+        if archs:
+            g = self.featurizer.graph([m for _, m in archs])
+            for (i, _), row in zip(archs, g):
+                rows[i] = row
+        for i, m in enumerate(models):
+            if isinstance(m, GraphModel):
+                rows[i] = m.features
+        return self._graph_x(np.stack(rows).astype(np.float64))
+
+    def _check(self, models: Sequence[Model]) -> None:
+        for m in models:
+            if isinstance(m, Arch) and m.space != self.space_name:
+                raise HwnasError(
+                    f"predictor '{self.name}' is for space '{self.space_name}', "
+                    f"not '{m.space}' (architecture '{m.text}')"
+                )
+
+    # -- Predictor -------------------------------------------------------------------------
+
+    def fit(self, archs: Sequence[Model], values, metric: str = "latency_ms") -> MetaPredictor:
+        """Adapt to one device from its measured values (the reference set, ideally).
+
+        Raises:
+            HwnasError: bad calibration values, or architectures of another space.
+        """
+        archs = list(archs)
+        v = check_calibration(archs, values)
+        self._check(archs)
+        self.metric = metric
+        self._s = float(v.mean())
+        self._min = float(v.min())
+        t = v / self._s
+        in_space = [i for i, a in enumerate(archs) if isinstance(a, Arch)]
+        self._space_head = None
+        if len(in_space) >= 3:
+            x, f = self.space_inputs([archs[i] for i in in_space])
+            self._space_head = adapt(self.enc_space(x), f, t[in_space], self.prior_space, self.grid)
+        xg, fg = self.graph_inputs(archs)
+        self._graph_head = adapt(self.enc_graph(xg), fg, t, self.prior_graph, self.grid)
+        return self
+
+    def predict(self, archs: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted value and standard deviation (ms or mJ) of each model.
+
+        Raises:
+            HwnasError: not adapted yet, or architectures of another space.
+        """
+        if self._graph_head is None:
+            raise HwnasError(f"predictor '{self.name}' must be adapted (fit) before predicting")
+        archs = list(archs)
+        self._check(archs)
+        mean, var = np.zeros(len(archs)), np.zeros(len(archs))
+        space_rows = [i for i, a in enumerate(archs) if isinstance(a, Arch)]
+        if self._space_head is None:
+            space_rows = []
+        other = sorted(set(range(len(archs))) - set(space_rows))
+        if space_rows:
+            x, f = self.space_inputs([archs[i] for i in space_rows])
+            z = np.concatenate([self.enc_space(x), f], 1)
+            mean[space_rows], var[space_rows] = self._space_head.predict(z)
+        if other:
+            xg, fg = self.graph_inputs([archs[i] for i in other])
+            z = np.concatenate([self.enc_graph(xg), fg], 1)
+            mean[other], var[other] = self._graph_head.predict(z)
+        floor = 1e-3 * self._min / self._s
+        return np.maximum(mean, floor) * self._s, np.sqrt(var) * self._s
+
+    @property
+    def head(self) -> BayesHead | None:
+        """The adapted space head (None before :meth:`fit`)."""
+        return self._space_head
+
+
+# -- artifacts -------------------------------------------------------------------------------
+
+
+def read_card(path: Path) -> dict[str, Any]:
+    """The card of the artifact folder ``path``.
+
+    Raises:
+        HwnasError: missing or unreadable card, or a format version this hwnas cannot read.
+    """
+    card_path = Path(path) / "card.json"
+    if not card_path.is_file():
+        raise HwnasError(f"not a predictor artifact (no card.json): {path}")
+    try:
+        card = json.loads(card_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise HwnasError(f"cannot read predictor card {card_path}: {exc}") from None
+    version = card.get("format_version") if isinstance(card, dict) else None
+    if version != FORMAT_VERSION:
+        raise HwnasError(
+            f"predictor artifact {path} has format version {version}; this hwnas "
+            f"({__version__}) reads version {FORMAT_VERSION}: rebuild it with "
+            "`hwnas predictor train`"
+        )
+    for key in ("name", "space", "kind", "model"):
+        if key not in card:
+            raise HwnasError(f"predictor card {card_path} has no '{key}'")
+    return card

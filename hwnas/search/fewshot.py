@@ -1,0 +1,438 @@
+"""Search on a device with few measurements: predict costs, measure only to calibrate and verify.
+
+1. Calibrate: measure the space's reference set on the device (table reads for a recorded
+   device, live runs for a reachable one, stored values for an imported one) and adapt a
+   meta-learned predictor to it (:mod:`hwnas.predictors`).
+2. Search: the usual study, with costs predicted by the adapted predictor
+   (:class:`PredictedEvaluator`, sources ``predicted:<artifact>``).
+3. Verify: measure the final candidates. Under a latency limit, the most accurate candidate
+   whose predicted latency meets the limit is measured; if its measured latency misses the
+   limit, the predictor is re-adapted with the new value and the next candidate is tried, until
+   one is verified within the limit by measurement (``best``) or the budget is spent.
+   Otherwise the Pareto architectures are measured, most accurate first.
+
+``--measurement-budget N`` caps the device values a search may use (calibration and
+verification together; default :data:`DEFAULT_MEASUREMENT_BUDGET`), so that a recorded
+device behaves like a new one: only N of its table values are read. The count is reported as
+``device_measurements`` in ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler, arch_workload
+from hwnas.predictors import Predictor
+from hwnas.predictors.data import reference_indices
+from hwnas.search.costs import CostContext
+from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord, run_search, summarise
+from hwnas.search.evaluate import Evaluation
+from hwnas.spaces.base import Arch, SearchSpace
+
+DEFAULT_MEASUREMENT_BUDGET = 20
+"""Device measurements of a few-shot search when no budget is given: the 10 reference
+architectures and up to 10 verifications."""
+
+MIN_MEASUREMENT_BUDGET = 4
+"""3 calibration values and 1 verification."""
+
+
+class BudgetSpent(HwnasError):
+    """The measurement budget does not allow another device measurement."""
+
+
+class MeasurementBudget:
+    """Device values of architectures, counted per architecture and capped.
+
+    Args:
+        profiler: device + store (measure-once).
+        space: the search space.
+        dataset: the dataset networks are built for.
+        metrics: metrics obtained for each measured architecture.
+        cap: most architectures that may be measured (or read).
+    """
+
+    def __init__(
+        self, profiler: Profiler, space: SearchSpace, dataset: str, metrics: list[str], cap: int
+    ):
+        self.profiler = profiler
+        self.space = space
+        self.dataset = dataset
+        self.metrics = metrics
+        self.cap = cap
+        self.values: dict[str, dict[str, tuple[float, str]]] = {}
+
+    @property
+    def used(self) -> int:
+        """Architectures measured so far (the ``device_measurements`` of the summary)."""
+        return len(self.values)
+
+    @property
+    def left(self) -> int:
+        return self.cap - self.used
+
+    def measure(self, arch: Arch) -> dict[str, tuple[float, str]]:
+        """metric -> (value, source) of ``arch``; free if already measured.
+
+        Raises:
+            BudgetSpent: the cap is reached.
+            DeviceUnavailableError: the device cannot measure it (an imported device without
+                this architecture).
+        """
+        if arch.text in self.values:
+            return self.values[arch.text]
+        if self.used >= self.cap:
+            raise BudgetSpent(f"measurement budget of {self.cap} spent")
+        w = arch_workload(self.space, arch, self.dataset)
+        got = {}
+        for metric in self.metrics:
+            m = self.profiler.measure(w, metric)
+            got[metric] = (m.value, m.source)
+        self.values[arch.text] = got
+        return got
+
+    def stored(self, arch: Arch) -> dict[str, tuple[float, str]] | None:
+        """Values of ``arch`` in the store (without measuring), counted if used."""
+        store = self.profiler.store
+        if store is None:
+            return None
+        w = arch_workload(self.space, arch, self.dataset)
+        dev = self.profiler.device
+        got = {}
+        for metric in self.metrics:
+            m = store.lookup(dev.name, dev.runtime, metric, w.model_hash, w.input_shape)
+            if m is None:
+                return None
+            got[metric] = (m.value, m.source)
+        return got
+
+
+@dataclass(frozen=True)
+class PredictedEvaluation(Evaluation):
+    """An :class:`Evaluation` whose costs are predicted, with their standard deviations."""
+
+    std: dict[str, float] = field(default_factory=dict)
+
+    def attrs(self) -> dict[str, object]:
+        out = super().attrs()
+        for metric, s in self.std.items():
+            out[f"{metric}_std"] = s
+        return out
+
+
+class PredictedEvaluator:
+    """Accuracy from the space's table, costs from adapted predictors.
+
+    Args:
+        space: a space with ``table_accuracy`` and ``index``.
+        dataset: dataset whose accuracy is used.
+        predictors: metric -> adapted predictor.
+        label: the predictor's name, for the sources (``predicted:<label>``).
+    """
+
+    def __init__(
+        self, space: SearchSpace, dataset: str, predictors: dict[str, Predictor], label: str
+    ):
+        self.space = space
+        self.dataset = dataset
+        self.predictors = predictors
+        self.label = label
+        self._accuracy = space.table_accuracy(dataset)
+        self._source = space.accuracy_source(dataset)
+        self.accuracy_queries = 0
+
+    def costs(self, archs: list[Arch]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """metric -> (predicted values, standard deviations) of ``archs``."""
+        return {m: p.predict(archs) for m, p in self.predictors.items()}
+
+    def evaluate(self, arch: Arch) -> PredictedEvaluation:
+        self.accuracy_queries += 1
+        accuracy = float(self._accuracy[self.space.index(arch)])
+        costs, std, sources = {}, {}, {}
+        for metric, (mean, sd) in self.costs([arch]).items():
+            costs[metric], std[metric] = float(mean[0]), float(sd[0])
+            sources[metric] = f"predicted:{self.label}"
+        w = arch_workload(self.space, arch, self.dataset)
+        return PredictedEvaluation(
+            arch, accuracy, self._source, costs, sources, w.model_hash, std=std
+        )
+
+
+@dataclass
+class FewShotPlan:
+    """What prepare resolved for a few-shot search.
+
+    Attributes:
+        predictor: the un-adapted predictor (one per metric is made from its name).
+        predictor_name: the name or path it was loaded from.
+        budget: the measurement cap.
+        metrics: metrics to predict (the objective's, and latency under a latency limit).
+    """
+
+    predictor: Predictor
+    predictor_name: str
+    budget: int
+    metrics: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        path = getattr(self.predictor, "path", None)
+        return {
+            "name": self.predictor.name,
+            "path": str(path) if path is not None else None,
+            "requested": self.predictor_name,
+        }
+
+    def fresh(self) -> Predictor:
+        from hwnas.predictors import load_predictor
+
+        path = getattr(self.predictor, "path", None)
+        return load_predictor(str(path) if path is not None else self.predictor_name)
+
+
+def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure: bool):
+    """Architectures to calibrate on: the reference set (leaving one measurement for
+    verification); for a device that cannot measure, every stored architecture of the space
+    (reference set first), up to the cap."""
+    refs = [space.arch_at(i) for i in reference_indices(space.name)]
+    if can_measure:
+        return refs[: max(budget.cap - 1, 0)]
+    stored = []
+    store, dev = budget.profiler.store, budget.profiler.device
+    labels = {m.label for metric in budget.metrics for m in store.measurements(dev.name, metric)}
+    for label in labels:
+        try:
+            stored.append(space.parse(label))
+        except HwnasError:
+            continue
+    ordered = refs + sorted(a for a in set(stored) - set(refs))
+    out = [a for a in ordered if budget.stored(a) is not None]
+    return out[: budget.cap]
+
+
+def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, Predictor]:
+    """One predictor per metric, adapted on every value measured so far.
+
+    Raises:
+        HwnasError: fewer than 3 measured architectures.
+    """
+    archs = [a for a in budget.values]
+    out = {}
+    for metric in plan.metrics:
+        space_archs = [budget.space.parse(a) for a in archs]
+        values = np.array([budget.values[a][metric][0] for a in archs])
+        out[metric] = plan.fresh().fit(space_archs, values, metric)
+    return out
+
+
+def run_fewshot(
+    settings: SearchSettings,
+    space: SearchSpace,
+    profiler: Profiler,
+    plan: FewShotPlan,
+    storage: Any = None,
+    on_trial: Callable[[int, TrialRecord | None], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    costs: CostContext | None = None,
+) -> tuple[SearchResult, dict[str, Any], PredictedEvaluator]:
+    """Calibrate, search on predicted costs, verify by measurement.
+
+    Cost-aware strategies (``surrogate``) get the adapted predictors' means as the costs of
+    every candidate (``costs`` gives the limit and budget; its cost functions are replaced).
+
+    Returns:
+        (result with measured costs for verified architectures and ``best`` verified under a
+        latency limit, summary fields, the evaluator).
+
+    Raises:
+        HwnasError: fewer than 3 calibration values could be obtained, storage problems.
+    """
+    say = on_stage or (lambda _m: None)
+    device = profiler.device
+    can_measure = getattr(device, "can_measure", True)
+    budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
+    cal = calibration_archs(space, budget, can_measure)
+    say(f"calibration: {len(cal)} reference architectures on {device.name}")
+    for arch in cal:
+        budget.measure(arch)
+    if budget.used < 3:
+        raise HwnasError(
+            f"device '{device.name}' gave {budget.used} calibration values for space "
+            f"'{space.name}'; at least 3 are needed (hwnas refset export, then hwnas measure "
+            "import)"
+        )
+    predictors = adapt_all(plan, budget)
+    evaluator = PredictedEvaluator(space, settings.dataset, predictors, plan.predictor.name)
+    say(f"search on costs predicted by {plan.predictor.name}")
+    costs = dataclasses.replace(
+        costs or CostContext(space, max_latency=settings.max_latency, budget=settings.budget),
+        cost=_predicted(predictors[settings.metric]),
+        latency=_predicted(predictors["latency_ms"]) if "latency_ms" in predictors else None,
+    )
+    result = run_search(settings, space, evaluator.evaluate, storage, on_trial, costs=costs)
+    say("verification by measurement")
+    verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
+    records = [_with_measured(r, budget) for r in result.records]
+    final = summarise(settings, records, result.trials_total, result.new_trials)
+    if settings.max_latency is not None:
+        final = dataclasses.replace(final, best=best)
+    extra = {
+        "predictor": plan.describe(),
+        "device_measurements": budget.used,
+        "measurement_budget": plan.budget,
+        "calibration": [
+            {"arch": a.text, **{m: budget.values[a.text][m][0] for m in plan.metrics}} for a in cal
+        ],
+        "verification": verification,
+        "best_verified": (
+            best is not None and best.attrs.get("verified", True)
+            if settings.max_latency is not None
+            else None
+        ),
+    }
+    return final, extra, evaluator
+
+
+def _predicted(predictor: Predictor) -> Callable[[Sequence[Arch]], np.ndarray]:
+    return lambda archs: predictor.predict(list(archs))[0]
+
+
+def _with_measured(r: TrialRecord, budget: MeasurementBudget) -> TrialRecord:
+    got = budget.values.get(r.arch)
+    if not got:
+        return r
+    costs, attrs = dict(r.costs), dict(r.attrs)
+    for metric, (value, source) in got.items():
+        attrs[f"{metric}_predicted"] = costs.get(metric)
+        costs[metric], attrs[metric], attrs[f"{metric}_source"] = value, value, source
+    return dataclasses.replace(r, costs=costs, attrs=attrs)
+
+
+def verify(
+    settings: SearchSettings,
+    result: SearchResult,
+    evaluator: PredictedEvaluator,
+    budget: MeasurementBudget,
+    plan: FewShotPlan,
+    can_measure: bool,
+) -> tuple[list[dict[str, Any]], TrialRecord | None]:
+    """Measure final candidates within the budget (see the module docstring).
+
+    Returns:
+        (one entry per verified architecture, the verified best under a latency limit or None).
+    """
+    space = evaluator.space
+    log: list[dict[str, Any]] = []
+    by_arch = {r.arch: r for r in result.records}
+
+    def check(arch_text: str, predicted: dict[str, float]) -> dict[str, tuple[float, str]] | None:
+        arch = space.parse(arch_text)
+        got = budget.values.get(arch_text)
+        if got is None and can_measure:
+            try:
+                got = budget.measure(arch)
+            except BudgetSpent:
+                return None
+        elif got is None:
+            got = budget.stored(arch)
+            if got is not None and budget.used < budget.cap:
+                budget.values[arch_text] = got
+            elif got is not None:
+                return None
+        if got is None:
+            return None
+        entry = {
+            "arch": arch_text,
+            "accuracy": by_arch[arch_text].accuracy,
+            "predicted": predicted,
+            "measured": {m: v for m, (v, _s) in got.items()},
+        }
+        if settings.max_latency is not None:
+            entry["within_limit"] = got["latency_ms"][0] <= settings.max_latency
+        log.append(entry)
+        return got
+
+    if settings.max_latency is not None:
+        limit = settings.max_latency
+        tried: set[str] = set()
+        archs = [space.parse(r.arch) for r in result.records]
+        while True:
+            lat, _ = evaluator.predictors["latency_ms"].predict(archs)
+            candidates = []
+            for i, r in enumerate(result.records):
+                known = budget.values.get(r.arch)
+                feasible = known["latency_ms"][0] <= limit if known else lat[i] <= limit
+                if r.arch not in tried and feasible:
+                    candidates.append((r.accuracy, -lat[i], r.arch))
+            if not candidates:
+                return log, None
+            _acc, neg_lat, arch_text = max(candidates)
+            tried.add(arch_text)
+            got = check(arch_text, {"latency_ms": -neg_lat})
+            if got is None:  # budget spent, or an imported device without this architecture
+                best = _with_measured(by_arch[arch_text], budget)
+                return log, None if can_measure else dataclasses.replace(
+                    best, attrs={**best.attrs, "verified": False}
+                )
+            if got["latency_ms"][0] <= limit:
+                return log, _with_measured(by_arch[arch_text], budget)
+            if can_measure:  # learn from the miss before choosing the next candidate
+                evaluator.predictors = adapt_all(plan, budget)
+
+    front = sorted(result.pareto, key=lambda r: -r.accuracy)
+    for r in front:
+        if budget.left <= 0 and r.arch not in budget.values:
+            break
+        check(r.arch, {m: r.costs[m] for m in plan.metrics if m in r.costs})
+    return log, None
+
+
+def plan_fewshot(
+    settings: SearchSettings,
+    space: SearchSpace,
+    device,
+    predictor: str | None,
+    measurement_budget: int | None,
+) -> FewShotPlan | None:
+    """The few-shot plan of a search, or None for a search that measures every architecture.
+
+    A search is few-shot when it is given a predictor or a measurement budget, or when its
+    device cannot take new measurements (an imported device). Under a default study name,
+    the study name gets ``-predicted-<artifact>-m<budget>`` so it never resumes a measured
+    study.
+
+    Raises:
+        HwnasError: unknown predictor, an artifact of another space, a budget below
+            :data:`MIN_MEASUREMENT_BUDGET`, a device without values for the space.
+    """
+    from hwnas.predictors import load_predictor
+    from hwnas.search.engine import default_study_name
+
+    can_measure = getattr(device, "can_measure", True)
+    if predictor is None and measurement_budget is None and can_measure:
+        return None
+    if measurement_budget is not None and measurement_budget < MIN_MEASUREMENT_BUDGET:
+        raise HwnasError(
+            f"--measurement-budget must be at least {MIN_MEASUREMENT_BUDGET} (3 calibration "
+            f"values and 1 verification), got {measurement_budget}"
+        )
+    if "*" not in device.spaces and space.name not in device.spaces:
+        raise HwnasError(
+            f"device '{device.name}' has no measurements for space '{space.name}' "
+            f"(it has: {', '.join(device.spaces)})"
+        )
+    reference_indices(space.name)  # a space without a reference set fails here
+    pred = load_predictor(predictor or space.name, space.name)
+    metrics = [settings.metric]
+    if settings.max_latency is not None and "latency_ms" not in metrics:
+        metrics.append("latency_ms")
+    budget = measurement_budget or DEFAULT_MEASUREMENT_BUDGET
+    if settings.study == default_study_name(settings):
+        settings.study = f"{settings.study}-predicted-{pred.name}-m{budget}"
+    return FewShotPlan(pred, predictor or space.name, budget, metrics)

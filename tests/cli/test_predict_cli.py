@@ -1,0 +1,206 @@
+"""`hwnas predict`, `hwnas refset export`, `hwnas measure import`, `hwnas predictor`: a new
+device from files, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import numpy as np
+import pytest
+from helpers import hwnas_cli
+
+from hwnas.cli import main
+from hwnas.predictors.data import get_column, reference_indices
+from hwnas.predictors.metrics import scores
+from hwnas.spaces import get_space
+
+SPACE = get_space("nasbench201")
+REF = list(reference_indices("nasbench201"))
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def calibration(path, device="fpga", n=10, metric="latency_ms"):
+    y = get_column("nasbench201", device).values
+    rows = [(SPACE.arch_at(i).text, y[i]) for i in REF[:n]]
+    return write_csv(path, ["arch", metric], rows)
+
+
+def run(args, capsys):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_predict_from_calibration_file(tmp_path, capsys):
+    cal = calibration(tmp_path / "cal.csv")
+    idx = list(range(0, 15625, 313))
+    archs = write_csv(tmp_path / "archs.csv", ["arch"], [[i] for i in idx])
+    out = tmp_path / "pred.csv"
+    code, _o, err = run(
+        ["predict", "--calibration", cal, "--archs", archs, "--out", out,
+         "--predictor", "nasbench201-help"], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "nasbench201-help" in err
+    rows = list(csv.DictReader(open(out)))
+    assert list(rows[0]) == ["arch", "latency_ms", "std"] and len(rows) == len(idx)
+    assert rows[0]["arch"] == SPACE.arch_at(0).text
+    pred = np.array([float(r["latency_ms"]) for r in rows])
+    assert all(float(r["std"]) > 0 for r in rows)
+    truth = get_column("nasbench201", "fpga").values[idx]
+    assert scores(pred, truth)["spearman_rho"] >= 0.95
+
+
+def test_energy_calibration_writes_energy_column(tmp_path, capsys):
+    cal = calibration(tmp_path / "cal.csv", "pi5_onnx:energy_mj", metric="energy_mj")
+    archs = write_csv(tmp_path / "archs.csv", ["arch"], [[i] for i in (5, 6, 7)])
+    out = tmp_path / "pred.csv"
+    code, _o, err = run(["predict", "--calibration", cal, "--archs", archs, "--out", out], capsys)
+    assert code == 0, err
+    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std"]
+
+
+@pytest.mark.slow
+def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_home):
+    ref_dir = tmp_path / "refset"
+    r = hwnas_cli("refset", "export", "--space", "nasbench201", "--out", str(ref_dir))
+    assert r.returncode == 0, r.stderr
+    onnx_files = sorted(ref_dir.glob("*.onnx"))
+    assert len(onnx_files) == 10
+    rows = list(csv.DictReader(open(ref_dir / "calibration.csv")))
+    assert [r["arch"] for r in rows] == [SPACE.arch_at(i).text for i in REF]
+    # "time" the files on the device: here the fpga's recorded values stand in for a tool
+    y = get_column("nasbench201", "fpga").values
+    for row, i in zip(rows, REF):
+        row["latency_ms"] = y[i]
+    write_csv(ref_dir / "calibration.csv", list(rows[0]), [list(r.values()) for r in rows])
+    # an ONNX file is a valid arch cell for prediction
+    archs = write_csv(tmp_path / "archs.csv", ["arch"], [[0], [f"refset/{onnx_files[0].name}"]])
+    r = hwnas_cli("predict", "--calibration", str(ref_dir / "calibration.csv"),
+                  "--archs", str(archs), "--out", str(tmp_path / "p.csv"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert len(list(csv.DictReader(open(tmp_path / "p.csv")))) == 2
+
+    r = hwnas_cli("measure", "import", "--device", "myboard", str(ref_dir / "calibration.csv"))
+    assert r.returncode == 0, r.stderr
+    assert "10 measurements imported" in r.stderr
+    profile = (hwnas_home / "devices" / "myboard.yaml").read_text()
+    assert "kind: imported" in profile
+    r = hwnas_cli("measure", "import", "--device", "myboard", str(ref_dir / "calibration.csv"))
+    assert "0 measurements imported, 10 already stored" in r.stderr
+
+    out = tmp_path / "run"
+    r = hwnas_cli("search", "--device", "myboard", "--budget", "25", "--max-latency", "4",
+                  "--no-zoo", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["device_measurements"] == 10 and summary["predictor"]["name"] == "nasbench201"
+    assert summary["best"] is not None and summary["best_verified"] in (True, False)
+
+
+def test_measure_without_subcommand_prints_help(capsys):
+    code, out, _err = run(["measure"], capsys)
+    assert code == 0 and "import" in out
+
+
+def test_predictor_eval_and_list(capsys):
+    code, out, err = run(["predictor", "eval", "fbnet-help", "--devices", "eyeriss"], capsys)
+    assert code == 0, err
+    assert "eyeriss" in out and "unseen" in out
+    code, out, _ = run(["predictor", "list"], capsys)
+    assert code == 0 and "nasbench201-help" in out and "ofa" in out
+
+
+BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
+
+
+def _old_artifact(tmp_path):
+    from hwnas.predictors import list_artifacts
+
+    old = tmp_path / "old-artifact"
+    shutil.copytree(list_artifacts()["nasbench201-help"], old)
+    card = json.loads((old / "card.json").read_text())
+    card["format_version"] = 0
+    (old / "card.json").write_text(json.dumps(card))
+    return old
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("malformed", "unknown operation 'conv_5x5'"),
+        ("out_of_range", "out of range"),
+        ("duplicate", "duplicate arch"),
+        ("non_positive", "must be positive"),
+        ("not_a_number", "is not a number"),
+        ("too_few", "at least 3 are needed"),
+        ("no_value_column", "needs exactly one value column"),
+        ("other_space", "is for space 'fbnet', not 'nasbench201'"),
+        ("other_version", "format version 0"),
+        ("missing_file", "file not found"),
+        ("archs_without_arch_column", "no 'arch' column"),
+        ("unknown_predictor", "unknown predictor 'nope'"),
+    ],
+)
+def test_bad_calibration_and_predictor_one_line_exit_2(case, expected, tmp_path, capsys):
+    cal = calibration(tmp_path / "cal.csv")
+    archs = write_csv(tmp_path / "archs.csv", ["arch"], [[1], [2]])
+    lines = open(cal).read().splitlines()
+    predictor = "nasbench201-help"
+    if case == "malformed":
+        lines[3] = f"{BAD_ARCH},3.0"
+    elif case == "out_of_range":
+        lines[3] = "99999,3.0"
+    elif case == "duplicate":
+        lines[3] = lines[1]
+    elif case == "non_positive":
+        lines[3] = lines[3].rsplit(",", 1)[0] + ",-1"
+    elif case == "not_a_number":
+        lines[3] = lines[3].rsplit(",", 1)[0] + ",fast"
+    elif case == "too_few":
+        lines = lines[:3]
+    elif case == "no_value_column":
+        lines[0] = "arch,time"
+    elif case == "other_space":
+        predictor = "fbnet-help"
+    elif case == "other_version":
+        predictor = str(_old_artifact(tmp_path))
+    elif case == "missing_file":
+        cal = tmp_path / "none.csv"
+    elif case == "archs_without_arch_column":
+        archs = write_csv(tmp_path / "archs.csv", ["name"], [[1]])
+    elif case == "unknown_predictor":
+        predictor = "nope"
+    if case != "missing_file":
+        cal.write_text("\n".join(lines) + "\n")
+    code, _out, err = run(
+        ["predict", "--calibration", cal, "--archs", archs, "--out", tmp_path / "p.csv",
+         "--predictor", predictor], capsys,
+    )  # fmt: skip
+    assert code == 2, err
+    err_lines = [line for line in err.splitlines() if line.strip()]
+    assert len(err_lines) == 1 and err_lines[0].startswith("error: "), err
+    assert expected in err_lines[0], err
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_bad_input_through_the_real_cli(tmp_path):
+    cal = calibration(tmp_path / "cal.csv", n=2)
+    r = hwnas_cli("measure", "import", "--device", "newdev", str(cal))
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and "at least 3" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = hwnas_cli("measure", "import", "--device", "pixel3", str(calibration(tmp_path / "c.csv")))
+    assert r.returncode == 2 and "is a recorded device" in r.stderr
+    r = hwnas_cli("search", "--device", "fpga", "--measurement-budget", "2")
+    assert r.returncode == 2 and "at least 4" in r.stderr
+    r = hwnas_cli("search", "--device", "fpga", "--predictor", "fbnet-help")
+    assert r.returncode == 2 and "is for space 'fbnet'" in r.stderr

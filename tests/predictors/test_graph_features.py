@@ -1,0 +1,116 @@
+"""Graph features: the ONNX reader on a hand-built graph, and the analytic features of every
+space equal to what the reader finds in the exported networks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwnas.predictors.graph import COLUMN, GRAPH_COLUMNS, onnx_graph_features
+
+
+def test_onnx_reader_counts_a_hand_built_graph():
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w1 = numpy_helper.from_array(np.zeros((8, 3, 3, 3), np.float32), "w1")
+    w2 = numpy_helper.from_array(np.zeros((8, 1, 3, 3), np.float32), "w2")
+    fc = numpy_helper.from_array(np.zeros((8, 10), np.float32), "fc")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),  # dense 3x3
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], group=8, strides=[2, 2]),
+        helper.make_node("AveragePool", ["r1"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Add", ["c2", "p"], ["a"]),
+        helper.make_node("GlobalAveragePool", ["a"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("MatMul", ["f", "fc"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+        [w1, w2, fc],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    g = onnx_graph_features(model)
+    assert g.shape == (len(GRAPH_COLUMNS),)
+    expect = {
+        "macs_conv_dense": 8 * 16 * 16 * 3 * 9,
+        "macs_conv_depthwise": 8 * 8 * 8 * 9,
+        "macs_gemm": 80,
+        "params": 8 * 3 * 9 + 8 * 9 + 80,
+        "n_conv": 2,
+        "n_conv_depthwise": 1,
+        "n_conv_strided": 1,
+        "n_pool": 1,
+        "pool_out_elems": 8 * 8 * 8,
+        "n_add": 1,
+        "add_elems": 8 * 8 * 8,
+        "n_act": 1,
+        "act_elems": 8 * 16 * 16,
+        "n_global_pool": 1,
+        "input_elems": 3 * 16 * 16,
+    }
+    for name, value in expect.items():
+        assert g[COLUMN[name]] == value, name
+
+
+EXAMPLES = {
+    "nasbench201": [
+        "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|",
+        # zero node 1 feeding convolutions; dead edges; identity aliasing of node 2
+        "|none~0|+|skip_connect~0|nor_conv_3x3~1|+|none~0|nor_conv_1x1~1|nor_conv_3x3~2|",
+        "|skip_connect~0|+|avg_pool_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|none~2|",
+    ],
+    "fbnet": [
+        "k3_e1_g2 k5_e6 skip k3_e3 k5_e1_g2 skip k3_e6 k5_e3 skip k3_e1 k5_e6 "
+        "k3_e3 k5_e1 skip k3_e6 k5_e3 k3_e1_g2 skip k5_e6 k3_e3 k5_e1 k3_e6",
+    ],
+    "ofa": [
+        "ks=3,5,7,3,5,7,3,5,7,3,5,7,3,5,7,3,5,7,3,5;e=3,4,6,3,4,6,3,4,6,3,4,6,3,4,6,3,4,6,3,4;"
+        "d=2,3,4,2,3;r=160",
+    ],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("space", "text"), [(s, t) for s, texts in EXAMPLES.items() for t in texts]
+)
+def test_analytic_features_equal_the_exported_onnx_graph(space, text):
+    import onnx
+    import torch
+
+    from hwnas.export import export_onnx
+    from hwnas.predictors.featurize import get_featurizer
+
+    fz = get_featurizer(space)
+    arch = fz.space.parse(text)
+    torch.manual_seed(0)
+    shape = (1, *fz.space.input_shape(arch, fz.dataset))
+    exported = onnx_graph_features(
+        onnx.load_from_string(export_onnx(fz.space.build(arch, fz.dataset), shape))
+    )
+    analytic = fz.graph([arch])[0]
+    mismatch = {
+        c: (a, e) for c, a, e in zip(GRAPH_COLUMNS, analytic, exported) if not np.isclose(a, e)
+    }
+    assert not mismatch
+    assert analytic[COLUMN["n_conv"]] > 0
+
+
+@pytest.mark.parametrize("space", ["nasbench201", "fbnet", "ofa"])
+def test_featurizers_give_finite_features_of_the_documented_shape(space):
+    from hwnas.predictors.featurize import get_featurizer
+
+    fz = get_featurizer(space)
+    archs = fz.space.all_archs()[:50]
+    assert np.array_equal(fz.encoding(archs), fz.space.encode(archs))
+    s, g = fz.structural(archs), fz.graph(archs)
+    assert s.shape == (50, len(fz.structural_names)) and (s >= 0).all()
+    assert g.shape == (50, len(GRAPH_COLUMNS)) and np.isfinite(g).all() and (g >= 0).all()
+    assert len(np.unique(g[:, COLUMN["params"]])) > 1  # architectures differ

@@ -1,0 +1,110 @@
+"""Few-shot search: calibrate on the reference set, search on predicted costs, verify by
+measurement, never reading more device values than the budget allows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hwnas.devices import get_device
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler
+from hwnas.predictors import load_predictor
+from hwnas.search.engine import SearchSettings
+from hwnas.search.fewshot import (
+    BudgetSpent,
+    FewShotPlan,
+    MeasurementBudget,
+    plan_fewshot,
+    run_fewshot,
+)
+from hwnas.spaces import get_space
+
+
+def plan(budget: int, metrics=("latency_ms",)) -> FewShotPlan:
+    return FewShotPlan(
+        load_predictor("nasbench201-help", "nasbench201"), "nasbench201-help", budget, list(metrics)
+    )
+
+
+def test_latency_limit_is_met_by_measured_latency_within_the_budget():
+    space = get_space("nasbench201")
+    device = get_device("fpga")  # unseen by nasbench201-help
+    profiler = Profiler(device, None)
+    settings = SearchSettings(space="nasbench201", device="fpga", max_latency=5.0, budget=40)
+    result, extra, evaluator = run_fewshot(settings, space, profiler, plan(14))
+    table = device.column("nasbench201", "latency_ms")
+    assert result.best is not None and extra["best_verified"] is True
+    measured = table[space.index(space.parse(result.best.arch))]
+    assert measured <= 5.0 and result.best.costs["latency_ms"] == measured
+    assert isinstance(extra["device_measurements"], int)
+    assert 10 < extra["device_measurements"] <= 14
+    assert profiler.counts.read == extra["device_measurements"] * 1  # one metric per arch
+    assert evaluator.accuracy_queries == 40
+    assert all(
+        r.attrs["latency_ms_source"].startswith(("predicted:", "recorded:")) for r in result.records
+    )
+
+
+def test_pareto_candidates_are_verified_most_accurate_first():
+    space = get_space("nasbench201")
+    device = get_device("gold_6226")
+    settings = SearchSettings(space="nasbench201", device="gold_6226", budget=30)
+    result, extra, _ = run_fewshot(settings, space, Profiler(device, None), plan(13))
+    table = device.column("nasbench201", "latency_ms")
+    assert extra["device_measurements"] <= 13 and extra["verification"]
+    accs = [v["accuracy"] for v in extra["verification"]]
+    assert accs == sorted(accs, reverse=True)
+    for v in extra["verification"]:
+        assert v["measured"]["latency_ms"] == table[space.index(space.parse(v["arch"]))]
+
+
+def test_budget_is_a_hard_cap():
+    space = get_space("nasbench201")
+    budget = MeasurementBudget(
+        Profiler(get_device("pixel2"), None), space, "cifar100", ["latency_ms"], 3
+    )
+    archs = space.all_archs()[:4]
+    for a in archs[:3]:
+        budget.measure(a)
+    budget.measure(archs[0])  # already measured: free
+    assert budget.used == 3
+    with pytest.raises(BudgetSpent):
+        budget.measure(archs[3])
+
+
+def test_plan_rejects_bad_settings():
+    space = get_space("nasbench201")
+    device = get_device("fpga")
+    s = SearchSettings(space="nasbench201", device="fpga")
+    assert plan_fewshot(s, space, device, None, None) is None  # a recorded table: no plan
+    with pytest.raises(HwnasError, match="at least 4"):
+        plan_fewshot(s, space, device, None, 3)
+    with pytest.raises(HwnasError, match="is for space 'fbnet'"):
+        plan_fewshot(s, space, device, "fbnet-help", None)
+    p = plan_fewshot(s, space, device, None, 12)
+    assert p.budget == 12 and p.predictor.name == "nasbench201"
+    assert s.study.endswith("-predicted-nasbench201-m12")
+
+
+def test_search_cli_reports_device_measurements_and_predictor(tmp_path, capsys):
+    from hwnas.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        [
+            "search", "--device", "eyeriss", "--measurement-budget", "12", "--budget", "20",
+            "--predictor", "nasbench201-help", "--no-zoo", "--out", str(out),
+            "--storage", f"sqlite:///{tmp_path / 's.db'}",
+        ]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads((out / "summary.json").read_text())
+    assert type(summary["device_measurements"]) is int and summary["device_measurements"] <= 12
+    assert summary["predictor"]["name"] == "nasbench201-help"
+    assert summary["predictor"]["path"].endswith("nasbench201-help")
+    assert "nasbench201-help" in captured.err + captured.out
+    rows = (out / "pareto.csv").read_text().splitlines()
+    assert "predicted:nasbench201-help" in "".join(rows) or "recorded:" in "".join(rows)
