@@ -192,14 +192,21 @@ def search_cmd(
         best = f"best {state['best']:.2f}%" if state["best"] is not None else ""
         progress.update(task, completed=done, best=best)
 
+    def on_front(result):
+        progress.update(task, completed=len(result.records))
+        progress.stop()
+        _print_front(result)
+        if not no_zoo and result.pareto:
+            console.print(f"exporting {len(result.pareto)} Pareto models to {out / 'zoo'} ...")
+
     with progress:
         task = progress.add_task(f"search {settings.device}", total=budget, best="")
-        result, summary = search(job, out, on_trial, zoo=not no_zoo)
-        progress.update(task, completed=len(result.records))
-    _print_front(result, summary, out)
+        result, summary = search(job, out, on_trial, zoo=not no_zoo, on_front=on_front)
+    _print_summary(result, summary, out)
 
 
-def _print_front(result, summary, out: Path) -> None:
+def _print_front(result) -> None:
+    """The Pareto front as a table on stdout."""
     from rich.console import Console
     from rich.table import Table
 
@@ -213,8 +220,15 @@ def _print_front(result, summary, out: Path) -> None:
         table.add_column(m, justify="right")
     for i, r in enumerate(result.pareto):
         table.add_row(str(i), r.arch, f"{r.accuracy:.2f}", *(f"{r.costs[m]:.3f}" for m in metrics))
+    Console().print(table)
+
+
+def _print_summary(result, summary, out: Path) -> None:
+    """The best architecture, counts, and where the run folder and study are."""
+    from rich.console import Console
+
+    s = result.settings
     console = Console()
-    console.print(table)
     best = summary["best"]
     m = summary["measurements"]
     if best:

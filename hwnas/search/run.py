@@ -149,6 +149,7 @@ def search(
     out: Path,
     on_trial: Callable[[int, TrialRecord | None], None] | None = None,
     zoo: bool = True,
+    on_front: Callable[[SearchResult], None] | None = None,
 ) -> tuple[SearchResult, dict[str, Any]]:
     """Run or resume a prepared search and write its run folder.
 
@@ -157,6 +158,8 @@ def search(
         out: run folder (created).
         on_trial: progress callback (see :func:`run_search`).
         zoo: export the Pareto architectures as ONNX with cards.
+        on_front: called with the result as soon as the front is known, before the zoo is
+            exported (the CLI prints the front there).
 
     Returns:
         (the result, the summary written to ``summary.json``).
@@ -185,6 +188,8 @@ def search(
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "pareto.csv", pareto_rows(result))
     plot_front(result, out / "pareto.png", device.name)
+    if on_front is not None:
+        on_front(result)
     cards = []
     if zoo:
         others = recorded_latencies(space.name, [r.arch for r in result.pareto], device.name)
