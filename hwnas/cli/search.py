@@ -252,6 +252,11 @@ def _print_summary(result, summary, out: Path) -> None:
         f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
     )
     p = summary.get("profiling", {})
+    if p.get("noisy_skipped"):
+        console.print(
+            f"{p['noisy_skipped']} candidate(s) skipped: their timing stayed above the profile's "
+            "CV limit (stored flagged, measured again by a later run)"
+        )
     if p.get("runtime", "").startswith("tvm"):
         console.print(
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "

@@ -9,6 +9,7 @@ measured twice.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import warnings
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError
+from hwnas.measure import NoisyMeasurementError
 from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.pareto import pareto_mask
@@ -96,6 +98,11 @@ class TrialRecord:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
+MAX_NOISY_IN_A_ROW = 5
+"""A search stops (exit 2) after this many consecutive candidates were too noisy to measure:
+the machine is too busy for timing to mean anything."""
+
+
 @dataclass
 class SearchResult:
     """What a search produced.
@@ -107,6 +114,8 @@ class SearchResult:
         best: the most accurate feasible record (None if no trial meets the limit).
         trials_total: all trials in the study (completed, duplicates, failed).
         new_trials: trials completed by this run (0 when resuming a finished study).
+        noisy_skipped: candidates this run skipped because their measurement stayed too noisy
+            (stored flagged; a later run measures them again).
     """
 
     settings: SearchSettings
@@ -115,6 +124,7 @@ class SearchResult:
     best: TrialRecord | None
     trials_total: int
     new_trials: int
+    noisy_skipped: int = 0
 
 
 def open_storage(url: str):
@@ -264,6 +274,7 @@ def run_search(
     new = 0
     asked = 0
     max_asks = 20 * settings.budget  # bound on duplicate proposals
+    noisy = noisy_in_a_row = 0
 
     while done < settings.budget and asked < max_asks:
         trial = study.ask()
@@ -285,10 +296,24 @@ def run_search(
             values = [ev.accuracy, ev.costs[settings.metric]]
             if limit is not None:  # feasible when <= 0 (constrained domination)
                 trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
+        except NoisyMeasurementError as exc:
+            # a noisy measurement must not be used, but one noisy candidate must not end a
+            # long search either: skip it (it stays flagged in the store) and go on
+            trial.set_user_attr("arch", arch.text)
+            trial.set_user_attr("noisy", str(exc))
+            study.tell(trial, state=TrialState.FAIL)
+            noisy += 1
+            noisy_in_a_row += 1
+            if noisy_in_a_row >= MAX_NOISY_IN_A_ROW:
+                raise HwnasError(
+                    f"{noisy_in_a_row} candidates in a row were too noisy to measure; last: {exc}"
+                ) from None
+            continue
         except BaseException:
             study.tell(trial, state=TrialState.FAIL)
             raise
         study.tell(trial, values)
+        noisy_in_a_row = 0
         seen[arch.text] = trial.number
         done += 1
         new += 1
@@ -296,7 +321,8 @@ def run_search(
             on_trial(done, TrialRecord(trial.number, arch.text, ev.accuracy, ev.costs, ev.attrs()))
 
     records = completed_records(study)
-    return summarise(settings, records, len(study.get_trials(deepcopy=False)), new)
+    result = summarise(settings, records, len(study.get_trials(deepcopy=False)), new)
+    return dataclasses.replace(result, noisy_skipped=noisy)
 
 
 def summarise(

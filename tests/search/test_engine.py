@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -207,3 +209,54 @@ def test_surrogate_needs_a_cost_model():
     settings = SearchSettings(space="nasbench201", device="cpu", budget=5, strategy="surrogate")
     with pytest.raises(HwnasError, match="needs the cost of every candidate"):
         run_search(settings, SPACE, evaluator().evaluate)
+
+
+def _noisy(arch_text: str):
+    from hwnas.devices.base import Measurement
+    from hwnas.measure import NoisyMeasurementError
+
+    m = Measurement("cpu", "ort", "latency_ms", "h", arch_text, 1, (1, 3, 32, 32), 2.0, (2.0,))
+    return NoisyMeasurementError(dataclasses.replace(m, cv=0.3, flagged=True), 2, 0.15)
+
+
+def test_a_noisy_candidate_is_skipped_and_never_used():
+    import optuna
+
+    ev = evaluator()
+    noisy: list[str] = []
+
+    def evaluate(arch):
+        if len(noisy) < 3 and SPACE.index(arch) % 3 == 0:  # the first three such are noisy
+            noisy.append(arch.text)
+            raise _noisy(arch.text)
+        return ev.evaluate(arch)
+
+    storage = optuna.storages.InMemoryStorage()
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=30, strategy="random", seed=1
+    )
+    result = run_search(settings, SPACE, evaluate, storage=storage)
+    assert len(noisy) == 3 and result.noisy_skipped == 3
+    assert len(result.records) == 30  # the budget is still spent on usable measurements
+    assert not {r.arch for r in result.records} & set(noisy)
+    study = optuna.load_study(study_name=settings.study, storage=storage)
+    failed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    assert sorted(t.user_attrs["arch"] for t in failed) == sorted(noisy)
+    assert all("too noisy" in t.user_attrs["noisy"] for t in failed)
+
+
+def test_a_machine_too_noisy_to_time_stops_the_search():
+    from hwnas.search.engine import MAX_NOISY_IN_A_ROW
+
+    calls = []
+
+    def evaluate(arch):
+        calls.append(arch)
+        raise _noisy(arch.text)
+
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=30, strategy="random", seed=1
+    )
+    with pytest.raises(HwnasError, match="in a row were too noisy"):
+        run_search(settings, SPACE, evaluate, storage=None)
+    assert len(calls) == MAX_NOISY_IN_A_ROW
