@@ -40,6 +40,9 @@ def test_wheel_ships_assets_and_works_outside_the_repo(tmp_path):
         "hwnas/_assets/search_spaces/nasbench201/space.yaml",
         "hwnas/_assets/search_spaces/nasbench201/accuracy.csv.gz",
         "hwnas/_assets/search_spaces/reference_sets.json",
+        "hwnas/_assets/latency_predictors/nasbench201-help/card.json",
+        "hwnas/_assets/latency_predictors/nasbench201-help/weights.npz",
+        "hwnas/_assets/latency_predictors/fbnet/weights.npz",
     ):
         assert asset in names
     assert any(n.endswith("NOTICE") for n in names)
@@ -50,7 +53,9 @@ def test_wheel_ships_assets_and_works_outside_the_repo(tmp_path):
         "import hwnas, hwnas.devices as d, hwnas.spaces as s;"
         f"assert str(hwnas.__file__).startswith({str(target)!r});"
         "print(d.get_device('pixel3').column('nasbench201','latency_ms')[1],"
-        " s.get_space('nasbench201').table_accuracy('cifar100')[1])"
+        " s.get_space('nasbench201').table_accuracy('cifar100')[1]);"
+        "from hwnas.predictors import list_artifacts;"
+        f"assert str(list_artifacts()['nasbench201-help']).startswith({str(target)!r})"
     )
     r = subprocess.run(
         [sys.executable, "-c", code],
