@@ -14,6 +14,10 @@ sampler spends them where the Pareto front can still move:
    probability-of-improvement criterion for Pareto fronts, Keane, AIAA J. 2006).
 4. Split the candidates into ``bins`` cost quantiles and take the most probable one from each
    bin, so the front is explored evenly across costs rather than where it is easiest to improve.
+5. Under a latency limit (the pool is then the candidates whose known or predicted latency
+   meets it), what the user gets is the most accurate architecture within the limit, so a share
+   ``focus`` of each round's picks are instead the candidates most likely to beat the best
+   accuracy found so far, P(acc > max found), regardless of cost bin.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         trees: number of trees in the forest.
         noise: accuracy noise floor in points added to the forest's spread.
         max_pool: candidate pool size for spaces that are not enumerable.
+        focus: under a latency limit, the share of each round's picks that go to the
+            candidates most likely to beat the best accuracy found (step 5).
 
     Raises:
         HwnasError: the context has no cost model.
@@ -65,6 +71,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         trees: int = 100,
         noise: float = 0.2,
         max_pool: int = 20000,
+        focus: float = 0.5,
     ):
         if context.cost is None:
             raise HwnasError(NEEDS_COSTS_MESSAGE)
@@ -76,6 +83,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         self.trees = trees
         self.noise = noise
         self.max_pool = max_pool
+        self.focus = focus if context.max_latency is not None else 0.0
         self._queue: list[int] = []
         self._pool: list[Arch] | None = None
 
@@ -175,8 +183,16 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         front = np.where(pos >= 0, best[np.maximum(pos, 0)], -np.inf)
         score = norm.sf((front - mu) / sd)
         score[~free] = -np.inf
-        picks = []
-        for s in self._strata:
+        picks: list[int] = []
+        n_focus = int(round(self.focus * len(self._strata)))
+        if n_focus:
+            beat = norm.sf((acc.max() - mu) / sd)
+            beat[~free] = -np.inf
+            picks = [int(j) for j in np.argsort(-beat)[:n_focus] if np.isfinite(beat[j])]
+            score[picks] = -np.inf
+        n_spread = len(self._strata) - n_focus  # bins spread evenly over the cost range
+        for k in np.unique(np.linspace(0, len(self._strata) - 1, n_spread).round().astype(int)):
+            s = self._strata[k]
             j = s[int(np.argmax(score[s]))]
             if np.isfinite(score[j]):
                 picks.append(int(j))
