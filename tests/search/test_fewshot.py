@@ -47,6 +47,35 @@ def test_latency_limit_is_met_by_measured_latency_within_the_budget():
     )
 
 
+def test_surrogate_searches_on_predicted_costs_never_the_devices_table():
+    space = get_space("nasbench201")
+    device = get_device("eyeriss")  # unseen by nasbench201-help
+    profiler = Profiler(device, None)
+    settings = SearchSettings(
+        space="nasbench201", device="eyeriss", max_latency=7.0, budget=60, strategy="surrogate"
+    )
+    result, extra, _ = run_fewshot(settings, space, profiler, plan(14))
+    assert profiler.counts.read == extra["device_measurements"] <= 14
+    assert len(result.records) == 60 and extra["best_verified"] is True
+    table = device.column("nasbench201", "latency_ms")
+    assert table[space.index(space.parse(result.best.arch))] <= 7.0
+    unmeasured = [r for r in result.records if r.attrs["latency_ms_source"].startswith("predicted")]
+    assert len(unmeasured) >= 60 - 14
+
+
+def test_a_recorded_device_searched_as_new_hands_strategies_no_table_costs(tmp_path):
+    from hwnas.search.run import prepare
+
+    settings = SearchSettings(space="nasbench201", device="eyeriss", strategy="surrogate")
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    job = prepare(settings, storage, tmp_path / "m.db", measurement_budget=14)
+    assert job.fewshot is not None and job.costs.cost is None and job.costs.latency is None
+    measured = prepare(
+        SearchSettings(space="nasbench201", device="eyeriss"), storage, tmp_path / "m.db"
+    )
+    assert measured.fewshot is None and measured.costs.cost is not None
+
+
 def test_pareto_candidates_are_verified_most_accurate_first():
     space = get_space("nasbench201")
     device = get_device("gold_6226")
