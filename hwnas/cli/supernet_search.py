@@ -56,7 +56,8 @@ def supernet_options(f):
             help="Supernet/strategy setting, repeatable: channels, cells (nasbench201), width "
             "(fbnet, ofa), resolution_scale (ofa), lr, arch_lr, order (darts 1|2), tau_max, "
             "tau_min, warmup, sampling (oneshot uniform|sandwich), evolution_trials, cost "
-            "(auto|table|measured|flops), hw_strength, limit, threads, torch_device.",
+            "(auto|table|measured|flops|predicted), predictor (artifact for cost=predicted), "
+            "hw_strength, limit, threads, torch_device.",
         ),
     ]
     for option in reversed(options):

@@ -434,14 +434,59 @@ def measured_subnet_lut(
     )
 
 
-COST_KINDS = ("auto", "table", "measured", "flops")
+COST_KINDS = ("auto", "table", "measured", "flops", "predicted")
+
+
+def predicted_lut(
+    space: SearchSpace,
+    profiler: Any,
+    metric: str = "latency_ms",
+    predictor: str | None = None,
+    samples: int = 4000,
+    seed: int = 0,
+) -> MultilinearLUT:
+    """The lookup table fitted on a meta-learned predictor's costs: the few-shot path.
+
+    Takes the space's reference architectures on the device through ``profiler`` (10 full
+    networks timed on a live device, or 10 values read from a recorded table), adapts the
+    predictor artifact to them (HELP, Lee et al., NeurIPS 2021; :mod:`hwnas.predictors`), and
+    fits :func:`fit_lut` on its predictions for every architecture of an enumerable space (or
+    ``samples`` random ones). Costs are those of the space's full-size networks, as for a table.
+
+    Raises:
+        HwnasError: unknown predictor, one of another space, a space without a reference set,
+            or a device that cannot measure the reference set.
+    """
+    from hwnas.measure import arch_workload
+    from hwnas.predictors import load_predictor
+    from hwnas.predictors.data import reference_indices
+
+    pred = load_predictor(predictor or space.name, space.name)
+    dataset = pred.card.get("dataset") or next(iter(space.datasets()))
+    refs = [space.arch_at(i) for i in reference_indices(space.name)]
+    values = np.array(
+        [profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
+    )
+    pred.fit(refs, values, metric)
+    if hasattr(space, "all_archs") and len(space) <= 20000:
+        pool = space.all_archs()
+    else:
+        pool = list(dict.fromkeys(space.sample(np.random.default_rng(seed), samples)))
+    mean, _std = pred.predict(pool)
+    return fit_lut(space, pool, mean, metric, f"lut-fit:predicted:{pred.name}:{len(refs)}-refs")
 
 
 def cost_model_for(
-    supernet: Any, device: Any, profiler: Any, metric: str = "latency_ms", kind: str = "auto"
+    supernet: Any,
+    device: Any,
+    profiler: Any,
+    metric: str = "latency_ms",
+    kind: str = "auto",
+    predictor: str | None = None,
 ) -> CostModel:
     """The cost model for a device: a fitted table LUT for recorded devices, a measured LUT
-    for live ones, FLOPs when asked (``kind="flops"``).
+    for live ones, FLOPs when asked (``kind="flops"``), or the LUT fitted on a meta-learned
+    predictor adapted from the reference set (``kind="predicted"``, :func:`predicted_lut`).
 
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
@@ -453,6 +498,8 @@ def cost_model_for(
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
     if kind == "flops":
         return flops_lut(supernet)
+    if kind == "predicted":
+        return predicted_lut(space, profiler, metric, predictor)
     if isinstance(device, RecordedDevice):
         if kind == "measured":
             raise HwnasError(f"device '{device.name}' is a recorded table: it cannot time blocks")

@@ -41,6 +41,7 @@ from hwnas.supernet.strategies import SUPERNET_STRATEGIES
 SUPERNET_KEYS = ("channels", "cells", "width", "profile", "resolution_scale")
 JOB_DEFAULTS: dict[str, Any] = {
     "cost": "auto",
+    "predictor": "",
     "finetune_lr": 0.02,
     "hw_strength": 2.0,
     "limit": 0,
@@ -205,7 +206,14 @@ def search(
         net = net.to(memory_format=torch.channels_last)
 
     log(f"cost model for {job.device.name} ({s.option('cost')})")
-    cost = cost_model_for(net, job.device, job.profiler, s.metric, str(s.option("cost")))
+    cost = cost_model_for(
+        net,
+        job.device,
+        job.profiler,
+        s.metric,
+        str(s.option("cost")),
+        str(s.option("predictor")) or None,
+    )
     if s.latency_target is not None and cost.metric == "mflops":
         raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
     uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]

@@ -16,6 +16,7 @@ from hwnas.supernet.cost import (
     fit_table_lut,
     flops_lut,
     measured_block_lut,
+    predicted_lut,
 )
 
 
@@ -57,6 +58,24 @@ def test_table_lut_predicts_the_recorded_latency():
     column = dev.column("nasbench201", "latency_ms")
     for i in (0, 100, 15_000):
         assert lut.cost(sp.arch_at(i)) == pytest.approx(float(column[i]), rel=0.05)
+
+
+@pytest.mark.parametrize(("space", "device"), [("nasbench201", "fpga"), ("fbnet", "raspi4")])
+def test_predicted_lut_needs_only_the_reference_set_of_an_unseen_device(space, device):
+    from scipy.stats import spearmanr
+
+    from hwnas.measure import Profiler
+
+    sp, dev = get_space(space), get_device(device)
+    profiler = Profiler(dev, None)
+    lut = predicted_lut(sp, profiler, predictor=f"{space}-help")  # never trained on `device`
+    assert profiler.counts.read == 10  # the reference set, nothing else of the table
+    assert lut.source.startswith(f"lut-fit:predicted:{space}-help")
+    archs = sp.all_archs()
+    column = dev.column(space, "latency_ms")
+    rng = np.random.default_rng(0).choice(len(archs), 500, replace=False)
+    rho = spearmanr([lut.cost(archs[i]) for i in rng], column[rng])[0]
+    assert rho >= 0.9, rho
 
 
 def test_hardware_loss_modes():
