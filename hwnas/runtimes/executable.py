@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+
+from hwnas.runtimes.timing import perf_counter_samples
 
 
 class Executable:
@@ -25,10 +25,4 @@ class Executable:
 
     def samples_ms(self, n: int) -> list[float]:
         """Run ``n`` inferences and return the time of each, in ms."""
-        clock = time.perf_counter_ns
-        out = []
-        for _ in range(n):
-            t0 = clock()
-            self()
-            out.append((clock() - t0) / 1e6)
-        return out
+        return perf_counter_samples(self, n)

@@ -145,18 +145,15 @@ def summarise(samples_ms: list[float], rounds: int, max_cv: float = math.inf) ->
     return Timing(tuple(samples_ms), median, cv, q[2] - q[0], rounds, rel_ci, bool(cv > max_cv))
 
 
-def _perf_counter_sampler(run: Callable[[], object]) -> Callable[[int], list[float]]:
+def perf_counter_samples(run: Callable[[], object], n: int) -> list[float]:
+    """Call ``run`` ``n`` times and return the time of each call, in ms (host clock)."""
     clock = time.perf_counter_ns
-
-    def sample(n: int) -> list[float]:
-        out = []
-        for _ in range(n):
-            t0 = clock()
-            run()
-            out.append((clock() - t0) / 1e6)
-        return out
-
-    return sample
+    out = []
+    for _ in range(n):
+        t0 = clock()
+        run()
+        out.append((clock() - t0) / 1e6)
+    return out
 
 
 def time_callable(
@@ -177,7 +174,7 @@ def time_callable(
     Returns:
         The :class:`Timing`, all values in milliseconds (energy in mJ per inference).
     """
-    sample = getattr(run, "samples_ms", None) or _perf_counter_sampler(run)
+    sample = getattr(run, "samples_ms", None) or (lambda n: perf_counter_samples(run, n))
     if protocol.warmup:
         sample(protocol.warmup)
     samples: list[float] = []
