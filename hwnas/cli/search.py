@@ -130,8 +130,8 @@ def search_cmd(
             )
         if predictor is not None or measurement_budget is not None:
             raise HwnasError(
-                "--predictor and --measurement-budget are for table search; supernet "
-                "strategies fit their cost model on the device's table or block measurements"
+                "--predictor and --measurement-budget are for table search; for a supernet "
+                "cost model from a predictor use --set cost=predicted --set predictor=NAME"
             )
 
         return run_supernet_search(
