@@ -28,3 +28,13 @@ class UnknownNameError(HwnasError, KeyError):
 
 class DeviceUnavailableError(HwnasError):
     """A device exists but cannot take measurements now (not connected, no toolchain...)."""
+
+
+class CandidateError(HwnasError):
+    """One candidate architecture cannot be measured (too noisy, rejected or crashed the
+    compiler); a search records it as a failed trial and goes on with the next one."""
+
+
+class NativeCrashError(CandidateError):
+    """A native library crashed (a signal such as SIGSEGV) or hung in an isolated step
+    (:func:`hwnas.isolate.run_isolated`); the message names the library versions."""

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.errors import CandidateError, DeviceUnavailableError, HwnasError
 from hwnas.export import content_hash
 from hwnas.runtimes.executable import Executable
 
@@ -44,6 +44,12 @@ compile with the default schedule."""
 MODULE_EQUALITY = "anchor-block"
 RECIPE = 1
 """Version of the import/tune/compile recipe; part of the runtime key, bump when it changes."""
+
+TVM_DISTRIBUTIONS = ("apache-tvm", "apache-tvm-ffi")
+"""Distributions whose versions a TVM crash report names."""
+
+BUILD_STEP = "hwnas.runtimes.tvm:_build_isolated"
+"""What :meth:`TvmRuntime.build` runs in its child process."""
 
 DEFAULT_TRIALS = 16
 """MetaSchedule trials per new workload when a profile does not say."""
@@ -57,6 +63,13 @@ def _cpu_name() -> str:
     from hwnas.devices.local import cpu_name
 
     return cpu_name()
+
+
+def tvm_installed() -> bool:
+    """Whether a ``tvm`` package can be imported (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("tvm") is not None
 
 
 def cuda_enabled() -> bool:
@@ -334,6 +347,12 @@ class TvmRuntime:
             return "cross"
         return "host"
 
+    def status(self) -> tuple[bool, str]:
+        """(usable, one line): whether Apache TVM is installed (found without importing it)."""
+        if not tvm_installed():
+            return False, "Apache TVM is not installed: pip install 'hwnas[tvm]'"
+        return True, f"TVM runtime {self.key}"
+
     def versions(self) -> dict[str, str]:
         import tvm
 
@@ -365,40 +384,71 @@ class TvmRuntime:
         """Compile (tuning new workloads first) unless the artifact is cached; sets
         :attr:`last_build`.
 
+        Importing, tuning, compiling and linking run in a child process
+        (:func:`hwnas.isolate.run_isolated`), which then loads the library and runs it once when
+        it was built for this machine: a crash inside TVM becomes an error for this model, not
+        the end of the search.
+
         Returns:
             The shared library of the compiled model.
 
         Raises:
+            NativeCrashError: TVM crashed (SIGSEGV...) while building or first running the
+                model; the message names the signal, the TVM versions and the log file.
             HwnasError: the model cannot be imported or compiled for the target.
         """
+        from hwnas.isolate import run_isolated
+
         path = self.artifact(onnx_bytes, input_shape)
         with self._lock():
             if path.exists():
                 self.last_build = BuildInfo(cached=True)
                 return path
-            info = BuildInfo(cached=False)
-            t0 = time.perf_counter()
-            mod = self._import(onnx_bytes, input_shape)
-            target = self.target()
-            if self.trials_per_task > 0:
-                self._tune(mod, target, info)
-            executable = self._compile(mod, target)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp.so")
-            try:
-                executable.export_library(
-                    str(tmp), fcompile=_fcompile(self._export_kind(), self.cc)
-                )
-            except Exception as exc:
-                tmp.unlink(missing_ok=True)
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise HwnasError(
-                    f"cannot link the compiled model for {self.key}: {first}"
-                ) from None
-            tmp.rename(path)
-            info.compile_s = time.perf_counter() - t0 - info.tuning_s
-            self.last_build = info
+            self.last_build = run_isolated(
+                BUILD_STEP,
+                self,
+                onnx_bytes,
+                tuple(input_shape),
+                path,
+                what=f"TVM build of model {path.stem[:12]} for {self.key}",
+                libraries=TVM_DISTRIBUTIONS,
+                log=self.folder / "logs" / f"{path.stem}.log",
+            )
+            if not path.exists():
+                raise HwnasError(f"TVM build for {self.key} wrote no library at {path}")
             return path
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_target"] = None  # a TVM object; rebuilt on demand
+        return state
+
+    def build_here(self, onnx_bytes: bytes, input_shape: tuple[int, ...], path: Path) -> BuildInfo:
+        """Import, tune and compile in this process and write the library to ``path`` (what
+        :meth:`build` runs in its child process; call it directly only where a crash may end
+        the process).
+
+        Raises:
+            HwnasError: the model cannot be imported, compiled or linked for the target.
+        """
+        info = BuildInfo(cached=False)
+        t0 = time.perf_counter()
+        mod = self._import(onnx_bytes, input_shape)
+        target = self.target()
+        if self.trials_per_task > 0:
+            self._tune(mod, target, info)
+        executable = self._compile(mod, target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.so")
+        try:
+            executable.export_library(str(tmp), fcompile=_fcompile(self._export_kind(), self.cc))
+        except Exception as exc:
+            tmp.unlink(missing_ok=True)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise HwnasError(f"cannot link the compiled model for {self.key}: {first}") from None
+        tmp.rename(path)
+        info.compile_s = time.perf_counter() - t0 - info.tuning_s
+        return info
 
     def _import(self, onnx_bytes: bytes, input_shape: tuple[int, ...]):
         import onnx
@@ -412,7 +462,7 @@ class TvmRuntime:
             mod = from_onnx(model, shape_dict={name: list(input_shape)}, keep_params_in_input=False)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise HwnasError(f"TVM cannot import the ONNX model: {first}") from None
+            raise CandidateError(f"TVM cannot import the ONNX model: {first}") from None
         seq = tvm.transform.Sequential(
             [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
         )
@@ -581,3 +631,14 @@ class TvmRuntime:
                     config(AFFINITY_BIG, self.threads)
         vm = relax.VirtualMachine(lib, dev)
         return TvmExecutable(vm, dev, tvm.runtime.tensor(x, dev), session)
+
+
+def _build_isolated(
+    runtime: TvmRuntime, onnx_bytes: bytes, input_shape: tuple[int, ...], path: Path
+) -> BuildInfo:
+    """Child-process side of :meth:`TvmRuntime.build`: build, then load the library and run it
+    once when it was built for this machine, so that a crash on loading shows here too."""
+    info = runtime.build_here(onnx_bytes, input_shape, path)
+    if runtime.rpc is None and runtime._export_kind() == "host":
+        runtime.load(path, input_shape)()
+    return info

@@ -1,0 +1,169 @@
+"""Native steps that can take the interpreter down run in a child process.
+
+A segmentation fault inside a compiled library (TVM's FFI, a code generator, a vendor SDK) kills
+the process it happens in: no ``except`` clause sees it, and a search would die with a C stack
+dump and no word of which candidate or which library did it. :func:`run_isolated` runs one such
+step in a fresh Python interpreter (``python -m hwnas.isolate``): the step's return value or
+exception comes back pickled, and a child killed by a signal becomes a
+:class:`~hwnas.errors.NativeCrashError` naming the signal, the step and the versions of the
+libraries involved. The child's output is kept in a log file named in the error.
+
+The child imports hwnas from where the parent did, so it runs the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterable
+from importlib import import_module, metadata
+from pathlib import Path
+from typing import Any
+
+from hwnas.errors import HwnasError, NativeCrashError
+
+
+class IsolatedStepError(RuntimeError):
+    """The isolated step raised an exception that could not be sent back as itself (a bug in
+    hwnas or a library); the message holds the child's traceback."""
+
+
+def distribution_versions(names: Iterable[str]) -> str:
+    """ "name version, ..." of the installed distributions among ``names`` ("not installed" for
+    the others), for error messages."""
+    parts = []
+    for name in names:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} not installed")
+    return ", ".join(parts)
+
+
+def _resolve(target: str):
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[1])  # the folder holding this hwnas package
+    paths = [here, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
+def run_isolated(
+    target: str,
+    *args: Any,
+    what: str,
+    libraries: Iterable[str] = (),
+    log: str | Path | None = None,
+    keep_log: bool = False,
+    timeout: float | None = None,
+) -> Any:
+    """Call ``target(*args)`` in a child Python process and return its result.
+
+    Args:
+        target: "package.module:function"; the function, its arguments and its result must
+            be picklable.
+        what: the step in words, for errors ("TVM build of model 1a2b3c4d").
+        libraries: distribution names whose versions an error names ("apache-tvm").
+        log: file that receives the child's stdout and stderr (appended); default a
+            temporary file. It is kept when the step fails, and removed when it succeeds
+            unless ``keep_log``.
+        keep_log: keep the log of a successful step too.
+        timeout: seconds before the child is killed (None: no limit).
+
+    Returns:
+        What ``target`` returned.
+
+    Raises:
+        NativeCrashError: the child died from a signal (SIGSEGV, SIGABRT...) or exited without
+            a result; the message names the step, the signal, the library versions and the log.
+        HwnasError: raised by ``target`` (re-raised here as it was).
+        IsolatedStepError: ``target`` raised something that cannot be sent back as itself.
+    """
+    if log is None:
+        fd, name = tempfile.mkstemp(prefix="hwnas-step-", suffix=".log")
+        os.close(fd)
+        log = Path(name)
+    log = Path(log)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hwnas-step-") as tmp:
+        request, reply = Path(tmp, "request.pkl"), Path(tmp, "reply.pkl")
+        request.write_bytes(pickle.dumps((target, args)))
+        with open(log, "ab") as out:
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "hwnas.isolate", str(request), str(reply)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=_child_env(),
+                    timeout=timeout,
+                )
+                code = proc.returncode
+            except subprocess.TimeoutExpired:
+                code = None
+        versions = distribution_versions(libraries)
+        versions = f" ({versions})" if versions else ""
+        if code is None:
+            raise NativeCrashError(
+                f"{what} did not finish in {timeout:g} s and was stopped{versions}; log: {log}"
+            )
+        if code < 0 or not reply.exists():
+            try:
+                how = f"crashed with {signal.Signals(-code).name}" if code < 0 else ""
+            except ValueError:
+                how = f"crashed with signal {-code}"
+            how = how or f"exited with status {code} and no result"
+            raise NativeCrashError(f"{what} {how}{versions}; log: {log}")
+        ok, value = pickle.loads(reply.read_bytes())
+    if not keep_log:
+        log.unlink(missing_ok=True)
+    if ok:
+        return value
+    raise value
+
+
+def _main(request: str, reply: str) -> int:
+    target, args = pickle.loads(Path(request).read_bytes())
+    try:
+        result: tuple[bool, Any] = (True, _resolve(target)(*args))
+    except BaseException as exc:  # sent back to the parent, which decides
+        tb = traceback.format_exc()
+        sys.stderr.write(tb)
+        if isinstance(exc, HwnasError):
+            exc = HwnasError(str(exc)) if not _picklable(exc) else exc
+        elif not _picklable(exc) or not isinstance(exc, Exception):
+            exc = IsolatedStepError(f"{type(exc).__name__}: {exc}\n{tb}")
+        result = (False, exc)
+    payload = pickle.dumps(result)
+    tmp = Path(reply).with_suffix(".tmp")
+    tmp.write_bytes(payload)
+    tmp.rename(reply)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # skip interpreter teardown: native libraries can crash in their destructors, and the
+    # step's result is already safe on disk
+    os._exit(0)
+
+
+def _picklable(exc: BaseException) -> bool:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    from hwnas.isolate import _main as main  # classes pickled by their importable module path
+
+    raise SystemExit(main(*sys.argv[1:3]))

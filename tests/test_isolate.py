@@ -1,0 +1,84 @@
+"""A native step run by hwnas.isolate: its result or error comes back, and a crash of the child
+process (a real SIGSEGV) becomes a one-line NativeCrashError naming the signal and versions."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwnas.errors import HwnasError, NativeCrashError
+from hwnas.isolate import IsolatedStepError, run_isolated
+
+STEPS = """
+import ctypes, os, sys
+from hwnas.errors import HwnasError
+
+def add(a, b):
+    print("child output goes to the log")
+    return {"sum": a + b, "pid": os.getpid()}
+
+def segfault():
+    print("about to crash", flush=True)
+    ctypes.string_at(0)
+
+def refuse(text):
+    raise HwnasError(text)
+
+class Odd(Exception):
+    def __init__(self, a, b):
+        super().__init__(f"{a}/{b}")
+
+def odd():
+    raise Odd(1, 2)
+
+def quiet_exit():
+    sys.stdout.flush()
+    os._exit(3)
+"""
+
+
+@pytest.fixture
+def steps(tmp_path, monkeypatch):
+    (tmp_path / "steps_mod.py").write_text(STEPS)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    return tmp_path
+
+
+def test_result_comes_back_from_a_child_process(steps):
+    import os
+
+    out = run_isolated("steps_mod:add", 2, 3, what="adding")
+    assert out["sum"] == 5 and out["pid"] != os.getpid()
+
+
+def test_a_segfault_becomes_an_error_naming_signal_versions_and_log(steps):
+    log = steps / "logs" / "crash.log"
+    with pytest.raises(NativeCrashError) as info:
+        run_isolated(
+            "steps_mod:segfault", what="TVM build of model x", libraries=["numpy"], log=log
+        )
+    message = str(info.value)
+    assert "TVM build of model x crashed with SIGSEGV" in message
+    assert "numpy 2." in message and str(log) in message and "\n" not in message
+    assert "about to crash" in log.read_text()  # the child's output is kept for the report
+    assert isinstance(info.value, HwnasError)  # the CLI prints it as one line, exit 2
+
+
+def test_a_child_that_exits_without_a_result_is_a_crash(steps):
+    with pytest.raises(NativeCrashError, match="exited with status 3 and no result"):
+        run_isolated("steps_mod:quiet_exit", what="step", libraries=["not-a-dist"])
+
+
+def test_errors_raised_by_the_step_come_back_as_themselves(steps):
+    with pytest.raises(HwnasError, match="^bad model$") as info:
+        run_isolated("steps_mod:refuse", "bad model", what="step")
+    assert not isinstance(info.value, NativeCrashError)
+    with pytest.raises(IsolatedStepError, match="Odd: 1/2"):
+        run_isolated("steps_mod:odd", what="step")
+
+
+def test_log_of_a_successful_step_is_removed_unless_kept(steps):
+    log = steps / "ok.log"
+    run_isolated("steps_mod:add", 1, 1, what="adding", log=log)
+    assert not log.exists()
+    run_isolated("steps_mod:add", 1, 1, what="adding", log=log, keep_log=True)
+    assert "child output goes to the log" in log.read_text()
