@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hwnas.devices.base import Device, Measurement, Workload
-from hwnas.errors import HwnasError
+from hwnas.errors import CandidateError, HwnasError
 from hwnas.export import content_hash, export_onnx
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.store import MeasurementStore
@@ -44,7 +44,7 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     return Workload(key, arch.text, shape, arch=arch, dataset=dataset, onnx_factory=factory)
 
 
-class NoisyMeasurementError(HwnasError):
+class NoisyMeasurementError(CandidateError):
     """Every attempt to measure a workload was flagged (CV above the device's ``max_cv``)."""
 
     def __init__(self, m: Measurement, attempts: int, max_cv: float | None):

@@ -257,6 +257,11 @@ def _print_summary(result, summary, out: Path) -> None:
             f"{p['noisy_skipped']} candidate(s) skipped: their timing stayed above the profile's "
             "CV limit (stored flagged, measured again by a later run)"
         )
+    if p.get("failed_skipped"):
+        console.print(
+            f"{p['failed_skipped']} candidate(s) skipped: the runtime failed on them (failed "
+            "trials in the study, with the reason in their 'failed' attribute)"
+        )
     if p.get("runtime", "").startswith("tvm"):
         console.print(
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "

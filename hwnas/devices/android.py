@@ -196,7 +196,7 @@ class AndroidDevice(RpcDevice):
             f"'{self.key}' (the tracker port is forwarded with `adb reverse`)"
         )
 
-    def status(self) -> tuple[bool, str]:
+    def link_status(self) -> tuple[bool, str]:
         serial, why = self.phone()
         if serial is None:
             return False, why
@@ -215,7 +215,7 @@ class AndroidDevice(RpcDevice):
                 f"`adb reverse tcp:{port} tcp:{port}` failed ({reverse.stderr.strip()}): "
                 "update platform-tools (adb reverse needs Android 5+)"
             )
-        ok, why = super().status()
+        ok, why = super().link_status()
         return ok, (f"{serial}: {why}" if ok else why)
 
     def temperatures(self) -> dict[str, float]:

@@ -54,18 +54,19 @@ class LocalGpuDevice(LiveDevice):
         return {"index": int(self.profile.get("gpu", 0))} if meter == "nvml" else {}
 
     def status(self) -> tuple[bool, str]:
+        """No GPU is the first thing to say; then the runtime's and the GPU's status."""
         index = int(self.profile.get("gpu", 0))
-        name = gpu_name(index)
-        if name is None:
+        if gpu_name(index) is None:
             return False, (
                 f"no NVIDIA GPU {index} here (nvidia-smi missing or failing): run on a machine "
                 "with an NVIDIA driver, or pick a recorded GPU such as 2080ti_1 (`hwnas devices`)"
             )
-        if self.runtime_name == "ort":
-            ok, why = self.engine.status()
-            if not ok:
-                return False, why
-        else:
+        return super().status()
+
+    def link_status(self) -> tuple[bool, str]:
+        index = int(self.profile.get("gpu", 0))
+        name = gpu_name(index)
+        if self.runtime_name == "tvm":
             from hwnas.runtimes.tvm import cuda_enabled
 
             if not cuda_enabled():

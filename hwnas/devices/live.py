@@ -72,6 +72,20 @@ class LiveDevice(Device):
             options["provider"] = ort.get("provider", self.default_provider)
         return options
 
+    # -- reachability -------------------------------------------------------------------------
+
+    def status(self) -> tuple[bool, str]:
+        """The runtime's status first (installed, has its execution provider), then the
+        device's own (:meth:`link_status`)."""
+        ok, why = self.engine.status()
+        if not ok:
+            return False, why
+        return self.link_status()
+
+    def link_status(self) -> tuple[bool, str]:
+        """(reachable now, one line) of the hardware itself; the runtime is known usable."""
+        raise NotImplementedError
+
     # -- energy -------------------------------------------------------------------------------
 
     def meter_options(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ class LocalCpuDevice(LiveDevice):
     kind = "local"
     auto_meter = "rapl"
 
-    def status(self) -> tuple[bool, str]:
+    def link_status(self) -> tuple[bool, str]:
         return True, (
             f"this machine: {cpu_name()}, {os.cpu_count()} logical cores, "
             f"runtime {self.runtime}; {self.energy_status[2]}"

@@ -139,7 +139,7 @@ class RpcDevice(LiveDevice):
             f"`python -m tvm.exec.rpc_server --tracker {host}:{port} --key {self.key}`"
         )
 
-    def status(self) -> tuple[bool, str]:
+    def link_status(self) -> tuple[bool, str]:
         if not self.tracker or not self.key:
             return False, (
                 f"device '{self.profile['name']}' needs --tracker HOST:PORT and --key KEY "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.errors import CandidateError, DeviceUnavailableError
 from hwnas.runtimes.executable import Executable
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -70,7 +70,7 @@ class OnnxRuntime:
 
         Raises:
             DeviceUnavailableError: the execution provider is not installed.
-            HwnasError: ONNX Runtime rejects the model.
+            CandidateError: ONNX Runtime rejects the model.
         """
         import onnxruntime as ort
 
@@ -90,7 +90,7 @@ class OnnxRuntime:
             session = ort.InferenceSession(onnx_bytes, options, providers=providers)
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise HwnasError(f"ONNX Runtime cannot load the model: {first}") from None
+            raise CandidateError(f"ONNX Runtime cannot load the model: {first}") from None
         inp = session.get_inputs()[0]
         x = np.random.default_rng(0).standard_normal(input_shape).astype(np.float32)
         binding = session.io_binding()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.errors import HwnasError
+from hwnas.errors import CandidateError, HwnasError
 from hwnas.measure import NoisyMeasurementError
 from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
@@ -99,8 +99,9 @@ class TrialRecord:
 
 
 MAX_NOISY_IN_A_ROW = 5
-"""A search stops (exit 2) after this many consecutive candidates were too noisy to measure:
-the machine is too busy for timing to mean anything."""
+"""A search stops (exit 2) after this many consecutive candidates could not be measured (too
+noisy, or the runtime failed on them): the machine is too busy for timing to mean anything, or
+the runtime is broken for every model."""
 
 
 @dataclass
@@ -116,6 +117,9 @@ class SearchResult:
         new_trials: trials completed by this run (0 when resuming a finished study).
         noisy_skipped: candidates this run skipped because their measurement stayed too noisy
             (stored flagged; a later run measures them again).
+        failed_skipped: candidates this run skipped because measuring them failed (the
+            runtime rejected the model or crashed on it); their trials are FAIL with the reason
+            in the ``failed`` attribute.
     """
 
     settings: SearchSettings
@@ -125,6 +129,7 @@ class SearchResult:
     trials_total: int
     new_trials: int
     noisy_skipped: int = 0
+    failed_skipped: int = 0
 
 
 def open_storage(url: str):
@@ -274,7 +279,9 @@ def run_search(
     new = 0
     asked = 0
     max_asks = 20 * settings.budget  # bound on duplicate proposals
-    noisy = noisy_in_a_row = 0
+    skipped = {"noisy": 0, "failed": 0}
+    in_a_row = 0
+    failed_archs: set[str] = set()  # not proposed again by this run
 
     while done < settings.budget and asked < max_asks:
         trial = study.ask()
@@ -283,6 +290,11 @@ def run_search(
         arch = space.from_choices(
             {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
         )
+        if arch.text in failed_archs:
+            trial.set_user_attr("arch", arch.text)
+            trial.set_user_attr("failed_before", True)
+            study.tell(trial, state=TrialState.PRUNED)
+            continue
         if arch.text in seen:
             trial.set_user_attr("duplicate_of", seen[arch.text])
             study.tell(trial, state=TrialState.PRUNED)
@@ -296,24 +308,27 @@ def run_search(
             values = [ev.accuracy, ev.costs[settings.metric]]
             if limit is not None:  # feasible when <= 0 (constrained domination)
                 trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
-        except NoisyMeasurementError as exc:
-            # a noisy measurement must not be used, but one noisy candidate must not end a
-            # long search either: skip it (it stays flagged in the store) and go on
+        except CandidateError as exc:
+            # one candidate that cannot be measured (too noisy, rejected or crashed the
+            # runtime) must not end a long search: record why, skip it and go on
+            reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
             trial.set_user_attr("arch", arch.text)
-            trial.set_user_attr("noisy", str(exc))
+            trial.set_user_attr(reason, str(exc))
             study.tell(trial, state=TrialState.FAIL)
-            noisy += 1
-            noisy_in_a_row += 1
-            if noisy_in_a_row >= MAX_NOISY_IN_A_ROW:
+            skipped[reason] += 1
+            in_a_row += 1
+            if reason == "failed":
+                failed_archs.add(arch.text)
+            if in_a_row >= MAX_NOISY_IN_A_ROW:
                 raise HwnasError(
-                    f"{noisy_in_a_row} candidates in a row were too noisy to measure; last: {exc}"
+                    f"{in_a_row} candidates in a row could not be measured; last: {exc}"
                 ) from None
             continue
         except BaseException:
             study.tell(trial, state=TrialState.FAIL)
             raise
         study.tell(trial, values)
-        noisy_in_a_row = 0
+        in_a_row = 0
         seen[arch.text] = trial.number
         done += 1
         new += 1
@@ -322,7 +337,9 @@ def run_search(
 
     records = completed_records(study)
     result = summarise(settings, records, len(study.get_trials(deepcopy=False)), new)
-    return dataclasses.replace(result, noisy_skipped=noisy)
+    return dataclasses.replace(
+        result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
+    )
 
 
 def summarise(

@@ -207,6 +207,7 @@ def search(
             "runtime": device.runtime,
             "flagged_attempts": profiler.counts.flagged,
             "noisy_skipped": result.noisy_skipped,
+            "failed_skipped": result.failed_skipped,
             "tvm_workloads_tuned": profiler.counts.tuned_workloads,
             "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
             "compile_s": round(profiler.counts.compile_s, 1),

@@ -94,3 +94,28 @@ def test_measure_group_leaves_subcommands_alone(monkeypatch):
     assert seen == ["cpu"]
     listing = CliRunner().invoke(app, ["devices"])
     assert listing.exit_code == 0 and "cpu-fast" in listing.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["measure", "--device", "cpu", "--runtime", "tvm", "--arch", SMALL],
+        ["search", "--device", "cpu", "--runtime", "tvm", "--budget", "2"],
+    ],
+)
+def test_tvm_commands_without_the_tvm_extra_name_the_extra(args, tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import hwnas.runtimes.tvm as t; t.tvm_installed = lambda: False;"
+        "import sys; from hwnas.cli import main; sys.exit(main())"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=tmp_path,
+        timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install 'hwnas[tvm]'" in lines[0], r.stderr
+    assert not (tmp_path / "runs").exists()

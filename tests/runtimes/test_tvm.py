@@ -134,3 +134,89 @@ def test_android_cross_compile_needs_the_ndk(tmp_path, monkeypatch):
     with pytest.raises(HwnasError, match="cannot link .*TVM_NDK_CC"):
         runtime.build(export_onnx(nn.Conv2d(3, 4, 3), shape), shape)
     assert not list((tmp_path / "phone").glob("*/lib/*.so"))  # no half-written artifact
+
+
+CRASH_ONCE = '''
+import ctypes
+from pathlib import Path
+
+from hwnas.runtimes.tvm import _build_isolated
+
+
+def build(runtime, onnx_bytes, input_shape, path):
+    """The real build step, except that the first call dies with a segmentation fault."""
+    marker = Path(__file__).with_name("crashed_once")
+    if not marker.exists():
+        marker.write_text("")
+        ctypes.string_at(0)
+    return _build_isolated(runtime, onnx_bytes, input_shape, path)
+'''
+
+
+@pytest.fixture
+def crash_once(tmp_path, monkeypatch):
+    """A TVM build step whose first call segfaults, importable by the build's child process."""
+    folder = tmp_path / "crashy"
+    folder.mkdir()
+    (folder / "crash_once.py").write_text(CRASH_ONCE)
+    monkeypatch.setenv("PYTHONPATH", str(folder))
+    return "crash_once:build"
+
+
+@pytest.mark.slow
+def test_a_tvm_crash_is_an_error_naming_the_versions_and_the_next_build_works(
+    crash_once, tmp_path, monkeypatch
+):
+    from importlib.metadata import version
+
+    import hwnas.runtimes.tvm as tvm_runtime
+    from hwnas.errors import NativeCrashError
+
+    monkeypatch.setattr(tvm_runtime, "BUILD_STEP", crash_once)
+    workload = arch_workload(SPACE, SPACE.parse(SMALL), "cifar10")
+    runtime = TvmRuntime(trials_per_task=0, device="crashy", cache_dir=tmp_path / "cache")
+    with pytest.raises(NativeCrashError) as info:
+        runtime.build(workload.onnx_bytes(), workload.input_shape)
+    message = str(info.value)
+    assert "crashed with SIGSEGV" in message and runtime.key in message
+    assert f"apache-tvm {version('apache-tvm')}" in message
+    assert f"apache-tvm-ffi {version('apache-tvm-ffi')}" in message
+    assert not list(runtime.folder.glob("lib/*.so"))  # nothing half-built is cached
+    path = runtime.build(workload.onnx_bytes(), workload.input_shape)  # this process lives on
+    assert path.exists() and not runtime.last_build.cached
+
+
+@pytest.mark.slow
+def test_a_search_records_a_crashed_candidate_as_failed_and_goes_on(crash_once, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import optuna
+
+    out = tmp_path / "run"
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    code = (
+        f"import hwnas.runtimes.tvm as t; t.BUILD_STEP = {crash_once!r};"
+        "import sys; from hwnas.cli import main; sys.exit(main())"
+    )
+    args = ["search", "--device", "cpu-fast", "--runtime", "tvm", "--budget", "3", "--no-zoo"]
+    args += ["--out", str(out), "--storage", storage, "--study", "crashy", "--strategy", "random"]
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr
+    assert "1 candidate(s) skipped: the runtime failed on them" in r.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trials"]["completed"] == 3 and summary["profiling"]["failed_skipped"] == 1
+    study = optuna.load_study(study_name="crashy", storage=storage)
+    failed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    assert len(failed) == 1 and "crashed with SIGSEGV" in failed[0].user_attrs["failed"]
+    assert failed[0].user_attrs["arch"] not in {a["arch"] for a in _rows(out / "pareto.csv")}
+
+
+def _rows(path):
+    import csv
+
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
