@@ -32,3 +32,18 @@ def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
     _profiles.cache_clear()
     yield home
     _profiles.cache_clear()
+
+
+NATIVE_LIBRARIES = (
+    "torch", "numpy", "scipy", "scikit-learn", "onnx", "onnxruntime", "protobuf", "matplotlib",
+    "pillow", "pyyaml", "apache-tvm", "apache-tvm-ffi", "xgboost-cpu", "psutil", "tornado",
+    "h5py", "ml_dtypes",
+)  # fmt: skip
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the native libraries the suite ran with, so that a run on a new machine can be
+    compared with the pins in pyproject.toml when a release breaks something."""
+    from hwnas.isolate import distribution_versions
+
+    terminalreporter.write_line(f"native libraries: {distribution_versions(NATIVE_LIBRARIES)}")

@@ -67,3 +67,26 @@ def test_wheel_ships_assets_and_works_outside_the_repo(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["17.2381", "70.2933"]
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "hwnas = hwnas.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    # README command 1's search, small, from the unpacked wheel and outside the repository
+    main_cmd = _readme_main_command()
+    search = main_cmd.split("&& hwnas ", 1)[1].split() + ["--budget", "20"]
+    r = subprocess.run(
+        [sys.executable, "-c", "import sys; from hwnas.cli import main; sys.exit(main())", *search],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "HWNAS_HOME": str(tmp_path / "h")},
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert list(tmp_path.glob("runs/*/pareto.csv")) and list(tmp_path.glob("runs/*/zoo/*/*.onnx"))
+
+
+def _readme_main_command() -> str:
+    import re
+
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Get going", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", section)[0]
