@@ -66,6 +66,7 @@ def run_isolated(
     log: str | Path | None = None,
     keep_log: bool = False,
     timeout: float | None = None,
+    hint: str = "",
 ) -> Any:
     """Call ``target(*args)`` in a child Python process and return its result.
 
@@ -79,6 +80,7 @@ def run_isolated(
             unless ``keep_log``.
         keep_log: keep the log of a successful step too.
         timeout: seconds before the child is killed (None: no limit).
+        hint: what the user can do, appended to a crash report.
 
     Returns:
         What ``target`` returned.
@@ -113,9 +115,10 @@ def run_isolated(
                 code = None
         versions = distribution_versions(libraries)
         versions = f" ({versions})" if versions else ""
+        hint = f"; {hint}" if hint else ""
         if code is None:
             raise NativeCrashError(
-                f"{what} did not finish in {timeout:g} s and was stopped{versions}; log: {log}"
+                f"{what} did not finish in {timeout:g} s and was stopped{versions}; log: {log}{hint}"
             )
         if code < 0 or not reply.exists():
             try:
@@ -123,7 +126,7 @@ def run_isolated(
             except ValueError:
                 how = f"crashed with signal {-code}"
             how = how or f"exited with status {code} and no result"
-            raise NativeCrashError(f"{what} {how}{versions}; log: {log}")
+            raise NativeCrashError(f"{what} {how}{versions}; log: {log}{hint}")
         ok, value = pickle.loads(reply.read_bytes())
     if not keep_log:
         log.unlink(missing_ok=True)

@@ -413,6 +413,7 @@ class TvmRuntime:
                 what=f"TVM build of model {path.stem[:12]} for {self.key}",
                 libraries=TVM_DISTRIBUTIONS,
                 log=self.folder / "logs" / f"{path.stem}.log",
+                hint="the versions hwnas was tested with: pip install 'hwnas[tvm]'",
             )
             if not path.exists():
                 raise HwnasError(f"TVM build for {self.key} wrote no library at {path}")
