@@ -118,7 +118,8 @@ def run_isolated(
         hint = f"; {hint}" if hint else ""
         if code is None:
             raise NativeCrashError(
-                f"{what} did not finish in {timeout:g} s and was stopped{versions}; log: {log}{hint}"
+                f"{what} did not finish in {timeout:g} s and was stopped{versions}; "
+                f"log: {log}{hint}"
             )
         if code < 0 or not reply.exists():
             try:
