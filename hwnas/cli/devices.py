@@ -25,6 +25,7 @@ def devices_cmd(ctx, store):
 def check_cmd(device, runtime, tracker, key, target, trials):
     """Prove DEVICE reachable: compile and time a tiny CNN on it (nothing is stored)."""
     from rich.console import Console
+    from rich.markup import escape
 
     from hwnas.cli.measure import _open_device
     from hwnas.devices.check import check_device
@@ -32,7 +33,7 @@ def check_cmd(device, runtime, tracker, key, target, trials):
     dev = _open_device(device, runtime, tracker, key, target, trials, require_reachable=False)
     result = check_device(dev)
     console = Console()
-    console.print(f"ok: {dev.name}: {result.status}")
+    console.print(f"ok: {dev.name}: {escape(result.status)}")
     if not result.measurements:
         console.print("  a recorded table: nothing to run")
     for metric, m in result.measurements.items():
@@ -45,6 +46,7 @@ def check_cmd(device, runtime, tracker, key, target, trials):
 
 def _list(store):
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from hwnas.devices import get_device, list_devices
@@ -86,5 +88,5 @@ def _list(store):
             notes.append(f"{name}: {why}")
     console = Console()
     console.print(table)
-    for note in notes:
-        console.print(f"[bold]unreachable[/bold] {note}")
+    for note in notes:  # notes hold install hints such as pip install 'hwnas[tvm]': not markup
+        console.print(f"[bold]unreachable[/bold] {escape(note)}")

@@ -119,3 +119,20 @@ def test_tvm_commands_without_the_tvm_extra_name_the_extra(args, tmp_path):
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "pip install 'hwnas[tvm]'" in lines[0], r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_devices_list_shows_the_install_hint_with_its_extra():
+    import subprocess
+    import sys
+
+    code = (
+        "import hwnas.runtimes.tvm as t; t.tvm_installed = lambda: False;"
+        "import sys; from hwnas.cli import main; sys.exit(main())"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, "devices"], capture_output=True, text=True, timeout=120,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("unreachable rpc:"))
+    assert line.endswith("Apache TVM is not installed: pip install 'hwnas[tvm]'"), line
