@@ -10,8 +10,11 @@ measured twice.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
+import random
 import socket
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,10 +147,21 @@ def open_storage(url: str):
     import optuna
     import sqlalchemy
 
-    try:
-        storage = optuna.storages.RDBStorage(url)
-    except Exception as exc:  # sqlalchemy errors, bad URLs, missing drivers
-        raise HwnasError(f"cannot open study storage {url}: {str(exc).splitlines()[0]}") from None
+    from hwnas.search.workers import creation_lock
+
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            with creation_lock(url):
+                storage = optuna.storages.RDBStorage(url)
+            break
+        except Exception as exc:  # sqlalchemy errors, bad URLs, missing drivers
+            # several workers creating Optuna's tables in a fresh server database at once: the
+            # losers see "already exists" / unique violations; the tables are there next time
+            if attempt + 1 < CREATE_ATTEMPTS and _lost_creation_race(exc):
+                time.sleep(0.2 * (attempt + 1) + random.random() * 0.3)
+                continue
+            first = str(exc).splitlines()[0]
+            raise HwnasError(f"cannot open study storage {url}: {first}") from None
     if url.startswith("sqlite:"):
 
         def pragmas(dbapi_connection, _record) -> None:
@@ -159,6 +173,18 @@ def open_storage(url: str):
         sqlalchemy.event.listen(storage.engine, "connect", pragmas)
         storage.engine.dispose()  # reconnect with the pragmas
     return storage
+
+
+CREATE_ATTEMPTS = 6
+"""Tries at opening a storage whose tables another worker is creating at the same moment."""
+
+
+def _lost_creation_race(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(
+        needle in text
+        for needle in ("already exists", "unique", "duplicate key", "alembic_version", "locked")
+    )
 
 
 def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
@@ -230,6 +256,33 @@ def completed_records(study) -> list[TrialRecord]:
     return out
 
 
+POLL_S = 1.0
+"""Seconds a worker waits between looks at the study while other workers finish the budget."""
+
+
+def check_budget(study, settings: SearchSettings) -> None:
+    """Refuse a budget below what the study already holds (a rerun may extend a study, never
+    silently report more trials than it was asked for).
+
+    Raises:
+        HwnasError: the study has more completed trials than ``settings.budget``.
+    """
+    from optuna.trial import TrialState
+
+    done = len(
+        {
+            t.user_attrs.get("arch")
+            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        }
+    )
+    if done > settings.budget:
+        raise HwnasError(
+            f"study '{settings.study}' already holds {done} scored architectures, more than "
+            f"--budget {settings.budget}: rerun with --budget {done} or more to extend it, or "
+            "give another --study"
+        )
+
+
 def run_search(
     settings: SearchSettings,
     space: SearchSpace,
@@ -239,13 +292,22 @@ def run_search(
     sampler_options: dict[str, Any] | None = None,
     costs: CostContext | None = None,
 ) -> SearchResult:
-    """Run (or resume) a search until ``settings.budget`` distinct architectures are scored.
+    """Run (or resume, or join) a search until ``settings.budget`` distinct architectures are
+    scored in the study.
+
+    Any number of workers (processes running this function on the same study, on one machine
+    or many) share the budget exactly: an architecture is *claimed* before it is scored
+    (:mod:`hwnas.search.workers`), so none is scored twice and the study never holds more than
+    ``budget`` scored architectures. A worker whose share is done waits for the others' running
+    trials, so every worker returns the same, complete result. A rerun with a larger budget
+    extends the study; a smaller one than the study holds is refused.
 
     Args:
         settings: what to search.
         space: the search space.
         evaluate: scores an architecture; must return ``costs[settings.metric]`` and, under a
-            latency limit, ``costs["latency_ms"]``.
+            latency limit, ``costs["latency_ms"]``. A :class:`~hwnas.errors.CandidateError`
+            skips the candidate (a FAIL trial with the reason).
         storage: Optuna storage URL or object; None keeps the study in memory.
         on_trial: called after each trial with (completed count, record or None for a
             duplicate).
@@ -257,64 +319,98 @@ def run_search(
         The :class:`SearchResult` over every completed trial of the study.
 
     Raises:
-        HwnasError: storage problems, or a study name already used by another search.
-        KeyboardInterrupt: propagated after the study is left consistent (resumable).
+        HwnasError: storage problems, a study name already used by another search, a budget
+            below what the study holds, or 5 candidates in a row that could not be measured.
+        KeyboardInterrupt: propagated after the running trial is told (COMPLETE if it was
+            scored, FAIL otherwise), so the study is consistent and resumable.
     """
     import optuna
     from optuna.trial import TrialState
 
+    from hwnas.search.workers import read_state, study_lock
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if isinstance(storage, str):
+        storage = open_storage(storage)
     study = load_study(settings, storage, settings.metric)
     _fail_orphans(study)
+    check_budget(study, settings)
     limit = settings.max_latency
     if costs is None:
         costs = CostContext(space, max_latency=limit, budget=settings.budget)
     study.sampler = STRATEGIES.get(settings.strategy)(
         settings.seed, costs, **(sampler_options or {})
     )
-    seen = {r.arch: r.number for r in completed_records(study)}
-    done = len(seen)
+    lock_storage = storage if storage is not None else study._storage
     dims = space.choices()
     worker = f"{socket.gethostname()}:{os.getpid()}"
-    new = 0
-    asked = 0
+    joined = datetime.datetime.now()
+    new = asked = 0
     max_asks = 20 * settings.budget  # bound on duplicate proposals
     skipped = {"noisy": 0, "failed": 0}
     in_a_row = 0
     failed_archs: set[str] = set()  # not proposed again by this run
+    reseeded = False
 
-    while done < settings.budget and asked < max_asks:
+    while asked < max_asks:
+        state = read_state(study)  # a hint; the claim below re-reads under the lock
+        if len(state.completed) >= settings.budget:
+            break
+        if state.taken >= settings.budget:  # the rest is being scored by other workers
+            time.sleep(POLL_S)
+            _fail_orphans(study)
+            continue
         trial = study.ask()
         asked += 1
-        trial.set_user_attr("worker", worker)
-        arch = space.from_choices(
-            {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
-        )
-        if arch.text in failed_archs:
-            trial.set_user_attr("arch", arch.text)
-            trial.set_user_attr("failed_before", True)
-            study.tell(trial, state=TrialState.PRUNED)
-            continue
-        if arch.text in seen:
-            trial.set_user_attr("duplicate_of", seen[arch.text])
-            study.tell(trial, state=TrialState.PRUNED)
-            if on_trial:
-                on_trial(done, None)
-            continue
+        told = False
+        ev: Evaluation | None = None
         try:
+            trial.set_user_attr("worker", worker)
+            arch = space.from_choices(
+                {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
+            )
+            if arch.text in failed_archs:
+                trial.set_user_attr("failed_before", arch.text)
+                study.tell(trial, state=TrialState.PRUNED)
+                told = True
+                continue
+            with study_lock(lock_storage, settings.study):
+                state = read_state(study, exclude=trial.number)
+                holder = state.holder(arch.text)
+                full = holder is None and state.taken >= settings.budget
+                if holder is None and not full:
+                    trial.set_user_attr("arch", arch.text)  # the claim
+            if holder is not None:
+                trial.set_user_attr("duplicate_of", holder)
+                study.tell(trial, state=TrialState.PRUNED)
+                told = True
+                if not reseeded and state.by_another_since(holder, worker, joined):
+                    # another worker started with the same seed: draw from another sequence
+                    study.sampler.reseed_rng()
+                    reseeded = True
+                if on_trial:
+                    on_trial(len(state.completed), None)
+                continue
+            if full:
+                trial.set_user_attr("budget_reached", True)
+                study.tell(trial, state=TrialState.PRUNED)
+                told = True
+                continue
             ev = evaluate(arch)
             for key, value in ev.attrs().items():
                 trial.set_user_attr(key, value)
             values = [ev.accuracy, ev.costs[settings.metric]]
             if limit is not None:  # feasible when <= 0 (constrained domination)
                 trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
+            study.tell(trial, values)
+            told = True
         except CandidateError as exc:
             # one candidate that cannot be measured (too noisy, rejected or crashed the
             # runtime) must not end a long search: record why, skip it and go on
             reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
-            trial.set_user_attr("arch", arch.text)
             trial.set_user_attr(reason, str(exc))
             study.tell(trial, state=TrialState.FAIL)
+            told = True
             skipped[reason] += 1
             in_a_row += 1
             if reason == "failed":
@@ -324,22 +420,38 @@ def run_search(
                     f"{in_a_row} candidates in a row could not be measured; last: {exc}"
                 ) from None
             continue
-        except BaseException:
-            study.tell(trial, state=TrialState.FAIL)
-            raise
-        study.tell(trial, values)
+        finally:
+            if not told:  # interrupted (Ctrl-C) or a bug: never leave the trial RUNNING
+                _tell_interrupted(study, trial, ev, settings)
         in_a_row = 0
-        seen[arch.text] = trial.number
-        done += 1
         new += 1
         if on_trial:
-            on_trial(done, TrialRecord(trial.number, arch.text, ev.accuracy, ev.costs, ev.attrs()))
+            on_trial(
+                len(state.completed) + 1,
+                TrialRecord(trial.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
+            )
 
     records = completed_records(study)
     result = summarise(settings, records, len(study.get_trials(deepcopy=False)), new)
     return dataclasses.replace(
         result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
     )
+
+
+def _tell_interrupted(study, trial, ev: Evaluation | None, settings: SearchSettings) -> None:
+    """Tell a trial whose loop iteration was interrupted: COMPLETE when it was scored (the
+    evaluation is not lost), FAIL otherwise."""
+    from optuna.trial import TrialState
+
+    try:
+        if ev is not None and settings.metric in ev.costs:
+            for key, value in ev.attrs().items():
+                trial.set_user_attr(key, value)
+            study.tell(trial, [ev.accuracy, ev.costs[settings.metric]])
+        else:
+            study.tell(trial, state=TrialState.FAIL)
+    except Exception:  # already told, or the storage is gone: the rerun fails it as an orphan
+        pass
 
 
 def summarise(

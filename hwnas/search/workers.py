@@ -1,0 +1,156 @@
+"""Several workers on one study: the study lock and the claims that make them share a budget.
+
+Any number of ``hwnas search`` processes, on one machine or many, may run the same study (same
+``--study`` and ``--storage``). They coordinate through the study's storage only:
+
+- **Claims.** A worker that wants to score an architecture first *claims* it: under the study
+  lock it reads the study's completed trials and the RUNNING trials that carry an ``arch``
+  attribute (other workers' claims), and sets ``arch`` on its own RUNNING trial only if that
+  architecture is neither scored nor claimed and the scored + claimed count is below the
+  budget. So no architecture is scored twice, and the completed trials never exceed the budget.
+- **The study lock** is short (one read and one attribute write): a file lock beside a SQLite
+  database (its workers are on one machine), a PostgreSQL advisory lock on the storage's own
+  server (workers anywhere), and nothing for an in-memory study (one process).
+- **Creating a fresh storage** from several workers at once is serialised the same way for
+  SQLite; for a server database a worker that loses the race to create Optuna's tables retries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URL, or None (in-memory SQLite, other back ends)."""
+    if not url.startswith("sqlite"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def lock_key(name: str) -> int:
+    """A signed 64-bit integer for ``name`` (PostgreSQL advisory lock keys are bigint)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+@contextlib.contextmanager
+def creation_lock(url: str) -> Iterator[None]:
+    """Held while Optuna creates (or checks) its tables in the storage at ``url``: a file lock
+    beside a SQLite file; nothing for other back ends (:func:`hwnas.search.engine.open_storage`
+    retries there instead)."""
+    path = _sqlite_file(url)
+    if path is None:
+        yield
+        return
+    with _file_lock(path.with_name(path.name + ".hwnas-lock")):
+        yield
+
+
+_LOCAL_LOCKS: dict[str, threading.Lock] = {}
+
+
+@contextlib.contextmanager
+def study_lock(storage: Any, study_name: str) -> Iterator[None]:
+    """Exclusive access to ``study_name``'s claims among every worker of the storage.
+
+    Args:
+        storage: an Optuna storage (RDB with ``url`` and ``engine``, or in-memory).
+        study_name: the study.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database server went away while locking.
+    """
+    url = str(getattr(storage, "url", ""))
+    path = _sqlite_file(url)
+    if path is not None:
+        with _file_lock(path.with_name(f"{path.name}.{lock_key(study_name) & 0xFFFFFFFF:x}.lock")):
+            yield
+    elif url.startswith("postgresql"):
+        from sqlalchemy import text
+
+        key = lock_key(f"hwnas-study:{study_name}")
+        with storage.engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                conn.commit()
+    else:  # in-memory (one process) or a back end without advisory locks
+        lock = _LOCAL_LOCKS.setdefault(f"{id(storage)}:{study_name}", threading.Lock())
+        with lock:
+            yield
+
+
+@dataclass
+class StudyState:
+    """What every worker of a study has done or is doing, read from the storage.
+
+    Attributes:
+        completed: arch string -> trial number of the trial that scored it.
+        claimed: arch string -> trial number of a RUNNING trial scoring it now (any worker).
+        started: trial number -> (worker id "host:pid", start time) of those trials.
+    """
+
+    completed: dict[str, int] = field(default_factory=dict)
+    claimed: dict[str, int] = field(default_factory=dict)
+    started: dict[int, tuple[str, datetime.datetime | None]] = field(default_factory=dict)
+
+    @property
+    def taken(self) -> int:
+        """Scored plus being scored: what counts against the budget."""
+        return len(self.completed) + len(self.claimed)
+
+    def by_another_since(self, number: int, worker: str, moment: datetime.datetime) -> bool:
+        """Whether trial ``number`` was started by a worker other than ``worker`` at or after
+        ``moment`` (a worker running beside this one, not an earlier run of the study)."""
+        who, start = self.started.get(number, ("", None))
+        return who != worker and start is not None and start >= moment
+
+    def holder(self, arch: str) -> int | None:
+        """The trial that scored or is scoring ``arch``, or None."""
+        if arch in self.completed:
+            return self.completed[arch]
+        return self.claimed.get(arch)
+
+
+def read_state(study, exclude: int | None = None) -> StudyState:
+    """The study's :class:`StudyState`, leaving out trial number ``exclude`` (the caller's)."""
+    from optuna.trial import TrialState
+
+    state = StudyState()
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    for t in trials:
+        arch = t.user_attrs.get("arch")
+        if arch is None or t.number == exclude:
+            continue
+        if t.state == TrialState.COMPLETE:
+            state.completed.setdefault(arch, t.number)
+        else:
+            state.claimed.setdefault(arch, t.number)
+        state.started[t.number] = (str(t.user_attrs.get("worker", "")), t.datetime_start)
+    return state

@@ -1,0 +1,89 @@
+"""Several `hwnas search` workers on one study, started at once as a user would start them:
+they share the budget exactly, never score an architecture twice, none fails on a fresh
+storage, and every worker's run folder lists each architecture once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WORKERS = 3
+BUDGET = 60
+
+
+def _start_workers(storage: str, tmp_path: Path, extra: list[str] = ()) -> list[subprocess.Popen]:
+    procs = []
+    for w in range(WORKERS):
+        folder = tmp_path / f"worker{w}"
+        folder.mkdir()
+        args = ["search", "--device", "pixel3", "--budget", str(BUDGET), "--study", "k"]
+        args += ["--storage", storage, "--out", str(folder / "run"), *extra]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "hwnas", *args],
+                cwd=folder,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "HWNAS_HOME": str(folder / "home")},
+            )
+        )
+    return procs
+
+
+def _check_shared_study(procs, storage: str, tmp_path: Path) -> None:
+    import optuna
+
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, err
+    study = optuna.load_study(study_name="k", storage=storage)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    archs = [t.user_attrs["arch"] for t in complete]
+    assert len(complete) == BUDGET and len(set(archs)) == BUDGET  # the budget, once each
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    fronts, added = [], 0
+    for w in range(WORKERS):
+        run = tmp_path / f"worker{w}" / "run"
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["trials"]["completed"] == BUDGET
+        added += summary["trials"]["completed_this_run"]
+        with open(run / "pareto.csv") as fh:
+            rows = [r["arch"] for r in csv.DictReader(fh)]
+        assert len(rows) == len(set(rows)) > 0
+        fronts.append(rows)
+        zoo = sorted(p.parent.name for p in (run / "zoo").glob("*/model.onnx"))
+        assert len(zoo) == len(rows)
+    assert added == BUDGET  # every scored architecture was scored by exactly one worker
+    assert fronts[0] == fronts[1] == fronts[2]  # every worker reports the whole study
+
+
+@pytest.mark.slow
+def test_three_workers_share_a_fresh_sqlite_study(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'fresh' / 's.db'}"
+    (tmp_path / "fresh").mkdir()
+    procs = _start_workers(storage, tmp_path)
+    _check_shared_study(procs, storage, tmp_path)
+
+
+@pytest.mark.slow
+def test_a_rerun_with_a_smaller_budget_is_refused_and_a_larger_one_extends(tmp_path):
+    from helpers import hwnas_cli
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    base = ["search", "--device", "pixel3", "--study", "k", "--storage", storage, "--no-zoo"]
+    r = hwnas_cli(*base, "--budget", "30", "--out", str(tmp_path / "a"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = hwnas_cli(*base, "--budget", "20", "--out", str(tmp_path / "b"), cwd=tmp_path)
+    assert r.returncode == 2 and not (tmp_path / "b").exists()
+    assert "already holds 30 scored architectures, more than --budget 20" in r.stderr
+    r = hwnas_cli(*base, "--budget", "40", "--out", str(tmp_path / "c"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert summary["trials"]["completed"] == 40 and summary["trials"]["completed_this_run"] == 10
