@@ -87,3 +87,44 @@ def test_a_rerun_with_a_smaller_budget_is_refused_and_a_larger_one_extends(tmp_p
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["trials"]["completed"] == 40 and summary["trials"]["completed_this_run"] == 10
+
+
+@pytest.mark.slow
+def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_path):
+    import signal
+    import time
+
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["search", "--device", "cpu-fast", "--budget", "8", "--study", "k"]
+    args += ["--storage", storage, "--no-zoo", "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hwnas", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # interrupt once a trial is being measured
+        time.sleep(0.2)
+        try:
+            study = optuna.load_study(study_name="k", storage=storage)
+        except Exception:  # not created yet
+            continue
+        states = [t.state for t in study.trials]
+        if optuna.trial.TrialState.COMPLETE in states and states[-1].name == "RUNNING":
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    study = optuna.load_study(study_name="k", storage=storage)
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    from helpers import hwnas_cli
+
+    r = hwnas_cli(*args)
+    assert r.returncode == 0, r.stderr
+    study = optuna.load_study(study_name="k", storage=storage)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len({t.user_attrs["arch"] for t in complete}) == len(complete) == 8
