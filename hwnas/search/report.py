@@ -97,6 +97,7 @@ def write_summary(
     summary = {
         "settings": result.settings.as_dict(),
         "trials": {
+            "budget": result.settings.budget,
             "completed": len(result.records),
             "in_study": result.trials_total,
             "completed_this_run": result.new_trials,
