@@ -156,8 +156,7 @@ class Profiler:
                 if found is None or found.flagged:
                     m = self._take(workload)[metric]
                     if m.flagged and not allow_flagged:
-                        max_cv = getattr(getattr(self.device, "protocol", None), "max_cv", None)
-                        raise NoisyMeasurementError(m, self.attempts, max_cv)
+                        raise NoisyMeasurementError(m, self.attempts, self.device.max_cv)
                     return m
         self.counts.reused += 1
         return found

@@ -31,15 +31,16 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from hwnas.export import count_params_flops, export_onnx
     from hwnas.measure import WEIGHT_SEED
     from hwnas.search.run import recorded_latencies
-    from hwnas.spaces import get_space
+    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
 
     sp = get_space(space)
     if dataset is None:
         dataset = "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
     spec = sp.dataset(dataset)
+    indexed = ability(sp, IndexedSpace)
     a = (
-        sp.arch_at(int(arch))
-        if arch.strip().isdigit() and hasattr(sp, "arch_at")
+        indexed.arch_at(int(arch))
+        if arch.strip().isdigit() and indexed is not None
         else sp.parse(arch)
     )
     import torch
@@ -60,8 +61,10 @@ def arch_cmd(arch, space, dataset, onnx_out):
         f"network  {dataset}: input {list(shape)}, {spec.num_classes} classes, "
         f"{params / 1e6:.3f} M params, {flops / 1e6:.2f} M FLOPs (MACs)"
     )
-    if hasattr(sp, "table_accuracy"):
-        accs = ", ".join(f"{d} {sp.table_accuracy(d)[sp.index(a)]:.2f}%" for d in sp.datasets())
+    tabulated = ability(sp, TabulatedSpace)
+    if tabulated is not None:
+        row = tabulated.index(a)
+        accs = ", ".join(f"{d} {tabulated.table_accuracy(d)[row]:.2f}%" for d in sp.datasets())
         console.print(f"accuracy {accs} (200-epoch test, benchmark table)")
     lat = recorded_latencies(sp.name, [a.text], skip="")[a.text]
     if lat:

@@ -50,7 +50,6 @@ def _list(store):
     from rich.table import Table
 
     from hwnas.devices import get_device, list_devices
-    from hwnas.devices.recorded import RecordedDevice
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
 
@@ -66,14 +65,12 @@ def _list(store):
     for name in list_devices():
         dev = get_device(name)
         ok, why = dev.status()
-        if isinstance(dev, RecordedDevice):
-            stored = (
-                ", ".join(
-                    f"{space} {len(dev.column(space, next(iter(ms))))}"
-                    for space, ms in dev.tables.items()
-                )
-                + " (table)"
-            )
+        if dev.table_spaces:
+            sizes = []
+            for space in dev.table_spaces:
+                columns = [dev.table(space, m) for m in dev.metrics]
+                sizes.append(f"{space} {next(len(c) for c in columns if c is not None)}")
+            stored = ", ".join(sizes) + " (table)"
         else:
             stored = str(counts.get(name, 0))
         table.add_row(

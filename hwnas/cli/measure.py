@@ -95,7 +95,7 @@ def _open_device(name, runtime, tracker, key, target, trials, require_reachable=
     if trials is not None:
         overrides["tvm"] = {"trials_per_task": trials}
     dev = get_device(name, runtime=runtime, overrides=overrides)
-    if (target is not None or trials is not None) and getattr(dev, "runtime_name", "") != "tvm":
+    if (target is not None or trials is not None) and dev.runtime_name != "tvm":
         from hwnas.errors import HwnasError
 
         raise HwnasError(

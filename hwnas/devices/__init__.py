@@ -117,7 +117,7 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     except UnknownNameError as exc:
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
     device = cls(profile)
-    if runtime is not None and getattr(device, "runtime_name", None) != runtime:
+    if runtime is not None and device.runtime_name != runtime:
         raise HwnasError(
             f"device '{name}' ({profile['kind']}) has no runtime choice: --runtime applies to "
             "live devices (local, cuda, rpc, android)"

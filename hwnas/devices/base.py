@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.spaces.base import Arch
 
@@ -115,6 +117,14 @@ class Device(ABC):
     """Registry name of the runtime that runs models (part of every measurement's key)."""
     stored_in_profiler: bool = True
     """Whether measurements are cached in the store (False for devices that read a table)."""
+    can_measure: bool = True
+    """Whether the device gives values it was not given before (False for an imported device,
+    which has only the measurements imported into the store)."""
+    runs_models: bool = True
+    """Whether the device compiles and times any model (False for a recorded table)."""
+    runtime_name: str | None = None
+    """Registry key of the runtime that runs models ("ort", "tvm"); None where the device has
+    no runtime choice (tables, imported values, hls4ml)."""
 
     def __init__(self, profile: dict[str, Any]):
         self.profile = profile
@@ -146,6 +156,30 @@ class Device(ABC):
         timed loop) override this; the default measures each metric on its own.
         """
         return {metric: self.measure(workload, metric) for metric in self.metrics}
+
+    @property
+    def max_cv(self) -> float | None:
+        """Largest coefficient of variation of a usable timing (a fraction), or None where
+        values are not timed here."""
+        return None
+
+    @property
+    def table_spaces(self) -> tuple[str, ...]:
+        """Spaces for which the device has a recorded value of every architecture."""
+        return ()
+
+    def table(self, space: str, metric: str) -> np.ndarray | None:
+        """The recorded ``metric`` (ms or mJ) of every architecture of ``space``, in the space's
+        index order (NaN where missing), or None when the device has no such table."""
+        return None
+
+    def table_source(self, space: str, metric: str) -> str:
+        """Where :meth:`table`'s values come from ("recorded:FILE:COLUMN"), or ""."""
+        return ""
+
+    def supports(self, space: str) -> bool:
+        """Whether the device can give values for architectures of ``space``."""
+        return "*" in self.spaces or space in self.spaces
 
     def require_reachable(self) -> None:
         """Raise :class:`DeviceUnavailableError` with the status message if not reachable."""

@@ -22,8 +22,8 @@ class ImportedDevice(Device):
     kind = "imported"
     runtime = "imported"
     stored_in_profiler = True
-    can_measure = False
-    """No new measurements: only the imported ones in the store."""
+    can_measure = False  # no new measurements: only the imported ones in the store
+    runs_models = False
 
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)

@@ -72,6 +72,10 @@ class LiveDevice(Device):
             options["provider"] = ort.get("provider", self.default_provider)
         return options
 
+    @property
+    def max_cv(self) -> float | None:
+        return self.protocol.max_cv
+
     # -- reachability -------------------------------------------------------------------------
 
     def status(self) -> tuple[bool, str]:
@@ -147,7 +151,7 @@ class LiveDevice(Device):
         """
         self.require_reachable()
         executable = self.engine.compile(workload.onnx_bytes(), workload.input_shape)
-        build = getattr(self.engine, "last_build", None)
+        build = self.engine.last_build
         self.before_model()
         meter = self.make_meter()
         timing = time_callable(executable, self.protocol, meter)
@@ -160,14 +164,12 @@ class LiveDevice(Device):
             "rounds": timing.rounds,
             "rel_ci": round(timing.rel_ci, 5) if timing.rel_ci != float("inf") else None,
             "timed_s": round(timing.seconds, 3),
+            # what compiling cost (ORT: creating the session; TVM: import, tuning, compile)
+            "compile_s": round(build.compile_s, 3),
+            "cached": build.cached,
+            "tuned_workloads": len(build.tuned_workloads),
+            "tuning_s": round(build.tuning_s, 3),
         }
-        if build is not None:
-            extra.update(
-                compile_s=round(build.compile_s, 3),
-                cached=build.cached,
-                tuned_workloads=len(build.tuned_workloads),
-                tuning_s=round(build.tuning_s, 3),
-            )
         common = dict(
             device=self.name,
             runtime=self.runtime,

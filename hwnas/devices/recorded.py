@@ -23,6 +23,7 @@ class RecordedDevice(Device):
     kind = "recorded"
     runtime = "recorded"
     stored_in_profiler = False
+    runs_models = False
 
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
@@ -63,6 +64,18 @@ class RecordedDevice(Device):
     def source(self, space: str, metric: str) -> str:
         entry = self.tables[space][metric]
         return f"recorded:{entry['file']}:{entry['column']}"
+
+    @property
+    def table_spaces(self) -> tuple[str, ...]:
+        return tuple(self.tables)
+
+    def table(self, space: str, metric: str) -> np.ndarray | None:
+        if metric not in self.tables.get(space, {}):
+            return None
+        return self.column(space, metric)
+
+    def table_source(self, space: str, metric: str) -> str:
+        return self.source(space, metric) if metric in self.tables.get(space, {}) else ""
 
     def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
         if workload.arch is None:

@@ -20,7 +20,7 @@ from hwnas.devices.base import METRICS
 from hwnas.errors import HwnasError
 from hwnas.predictors.base import MIN_CALIBRATION, Model
 from hwnas.predictors.graph import load_graph_model
-from hwnas.spaces import SearchSpace
+from hwnas.spaces import IndexedSpace, SearchSpace, ability
 
 
 @dataclass
@@ -73,8 +73,9 @@ def parse_model(space: SearchSpace, cell: str, base: Path, where: str) -> Model:
         except HwnasError as exc:
             raise HwnasError(f"{where}: {exc}") from None
     try:
-        if text.isdigit() and hasattr(space, "arch_at"):
-            return space.arch_at(int(text))
+        indexed = ability(space, IndexedSpace)
+        if text.isdigit() and indexed is not None:
+            return indexed.arch_at(int(text))
         return space.parse(text)
     except HwnasError as exc:
         raise HwnasError(f"{where}: unknown or malformed {space.name} arch: {exc}") from None

@@ -84,17 +84,15 @@ def recorded_columns(space: str, metrics: tuple[str, ...] = ("latency_ms", "ener
         list of :class:`Column`.
     """
     from hwnas.devices import get_device, list_devices
-    from hwnas.devices.recorded import RecordedDevice
 
     out = []
     for name in list_devices():
         dev = get_device(name)
-        if not isinstance(dev, RecordedDevice) or space not in dev.spaces:
-            continue
         for metric in metrics:
-            if metric in dev.tables[space]:
-                values = np.asarray(dev.column(space, metric), dtype=np.float64)
-                out.append(Column(name, metric, values, dev.source(space, metric)))
+            column = dev.table(space, metric)
+            if column is not None:
+                values = np.asarray(column, dtype=np.float64)
+                out.append(Column(name, metric, values, dev.table_source(space, metric)))
     return sorted(out, key=lambda c: c.key)
 
 

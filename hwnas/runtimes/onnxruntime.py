@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from hwnas.errors import CandidateError, DeviceUnavailableError
+from hwnas.runtimes.base import BuildInfo, Runtime
 from hwnas.runtimes.executable import Executable
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -26,7 +29,7 @@ class OrtExecutable(Executable):
         return self.session.run(None, {self.input_name: np.asarray(x, np.float32)})[0]
 
 
-class OnnxRuntime:
+class OnnxRuntime(Runtime):
     """Compile with ONNX Runtime (all graph optimisations, sequential execution).
 
     Args:
@@ -35,9 +38,10 @@ class OnnxRuntime:
         device_id: GPU index for the CUDA provider.
     """
 
-    name = "onnxruntime"
+    name = "ort"
 
     def __init__(self, threads: int = 1, provider: str = "cpu", device_id: int = 0, **_ignored):
+        super().__init__()
         self.threads = threads
         self.provider = PROVIDERS.get(provider, provider)
         self.device_id = device_id
@@ -86,6 +90,7 @@ class OnnxRuntime:
         providers: list = [self.provider]
         if self.provider == PROVIDERS["cuda"]:
             providers = [(self.provider, {"device_id": self.device_id})]
+        started = time.perf_counter()
         try:
             session = ort.InferenceSession(onnx_bytes, options, providers=providers)
         except Exception as exc:
@@ -104,6 +109,7 @@ class OnnxRuntime:
             binding.bind_cpu_input(inp.name, x)
             for out in session.get_outputs():
                 binding.bind_output(out.name)
+        self.last_build = BuildInfo(cached=False, compile_s=time.perf_counter() - started)
         return OrtExecutable(session, binding, inp.name)
 
     def versions(self) -> dict[str, str]:

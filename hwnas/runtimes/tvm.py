@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from hwnas.errors import CandidateError, DeviceUnavailableError, HwnasError
 from hwnas.export import content_hash
+from hwnas.runtimes.base import BuildInfo, Runtime
 from hwnas.runtimes.executable import Executable
 
 TUNED_OPS = ("conv2d", "matmul", "dense")
@@ -128,25 +129,6 @@ class RpcSpec:
             return tracker.request(self.key, priority=1, session_timeout=self.session_timeout)
         finally:
             tracker.close()
-
-
-@dataclass
-class BuildInfo:
-    """What compiling one model cost.
-
-    Attributes:
-        cached: the compiled model came from the artifact cache.
-        compile_s: seconds to import and compile (0 when cached).
-        tuned_workloads: names of workloads tuned for this model (new to the database).
-        tuning_s: seconds spent tuning them.
-        workloads: tunable workloads of the model (tuned before or now).
-    """
-
-    cached: bool = True
-    compile_s: float = 0.0
-    tuned_workloads: list[str] = field(default_factory=list)
-    tuning_s: float = 0.0
-    workloads: int = 0
 
 
 class TvmExecutable(Executable):
@@ -245,7 +227,7 @@ def _fcompile(kind: str, cc: str | None):
     return None
 
 
-class TvmRuntime:
+class TvmRuntime(Runtime):
     """Compile ONNX models with TVM Relax for a target, tuned with a shared database.
 
     Args:
@@ -273,6 +255,7 @@ class TvmRuntime:
         cc: str | None = None,
         **_ignored,
     ):
+        super().__init__()
         self.threads = int(threads)
         self.spec = target_spec(target)
         self.trials_per_task = int(trials_per_task)
@@ -286,7 +269,6 @@ class TvmRuntime:
 
             cache_dir = hwnas_home() / "tvm"
         self.cache_root = Path(cache_dir).expanduser()
-        self.last_build = BuildInfo()
         self._target = None
 
     # -- identity -----------------------------------------------------------------------------

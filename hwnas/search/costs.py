@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwnas.devices.base import Device
-from hwnas.devices.recorded import RecordedDevice
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -45,9 +44,9 @@ def table_costs(
 ) -> Callable[[Sequence[Arch]], np.ndarray] | None:
     """Cost lookup from a recorded device's table (NaN for architectures it lacks), or None if
     the device has no table for this space and metric."""
-    if not isinstance(device, RecordedDevice) or metric not in device.tables.get(space.name, {}):
+    column = device.table(space.name, metric)
+    if column is None:
         return None
-    column = device.column(space.name, metric)
 
     def lookup(archs: Sequence[Arch]) -> np.ndarray:
         out = np.full(len(archs), np.nan)

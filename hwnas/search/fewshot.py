@@ -255,7 +255,7 @@ def run_fewshot(
     """
     say = on_stage or (lambda _m: None)
     device = profiler.device
-    can_measure = getattr(device, "can_measure", True)
+    can_measure = device.can_measure
     budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
     cal = calibration_archs(space, budget, can_measure)
     say(f"calibration: {len(cal)} reference architectures on {device.name}")
@@ -414,7 +414,7 @@ def plan_fewshot(
     from hwnas.predictors import load_predictor
     from hwnas.search.engine import default_study_name
 
-    can_measure = getattr(device, "can_measure", True)
+    can_measure = device.can_measure
     if predictor is None and measurement_budget is None and can_measure:
         return None
     if measurement_budget is not None and measurement_budget < MIN_MEASUREMENT_BUDGET:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.devices import Device, get_device, list_devices
-from hwnas.devices.recorded import RecordedDevice
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import default_storage_url, default_store_path
@@ -29,7 +28,7 @@ from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
 from hwnas.search.strategies import STRATEGIES
-from hwnas.spaces import SearchSpace, get_space
+from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 from hwnas.store import MeasurementStore
 
 
@@ -59,12 +58,10 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
             continue
     for name in list_devices():
         dev = get_device(name)
-        if name == skip or not isinstance(dev, RecordedDevice) or space_name not in dev.spaces:
+        column = None if name == skip else dev.table(space_name, "latency_ms")
+        if column is None:
             continue
-        if "latency_ms" not in dev.tables[space_name]:
-            continue
-        column = dev.column(space_name, "latency_ms")
-        source = dev.source(space_name, "latency_ms")
+        source = dev.table_source(space_name, "latency_ms")
         for a, i in rows.items():
             out[a][name] = {"value": float(column[i]), "source": source}
     return out
@@ -104,11 +101,11 @@ def prepare(
     """
     space = get_space(settings.space)
     space.dataset(settings.dataset)
-    if not hasattr(space, "table_accuracy"):
+    if ability(space, TabulatedSpace) is None:
         raise HwnasError(f"space '{space.name}' has no accuracy table to search over")
     device = get_device(settings.device, runtime=settings.runtime)
     device.require_reachable()
-    if isinstance(device, RecordedDevice) and space.name not in device.spaces:
+    if not device.supports(space.name):
         raise HwnasError(
             f"device '{device.name}' has no recorded measurements for space '{space.name}' "
             f"(it has: {', '.join(device.spaces)})"

@@ -29,6 +29,7 @@ import optuna
 
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostContext
+from hwnas.spaces import TabulatedSpace, ability
 from hwnas.spaces.base import Arch
 
 
@@ -91,8 +92,9 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
 
     def _setup(self) -> None:
         space = self.context.space
-        if hasattr(space, "all_archs") and hasattr(space, "table_accuracy"):
-            pool = space.all_archs()
+        tabulated = ability(space, TabulatedSpace)
+        if tabulated is not None:
+            pool = tabulated.all_archs()
         else:
             pool = list(dict.fromkeys(space.sample(self.rng, self.max_pool)))
         cost = np.asarray(self.context.cost(pool), dtype=float)
@@ -105,7 +107,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
             raise HwnasError("no candidate architecture meets the latency limit")
         self._pool = [a for a, k in zip(pool, keep) if k]
         self._cost = cost[keep]
-        features = getattr(space, "surrogate_features", space.encode)(self._pool)
+        features = space.surrogate_features(self._pool)
         self._x = np.hstack([features, np.log(self._cost)[:, None]])
         self._row = {a.text: i for i, a in enumerate(self._pool)}
         order = np.argsort(self._cost, kind="stable")

@@ -7,15 +7,33 @@ class named by the YAML's ``implementation`` key.
 from __future__ import annotations
 
 from functools import cache
+from typing import TypeVar
 
 import yaml
 
 from hwnas.assets import asset_path
 from hwnas.errors import UnknownNameError
 from hwnas.registry import load
-from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
+from hwnas.spaces.base import Arch, DatasetSpec, IndexedSpace, SearchSpace, TabulatedSpace
 
-__all__ = ["Arch", "DatasetSpec", "SearchSpace", "get_space", "list_spaces"]
+T = TypeVar("T")
+
+__all__ = [
+    "Arch",
+    "DatasetSpec",
+    "IndexedSpace",
+    "SearchSpace",
+    "TabulatedSpace",
+    "ability",
+    "get_space",
+    "list_spaces",
+]
+
+
+def ability(space: SearchSpace, protocol: type[T]) -> T | None:
+    """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`) if it has
+    that optional ability, else None: the one place where abilities are looked up."""
+    return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 
 
 def list_spaces() -> list[str]:

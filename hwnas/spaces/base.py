@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -110,6 +110,11 @@ class SearchSpace(ABC):
             for _ in range(n)
         ]
 
+    def surrogate_features(self, archs: Sequence[Arch]) -> np.ndarray:
+        """Features for accuracy surrogates, shape (len(archs), F), float32; by default the
+        one-hot :meth:`encode` (spaces with structure to exploit override it)."""
+        return self.encode(archs)
+
     def encode(self, archs: Sequence[Arch]) -> np.ndarray:
         """One-hot encoding of the choices, shape (len(archs), sum of choice counts), float32.
 
@@ -126,3 +131,40 @@ class SearchSpace(ABC):
                 start, index = offsets[d]
                 out[row, start + index[v]] = 1.0
         return out
+
+
+# -- optional abilities, declared as typed protocols ---------------------------------------------
+# A space has an ability when it implements the protocol's methods; code asks for one with
+# :func:`hwnas.spaces.ability` (which returns the space, typed, or None) instead of probing.
+
+
+@runtime_checkable
+class IndexedSpace(Protocol):
+    """A finite space whose architectures are numbered 0..len-1 (a benchmark's index)."""
+
+    def __len__(self) -> int: ...
+
+    def index(self, arch: Arch) -> int:
+        """Row of ``arch``. Raises hwnas.errors.HwnasError: not in the indexed set."""
+        ...
+
+    def arch_at(self, index: int) -> Arch:
+        """The architecture at row ``index``. Raises hwnas.errors.HwnasError: out of range."""
+        ...
+
+    def all_archs(self) -> list[Arch]:
+        """Every architecture, in index order."""
+        ...
+
+
+@runtime_checkable
+class TabulatedSpace(IndexedSpace, Protocol):
+    """An indexed space with a trained-accuracy table (NAS-Bench-201)."""
+
+    def table_accuracy(self, dataset: str, epochs: int = 200) -> np.ndarray:
+        """Top-1 accuracy (%) of every architecture on ``dataset``, index order."""
+        ...
+
+    def accuracy_source(self, dataset: str, epochs: int = 200) -> str:
+        """Where :meth:`table_accuracy` comes from ("nasbench201-table:cifar100_test_200ep")."""
+        ...

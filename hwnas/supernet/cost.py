@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError
+from hwnas.spaces import IndexedSpace, ability
 from hwnas.spaces.base import Arch, SearchSpace
 
 Factor = tuple[int, np.ndarray]
@@ -468,8 +469,9 @@ def predicted_lut(
         [profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
     )
     pred.fit(refs, values, metric)
-    if hasattr(space, "all_archs") and len(space) <= 20000:
-        pool = space.all_archs()
+    indexed = ability(space, IndexedSpace)
+    if indexed is not None and len(indexed) <= 20000:
+        pool = indexed.all_archs()
     else:
         pool = list(dict.fromkeys(space.sample(np.random.default_rng(seed), samples)))
     mean, _std = pred.predict(pool)
@@ -491,8 +493,6 @@ def cost_model_for(
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
     """
-    from hwnas.devices.recorded import RecordedDevice
-
     space = supernet.space
     if kind not in COST_KINDS:
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
@@ -500,7 +500,7 @@ def cost_model_for(
         return flops_lut(supernet)
     if kind == "predicted":
         return predicted_lut(space, profiler, metric, predictor)
-    if isinstance(device, RecordedDevice):
+    if not device.runs_models:  # a recorded table
         if kind == "measured":
             raise HwnasError(f"device '{device.name}' is a recorded table: it cannot time blocks")
         return fit_table_lut(space, device, metric)

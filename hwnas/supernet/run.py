@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from hwnas.devices import Device, get_device
-from hwnas.devices.recorded import RecordedDevice
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.paths import default_storage_url, default_store_path
@@ -34,7 +33,7 @@ from hwnas.search.engine import (
     summarise,
 )
 from hwnas.search.evaluate import OBJECTIVES
-from hwnas.spaces import SearchSpace, get_space
+from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 from hwnas.store import MeasurementStore
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
 
@@ -141,7 +140,7 @@ def prepare(
     device = get_device(settings.device)
     device.require_reachable()
     device.check_metric(settings.metric)
-    if isinstance(device, RecordedDevice) and space.name not in device.spaces:
+    if not device.supports(space.name):
         raise HwnasError(
             f"device '{device.name}' has no recorded measurements for space '{space.name}' "
             f"(it has: {', '.join(device.spaces)})"
@@ -267,7 +266,7 @@ def search(
     with torch.no_grad():  # the distribution's own argmax, before any target constraint
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
-    if isinstance(job.device, RecordedDevice):
+    if not job.device.runs_models:  # a recorded table
         argmax_info[s.metric], argmax_info["source"], _ = evaluator._device_cost(argmax, None)
     evaluated = [
         evaluator.evaluate(a, role="derived" if i == 0 else "candidate")
@@ -470,7 +469,7 @@ class SubnetEvaluator:
         out[self.metric] = value
         out[f"{self.metric}_source"] = source
         out["model_hash"] = model_hash
-        if hasattr(space, "table_accuracy"):
+        if ability(space, TabulatedSpace) is not None:
             ds = s.dataset
             out["table_accuracy"] = float(space.table_accuracy(ds)[space.index(arch)])
             out["table_accuracy_label"] = (
@@ -487,7 +486,7 @@ class SubnetEvaluator:
 
         device, profiler, space = self.job.device, self.job.profiler, self.job.space
         s = self.job.settings
-        if isinstance(device, RecordedDevice):
+        if not device.runs_models:  # a recorded table
             try:
                 space.index(arch)
             except HwnasError:

@@ -41,7 +41,7 @@ def _check_shared_study(procs, storage: str, tmp_path: Path) -> None:
     import optuna
 
     outputs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
+    for p, (_out, err) in zip(procs, outputs):
         assert p.returncode == 0, err
     study = optuna.load_study(study_name="k", storage=storage)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
