@@ -30,10 +30,13 @@ class Predictor(ABC):
     Attributes:
         metric: "latency_ms" or "energy_mj" once fitted (the unit of predictions).
         name: a short label saying what made the predictions (an artifact name, "flops"...).
+        card: an artifact's model card (devices, split, scores, the dataset its networks are
+            built for); empty for predictors that are not artifacts.
     """
 
     metric: str = "latency_ms"
     name: str = ""
+    card: dict = {}  # noqa: RUF012 (read-only default; artifacts set their own)
 
     @abstractmethod
     def fit(self, archs: Sequence[Model], values: np.ndarray, metric: str = "latency_ms"):

@@ -1,21 +1,224 @@
-"""What a search may know of candidates' costs before measuring them.
+"""Cost models: what a search knows of candidates' device costs before measuring them.
 
-Cost-aware strategies (``surrogate``) choose which architectures to query by their device cost,
-so they need that cost for every candidate up front: a recorded device's table, or a predictor
-adapted to the device. The evaluator still obtains each queried architecture's cost through the
-device (and the store), so the reported numbers are the device's.
+One interface, :class:`CostModel`: the cost of architectures with its uncertainty
+(:meth:`CostModel.predict`, mean and standard deviation in ms or mJ) and, for supernets, the
+expected cost under independent categorical distributions over the decisions
+(:meth:`CostModel.expected`, differentiable). Cost models are made by name from
+:data:`COST_MODELS`, each factory taking a :class:`CostRequest`:
+
+- ``table``: a recorded device's table (exact values; for a supernet, the lookup table fitted on
+  it, :func:`hwnas.supernet.cost.fit_table_lut`).
+- ``predicted``: a meta-learned predictor adapted to the device's values of the space's
+  reference set (HELP, Lee et al., NeurIPS 2021) by :func:`calibrate`, the one calibration step
+  of hwnas (few-shot table search and supernets both use it).
+- ``measured``: a supernet's blocks (or subnets) timed on a live device
+  (:func:`hwnas.supernet.cost.measured_model`).
+- ``flops``: multiply-accumulates of a supernet's subnets (:func:`hwnas.supernet.cost.flops_lut`).
+
+Cost-aware strategies (``surrogate``) choose which architectures to query by their cost, so they
+receive the cost model in a :class:`CostContext`. The evaluator still obtains each queried
+architecture's cost through the device (and the store), so reported numbers are the device's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from hwnas.devices.base import Device
 from hwnas.errors import HwnasError
+from hwnas.registry import Registry
 from hwnas.spaces.base import Arch, SearchSpace
+
+
+class CostModel(ABC):
+    """Device cost of architectures of one space.
+
+    Attributes:
+        metric: "latency_ms", "energy_mj" or "mflops" (the unit of every value).
+        source: where the numbers come from, for labels ("recorded:FILE:COLUMN",
+            "predicted:nasbench201", "lut-fit:...").
+        fit: quality of the model where it was fitted ({"r2", "spearman_rho", "mape_pct"...}).
+    """
+
+    metric: str = "latency_ms"
+    source: str = ""
+    fit: dict[str, Any]
+
+    @abstractmethod
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, standard deviation) of each architecture's cost, each of shape (len(archs),);
+        NaN where the model has no value (an architecture missing from a table)."""
+
+    def cost(self, arch: Arch) -> float:
+        """Cost of one architecture (ms, mJ or MFLOPs)."""
+        return float(self.predict([arch])[0][0])
+
+    def expected(self, probs: Sequence[Any]) -> Any:
+        """Expected cost (torch scalar) under per-decision probabilities ``probs[d]`` (K_d,).
+
+        Raises:
+            HwnasError: the model gives no expectation (only lookup tables do).
+        """
+        raise HwnasError(f"cost model {self.source or type(self).__name__} has no expected cost")
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description for summaries."""
+        return {"metric": self.metric, "source": self.source, **getattr(self, "fit", {})}
+
+
+class TableCostModel(CostModel):
+    """A recorded device's values of every architecture of a space (exact, standard deviation
+    0; NaN for architectures outside the table).
+
+    Raises:
+        HwnasError: the device has no table for the space and metric.
+    """
+
+    def __init__(self, space: SearchSpace, device: Device, metric: str):
+        column = device.table(space.name, metric)
+        if column is None:
+            raise HwnasError(
+                f"device '{device.name}' has no recorded {metric} for space '{space.name}'"
+            )
+        self.space, self.column, self.metric = space, np.asarray(column, dtype=float), metric
+        self.source = device.table_source(space.name, metric)
+        self.fit = {}
+
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        out = np.full(len(archs), np.nan)
+        for k, arch in enumerate(archs):
+            try:
+                out[k] = self.column[self.space.index(arch)]
+            except HwnasError:
+                pass
+        return out, np.zeros(len(archs))
+
+
+class PredictorCostModel(CostModel):
+    """An adapted predictor (:mod:`hwnas.predictors`) behind the cost-model interface.
+
+    Args:
+        predictor: the adapted predictor.
+        label: what to call it in sources ("nasbench201-help").
+        fit: the calibration it was adapted on ({"archs": n, ...}).
+    """
+
+    def __init__(self, predictor: Any, label: str, fit: dict[str, Any] | None = None):
+        self.predictor = predictor
+        self.metric = str(predictor.metric)
+        self.source = f"predicted:{label}"
+        self.fit = dict(fit or {})
+
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        mean, std = self.predictor.predict(list(archs))
+        return np.asarray(mean, dtype=float), np.asarray(std, dtype=float)
+
+
+def calibrate(
+    predictor: Any, space: SearchSpace, archs: Sequence[Arch], values: np.ndarray, metric: str
+) -> PredictorCostModel:
+    """Adapt ``predictor`` (a fresh, un-adapted :class:`hwnas.predictors.Predictor`) to a
+    device's measured ``values`` of ``archs`` (ms or mJ): the one calibration step of hwnas.
+
+    Raises:
+        HwnasError: fewer than 3 values, or values that are not positive.
+    """
+    predictor.fit(list(archs), np.asarray(values, dtype=float), metric)
+    return PredictorCostModel(predictor, predictor.name, {"calibration_archs": len(archs)})
+
+
+@dataclass
+class CostRequest:
+    """What a cost-model factory may use.
+
+    Attributes:
+        space: the search space.
+        device: the device whose costs are modelled.
+        profiler: device + store, for factories that measure (reference set, blocks).
+        metric: "latency_ms" or "energy_mj".
+        predictor: predictor artifact name or folder (``predicted``); default the space's.
+        supernet: the supernet, when the model must give :meth:`CostModel.expected`.
+        seed: seed of any sampling the factory does.
+    """
+
+    space: SearchSpace
+    device: Device
+    profiler: Any = None
+    metric: str = "latency_ms"
+    predictor: str | None = None
+    supernet: Any = None
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def table_model(request: CostRequest) -> CostModel:
+    """``table``: the device's recorded values (a fitted lookup table for a supernet)."""
+    if request.supernet is not None:
+        from hwnas.supernet.cost import fit_table_lut
+
+        if request.device.table(request.space.name, request.metric) is None:
+            raise HwnasError(
+                f"device '{request.device.name}' has no recorded table; use cost=measured"
+            )
+        return fit_table_lut(request.space, request.device, request.metric)
+    return TableCostModel(request.space, request.device, request.metric)
+
+
+def predicted_model(request: CostRequest) -> CostModel:
+    """``predicted``: the predictor calibrated on the device's reference-set values, taken
+    through the profiler (10 networks timed live, or read from a recorded table); for a
+    supernet, the lookup table fitted on its predictions (:func:`hwnas.supernet.cost.lut_of`).
+
+    Raises:
+        HwnasError: a space without a reference set, a device that cannot give those values.
+    """
+    from hwnas.measure import arch_workload
+    from hwnas.predictors import load_predictor
+    from hwnas.predictors.data import reference_indices
+
+    space, metric = request.space, request.metric
+    predictor = load_predictor(request.predictor or space.name, space.name)
+    dataset = predictor.card.get("dataset") or next(iter(space.datasets()))
+    refs = [space.arch_at(i) for i in reference_indices(space.name)]
+    values = np.array(
+        [request.profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
+    )
+    model = calibrate(predictor, space, refs, values, metric)
+    if request.supernet is None:
+        return model
+    from hwnas.supernet.cost import lut_of
+
+    return lut_of(model, space, seed=request.seed)
+
+
+COST_MODELS: Registry = Registry("cost model")
+COST_MODELS.register("table", table_model)
+COST_MODELS.register("predicted", predicted_model)
+COST_MODELS.register("measured", "hwnas.supernet.cost:measured_model")
+COST_MODELS.register("flops", "hwnas.supernet.cost:flops_model")
+
+
+def auto_kind(space: SearchSpace, device: Device, metric: str) -> str:
+    """The cost model used when none is named: the device's table where it has one, else
+    measurements."""
+    return "table" if device.table(space.name, metric) is not None else "measured"
+
+
+def make_cost_model(kind: str, request: CostRequest) -> CostModel:
+    """The cost model ``kind`` ("auto", "table", "predicted", "measured", "flops").
+
+    Raises:
+        UnknownNameError: an unknown kind.
+        HwnasError: a kind the device or the search cannot give.
+    """
+    if kind == "auto":
+        kind = auto_kind(request.space, request.device, request.metric)
+    return COST_MODELS.get(kind)(request)
 
 
 @dataclass
@@ -24,37 +227,24 @@ class CostContext:
 
     Attributes:
         space: the search space.
-        cost: candidate architectures -> cost of the search objective (ms or mJ), shape (n,);
-            None when the device has no cheap cost model.
-        latency: candidate architectures -> latency in ms (for a latency limit), or None when
-            ``cost`` is the latency.
+        cost: cost model of the search objective (ms or mJ); None when the device has no
+            cheap cost model.
+        latency: cost model of the latency in ms (for a latency limit), or None when ``cost``
+            is the latency.
         max_latency: the latency limit in ms, or None.
         budget: the search budget in accuracy queries.
     """
 
     space: SearchSpace
-    cost: Callable[[Sequence[Arch]], np.ndarray] | None = None
-    latency: Callable[[Sequence[Arch]], np.ndarray] | None = None
+    cost: CostModel | None = None
+    latency: CostModel | None = None
     max_latency: float | None = None
     budget: int = 300
 
 
-def table_costs(
-    space: SearchSpace, device: Device, metric: str
-) -> Callable[[Sequence[Arch]], np.ndarray] | None:
-    """Cost lookup from a recorded device's table (NaN for architectures it lacks), or None if
-    the device has no table for this space and metric."""
-    column = device.table(space.name, metric)
-    if column is None:
+def table_costs(space: SearchSpace, device: Device, metric: str) -> CostModel | None:
+    """The ``table`` cost model of a device, or None if it has no table for this space and
+    metric."""
+    if device.table(space.name, metric) is None:
         return None
-
-    def lookup(archs: Sequence[Arch]) -> np.ndarray:
-        out = np.full(len(archs), np.nan)
-        for k, arch in enumerate(archs):
-            try:
-                out[k] = column[space.index(arch)]
-            except HwnasError:
-                pass
-        return out
-
-    return lookup
+    return TableCostModel(space, device, metric)

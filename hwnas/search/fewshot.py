@@ -20,7 +20,7 @@ device behaves like a new one: only N of its table values are read. The count is
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.predictors import Predictor
 from hwnas.predictors.data import reference_indices
-from hwnas.search.costs import CostContext
+from hwnas.search.costs import CostContext, PredictorCostModel, calibrate
 from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord, run_search, summarise
 from hwnas.search.evaluate import Evaluation
 from hwnas.spaces.base import Arch, SearchSpace
@@ -132,12 +132,16 @@ class PredictedEvaluator:
     Args:
         space: a space with ``table_accuracy`` and ``index``.
         dataset: dataset whose accuracy is used.
-        predictors: metric -> adapted predictor.
+        predictors: metric -> cost model of an adapted predictor (:func:`adapt_all`).
         label: the predictor's name, for the sources (``predicted:<label>``).
     """
 
     def __init__(
-        self, space: SearchSpace, dataset: str, predictors: dict[str, Predictor], label: str
+        self,
+        space: SearchSpace,
+        dataset: str,
+        predictors: dict[str, PredictorCostModel],
+        label: str,
     ):
         self.space = space
         self.dataset = dataset
@@ -216,18 +220,18 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
     return out[: budget.cap]
 
 
-def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, Predictor]:
-    """One predictor per metric, adapted on every value measured so far.
+def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, PredictorCostModel]:
+    """One cost model per metric: a fresh predictor calibrated on every value measured so far
+    (:func:`hwnas.search.costs.calibrate`).
 
     Raises:
         HwnasError: fewer than 3 measured architectures.
     """
-    archs = [a for a in budget.values]
+    archs = [budget.space.parse(a) for a in budget.values]
     out = {}
     for metric in plan.metrics:
-        space_archs = [budget.space.parse(a) for a in archs]
-        values = np.array([budget.values[a][metric][0] for a in archs])
-        out[metric] = plan.fresh().fit(space_archs, values, metric)
+        values = np.array([budget.values[a.text][metric][0] for a in archs])
+        out[metric] = calibrate(plan.fresh(), budget.space, archs, values, metric)
     return out
 
 
@@ -272,8 +276,8 @@ def run_fewshot(
     say(f"search on costs predicted by {plan.predictor.name}")
     costs = dataclasses.replace(
         costs or CostContext(space, max_latency=settings.max_latency, budget=settings.budget),
-        cost=_predicted(predictors[settings.metric]),
-        latency=_predicted(predictors["latency_ms"]) if "latency_ms" in predictors else None,
+        cost=predictors[settings.metric],
+        latency=predictors.get("latency_ms"),
     )
     result = run_search(settings, space, evaluator.evaluate, storage, on_trial, costs=costs)
     say("verification by measurement")
@@ -297,10 +301,6 @@ def run_fewshot(
         ),
     }
     return final, extra, evaluator
-
-
-def _predicted(predictor: Predictor) -> Callable[[Sequence[Arch]], np.ndarray]:
-    return lambda archs: predictor.predict(list(archs))[0]
 
 
 def _with_measured(r: TrialRecord, budget: MeasurementBudget) -> TrialRecord:

@@ -97,11 +97,12 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
             pool = tabulated.all_archs()
         else:
             pool = list(dict.fromkeys(space.sample(self.rng, self.max_pool)))
-        cost = np.asarray(self.context.cost(pool), dtype=float)
+        cost = np.asarray(self.context.cost.predict(pool)[0], dtype=float)
         keep = np.isfinite(cost) & (cost > 0)
         limit = self.context.max_latency
         if limit is not None:
-            lat = cost if self.context.latency is None else np.asarray(self.context.latency(pool))
+            latency = self.context.latency
+            lat = cost if latency is None else np.asarray(latency.predict(pool)[0], dtype=float)
             keep &= lat <= limit
         if not keep.any():
             raise HwnasError("no candidate architecture meets the latency limit")

@@ -27,7 +27,6 @@ The meta-learned predictors (``hwnas.predictors``) can stand behind the same int
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,34 +34,13 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError
+from hwnas.search.costs import CostModel, CostRequest, make_cost_model
 from hwnas.spaces import IndexedSpace, ability
 from hwnas.spaces.base import Arch, SearchSpace
 
 Factor = tuple[int, np.ndarray]
 """(decision index, value of the factor for each candidate of that decision)."""
 Term = tuple[Factor, ...]
-
-
-class CostModel(ABC):
-    """Device cost of architectures of one space.
-
-    Attributes:
-        metric: "latency_ms", "energy_mj" or "mflops".
-        source: where the numbers come from (for labels).
-        fit: quality of the model where it was fitted ({"r2", "spearman_rho", "mape", ...}).
-    """
-
-    metric: str = "latency_ms"
-    source: str = ""
-    fit: dict[str, Any]
-
-    @abstractmethod
-    def expected(self, probs: Sequence[Any]) -> Any:
-        """Expected cost (torch scalar) under per-decision probabilities ``probs[d]`` (K_d,)."""
-
-    @abstractmethod
-    def cost(self, arch: Arch) -> float:
-        """Cost of one architecture (ms, mJ or MFLOPs)."""
 
 
 @dataclass
@@ -129,11 +107,20 @@ class MultilinearLUT(CostModel):
         """Cost of each row of candidate indices (N, D) -> (N,)."""
         return self.bias + self.features(indices) @ self.weights
 
-    def cost(self, arch: Arch) -> float:
-        values = self.space.to_choices(arch)
+    def indices(self, archs: Sequence[Arch]) -> np.ndarray:
+        """Candidate index of every decision of each architecture, shape (len(archs), D)."""
         opts = list(self.space.choices().values())
-        idx = np.array([[opts[i].index(values[d]) for i, d in enumerate(self.dims)]])
-        return float(self.cost_indices(idx)[0])
+        rows = []
+        for arch in archs:
+            values = self.space.to_choices(arch)
+            rows.append([opts[i].index(values[d]) for i, d in enumerate(self.dims)])
+        return np.array(rows, dtype=np.int64).reshape(len(rows), len(self.dims))
+
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        return self.cost_indices(self.indices(archs)), np.zeros(len(archs))
+
+    def cost(self, arch: Arch) -> float:
+        return float(self.cost_indices(self.indices([arch]))[0])
 
     def expected(self, probs: Sequence[Any]) -> Any:
         import torch
@@ -290,10 +277,21 @@ def fit_lut(
 
 
 def fit_table_lut(space: SearchSpace, device: Any, metric: str = "latency_ms") -> MultilinearLUT:
-    """Fit the lookup table on every architecture of a recorded device's table."""
-    column = np.asarray(device.column(space.name, metric), dtype=np.float64)
-    archs = space.all_archs()
-    return fit_lut(space, archs, column, metric, f"lut-fit:{device.source(space.name, metric)}")
+    """Fit the lookup table on every architecture of a recorded device's table.
+
+    Raises:
+        HwnasError: the device has no table for the space and metric, or the space cannot
+            list its architectures.
+    """
+    column = device.table(space.name, metric)
+    indexed = ability(space, IndexedSpace)
+    if column is None or indexed is None:
+        raise HwnasError(
+            f"device '{device.name}' has no recorded {metric} for space '{space.name}'"
+        )
+    archs = indexed.all_archs()
+    source = device.table_source(space.name, metric)
+    return fit_lut(space, archs, np.asarray(column, dtype=np.float64), metric, f"lut-fit:{source}")
 
 
 def flops_lut(supernet: Any, samples: int = 48, seed: int = 0) -> MultilinearLUT:
@@ -436,6 +434,24 @@ def measured_subnet_lut(
 
 
 COST_KINDS = ("auto", "table", "measured", "flops", "predicted")
+"""``--set cost=`` values of a supernet search (:data:`hwnas.search.costs.COST_MODELS` and
+``auto``)."""
+
+
+def lut_of(
+    model: CostModel, space: SearchSpace, samples: int = 4000, seed: int = 0
+) -> MultilinearLUT:
+    """The lookup table fitted on ``model``'s costs of every architecture of an enumerable
+    space (or ``samples`` random ones): a supernet's hardware term needs the expected cost,
+    which only a lookup table gives."""
+    indexed = ability(space, IndexedSpace)
+    if indexed is not None and len(indexed) <= 20000:
+        pool = indexed.all_archs()
+    else:
+        pool = list(dict.fromkeys(space.sample(np.random.default_rng(seed), samples)))
+    mean, _std = model.predict(pool)
+    refs = model.fit.get("calibration_archs", 0)
+    return fit_lut(space, pool, mean, model.metric, f"lut-fit:{model.source}:{refs}-refs")
 
 
 def predicted_lut(
@@ -450,32 +466,43 @@ def predicted_lut(
 
     Takes the space's reference architectures on the device through ``profiler`` (10 full
     networks timed on a live device, or 10 values read from a recorded table), adapts the
-    predictor artifact to them (HELP, Lee et al., NeurIPS 2021; :mod:`hwnas.predictors`), and
-    fits :func:`fit_lut` on its predictions for every architecture of an enumerable space (or
-    ``samples`` random ones). Costs are those of the space's full-size networks, as for a table.
+    predictor artifact to them (HELP, Lee et al., NeurIPS 2021; :func:`hwnas.search.costs.
+    calibrate`), and fits :func:`fit_lut` on its predictions (:func:`lut_of`). Costs are those
+    of the space's full-size networks, as for a table.
 
     Raises:
         HwnasError: unknown predictor, one of another space, a space without a reference set,
             or a device that cannot measure the reference set.
     """
-    from hwnas.measure import arch_workload
-    from hwnas.predictors import load_predictor
-    from hwnas.predictors.data import reference_indices
+    request = CostRequest(space, profiler.device, profiler, metric, predictor, seed=seed)
+    model = make_cost_model("predicted", request)  # calibrated on the reference set
+    return lut_of(model, space, samples, seed)
 
-    pred = load_predictor(predictor or space.name, space.name)
-    dataset = pred.card.get("dataset") or next(iter(space.datasets()))
-    refs = [space.arch_at(i) for i in reference_indices(space.name)]
-    values = np.array(
-        [profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
-    )
-    pred.fit(refs, values, metric)
-    indexed = ability(space, IndexedSpace)
-    if indexed is not None and len(indexed) <= 20000:
-        pool = indexed.all_archs()
-    else:
-        pool = list(dict.fromkeys(space.sample(np.random.default_rng(seed), samples)))
-    mean, _std = pred.predict(pool)
-    return fit_lut(space, pool, mean, metric, f"lut-fit:predicted:{pred.name}:{len(refs)}-refs")
+
+def measured_model(request: CostRequest) -> MultilinearLUT:
+    """``measured``: a supernet's blocks timed in context on a live device (or, without mixed
+    operations, whole subnets), through the profiler and its store.
+
+    Raises:
+        HwnasError: no supernet (a table search measures each candidate itself), or a device
+            that cannot run models (a recorded table).
+    """
+    if request.supernet is None:
+        raise HwnasError("cost=measured is for supernets: a table search measures each candidate")
+    if not request.device.runs_models:
+        raise HwnasError(
+            f"device '{request.device.name}' is a recorded table: it cannot time blocks"
+        )
+    if request.supernet.mixed_choices():
+        return measured_block_lut(request.supernet, request.profiler, request.metric)
+    return measured_subnet_lut(request.supernet, request.profiler, request.metric)
+
+
+def flops_model(request: CostRequest) -> MultilinearLUT:
+    """``flops``: the lookup table fitted on MFLOPs of sampled subnets of the supernet."""
+    if request.supernet is None:
+        raise HwnasError("cost=flops is for supernets")
+    return flops_lut(request.supernet)
 
 
 def cost_model_for(
@@ -486,29 +513,18 @@ def cost_model_for(
     kind: str = "auto",
     predictor: str | None = None,
 ) -> CostModel:
-    """The cost model for a device: a fitted table LUT for recorded devices, a measured LUT
-    for live ones, FLOPs when asked (``kind="flops"``), or the LUT fitted on a meta-learned
-    predictor adapted from the reference set (``kind="predicted"``, :func:`predicted_lut`).
+    """The cost model of a supernet search (:func:`hwnas.search.costs.make_cost_model` with the
+    supernet): a fitted table LUT for recorded devices, a measured LUT for live ones, FLOPs when
+    asked (``kind="flops"``), or the LUT fitted on a meta-learned predictor calibrated on the
+    reference set (``kind="predicted"``).
 
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
     """
-    space = supernet.space
     if kind not in COST_KINDS:
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
-    if kind == "flops":
-        return flops_lut(supernet)
-    if kind == "predicted":
-        return predicted_lut(space, profiler, metric, predictor)
-    if not device.runs_models:  # a recorded table
-        if kind == "measured":
-            raise HwnasError(f"device '{device.name}' is a recorded table: it cannot time blocks")
-        return fit_table_lut(space, device, metric)
-    if kind == "table":
-        raise HwnasError(f"device '{device.name}' has no recorded table; use cost=measured")
-    if supernet.mixed_choices():
-        return measured_block_lut(supernet, profiler, metric)
-    return measured_subnet_lut(supernet, profiler, metric)
+    request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet)
+    return make_cost_model(kind, request)
 
 
 # -- the hardware loss ----------------------------------------------------------------------
@@ -560,7 +576,7 @@ class HardwareLoss:
                 if mode == "target"
                 else "weight * E[cost]/E_uniform[cost] (additive, ProxylessNAS-style)"
             ),
-            "cost_model": self.model.describe() if hasattr(self.model, "describe") else {},
+            "cost_model": self.model.describe(),
         }
 
 
