@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,20 @@ def pareto_rows(result: SearchResult) -> list[dict[str, Any]]:
     return rows
 
 
+def _temporary(path: Path) -> Path:
+    """A sibling of ``path`` to write first and rename over it, so that a reader (or another
+    worker writing the same run folder) never sees a half-written file."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
+    """Write ``rows`` as CSV to ``path`` atomically (header from the first row)."""
+    tmp = _temporary(path)
+    with open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
         writer.writeheader()
         writer.writerows(rows)
+    os.replace(tmp, path)
 
 
 def plot_front(
@@ -77,8 +87,10 @@ def plot_front(
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    tmp = _temporary(path)
+    fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
+    os.replace(tmp, path)
 
 
 def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
@@ -113,7 +125,9 @@ def write_summary(
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **extra,
     }
-    path.write_text(json.dumps(summary, indent=2) + "\n")
+    tmp = _temporary(path)
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, path)
     return summary
 
 
