@@ -277,7 +277,7 @@ def search(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = load_study(s, job.storage, s.metric)
-    added = _add_trials(study, space, s, evaluated)
+    added = _add_trials(study, job.storage, space, s, evaluated)
     records = completed_records(study)
     result = summarise(s, records, len(study.get_trials(deepcopy=False)), added)
     derived_record = next(r for r in reversed(records) if r.arch == derived.text)
@@ -375,15 +375,25 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     return out
 
 
-def _add_trials(study, space: SearchSpace, s: SupernetSettings, evaluated) -> int:
-    """Add each evaluated subnet as a COMPLETE trial (skipping ones the study has from an
-    earlier identical run)."""
+def _add_trials(study, storage, space: SearchSpace, s: SupernetSettings, evaluated) -> int:
+    """Add each evaluated subnet as a COMPLETE trial, skipping ones the study already has (from
+    an earlier identical run, or a worker running the same search beside this one: the check and
+    the additions happen under the study lock of :mod:`hwnas.search.workers`)."""
     import optuna
 
-    have = {r.arch for r in completed_records(study)}
+    from hwnas.search.workers import read_state, study_lock
+
     dists = {
         d: optuna.distributions.CategoricalDistribution(list(o)) for d, o in space.choices().items()
     }
+    with study_lock(storage, s.study):
+        have = set(read_state(study).completed)
+        return _add_new(study, space, s, evaluated, have, dists)
+
+
+def _add_new(study, space: SearchSpace, s: SupernetSettings, evaluated, have, dists) -> int:
+    import optuna
+
     added = 0
     for e in evaluated:
         if e["arch"].text in have:
@@ -398,6 +408,7 @@ def _add_trials(study, space: SearchSpace, s: SupernetSettings, evaluated) -> in
                 user_attrs=attrs,
             )
         )
+        have.add(e["arch"].text)
         added += 1
     return added
 
