@@ -1,4 +1,5 @@
-"""The measurement store: every measurement hwnas takes, in one SQLite file (WAL mode).
+"""The measurement store: every measurement hwnas takes, in one SQLite file (WAL mode) or, for
+workers on several machines, in a PostgreSQL database (``--store postgresql://...``).
 
 A measurement is identified by (device, runtime, metric, model hash, batch size, input shape);
 the store keeps the first one taken for that key, unless that one is *flagged* (too noisy to
@@ -8,6 +9,12 @@ key. The runtime part of the key names what was measured: "ort", "ort:cuda", or
 write-ahead log lets readers run beside one writer, and :meth:`MeasurementStore.device_lock`
 serialises the measuring itself per device, so two workers never time the same model twice nor
 disturb each other's timings on the same CPU.
+
+On PostgreSQL the same table is kept on the server (through psycopg 3, ``pip install
+'hwnas[postgres]'``; SQL is the same but for placeholders and column types), and
+:meth:`MeasurementStore.device_lock` is a PostgreSQL advisory lock, held by a dedicated
+connection and released by the server if its holder dies: workers on any machine measure each
+model once.
 """
 
 from __future__ import annotations
@@ -62,17 +69,37 @@ def _shape_key(shape: tuple[int, ...]) -> str:
     return "x".join(str(int(d)) for d in shape)
 
 
+PG_SCHEMA = (
+    SCHEMA.replace("id INTEGER PRIMARY KEY", "id BIGSERIAL PRIMARY KEY")
+    .replace(" REAL ", " DOUBLE PRECISION ")
+    .replace(" REAL,", " DOUBLE PRECISION,")
+)
+
+
 class MeasurementStore:
-    """Measurements in a SQLite file.
+    """Measurements in a SQLite file or a PostgreSQL database.
 
     Args:
-        path: the database file; its folder is created if missing.
+        path: the database file (its folder is created if missing), or a ``postgresql://``
+            URL (a bare URL uses psycopg 3; the password is never shown).
+
+    Attributes:
+        path: the SQLite file, or the URL without its password.
 
     Raises:
-        HwnasError: the file cannot be created or is not a readable hwnas store.
+        HwnasError: the file cannot be created or is not a readable hwnas store; the
+            PostgreSQL driver is missing or the server cannot be reached (one line).
     """
 
     def __init__(self, path: str | Path):
+        from hwnas.db import is_url
+
+        self._pg = is_url(str(path)) and not str(path).startswith("sqlite")
+        if self._pg:
+            self._open_postgres(str(path))
+            return
+        if str(path).startswith("sqlite:///"):
+            path = str(path).removeprefix("sqlite:///")
         self.path = Path(path).expanduser()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,6 +110,42 @@ class MeasurementStore:
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
             raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
+
+    def _open_postgres(self, url: str) -> None:
+        from hwnas.db import check_driver, connect_error, normalize_url, redact
+
+        url = normalize_url(url)
+        check_driver(url)
+        self.path = redact(url)  # type: ignore[assignment]
+        self._conninfo = "postgresql://" + url.partition("://")[2]
+        import psycopg
+
+        try:
+            self._db = psycopg.connect(self._conninfo, autocommit=True)
+            with self._advisory("hwnas-store-schema"):  # concurrent CREATE IF NOT EXISTS races
+                for statement in filter(str.strip, PG_SCHEMA.split(";")):
+                    self._db.execute(statement)
+        except psycopg.Error as exc:
+            why = connect_error(url, exc)
+            raise HwnasError(f"measurement store {self.path} is not usable: {why}") from None
+
+    @contextlib.contextmanager
+    def _advisory(self, name: str, conn=None) -> Iterator[None]:
+        from hwnas.search.workers import lock_key
+
+        conn = conn or self._db
+        key = lock_key(name)
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def _execute(self, sql: str, args=()):
+        """Run ``sql`` (written with ``?`` placeholders) on either back end."""
+        if self._pg:
+            return self._db.execute(sql.replace("?", "%s"), args)
+        return self._db.execute(sql, args)
 
     def _migrate(self) -> None:
         """Add the columns that stores written by older hwnas versions lack (in place)."""
@@ -133,7 +196,7 @@ class MeasurementStore:
             json.dumps(m.extra, sort_keys=True, default=str),
         )
         replace = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS.split(", "))
-        cur = self._db.execute(
+        cur = self._execute(
             f"INSERT INTO measurements ({_COLUMNS}) VALUES ({','.join('?' * len(row))}) "
             "ON CONFLICT (device, runtime, metric, model_hash, batch_size, input_shape) "
             f"DO UPDATE SET {replace} WHERE measurements.flagged = 1",
@@ -150,7 +213,7 @@ class MeasurementStore:
         input_shape: tuple[int, ...],
     ) -> Measurement | None:
         """The stored measurement for this key (possibly flagged: check ``.flagged``), or None."""
-        cur = self._db.execute(
+        cur = self._execute(
             f"SELECT {_COLUMNS} FROM measurements WHERE device=? AND runtime=? AND metric=? "
             "AND model_hash=? AND batch_size=? AND input_shape=?",
             (device, runtime, metric, model_hash, int(input_shape[0]), _shape_key(input_shape)),
@@ -169,12 +232,12 @@ class MeasurementStore:
             sql, args = sql + " AND device=?", [*args, device]
         if metric is not None:
             sql, args = sql + " AND metric=?", [*args, metric]
-        return [_to_measurement(r) for r in self._db.execute(sql + " ORDER BY id", args)]
+        return [_to_measurement(r) for r in self._execute(sql + " ORDER BY id", args)]
 
     def counts(self) -> dict[str, int]:
         """Number of stored measurements per device."""
-        cur = self._db.execute("SELECT device, COUNT(*) FROM measurements GROUP BY device")
-        return dict(cur.fetchall())
+        cur = self._execute("SELECT device, COUNT(*) FROM measurements GROUP BY device")
+        return {device: int(n) for device, n in cur.fetchall()}
 
     # -- concurrency ------------------------------------------------------------------------
 
@@ -182,9 +245,16 @@ class MeasurementStore:
     def device_lock(self, device: str) -> Iterator[None]:
         """Exclusive, cross-process lock for measuring on ``device`` (blocks until free).
 
-        The lock is an ``flock`` on a file beside the database, so it is released when the
-        holder exits, even if killed.
+        The lock is an ``flock`` on a file beside the database, or a PostgreSQL advisory lock on
+        its own connection, so it is released when the holder exits, even if killed.
         """
+        if self._pg:
+            import psycopg
+
+            with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                with self._advisory(f"hwnas-device:{device}", conn):
+                    yield
+            return
         folder = self.path.parent / (self.path.name + ".locks")
         folder.mkdir(exist_ok=True)
         with open(folder / f"{device}.lock", "w") as fh:

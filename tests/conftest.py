@@ -47,3 +47,72 @@ def pytest_terminal_summary(terminalreporter):
     from hwnas.isolate import distribution_versions
 
     terminalreporter.write_line(f"native libraries: {distribution_versions(NATIVE_LIBRARIES)}")
+
+
+def _postgres_bin() -> Path | None:
+    """Folder of PostgreSQL's server programs (initdb, pg_ctl), or None."""
+    import glob
+    import shutil
+
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server of this machine's installation, on 127.0.0.1 and a free port, with
+    trust authentication, run as the ``postgres`` user when the tests run as root (the server
+    refuses root); stopped after the session. Yields its base URL ``postgresql://postgres@
+    127.0.0.1:PORT``. Skips where PostgreSQL is not installed, but fails under CI (where
+    ``.ci/run`` installs it)."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+
+    binaries = _postgres_bin()
+    if binaries is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL server programs not found (.ci/run installs them)")
+        pytest.skip("PostgreSQL server programs not installed")
+    import tempfile
+
+    # not under pytest's tmp folders: those are private to root, and the server runs as postgres
+    folder = Path(tempfile.mkdtemp(prefix="hwnas-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = folder / "data"
+    run = dict(check=True, capture_output=True, text=True, timeout=120)
+    subprocess.run([*as_user, str(binaries / "initdb"), "-D", str(data), "-A", "trust",
+                    "-U", "postgres"], **run)  # fmt: skip
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
+    subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-o", options,
+                    "-l", str(folder / "log"), "-w", "start"], **run)  # fmt: skip
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast",
+                        "stop"], capture_output=True, timeout=120)  # fmt: skip
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request):
+    """A fresh, empty database on the test server for this test: ``postgresql://.../NAME``."""
+    import re
+
+    import psycopg
+
+    name = "t_" + re.sub(r"[^a-z0-9]", "_", request.node.name.lower())[:50]
+    with psycopg.connect(f"{postgres_server}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{postgres_server}/{name}"

@@ -32,8 +32,16 @@ def _m(value: float, model_hash: str = "abc", device: str = "cpu") -> Measuremen
     )
 
 
-def test_append_lookup_roundtrip_and_first_measurement_wins(tmp_path):
-    with MeasurementStore(tmp_path / "m.db") as store:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path):
+    """Where a store lives: a SQLite file, or a fresh database on a PostgreSQL server."""
+    if request.param == "sqlite":
+        return tmp_path / "m.db"
+    return request.getfixturevalue("postgres_url")
+
+
+def test_append_lookup_roundtrip_and_first_measurement_wins(location):
+    with MeasurementStore(location) as store:
         assert store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32)) is None
         assert store.append(_m(2.0)) is True
         assert store.append(_m(3.0)) is False  # same key: kept as it was
@@ -44,7 +52,7 @@ def test_append_lookup_roundtrip_and_first_measurement_wins(tmp_path):
         assert store.lookup("cpu", "ort", "latency_ms", "abc", (8, 3, 32, 32)) is None
         store.append(_m(1.0, model_hash="def", device="other"))
         assert store.counts() == {"cpu": 1, "other": 1}
-    with MeasurementStore(tmp_path / "m.db") as store:  # persisted
+    with MeasurementStore(location) as store:  # persisted
         assert [m.value for m in store.measurements()] == [2.0, 1.0]
 
 
@@ -74,8 +82,8 @@ WORKER = textwrap.dedent(
 )
 
 
-def test_concurrent_workers_measure_each_model_once(tmp_path):
-    path = tmp_path / "shared.db"
+def test_concurrent_workers_measure_each_model_once(location):
+    path = location
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, str(path)], stdout=subprocess.PIPE, text=True
@@ -120,10 +128,10 @@ def test_store_written_by_older_hwnas_is_migrated_in_place(tmp_path):
     assert {"flagged", "extra"} <= columns
 
 
-def test_flagged_measurement_is_replaced_by_the_next_one(tmp_path):
+def test_flagged_measurement_is_replaced_by_the_next_one(location):
     from dataclasses import replace
 
-    with MeasurementStore(tmp_path / "m.db") as store:
+    with MeasurementStore(location) as store:
         noisy = replace(_m(9.0), cv=0.2, flagged=True, extra={"rounds": 12})
         assert store.append(noisy) is True
         got = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))

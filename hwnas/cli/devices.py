@@ -55,7 +55,7 @@ def _list(store):
 
     path = store or default_store_path()
     counts = {}
-    if path.exists() or store is not None:
+    if store is not None or path.exists():
         with MeasurementStore(path) as st:
             counts = st.counts()
     table = Table(title=f"devices (measurement store: {path})")

@@ -6,12 +6,22 @@ from pathlib import Path
 
 import click
 
+
+def _store_value(_ctx, _param, value):
+    """A database URL stays a string; anything else is a file path."""
+    if value is None or "://" in value:
+        return value
+    return Path(value)
+
+
 store_option = click.option(
     "--store",
-    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Measurement store (SQLite). Default: measurements.db in the hwnas home "
-    "($HWNAS_HOME or the user data folder).",
+    metavar="PATH|URL",
+    callback=_store_value,
+    help="Measurement store: a SQLite file, or postgresql://USER@HOST:PORT/DB shared by "
+    "workers on many machines (pip install 'hwnas[postgres]'). Default: measurements.db in "
+    "the hwnas home ($HWNAS_HOME or the user data folder).",
 )
 
 storage_option = click.option(

@@ -139,20 +139,30 @@ def open_storage(url: str):
     """An Optuna RDB storage for ``url``; SQLite files get WAL and relaxed fsync.
 
     With WAL and ``synchronous=NORMAL`` a committed trial survives a killed process (only a
-    power cut can lose the last commits), and a 300-trial study writes about 3x faster.
+    power cut can lose the last commits), and a 300-trial study writes about 3x faster. A bare
+    ``postgresql://`` URL uses psycopg 3 (:func:`hwnas.db.normalize_url`). Several workers may
+    open a fresh storage at once: table creation is serialised (SQLite) or retried.
 
     Raises:
-        HwnasError: the URL is not a reachable Optuna RDB storage.
+        HwnasError: a missing driver (naming ``pip install 'hwnas[postgres]'``), an unreachable
+            server or missing database (one line, no password), or a URL that is not an Optuna
+            RDB storage.
     """
     import optuna
     import sqlalchemy
 
+    from hwnas.db import check_driver, connect_error, normalize_url, redact
     from hwnas.search.workers import creation_lock
 
+    shown = redact(url)
+    url = normalize_url(url)
+    check_driver(url)
     for attempt in range(CREATE_ATTEMPTS):
         try:
             with creation_lock(url):
-                storage = optuna.storages.RDBStorage(url)
+                storage = optuna.storages.RDBStorage(
+                    url, engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None
+                )
             break
         except Exception as exc:  # sqlalchemy errors, bad URLs, missing drivers
             # several workers creating Optuna's tables in a fresh server database at once: the
@@ -160,8 +170,8 @@ def open_storage(url: str):
             if attempt + 1 < CREATE_ATTEMPTS and _lost_creation_race(exc):
                 time.sleep(0.2 * (attempt + 1) + random.random() * 0.3)
                 continue
-            first = str(exc).splitlines()[0]
-            raise HwnasError(f"cannot open study storage {url}: {first}") from None
+            why = connect_error(url, exc) if "postgres" in url else str(exc).splitlines()[0]
+            raise HwnasError(f"cannot open study storage {shown}: {why}") from None
     if url.startswith("sqlite:"):
 
         def pragmas(dbapi_connection, _record) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
 WORKERS = 3
 BUDGET = 60
 
@@ -128,3 +129,88 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
     study = optuna.load_study(study_name="k", storage=storage)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len({t.user_attrs["arch"] for t in complete}) == len(complete) == 8
+
+
+@pytest.mark.slow
+def test_three_workers_share_a_fresh_postgresql_study(tmp_path, postgres_url):
+    procs = _start_workers(postgres_url, tmp_path)  # a bare postgresql:// URL, as users type it
+    _check_shared_study(procs, postgres_url.replace("postgresql://", "postgresql+psycopg://"),
+                        tmp_path)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_workers_with_separate_homes_measure_each_model_once_through_a_postgresql_store(
+    tmp_path, postgres_url
+):
+    from hwnas.store import MeasurementStore
+
+    archs = [
+        "|nor_conv_3x3~0|+|none~0|nor_conv_3x3~1|+|none~0|none~1|nor_conv_3x3~2|",
+        "|nor_conv_1x1~0|+|skip_connect~0|none~1|+|none~0|none~1|nor_conv_1x1~2|",
+        "|avg_pool_3x3~0|+|nor_conv_1x1~0|none~1|+|skip_connect~0|none~1|none~2|",
+        "|skip_connect~0|+|nor_conv_3x3~0|none~1|+|none~0|none~1|nor_conv_3x3~2|",
+    ]
+    args = ["measure", "--device", "cpu-fast", "--dataset", "cifar10", "--store", postgres_url]
+    for a in archs:
+        args += ["--arch", a]
+    procs = []
+    for w in range(2):  # two machines: nothing shared but the PostgreSQL server
+        home = tmp_path / f"home{w}"
+        (home / "devices").mkdir(parents=True)
+        (home / "devices" / "cpu-fast.yaml").write_text(
+            (Path(os.environ["HWNAS_HOME"]) / "devices" / "cpu-fast.yaml").read_text()
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "hwnas", *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "HWNAS_HOME": str(home)},
+            )
+        )
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    with MeasurementStore(postgres_url) as store:
+        rows = store.measurements("cpu-fast", "latency_ms")
+    assert sorted(m.label for m in rows) == sorted(archs)  # each model measured exactly once
+    measured = [int(out.split(" measured,")[0].split()[-1]) for out, _ in outputs]
+    assert sum(measured) == len(archs)  # the other worker found it in the store
+
+
+def test_an_unreachable_postgresql_server_is_one_line(tmp_path):
+    import socket
+
+    from helpers import hwnas_cli
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql://me:secret@127.0.0.1:{port}/nas"
+    for args in (
+        ["search", "--device", "pixel3", "--storage", url],
+        ["measure", "--device", "cpu-fast", "--arch", SMALL, "--store", url],
+    ):
+        r = hwnas_cli(*args, cwd=tmp_path)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert f"cannot connect to the database server at 127.0.0.1:{port}" in lines[0]
+        assert "secret" not in r.stderr
+
+
+def test_postgresql_without_its_driver_names_the_extra(tmp_path):
+    code = (
+        "import hwnas.db as db; db.driver_installed = lambda name: False;"
+        "import sys; from hwnas.cli import main; sys.exit(main())"
+    )
+    for args in (
+        ["search", "--device", "pixel3", "--storage", "postgresql://me@127.0.0.1/nas"],
+        ["measure", "--device", "cpu-fast", "--arch", SMALL, "--store", "postgres://h/nas"],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert "needs the psycopg driver: pip install 'hwnas[postgres]'" in lines[0]

@@ -1,0 +1,93 @@
+"""Database URLs of study storages and measurement stores: drivers and connection errors.
+
+Users write ``postgresql://user@host:5432/db``; SQLAlchemy would pick the psycopg2 driver for
+that, which hwnas does not install. :func:`normalize_url` names psycopg 3 (``pip install
+'hwnas[postgres]'``) for bare PostgreSQL URLs and leaves explicit drivers alone
+(``postgresql+psycopg2://`` keeps working where psycopg2 is installed). :func:`connect_error`
+turns a driver's connection error into one line that says what failed, without the password.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from hwnas.errors import HwnasError
+
+POSTGRES_DRIVER = "psycopg"
+"""SQLAlchemy dialect driver used for bare ``postgresql://`` URLs (psycopg 3)."""
+
+INSTALL_HINT = "pip install 'hwnas[postgres]'"
+
+
+def is_url(text: str) -> bool:
+    """Whether ``text`` is a database URL (``scheme://...``) rather than a file path."""
+    return "://" in str(text)
+
+
+def normalize_url(url: str) -> str:
+    """``url`` with the psycopg 3 driver named when a PostgreSQL URL names none
+    (``postgresql://`` and ``postgres://``); other URLs unchanged."""
+    scheme, sep, rest = str(url).partition("://")
+    if sep and scheme in ("postgresql", "postgres"):
+        return f"postgresql+{POSTGRES_DRIVER}://{rest}"
+    return str(url)
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy can parse: show it as given
+        return str(url)
+
+
+def driver_installed(module: str) -> bool:
+    """Whether the database driver module ``module`` can be imported (without importing it)."""
+    return importlib.util.find_spec(module) is not None
+
+
+def check_driver(url: str) -> None:
+    """Raise a one-line error when the driver ``url`` needs is not installed.
+
+    Raises:
+        HwnasError: a PostgreSQL URL without psycopg (names :data:`INSTALL_HINT`), or another
+            driver module that cannot be imported.
+    """
+    scheme = str(url).partition("://")[0]
+    if not scheme.startswith("postgres"):
+        return
+    driver = scheme.partition("+")[2] or "psycopg2"
+    if not driver_installed(driver):
+        raise HwnasError(
+            f"PostgreSQL URL {redact(url)} needs the {driver} driver: {INSTALL_HINT}"
+            if driver == POSTGRES_DRIVER
+            else f"PostgreSQL URL {redact(url)} names the {driver} driver, which is not installed"
+        )
+
+
+def connect_error(url: str, exc: BaseException) -> str:
+    """One line saying why connecting to ``url`` failed: unreachable server, refused
+    connection, authentication, missing database; else the driver's first line."""
+    from sqlalchemy.engine import make_url
+
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    low = text.lower()
+    try:
+        u = make_url(url)
+        where = f"{u.host or 'localhost'}:{u.port or 5432}"
+        database = u.database or ""
+    except Exception:
+        where, database = redact(url), ""
+    if "connection refused" in low or "could not connect" in low or "timeout" in low:
+        why = f"cannot connect to the database server at {where} (connection refused)"
+    elif "password authentication failed" in low or "authentication" in low:
+        why = f"the database server at {where} refused the user name or password"
+    elif "does not exist" in low and "database" in low:
+        why = f"database '{database}' does not exist on the server at {where}"
+    elif "name or service not known" in low or "could not translate host" in low:
+        why = f"unknown database host in {redact(url)}"
+    else:
+        why = text.splitlines()[0] if text else type(exc).__name__
+    return why
