@@ -32,6 +32,8 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     Its model hash depends only on (space, arch string, dataset, input shape), so it is stable
     across library versions; the ONNX model is exported only if a device needs to run it.
     """
+    if batch_size < 1:
+        raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     shape = (batch_size, *space.input_shape(arch, dataset))
 
     def factory() -> bytes:
@@ -62,15 +64,35 @@ def onnx_workload(path, batch_size: int = 1) -> Workload:
     ``batch_size``), hashed by the file's bytes and the shape.
 
     Raises:
-        HwnasError: unreadable or invalid ONNX, or a dynamic axis other than the batch.
+        HwnasError: ``batch_size`` below 1; unreadable or invalid ONNX; a model whose inputs
+            are not exactly one float32 tensor (what hwnas binds a random input to); a dynamic
+            axis other than the batch.
     """
     from pathlib import Path
 
+    from onnx import TensorProto
+
     from hwnas.export import load_onnx
 
+    if batch_size < 1:
+        raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
     model = load_onnx(path)
-    dims = model.graph.input[0].type.tensor_type.shape.dim
+    weights = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in weights]
+    if len(inputs) != 1:
+        names = ", ".join(i.name for i in inputs) or "none"
+        raise HwnasError(
+            f"{path}: hwnas times models with one float32 input; this one has {len(inputs)} "
+            f"({names})"
+        )
+    elem = inputs[0].type.tensor_type.elem_type
+    if elem != TensorProto.FLOAT:
+        raise HwnasError(
+            f"{path}: input '{inputs[0].name}' is {TensorProto.DataType.Name(elem).lower()}; "
+            "hwnas times models with one float32 input"
+        )
+    dims = inputs[0].type.tensor_type.shape.dim
     shape = []
     for i, d in enumerate(dims):
         if d.HasField("dim_value") and d.dim_value > 0:

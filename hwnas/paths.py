@@ -28,3 +28,44 @@ def default_store_path() -> Path:
 def default_storage_url() -> str:
     """Default Optuna storage URL: one SQLite file holding every study."""
     return f"sqlite:///{(hwnas_home() / 'studies.db').resolve()}"
+
+
+ZOO_MIN_FREE_MB = 50
+"""Free space a run folder needs before a search starts: a zoo of 20 NAS-Bench-201 or FBNet
+models with cards takes 1-30 MB, a supernet checkpoint a few MB more."""
+
+
+def check_writable(path: str | Path, what: str, min_free_mb: float = 0.0) -> None:
+    """Check, before any work, that the folder ``path`` can be created (if missing) and
+    written, with ``min_free_mb`` MiB free on its disk; creates nothing that stays.
+
+    Args:
+        path: the folder.
+        what: how the user named it, for the message ("--out", "HWNAS_HOME").
+        min_free_mb: free space needed, in MiB.
+
+    Raises:
+        HwnasError: one line naming the folder and the reason.
+    """
+    import shutil
+    import tempfile
+
+    from hwnas.errors import HwnasError
+
+    folder = Path(path).expanduser()
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise HwnasError(f"{what} {folder} cannot be created: {existing} is a file")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".hwnas-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise HwnasError(f"{what} {folder} is not writable: {exc.strerror or exc}") from None
+    free = shutil.disk_usage(existing).free / 2**20
+    if free < min_free_mb:
+        raise HwnasError(
+            f"{what} {folder}: only {free:.0f} MiB free on its disk, {min_free_mb:.0f} MiB needed"
+        )

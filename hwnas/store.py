@@ -101,6 +101,7 @@ class MeasurementStore:
         if str(path).startswith("sqlite:///"):
             path = str(path).removeprefix("sqlite:///")
         self.path = Path(path).expanduser()
+        existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
@@ -109,6 +110,9 @@ class MeasurementStore:
             self._db.executescript(SCHEMA)
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
+            if not existed:  # a full disk must not leave an empty database behind
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
             raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
 
     def _open_postgres(self, url: str) -> None:

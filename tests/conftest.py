@@ -27,11 +27,11 @@ def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
     profiles = home / "devices"
     profiles.mkdir()
     (profiles / "cpu-fast.yaml").write_text(FAST_CPU_PROFILE)
-    from hwnas.devices import _profiles
+    from hwnas.devices import reload_profiles
 
-    _profiles.cache_clear()
+    reload_profiles()
     yield home
-    _profiles.cache_clear()
+    reload_profiles()
 
 
 NATIVE_LIBRARIES = (

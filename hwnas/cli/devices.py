@@ -49,7 +49,7 @@ def _list(store):
     from rich.markup import escape
     from rich.table import Table
 
-    from hwnas.devices import get_device, list_devices
+    from hwnas.devices import broken_profiles, get_device, list_devices
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
 
@@ -87,3 +87,5 @@ def _list(store):
     console.print(table)
     for note in notes:  # notes hold install hints such as pip install 'hwnas[tvm]': not markup
         console.print(f"[bold]unreachable[/bold] {escape(note)}")
+    for path, why in broken_profiles().items():
+        console.print(f"[bold]broken profile[/bold] {escape(str(path))}: {escape(why)} (skipped)")

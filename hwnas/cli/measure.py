@@ -55,6 +55,8 @@ def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, arc
         raise click.UsageError("Missing option '--device' / '-d'.")
     if not (archs or archs_file or onnx_files):
         raise HwnasError("nothing to measure: give --arch ARCH, --archs FILE or --onnx FILE")
+    if batch_size < 1:
+        raise HwnasError(f"--batch-size must be at least 1, got {batch_size}")
     from hwnas.measure import arch_workload, onnx_workload
 
     dev = _open_device(device, runtime, tracker, key, target, trials)
@@ -131,9 +133,11 @@ def _measure(dev, workloads, store_path) -> None:
 
     from hwnas.errors import HwnasError
     from hwnas.measure import Profiler
-    from hwnas.paths import default_store_path
+    from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.store import MeasurementStore
 
+    if store_path is None and dev.stored_in_profiler:
+        check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
     store = MeasurementStore(store_path or default_store_path()) if dev.stored_in_profiler else None
     profiler = Profiler(dev, store)
     console = Console()

@@ -29,7 +29,7 @@ def import_cmd(device, files, space, dataset, store):
     import yaml
     from rich.console import Console
 
-    from hwnas.devices import _profiles, get_device, profiles
+    from hwnas.devices import get_device, profiles, reload_profiles
     from hwnas.devices.base import Measurement
     from hwnas.devices.imported import ImportedDevice
     from hwnas.errors import HwnasError
@@ -96,7 +96,7 @@ def import_cmd(device, files, space, dataset, store):
     path = Path(existing["_path"]) if existing else hwnas_home() / "devices" / f"{device}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
-    _profiles.cache_clear()
+    reload_profiles()
     Console(stderr=True).print(
         f"device '{device}': {new} measurements imported, {kept} already stored "
         f"(kept); profile {path}; store {st.path}"

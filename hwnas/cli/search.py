@@ -149,6 +149,7 @@ def search_cmd(
             no_zoo,
             **supernet,
         )
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search
 
@@ -168,6 +169,7 @@ def search_cmd(
     )
     job = prepare(settings, storage, store, predictor, measurement_budget)
     out = out or Path("runs") / settings.study
+    check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     if job.fewshot is not None:
         described = job.fewshot.describe()
         Console(stderr=True).print(

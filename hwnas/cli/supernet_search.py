@@ -112,6 +112,7 @@ def run_supernet_search(
     from rich.console import Console
     from rich.table import Table
 
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.spaces import get_space
     from hwnas.supernet.run import SupernetSettings, prepare, search
     from hwnas.supernet.strategies import DEFAULT_SPACE
@@ -140,6 +141,7 @@ def run_supernet_search(
     err = Console(stderr=True)
     job = prepare(s, storage, store)
     out = out or Path("runs") / s.study
+    check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
     result, summary = search(job, out, log=lambda m: err.print(m), zoo=not no_zoo)
     console = Console()
     table = Table(title=f"{strategy} on {space}: subnets handed out (device {device})")

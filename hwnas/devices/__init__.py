@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -54,24 +55,41 @@ def profile_folders() -> list[Path]:
 
 
 @lru_cache(maxsize=8)
-def _profiles(folders: tuple[Path, ...]) -> dict[str, dict]:
+def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
+    """(profiles by name, broken profile file -> one-line reason). A broken file is skipped
+    and reported once on stderr, so one bad user file does not make every device unusable."""
     profiles: dict[str, dict] = {}
+    problems: dict[Path, str] = {}
     for folder in folders:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
                 profile = yaml.safe_load(path.read_text())
             except (OSError, yaml.YAMLError) as exc:
-                raise HwnasError(f"cannot read device profile {path}: {exc}") from None
+                problems[path] = " ".join(str(exc).split())
+                continue
             if not isinstance(profile, dict) or "name" not in profile or "kind" not in profile:
-                raise HwnasError(f"device profile {path} needs at least 'name' and 'kind'")
+                problems[path] = "it needs at least 'name' and 'kind'"
+                continue
             profile["_path"] = str(path)
             profiles[str(profile["name"])] = profile
-    return profiles
+    for path, why in problems.items():
+        print(f"warning: skipped device profile {path}: {why}", file=sys.stderr)
+    return profiles, problems
+
+
+def reload_profiles() -> None:
+    """Forget the profiles read so far (after a profile file was written)."""
+    _scan.cache_clear()
 
 
 def profiles() -> dict[str, dict]:
-    """Every device profile by name (parsed YAML, with ``_path`` set to its file)."""
-    return _profiles(tuple(profile_folders()))
+    """Every readable device profile by name (parsed YAML, with ``_path`` set to its file)."""
+    return _scan(tuple(profile_folders()))[0]
+
+
+def broken_profiles() -> dict[Path, str]:
+    """Profile files that were skipped, with why (shown by ``hwnas devices``)."""
+    return _scan(tuple(profile_folders()))[1]
 
 
 def list_devices() -> list[str]:
@@ -106,6 +124,9 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     """
     known = profiles()
     if name not in known:
+        for path, why in broken_profiles().items():
+            if path.stem == name:
+                raise HwnasError(f"device profile {path} is broken: {why}")
         raise UnknownNameError("device", name, list(known))
     profile = copy.deepcopy(known[name])
     if overrides:

@@ -18,6 +18,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -157,6 +158,10 @@ def open_storage(url: str):
     shown = redact(url)
     url = normalize_url(url)
     check_driver(url)
+    from hwnas.search.workers import sqlite_file
+
+    db_file = sqlite_file(url)
+    existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:
             with creation_lock(url):
@@ -170,6 +175,9 @@ def open_storage(url: str):
             if attempt + 1 < CREATE_ATTEMPTS and _lost_creation_race(exc):
                 time.sleep(0.2 * (attempt + 1) + random.random() * 0.3)
                 continue
+            if not existed:  # a full disk must not leave an empty database behind
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{db_file}{suffix}").unlink(missing_ok=True)
             why = connect_error(url, exc) if "postgres" in url else str(exc).splitlines()[0]
             raise HwnasError(f"cannot open study storage {shown}: {why}") from None
     if url.startswith("sqlite:"):

@@ -141,6 +141,11 @@ def write_zoo(
 ) -> list[Path]:
     """One folder per Pareto architecture with ``model.onnx`` and ``card.json``.
 
+    The zoo is written into a temporary sibling folder and renamed into place when complete:
+    an export that fails part-way (a full disk, a model that cannot be exported) leaves the
+    previous zoo, or none, never a partial one; workers sharing a run folder each put a whole
+    zoo in place.
+
     Args:
         folder: the zoo folder.
         result: the search result.
@@ -153,8 +158,56 @@ def write_zoo(
             its weights with the ``weights`` note.
 
     Returns:
-        The card paths.
+        The card paths (inside ``folder``).
+
+    Raises:
+        OSError: the zoo could not be written (nothing is left behind).
     """
+    import shutil
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(folder)
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        names = _write_zoo_into(tmp, result, space, other_latencies, records, trained)
+        _swap_in(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [folder / name for name in names]
+
+
+def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
+    """Put the folder ``new`` in place of ``folder`` (which may exist, and which another worker
+    may be replacing at the same moment)."""
+    import errno
+    import shutil
+
+    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    for attempt in range(attempts):
+        try:
+            if folder.exists():
+                os.replace(folder, old)
+            os.replace(new, folder)
+            break
+        except OSError as exc:  # another worker put its zoo in place between our two steps
+            if (
+                exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT)
+                or attempt + 1 == attempts
+            ):
+                raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_zoo_into(
+    folder: Path,
+    result: SearchResult,
+    space: SearchSpace,
+    other_latencies: dict[str, dict[str, dict[str, Any]]],
+    records: list[TrialRecord] | None,
+    trained: dict[str, dict[str, Any]] | None,
+) -> list[str]:
+    """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it."""
     import torch
 
     from hwnas.export import OPSET, count_params_flops, export_onnx
@@ -220,5 +273,6 @@ def write_zoo(
                 "source": r.attrs.get("table_accuracy_label", ""),
             }
         (sub / "card.json").write_text(json.dumps(card, indent=2) + "\n")
-        cards.append(sub / "card.json")
+        cards.append(f"{sub.name}/card.json")
+    folder.mkdir(parents=True, exist_ok=True)  # an empty front still gives a zoo folder
     return cards

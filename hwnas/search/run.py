@@ -15,7 +15,7 @@ from typing import Any
 from hwnas.devices import Device, get_device, list_devices
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
-from hwnas.paths import default_storage_url, default_store_path
+from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
 from hwnas.search.costs import CostContext, table_costs
 from hwnas.search.engine import (
     SearchResult,
@@ -112,6 +112,8 @@ def prepare(
         )
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
+    if storage is None or (store_path is None and device.stored_in_profiler):
+        check_writable(hwnas_home(), "HWNAS_HOME")  # default studies.db / measurements.db
     store = (
         MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
     )

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file(url: str) -> Path | None:
     """The database file of a ``sqlite:///`` URL, or None (in-memory SQLite, other back ends)."""
     if not url.startswith("sqlite"):
         return None
@@ -61,7 +61,7 @@ def creation_lock(url: str) -> Iterator[None]:
     """Held while Optuna creates (or checks) its tables in the storage at ``url``: a file lock
     beside a SQLite file; nothing for other back ends (:func:`hwnas.search.engine.open_storage`
     retries there instead)."""
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     if path is None:
         yield
         return
@@ -84,7 +84,7 @@ def study_lock(storage: Any, study_name: str) -> Iterator[None]:
         sqlalchemy.exc.OperationalError: the database server went away while locking.
     """
     url = str(getattr(storage, "url", ""))
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     if path is not None:
         with _file_lock(path.with_name(f"{path.name}.{lock_key(study_name) & 0xFFFFFFFF:x}.lock")):
             yield

@@ -24,7 +24,7 @@ import numpy as np
 from hwnas.devices import Device, get_device
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
-from hwnas.paths import default_storage_url, default_store_path
+from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
 from hwnas.search.engine import (
     SearchSettings,
     completed_records,
@@ -79,8 +79,10 @@ class SupernetSettings(SearchSettings):
                 f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
             )
         SUPERNET_STRATEGIES.get(self.strategy)
-        if self.epochs < 0:
-            raise HwnasError(f"--epochs must be >= 0, got {self.epochs}")
+        if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
+            raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
+        if self.finetune_epochs < 0:
+            raise HwnasError(f"--finetune-epochs must be >= 0, got {self.finetune_epochs}")
         if self.batch_size < 2:
             raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
         if self.latency_target is not None and self.latency_weight is not None:
@@ -158,6 +160,8 @@ def prepare(
         image_size=image_size,
         limit=int(settings.option("limit")) or None,
     )
+    if storage is None or (store_path is None and device.stored_in_profiler):
+        check_writable(hwnas_home(), "HWNAS_HOME")  # default studies.db / measurements.db
     store = (
         MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
     )

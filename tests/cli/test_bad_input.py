@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import hwnas_cli
 
+SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
 BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
 
 
@@ -28,12 +29,33 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
         (["arch", "99999"], "out of range"),
         (["dashboard", "--storage", "sqlite:///{tmp}/none.db"], "no study database"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--epochs", "0"],
+         "--epochs must be at least 1"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--finetune-epochs", "-1"],
+         "--finetune-epochs must be >= 0"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--batch-size", "0"],
+         "--batch-size must be at least 2"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--latency-target", "0"],
+         "--latency-target must be positive"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--latency-weight", "-1"],
+         "--latency-weight must be >= 0"),
+        (["measure", "--device", "cpu-fast", "--arch", SMALL, "--batch-size", "0"],
+         "--batch-size must be at least 1, got 0"),
+        (["measure", "--device", "cpu-fast", "--arch", SMALL, "--batch-size", "-2"],
+         "--batch-size must be at least 1, got -2"),
+        (["search", "--device", "pixel3", "--out", "{tmp}/afile/run"],
+         "--out {tmp}/afile/run cannot be created: {tmp}/afile is a file"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--out", "{tmp}/afile/run"],
+         "--out {tmp}/afile/run cannot be created: {tmp}/afile is a file"),
+        (["search", "--device", "pixel3", "--budget", "-5"], "--budget must be at least 1"),
     ],
-)
+)  # fmt: skip
 def test_one_line_error_and_exit_2(args, expected, tmp_path):
     bad_store = tmp_path / "bad.db"
     bad_store.write_text("not a database " * 50)
+    (tmp_path / "afile").write_text("a file where a folder should be")
     args = [a.format(bad_store=bad_store, tmp=tmp_path) for a in args]
+    expected = expected.format(tmp=tmp_path)
     r = hwnas_cli(*args, cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
@@ -46,3 +68,102 @@ def test_usage_errors_exit_2():
     r = hwnas_cli("search")
     assert r.returncode == 2 and "Missing option '--device'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _one_line_error(r, expected: str) -> None:
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_onnx_models_hwnas_cannot_feed_are_refused_before_measuring(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    def model(inputs, path):
+        out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+        nodes = [helper.make_node("Identity", [inputs[0].name], ["y"])]
+        graph = helper.make_graph(nodes, "g", inputs, [out])
+        onnx.save(helper.make_model(graph), path)
+        return str(path)
+
+    ids = model([helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])], tmp_path / "a")
+    two = model(
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 4]),
+        ],
+        tmp_path / "b",
+    )
+    r = hwnas_cli("measure", "--device", "cpu-fast", "--onnx", ids, cwd=tmp_path)
+    _one_line_error(r, "input 'ids' is int64; hwnas times models with one float32 input")
+    r = hwnas_cli("measure", "--device", "cpu-fast", "--onnx", two, cwd=tmp_path)
+    _one_line_error(r, "hwnas times models with one float32 input; this one has 2 (x, mask)")
+    import os
+    from pathlib import Path
+
+    assert not (Path(os.environ["HWNAS_HOME"]) / "measurements.db").exists()  # nothing stored
+
+
+def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    home = str(tmp_path / "file" / "home")
+    for args in (["search", "--device", "pixel3"], ["measure", "-d", "cpu", "--arch", SMALL]):
+        r = hwnas_cli(*args, cwd=tmp_path, env={"HWNAS_HOME": home})
+        _one_line_error(r, f"HWNAS_HOME {home} cannot be created: {tmp_path / 'file'} is a file")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_one_malformed_user_profile_is_skipped_and_named(tmp_path):
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "myboard.yaml").write_text("name: myboard\nkind: [unclosed\n")
+    env = {"HWNAS_DEVICES_PATH": str(folder)}
+    r = hwnas_cli("search", "--device", "pixel3", "--budget", "5", "--no-zoo", cwd=tmp_path,
+                  env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr  # every other device still works
+    assert f"warning: skipped device profile {folder / 'myboard.yaml'}" in r.stderr
+    r = hwnas_cli("search", "--device", "myboard", cwd=tmp_path, env=env)
+    assert r.returncode == 2 and f"device profile {folder / 'myboard.yaml'} is broken" in r.stderr
+    r = hwnas_cli("devices", cwd=tmp_path, env={**env, "COLUMNS": "200"})
+    assert r.returncode == 0 and "broken profile" in r.stdout and "myboard.yaml" in r.stdout
+
+
+def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkeypatch):
+    import hwnas.export
+    from hwnas.devices import get_device
+    from hwnas.measure import Profiler
+    from hwnas.search.engine import SearchSettings, run_search
+    from hwnas.search.evaluate import TableEvaluator
+    from hwnas.search.report import write_zoo
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=40, seed=3)
+    result = run_search(settings, space, ev.evaluate)
+    assert len(result.pareto) >= 3
+    real = hwnas.export.export_onnx
+    calls = []
+
+    def failing(model, shape):
+        calls.append(shape)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(model, shape)
+
+    monkeypatch.setattr(hwnas.export, "export_onnx", failing)
+    with pytest.raises(OSError):
+        write_zoo(tmp_path / "zoo", result, space, {})
+    assert list(tmp_path.iterdir()) == []  # no zoo, no temporary folder
+    monkeypatch.setattr(hwnas.export, "export_onnx", real)
+    cards = write_zoo(tmp_path / "zoo", result, space, {})
+    before = sorted(p.name for p in (tmp_path / "zoo").iterdir())
+    assert len(cards) == len(result.pareto) == len(before)
+    calls.clear()
+    monkeypatch.setattr(hwnas.export, "export_onnx", failing)
+    with pytest.raises(OSError):
+        write_zoo(tmp_path / "zoo", result, space, {})
+    assert sorted(p.name for p in (tmp_path / "zoo").iterdir()) == before  # the old zoo stays
+    assert [p.name for p in tmp_path.iterdir()] == ["zoo"]
