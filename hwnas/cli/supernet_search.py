@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from hwnas.errors import HwnasError
+from hwnas.supernet.settings import help_text as settings_help
 
 
 def supernet_options(f):
@@ -53,11 +54,7 @@ def supernet_options(f):
             "settings",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Supernet/strategy setting, repeatable: channels, cells (nasbench201), width "
-            "(fbnet, ofa), resolution_scale (ofa), lr, arch_lr, order (darts 1|2), tau_max, "
-            "tau_min, warmup, sampling (oneshot uniform|sandwich), evolution_trials, cost "
-            "(auto|table|measured|flops|predicted), predictor (artifact for cost=predicted), "
-            "hw_strength, limit, threads, torch_device.",
+            help=settings_help(),
         ),
     ]
     for option in reversed(options):
@@ -65,25 +62,21 @@ def supernet_options(f):
     return f
 
 
-def parse_settings(items: tuple[str, ...]) -> dict[str, object]:
-    """``KEY=VALUE`` strings -> dict with ints, floats and strings.
+def parse_settings(items: tuple[str, ...]) -> dict[str, str]:
+    """``KEY=VALUE`` strings -> {key: value string}; the values are typed and checked against
+    the declared settings by :func:`hwnas.supernet.settings.parse_options`.
 
     Raises:
-        HwnasError: an item without '='.
+        HwnasError: an item without '=', or a key given twice.
     """
-    out: dict[str, object] = {}
+    out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise HwnasError(f"--set needs KEY=VALUE, got '{item}'")
-        v: object = value.strip()
-        for cast in (int, float):
-            try:
-                v = cast(value)
-                break
-            except ValueError:
-                continue
-        out[key.strip()] = v
+        if key.strip() in out:
+            raise HwnasError(f"--set {key.strip()} is given twice")
+        out[key.strip()] = value.strip()
     return out
 
 

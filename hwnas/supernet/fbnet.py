@@ -16,8 +16,10 @@ from torch import nn
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.spaces.fbnet.model import FBNetBlock, FBNetNetwork, conv_bn
 from hwnas.supernet.base import MixedChoice, Path, Supernet, inherit
+from hwnas.supernet.settings import supernet_defaults
 
-DEFAULTS = {"width": 0.25, "profile": "cifar100"}
+DEFAULTS = supernet_defaults("fbnet")
+"""Size settings and their defaults (declared in :mod:`hwnas.supernet.settings`)."""
 
 
 def scaled(channels: int, width: float) -> int:

@@ -22,8 +22,10 @@ from hwnas.spaces.nasbench201.model import (
     make_operation,
 )
 from hwnas.supernet.base import MixedChoice, Path, Supernet, inherit
+from hwnas.supernet.settings import supernet_defaults
 
-DEFAULTS = {"channels": 8, "cells": 1}
+DEFAULTS = supernet_defaults("nasbench201")
+"""Size settings and their defaults (declared in :mod:`hwnas.supernet.settings`)."""
 
 
 class SuperCell(nn.Module):

@@ -28,8 +28,10 @@ from torch import nn
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.spaces.ofa.model import MBConv, OFAMobileNetV3, activation, make_divisible
 from hwnas.supernet.base import Choice, Path, Supernet, inherit
+from hwnas.supernet.settings import supernet_defaults
 
-DEFAULTS = {"width": 0.5, "resolution_scale": 0.25}
+DEFAULTS = supernet_defaults("ofa")
+"""Size settings and their defaults (declared in :mod:`hwnas.supernet.settings`)."""
 
 
 def _bn(x: torch.Tensor, bn: nn.BatchNorm2d, n: int) -> torch.Tensor:

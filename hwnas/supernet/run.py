@@ -35,20 +35,8 @@ from hwnas.search.engine import (
 from hwnas.search.evaluate import OBJECTIVES
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 from hwnas.store import MeasurementStore
+from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
-
-SUPERNET_KEYS = ("channels", "cells", "width", "profile", "resolution_scale")
-JOB_DEFAULTS: dict[str, Any] = {
-    "cost": "auto",
-    "predictor": "",
-    "finetune_lr": 0.02,
-    "hw_strength": 2.0,
-    "limit": 0,
-    "threads": 1,
-    "torch_device": "",
-    "image_size": 0,
-    "data_seed": 0,
-}
 
 
 @dataclass
@@ -62,7 +50,8 @@ class SupernetSettings(SearchSettings):
         latency_weight: penalty weight W (unit-free), weight mode.
         batch_size: mini-batch size.
         finetune_epochs: epochs of fine-tuning each extracted subnet before measuring it.
-        options: ``--set`` settings for the supernet, the strategy and the job.
+        options: ``--set`` settings for the supernet, the strategy and the job (strings or
+            typed values; parsed and validated against :mod:`hwnas.supernet.settings`).
     """
 
     data: str = "digits"
@@ -79,6 +68,7 @@ class SupernetSettings(SearchSettings):
                 f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
             )
         SUPERNET_STRATEGIES.get(self.strategy)
+        self.options = parse_options(dict(self.options), self.strategy, self.space)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
         if self.finetune_epochs < 0:
@@ -110,7 +100,8 @@ class SupernetSettings(SearchSettings):
             )
 
     def option(self, key: str) -> Any:
-        return self.options.get(key, JOB_DEFAULTS.get(key))
+        """A job setting (``--set``): the given value or its declared default."""
+        return job_value(self.options, key)
 
 
 @dataclass
@@ -203,7 +194,7 @@ def search(
     torch.manual_seed(s.seed)
     tdev = resolve_device(s.option("torch_device") or None)
     out.mkdir(parents=True, exist_ok=True)
-    net_cfg = {k: s.options[k] for k in SUPERNET_KEYS if k in s.options}
+    net_cfg = supernet_config(s.options, space.name)
     net = build_supernet(space.name, data.num_classes, data.image_shape, net_cfg).to(tdev)
     if tdev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
@@ -227,8 +218,7 @@ def search(
         strength=float(s.option("hw_strength")),
         reference=float(cost.expected(uniform)),
     )
-    strategy_opts = {k: v for k, v in s.options.items() if k not in JOB_DEFAULTS}
-    strategy_opts = {k: v for k, v in strategy_opts.items() if k not in SUPERNET_KEYS}
+    strategy_opts = strategy_options(s.options, s.strategy)
     steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
     cls = SUPERNET_STRATEGIES.get(s.strategy)
     strategy = cls(net, hw, strategy_opts, s.epochs * steps_per_epoch, s.seed)

@@ -22,17 +22,10 @@ from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch
 from hwnas.supernet.base import Choice, Path, Supernet
 from hwnas.supernet.cost import HardwareLoss, MultilinearLUT, constrained_choice
+from hwnas.supernet.settings import STRATEGY_BASE
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "lr": 0.05,  # weight SGD learning rate (cosine-annealed)
-    "momentum": 0.9,
-    "weight_decay": 3e-4,
-    "arch_lr": 3e-3,  # Adam on architecture parameters
-    "arch_weight_decay": 1e-3,
-    "grad_clip": 5.0,
-    "warmup": 0.2,  # share of steps training weights only (bilevel strategies)
-    "target_tolerance": 0.05,  # derive: accepted relative deviation from the latency target
-}
+DEFAULT_OPTIONS: dict[str, Any] = {s.key: s.default for s in STRATEGY_BASE}
+"""Settings every strategy reads, with defaults (declared in :mod:`hwnas.supernet.settings`)."""
 
 
 def gumbel_like(t: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -77,7 +70,7 @@ class SupernetStrategy:
         self.supernet = supernet
         self.hw = hw
         known = {**DEFAULT_OPTIONS, **self.own_options}
-        unknown = sorted(set(options) - set(known) - set(KNOWN_ELSEWHERE))
+        unknown = sorted(set(options) - set(known))
         if unknown:
             raise HwnasError(
                 f"unknown setting '{unknown[0]}' for strategy '{self.name}'; "
@@ -269,21 +262,3 @@ class SupernetStrategy:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "paper": self.paper, "bilevel": self.bilevel, **self.options}
-
-
-KNOWN_ELSEWHERE = (
-    "channels",
-    "cells",
-    "width",
-    "profile",
-    "resolution_scale",
-    "cost",
-    "batch_size",
-    "finetune_epochs",
-    "finetune_lr",
-    "image_size",
-    "limit",
-    "hw_strength",
-    "data_seed",
-)
-"""Settings given with ``--set`` that the supernet, the data or the job reads, not the strategy."""

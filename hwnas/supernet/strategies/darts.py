@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import torch
 
+from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
 class Darts(SupernetStrategy):
     name = "darts"
     paper = "Liu et al., DARTS: Differentiable Architecture Search, ICLR 2019"
-    own_options = {"order": 1}
+    own_options = own_defaults("darts")
 
     def step(self, train, val):
         x, y = train

@@ -12,13 +12,14 @@ settings mean the same thing.
 
 from __future__ import annotations
 
+from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
 class FBNetDnas(SupernetStrategy):
     name = "fbnet"
     paper = "Wu et al., FBNet: Hardware-Aware Efficient ConvNet Design via DNAS, CVPR 2019"
-    own_options = {"tau_max": 5.0, "tau_min": 0.2, "warmup": 0.2}
+    own_options = own_defaults("fbnet")
 
     @property
     def tau(self) -> float:

@@ -8,13 +8,14 @@ validation split.
 
 from __future__ import annotations
 
+from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
 class Gdas(SupernetStrategy):
     name = "gdas"
     paper = "Dong & Yang, Searching for a Robust Neural Architecture in Four GPU Hours, CVPR 2019"
-    own_options = {"tau_max": 10.0, "tau_min": 0.1}
+    own_options = own_defaults("gdas")
 
     @property
     def tau(self) -> float:

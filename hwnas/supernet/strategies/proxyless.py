@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from hwnas.supernet.base import Choice
+from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -23,7 +24,7 @@ class ProxylessNas(SupernetStrategy):
         "Cai et al., ProxylessNAS: Direct Neural Architecture Search on Target Task and "
         "Hardware, ICLR 2019"
     )
-    own_options = {"warmup": 0.2}
+    own_options = own_defaults("proxyless")
 
     def _two_path(self):
         path, picks = [], []

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from hwnas.supernet.base import Choice
+from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -35,7 +36,7 @@ class SinglePathNas(SupernetStrategy):
     )
     bilevel = False
     spaces = ("ofa",)
-    own_options = {"margin": 1.0, "sigmoid_tau": 0.5, "arch_lr": 0.01}
+    own_options = own_defaults("singlepath")
 
     def __init__(self, supernet, hw, options, total_steps, seed=0):
         super().__init__(supernet, hw, options, total_steps, seed)
