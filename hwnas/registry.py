@@ -25,10 +25,23 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._targets: dict[str, str | T] = {}
+        self._info: dict[str, dict[str, Any]] = {}
 
-    def register(self, name: str, target: str | T) -> None:
-        """Add ``name``; ``target`` is an object or a ``"module:attribute"`` path."""
+    def register(self, name: str, target: str | T, **info: Any) -> None:
+        """Add ``name``; ``target`` is an object or a ``"module:attribute"`` path; ``info``
+        declares facts about the entry that are known without importing it."""
         self._targets[name] = target
+        self._info[name] = dict(info)
+
+    def info(self, name: str) -> dict[str, Any]:
+        """What ``name`` was registered with (``register``'s keywords).
+
+        Raises:
+            UnknownNameError: ``name`` is not registered.
+        """
+        if name not in self._targets:
+            raise UnknownNameError(self.kind, name, list(self._targets))
+        return self._info[name]
 
     def get(self, name: str) -> T:
         """The object registered as ``name``.

@@ -15,21 +15,19 @@ from typing import Any
 from hwnas.devices import Device, get_device, list_devices
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
-from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
 from hwnas.search.costs import CostContext, table_costs
 from hwnas.search.engine import (
     SearchResult,
     SearchSettings,
     TrialRecord,
-    open_storage,
     run_search,
 )
 from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
+from hwnas.search.problem import open_problem, resolve
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
 from hwnas.search.strategies import STRATEGIES
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
-from hwnas.store import MeasurementStore
 
 
 def device_metrics(device, settings: SearchSettings) -> list[str]:
@@ -99,29 +97,11 @@ def prepare(
             the metric or space; unusable measurement store or study storage; unknown
             predictor or one of another space; a measurement budget below 4.
     """
-    space = get_space(settings.space)
-    space.dataset(settings.dataset)
-    if ability(space, TabulatedSpace) is None:
-        raise HwnasError(f"space '{space.name}' has no accuracy table to search over")
-    device = get_device(settings.device, runtime=settings.runtime)
-    device.require_reachable()
-    if not device.supports(space.name):
-        raise HwnasError(
-            f"device '{device.name}' has no recorded measurements for space '{space.name}' "
-            f"(it has: {', '.join(device.spaces)})"
-        )
+    if ability(get_space(settings.space), TabulatedSpace) is None:
+        raise HwnasError(f"space '{settings.space}' has no accuracy table to search over")
+    space, device = resolve(settings)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
-    if storage is None or (store_path is None and device.stored_in_profiler):
-        check_writable(hwnas_home(), "HWNAS_HOME")  # default studies.db / measurements.db
-    store = (
-        MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
-    )
-    profiler = Profiler(device, store)
-    evaluator = TableEvaluator(space, settings.dataset, profiler, metrics)
-    if storage is None:
-        storage = default_storage_url()
-        Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     # a few-shot search must not read the table beyond its measurement budget: its costs come
     # from the adapted predictor (set in run_fewshot)
     costs = CostContext(
@@ -131,15 +111,25 @@ def prepare(
         max_latency=settings.max_latency,
         budget=settings.budget,
     )
-    needs_costs = getattr(STRATEGIES.get(settings.strategy), "needs_costs", False)
+    needs_costs = STRATEGIES.info(settings.strategy).get("needs_costs", False)
     if needs_costs and costs.cost is None and fewshot is None:
         raise HwnasError(
             f"strategy '{settings.strategy}' needs every candidate's {settings.metric} before "
             f"measuring it, and device '{device.name}' has no table or predictor for it; "
             "use --strategy nsga2"
         )
+    problem = open_problem(settings, space, device, storage, store_path)
+    evaluator = TableEvaluator(space, settings.dataset, problem.profiler, metrics)
     return PreparedSearch(
-        settings, space, device, profiler, evaluator, storage, open_storage(storage), costs, fewshot
+        settings,
+        space,
+        device,
+        problem.profiler,
+        evaluator,
+        problem.storage_url,
+        problem.storage,
+        costs,
+        fewshot,
     )
 
 

@@ -45,4 +45,4 @@ def random(seed: int | None, context: object = None):
 
 STRATEGIES.register("nsga2", nsga2)
 STRATEGIES.register("random", random)
-STRATEGIES.register("surrogate", "hwnas.search.surrogate:surrogate")
+STRATEGIES.register("surrogate", "hwnas.search.surrogate:surrogate", needs_costs=True)

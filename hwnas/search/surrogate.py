@@ -38,7 +38,6 @@ def surrogate(seed: int | None, context: CostContext, **options: Any) -> Surroga
     return SurrogateSampler(context, seed, **options)
 
 
-surrogate.needs_costs = True  # type: ignore[attr-defined]
 NEEDS_COSTS_MESSAGE = (
     "strategy 'surrogate' needs the cost of every candidate before measuring it "
     "(a recorded device table or a latency predictor); use --strategy nsga2"

@@ -21,20 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.devices import Device, get_device
+from hwnas.devices import Device
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
-from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
 from hwnas.search.engine import (
     SearchSettings,
     completed_records,
     load_study,
-    open_storage,
     summarise,
 )
 from hwnas.search.evaluate import OBJECTIVES
-from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
-from hwnas.store import MeasurementStore
+from hwnas.search.problem import open_problem, resolve
+from hwnas.spaces import SearchSpace, TabulatedSpace, ability
 from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
 
@@ -127,17 +125,8 @@ def prepare(
     from hwnas.datasets import load_data
     from hwnas.supernet import SUPERNETS
 
-    space = get_space(settings.space)
-    SUPERNETS.get(space.name)
-    space.dataset(settings.dataset)
-    device = get_device(settings.device)
-    device.require_reachable()
-    device.check_metric(settings.metric)
-    if not device.supports(space.name):
-        raise HwnasError(
-            f"device '{device.name}' has no recorded measurements for space '{space.name}' "
-            f"(it has: {', '.join(device.spaces)})"
-        )
+    SUPERNETS.get(settings.space)  # a space without a supernet fails here
+    space, device = resolve(settings)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
     if cls.spaces is not None and space.name not in cls.spaces:
         raise HwnasError(
@@ -151,16 +140,9 @@ def prepare(
         image_size=image_size,
         limit=int(settings.option("limit")) or None,
     )
-    if storage is None or (store_path is None and device.stored_in_profiler):
-        check_writable(hwnas_home(), "HWNAS_HOME")  # default studies.db / measurements.db
-    store = (
-        MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
-    )
-    if storage is None:
-        storage = default_storage_url()
-        Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    problem = open_problem(settings, space, device, storage, store_path)
     return PreparedSupernetSearch(
-        settings, space, device, Profiler(device, store), data, storage, open_storage(storage)
+        settings, space, device, problem.profiler, data, problem.storage_url, problem.storage
     )
 
 

@@ -48,8 +48,8 @@ class OneShotEvolution(SupernetStrategy):
         """(largest, smallest) subnet by the cost model (coordinate search), else by index."""
         if self._extremes is None:
             sizes = self.supernet.sizes
-            model = getattr(self.hw, "model", None)
-            if model is None or not hasattr(model, "cost_indices"):
+            model = self.hw.model if self.hw is not None else None
+            if model is None:
                 self._extremes = ([n - 1 for n in sizes], [0] * len(sizes))
             else:
                 out = []
@@ -59,7 +59,8 @@ class OneShotEvolution(SupernetStrategy):
                         for j, n in enumerate(sizes):
                             cand = np.repeat(idx[None], n, axis=0)
                             cand[:, j] = np.arange(n)
-                            idx[j] = int(np.argmax(sign * model.cost_indices(cand)))
+                            archs = [self.supernet.arch([int(v) for v in c]) for c in cand]
+                            idx[j] = int(np.argmax(sign * model.predict(archs)[0]))
                     out.append(idx.tolist())
                 self._extremes = (out[0], out[1])
         return self._extremes
@@ -92,7 +93,7 @@ class OneShotEvolution(SupernetStrategy):
         import optuna
 
         space = self.supernet.space
-        model = getattr(self.hw, "model", None)
+        model = self.hw.model if self.hw is not None else None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         study = optuna.create_study(
             directions=["maximize", "minimize"],

@@ -1,0 +1,91 @@
+"""What every search prepares before any work, whatever its strategy: the problem.
+
+:func:`resolve` checks the names (space, dataset, device and its runtime, metrics) and that the
+device can measure now; the search kind then checks what it alone needs (an accuracy table, a
+supernet, training data, a predictor); :func:`open_problem` finally opens the measurement store
+and the study storage, so a command with bad input creates no file. Table, few-shot and
+supernet searches all prepare through these two functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwnas.devices import Device, get_device
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler
+from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
+from hwnas.search.engine import SearchSettings, open_storage
+from hwnas.spaces import SearchSpace, get_space
+from hwnas.store import MeasurementStore
+
+
+@dataclass
+class Problem:
+    """A search problem with its names resolved and its store and storage open.
+
+    Attributes:
+        settings: the validated settings.
+        space: the search space.
+        device: the device (reachable).
+        profiler: the device and the measurement store (None for a recorded table).
+        storage_url: the study storage URL.
+        storage: the opened Optuna storage.
+    """
+
+    settings: SearchSettings
+    space: SearchSpace
+    device: Device
+    profiler: Profiler
+    storage_url: str
+    storage: Any
+
+
+def resolve(settings: SearchSettings) -> tuple[SearchSpace, Device]:
+    """The space and the device of ``settings``, checked; opens nothing.
+
+    Raises:
+        HwnasError: unknown space, dataset or device; a runtime the device cannot use; a device
+            that cannot measure now, lacks the objective's metric (or latency under a limit), or
+            has no values for the space.
+    """
+    space = get_space(settings.space)
+    space.dataset(settings.dataset)
+    device = get_device(settings.device, runtime=settings.runtime)
+    device.require_reachable()
+    device.check_metric(settings.metric)
+    if settings.max_latency is not None:
+        device.check_metric("latency_ms")
+    if not device.supports(space.name):
+        raise HwnasError(
+            f"device '{device.name}' has no recorded measurements for space '{space.name}' "
+            f"(it has: {', '.join(device.spaces)})"
+        )
+    return space, device
+
+
+def open_problem(
+    settings: SearchSettings,
+    space: SearchSpace,
+    device: Device,
+    storage: str | None = None,
+    store_path: str | Path | None = None,
+) -> Problem:
+    """Open the measurement store (a SQLite file or a PostgreSQL URL; none for a recorded
+    table) and the study storage (default: ``studies.db`` in the hwnas home).
+
+    Raises:
+        HwnasError: an hwnas home that cannot be written (when a default is used), an unusable
+            store or storage.
+    """
+    if storage is None or (store_path is None and device.stored_in_profiler):
+        check_writable(hwnas_home(), "HWNAS_HOME")  # default studies.db / measurements.db
+    store = (
+        MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
+    )
+    if storage is None:
+        storage = default_storage_url()
+        Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return Problem(settings, space, device, Profiler(device, store), storage, open_storage(storage))
