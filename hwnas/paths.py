@@ -6,7 +6,9 @@ The home folder is ``HWNAS_HOME`` if set, else the platform's user data folder
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -69,3 +71,20 @@ def check_writable(path: str | Path, what: str, min_free_mb: float = 0.0) -> Non
         raise HwnasError(
             f"{what} {folder}: only {free:.0f} MiB free on its disk, {min_free_mb:.0f} MiB needed"
         )
+
+
+@contextlib.contextmanager
+def file_lock(path: str | Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created with its folder if missing), held for the
+    ``with`` block; the system releases it when the holder exits, even if killed. Processes on
+    one machine only."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

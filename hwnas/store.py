@@ -20,7 +20,6 @@ model once.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
+from hwnas.paths import file_lock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS measurements (
@@ -259,14 +259,8 @@ class MeasurementStore:
                 with self._advisory(f"hwnas-device:{device}", conn):
                     yield
             return
-        folder = self.path.parent / (self.path.name + ".locks")
-        folder.mkdir(exist_ok=True)
-        with open(folder / f"{device}.lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with file_lock(self.path.parent / (self.path.name + ".locks") / f"{device}.lock"):
+            yield
 
 
 def _to_measurement(row: tuple) -> Measurement:

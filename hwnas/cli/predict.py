@@ -56,7 +56,7 @@ def predict_cmd(space, calibration, archs, out, predictor):
     pred.fit(cal.models, cal.values, cal.metric)
     mean, std = pred.predict(models)
     write_predictions(out, models, mean, std, cal.metric)
-    where = getattr(pred, "path", None)
+    where = pred.path
     Console(stderr=True).print(
         f"predictor {pred.name}" + (f" ({where})" if where else "") + f": adapted on "
         f"{len(cal.models)} {cal.metric} values from {calibration}; predicted "

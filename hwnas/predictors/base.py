@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -37,6 +38,8 @@ class Predictor(ABC):
     metric: str = "latency_ms"
     name: str = ""
     card: dict = {}  # noqa: RUF012 (read-only default; artifacts set their own)
+    path: Path | None = None
+    """The artifact folder it was loaded from (None for predictors that are not artifacts)."""
 
     @abstractmethod
     def fit(self, archs: Sequence[Model], values: np.ndarray, metric: str = "latency_ms"):

@@ -21,7 +21,6 @@ TVM is imported only inside methods that compile or run, never by ``import hwnas
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ import numpy as np
 
 from hwnas.errors import CandidateError, DeviceUnavailableError, HwnasError
 from hwnas.export import content_hash
+from hwnas.paths import file_lock
 from hwnas.runtimes.base import BuildInfo, Runtime
 from hwnas.runtimes.executable import Executable
 
@@ -349,13 +349,8 @@ class TvmRuntime(Runtime):
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / ".lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with file_lock(self.folder / ".lock"):
+            yield
 
     def artifact(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> Path:
         """Path of the compiled model for these bytes and input shape (may not exist yet)."""

@@ -186,7 +186,7 @@ class FewShotPlan:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        path = getattr(self.predictor, "path", None)
+        path = self.predictor.path
         return {
             "name": self.predictor.name,
             "path": str(path) if path is not None else None,
@@ -196,7 +196,7 @@ class FewShotPlan:
     def fresh(self) -> Predictor:
         from hwnas.predictors import load_predictor
 
-        path = getattr(self.predictor, "path", None)
+        path = self.predictor.path
         return load_predictor(str(path) if path is not None else self.predictor_name)
 
 

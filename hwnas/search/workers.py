@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
 import hashlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hwnas.paths import file_lock
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -38,17 +39,6 @@ def sqlite_file(url: str) -> Path | None:
     if not database or database == ":memory:":
         return None
     return Path(database)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def lock_key(name: str) -> int:
@@ -65,7 +55,7 @@ def creation_lock(url: str) -> Iterator[None]:
     if path is None:
         yield
         return
-    with _file_lock(path.with_name(path.name + ".hwnas-lock")):
+    with file_lock(path.with_name(path.name + ".hwnas-lock")):
         yield
 
 
@@ -86,7 +76,7 @@ def study_lock(storage: Any, study_name: str) -> Iterator[None]:
     url = str(getattr(storage, "url", ""))
     path = sqlite_file(url)
     if path is not None:
-        with _file_lock(path.with_name(f"{path.name}.{lock_key(study_name) & 0xFFFFFFFF:x}.lock")):
+        with file_lock(path.with_name(f"{path.name}.{lock_key(study_name) & 0xFFFFFFFF:x}.lock")):
             yield
     elif url.startswith("postgresql"):
         from sqlalchemy import text
