@@ -121,32 +121,29 @@ def search_cmd(
 
     if strategy in SUPERNET_STRATEGIES:
         from hwnas.cli.supernet_search import run_supernet_search
-        from hwnas.errors import HwnasError
 
-        if runtime is not None:
-            raise HwnasError(
-                "--runtime is for table search; supernet strategies use the device profile's "
-                "runtime"
-            )
-        if predictor is not None or measurement_budget is not None:
-            raise HwnasError(
-                "--predictor and --measurement-budget are for table search; for a supernet "
-                "cost model from a predictor use --set cost=predicted --set predictor=NAME"
-            )
-
+        budget_given = click.get_current_context().get_parameter_source("budget")
         return run_supernet_search(
-            device,
-            space,
-            dataset,
-            objective,
-            max_latency,
-            strategy,
-            storage,
-            study,
-            out,
-            seed,
-            store,
-            no_zoo,
+            device=device,
+            space=space,
+            dataset=dataset,
+            objective=objective,
+            max_latency=max_latency,
+            strategy=strategy,
+            storage=storage,
+            study=study,
+            out=out,
+            seed=seed,
+            store=store,
+            no_zoo=no_zoo,
+            table_only={
+                "--runtime": runtime,
+                "--predictor": predictor,
+                "--measurement-budget": measurement_budget,
+                "--budget": budget
+                if budget_given == click.core.ParameterSource.COMMANDLINE
+                else None,
+            },
             **supernet,
         )
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable

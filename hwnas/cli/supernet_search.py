@@ -81,6 +81,7 @@ def parse_settings(items: tuple[str, ...]) -> dict[str, str]:
 
 
 def run_supernet_search(
+    *,
     device,
     space,
     dataset,
@@ -100,8 +101,26 @@ def run_supernet_search(
     batch_size,
     finetune_epochs,
     settings,
+    table_only=None,
 ):
-    """Run a supernet search from the CLI's options and print its result."""
+    """Run a supernet search from the CLI's options and print its result.
+
+    Raises:
+        HwnasError: a table-search option was given (``table_only``: option -> value or None),
+            or any settings, device or data problem (before training starts).
+    """
+    given = [name for name, value in (table_only or {}).items() if value is not None]
+    if given:
+        hint = (
+            "; for a supernet cost model from a predictor use --set cost=predicted "
+            "--set predictor=NAME"
+            if {"--predictor", "--measurement-budget"} & set(given)
+            else ""
+        )
+        raise HwnasError(
+            f"{', '.join(given)} applies to table search, not to supernet strategy "
+            f"'{strategy}'{hint}"
+        )
     from rich.console import Console
     from rich.table import Table
 

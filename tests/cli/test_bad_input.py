@@ -48,6 +48,13 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "pixel3", "--strategy", "gdas", "--out", "{tmp}/afile/run"],
          "--out {tmp}/afile/run cannot be created: {tmp}/afile is a file"),
         (["search", "--device", "pixel3", "--budget", "-5"], "--budget must be at least 1"),
+        (["search", "-d", "pixel3", "--strategy", "gdas", "--budget", "50"],
+         "--budget applies to table search, not to supernet strategy 'gdas'"),
+        (["search", "-d", "cpu", "--strategy", "gdas", "--runtime", "tvm"],
+         "--runtime applies to table search, not to supernet strategy 'gdas'"),
+        (["search", "-d", "pixel3", "--strategy", "gdas", "--predictor", "nasbench201"],
+         "--predictor applies to table search, not to supernet strategy 'gdas'; for a supernet "
+         "cost model from a predictor use --set cost=predicted --set predictor=NAME"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--set", "batch_size=7"],
          "--set batch_size=... is the option --batch-size; use that"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--set", "finetune_epochs=9"],
