@@ -16,7 +16,7 @@ import random
 import socket
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,9 +309,14 @@ def run_search(
     on_trial: Callable[[int, TrialRecord | None], None] | None = None,
     sampler_options: dict[str, Any] | None = None,
     costs: CostContext | None = None,
+    proposals: Sequence[Arch] | None = None,
 ) -> SearchResult:
     """Run (or resume, or join) a search until ``settings.budget`` distinct architectures are
     scored in the study.
+
+    With ``proposals`` (the candidates a supernet strategy derived), those architectures are
+    scored in order instead of asking the strategy's sampler, and the budget is the study's
+    scored architectures plus the proposals it does not hold yet.
 
     Any number of workers (processes running this function on the same study, on one machine
     or many) share the budget exactly: an architecture is *claimed* before it is scored
@@ -332,6 +337,7 @@ def run_search(
         sampler_options: extra keyword arguments for the strategy.
         costs: what is known of candidates' costs before measuring (for cost-aware strategies);
             default: nothing.
+        proposals: architectures to score, in order, instead of the strategy's proposals.
 
     Returns:
         The :class:`SearchResult` over every completed trial of the study.
@@ -352,13 +358,19 @@ def run_search(
         storage = open_storage(storage)
     study = load_study(settings, storage, settings.metric)
     _fail_orphans(study)
-    check_budget(study, settings)
     limit = settings.max_latency
-    if costs is None:
-        costs = CostContext(space, max_latency=limit, budget=settings.budget)
-    study.sampler = STRATEGIES.get(settings.strategy)(
-        settings.seed, costs, **(sampler_options or {})
-    )
+    if proposals is not None:
+        held = set(read_state(study).completed)
+        wanted = list(dict.fromkeys(a.text for a in proposals))
+        settings = dataclasses.replace(settings, budget=len(held | set(wanted)))
+        study.sampler = ProposalSampler(space, [a for a in proposals if a.text in wanted])
+    else:
+        check_budget(study, settings)
+        if costs is None:
+            costs = CostContext(space, max_latency=limit, budget=settings.budget)
+        study.sampler = STRATEGIES.get(settings.strategy)(
+            settings.seed, costs, **(sampler_options or {})
+        )
     lock_storage = storage if storage is not None else study._storage
     dims = space.choices()
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -378,6 +390,8 @@ def run_search(
             time.sleep(POLL_S)
             _fail_orphans(study)
             continue
+        if proposals is not None and not _proposals_left(study.sampler, state):
+            break  # every proposal is scored, being scored, or failed
         trial = study.ask()
         asked += 1
         told = False
@@ -454,6 +468,49 @@ def run_search(
     return dataclasses.replace(
         result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
     )
+
+
+class ProposalSampler:
+    """An Optuna sampler that proposes given architectures in order (each once, skipping those
+    the study holds or another worker claimed), for strategies that derive their candidates
+    themselves (supernets)."""
+
+    def __init__(self, space: SearchSpace, archs: Sequence[Arch]):
+        import optuna
+
+        self._base = optuna.samplers.RandomSampler(seed=0)  # never decides: every value is fixed
+        self.space = space
+        self.queue = list(archs)
+
+    def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
+        from optuna.distributions import CategoricalDistribution
+
+        return {d: CategoricalDistribution(list(o)) for d, o in self.space.choices().items()}
+
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        taken = {t.user_attrs.get("arch") for t in study.get_trials(deepcopy=False)}
+        while self.queue and self.queue[0].text in taken:
+            self.queue.pop(0)
+        if not self.queue:
+            raise HwnasError("no proposal left to score")  # the engine stops before this
+        return self.space.to_choices(self.queue.pop(0))
+
+    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
+        return self._base.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study, trial) -> None:
+        return None
+
+    def after_trial(self, study, trial, state, values) -> None:
+        return None
+
+    def reseed_rng(self) -> None:
+        return None
+
+
+def _proposals_left(sampler: ProposalSampler, state: Any) -> bool:
+    taken = set(state.completed) | set(state.claimed)
+    return any(a.text not in taken for a in sampler.queue)
 
 
 def _tell_interrupted(study, trial, ev: Evaluation | None, settings: SearchSettings) -> None:

@@ -24,13 +24,8 @@ import numpy as np
 from hwnas.devices import Device
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
-from hwnas.search.engine import (
-    SearchSettings,
-    completed_records,
-    load_study,
-    summarise,
-)
-from hwnas.search.evaluate import OBJECTIVES
+from hwnas.search.engine import SearchSettings, run_search
+from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
 from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
@@ -244,20 +239,33 @@ def search(
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
     if not job.device.runs_models:  # a recorded table
         argmax_info[s.metric], argmax_info["source"], _ = evaluator._device_cost(argmax, None)
-    evaluated = [
-        evaluator.evaluate(a, role="derived" if i == 0 else "candidate")
-        for i, a in enumerate(candidates)
-    ]
+    roles: dict[str, str] = {}
+    for i, a in enumerate(candidates):
+        roles.setdefault(a.text, "derived" if i == 0 else "candidate")
+    evaluated: dict[str, dict[str, Any]] = {}
 
-    import optuna
+    def score(arch) -> SubnetEvaluation:
+        e = evaluator.evaluate(arch, role=roles[arch.text])
+        evaluated[arch.text] = e
+        return SubnetEvaluation.of(e, s.metric)
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = load_study(s, job.storage, s.metric)
-    added = _add_trials(study, job.storage, space, s, evaluated)
-    records = completed_records(study)
-    result = summarise(s, records, len(study.get_trials(deepcopy=False)), added)
-    derived_record = next(r for r in reversed(records) if r.arch == derived.text)
+    # the candidates go through the engine like any strategy's proposals: claimed, scored
+    # once, recorded, interrupted trials told, workers sharing the study
+    result = run_search(s, space, score, job.storage, proposals=candidates)
+    records = result.records
+    derived_record = next((r for r in reversed(records) if r.arch == derived.text), None)
+    if derived_record is None:
+        raise HwnasError(f"the derived architecture {derived.text} could not be measured")
     result.best = derived_record
+    if zoo:  # candidates scored by an earlier run of this study: their trained weights again
+        for a in dict.fromkeys(candidates):
+            if a.text not in evaluated and any(r.arch == a.text for r in records):
+                evaluated[a.text] = evaluator.evaluate(a, role=roles[a.text])
+    by_arch = {r.arch: r for r in records}
+    described = [
+        _describe(evaluated.get(a.text), by_arch.get(a.text), s.metric)
+        for a in dict.fromkeys(candidates)
+    ]
 
     write_csv(out / "pareto.csv", pareto_rows(result))
     plot_front(
@@ -268,7 +276,7 @@ def search(
     )
     cards = []
     if zoo:
-        trained = {e["arch"].text: e for e in evaluated}
+        trained = dict(evaluated)
         zoo_records = list(result.pareto)
         if derived_record not in zoo_records:
             zoo_records.append(derived_record)
@@ -314,10 +322,7 @@ def search(
         "torch_device": str(tdev),
         "checkpoint": str(ckpt),
         "distribution_argmax": argmax_info,
-        "candidates": [
-            {k: v for k, v in e.items() if k not in ("model", "arch")} | {"arch": e["arch"].text}
-            for e in evaluated
-        ],
+        "candidates": [d for d in described if d is not None],
         "zoo_models": len(cards),
     }
     if store is not None:
@@ -351,42 +356,43 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     return out
 
 
-def _add_trials(study, storage, space: SearchSpace, s: SupernetSettings, evaluated) -> int:
-    """Add each evaluated subnet as a COMPLETE trial, skipping ones the study already has (from
-    an earlier identical run, or a worker running the same search beside this one: the check and
-    the additions happen under the study lock of :mod:`hwnas.search.workers`)."""
-    import optuna
+@dataclass(frozen=True)
+class SubnetEvaluation(Evaluation):
+    """A fine-tuned subnet's evaluation, with what only supernet searches know (its role,
+    inherited accuracy, predicted cost, weights) as trial attributes."""
 
-    from hwnas.search.workers import read_state, study_lock
+    extra: dict[str, Any] = field(default_factory=dict)
 
-    dists = {
-        d: optuna.distributions.CategoricalDistribution(list(o)) for d, o in space.choices().items()
-    }
-    with study_lock(storage, s.study):
-        have = set(read_state(study).completed)
-        return _add_new(study, space, s, evaluated, have, dists)
-
-
-def _add_new(study, space: SearchSpace, s: SupernetSettings, evaluated, have, dists) -> int:
-    import optuna
-
-    added = 0
-    for e in evaluated:
-        if e["arch"].text in have:
-            continue
-        attrs = {k: v for k, v in e.items() if k not in ("model", "arch", "input_shape")}
-        attrs["arch"] = e["arch"].text
-        study.add_trial(
-            optuna.trial.create_trial(
-                params=space.to_choices(e["arch"]),
-                distributions=dists,
-                values=[e["accuracy"], e[s.metric]],
-                user_attrs=attrs,
-            )
+    @classmethod
+    def of(cls, e: dict[str, Any], metric: str) -> SubnetEvaluation:
+        """From :meth:`SubnetEvaluator.evaluate`'s dict."""
+        extra = {
+            k: v
+            for k, v in e.items()
+            if k not in ("model", "arch", "input_shape", "accuracy", "accuracy_source")
+            and k not in (metric, f"{metric}_source", "model_hash")
+        }
+        return cls(
+            e["arch"],
+            e["accuracy"],
+            e["accuracy_source"],
+            {metric: e[metric]},
+            {metric: e[f"{metric}_source"]},
+            e["model_hash"],
+            extra=extra,
         )
-        have.add(e["arch"].text)
-        added += 1
-    return added
+
+    def attrs(self) -> dict[str, object]:
+        return {**super().attrs(), **self.extra}
+
+
+def _describe(e: dict[str, Any] | None, record, metric: str) -> dict[str, Any] | None:
+    """A candidate in ``summary.json``: from this run's evaluation, else from its trial."""
+    if e is not None:
+        return {k: v for k, v in e.items() if k not in ("model", "arch")} | {"arch": e["arch"].text}
+    if record is None:  # failed
+        return None
+    return {**record.attrs, "accuracy": record.accuracy, metric: record.costs[metric]}
 
 
 class SubnetEvaluator:

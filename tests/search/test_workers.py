@@ -214,3 +214,31 @@ def test_postgresql_without_its_driver_names_the_extra(tmp_path):
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.returncode == 2 and len(lines) == 1, r.stderr
         assert "needs the psycopg driver: pip install 'hwnas[postgres]'" in lines[0]
+
+
+@pytest.mark.slow
+def test_two_workers_of_one_supernet_search_record_each_candidate_once(tmp_path):
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["search", "--strategy", "oneshot", "--device", "pixel3", "--epochs", "1"]
+    args += ["--set", "limit=300", "--set", "evolution_trials=12", "--finetune-epochs", "1"]
+    args += ["--storage", storage, "--study", "sn", "--no-zoo"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hwnas", *args, "--out", str(tmp_path / f"run{w}")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(2)
+    ]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    study = optuna.load_study(study_name="sn", storage=storage)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    archs = [t.user_attrs["arch"] for t in complete]
+    assert len(archs) == len(set(archs)) >= 1
+    assert [t.user_attrs["role"] for t in complete].count("derived") == 1
+    summaries = [json.loads((tmp_path / f"run{w}" / "summary.json").read_text()) for w in (0, 1)]
+    assert sum(s["trials"]["completed_this_run"] for s in summaries) == len(archs)
