@@ -62,6 +62,15 @@ class Registry(Generic[T]):
         """Registered names, sorted."""
         return sorted(self._targets)
 
+    def select(self, kind: str, **info: Any) -> Registry[T]:
+        """A registry of the entries registered with ``info`` (e.g. ``pipeline="supernet"``),
+        called ``kind`` in its messages."""
+        out: Registry[T] = Registry(kind)
+        for name, target in self._targets.items():
+            if all(self._info[name].get(k) == v for k, v in info.items()):
+                out.register(name, target, **self._info[name])
+        return out
+
     def __contains__(self, name: object) -> bool:
         return name in self._targets
 

@@ -117,9 +117,9 @@ def search_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hwnas.supernet.strategies import SUPERNET_STRATEGIES
+    from hwnas.search.strategies import pipeline_of
 
-    if strategy in SUPERNET_STRATEGIES:
+    if pipeline_of(strategy) == "supernet":
         from hwnas.cli.supernet_search import run_supernet_search
 
         budget_given = click.get_current_context().get_parameter_source("budget")

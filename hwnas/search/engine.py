@@ -28,7 +28,7 @@ from hwnas.measure import NoisyMeasurementError
 from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.pareto import pareto_mask
-from hwnas.search.strategies import STRATEGIES
+from hwnas.search.strategies import TABLE_STRATEGIES, pipeline_of
 from hwnas.spaces.base import Arch, SearchSpace
 
 
@@ -71,7 +71,11 @@ class SearchSettings:
             raise HwnasError(
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
-        STRATEGIES.get(self.strategy)  # unknown strategy -> UnknownNameError
+        if pipeline_of(self.strategy) != "table":  # unknown strategy -> UnknownNameError
+            raise HwnasError(
+                f"strategy '{self.strategy}' trains a supernet: it runs as a supernet search "
+                "(hwnas search --strategy NAME, or hwnas.supernet.run)"
+            )
         if not self.study:
             self.study = default_study_name(self)
 
@@ -368,7 +372,7 @@ def run_search(
         check_budget(study, settings)
         if costs is None:
             costs = CostContext(space, max_latency=limit, budget=settings.budget)
-        study.sampler = STRATEGIES.get(settings.strategy)(
+        study.sampler = TABLE_STRATEGIES.get(settings.strategy)(
             settings.seed, costs, **(sampler_options or {})
         )
     lock_storage = storage if storage is not None else study._storage

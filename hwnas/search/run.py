@@ -26,7 +26,7 @@ from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.problem import open_problem, resolve
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
-from hwnas.search.strategies import STRATEGIES
+from hwnas.search.strategies import TABLE_STRATEGIES
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 
 
@@ -111,7 +111,7 @@ def prepare(
         max_latency=settings.max_latency,
         budget=settings.budget,
     )
-    needs_costs = STRATEGIES.info(settings.strategy).get("needs_costs", False)
+    needs_costs = TABLE_STRATEGIES.info(settings.strategy).get("needs_costs", False)
     if needs_costs and costs.cost is None and fewshot is None:
         raise HwnasError(
             f"strategy '{settings.strategy}' needs every candidate's {settings.metric} before "

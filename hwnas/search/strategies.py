@@ -1,7 +1,10 @@
-"""Search strategies by name: each makes an Optuna sampler for a space.
+"""Search strategies by name, one registry for every strategy ``hwnas search`` knows.
 
-A strategy here is an ask/tell optimiser over the space's categorical choices; Optuna owns
-the ask/tell loop and the study, the strategy only decides what to ask next.
+Each entry declares its ``pipeline``: ``table`` strategies are ask/tell optimisers over the
+space's categorical choices (a factory making an Optuna sampler; the engine owns the loop and
+the study); ``supernet`` strategies train a weight-sharing supernet and hand the candidates they
+derive to the same engine (:mod:`hwnas.supernet.strategies`; they also declare the ``space`` of
+their paper, searched when ``--space`` is not given).
 
 - ``nsga2``: NSGA-II (Deb et al., IEEE TEVC 2002), Optuna's ``NSGAIISampler``; under a
   latency limit, constrained domination (each trial carries its excess latency as a
@@ -43,6 +46,33 @@ def random(seed: int | None, context: object = None):
     return optuna.samplers.RandomSampler(seed=seed)
 
 
-STRATEGIES.register("nsga2", nsga2)
-STRATEGIES.register("random", random)
-STRATEGIES.register("surrogate", "hwnas.search.surrogate:surrogate", needs_costs=True)
+STRATEGIES.register("nsga2", nsga2, pipeline="table")
+STRATEGIES.register("random", random, pipeline="table")
+STRATEGIES.register(
+    "surrogate", "hwnas.search.surrogate:surrogate", pipeline="table", needs_costs=True
+)
+_SUPERNET = "hwnas.supernet.strategies"
+STRATEGIES.register("darts", f"{_SUPERNET}.darts:Darts", pipeline="supernet", space="nasbench201")
+STRATEGIES.register("gdas", f"{_SUPERNET}.gdas:Gdas", pipeline="supernet", space="nasbench201")
+STRATEGIES.register("fbnet", f"{_SUPERNET}.fbnet:FBNetDnas", pipeline="supernet", space="fbnet")
+STRATEGIES.register(
+    "proxyless", f"{_SUPERNET}.proxyless:ProxylessNas", pipeline="supernet", space="ofa"
+)
+STRATEGIES.register(
+    "singlepath", f"{_SUPERNET}.singlepath:SinglePathNas", pipeline="supernet", space="ofa"
+)
+STRATEGIES.register(
+    "oneshot", f"{_SUPERNET}.oneshot:OneShotEvolution", pipeline="supernet", space="nasbench201"
+)
+
+TABLE_STRATEGIES: Registry = STRATEGIES.select("table strategy", pipeline="table")
+"""The table strategies (Optuna sampler factories)."""
+
+
+def pipeline_of(name: str) -> str:
+    """ "table" or "supernet": which kind of search the strategy ``name`` runs.
+
+    Raises:
+        UnknownNameError: no strategy has that name (the message lists them all).
+    """
+    return STRATEGIES.info(name)["pipeline"]
