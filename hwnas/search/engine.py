@@ -485,6 +485,7 @@ class ProposalSampler:
         self._base = optuna.samplers.RandomSampler(seed=0)  # never decides: every value is fixed
         self.space = space
         self.queue = list(archs)
+        self._last = self.queue[0] if self.queue else None
 
     def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
         from optuna.distributions import CategoricalDistribution
@@ -493,11 +494,13 @@ class ProposalSampler:
 
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         taken = {t.user_attrs.get("arch") for t in study.get_trials(deepcopy=False)}
-        while self.queue and self.queue[0].text in taken:
-            self.queue.pop(0)
-        if not self.queue:
-            raise HwnasError("no proposal left to score")  # the engine stops before this
-        return self.space.to_choices(self.queue.pop(0))
+        while self.queue:
+            self._last = self.queue.pop(0)
+            if self._last.text not in taken:
+                break
+        # with nothing new left (another worker took it meanwhile) the last proposal is asked
+        # again: the engine records it as a duplicate and stops
+        return self.space.to_choices(self._last) if self._last is not None else {}
 
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
         return self._base.sample_independent(study, trial, param_name, param_distribution)
