@@ -9,11 +9,13 @@ measured twice.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
 import random
 import socket
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -168,9 +170,13 @@ def open_storage(url: str):
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:
-            with creation_lock(url):
+            with creation_lock(url), warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 storage = optuna.storages.RDBStorage(
-                    url, engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None
+                    url,
+                    engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None,
+                    heartbeat_interval=HEARTBEAT_S,
+                    grace_period=GRACE_S,
                 )
             break
         except Exception as exc:  # sqlalchemy errors, bad URLs, missing drivers
@@ -196,6 +202,13 @@ def open_storage(url: str):
         storage.engine.dispose()  # reconnect with the pragmas
     return storage
 
+
+HEARTBEAT_S = 30
+"""Seconds between the heartbeats a worker records for the trial it is scoring."""
+
+GRACE_S = 180
+"""A RUNNING trial whose last heartbeat is older than this is failed by any worker (its
+worker died, on any machine), so its architecture can be claimed again."""
 
 CREATE_ATTEMPTS = 6
 """Tries at opening a storage whose tables another worker is creating at the same moment."""
@@ -393,10 +406,13 @@ def run_search(
         if state.taken >= settings.budget:  # the rest is being scored by other workers
             time.sleep(POLL_S)
             _fail_orphans(study)
+            _fail_stale(study)  # a worker that died on another machine
             continue
         if proposals is not None and not _proposals_left(study.sampler, state):
             break  # every proposal is scored, being scored, or failed
-        trial = study.ask()
+        with warnings.catch_warnings():  # hwnas records heartbeats itself (_heartbeat)
+            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed")
+            trial = study.ask()
         asked += 1
         told = False
         ev: Evaluation | None = None
@@ -432,7 +448,8 @@ def run_search(
                 study.tell(trial, state=TrialState.PRUNED)
                 told = True
                 continue
-            ev = evaluate(arch)
+            with _heartbeat(study, trial):
+                ev = evaluate(arch)
             for key, value in ev.attrs().items():
                 trial.set_user_attr(key, value)
             values = [ev.accuracy, ev.costs[settings.metric]]
@@ -472,6 +489,44 @@ def run_search(
     return dataclasses.replace(
         result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
     )
+
+
+@contextlib.contextmanager
+def _heartbeat(study, trial):
+    """Record the trial's heartbeat every :data:`HEARTBEAT_S` seconds while it is scored (RDB
+    storages; nothing for an in-memory study)."""
+    from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
+
+    storage = study._storage
+    if not isinstance(storage, BaseHeartbeat) or not is_heartbeat_enabled(storage):
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.is_set():
+            try:
+                storage.record_heartbeat(trial._trial_id)
+            except Exception:  # the storage is briefly unreachable: the next beat retries
+                pass
+            stop.wait(storage.get_heartbeat_interval())
+
+    thread = threading.Thread(target=beat, name="hwnas-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def _fail_stale(study) -> None:
+    """Fail RUNNING trials whose heartbeat stopped (their worker died, on any machine)."""
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fail_stale_trials is experimental
+        optuna.storages.fail_stale_trials(study)
 
 
 class ProposalSampler:

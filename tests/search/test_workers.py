@@ -242,3 +242,41 @@ def test_two_workers_of_one_supernet_search_record_each_candidate_once(tmp_path)
     assert [t.user_attrs["role"] for t in complete].count("derived") == 1
     summaries = [json.loads((tmp_path / f"run{w}" / "summary.json").read_text()) for w in (0, 1)]
     assert sum(s["trials"]["completed_this_run"] for s in summaries) == len(archs)
+
+
+def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_path, monkeypatch):
+    """A RUNNING claim whose heartbeat stopped (its worker's machine went away) is failed after
+    the grace period, and its architecture is scored by a live worker."""
+    import optuna
+
+    import hwnas.search.engine as engine
+    from hwnas.devices import get_device
+    from hwnas.measure import Profiler
+    from hwnas.search.engine import SearchSettings, open_storage, run_search
+    from hwnas.search.evaluate import TableEvaluator
+    from hwnas.spaces import get_space
+
+    monkeypatch.setattr(engine, "HEARTBEAT_S", 1)
+    monkeypatch.setattr(engine, "GRACE_S", 2)
+    monkeypatch.setattr(engine, "POLL_S", 0.2)
+    space = get_space("nasbench201")
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=6, study="k")
+    ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
+    run_search(dataclass_replace(settings, budget=5), space, ev.evaluate, storage)
+    study = optuna.load_study(study_name="k", storage=storage)
+    with pytest.warns(UserWarning, match="Heartbeat"):  # Optuna's note: heartbeats outside optimize
+        ghost = study.ask()  # a claim by a worker elsewhere that then lost its machine
+    ghost.set_user_attr("worker", "elsewhere:1")
+    ghost.set_user_attr("arch", SMALL)
+    study._storage.record_heartbeat(ghost._trial_id)
+    result = run_search(settings, space, ev.evaluate, storage)  # waits, then fails the ghost
+    assert len(result.records) == 6
+    states = {t.number: t.state for t in optuna.load_study(study_name="k", storage=storage).trials}
+    assert states[ghost.number] == optuna.trial.TrialState.FAIL
+
+
+def dataclass_replace(settings, **changes):
+    import dataclasses
+
+    return dataclasses.replace(settings, **changes)
