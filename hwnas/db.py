@@ -9,6 +9,7 @@ turns a driver's connection error into one line that says what failed, without t
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 
 from hwnas.errors import HwnasError
@@ -91,3 +92,8 @@ def connect_error(url: str, exc: BaseException) -> str:
     else:
         why = text.splitlines()[0] if text else type(exc).__name__
     return why
+
+
+def lock_key(name: str) -> int:
+    """A signed 64-bit integer for ``name`` (PostgreSQL advisory lock keys are bigint)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)

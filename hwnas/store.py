@@ -135,7 +135,7 @@ class MeasurementStore:
 
     @contextlib.contextmanager
     def _advisory(self, name: str, conn=None) -> Iterator[None]:
-        from hwnas.search.workers import lock_key
+        from hwnas.db import lock_key
 
         conn = conn or self._db
         key = lock_key(name)

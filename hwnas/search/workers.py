@@ -13,19 +13,22 @@ Any number of ``hwnas search`` processes, on one machine or many, may run the sa
   server (workers anywhere), and nothing for an in-memory study (one process).
 - **Creating a fresh storage** from several workers at once is serialised the same way for
   SQLite; for a server database a worker that loses the race to create Optuna's tables retries.
+- **Heartbeats.** A worker records its trial's heartbeat while scoring it; a waiting worker
+  fails claims whose heartbeat stopped (a worker that died on another machine), so their
+  architectures can be claimed again (:mod:`hwnas.search.engine`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwnas.db import lock_key
 from hwnas.paths import file_lock
 
 
@@ -39,11 +42,6 @@ def sqlite_file(url: str) -> Path | None:
     if not database or database == ":memory:":
         return None
     return Path(database)
-
-
-def lock_key(name: str) -> int:
-    """A signed 64-bit integer for ``name`` (PostgreSQL advisory lock keys are bigint)."""
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 @contextlib.contextmanager
