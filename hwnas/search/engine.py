@@ -159,13 +159,11 @@ def open_storage(url: str):
     import sqlalchemy
 
     from hwnas.db import check_driver, connect_error, normalize_url, redact
-    from hwnas.search.workers import creation_lock
+    from hwnas.search.workers import creation_lock, sqlite_file
 
     shown = redact(url)
     url = normalize_url(url)
     check_driver(url)
-    from hwnas.search.workers import sqlite_file
-
     db_file = sqlite_file(url)
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
@@ -205,6 +203,9 @@ def open_storage(url: str):
 
 HEARTBEAT_S = 30
 """Seconds between the heartbeats a worker records for the trial it is scoring."""
+
+FIRST_BEAT_S = 1.0
+"""Seconds of scoring before a trial's first heartbeat (quick evaluations record none)."""
 
 GRACE_S = 180
 """A RUNNING trial whose last heartbeat is older than this is failed by any worker (its
@@ -302,14 +303,9 @@ def check_budget(study, settings: SearchSettings) -> None:
     Raises:
         HwnasError: the study has more completed trials than ``settings.budget``.
     """
-    from optuna.trial import TrialState
+    from hwnas.search.workers import read_state
 
-    done = len(
-        {
-            t.user_attrs.get("arch")
-            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        }
-    )
+    done = len(read_state(study).completed)
     if done > settings.budget:
         raise HwnasError(
             f"study '{settings.study}' already holds {done} scored architectures, more than "
@@ -398,15 +394,18 @@ def run_search(
     in_a_row = 0
     failed_archs: set[str] = set()  # not proposed again by this run
     reseeded = False
+    state = None  # the study as last read; the claim re-reads it under the lock
 
     while asked < max_asks:
-        state = read_state(study)  # a hint; the claim below re-reads under the lock
+        if state is None:
+            state = read_state(study)
         if len(state.completed) >= settings.budget:
             break
         if state.taken >= settings.budget:  # the rest is being scored by other workers
             time.sleep(POLL_S)
             _fail_orphans(study)
             _fail_stale(study)  # a worker that died on another machine
+            state = None
             continue
         if proposals is not None and not _proposals_left(study.sampler, state):
             break  # every proposal is scored, being scored, or failed
@@ -476,11 +475,12 @@ def run_search(
         finally:
             if not told:  # interrupted (Ctrl-C) or a bug: never leave the trial RUNNING
                 _tell_interrupted(study, trial, ev, settings)
+        state.completed[arch.text] = trial.number  # this worker's own progress, without a read
         in_a_row = 0
         new += 1
         if on_trial:
             on_trial(
-                len(state.completed) + 1,
+                len(state.completed),
                 TrialRecord(trial.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
             )
 
@@ -494,7 +494,8 @@ def run_search(
 @contextlib.contextmanager
 def _heartbeat(study, trial):
     """Record the trial's heartbeat every :data:`HEARTBEAT_S` seconds while it is scored (RDB
-    storages; nothing for an in-memory study)."""
+    storages; nothing for an in-memory study). The first beat waits :data:`FIRST_BEAT_S`, so a
+    table lookup (milliseconds) writes nothing; a measurement or a training run is covered."""
     from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
 
     storage = study._storage
@@ -504,6 +505,8 @@ def _heartbeat(study, trial):
     stop = threading.Event()
 
     def beat() -> None:
+        if stop.wait(FIRST_BEAT_S):
+            return
         while not stop.is_set():
             try:
                 storage.record_heartbeat(trial._trial_id)

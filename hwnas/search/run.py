@@ -31,10 +31,8 @@ from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 
 
 def device_metrics(device, settings: SearchSettings) -> list[str]:
-    """Metrics to obtain per architecture: the objective's, latency, and energy where known."""
-    device.check_metric(settings.metric)
-    if settings.max_latency is not None:
-        device.check_metric("latency_ms")
+    """Metrics to obtain per architecture: the objective's, latency, and energy where known
+    (the device's metrics were checked by :func:`hwnas.search.problem.resolve`)."""
     wanted = [settings.metric, "latency_ms", "energy_mj"]
     return [m for m in dict.fromkeys(wanted) if m in device.metrics]
 

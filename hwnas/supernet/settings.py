@@ -225,7 +225,7 @@ def _owners(key: str) -> str:
     owners = [f"strategy {n}" for n, ss in STRATEGY_OWN.items() if any(s.key == key for s in ss)]
     owners += [
         f"the {n} supernet" for n, ss in SUPERNET_SETTINGS.items() if any(s.key == key for s in ss)
-    ]  # noqa: E501
+    ]
     return ", ".join(owners)
 
 
