@@ -68,7 +68,7 @@ class CostModel(ABC):
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description for summaries."""
-        return {"metric": self.metric, "source": self.source, **getattr(self, "fit", {})}
+        return {"metric": self.metric, "source": self.source, **self.fit}
 
 
 class TableCostModel(CostModel):
