@@ -36,7 +36,7 @@ def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
 
 NATIVE_LIBRARIES = (
     "torch", "numpy", "scipy", "scikit-learn", "onnx", "onnxruntime", "protobuf", "matplotlib",
-    "pillow", "pyyaml", "apache-tvm", "apache-tvm-ffi", "xgboost-cpu", "psutil", "tornado",
+    "pillow", "pyyaml", "moocore", "cffi", "apache-tvm", "apache-tvm-ffi", "xgboost-cpu", "psutil", "tornado",
     "h5py", "ml_dtypes",
 )  # fmt: skip
 

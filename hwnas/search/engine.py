@@ -29,7 +29,7 @@ from hwnas.errors import CandidateError, HwnasError
 from hwnas.measure import NoisyMeasurementError
 from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
-from hwnas.search.pareto import pareto_mask
+from hwnas.search.pareto import pareto_order
 from hwnas.search.strategies import TABLE_STRATEGIES, pipeline_of
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -602,7 +602,6 @@ def summarise(
     feasible = [r for r in records if limit is None or r.costs["latency_ms"] <= limit]
     acc = np.array([r.accuracy for r in feasible])
     cost = np.array([r.costs[settings.metric] for r in feasible])
-    mask = pareto_mask(acc, cost)
-    front = sorted((r for r, m in zip(feasible, mask) if m), key=lambda r: r.costs[settings.metric])
+    front = [feasible[i] for i in pareto_order(acc, cost)]
     best = max(feasible, key=lambda r: (r.accuracy, -r.costs[settings.metric]), default=None)
     return SearchResult(settings, records, front, best, trials_total, new_trials)

@@ -211,13 +211,6 @@ def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
 # -- fitting --------------------------------------------------------------------------------
 
 
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman rho (Pearson correlation of the ranks; ties broken by order)."""
-    ra = np.argsort(np.argsort(a)).astype(np.float64)
-    rb = np.argsort(np.argsort(b)).astype(np.float64)
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def fit_lut(
     space: SearchSpace,
     archs: Sequence[Arch],
@@ -259,6 +252,8 @@ def fit_lut(
 
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(values))
+    from scipy.stats import spearmanr
+
     n_test = int(len(values) * holdout)
     fit: dict[str, Any] = {"pairs": int(len(values))}
     if n_test >= 3:
@@ -267,7 +262,7 @@ def fit_lut(
         fit.update(
             holdout_pairs=n_test,
             r2=float(1 - ((pred - true) ** 2).sum() / ((true - true.mean()) ** 2).sum()),
-            spearman_rho=_spearman(pred, true),
+            spearman_rho=float(spearmanr(pred, true)[0]),
             mape_pct=float(np.mean(np.abs(pred - true) / true) * 100),
             within_10pct=float(np.mean(np.abs(pred - true) <= 0.1 * true)),
         )

@@ -142,11 +142,9 @@ class OneShotEvolution(SupernetStrategy):
 
 
 def _pareto(rows):
-    """Rows (arch, accuracy, cost) on the accuracy/cost Pareto front, by cost."""
-    rows = sorted(rows, key=lambda r: (r[2], -r[1]))
-    front, best = [], -np.inf
-    for r in rows:
-        if r[1] > best:
-            front.append(r)
-            best = r[1]
-    return front
+    """Rows (arch, accuracy, cost) on the accuracy/cost Pareto front, by cost
+    (:func:`hwnas.search.pareto.pareto_order`)."""
+    from hwnas.search.pareto import pareto_order
+
+    order = pareto_order(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
+    return [rows[i] for i in order]
