@@ -36,8 +36,8 @@ def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
 
 NATIVE_LIBRARIES = (
     "torch", "numpy", "scipy", "scikit-learn", "onnx", "onnxruntime", "protobuf", "matplotlib",
-    "pillow", "pyyaml", "moocore", "cffi", "apache-tvm", "apache-tvm-ffi", "xgboost-cpu", "psutil", "tornado",
-    "h5py", "ml_dtypes",
+    "pillow", "pyyaml", "moocore", "cffi", "apache-tvm", "apache-tvm-ffi", "xgboost-cpu",
+    "psutil", "tornado", "h5py", "ml_dtypes",
 )  # fmt: skip
 
 
