@@ -5,7 +5,8 @@ channels), a 1x1 head conv + BN + ReLU (1504 channels for CIFAR-100), global ave
 a linear classifier. A block ``k{k}_e{e}[_g{g}]`` is an inverted residual: 1x1 (grouped) conv to
 e*C_in + BN + ReLU, channel shuffle when grouped, k x k depthwise conv (stride s) + BN + ReLU,
 1x1 (grouped) conv to C_out + BN, plus the input when the shapes match. ``skip`` is the identity,
-or a 1x1 conv + BN when the layer changes width or resolution.
+or a 1x1 conv + BN + ReLU when the layer changes width or resolution (HW-NAS-Bench's
+``FBNet_Infer``, whose networks the recorded FBNet latencies were measured on).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class FBNetBlock(nn.Module):
             self.body = (
                 nn.Identity()
                 if (stride == 1 and c_in == c_out)
-                else conv_bn(c_in, c_out, 1, stride, relu=False)
+                else conv_bn(c_in, c_out, 1, stride)  # conv + BN + ReLU, as HW-NAS-Bench
             )
             return
         kernel, expansion, groups = spec
