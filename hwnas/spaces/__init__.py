@@ -1,18 +1,21 @@
-"""Search spaces by name.
+"""Search spaces by name or file.
 
-Each space is defined by ``search_spaces/<name>/space.yaml`` (its parameters and data) and a
-class named by the YAML's ``implementation`` key.
+A space is a folder ``search_spaces/<name>/space.yaml`` shipped with hwnas, a file
+``$HWNAS_HOME/spaces/<name>.yaml`` (or ``<name>/space.yaml``) of the user, or any file given by
+path (``--space path/to/space.yaml``). A file with an ``implementation`` key (shipped spaces only)
+names a hand-written class; every other file is a space of the declarative language
+(:mod:`hwnas.spaces.declared`).
 """
 
 from __future__ import annotations
 
-from functools import cache
+from pathlib import Path
 from typing import TypeVar
 
 import yaml
 
 from hwnas.assets import asset_path
-from hwnas.errors import UnknownNameError
+from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.registry import load
 from hwnas.spaces.base import Arch, DatasetSpec, IndexedSpace, SearchSpace, TabulatedSpace
 
@@ -27,7 +30,13 @@ __all__ = [
     "ability",
     "get_space",
     "list_spaces",
+    "space_option",
 ]
+
+_SPACES: dict[str, SearchSpace] = {}
+"""Spaces loaded in this process, by name (one instance per name)."""
+_FILES: dict[str, SearchSpace] = {}
+"""Spaces loaded from a path, by the resolved path."""
 
 
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
@@ -36,22 +45,93 @@ def ability(space: SearchSpace, protocol: type[T]) -> T | None:
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 
 
+def user_space_folder() -> Path:
+    """``$HWNAS_HOME/spaces``: the user's space files."""
+    from hwnas.paths import hwnas_home
+
+    return hwnas_home() / "spaces"
+
+
+def space_files() -> dict[str, Path]:
+    """Every space file by name: the shipped ones, then the user's (a user file may not reuse a
+    shipped name)."""
+    out = {p.parent.name: p for p in sorted(asset_path("search_spaces").glob("*/space.yaml"))}
+    user = user_space_folder()
+    if user.is_dir():
+        found = sorted(user.glob("*.yaml")) + sorted(user.glob("*.yml"))
+        found += sorted(user.glob("*/space.yaml"))
+        for p in found:
+            name = p.parent.name if p.name == "space.yaml" else p.stem
+            out.setdefault(name, p)
+    return out
+
+
 def list_spaces() -> list[str]:
-    """Names of the spaces shipped in ``search_spaces/`` (those with a ``space.yaml``)."""
-    root = asset_path("search_spaces")
-    return sorted(p.parent.name for p in root.glob("*/space.yaml"))
+    """Names of the spaces hwnas finds: shipped in ``search_spaces/`` and the user's."""
+    return sorted(space_files())
 
 
-@cache
+def _is_path(text: str) -> bool:
+    return "/" in text or text.endswith((".yaml", ".yml"))
+
+
+def _load(path: Path, expected: str | None) -> SearchSpace:
+    shipped = path.is_relative_to(asset_path("search_spaces"))
+    if shipped:
+        config = yaml.safe_load(path.read_text())
+        if "implementation" in config:
+            return load(config["implementation"])(config, path.parent)
+    from hwnas.spaces.declared import load_declared
+
+    space = load_declared(path)
+    if expected is not None and space.name != expected:
+        raise HwnasError(
+            f"{path}:1: name: the space in this file is called '{space.name}', "
+            f"but its file is found as '{expected}'"
+        )
+    return space
+
+
 def get_space(name: str) -> SearchSpace:
-    """The search space called ``name`` (one instance per process).
+    """The search space called ``name``, or the declared space in the file ``name`` (a path:
+    it is then known by its own name for the rest of the process). One instance per name.
 
     Raises:
-        UnknownNameError: no ``search_spaces/<name>/space.yaml``.
+        UnknownNameError: no space of that name.
+        HwnasError: a space file that cannot be read or is invalid (one line: file, line, key),
+            or a file whose space reuses the name of another file's space.
     """
-    path = asset_path("search_spaces", name, "space.yaml")
-    if not path.is_file():
-        raise UnknownNameError("search space", name, list_spaces())
-    config = yaml.safe_load(path.read_text())
-    cls = load(config["implementation"])
-    return cls(config, path.parent)
+    if name in _SPACES:
+        return _SPACES[name]
+    if _is_path(name):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise HwnasError(f"space file not found: {path}")
+        key = str(path.resolve())
+        if key in _FILES:
+            return _FILES[key]
+        space = _load(path, None)
+        files = space_files()
+        other = files.get(space.name)
+        if space.name in _SPACES or (other is not None and other.resolve() != path.resolve()):
+            where = other if other is not None else "another file"
+            raise HwnasError(
+                f"{path}:1: name: '{space.name}' is the name of the space in {where}; "
+                "give this space another name"
+            )
+        _FILES[key] = _SPACES[space.name] = space
+        return space
+    files = space_files()
+    if name not in files:
+        raise UnknownNameError("search space", name, list(files))
+    space = _load(files[name], name)
+    _FILES[str(files[name].resolve())] = space
+    return _SPACES.setdefault(name, space)
+
+
+def space_option(_ctx, _param, value: str | None) -> str | None:
+    """Click callback of ``--space``: a space file's path becomes the name of its space (loaded
+    and checked now, before any work), so study names and run folders use the name."""
+    if value is None:
+        return None
+    return get_space(value).name

@@ -89,6 +89,30 @@ class SearchSpace(ABC):
 
     # -- derived abilities ------------------------------------------------------------------
 
+    @property
+    def supernet_name(self) -> str:
+        """Name of the space's supernet in :data:`hwnas.supernet.SUPERNETS` (its own name;
+        every declared space shares ``declared``)."""
+        return self.name
+
+    def reference_archs(self, n: int = 10) -> list[Arch]:
+        """The space's reference set: the architectures a new device is measured on (its
+        hardware embedding and a predictor's calibration). By default the rows listed for the
+        space in ``search_spaces/reference_sets.json`` (HELP's, for the indexed spaces).
+
+        Raises:
+            hwnas.errors.HwnasError: the space has no reference set.
+        """
+        import json
+
+        from hwnas.assets import asset_path
+        from hwnas.errors import HwnasError
+
+        sets = json.loads(asset_path("search_spaces", "reference_sets.json").read_text())
+        if self.name not in sets or not isinstance(self, IndexedSpace):
+            raise HwnasError(f"no reference set for space '{self.name}' (have: {', '.join(sets)})")
+        return [self.arch_at(int(i)) for i in sets[self.name][:n]]
+
     def input_shape(self, arch: Arch, dataset: str) -> tuple[int, int, int]:
         """Input of one image (C, H, W) for ``arch`` (the dataset's, unless the architecture
         fixes its own resolution)."""

@@ -22,6 +22,32 @@ SUPERNETS: Registry = Registry("supernet")
 SUPERNETS.register("nasbench201", "hwnas.supernet.nasbench201:NasBench201Supernet")
 SUPERNETS.register("fbnet", "hwnas.supernet.fbnet:FBNetSupernet")
 SUPERNETS.register("ofa", "hwnas.supernet.ofa:OFASupernet")
+SUPERNETS.register("declared", "hwnas.supernet.declared:DeclaredSupernet")
+
+
+def supernet_class(space_name: str):
+    """The supernet class of a space (by its ``supernet_name``: every declared space shares
+    :class:`hwnas.supernet.declared.DeclaredSupernet`).
+
+    Raises:
+        hwnas.errors.UnknownNameError: a space without a supernet (or an unknown space).
+    """
+    from hwnas.spaces import get_space
+
+    return SUPERNETS.get(get_space(space_name).supernet_name)
+
+
+def check_supernet(space_name: str, config: dict[str, Any]) -> None:
+    """Check, before any work, that the space has a supernet and that its size settings fit the
+    space (a declared space's ``profile`` must be one of its datasets).
+
+    Raises:
+        hwnas.errors.HwnasError: no supernet, or a setting the space cannot take.
+    """
+    from hwnas.spaces import get_space
+
+    space = get_space(space_name)
+    SUPERNETS.get(space.supernet_name).check_config(space, config)
 
 
 def build_supernet(
@@ -33,7 +59,7 @@ def build_supernet(
     """The supernet of a space (randomly initialised, train mode).
 
     Args:
-        space_name: "nasbench201", "fbnet" or "ofa".
+        space_name: "nasbench201", "fbnet", "ofa" or any declared space.
         num_classes: classifier width.
         image_shape: (C, H, W) of the training images.
         config: size settings of that supernet (see its module); defaults for a CPU.
@@ -43,5 +69,6 @@ def build_supernet(
     """
     from hwnas.spaces import get_space
 
-    cls = SUPERNETS.get(space_name)
-    return cls(get_space(space_name), num_classes, image_shape, dict(config or {}))
+    space = get_space(space_name)
+    cls = SUPERNETS.get(space.supernet_name)
+    return cls(space, num_classes, image_shape, dict(config or {}))

@@ -118,6 +118,15 @@ class Supernet(nn.Module):
         self.dims: list[str] = list(choices)
         self.options: list[tuple[str, ...]] = [choices[d] for d in self.dims]
 
+    @classmethod
+    def check_config(cls, space: SearchSpace, config: dict[str, Any]) -> None:
+        """Check size settings against ``space`` before any work (default: nothing to check;
+        the declared settings' types and ranges are checked by :mod:`hwnas.supernet.settings`).
+
+        Raises:
+            hwnas.errors.HwnasError: a setting the space cannot take.
+        """
+
     @property
     def sizes(self) -> list[int]:
         """Number of candidates of each decision."""

@@ -118,9 +118,10 @@ def prepare(
             without the metric or without a table for the space.
     """
     from hwnas.datasets import load_data
-    from hwnas.supernet import SUPERNETS
+    from hwnas.supernet import check_supernet
 
-    SUPERNETS.get(settings.space)  # a space without a supernet fails here
+    # a space without a supernet, or size settings it cannot take, fail here
+    check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
     if cls.spaces is not None and space.name not in cls.spaces:

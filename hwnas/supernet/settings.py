@@ -130,8 +130,28 @@ SUPERNET_SETTINGS: dict[str, tuple[Setting, ...]] = {
         _positive("width", 0.5, "width multiplier of every layer"),
         _positive("resolution_scale", 0.25, "input resolution scale"),
     ),
+    "declared": (
+        _positive("width", 0.25, "width multiplier of every layer"),
+        _positive("resolution_scale", 0.25, "input resolution scale (spaces with resolution)"),
+        Setting("profile", str, "", "dataset skeleton (default: the smallest images)"),
+    ),
 }
-"""Size settings of each space's supernet (defaults sized for a CPU)."""
+"""Size settings of each space's supernet (defaults sized for a CPU); ``declared`` is the
+supernet of every space written in the space language."""
+
+
+def space_settings(space: str) -> tuple[Setting, ...]:
+    """The size settings of ``space``'s supernet (none for an unknown space)."""
+    if space in SUPERNET_SETTINGS:
+        return SUPERNET_SETTINGS[space]
+    from hwnas.errors import HwnasError
+    from hwnas.spaces import get_space
+
+    try:
+        return SUPERNET_SETTINGS.get(get_space(space).supernet_name, ())
+    except HwnasError:
+        return ()
+
 
 JOB_SETTINGS = (
     Setting(
@@ -192,7 +212,7 @@ def applicable(strategy: str, space: str) -> dict[str, Setting]:
     """Every ``--set`` key that a search with ``strategy`` on ``space`` reads."""
     return {
         **strategy_settings(strategy),
-        **{s.key: s for s in SUPERNET_SETTINGS.get(space, ())},
+        **{s.key: s for s in space_settings(space)},
         **{s.key: s for s in JOB_SETTINGS},
     }
 
@@ -238,7 +258,7 @@ def job_value(options: dict[str, Any], key: str) -> Any:
 
 def supernet_config(options: dict[str, Any], space: str) -> dict[str, Any]:
     """The supernet size settings given for ``space``."""
-    keys = {s.key for s in SUPERNET_SETTINGS.get(space, ())}
+    keys = {s.key for s in space_settings(space)}
     return {k: v for k, v in options.items() if k in keys}
 
 

@@ -1,0 +1,329 @@
+"""Search spaces declared in a YAML file (the space language of :mod:`.schema`).
+
+A :class:`DeclaredSpace` gets everything from its file: its decisions (elastic block parameters,
+stage depths and widths, categorical block choices, input resolution), arch strings and
+encodings, a PyTorch builder (:mod:`.network`), a weight-sharing supernet
+(:mod:`hwnas.supernet.declared`), ONNX export and a reference set. No code names a declared
+space.
+
+Arch string: ``KEY=VALUE`` tokens separated by spaces, one per decision, in the order of
+:meth:`DeclaredSpace.choices`: ``r=224 s1.d=3 s1.0.kernel=5 s1.0.expand=4 ...``. Keys are
+``r`` (resolution), ``STAGE.d`` (depth), ``STAGE.out`` (width), ``STAGE.I.PARAM`` (a block
+parameter of the layer at position I), ``STAGE.I.op`` (a categorical block choice),
+``stem.I.PARAM`` / ``head.I.PARAM``. Layers past their stage's depth do not change the network:
+the canonical string gives their decisions the first value, and :meth:`DeclaredSpace.encode`
+zeroes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
+from hwnas.spaces.declared.schema import ByDataset, Choices, LayerSpec, SpaceSpec, read_space_file
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of a declared space.
+
+    Attributes:
+        key: its name in arch strings (``s1.0.kernel``).
+        values: the candidate values, in the file's order.
+        labels: the values as written in arch strings.
+        kind: ``resolution``, ``depth``, ``width``, ``param`` or ``op``.
+        part: ``input``, ``stem``, ``stage`` or ``head``.
+        index: stage index (stages), layer index (stem/head), else -1.
+        position: layer position in its stage (-1 if not a layer decision of a stage).
+        param: the block parameter (``param`` decisions).
+    """
+
+    key: str
+    values: tuple[Any, ...]
+    labels: tuple[str, ...]
+    kind: str
+    part: str
+    index: int = -1
+    position: int = -1
+    param: str = ""
+
+
+def label(value: Any) -> str:
+    """How a value is written in an arch string (``4``, ``3.5``, ``true``, ``k3_e6``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class DeclaredSpace(SearchSpace):
+    """A search space read from a space file.
+
+    Args:
+        spec: the validated file (:func:`hwnas.spaces.declared.schema.read_space_file`).
+    """
+
+    supernet_name = "declared"
+
+    def __init__(self, spec: SpaceSpec):
+        self.spec = spec
+        self.name = spec.name
+        self.path = spec.path
+        self._datasets = {
+            n: DatasetSpec(n, classes, shape) for n, (classes, shape) in spec.datasets.items()
+        }
+        self.decisions: list[Decision] = self._decisions()
+        if not self.decisions:
+            raise HwnasError(f"{spec.path}: the space declares no decision (no choices anywhere)")
+        self.by_key = {d.key: d for d in self.decisions}
+        self._choices = {d.key: d.labels for d in self.decisions}
+        self._value_of = {d.key: dict(zip(d.labels, d.values)) for d in self.decisions}
+        mixable = all(bt.width_mixable for layer in self.all_layers() for bt in layer.types())
+        self.hard_only_keys = tuple(
+            d.key
+            for d in self.decisions
+            if d.kind == "resolution" or (d.kind == "width" and not mixable)
+        )
+
+    # -- structure ------------------------------------------------------------------------------
+
+    def all_layers(self) -> list[LayerSpec]:
+        """Every layer spec of the skeleton (stem, stage positions, head)."""
+        out = list(self.spec.stem)
+        for st in self.spec.stages:
+            out += st.layers
+        return out + list(self.spec.head)
+
+    def _decisions(self) -> list[Decision]:
+        out: list[Decision] = []
+
+        def add(key, values, kind, part, index=-1, position=-1, param=""):
+            out.append(
+                Decision(
+                    key,
+                    tuple(values),
+                    tuple(map(label, values)),
+                    kind,
+                    part,
+                    index,
+                    position,
+                    param,
+                )
+            )
+
+        def layer(prefix, spec: LayerSpec, part, index, position):
+            if spec.candidates is not None:
+                add(f"{prefix}.op", tuple(spec.candidates), "op", part, index, position)
+            for p, v in spec.params.items():
+                if isinstance(v, Choices):
+                    add(f"{prefix}.{p}", v.values, "param", part, index, position, p)
+            if isinstance(spec.out, Choices):
+                add(f"{prefix}.out", spec.out.values, "width", part, index, position)
+
+        if self.spec.resolution is not None:
+            add("r", self.spec.resolution.values, "resolution", "input")
+        for i, spec in enumerate(self.spec.stem):
+            layer(f"stem.{i}", spec, "stem", i, -1)
+        for s, st in enumerate(self.spec.stages):
+            if isinstance(st.depth, Choices):
+                add(f"{st.name}.d", st.depth.values, "depth", "stage", s)
+            if isinstance(st.out, Choices):
+                add(f"{st.name}.out", st.out.values, "width", "stage", s)
+            for i, spec in enumerate(st.layers):
+                layer(f"{st.name}.{i}", spec, "stage", s, i)
+        for i, spec in enumerate(self.spec.head):
+            layer(f"head.{i}", spec, "head", i, -1)
+        return out
+
+    # -- the SearchSpace interface ----------------------------------------------------------------
+
+    def choices(self) -> dict[str, tuple[str, ...]]:
+        return dict(self._choices)
+
+    def parse(self, text: str) -> Arch:
+        """Parse ``KEY=VALUE`` tokens (any order; every decision once) and canonicalise.
+
+        Raises:
+            HwnasError: a malformed token, an unknown key, a value not among the key's choices
+                (the message lists them), or a missing or repeated key.
+        """
+        if not isinstance(text, str):
+            raise HwnasError(f"arch must be a string, got {type(text).__name__}")
+        values: dict[str, str] = {}
+        for tok in text.split():
+            key, sep, val = tok.partition("=")
+            if not sep:
+                raise HwnasError(
+                    f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE"
+                )
+            if key not in self._choices:
+                keys = list(self._choices)
+                more = ", ..." if len(keys) > 12 else ""
+                raise HwnasError(
+                    f"malformed {self.name} arch string: unknown key '{key}'; keys: "
+                    f"{', '.join(keys[:12])}{more}"
+                )
+            if key in values:
+                raise HwnasError(f"malformed {self.name} arch string: '{key}' given twice")
+            if val not in self._choices[key]:
+                raise HwnasError(
+                    f"malformed {self.name} arch string: {key}={val} not in "
+                    f"{', '.join(self._choices[key])}"
+                )
+            values[key] = val
+        missing = [k for k in self._choices if k not in values]
+        if missing:
+            raise HwnasError(
+                f"malformed {self.name} arch string: missing {', '.join(missing[:5])}"
+                f"{' ...' if len(missing) > 5 else ''}"
+            )
+        return self._arch(values)
+
+    def _arch(self, labels: dict[str, str]) -> Arch:
+        labels = self._canonical(labels)
+        return Arch(self.name, " ".join(f"{k}={labels[k]}" for k in self._choices))
+
+    def _canonical(self, labels: dict[str, str]) -> dict[str, str]:
+        out = dict(labels)
+        for d in self.decisions:
+            if d.part == "stage" and d.position >= 0 and not self._active(out, d):
+                out[d.key] = d.labels[0]
+        return out
+
+    def _active(self, labels: dict[str, str], d: Decision) -> bool:
+        st = self.spec.stages[d.index]
+        if not isinstance(st.depth, Choices):
+            return True
+        return d.position < int(self._value_of[f"{st.name}.d"][labels[f"{st.name}.d"]])
+
+    def from_choices(self, values: dict[str, str]) -> Arch:
+        missing = [k for k in self._choices if k not in values]
+        if missing:
+            raise HwnasError(f"{self.name}: no value for {', '.join(missing[:5])}")
+        for k in self._choices:
+            if values[k] not in self._choices[k]:
+                raise HwnasError(
+                    f"{self.name}: {k}={values[k]} not in {', '.join(self._choices[k])}"
+                )
+        return self._arch({k: str(values[k]) for k in self._choices})
+
+    def to_choices(self, arch: Arch) -> dict[str, str]:
+        if arch.space != self.name:
+            raise HwnasError(f"architecture of space '{arch.space}' given to {self.name}")
+        return dict(tok.split("=", 1) for tok in arch.text.split())
+
+    def values(self, arch: Arch) -> dict[str, Any]:
+        """Decision key -> the architecture's value (typed: 5, 3.5, "k3_e6")."""
+        return {k: self._value_of[k][v] for k, v in self.to_choices(arch).items()}
+
+    def encode(self, archs: Sequence[Arch]) -> np.ndarray:
+        """One-hot encoding, shape (n, sum of choice counts), with the decisions of layers past
+        their stage's depth zeroed (architectures that build the same network encode the
+        same)."""
+        x = super().encode(archs)
+        starts, col = {}, 0
+        for d in self.decisions:
+            starts[d.key] = (col, len(d.values))
+            col += len(d.values)
+        for row, arch in enumerate(archs):
+            labels = self.to_choices(arch)
+            for d in self.decisions:
+                if d.part == "stage" and d.position >= 0 and not self._active(labels, d):
+                    a, n = starts[d.key]
+                    x[row, a : a + n] = 0
+        return x
+
+    def dataset(self, name: str) -> DatasetSpec:
+        try:
+            return self._datasets[name]
+        except KeyError:
+            raise UnknownNameError("dataset", name, list(self._datasets)) from None
+
+    def datasets(self) -> list[str]:
+        return list(self._datasets)
+
+    def input_shape(self, arch: Arch, dataset: str) -> tuple[int, int, int]:
+        """The dataset's (C, H, W), or (C, r, r) when the space has a resolution decision."""
+        c, h, w = self.dataset(dataset).input_shape
+        if self.spec.resolution is None:
+            return (c, h, w)
+        r = int(self.values(arch)["r"])
+        return (c, r, r)
+
+    def build(self, arch: Arch, dataset: str):
+        """The network of ``arch`` for ``dataset`` (eval mode, float32, fresh weights):
+        input (B, *input_shape(arch, dataset)), output (B, classes) logits."""
+        from hwnas.spaces.declared.network import DeclaredNetwork
+
+        spec = self.dataset(dataset)
+        values = {k: (v,) for k, v in self.values(arch).items()}
+        return DeclaredNetwork(
+            self, dataset, values, 1.0, spec.num_classes, self.input_shape(arch, dataset)
+        ).eval()
+
+    # -- reference set ----------------------------------------------------------------------------
+
+    def reference_archs(self, n: int = 10) -> list[Arch]:
+        """``n`` distinct architectures spread over the space, the same on every machine: the
+        first takes every decision's first value, the last every decision's last value (choices
+        are listed smallest first by convention), those between take for each decision the
+        value at their quantile with seeded jitter, so costs spread from smallest to largest
+        and decisions do not move in lockstep."""
+        rng = np.random.default_rng(20240614)
+        out: dict[str, Arch] = {}
+        tries = 0
+        while len(out) < n and tries < 50 * n:
+            k = len(out)
+            q = k / max(1, n - 1)
+            labels = {}
+            for d in self.decisions:
+                m = len(d.values)
+                jitter = 0.0 if k in (0, n - 1) else rng.normal(0.0, 0.3 + 0.1 * (tries // n))
+                i = int(np.clip(round(q * (m - 1) + jitter * m), 0, m - 1))
+                labels[d.key] = d.labels[i]
+            arch = self._arch(labels)
+            out.setdefault(arch.text, arch)
+            tries += 1
+        for arch in self.sample(rng, 20 * n):  # a tiny space: fill with random ones
+            if len(out) >= n:
+                break
+            out.setdefault(arch.text, arch)
+        return list(out.values())[:n]
+
+    def describe(self) -> dict[str, Any]:
+        """Name, file, decisions and their sizes (for cards and ``hwnas arch``)."""
+        size = 1.0
+        for d in self.decisions:
+            size *= len(d.values)
+        return {
+            "name": self.name,
+            "file": str(self.path),
+            "description": self.spec.description,
+            "paper": self.spec.paper,
+            "decisions": len(self.decisions),
+            "size": size,
+        }
+
+
+def resolve_value(value: Any, dataset: str) -> Any:
+    """A value of the file for ``dataset`` (:class:`ByDataset` resolved; others as they are)."""
+    return value.get(dataset) if isinstance(value, ByDataset) else value
+
+
+def load_declared(path: str | Path) -> DeclaredSpace:
+    """The declared space of a file.
+
+    Raises:
+        HwnasError: an unreadable or invalid file (one line: file, line, key).
+    """
+    return DeclaredSpace(read_space_file(path))
+
+
+__all__ = ["Decision", "DeclaredSpace", "label", "load_declared", "resolve_value"]

@@ -1,0 +1,188 @@
+"""The block types a declared space may use, by name, with their parameters (torch-free).
+
+A block type declares its parameters (type, default, allowed values, whether the parameter may be
+a search decision) and names its PyTorch implementation (``module:Class``, imported only when a
+network is built). :data:`BLOCKS` is the registry the space language reads; adding a block type
+is one :func:`register` call and one module class.
+
+Elastic parameters (``elastic=True``) may be declared as ``{choices: [...]}``: the supernet holds
+the largest variant and runs any smaller one by weight slicing (Once-for-All, Cai et al., ICLR
+2020; AutoFormer, Chen et al., ICCV 2021).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwnas.registry import Registry
+
+ACTIVATIONS = ("relu", "relu6", "h_swish", "swish", "gelu", "none")
+"""Activation names a block may use."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a block type.
+
+    Attributes:
+        type: int, float, str or bool.
+        default: value when the file leaves it out (None: required).
+        elastic: may be a search decision (``{choices: [...]}``).
+        allowed: allowed values (None: any of the type).
+        low: smallest allowed number.
+        help: one line.
+        scales: a width that a supernet's width multiplier scales (like channel counts).
+    """
+
+    type: type
+    default: Any
+    elastic: bool = False
+    allowed: tuple[Any, ...] | None = None
+    low: float | None = None
+    help: str = ""
+    scales: bool = False
+
+
+@dataclass(frozen=True)
+class BlockType:
+    """A block the language knows.
+
+    Attributes:
+        name: registry name (``mbconv``).
+        impl: ``module:Class`` of the PyTorch module.
+        params: parameter name -> :class:`Param`.
+        tokens_in: whether it takes tokens (B, N, E) rather than feature maps (B, C, H, W).
+        tokens_out: whether it returns tokens.
+        width_mixable: whether its output width can be mixed by channel masks (batch norm);
+            False for layer-normalised blocks, whose width decisions are sampled one at a time.
+        summary: one line for the docs.
+    """
+
+    name: str
+    impl: str
+    params: dict[str, Param] = field(default_factory=dict)
+    tokens_in: bool = False
+    tokens_out: bool = False
+    width_mixable: bool = True
+    summary: str = ""
+
+
+BLOCKS: Registry[BlockType] = Registry("block type")
+_MOD = "hwnas.spaces.declared.modules"
+
+
+def register(block: BlockType) -> None:
+    """Add ``block`` to :data:`BLOCKS` under its name."""
+    BLOCKS.register(block.name, block)
+
+
+_ACT = Param(str, "relu", allowed=ACTIVATIONS, help="activation")
+_KERNEL = Param(int, 3, elastic=True, low=1, help="depthwise kernel size (odd)")
+
+register(
+    BlockType(
+        "conv",
+        f"{_MOD}:ConvBlock",
+        {
+            "kernel": Param(int, 1, elastic=True, low=1, help="kernel size (odd)"),
+            "act": _ACT,
+            "bn": Param(bool, True, help="batch norm after the convolution"),
+            "bias": Param(bool, False, help="convolution bias"),
+        },
+        summary="convolution (+ batch norm) (+ activation)",
+    )
+)
+register(
+    BlockType(
+        "mbconv",
+        f"{_MOD}:MBConvBlock",
+        {
+            "kernel": _KERNEL,
+            "expand": Param(float, 6.0, elastic=True, low=1, help="expansion ratio"),
+            "act": _ACT,
+            "se": Param(
+                float, 0.0, low=0, help="squeeze-excite ratio of the hidden width (0: none)"
+            ),
+            "groups": Param(int, 1, low=1, help="groups of the 1x1 convs (+ channel shuffle)"),
+            "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
+            "expand_at_1": Param(bool, False, help="keep the 1x1 expansion conv at ratio 1"),
+        },
+        summary="inverted residual / MBConv (MobileNetV2/V3, FBNet): 1x1 expand, kxk "
+        "depthwise, optional squeeze-excite, 1x1 project, residual when shapes match",
+    )
+)
+register(
+    BlockType(
+        "uib",
+        f"{_MOD}:UIBBlock",
+        {
+            "start_kernel": Param(int, 0, elastic=True, low=0, help="start depthwise (0: none)"),
+            "mid_kernel": Param(int, 3, elastic=True, low=0, help="middle depthwise (0: none)"),
+            "expand": Param(float, 4.0, elastic=True, low=1, help="expansion ratio"),
+            "act": _ACT,
+            "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
+        },
+        summary="Universal Inverted Bottleneck (MobileNetV4): ExtraDW (start+mid), IB (mid), "
+        "ConvNext-like (start), FFN (neither)",
+    )
+)
+register(
+    BlockType(
+        "fused_ib",
+        f"{_MOD}:FusedIBBlock",
+        {
+            "kernel": Param(int, 3, elastic=True, low=1, help="expansion conv kernel"),
+            "expand": Param(float, 4.0, elastic=True, low=1, help="expansion ratio"),
+            "act": _ACT,
+            "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
+        },
+        summary="fused inverted bottleneck (EdgeResidual; MobileNetV4-M stem stage)",
+    )
+)
+register(
+    BlockType(
+        "skip",
+        f"{_MOD}:SkipBlock",
+        {"act": Param(str, "relu", allowed=ACTIVATIONS, help="activation of the projection")},
+        summary="identity; a 1x1 conv + BN + activation where width or stride change "
+        "(HW-NAS-Bench's FBNet skip)",
+    )
+)
+register(BlockType("pool", f"{_MOD}:PoolBlock", summary="global average pooling"))
+register(
+    BlockType(
+        "patch_embed",
+        f"{_MOD}:PatchEmbedBlock",
+        {"patch": Param(int, 4, low=1, help="patch side in pixels (conv kernel = stride)")},
+        tokens_out=True,
+        width_mixable=False,
+        summary="patch embedding: a patch x patch conv to the embedding width, flattened to "
+        "tokens, plus learned position embeddings",
+    )
+)
+register(
+    BlockType(
+        "transformer",
+        f"{_MOD}:TransformerBlock",
+        {
+            "heads": Param(int, 4, elastic=True, low=1, help="attention heads"),
+            "head_dim": Param(int, 64, low=1, help="width of one head", scales=True),
+            "mlp_ratio": Param(float, 4.0, elastic=True, low=0.25, help="MLP hidden / width"),
+            "act": Param(str, "gelu", allowed=ACTIVATIONS, help="MLP activation"),
+        },
+        tokens_in=True,
+        tokens_out=True,
+        width_mixable=False,
+        summary="pre-norm transformer encoder layer (multi-head self-attention + MLP)",
+    )
+)
+register(
+    BlockType(
+        "token_pool",
+        f"{_MOD}:TokenPoolBlock",
+        tokens_in=True,
+        width_mixable=False,
+        summary="layer norm and mean over tokens",
+    )
+)

@@ -1,0 +1,549 @@
+"""Reading and validating a space file of the declarative language (torch-free).
+
+A file is YAML; it is composed node by node so that every key keeps its line, and checked
+against the schema below before anything else happens. A mistake is one :class:`HwnasError`
+line: ``FILE:LINE: KEY: what is wrong`` (``stages[2].layer.kernel``).
+
+Schema (see ``docs/spaces.md`` for the guide)::
+
+    name: myspace                         # [a-z0-9_-]+
+    description: ...                      # optional
+    paper: ...                            # optional
+    datasets:                             # at least one
+      cifar10: {classes: 10, input_shape: [3, 32, 32]}
+    reference_dataset: cifar10            # optional (default: the first dataset)
+    channel_divisor: 8                    # optional: widths scaled by a multiplier round to it
+    resolution: {choices: [160, 192, 224]}  # optional: elastic input side (or {min, max, step})
+    stem: [LAYER, ...]                    # optional fixed layers before the stages
+    stages:                               # at least one
+      - name: s1                          # optional (default s0, s1, ...)
+        out: 24 | {choices: [16, 24]}     # output width (elastic: a width decision)
+        stride: 2                         # stride of the stage's first layer (default 1)
+        depth: 3 | {choices: [2, 3, 4]}   # repeats (elastic: a depth decision)
+        layer: LAYER                      # the layer of every position ...
+        first: {...}                      # ... with these keys replaced at position 0
+        layers: [LAYER, ...]              # or one layer per position (fixed depth)
+    head: [LAYER, ...]                    # optional layers before the classifier
+
+    LAYER = {block: NAME, PARAM: VALUE, ..., out: N, stride: S}
+          | {candidates: {NAME: LAYER, ...}}   # a categorical choice among blocks
+
+A value may be a number, ``{choices: [...]}`` (a search decision, where the block's parameter is
+elastic) or ``{by_dataset: {DATASET: value, ...}}`` (strides and widths of a skeleton that
+differ between CIFAR and ImageNet).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hwnas.errors import HwnasError
+from hwnas.spaces.declared.blocks import BLOCKS, BlockType, Param
+
+Where = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Choices:
+    """The values of a search decision, in the file's order."""
+
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ByDataset:
+    """A value that depends on the dataset a network is built for."""
+
+    values: dict[str, Any]
+
+    def get(self, dataset: str) -> Any:
+        return self.values[dataset]
+
+
+@dataclass
+class LayerSpec:
+    """One layer of the skeleton.
+
+    Attributes:
+        block: block type name (None for a categorical choice among ``candidates``).
+        params: block parameters (plain values, :class:`Choices` or :class:`ByDataset`),
+            defaults filled in.
+        candidates: name -> fixed layer, for a categorical choice.
+        out: output width override (None: the stage's).
+        stride: stride override (None: the stage's for position 0, else 1).
+        where: the key path in the file, for messages.
+    """
+
+    block: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    candidates: dict[str, LayerSpec] | None = None
+    out: Any = None
+    stride: Any = None
+    where: str = ""
+
+    def types(self) -> list[BlockType]:
+        """The block types this layer may be."""
+        if self.candidates is not None:
+            return [BLOCKS.get(c.block) for c in self.candidates.values()]  # type: ignore[arg-type]
+        return [BLOCKS.get(self.block)]  # type: ignore[arg-type]
+
+
+@dataclass
+class StageSpec:
+    """A stage: ``layers[i]`` is the layer at position i (``len(layers)`` = the largest depth)."""
+
+    name: str
+    out: Any
+    stride: Any
+    depth: int | Choices
+    layers: list[LayerSpec]
+
+
+@dataclass
+class SpaceSpec:
+    """A validated space file."""
+
+    name: str
+    path: Path
+    description: str
+    paper: str
+    datasets: dict[str, tuple[int, tuple[int, int, int]]]
+    reference_dataset: str
+    channel_divisor: int
+    resolution: Choices | None
+    stem: list[LayerSpec]
+    stages: list[StageSpec]
+    head: list[LayerSpec]
+
+
+# -- reading YAML with line marks -----------------------------------------------------------------
+
+
+def dotted(where: Where) -> str:
+    """``("stages", 2, "layer")`` -> ``stages[2].layer``."""
+    out = ""
+    for part in where:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+class _Reader:
+    """The file's data with the line of every key, and the one-line error format."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lines: dict[Where, int] = {}
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HwnasError(f"space file {path} cannot be read: {exc}") from None
+        try:
+            loader = yaml.SafeLoader(text)
+            try:
+                node = loader.get_single_node()
+                self.data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark is not None else 0
+            what = exc.problem or exc.context or "invalid YAML"
+            raise HwnasError(f"{path}:{line}: invalid YAML: {what}") from None
+        except yaml.YAMLError as exc:
+            raise HwnasError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
+        if node is not None:
+            self._walk(node, ())
+
+    def _walk(self, node: yaml.Node, where: Where) -> None:
+        self.lines.setdefault(where, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*where, key.value)
+                self.lines[sub] = key.start_mark.line + 1
+                self._walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._walk(item, (*where, i))
+
+    def fail(self, where: Where, message: str) -> HwnasError:
+        line = 0
+        for n in range(len(where), -1, -1):
+            if where[:n] in self.lines:
+                line = self.lines[where[:n]]
+                break
+        return HwnasError(f"{self.path}:{line}: {dotted(where)}: {message}")
+
+
+# -- validation --------------------------------------------------------------------------------
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_TYPE_WORD = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+class _Validator:
+    def __init__(self, reader: _Reader):
+        self.r = reader
+        self.datasets: list[str] = []
+
+    def mapping(self, value: Any, where: Where, keys: set[str], required: set[str] = frozenset()):
+        if not isinstance(value, dict):
+            raise self.r.fail(where, f"must be a mapping, got {_kind(value)}")
+        for key in value:
+            if key not in keys:
+                raise self.r.fail(
+                    (*where, key), f"unknown key '{key}'; allowed: {', '.join(sorted(keys))}"
+                )
+        for key in sorted(required):
+            if key not in value:
+                raise self.r.fail(where, f"missing required key '{key}'")
+        return value
+
+    def scalar(self, value: Any, where: Where, param: Param) -> Any:
+        t = param.type
+        ok = (
+            isinstance(value, bool)
+            if t is bool
+            else isinstance(value, str)
+            if t is str
+            else isinstance(value, int) and not isinstance(value, bool)
+            if t is int
+            else isinstance(value, (int, float)) and not isinstance(value, bool)
+        )
+        if not ok:
+            raise self.r.fail(where, f"must be {_TYPE_WORD[t]}, got {value!r}")
+        if t is float:
+            value = float(value)
+        if param.allowed is not None and value not in param.allowed:
+            allowed = ", ".join(map(str, param.allowed))
+            raise self.r.fail(where, f"must be one of {allowed}, got {value!r}")
+        if param.low is not None and value < param.low:
+            raise self.r.fail(where, f"must be >= {param.low:g}, got {value!r}")
+        return value
+
+    def value(self, value: Any, where: Where, param: Param, elastic: bool, by_dataset: bool):
+        """A plain value, ``{choices: [...]}`` (if ``elastic``), ``{min, max, step}`` (if
+        ``elastic``) or ``{by_dataset: {...}}`` (if ``by_dataset``)."""
+        if isinstance(value, dict):
+            keys = set(value)
+            if keys == {"choices"} and elastic:
+                items = value["choices"]
+                if not isinstance(items, list) or not items:
+                    raise self.r.fail((*where, "choices"), "must be a non-empty list")
+                vals = tuple(
+                    self.scalar(v, (*where, "choices", i), param) for i, v in enumerate(items)
+                )
+                if len(set(vals)) != len(vals):
+                    raise self.r.fail((*where, "choices"), f"repeats a value: {list(vals)}")
+                return Choices(vals) if len(vals) > 1 else vals[0]
+            if keys == {"min", "max", "step"} and elastic and param.type is int:
+                lo, hi = (self.scalar(value[k], (*where, k), param) for k in ("min", "max"))
+                st = self.scalar(value["step"], (*where, "step"), Param(int, 1, low=1))
+                if st < 1 or hi < lo:
+                    raise self.r.fail(where, "needs min <= max and step >= 1")
+                vals = tuple(range(lo, hi + 1, st))
+                return Choices(vals) if len(vals) > 1 else vals[0]
+            if keys == {"by_dataset"} and by_dataset:
+                per = value["by_dataset"]
+                if not isinstance(per, dict) or set(per) != set(self.datasets):
+                    raise self.r.fail(
+                        (*where, "by_dataset"),
+                        f"must give a value for each dataset: {', '.join(self.datasets)}",
+                    )
+                return ByDataset(
+                    {d: self.scalar(v, (*where, "by_dataset", d), param) for d, v in per.items()}
+                )
+            forms = ["a value"]
+            if elastic:
+                forms.append("{choices: [...]}")
+            if by_dataset:
+                forms.append("{by_dataset: {...}}")
+            raise self.r.fail(where, f"must be {' or '.join(forms)}, got keys {sorted(keys)}")
+        if isinstance(value, list):
+            hint = " (a search decision is written {choices: [...]})" if elastic else ""
+            raise self.r.fail(where, f"must be {_TYPE_WORD[param.type]}, got a list{hint}")
+        return self.scalar(value, where, param)
+
+    # -- layers -------------------------------------------------------------------------------
+
+    def layer(self, raw: Any, where: Where, in_stage: bool) -> LayerSpec:
+        if isinstance(raw, dict) and "candidates" in raw:
+            self.mapping(raw, where, {"candidates", "stride"})
+            cands = raw["candidates"]
+            if not isinstance(cands, dict) or len(cands) < 2:
+                raise self.r.fail((*where, "candidates"), "must map at least 2 names to layers")
+            out = {}
+            for name, sub in cands.items():
+                if not isinstance(name, str) or not _NAME.match(name):
+                    raise self.r.fail((*where, "candidates", name), "bad candidate name")
+                spec = self.layer(sub, (*where, "candidates", name), in_stage)
+                if spec.candidates is not None or _is_elastic(spec):
+                    raise self.r.fail(
+                        (*where, "candidates", name), "a candidate must be one fixed block"
+                    )
+                if spec.out is not None or spec.stride is not None:
+                    raise self.r.fail(
+                        (*where, "candidates", name), "set out and stride on the stage"
+                    )
+                out[name] = spec
+            stride = self._stride(raw, where)
+            return LayerSpec(None, {}, out, None, stride, dotted(where))
+        if not isinstance(raw, dict) or "block" not in raw:
+            raise self.r.fail(where, "a layer needs 'block: NAME' (or 'candidates:')")
+        name = raw["block"]
+        if not isinstance(name, str) or name not in BLOCKS:
+            raise self.r.fail(
+                (*where, "block"), f"unknown block '{name}'; known: {', '.join(BLOCKS.names())}"
+            )
+        bt: BlockType = BLOCKS.get(name)
+        self.mapping(raw, where, {"block", "out", "stride", *bt.params})
+        params = {}
+        for key, p in bt.params.items():
+            if key in raw:
+                params[key] = self.value(raw[key], (*where, key), p, p.elastic, True)
+            else:
+                params[key] = p.default
+        out = None
+        if "out" in raw:
+            out = self.value(
+                raw["out"], (*where, "out"), Param(int, None, low=1), not in_stage, True
+            )
+        return LayerSpec(name, params, None, out, self._stride(raw, where), dotted(where))
+
+    def _stride(self, raw: dict, where: Where):
+        if "stride" not in raw:
+            return None
+        return self.value(raw["stride"], (*where, "stride"), Param(int, 1, low=1), False, True)
+
+    def layer_list(self, raw: Any, where: Where) -> list[LayerSpec]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            raise self.r.fail(where, f"must be a list of layers, got {_kind(raw)}")
+        out = [self.layer(item, (*where, i), in_stage=False) for i, item in enumerate(raw)]
+        for spec in out:
+            spec.stride = 1 if spec.stride is None else spec.stride
+        return out
+
+    def stage(self, raw: Any, where: Where, index: int) -> StageSpec:
+        keys = {"name", "out", "stride", "depth", "layer", "layers", "first"}
+        self.mapping(raw, where, keys)
+        name = raw.get("name", f"s{index}")
+        if not isinstance(name, str) or not _NAME.match(name) or "." in name:
+            raise self.r.fail((*where, "name"), f"bad stage name {name!r} (letters, digits, _ -)")
+        out = None
+        if "out" in raw:
+            out = self.value(raw["out"], (*where, "out"), Param(int, None, low=1), True, True)
+        stride = 1
+        if "stride" in raw:
+            stride = self.value(
+                raw["stride"], (*where, "stride"), Param(int, 1, low=1), False, True
+            )
+        if ("layer" in raw) == ("layers" in raw):
+            raise self.r.fail(where, "give exactly one of 'layer' (with 'depth') or 'layers'")
+        if "layers" in raw:
+            for key in ("depth", "first"):
+                if key in raw:
+                    raise self.r.fail((*where, key), f"'{key}' goes with 'layer', not 'layers'")
+            items = raw["layers"]
+            if not isinstance(items, list) or not items:
+                raise self.r.fail((*where, "layers"), "must be a non-empty list of layers")
+            layers = [self.layer(x, (*where, "layers", i), True) for i, x in enumerate(items)]
+            depth: int | Choices = len(layers)
+        else:
+            depth = self.value(
+                raw.get("depth", 1), (*where, "depth"), Param(int, 1, low=1), True, False
+            )
+            top = max(depth.values) if isinstance(depth, Choices) else depth
+            template = raw["layer"]
+            layers = []
+            for i in range(top):
+                item = template
+                if i == 0 and "first" in raw:
+                    first = raw["first"]
+                    if not isinstance(first, dict) or not isinstance(template, dict):
+                        raise self.r.fail((*where, "first"), "must be a mapping of layer keys")
+                    item = {**template, **first}
+                    if (
+                        "block" in first
+                        and "block" in template
+                        and first["block"] != template["block"]
+                    ):
+                        item = dict(first)
+                spot = (*where, "first") if (i == 0 and "first" in raw) else (*where, "layer")
+                layers.append(self.layer(item, spot, True))
+        for i, spec in enumerate(layers):
+            spot = (*where, "layers", i) if "layers" in raw else (*where, "layer")
+            if spec.stride is None:
+                spec.stride = stride if i == 0 else 1
+            if spec.candidates is not None and isinstance(out, Choices):
+                raise self.r.fail(
+                    (*where, "out"), "a stage with block candidates needs a fixed width"
+                )
+            for bt in spec.types():
+                if bt.tokens_in != bt.tokens_out:
+                    raise self.r.fail(spot, f"block '{bt.name}' belongs in the stem or head")
+        return StageSpec(name, out, stride, depth, layers)
+
+    def datasets_(self, raw: Any) -> dict[str, tuple[int, tuple[int, int, int]]]:
+        where: Where = ("datasets",)
+        if not isinstance(raw, dict) or not raw:
+            raise self.r.fail(where, "must map at least one dataset name to {classes, input_shape}")
+        out = {}
+        for name, spec in raw.items():
+            w = (*where, name)
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise self.r.fail(w, f"bad dataset name {name!r}")
+            self.mapping(spec, w, {"classes", "input_shape"}, {"classes", "input_shape"})
+            classes = self.scalar(spec["classes"], (*w, "classes"), Param(int, None, low=1))
+            shape = spec["input_shape"]
+            if (
+                not isinstance(shape, list)
+                or len(shape) != 3
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)
+            ):
+                raise self.r.fail(
+                    (*w, "input_shape"), f"must be [C, H, W] (3 positive integers), got {shape!r}"
+                )
+            out[name] = (classes, tuple(shape))
+        self.datasets = list(out)
+        return out
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: f"'{value}'"}.get(type(value), repr(value))
+
+
+def _is_elastic(spec: LayerSpec) -> bool:
+    return any(isinstance(v, Choices) for v in spec.params.values())
+
+
+TOP_KEYS = {
+    "name",
+    "description",
+    "paper",
+    "datasets",
+    "reference_dataset",
+    "channel_divisor",
+    "resolution",
+    "stem",
+    "stages",
+    "head",
+}
+
+
+def read_space_file(path: str | Path) -> SpaceSpec:
+    """Read and validate a space file.
+
+    Raises:
+        HwnasError: unreadable file, invalid YAML, or a schema violation; one line
+            ``FILE:LINE: KEY: problem``.
+    """
+    path = Path(path)
+    r = _Reader(path)
+    v = _Validator(r)
+    data = v.mapping(r.data, (), TOP_KEYS, {"name", "datasets", "stages"})
+    name = data["name"]
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise r.fail(("name",), f"must be letters, digits, '_' or '-', got {name!r}")
+    datasets = v.datasets_(data["datasets"])
+    ref = data.get("reference_dataset", next(iter(datasets)))
+    if ref not in datasets:
+        raise r.fail(
+            ("reference_dataset",), f"'{ref}' is not one of the datasets: {', '.join(datasets)}"
+        )
+    divisor = v.scalar(data.get("channel_divisor", 8), ("channel_divisor",), Param(int, 8, low=1))
+    resolution = None
+    if "resolution" in data:
+        res = v.value(data["resolution"], ("resolution",), Param(int, None, low=8), True, False)
+        if not isinstance(res, Choices):
+            raise r.fail(
+                ("resolution",), "must be {choices: [...]} or {min, max, step} with 2+ values"
+            )
+        resolution = res
+    stem = v.layer_list(data.get("stem"), ("stem",))
+    head = v.layer_list(data.get("head"), ("head",))
+    raw_stages = data["stages"]
+    if not isinstance(raw_stages, list) or not raw_stages:
+        raise r.fail(("stages",), "must be a non-empty list of stages")
+    stages = [v.stage(s, ("stages", i), i) for i, s in enumerate(raw_stages)]
+    names = [s.name for s in stages]
+    for i, n in enumerate(names):
+        if n in names[:i] or n in ("stem", "head", "r"):
+            raise r.fail(("stages", i, "name"), f"stage name '{n}' is used twice or reserved")
+    spec = SpaceSpec(
+        name=name,
+        path=path,
+        description=str(data.get("description", "")),
+        paper=str(data.get("paper", "")),
+        datasets=datasets,
+        reference_dataset=ref,
+        channel_divisor=divisor,
+        resolution=resolution,
+        stem=stem,
+        stages=stages,
+        head=head,
+    )
+    _check_structure(spec, r)
+    return spec
+
+
+def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
+    """Checks across keys: token/feature-map order, strided UIB layers, fixed widths where
+    blocks need them."""
+    tokens = False
+    seen_patch = False
+    for part, layers in (("stem", spec.stem), ("stages", None), ("head", spec.head)):
+        groups = (
+            [(s.layers, ("stages", i)) for i, s in enumerate(spec.stages)]
+            if layers is None
+            else [(layers, (part,))]
+        )
+        for items, where in groups:
+            for j, layer in enumerate(items):
+                w = (*where, "layers", j) if layers is None else (*where, j)
+                for bt in layer.types():
+                    if bt.tokens_in != tokens:
+                        want = "tokens (after patch_embed)" if bt.tokens_in else "feature maps"
+                        raise r.fail(w, f"block '{bt.name}' takes {want}, not what precedes it")
+                    if bt.name == "patch_embed":
+                        seen_patch = True
+                tokens = layer.types()[0].tokens_out
+                if layer.block == "uib":
+                    _check_uib(layer, w, r, spec)
+                if layer.block == "mbconv":
+                    e = layer.params["expand"]
+                    vals = e.values if isinstance(e, Choices) else (e,)
+                    if isinstance(e, Choices) and 1.0 in vals and not layer.params["expand_at_1"]:
+                        raise r.fail((*w, "expand"), "expand choices with 1 need expand_at_1: true")
+    if seen_patch and spec.resolution is not None:
+        raise r.fail(
+            ("resolution",), "an elastic resolution cannot go with patch_embed (fixed positions)"
+        )
+
+
+def _check_uib(layer: LayerSpec, where: Where, r: _Reader, spec: SpaceSpec) -> None:
+    def vals(v):
+        if isinstance(v, Choices):
+            return set(v.values)
+        if isinstance(v, ByDataset):
+            return set(v.values.values())
+        return {v}
+
+    if max(vals(layer.stride)) == 1:
+        return
+    start, mid = vals(layer.params["start_kernel"]), vals(layer.params["mid_kernel"])
+    if 0 in mid and mid != {0}:
+        raise r.fail(
+            (*where, "mid_kernel"),
+            "a strided uib layer cannot mix 'no middle depthwise' (0) with middle kernels: "
+            "the stride moves between the two depthwise convs",
+        )
+    if mid == {0} and 0 in start:
+        raise r.fail((*where, "start_kernel"), "a strided uib layer needs a depthwise conv")
