@@ -423,16 +423,16 @@ class TransformerBlock(Block):
         return max(1, int(round(e * r)))
 
     def forward(self, x, sel=None, out=None):
-        b, t, e = x.shape
+        b, t, e = x.shape[0], x.shape[1], int(x.shape[2])
         hd = self.fixed("head_dim")
         hs = self.choice(sel, "heads")
         heads = max(v for v, _ in hs)
         y = self.norm1(x)
         q = self.q(y, heads * hd).reshape(b, t, heads, hd).transpose(1, 2)
         k = self.k(y, heads * hd).reshape(b, t, heads, hd).transpose(1, 2)
-        v = self.v(y, heads * hd).reshape(b, t, heads, hd).transpose(1, 2)
-        att = torch.softmax((q @ k.transpose(-2, -1)) * (hd**-0.5), dim=-1) @ v
-        att = _scaled(att, width_scale(hs, [v for v, _ in hs], heads, att, 1))
+        val = self.v(y, heads * hd).reshape(b, t, heads, hd).transpose(1, 2)
+        att = torch.softmax((q @ k.transpose(-2, -1)) * (hd**-0.5), dim=-1) @ val
+        att = _scaled(att, width_scale(hs, [h for h, _ in hs], heads, att, 1))
         x = x + self.proj(att.transpose(1, 2).reshape(b, t, heads * hd), e)
         rs = self.choice(sel, "mlp_ratio")
         widths = [self.hidden(e, r) for r, _ in rs]
