@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hwnas.spaces import space_option
+
 
 @click.group("refset")
 def refset_group():
@@ -14,12 +16,19 @@ def refset_group():
 
 
 @refset_group.command("export")
-@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--space",
+    default="nasbench201",
+    show_default=True,
+    callback=space_option,
+    help="Search space (a name, or a space file's path).",
+)
 @click.option(
     "--dataset",
     default=None,
     help="Dataset the networks are built for (default: the one the predictors were trained "
-    "on: cifar100 for nasbench201/fbnet, imagenet for ofa).",
+    "on: cifar100 for nasbench201/fbnet, imagenet for ofa; a declared space's "
+    "reference_dataset).",
 )
 @click.option(
     "--out",
@@ -37,14 +46,14 @@ def export_cmd(space, dataset, out):
     from rich.console import Console
 
     from hwnas.measure import arch_workload
-    from hwnas.predictors.data import reference_indices
-    from hwnas.predictors.featurize import get_featurizer
+    from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
     from hwnas.spaces import get_space
 
     sp = get_space(space)
-    dataset = dataset or get_featurizer(space).dataset
+    if dataset is None:  # the predictors' dataset, else the space's own reference dataset
+        dataset = get_featurizer(space).dataset if space in FEATURIZERS else sp.reference_dataset
     sp.dataset(dataset)
-    archs = [sp.arch_at(i) for i in reference_indices(space)]
+    archs = sp.reference_archs()
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for n, arch in enumerate(archs):

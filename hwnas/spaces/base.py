@@ -95,6 +95,11 @@ class SearchSpace(ABC):
         every declared space shares ``declared``)."""
         return self.name
 
+    @property
+    def reference_dataset(self) -> str:
+        """The dataset the reference set is built for by default (the first one here)."""
+        return self.datasets()[0]
+
     def reference_archs(self, n: int = 10) -> list[Arch]:
         """The space's reference set: the architectures a new device is measured on (its
         hardware embedding and a predictor's calibration). By default the rows listed for the

@@ -6,13 +6,17 @@ encodings, a PyTorch builder (:mod:`.network`), a weight-sharing supernet
 (:mod:`hwnas.supernet.declared`), ONNX export and a reference set. No code names a declared
 space.
 
-Arch string: ``KEY=VALUE`` tokens separated by spaces, one per decision, in the order of
-:meth:`DeclaredSpace.choices`: ``r=224 s1.d=3 s1.0.kernel=5 s1.0.expand=4 ...``. Keys are
-``r`` (resolution), ``STAGE.d`` (depth), ``STAGE.out`` (width), ``STAGE.I.PARAM`` (a block
-parameter of the layer at position I), ``STAGE.I.op`` (a categorical block choice),
-``stem.I.PARAM`` / ``head.I.PARAM``. Layers past their stage's depth do not change the network:
-the canonical string gives their decisions the first value, and :meth:`DeclaredSpace.encode`
-zeroes them.
+Decisions (:meth:`DeclaredSpace.choices`) are named ``r`` (resolution), ``STAGE.d`` (depth),
+``STAGE.out`` (width), ``STAGE.I.PARAM`` (a block parameter of the layer at position I),
+``STAGE.I.op`` (a categorical block choice), ``stem.I.PARAM`` / ``head.I.PARAM``.
+
+Arch string: one ``TOKEN=VALUE`` per stage-level decision and per layer with decisions, in
+decision order; a layer's decisions are joined by ``/`` in the order the file declares them
+(``op``, the block's parameters, ``out``): ``r=224 s1.d=2 s1.0=5/4 s1.1=3/6 ...`` (kernel 5,
+expansion 4; kernel 3, expansion 6). Layers past their stage's depth do not change the network:
+the canonical string leaves them out (parsing accepts and ignores them), their decisions take
+the first value in :meth:`DeclaredSpace.to_choices`, and :meth:`DeclaredSpace.encode` zeroes
+them.
 """
 
 from __future__ import annotations
@@ -53,6 +57,14 @@ class Decision:
     position: int = -1
     param: str = ""
 
+    @property
+    def token(self) -> str:
+        """The arch-string token this decision is written in: its layer's (``s1.0``) for the
+        decisions of a layer, else its own key (``r``, ``s1.d``, ``s1.out``)."""
+        if self.kind in ("param", "op") or (self.kind == "width" and self.part != "stage"):
+            return self.key.rsplit(".", 1)[0]
+        return self.key
+
 
 def label(value: Any) -> str:
     """How a value is written in an arch string (``4``, ``3.5``, ``true``, ``k3_e6``)."""
@@ -83,6 +95,9 @@ class DeclaredSpace(SearchSpace):
         if not self.decisions:
             raise HwnasError(f"{spec.path}: the space declares no decision (no choices anywhere)")
         self.by_key = {d.key: d for d in self.decisions}
+        self.tokens: dict[str, list[Decision]] = {}
+        for d in self.decisions:
+            self.tokens.setdefault(d.token, []).append(d)
         self._choices = {d.key: d.labels for d in self.decisions}
         self._value_of = {d.key: dict(zip(d.labels, d.values)) for d in self.decisions}
         mixable = all(bt.width_mixable for layer in self.all_layers() for bt in layer.types())
@@ -148,47 +163,72 @@ class DeclaredSpace(SearchSpace):
         return dict(self._choices)
 
     def parse(self, text: str) -> Arch:
-        """Parse ``KEY=VALUE`` tokens (any order; every decision once) and canonicalise.
+        """Parse ``TOKEN=VALUE`` tokens (any order) and canonicalise.
 
         Raises:
-            HwnasError: a malformed token, an unknown key, a value not among the key's choices
-                (the message lists them), or a missing or repeated key.
+            HwnasError: a malformed token, an unknown token, a value not among the choices (the
+                message lists them), a missing or repeated token.
         """
         if not isinstance(text, str):
             raise HwnasError(f"arch must be a string, got {type(text).__name__}")
-        values: dict[str, str] = {}
+        labels: dict[str, str] = {}
+        seen: set[str] = set()
         for tok in text.split():
             key, sep, val = tok.partition("=")
             if not sep:
                 raise HwnasError(
                     f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE"
                 )
-            if key not in self._choices:
-                keys = list(self._choices)
+            if key not in self.tokens:
+                keys = list(self.tokens)
                 more = ", ..." if len(keys) > 12 else ""
                 raise HwnasError(
                     f"malformed {self.name} arch string: unknown key '{key}'; keys: "
                     f"{', '.join(keys[:12])}{more}"
                 )
-            if key in values:
+            if key in seen:
                 raise HwnasError(f"malformed {self.name} arch string: '{key}' given twice")
-            if val not in self._choices[key]:
+            seen.add(key)
+            decs = self.tokens[key]
+            parts = val.split("/")
+            if len(parts) != len(decs):
+                names = "/".join(d.param or d.kind for d in decs)
                 raise HwnasError(
-                    f"malformed {self.name} arch string: {key}={val} not in "
-                    f"{', '.join(self._choices[key])}"
+                    f"malformed {self.name} arch string: {key} needs {len(decs)} values "
+                    f"({names}), got '{val}'"
                 )
-            values[key] = val
-        missing = [k for k in self._choices if k not in values]
+            for d, part in zip(decs, parts):
+                if part not in d.labels:
+                    raise HwnasError(
+                        f"malformed {self.name} arch string: {key}={val}: "
+                        f"{d.param or d.kind} {part} not in {', '.join(d.labels)}"
+                    )
+                labels[d.key] = part
+        for d in self.decisions:  # layers past their stage's depth may be left out
+            if d.key not in labels and not self._needed(labels, d):
+                labels[d.key] = d.labels[0]
+        missing = [k for k, decs in self.tokens.items() if any(d.key not in labels for d in decs)]
         if missing:
             raise HwnasError(
                 f"malformed {self.name} arch string: missing {', '.join(missing[:5])}"
                 f"{' ...' if len(missing) > 5 else ''}"
             )
-        return self._arch(values)
+        return self._arch(labels)
+
+    def _needed(self, labels: dict[str, str], d: Decision) -> bool:
+        """Whether ``d`` is needed: not a layer past its stage's depth (depth unknown: yes)."""
+        if d.part != "stage" or d.position < 0:
+            return True
+        depth_key = f"{self.spec.stages[d.index].name}.d"
+        return depth_key not in labels or self._active(labels, d)
 
     def _arch(self, labels: dict[str, str]) -> Arch:
         labels = self._canonical(labels)
-        return Arch(self.name, " ".join(f"{k}={labels[k]}" for k in self._choices))
+        parts = []
+        for key, decs in self.tokens.items():
+            if all(self._needed(labels, d) for d in decs):
+                parts.append(f"{key}={'/'.join(labels[d.key] for d in decs)}")
+        return Arch(self.name, " ".join(parts))
 
     def _canonical(self, labels: dict[str, str]) -> dict[str, str]:
         out = dict(labels)
@@ -217,7 +257,12 @@ class DeclaredSpace(SearchSpace):
     def to_choices(self, arch: Arch) -> dict[str, str]:
         if arch.space != self.name:
             raise HwnasError(f"architecture of space '{arch.space}' given to {self.name}")
-        return dict(tok.split("=", 1) for tok in arch.text.split())
+        labels: dict[str, str] = {}
+        for tok in arch.text.split():
+            key, _, val = tok.partition("=")
+            for d, part in zip(self.tokens[key], val.split("/")):
+                labels[d.key] = part
+        return self._canonical({d.key: labels.get(d.key, d.labels[0]) for d in self.decisions})
 
     def values(self, arch: Arch) -> dict[str, Any]:
         """Decision key -> the architecture's value (typed: 5, 3.5, "k3_e6")."""
@@ -267,6 +312,11 @@ class DeclaredSpace(SearchSpace):
         return DeclaredNetwork(
             self, dataset, values, 1.0, spec.num_classes, self.input_shape(arch, dataset)
         ).eval()
+
+    @property
+    def reference_dataset(self) -> str:
+        """The file's ``reference_dataset`` (default: its first dataset)."""
+        return self.spec.reference_dataset
 
     # -- reference set ----------------------------------------------------------------------------
 
