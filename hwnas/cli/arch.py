@@ -6,10 +6,18 @@ from pathlib import Path
 
 import click
 
+from hwnas.spaces import space_option
+
 
 @click.command("arch")
 @click.argument("arch")
-@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--space",
+    default="nasbench201",
+    show_default=True,
+    callback=space_option,
+    help="Search space (a name, or a space file's path).",
+)
 @click.option(
     "--dataset",
     default=None,

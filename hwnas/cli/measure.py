@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from hwnas.spaces import space_option
+
 from hwnas.cli.options import device_options, store_option
 
 
@@ -28,7 +30,13 @@ from hwnas.cli.options import device_options, store_option
     type=click.Path(dir_okay=False, path_type=Path),
     help="ONNX model file (repeatable); a dynamic batch axis takes --batch-size.",
 )
-@click.option("--space", default="nasbench201", show_default=True, help="Search space of --arch.")
+@click.option(
+    "--space",
+    default="nasbench201",
+    show_default=True,
+    callback=space_option,
+    help="Search space of --arch (a name, or a space file's path).",
+)
 @click.option("--dataset", default="cifar100", show_default=True, help="Dataset of --arch.")
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Batch size.")
 @store_option

@@ -8,6 +8,7 @@ import click
 
 from hwnas.cli.options import storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
+from hwnas.spaces import space_option
 
 
 @click.command("search")
@@ -15,7 +16,10 @@ from hwnas.cli.supernet_search import supernet_options
 @click.option(
     "--space",
     default=None,
-    help="Search space. Default: nasbench201 (for a supernet strategy: the space of its paper).",
+    callback=space_option,
+    help="Search space: a name, or the path of a space file "
+    "(YAML, the space language). Default: nasbench201 (for a supernet strategy: the space of "
+    "its paper).",
 )
 @click.option(
     "--dataset",

@@ -30,6 +30,7 @@ __all__ = [
     "ability",
     "get_space",
     "list_spaces",
+    "reload_spaces",
     "space_option",
 ]
 
@@ -127,6 +128,17 @@ def get_space(name: str) -> SearchSpace:
     space = _load(files[name], name)
     _FILES[str(files[name].resolve())] = space
     return _SPACES.setdefault(name, space)
+
+
+def reload_spaces() -> None:
+    """Forget the spaces loaded from user files and paths (shipped ones stay): after
+    ``HWNAS_HOME`` changes (tests)."""
+    shipped = asset_path("search_spaces").resolve()
+    for key, space in list(_FILES.items()):
+        if not Path(key).is_relative_to(shipped):
+            del _FILES[key]
+            if _SPACES.get(space.name) is space:
+                del _SPACES[space.name]
 
 
 def space_option(_ctx, _param, value: str | None) -> str | None:

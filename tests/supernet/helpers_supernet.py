@@ -10,6 +10,9 @@ TINY = {
     "nasbench201": ({"channels": 4, "cells": 1}, (3, 16, 16)),
     "fbnet": ({"width": 0.125}, (3, 16, 16)),
     "ofa": ({"width": 0.25, "resolution_scale": 0.125}, (3, 16, 16)),
+    # declared spaces (one supernet class for all; these two cover UIB and transformer blocks)
+    "mobilenetv4": ({"width": 0.125}, (3, 16, 16)),
+    "vit": ({"width": 0.125}, (3, 16, 16)),
 }
 
 

@@ -264,15 +264,16 @@ class MBConvBlock(Block):
         self.project = ConvBN(mid, c_out, 1, groups=groups)
         self.act = activation(self.fixed("act"))
 
-    def mid(self, e: float) -> int:
-        return make_divisible(self.c_in * e, self.divisor)
+    def mid(self, e: float, c_in: int | None = None) -> int:
+        """Hidden width at expansion ``e`` for ``c_in`` input channels (default: the most)."""
+        return make_divisible((c_in or self.c_in) * e, self.divisor)
 
     def se_mid(self, n: int) -> int:
         return make_divisible(n * self.fixed("se"), self.divisor)
 
     def forward(self, x, sel=None, out=None):
         es = self.choice(sel, "expand")
-        widths = [self.mid(e) for e, _ in es]
+        widths = [self.mid(e, int(x.shape[1])) for e, _ in es]
         n = max(widths)
         h = x
         if self.expand is not None:
@@ -310,13 +311,14 @@ class UIBBlock(Block):
         self.project = ConvBN(mid, c_out, 1)
         self.act = activation(self.fixed("act"))
 
-    def mid(self, e: float) -> int:
-        return make_divisible(self.c_in * e, self.divisor)
+    def mid(self, e: float, c_in: int | None = None) -> int:
+        """Hidden width at expansion ``e`` for ``c_in`` input channels (default: the most)."""
+        return make_divisible((c_in or self.c_in) * e, self.divisor)
 
     def forward(self, x, sel=None, out=None):
         h = mix(self.choice(sel, "start_kernel"), lambda k: self.start(x, kernel=k) if k else x)
         es = self.choice(sel, "expand")
-        widths = [self.mid(e) for e, _ in es]
+        widths = [self.mid(e, int(x.shape[1])) for e, _ in es]
         n = max(widths)
         h1 = self.act(self.expand(h, n))
         h = mix(
@@ -339,12 +341,13 @@ class FusedIBBlock(Block):
         self.project = ConvBN(mid, c_out, 1)
         self.act = activation(self.fixed("act"))
 
-    def mid(self, e: float) -> int:
-        return make_divisible(self.c_in * e, self.divisor)
+    def mid(self, e: float, c_in: int | None = None) -> int:
+        """Hidden width at expansion ``e`` for ``c_in`` input channels (default: the most)."""
+        return make_divisible((c_in or self.c_in) * e, self.divisor)
 
     def forward(self, x, sel=None, out=None):
         es = self.choice(sel, "expand")
-        widths = [self.mid(e) for e, _ in es]
+        widths = [self.mid(e, int(x.shape[1])) for e, _ in es]
         n = max(widths)
         h = mix(self.choice(sel, "kernel"), lambda k: self.act(self.expand(x, n, k)))
         h = _scaled(h, width_scale(es, widths, n, h, 1))

@@ -1,0 +1,151 @@
+"""Declared spaces through the CLI as a user types it: a space file of the user's searched by
+one-shot NSGA-II and by DARTS with no code of its own, its zoo models in ONNX matching PyTorch,
+its reference set exported, and a malformed file stopped in one line before any work."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from helpers import hwnas_cli
+
+from hwnas.spaces import get_space
+
+COMMON = [
+    "--device", "cpu-fast", "--data", "digits", "--epochs", "1", "--finetune-epochs", "0",
+    "--batch-size", "50", "--set", "limit=150", "--set", "cost=flops", "--set", "width=1",
+]  # fmt: skip
+
+
+def _zoo_matches_pytorch(out, space) -> float:
+    """Largest |ONNX Runtime - PyTorch| over the zoo models (weights.pt in the space's network
+    of the model's arch at the supernet's width and profile)."""
+    from hwnas.spaces.declared.network import DeclaredNetwork
+
+    worst = 0.0
+    for card_path in sorted(out.glob("zoo/*/card.json")):
+        card = json.loads(card_path.read_text())
+        arch = space.parse(card["arch"])
+        shape = tuple(card["input_shape"][1:])
+        values = {k: (v,) for k, v in space.values(arch).items()}
+        net = DeclaredNetwork(space, "digits", values, 1.0, 10, shape)
+        net.load_state_dict(torch.load(card_path.parent / "weights.pt"))
+        x = np.random.default_rng(0).standard_normal((3, *shape)).astype(np.float32)
+        session = ort.InferenceSession(
+            str(card_path.parent / "model.onnx"), providers=["CPUExecutionProvider"]
+        )
+        got = session.run(None, {"input": x})[0]
+        with torch.no_grad():
+            want = net.eval()(torch.from_numpy(x)).numpy()
+        worst = max(worst, float(np.abs(got - want).max()))
+    return worst
+
+
+def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file, tmp_path):
+    # found by name in $HWNAS_HOME/spaces: SPOS training + NSGA-II over the subnets
+    out = tmp_path / "oneshot"
+    r = hwnas_cli(
+        "search", "--space", "tiny", "--strategy", "oneshot", *COMMON, "--set",
+        "evolution_trials=6", "--set", "population=4", "--set", "candidates=2", "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    space = get_space(str(tiny_space_file))
+    summary = json.loads((out / "summary.json").read_text())
+    assert space.parse(summary["best"]["arch"]).text == summary["best"]["arch"]
+    assert summary["strategy"]["name"] == "oneshot"
+    assert summary["supernet"]["space"] == "tiny"
+    assert len(summary["candidates"]) >= 2
+    assert _zoo_matches_pytorch(out, space) <= 1e-4
+    assert summary["settings"]["study"].startswith("tiny-digits-cpu-fast")
+    # given by path: DARTS (soft mixtures over every decision), with a latency penalty
+    out = tmp_path / "darts"
+    r = hwnas_cli(
+        "search", "--space", str(tiny_space_file), "--strategy", "darts", *COMMON,
+        "--latency-weight", "0.2", "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert space.parse(summary["best"]["arch"]).text == summary["best"]["arch"]
+    assert summary["hardware_term"]["mode"] == "weight"
+    assert summary["settings"]["space"] == "tiny"
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    assert rows and rows[0]["arch"] == summary["best"]["arch"]
+
+
+def test_reference_set_export_of_a_declared_space(tiny_space_file, tmp_path):
+    r = hwnas_cli("refset", "export", "--space", "tiny", "--out", str(tmp_path / "ref"))
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "ref" / "calibration.csv")))
+    assert len(rows) == 10 and len(list((tmp_path / "ref").glob("*.onnx"))) == 10
+    space = get_space("tiny")
+    assert [space.parse(row["arch"]) for row in rows] == space.reference_archs()
+    assert {row["input_shape"] for row in rows} == {"1x3x16x16"}
+
+
+def test_mobilenetv4_reference_set_spreads_from_smallest_to_largest():
+    from hwnas.export import count_params_flops
+
+    space = get_space("mobilenetv4")
+    archs = space.reference_archs()
+    assert len(set(archs)) == 10 and archs == space.reference_archs()  # deterministic
+    macs = [count_params_flops(space.build(a, "cifar10"), (1, 3, 32, 32))[1] for a in archs]
+    assert macs[0] == min(macs) and macs[-1] == max(macs) and max(macs) > 3 * min(macs)
+
+
+BAD = [
+    (
+        "stages:\n  - out: 8\n    layer: {block: mbconv}\n",
+        ":1: (top level): missing required key",
+        1,
+    ),
+    (
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: 8\n    layer: {block: mbconv, kernel: [3, 5]}\n",
+        ":6: stages[0].layer.kernel: must be an integer, got a list (a search decision is "
+        "written {choices: [...]})",
+        None,
+    ),
+    (
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: 8\n    depth: {choices: [1, 2]}\n    layer:\n      block: mbconv\n"
+        "      kernal: 3\n",
+        ":9: stages[0].layer.kernal: unknown key 'kernal'",
+        None,
+    ),
+    (
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - layer: {block: conv2d}\n",
+        ":5: stages[0].layer.block: unknown block 'conv2d'; known: conv, fused_ib, mbconv",
+        None,
+    ),
+    ("name: x\ndatasets: [\n", ":3: invalid YAML", None),
+]
+
+
+@pytest.mark.parametrize(("text", "message", "_line"), BAD)
+def test_a_malformed_space_file_names_the_file_line_and_key(tmp_path, text, message, _line):
+    from hwnas.errors import HwnasError
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(HwnasError) as err:
+        get_space(str(path))
+    assert str(err.value).startswith(str(path)) and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_malformed_space_file_stops_the_search_in_one_line(tmp_path, hwnas_home):
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD[1][0])
+    r = hwnas_cli(
+        "search", "--space", str(path), "--strategy", "oneshot", "--device", "cpu-fast",
+        "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0, r.stderr
+    assert f"{path}:6: stages[0].layer.kernel: must be an integer" in r.stderr
+    assert not (tmp_path / "run").exists() and not (hwnas_home / "studies.db").exists()
