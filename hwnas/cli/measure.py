@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from hwnas.spaces import space_option
-
 from hwnas.cli.options import device_options, store_option
+from hwnas.spaces import space_option
 
 
 @click.group("measure", invoke_without_command=True)
