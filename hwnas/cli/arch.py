@@ -62,7 +62,9 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from hwnas.errors import HwnasError
 
     try:
-        console.print(f"index    {sp.index(a)}")
+        if indexed is None:
+            raise HwnasError("no index")
+        console.print(f"index    {indexed.index(a)}")
     except HwnasError:
         console.print("index    none (not among the architectures with recorded measurements)")
     console.print(
@@ -74,7 +76,8 @@ def arch_cmd(arch, space, dataset, onnx_out):
         row = tabulated.index(a)
         accs = ", ".join(f"{d} {tabulated.table_accuracy(d)[row]:.2f}%" for d in sp.datasets())
         console.print(f"accuracy {accs} (200-epoch test, benchmark table)")
-    lat = recorded_latencies(sp.name, [a.text], skip="")[a.text]
+    # only indexed spaces have recorded tables
+    lat = recorded_latencies(sp.name, [a.text], skip="")[a.text] if indexed is not None else {}
     if lat:
         table = Table(title="recorded latency")
         table.add_column("device")

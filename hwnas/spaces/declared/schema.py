@@ -380,6 +380,8 @@ class _Validator:
             spot = (*where, "layers", i) if "layers" in raw else (*where, "layer")
             if spec.stride is None:
                 spec.stride = stride if i == 0 else 1
+            if spec.out is not None and isinstance(out, Choices):
+                raise self.r.fail((*where, "out"), "a stage with a width decision sets every width")
             if spec.candidates is not None and isinstance(out, Choices):
                 raise self.r.fail(
                     (*where, "out"), "a stage with block candidates needs a fixed width"
