@@ -196,11 +196,16 @@ def pairwise_terms(space: SearchSpace) -> list[Term]:
 
 
 def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
-    """The term structure used for ``space``: OFA's; else additive, plus the pairwise terms
-    when ``pairs`` (the number of measured architectures to fit on) is at least 20 per term
-    (NAS-Bench-201's full tables: latency on phones depends on which edges meet)."""
+    """The term structure used for ``space``: OFA's; a declared space's (depth- and
+    resolution-aware indicators, :mod:`hwnas.supernet.declared_cost`); else additive, plus the
+    pairwise terms when ``pairs`` (the number of measured architectures to fit on) is at least
+    20 per term (NAS-Bench-201's full tables: latency on phones depends on which edges meet)."""
     if space.name == "ofa":
         return ofa_terms(space)
+    if space.supernet_name == "declared":
+        from hwnas.supernet.declared_cost import declared_terms
+
+        return declared_terms(space)
     terms = additive_terms(space)
     pairwise = pairwise_terms(space) if len(space.choices()) <= 8 else []
     if pairwise and pairs >= 20 * (len(terms) + len(pairwise)):
@@ -417,15 +422,28 @@ def measured_subnet_lut(
 ) -> MultilinearLUT:
     """Lookup table fitted on ``samples`` random subnets measured on a live device (for
     supernets without per-block mixed operations, such as OFA's elastic blocks)."""
+    from hwnas.errors import CandidateError
+
     archs = supernet.space.sample(np.random.default_rng(seed), samples)
-    values = [profiler.measure(subnet_workload(supernet, a), metric).value for a in archs]
-    return fit_lut(
+    kept, values, skipped, in_a_row = [], [], 0, 0
+    for a in archs:  # a subnet too noisy to time is left out, as a search skips a candidate
+        try:
+            values.append(profiler.measure(subnet_workload(supernet, a), metric).value)
+            kept.append(a)
+            in_a_row = 0
+        except CandidateError:
+            skipped, in_a_row = skipped + 1, in_a_row + 1
+            if in_a_row >= 5:
+                raise
+    lut = fit_lut(
         supernet.space,
-        archs,
+        kept,
         np.array(values),
         metric,
-        f"lut-fit:measured:{profiler.device.name}:{samples}-subnets",
+        f"lut-fit:measured:{profiler.device.name}:{len(kept)}-subnets",
     )
+    lut.fit["noisy_skipped"] = skipped
+    return lut
 
 
 COST_KINDS = ("auto", "table", "measured", "flops", "predicted")

@@ -1,6 +1,6 @@
 """Declared spaces through the CLI as a user types it: a space file of the user's searched by
 one-shot NSGA-II and by DARTS with no code of its own, its zoo models in ONNX matching PyTorch,
-its reference set exported, and a malformed file stopped in one line before any work."""
+and a malformed file stopped in one line before any work."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file,
     out = tmp_path / "darts"
     r = hwnas_cli(
         "search", "--space", str(tiny_space_file), "--strategy", "darts", *COMMON,
-        "--latency-weight", "0.2", "--out", str(out),
+        "--latency-weight", "0.2", "--no-zoo", "--out", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -76,17 +76,9 @@ def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file,
     assert rows and rows[0]["arch"] == summary["best"]["arch"]
 
 
-def test_reference_set_export_of_a_declared_space(tiny_space_file, tmp_path):
-    r = hwnas_cli("refset", "export", "--space", "tiny", "--out", str(tmp_path / "ref"))
-    assert r.returncode == 0, r.stderr
-    rows = list(csv.DictReader(open(tmp_path / "ref" / "calibration.csv")))
-    assert len(rows) == 10 and len(list((tmp_path / "ref").glob("*.onnx"))) == 10
-    space = get_space("tiny")
-    assert [space.parse(row["arch"]) for row in rows] == space.reference_archs()
-    assert {row["input_shape"] for row in rows} == {"1x3x16x16"}
-
-
 def test_mobilenetv4_reference_set_spreads_from_smallest_to_largest():
+    """The set `hwnas refset export --space mobilenetv4` writes (10 ONNX files and
+    calibration.csv; the command itself is exercised for the table spaces in tests/cli)."""
     from hwnas.export import count_params_flops
 
     space = get_space("mobilenetv4")
