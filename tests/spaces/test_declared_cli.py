@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import onnxruntime as ort
@@ -46,34 +49,50 @@ def _zoo_matches_pytorch(out, space) -> float:
 
 
 def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file, tmp_path):
-    # found by name in $HWNAS_HOME/spaces: SPOS training + NSGA-II over the subnets
-    out = tmp_path / "oneshot"
-    r = hwnas_cli(
-        "search", "--space", "tiny", "--strategy", "oneshot", *COMMON, "--set",
-        "evolution_trials=6", "--set", "population=4", "--set", "candidates=2", "--out", str(out),
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    """Two searches side by side (one CPU thread each): SPOS training + NSGA-II over the
+    subnets on the space found by name in $HWNAS_HOME/spaces, and DARTS (soft mixtures over
+    every decision) with a latency penalty on the same file given by path."""
+    one, darts = tmp_path / "oneshot", tmp_path / "darts"
+    runs = [
+        _start(
+            "search", "--space", "tiny", "--strategy", "oneshot", *COMMON, "--set",
+            "evolution_trials=6", "--set", "population=4", "--set", "candidates=2",
+            "--out", str(one),
+        ),
+        _start(
+            "search", "--space", str(tiny_space_file), "--strategy", "darts", *COMMON,
+            "--latency-weight", "0.2", "--no-zoo", "--out", str(darts),
+        ),
+    ]  # fmt: skip
+    for proc in runs:
+        _out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
     space = get_space(str(tiny_space_file))
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((one / "summary.json").read_text())
     assert space.parse(summary["best"]["arch"]).text == summary["best"]["arch"]
     assert summary["strategy"]["name"] == "oneshot"
     assert summary["supernet"]["space"] == "tiny"
     assert len(summary["candidates"]) >= 2
-    assert _zoo_matches_pytorch(out, space) <= 1e-4
+    assert _zoo_matches_pytorch(one, space) <= 1e-4
     assert summary["settings"]["study"].startswith("tiny-digits-cpu-fast")
-    # given by path: DARTS (soft mixtures over every decision), with a latency penalty
-    out = tmp_path / "darts"
-    r = hwnas_cli(
-        "search", "--space", str(tiny_space_file), "--strategy", "darts", *COMMON,
-        "--latency-weight", "0.2", "--no-zoo", "--out", str(out),
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((darts / "summary.json").read_text())
     assert space.parse(summary["best"]["arch"]).text == summary["best"]["arch"]
+    assert summary["strategy"]["name"] == "darts"
     assert summary["hardware_term"]["mode"] == "weight"
     assert summary["settings"]["space"] == "tiny"
-    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    rows = list(csv.DictReader(open(darts / "pareto.csv")))
     assert rows and rows[0]["arch"] == summary["best"]["arch"]
+
+
+def _start(*args: str) -> subprocess.Popen:
+    """``hwnas ARGS`` started as a user would (like ``helpers.hwnas_cli``, not waited for)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "hwnas", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
 
 
 def test_mobilenetv4_reference_set_spreads_from_smallest_to_largest():
