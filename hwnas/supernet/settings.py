@@ -244,7 +244,9 @@ def _owners(key: str) -> str:
     """Which other strategies or supernets read ``key`` ("" if none)."""
     owners = [f"strategy {n}" for n, ss in STRATEGY_OWN.items() if any(s.key == key for s in ss)]
     owners += [
-        f"the {n} supernet" for n, ss in SUPERNET_SETTINGS.items() if any(s.key == key for s in ss)
+        "the supernet of declared spaces" if n == "declared" else f"the {n} supernet"
+        for n, ss in SUPERNET_SETTINGS.items()
+        if any(s.key == key for s in ss)
     ]
     return ", ".join(owners)
 
@@ -276,6 +278,7 @@ def help_text() -> str:
         if own:
             parts.append(f"{name}: " + ", ".join(f"{s.key} ({s.default})" for s in own))
     for name, own in SUPERNET_SETTINGS.items():
-        parts.append(f"{name} supernet: " + ", ".join(f"{s.key} ({s.default})" for s in own))
+        who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
+        parts.append(f"{who}: " + ", ".join(f"{s.key} ({s.default!r})" for s in own))
     parts.append("Job: " + ", ".join(f"{s.key} ({s.default!r})" for s in JOB_SETTINGS))
     return "; ".join(parts) + "."

@@ -69,7 +69,8 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
          "--set order: no such setting for strategy 'gdas' on space 'nasbench201' (order is "
          "read by strategy darts); valid: "),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--set", "width=0.5"],
-         "(width is read by the fbnet supernet, the ofa supernet)"),
+         "(width is read by the fbnet supernet, the ofa supernet, the supernet of declared "
+         "spaces)"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--set", "cost=guess"],
          "--set cost=guess: cost must be one of auto, table, measured, flops, predicted"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--set", "channels=2.5"],
