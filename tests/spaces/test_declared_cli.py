@@ -133,6 +133,13 @@ BAD = [
         ":5: stages[0].layer.block: unknown block 'conv2d'; known: conv, fused_ib, mbconv",
         None,
     ),
+    (
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - stride: 2\n    depth: {choices: [1, 2]}\n    layer: {block: uib}\n"
+        "    first: {mid_kernel: {choices: [0, 3]}}\n",
+        ":8: stages[0].first.mid_kernel: a strided uib layer cannot mix",
+        None,
+    ),
     ("name: x\ndatasets: [\n", ":3: invalid YAML", None),
 ]
 

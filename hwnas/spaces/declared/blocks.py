@@ -12,6 +12,7 @@ the largest variant and runs any smaller one by weight slicing (Once-for-All, Ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,10 @@ class BlockType:
         tokens_out: whether it returns tokens.
         width_mixable: whether its output width can be mixed by channel masks (batch norm);
             False for layer-normalised blocks, whose width decisions are sampled one at a time.
+        fixed_input: whether it needs one input size (learned position embeddings): no
+            resolution decision in its space.
+        check: the block's own rule across parameters: (parameter -> the set of values it may
+            take, strides the layer may have) -> None, or (parameter, what is wrong).
         summary: one line for the docs.
     """
 
@@ -65,6 +70,8 @@ class BlockType:
     tokens_in: bool = False
     tokens_out: bool = False
     width_mixable: bool = True
+    fixed_input: bool = False
+    check: Callable[[dict[str, set], set[int]], tuple[str, str] | None] | None = None
     summary: str = ""
 
 
@@ -75,6 +82,30 @@ _MOD = "hwnas.spaces.declared.modules"
 def register(block: BlockType) -> None:
     """Add ``block`` to :data:`BLOCKS` under its name."""
     BLOCKS.register(block.name, block)
+
+
+def _check_mbconv(values: dict[str, set], strides: set[int]) -> tuple[str, str] | None:
+    """Expansion 1 drops the expansion conv unless ``expand_at_1``: it cannot be one candidate
+    of several (the supernet shares that conv)."""
+    if 1.0 in values["expand"] and len(values["expand"]) > 1 and True not in values["expand_at_1"]:
+        return "expand", "expand choices with 1 need expand_at_1: true"
+    return None
+
+
+def _check_uib(values: dict[str, set], strides: set[int]) -> tuple[str, str] | None:
+    """A strided UIB strides its middle depthwise conv, or its start one when it has no middle
+    one (the official definitions): the choices may not move the stride."""
+    if max(strides) == 1:
+        return None
+    start, mid = values["start_kernel"], values["mid_kernel"]
+    if 0 in mid and mid != {0}:
+        return "mid_kernel", (
+            "a strided uib layer cannot mix 'no middle depthwise' (0) with middle kernels: "
+            "the stride moves between the two depthwise convs"
+        )
+    if mid == {0} and 0 in start:
+        return "start_kernel", "a strided uib layer needs a depthwise conv"
+    return None
 
 
 _ACT = Param(str, "relu", allowed=ACTIVATIONS, help="activation")
@@ -108,6 +139,7 @@ register(
             "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
             "expand_at_1": Param(bool, False, help="keep the 1x1 expansion conv at ratio 1"),
         },
+        check=_check_mbconv,
         summary="inverted residual / MBConv (MobileNetV2/V3, FBNet): 1x1 expand, kxk "
         "depthwise, optional squeeze-excite, 1x1 project, residual when shapes match",
     )
@@ -123,6 +155,7 @@ register(
             "act": _ACT,
             "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
         },
+        check=_check_uib,
         summary="Universal Inverted Bottleneck (MobileNetV4): ExtraDW (start+mid), IB (mid), "
         "ConvNext-like (start), FFN (neither)",
     )
@@ -157,6 +190,7 @@ register(
         {"patch": Param(int, 4, low=1, help="patch side in pixels (conv kernel = stride)")},
         tokens_out=True,
         width_mixable=False,
+        fixed_input=True,
         summary="patch embedding: a patch x patch conv to the embedding width, flattened to "
         "tokens, plus learned position embeddings",
     )

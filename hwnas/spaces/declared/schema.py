@@ -77,6 +77,7 @@ class LayerSpec:
         out: output width override (None: the stage's).
         stride: stride override (None: the stage's for position 0, else 1).
         where: the key path in the file, for messages.
+        origin: the same path as a tuple of keys and indices (the file's lines are keyed by it).
     """
 
     block: str | None
@@ -85,6 +86,7 @@ class LayerSpec:
     out: Any = None
     stride: Any = None
     where: str = ""
+    origin: tuple = ()
 
     def types(self) -> list[BlockType]:
         """The block types this layer may be."""
@@ -291,7 +293,7 @@ class _Validator:
                     )
                 out[name] = spec
             stride = self._stride(raw, where)
-            return LayerSpec(None, {}, out, None, stride, dotted(where))
+            return LayerSpec(None, {}, out, None, stride, dotted(where), where)
         if not isinstance(raw, dict) or "block" not in raw:
             raise self.r.fail(where, "a layer needs 'block: NAME' (or 'candidates:')")
         name = raw["block"]
@@ -312,7 +314,7 @@ class _Validator:
             out = self.value(
                 raw["out"], (*where, "out"), Param(int, None, low=1), not in_stage, True
             )
-        return LayerSpec(name, params, None, out, self._stride(raw, where), dotted(where))
+        return LayerSpec(name, params, None, out, self._stride(raw, where), dotted(where), where)
 
     def _stride(self, raw: dict, where: Where):
         if "stride" not in raw:
@@ -496,56 +498,42 @@ def read_space_file(path: str | Path) -> SpaceSpec:
     return spec
 
 
+def _values(v: Any) -> set:
+    """Every value a file value may take (the choices, the per-dataset values, or itself)."""
+    if isinstance(v, Choices):
+        return set(v.values)
+    if isinstance(v, ByDataset):
+        return set(v.values.values())
+    return {v}
+
+
 def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
-    """Checks across keys: token/feature-map order, strided UIB layers, fixed widths where
-    blocks need them."""
+    """Checks across keys: tokens and feature maps in order, each block's own rule
+    (:attr:`BlockType.check`), one input size for blocks that need it."""
     tokens = False
-    seen_patch = False
-    for part, layers in (("stem", spec.stem), ("stages", None), ("head", spec.head)):
-        groups = (
-            [(s.layers, ("stages", i)) for i, s in enumerate(spec.stages)]
-            if layers is None
-            else [(layers, (part,))]
-        )
-        for items, where in groups:
-            for j, layer in enumerate(items):
-                w = (*where, "layers", j) if layers is None else (*where, j)
-                for bt in layer.types():
-                    if bt.tokens_in != tokens:
-                        want = "tokens (after patch_embed)" if bt.tokens_in else "feature maps"
-                        raise r.fail(w, f"block '{bt.name}' takes {want}, not what precedes it")
-                    if bt.name == "patch_embed":
-                        seen_patch = True
-                tokens = layer.types()[0].tokens_out
-                if layer.block == "uib":
-                    _check_uib(layer, w, r, spec)
-                if layer.block == "mbconv":
-                    e = layer.params["expand"]
-                    vals = e.values if isinstance(e, Choices) else (e,)
-                    if isinstance(e, Choices) and 1.0 in vals and not layer.params["expand_at_1"]:
-                        raise r.fail((*w, "expand"), "expand choices with 1 need expand_at_1: true")
-    if seen_patch and spec.resolution is not None:
+    groups = [(spec.stem, ("stem",), False)]
+    groups += [(s.layers, ("stages", i, "layers"), True) for i, s in enumerate(spec.stages)]
+    groups.append((spec.head, ("head",), False))
+    fixed_input = None
+    for items, where, _in_stage in groups:
+        for j, layer in enumerate(items):
+            w = layer.origin or (*where, j)
+            for bt in layer.types():
+                if bt.tokens_in != tokens:
+                    want = "tokens (after patch_embed)" if bt.tokens_in else "feature maps"
+                    raise r.fail(w, f"block '{bt.name}' takes {want}, not what precedes it")
+                if bt.fixed_input:
+                    fixed_input = bt.name
+            tokens = layer.types()[0].tokens_out
+            if layer.block is not None:
+                bt = BLOCKS.get(layer.block)
+                if bt.check is not None:
+                    values = {p: _values(v) for p, v in layer.params.items()}
+                    problem = bt.check(values, _values(layer.stride))
+                    if problem is not None:
+                        raise r.fail((*w, problem[0]), problem[1])
+    if fixed_input is not None and spec.resolution is not None:
         raise r.fail(
-            ("resolution",), "an elastic resolution cannot go with patch_embed (fixed positions)"
+            ("resolution",),
+            f"an elastic resolution cannot go with {fixed_input} (one input size)",
         )
-
-
-def _check_uib(layer: LayerSpec, where: Where, r: _Reader, spec: SpaceSpec) -> None:
-    def vals(v):
-        if isinstance(v, Choices):
-            return set(v.values)
-        if isinstance(v, ByDataset):
-            return set(v.values.values())
-        return {v}
-
-    if max(vals(layer.stride)) == 1:
-        return
-    start, mid = vals(layer.params["start_kernel"]), vals(layer.params["mid_kernel"])
-    if 0 in mid and mid != {0}:
-        raise r.fail(
-            (*where, "mid_kernel"),
-            "a strided uib layer cannot mix 'no middle depthwise' (0) with middle kernels: "
-            "the stride moves between the two depthwise convs",
-        )
-    if mid == {0} and 0 in start:
-        raise r.fail((*where, "start_kernel"), "a strided uib layer needs a depthwise conv")
