@@ -48,6 +48,7 @@ def _zoo_matches_pytorch(out, space) -> float:
     return worst
 
 
+@pytest.mark.slow
 def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file, tmp_path):
     """Two searches side by side (one CPU thread each): SPOS training + NSGA-II over the
     subnets on the space found by name in $HWNAS_HOME/spaces, and DARTS (soft mixtures over

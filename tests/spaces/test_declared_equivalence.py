@@ -48,6 +48,7 @@ def _copy_by_order(src: torch.nn.Module, dst: torch.nn.Module) -> None:
     dst.load_state_dict({kb: ta.clone() for (_ka, ta), kb in zip(a.items(), b)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("legacy_name", "declared_name", "dataset", "translate", "side"),
     [
