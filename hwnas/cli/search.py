@@ -150,9 +150,12 @@ def search_cmd(
             },
             **supernet,
         )
+    from hwnas.cli.supernet_search import refuse_processes
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search
+
+    refuse_processes(strategy, supernet["nproc"])
 
     space = space or "nasbench201"
     dataset = dataset or "cifar100"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.errors import HwnasError
+from hwnas.errors import EXIT_USAGE, HwnasError
 from hwnas.supernet.settings import help_text as settings_help
 
 
@@ -50,6 +50,16 @@ def supernet_options(f):
             help="Fine-tuning epochs of each extracted subnet before its held-out accuracy.",
         ),
         click.option(
+            "--nproc",
+            type=int,
+            default=None,
+            metavar="N",
+            help="Supernet strategies: train across N processes on this machine "
+            "(DistributedDataParallel under torchrun's launcher: gloo on CPU, one GPU each with "
+            "NCCL); --batch-size is the global batch. Several machines: run "
+            "`torchrun --nnodes ... -m hwnas search ...` on each.",
+        ),
+        click.option(
             "--set",
             "settings",
             multiple=True,
@@ -80,6 +90,42 @@ def parse_settings(items: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def refuse_processes(strategy: str, nproc: int | None) -> None:
+    """Stop a table search given ``--nproc`` or started by torchrun with several processes.
+
+    Raises:
+        HwnasError: always when ``nproc`` is given or ``WORLD_SIZE`` is above 1.
+    """
+    import os
+
+    if nproc is not None or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        raise HwnasError(
+            f"--nproc and torchrun train supernets; table strategy '{strategy}' runs in one "
+            "process (for more, start several workers on one study: README 'Several workers')"
+        )
+
+
+def command_line(ctx: click.Context, leave_out: tuple[str, ...] = ()) -> list[str]:
+    """The options given on the command line to ``ctx``'s command, as arguments again
+    (without those named in ``leave_out``), preceded by the command's name."""
+    args = [ctx.info_name or ctx.command.name or ""]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in leave_out:
+            continue
+        if ctx.get_parameter_source(param.name) != click.core.ParameterSource.COMMANDLINE:
+            continue
+        flag = max(param.opts, key=len)
+        value = ctx.params[param.name]
+        if param.is_flag:
+            args += [flag] if value else []
+        elif param.multiple:
+            for item in value:
+                args += [flag, str(item)]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
 def run_supernet_search(
     *,
     device,
@@ -101,13 +147,19 @@ def run_supernet_search(
     batch_size,
     finetune_epochs,
     settings,
+    nproc=None,
     table_only=None,
 ):
     """Run a supernet search from the CLI's options and print its result.
 
+    With ``nproc`` above 1, the same command (less ``--nproc``) runs in ``nproc`` processes
+    started by torchrun's launcher, after every check here has passed. Under torchrun, every
+    process trains and only rank 0 prints.
+
     Raises:
         HwnasError: a table-search option was given (``table_only``: option -> value or None),
-            or any settings, device or data problem (before training starts).
+            a bad process count, or any settings, device or data problem (before training
+            starts).
     """
     given = [name for name, value in (table_only or {}).items() if value is not None]
     if given:
@@ -126,8 +178,15 @@ def run_supernet_search(
 
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.spaces import get_space
+    from hwnas.supernet.distributed import check_processes, launch, ranks_from_env
     from hwnas.supernet.run import SupernetSettings, prepare, search
     from hwnas.supernet.strategies import DEFAULT_SPACE
+
+    ranks = ranks_from_env()
+    if nproc is not None:
+        if ranks.many:
+            raise HwnasError("--nproc starts torchrun itself: give it, or run under torchrun")
+        check_processes(batch_size, nproc)
 
     space = space or DEFAULT_SPACE[strategy]
     if dataset is None:
@@ -151,10 +210,24 @@ def run_supernet_search(
         options=parse_settings(settings),
     )
     err = Console(stderr=True)
-    job = prepare(s, storage, store)
-    out = out or Path("runs") / s.study
-    check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
-    result, summary = search(job, out, log=lambda m: err.print(m), zoo=not no_zoo)
+    try:
+        job = prepare(s, storage, store)
+        out = out or Path("runs") / s.study
+        if ranks.main:
+            check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
+        if nproc is not None and nproc > 1:
+            ctx = click.get_current_context()
+            code = launch(nproc, command_line(ctx, leave_out=("nproc",)))
+            if code:
+                raise click.exceptions.Exit(code)
+            return None
+        result, summary = search(job, out, log=lambda m: err.print(m), zoo=not no_zoo)
+    except HwnasError:
+        if ranks.main:
+            raise
+        raise click.exceptions.Exit(EXIT_USAGE) from None  # rank 0 says it, once
+    if result is None:  # a rank other than 0: rank 0 reports
+        return None
     console = Console()
     table = Table(title=f"{strategy} on {space}: subnets handed out (device {device})")
     for col in ("role", "arch", f"{job.data.name} test acc %", s.metric, "source"):

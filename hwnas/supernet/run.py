@@ -2,8 +2,9 @@
 singlepath|oneshot``.
 
 :func:`prepare` resolves every name and reads the data before work starts (user errors surface
-here); :func:`search` trains the supernet (a checkpoint per epoch in the run folder, so a killed
-job resumes at its last epoch), derives the architecture (and, for one-shot search, the Pareto
+here); :func:`search` trains the supernet, in one process or across the processes of a
+``torchrun`` job (a checkpoint per epoch in the run folder, so a killed job resumes at its last
+epoch), derives the architecture (and, for one-shot search, the Pareto
 candidates), extracts each with its inherited weights, recalibrates batch norm, fine-tunes
 briefly, measures held-out accuracy and device cost, adds each as a COMPLETE trial to the
 Optuna study, and writes the run folder through the spine's report functions.
@@ -115,11 +116,14 @@ def prepare(
 
     Raises:
         HwnasError: unknown space, dataset, device or setting; unreadable data; a device
-            without the metric or without a table for the space.
+            without the metric or without a table for the space; under torchrun, a
+            ``--batch-size`` that the processes cannot share.
     """
     from hwnas.datasets import load_data
     from hwnas.supernet import check_supernet
+    from hwnas.supernet.distributed import check_processes, ranks_from_env
 
+    check_processes(settings.batch_size, ranks_from_env().world)
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
@@ -155,37 +159,53 @@ def search(
 ) -> tuple[Any, dict[str, Any]]:
     """Train, derive, evaluate and report a supernet search; writes the run folder.
 
+    Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
+    supernet together (:mod:`hwnas.supernet.distributed`), then rank 0 alone derives,
+    evaluates and writes, and the others return at once.
+
     Returns:
-        (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary).
+        (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary), or
+        (None, {}) on a rank other than 0.
     """
     import torch
 
     from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
-    from hwnas.supernet import build_supernet
+    from hwnas.supernet import build_supernet, distributed
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
 
-    log = log or (lambda _m: None)
+    ranks = distributed.ranks_from_env()
+    log = (log if ranks.main else None) or (lambda _m: None)
     started = time.time()
     s, space, data = job.settings, job.space, job.data
     torch.set_num_threads(max(1, int(s.option("threads"))))
     torch.manual_seed(s.seed)
     tdev = resolve_device(s.option("torch_device") or None)
-    out.mkdir(parents=True, exist_ok=True)
+    if ranks.many:
+        tdev = distributed.start(ranks, tdev)
+        log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
+    if ranks.main:
+        out.mkdir(parents=True, exist_ok=True)
     net_cfg = supernet_config(s.options, space.name)
     net = build_supernet(space.name, data.num_classes, data.image_shape, net_cfg).to(tdev)
     if tdev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
 
     log(f"cost model for {job.device.name} ({s.option('cost')})")
-    cost = cost_model_for(
-        net,
-        job.device,
-        job.profiler,
-        s.metric,
-        str(s.option("cost")),
-        str(s.option("predictor")) or None,
-    )
+    cost: Any = None
+    if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
+        try:
+            cost = cost_model_for(
+                net,
+                job.device,
+                job.profiler,
+                s.metric,
+                str(s.option("cost")),
+                str(s.option("predictor")) or None,
+            )
+        except HwnasError as exc:
+            cost = exc
+    cost = distributed.share(cost, ranks, {"space": space})
     if s.latency_target is not None and cost.metric == "mflops":
         raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
     uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
@@ -204,32 +224,44 @@ def search(
     ckpt = out / "supernet.pt"
     history: list[dict[str, Any]] = []
     start_epoch = 0
-    if ckpt.is_file():
-        state = torch.load(ckpt, map_location=tdev, weights_only=False)
-        if state.get("fingerprint") == _fingerprint(s):
-            net.load_state_dict(state["supernet"])
-            strategy.load_state_dict(state["strategy"])
-            start_epoch, history = int(state["epoch"]), list(state["history"])
-            log(f"resuming from {ckpt} after epoch {start_epoch}")
+    state = None
+    if ranks.main and ckpt.is_file():  # rank 0 reads the checkpoint, every rank resumes from it
+        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+        if state.get("fingerprint") != _fingerprint(s):
+            state = None
+    state = distributed.share(state, ranks)
+    if state is not None:
+        net.load_state_dict(state["supernet"])
+        strategy.load_state_dict(state["strategy"])
+        start_epoch, history = int(state["epoch"]), list(state["history"])
+        log(f"resuming from {ckpt} after epoch {start_epoch}")
+    if ranks.many:
+        strategy.distribute(distributed.wrap(net, tdev), distributed.average)
     for epoch in range(start_epoch, s.epochs):
-        st = search_epoch(strategy, data.train, data.val, s.batch_size, epoch, tdev)
+        st = search_epoch(strategy, data.train, data.val, s.batch_size, epoch, tdev, ranks)
         history.append(st.__dict__)
         log(
             f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}, hw {st.hw_loss:.3f}, "
             f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
         )
-        tmp = ckpt.with_suffix(".tmp")
-        torch.save(
-            {
-                "fingerprint": _fingerprint(s),
-                "epoch": epoch + 1,
-                "supernet": net.state_dict(),
-                "strategy": strategy.state_dict(),
-                "history": history,
-            },
-            tmp,
-        )
-        tmp.replace(ckpt)
+        if ranks.main:
+            tmp = ckpt.with_suffix(".tmp")
+            torch.save(
+                {
+                    "fingerprint": _fingerprint(s),
+                    "epoch": epoch + 1,
+                    "supernet": net.state_dict(),
+                    "strategy": strategy.state_dict(),
+                    "history": history,
+                },
+                tmp,
+            )
+            tmp.replace(ckpt)
+    if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
+        distributed.stop()
+        strategy.net = net
+        if not ranks.main:
+            return None, {}
 
     evaluator = SubnetEvaluator(job, net, cost, tdev)
     candidates = strategy.finish(evaluator.inherited_val_accuracy)

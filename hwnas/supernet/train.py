@@ -1,7 +1,8 @@
 """Training loops: supernet search epochs, batch-norm recalibration, evaluation, fine-tuning.
 
 On a CUDA device the same loops run with mixed precision (``torch.autocast`` float16 and a
-``GradScaler``) and channels-last tensors.
+``GradScaler``) and channels-last tensors. Across processes (:mod:`hwnas.supernet.distributed`),
+:func:`search_epoch` runs on each with its shard of every batch.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hwnas.datasets import Split
+from hwnas.supernet.distributed import ONE, Ranks, shard
 
 
 def resolve_device(name: str | None = None) -> torch.device:
@@ -34,14 +36,24 @@ def to_device(x: np.ndarray, device: torch.device, image: bool = True) -> torch.
 
 
 def batches(
-    split: Split, batch_size: int, rng: np.random.Generator | None, device: torch.device
+    split: Split,
+    batch_size: int,
+    rng: np.random.Generator | None,
+    device: torch.device,
+    ranks: Ranks = ONE,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Mini-batches of a split (shuffled when ``rng`` is given)."""
+    """Mini-batches of a split (shuffled when ``rng`` is given).
+
+    Across processes (``ranks``), ``batch_size`` is the global batch and each process gets its
+    equal shard of every shuffled batch (:func:`hwnas.supernet.distributed.shard`).
+    """
     order = rng.permutation(len(split)) if rng is not None else np.arange(len(split))
     for i in range(0, len(order), batch_size):
         idx = order[i : i + batch_size]
-        if rng is not None and len(idx) < 2:
-            continue  # batch norm needs two samples in training mode
+        if rng is not None:
+            idx = shard(idx, ranks)
+            if len(idx) < 2:
+                continue  # batch norm needs two samples in training mode (on every rank)
         yield to_device(split.x[idx], device), to_device(split.y[idx], device, image=False)
 
 
@@ -98,12 +110,23 @@ class EpochStats:
 
 
 def search_epoch(
-    strategy, train: Split, val: Split, batch_size: int, epoch: int, device: torch.device
+    strategy,
+    train: Split,
+    val: Split,
+    batch_size: int,
+    epoch: int,
+    device: torch.device,
+    ranks: Ranks = ONE,
 ) -> EpochStats:
-    """One epoch of supernet training by ``strategy`` (validation batches cycle alongside)."""
+    """One epoch of supernet training by ``strategy`` (validation batches cycle alongside).
+
+    Across processes (``ranks``), every process runs this with its shard of each global batch
+    of ``batch_size``; the losses returned are the means over the processes (the global
+    batch's), the seconds and memory the largest of any process.
+    """
     rng = np.random.default_rng(10_000 + epoch)
     strategy.supernet.train()
-    vals = _cycle(val, batch_size, rng, device)
+    vals = _cycle(val, batch_size, rng, device, ranks)
     sums: dict[str, list[float]] = {}
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -112,7 +135,7 @@ def search_epoch(
         start = rss_mib()
         reset_peak_rss()
     t0 = time.perf_counter()
-    for xb, yb in batches(train, batch_size, rng, device):
+    for xb, yb in batches(train, batch_size, rng, device, ranks):
         out = strategy.step((xb, yb), next(vals) if strategy.bilevel else None)
         for k, v in out.items():
             sums.setdefault(k, []).append(v)
@@ -126,12 +149,19 @@ def search_epoch(
     def mean(k: str) -> float:
         return float(np.mean(sums[k])) if k in sums else float("nan")
 
-    return EpochStats(epoch, mean("loss"), mean("arch_loss"), mean("hw_loss"), seconds, peak, start)
+    losses = [mean("loss"), mean("arch_loss"), mean("hw_loss")]
+    if ranks.many:  # every rank took the same steps, so the same keys are set everywhere
+        from hwnas.supernet.distributed import check_same, reduce
+
+        losses = reduce(losses, device)
+        seconds, peak, start = reduce([seconds, peak, start], device, op="max")
+        check_same(strategy, device)
+    return EpochStats(epoch, *losses, seconds, peak, start)
 
 
-def _cycle(split: Split, batch_size: int, rng, device) -> Iterator:
+def _cycle(split: Split, batch_size: int, rng, device, ranks: Ranks = ONE) -> Iterator:
     while True:
-        yield from batches(split, batch_size, rng, device)
+        yield from batches(split, batch_size, rng, device, ranks)
 
 
 @torch.no_grad()

@@ -11,6 +11,7 @@ predicted cost meets the latency target).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,8 @@ class SupernetStrategy:
         )
         self.amp = device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
+        self.net: nn.Module = supernet
+        """What :meth:`loss` runs: the supernet, or it wrapped by :meth:`distribute`."""
 
     # -- the interface --------------------------------------------------------------------------
 
@@ -162,7 +165,34 @@ class SupernetStrategy:
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, path: Path) -> torch.Tensor:
         with self.autocast():
-            return F.cross_entropy(self.supernet(x, path), y)
+            return F.cross_entropy(self.net(x, path), y)
+
+    def distribute(self, wrapped: nn.Module, average: Callable[[list[torch.Tensor]], None]) -> None:
+        """Train across processes (:mod:`hwnas.supernet.distributed`).
+
+        Args:
+            wrapped: the supernet wrapped once by DistributedDataParallel: :meth:`loss` runs
+                through it, so the weights' gradients of every backward are averaged over the
+                processes.
+            average: replaces gradient tensors by their mean over the processes (an
+                all-reduce); it runs before every step of the architecture optimiser.
+        """
+        self.net = wrapped
+
+        def average_arch_grads(opt, _args, _kwargs) -> None:
+            average([p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None])
+
+        self.a_opt.register_step_pre_hook(average_arch_grads)
+
+    @contextlib.contextmanager
+    def unsynced(self):
+        """Within: :meth:`loss` runs on the bare supernet, so the weights' gradients are not
+        averaged across processes (for forwards whose weight gradients are thrown away)."""
+        net, self.net = self.net, self.supernet
+        try:
+            yield
+        finally:
+            self.net = net
 
     def weight_step(self, x: torch.Tensor, y: torch.Tensor, path: Path) -> float:
         """One SGD step of the weights on ``path``."""
@@ -188,14 +218,14 @@ class SupernetStrategy:
         return self.hw(self.probs())
 
     def arch_step(self, x: torch.Tensor, y: torch.Tensor, path: Path) -> tuple[float, float]:
-        """One Adam step of the architecture parameters on task loss + hardware term (the
-        weights' gradients are discarded)."""
+        """One Adam step of the architecture parameters on task loss + hardware term (no
+        gradient of the weights is computed)."""
         self.a_opt.zero_grad(set_to_none=True)
-        task = self.loss(x, y, path).float()
+        with self.unsynced():
+            task = self.loss(x, y, path).float()
         hw = self.hw_loss()
-        (task + hw).backward()
+        (task + hw).backward(inputs=self.arch_parameters())
         self.a_opt.step()
-        self.w_opt.zero_grad(set_to_none=True)
         return float(task.detach()), float(hw.detach())
 
     def soft_path(self, gumbel_tau: float | None = None) -> Path:
