@@ -94,11 +94,14 @@ def refuse_processes(strategy: str, nproc: int | None) -> None:
     """Stop a table search given ``--nproc`` or started by torchrun with several processes.
 
     Raises:
-        HwnasError: always when ``nproc`` is given or ``WORLD_SIZE`` is above 1.
+        HwnasError: when ``nproc`` is given or ``WORLD_SIZE`` is above 1 (on rank 0; the other
+            ranks exit with status 2 without a word).
     """
     import os
 
     if nproc is not None or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        if int(os.environ.get("RANK", "0") or 0) > 0:
+            raise click.exceptions.Exit(EXIT_USAGE)  # rank 0 says it, once
         raise HwnasError(
             f"--nproc and torchrun train supernets; table strategy '{strategy}' runs in one "
             "process (for more, start several workers on one study: README 'Several workers')"

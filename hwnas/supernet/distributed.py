@@ -187,20 +187,68 @@ def stop() -> None:
 
 
 def wrap(net: Any, device: Any) -> Any:
-    """``net`` wrapped once by DistributedDataParallel.
+    """``net`` (a supernet) to be trained by DistributedDataParallel: a callable ``(x, path)
+    -> logits`` that runs it through one DDP wrapper, built at its first forward (see
+    :class:`_Replicated`)."""
+    return _Replicated(net, device)
 
-    ``find_unused_parameters`` is on: a sampled path (GDAS, ProxylessNAS, one-shot) leaves most
-    candidates unused in a step, and every rank leaves the same ones (same path), whose
-    gradients then stay ``None`` as in one process. Buffers (batch-norm running statistics)
-    are rank 0's at every forward.
+
+def _reaches_every_weight(net: Any, out: Any) -> bool:
+    """Whether the autograd graph of ``out`` reaches every trainable parameter of ``net``."""
+    params = {id(p) for p in net.parameters() if p.requires_grad}
+    seen, stack = set(), [out.grad_fn]
+    while stack and params:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        params.discard(id(getattr(fn, "variable", None)))
+        stack.extend(f for f, _ in fn.next_functions)
+    return not params
+
+
+def _full(path: Any) -> bool:
+    """Whether a path computes every candidate of every decision (a soft mixture)."""
+    return all(len(c.active) == len(c.weights) for c in path)
+
+
+class _Replicated:
+    """A supernet run through DistributedDataParallel, which averages its weights' gradients
+    over the processes in every backward.
+
+    The DDP wrapper is built at the first forward, knowing the first path: a soft mixture that
+    reaches every weight (DARTS, FBNet) needs no search for unused parameters; a sampled path
+    (GDAS, ProxylessNAS, one-shot) leaves most candidates unused, every rank the same ones
+    (same path), so ``find_unused_parameters`` is on and their gradients stay ``None`` as in
+    one process. Buffers (batch-norm running statistics) are rank 0's at every forward.
+
+    Args:
+        net: the supernet; forward ``(x (B, C, H, W), path) -> logits (B, classes)``.
+        device: this rank's torch device.
     """
-    from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel(
-        net,
-        device_ids=[device.index] if device.type == "cuda" else None,
-        find_unused_parameters=True,
-    )
+    def __init__(self, net: Any, device: Any):
+        self.inner = net
+        self.device = device
+        self.ddp: Any = None
+        self.every = False
+
+    def __call__(self, x: Any, path: Any) -> Any:
+        from torch.nn.parallel import DistributedDataParallel
+
+        if self.ddp is None:
+            self.every = _full(path) and _reaches_every_weight(self.inner, self.inner(x, path))
+            self.ddp = DistributedDataParallel(
+                self.inner,
+                device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                find_unused_parameters=not self.every,
+            )
+        elif self.every and not _full(path):
+            raise RuntimeError(
+                "supernet search across processes: the strategy's first weight step computed "
+                "every candidate, a later one does not (DDP was built for full paths)"
+            )
+        return self.ddp(x, path)
 
 
 def average(tensors: Sequence[Any]) -> None:

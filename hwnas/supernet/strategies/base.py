@@ -101,7 +101,7 @@ class SupernetStrategy:
         )
         self.amp = device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
-        self.net: nn.Module = supernet
+        self.net: Callable[[torch.Tensor, Path], torch.Tensor] = supernet
         """What :meth:`loss` runs: the supernet, or it wrapped by :meth:`distribute`."""
 
     # -- the interface --------------------------------------------------------------------------
@@ -167,13 +167,17 @@ class SupernetStrategy:
         with self.autocast():
             return F.cross_entropy(self.net(x, path), y)
 
-    def distribute(self, wrapped: nn.Module, average: Callable[[list[torch.Tensor]], None]) -> None:
+    def distribute(
+        self,
+        wrapped: Callable[[torch.Tensor, Path], torch.Tensor],
+        average: Callable[[list[torch.Tensor]], None],
+    ) -> None:
         """Train across processes (:mod:`hwnas.supernet.distributed`).
 
         Args:
-            wrapped: the supernet wrapped once by DistributedDataParallel: :meth:`loss` runs
-                through it, so the weights' gradients of every backward are averaged over the
-                processes.
+            wrapped: the supernet wrapped once by DistributedDataParallel (``(x, path) ->
+                logits``): :meth:`loss` runs through it, so the weights' gradients of every
+                backward are averaged over the processes.
             average: replaces gradient tensors by their mean over the processes (an
                 all-reduce); it runs before every step of the architecture optimiser.
         """
