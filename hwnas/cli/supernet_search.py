@@ -101,7 +101,7 @@ def refuse_processes(strategy: str, nproc: int | None) -> None:
 
     if nproc is not None or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
         if int(os.environ.get("RANK", "0") or 0) > 0:
-            raise click.exceptions.Exit(EXIT_USAGE)  # rank 0 says it, once
+            raise SystemExit(EXIT_USAGE)  # rank 0 says it, once
         raise HwnasError(
             f"--nproc and torchrun train supernets; table strategy '{strategy}' runs in one "
             "process (for more, start several workers on one study: README 'Several workers')"
@@ -181,7 +181,7 @@ def run_supernet_search(
 
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.spaces import get_space
-    from hwnas.supernet.distributed import check_processes, launch, ranks_from_env
+    from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
     from hwnas.supernet.run import SupernetSettings, prepare, search
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
@@ -222,13 +222,17 @@ def run_supernet_search(
             ctx = click.get_current_context()
             code = launch(nproc, command_line(ctx, leave_out=("nproc",)))
             if code:
-                raise click.exceptions.Exit(code)
+                raise SystemExit(code)  # rank 0 has said why
             return None
         result, summary = search(job, out, log=lambda m: err.print(m), zoo=not no_zoo)
     except HwnasError:
         if ranks.main:
             raise
-        raise click.exceptions.Exit(EXIT_USAGE) from None  # rank 0 says it, once
+        raise SystemExit(EXIT_USAGE) from None  # rank 0 says it, once
+    except KeyboardInterrupt:
+        if ranks.main:
+            raise
+        raise SystemExit(INTERRUPTED) from None
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = Console()

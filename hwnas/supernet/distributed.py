@@ -39,6 +39,9 @@ from typing import Any
 
 from hwnas.errors import EXIT_USAGE, HwnasError
 
+INTERRUPTED = 130
+"""Exit status of an interrupted command (the CLI's, after Ctrl-C)."""
+
 TIMEOUT = timedelta(hours=2)
 """Longest wait of a collective: the other ranks wait this long for rank 0 to build the cost
 model (measuring a live device block by block) before training starts."""
@@ -356,11 +359,11 @@ def launch(nproc: int, args: Sequence[str]) -> int:
     (rendezvous on a free local port, no restarts); returns when all have finished.
 
     Returns:
-        0, or 2 when a process stopped on a user error (which it printed, in one line).
+        0; 2 when a process stopped on a user error; 130 when they were interrupted (Ctrl-C,
+        SIGTERM). Rank 0 has then said why, in one line.
 
     Raises:
         HwnasError: a process failed otherwise (its own output says why).
-        KeyboardInterrupt: the processes were interrupted (Ctrl-C, SIGTERM).
     """
     import logging
     import uuid
@@ -378,23 +381,31 @@ def launch(nproc: int, args: Sequence[str]) -> int:
         rdzv_endpoint="localhost:0",
         max_restarts=0,
     )
-    quiet = logging.getLogger("torch.distributed.elastic")
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)  # the children's own output says what went wrong
+    import torch.distributed.elastic.agent.server.api  # noqa: F401 - its loggers, to quieten
+
+    quiet = [
+        logging.getLogger(name)
+        for name in list(logging.root.manager.loggerDict)
+        if name.startswith("torch.distributed")
+    ]
+    levels = [log.level for log in quiet]
+    for log in quiet:  # the processes' own output says what went wrong, in one line
+        log.setLevel(logging.CRITICAL)
     try:
         elastic_launch(config, sys.executable)("-u", "-m", "hwnas", *args)
     except ChildFailedError as exc:
         rank, failure = exc.get_first_failure()
         if failure.exitcode == EXIT_USAGE:
             return EXIT_USAGE
-        if failure.exitcode in (-2, 130):  # SIGINT, or hwnas's "interrupted"
-            raise KeyboardInterrupt from None
+        if failure.exitcode in (INTERRUPTED, -2, -15):  # hwnas's "interrupted", SIGINT, SIGTERM
+            return INTERRUPTED
         raise HwnasError(
             f"process {rank} of {nproc} failed with exit code {failure.exitcode} "
             "(its output is above)"
         ) from None
-    except SignalException:
-        raise KeyboardInterrupt from None
+    except (SignalException, KeyboardInterrupt):
+        return INTERRUPTED
     finally:
-        quiet.setLevel(level)
+        for log, level in zip(quiet, levels):
+            log.setLevel(level)
     return 0
