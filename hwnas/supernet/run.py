@@ -205,7 +205,7 @@ def search(
             )
         except HwnasError as exc:
             cost = exc
-    cost = distributed.share(cost, ranks, {"space": space})
+    cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
     if s.latency_target is not None and cost.metric == "mflops":
         raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
     uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
