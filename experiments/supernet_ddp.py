@@ -23,8 +23,9 @@ and how far each run's architecture parameters and supernet weights (``supernet.
 the ``2 processes`` run.
 
 Run: ``nice -n 10 python experiments/supernet_ddp.py`` (about 4 minutes on 2 quiet cores;
-``--strategy darts`` or any supernet strategy; ``--quick`` uses 300 images). Timings taken
-while other jobs share the CPU are noisy (two threads in one process suffer most).
+``--strategy darts`` or any supernet strategy; ``--quick`` uses 300 images; ``--timing`` runs
+the 1- and 2-process rows only). Timings taken while other jobs share the CPU are noisy (two
+threads in one process suffer most).
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ def main() -> None:
     parser.add_argument("--space", default="nasbench201")
     parser.add_argument("--quick", action="store_true", help="300 images instead of 1,600")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    parser.add_argument(
+        "--timing", action="store_true", help="only the 1-process and 2-process rows"
+    )
     opts = parser.parse_args()
     base = command(opts.strategy, opts.space, 300 if opts.quick else 1600)
     keep = opts.keep.resolve() if opts.keep else None
@@ -150,7 +154,9 @@ def main() -> None:
         folder = Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         rows = [
-            run(label, [*base, *extra], how, folder / "home", folder) for label, extra, how in ROWS
+            run(label, [*base, *extra], how, folder / "home", folder)
+            for label, extra, how in ROWS
+            if not opts.timing or label in ("1 process", "2 processes")
         ]
         report(rows, f"{opts.strategy} on {opts.space}, digits, global batch 64, 2 epochs (CPU)")
 
