@@ -28,3 +28,17 @@ def asset_path(folder: str, *parts: str) -> Path:
     installed = _PACKAGE / "_assets" / folder
     base = installed if installed.is_dir() else _PACKAGE.parent / folder
     return base.joinpath(*parts)
+
+
+def read_yaml(path: Path) -> object:
+    """The parsed YAML file at ``path``, read safely with libyaml's C parser where PyYAML has
+    it (about 10x faster than the pure-Python one; 45 device profiles are read at every start).
+
+    Raises:
+        OSError: the file cannot be read.
+        yaml.YAMLError: it is not valid YAML.
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(path.read_text(), Loader=loader)  # noqa: S506 - a safe loader

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from hwnas.assets import asset_path
+from hwnas.assets import asset_path, read_yaml
 from hwnas.devices.base import METRICS, Device, Measurement, Workload
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.paths import hwnas_home
@@ -63,7 +63,7 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
     for folder in folders:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
-                profile = yaml.safe_load(path.read_text())
+                profile = read_yaml(path)
             except (OSError, yaml.YAMLError) as exc:
                 problems[path] = " ".join(str(exc).split())
                 continue

@@ -70,6 +70,11 @@ class CostModel(ABC):
         """JSON-able description for summaries."""
         return {"metric": self.metric, "source": self.source, **self.fit}
 
+    def full_table(self) -> np.ndarray | None:
+        """The exact cost of every architecture of an indexed space, shape (len(space),), in
+        index order (NaN where unknown), for a model that is a table; None for any other."""
+        return None
+
 
 class TableCostModel(CostModel):
     """A recorded device's values of every architecture of a space (exact, standard deviation
@@ -88,6 +93,9 @@ class TableCostModel(CostModel):
         self.space, self.column, self.metric = space, np.asarray(column, dtype=float), metric
         self.source = device.table_source(space.name, metric)
         self.fit = {}
+
+    def full_table(self) -> np.ndarray:
+        return self.column
 
     def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
         out = np.full(len(archs), np.nan)
@@ -233,6 +241,7 @@ class CostContext:
             is the latency.
         max_latency: the latency limit in ms, or None.
         budget: the search budget in accuracy queries.
+        dataset: the dataset whose accuracy is searched ("" where unknown).
     """
 
     space: SearchSpace
@@ -240,6 +249,7 @@ class CostContext:
     latency: CostModel | None = None
     max_latency: float | None = None
     budget: int = 300
+    dataset: str = ""
 
 
 def table_costs(space: SearchSpace, device: Device, metric: str) -> CostModel | None:

@@ -29,6 +29,7 @@ from hwnas.errors import CandidateError, HwnasError
 from hwnas.measure import NoisyMeasurementError
 from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
+from hwnas.search.ledger import StudyLedger, make_trial, open_ledger
 from hwnas.search.pareto import pareto_order
 from hwnas.search.strategies import TABLE_STRATEGIES, pipeline_of
 from hwnas.spaces.base import Arch, SearchSpace
@@ -201,6 +202,11 @@ def open_storage(url: str):
     return storage
 
 
+HOLD_S = 0.2
+"""Seconds a worker whose candidates are scored by table lookups keeps the study lock across
+trials, writing them in one transaction when it lets go: other workers wait at most this long,
+and a killed process loses at most these lookups (re-done by the rerun), never a measurement."""
+
 HEARTBEAT_S = 30
 """Seconds between the heartbeats a worker records for the trial it is scoring."""
 
@@ -257,16 +263,17 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
     return study
 
 
-def _fail_orphans(study) -> None:
+def _fail_orphans(ledger: StudyLedger) -> None:
     """Mark RUNNING trials left by a killed process of this host as FAIL."""
     from optuna.trial import TrialState
 
     host = socket.gethostname()
-    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = t.user_attrs.get("worker", "")
-        h, _, pid = worker.partition(":")
+    for t in list(ledger.trials.values()):
+        if t.state != TrialState.RUNNING:
+            continue
+        h, _, pid = str(t.user_attrs.get("worker", "")).partition(":")
         if h == host and pid.isdigit() and not _alive(int(pid)):
-            study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            ledger.fail(t._trial_id)
 
 
 def _alive(pid: int) -> bool:
@@ -279,12 +286,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def completed_records(study) -> list[TrialRecord]:
+def completed_records(ledger: StudyLedger) -> list[TrialRecord]:
     """Completed trials of a study as records (in trial-number order)."""
-    from optuna.trial import TrialState
-
     out = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+    for t in ledger.completed():
         costs = {m: t.user_attrs[m] for m in OBJECTIVES.values() if m in t.user_attrs}
         out.append(
             TrialRecord(t.number, t.user_attrs["arch"], t.values[0], costs, dict(t.user_attrs))
@@ -296,16 +301,14 @@ POLL_S = 1.0
 """Seconds a worker waits between looks at the study while other workers finish the budget."""
 
 
-def check_budget(study, settings: SearchSettings) -> None:
+def check_budget(ledger: StudyLedger, settings: SearchSettings) -> None:
     """Refuse a budget below what the study already holds (a rerun may extend a study, never
     silently report more trials than it was asked for).
 
     Raises:
         HwnasError: the study has more completed trials than ``settings.budget``.
     """
-    from hwnas.search.workers import read_state
-
-    done = len(read_state(study).completed)
+    done = len(ledger.state.completed)
     if done > settings.budget:
         raise HwnasError(
             f"study '{settings.study}' already holds {done} scored architectures, more than "
@@ -323,6 +326,7 @@ def run_search(
     sampler_options: dict[str, Any] | None = None,
     costs: CostContext | None = None,
     proposals: Sequence[Arch] | None = None,
+    instant: bool = False,
 ) -> SearchResult:
     """Run (or resume, or join) a search until ``settings.budget`` distinct architectures are
     scored in the study.
@@ -330,6 +334,11 @@ def run_search(
     With ``proposals`` (the candidates a supernet strategy derived), those architectures are
     scored in order instead of asking the strategy's sampler, and the budget is the study's
     scored architectures plus the proposals it does not hold yet.
+
+    The strategy's sampler runs on an in-memory Optuna study; the study in ``storage`` is the
+    durable record every worker shares (:mod:`hwnas.search.ledger`): each trial is written
+    there once decided, and the other workers' finished trials are copied into the sampler's
+    study as they appear.
 
     Any number of workers (processes running this function on the same study, on one machine
     or many) share the budget exactly: an architecture is *claimed* before it is scored
@@ -351,6 +360,9 @@ def run_search(
         costs: what is known of candidates' costs before measuring (for cost-aware strategies);
             default: nothing.
         proposals: architectures to score, in order, instead of the strategy's proposals.
+        instant: ``evaluate`` is a table lookup (milliseconds, no side effects): a candidate
+            is scored first and recorded complete in one write, under the study lock, instead
+            of being claimed (one write), scored with heartbeats, then finished (another).
 
     Returns:
         The :class:`SearchResult` over every completed trial of the study.
@@ -364,27 +376,33 @@ def run_search(
     import optuna
     from optuna.trial import TrialState
 
-    from hwnas.search.workers import read_state, study_lock
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if isinstance(storage, str):
         storage = open_storage(storage)
-    study = load_study(settings, storage, settings.metric)
-    _fail_orphans(study)
+    shared = load_study(settings, storage, settings.metric)
+    ledger = open_ledger(shared._storage, shared._study_id, settings.study)
+    history = ledger.load()
+    _fail_orphans(ledger)
+    history += ledger.refresh()
     limit = settings.max_latency
     if proposals is not None:
-        held = set(read_state(study).completed)
+        held = set(ledger.state.completed)
         wanted = list(dict.fromkeys(a.text for a in proposals))
         settings = dataclasses.replace(settings, budget=len(held | set(wanted)))
-        study.sampler = ProposalSampler(space, [a for a in proposals if a.text in wanted])
+        sampler: Any = ProposalSampler(space, [a for a in proposals if a.text in wanted])
     else:
-        check_budget(study, settings)
+        check_budget(ledger, settings)
         if costs is None:
-            costs = CostContext(space, max_latency=limit, budget=settings.budget)
-        study.sampler = TABLE_STRATEGIES.get(settings.strategy)(
+            costs = CostContext(
+                space, max_latency=limit, budget=settings.budget, dataset=settings.dataset
+            )
+        sampler = TABLE_STRATEGIES.get(settings.strategy)(
             settings.seed, costs, **(sampler_options or {})
         )
-    lock_storage = storage if storage is not None else study._storage
+    if isinstance(sampler, ProposalSampler):  # skip what any worker scored or claimed
+        sampler.taken = lambda: set(ledger.state.completed) | set(ledger.state.claimed)
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    _feed(study, history)
     dims = space.choices()
     worker = f"{socket.gethostname()}:{os.getpid()}"
     joined = datetime.datetime.now()
@@ -394,112 +412,234 @@ def run_search(
     in_a_row = 0
     failed_archs: set[str] = set()  # not proposed again by this run
     reseeded = False
-    state = None  # the study as last read; the claim re-reads it under the lock
 
-    while asked < max_asks:
-        if state is None:
-            state = read_state(study)
-        if len(state.completed) >= settings.budget:
-            break
-        if state.taken >= settings.budget:  # the rest is being scored by other workers
-            time.sleep(POLL_S)
-            _fail_orphans(study)
-            _fail_stale(study)  # a worker that died on another machine
-            state = None
-            continue
-        if proposals is not None and not _proposals_left(study.sampler, state):
-            break  # every proposal is scored, being scored, or failed
-        with warnings.catch_warnings():  # hwnas records heartbeats itself (_heartbeat)
-            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed")
+    def record(trial, state, values=None, attrs=None, defer=False):
+        """Write a decided trial to the study (under the lock) and tell the sampler's study."""
+        frozen = study._storage.get_trial(trial._trial_id)
+        attrs = {"worker": worker, **(attrs or {})}
+        written = ledger.add(
+            make_trial(
+                state,
+                values,
+                frozen.params,
+                frozen.distributions,
+                attrs,
+                frozen.system_attrs,
+                started=frozen.datetime_start,
+            ),
+            defer=defer,
+        )
+        _tell(study, trial, state, values, attrs)
+        return written
+
+    # table lookups keep the lock across trials and write them together (see HOLD_S)
+    hold = _Hold(ledger, study, HOLD_S if instant else 0.0)
+    try:
+        while asked < max_asks:
+            state = ledger.state
+            if len(state.completed) >= settings.budget:
+                break
+            if state.taken >= settings.budget:  # the rest is being scored by other workers
+                hold.release()
+                time.sleep(POLL_S)
+                _fail_orphans(ledger)
+                _fail_stale(shared)  # a worker that died on another machine
+                _feed(study, ledger.refresh())
+                continue
+            if isinstance(sampler, ProposalSampler) and not _proposals_left(sampler, state):
+                break  # every proposal is scored, being scored, or failed
             trial = study.ask()
-        asked += 1
-        told = False
-        ev: Evaluation | None = None
-        try:
-            trial.set_user_attr("worker", worker)
+            asked += 1
             arch = space.from_choices(
                 {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
             )
-            if arch.text in failed_archs:
-                trial.set_user_attr("failed_before", arch.text)
-                study.tell(trial, state=TrialState.PRUNED)
-                told = True
+            ev: Evaluation | None = None
+            claim = None  # this worker's RUNNING trial in the study, while it is scored
+            done = None  # the COMPLETE trial, once recorded
+            try:
+                with hold.held():  # the study as every worker left it, and only this one writes
+                    state = ledger.state
+                    holder = state.holder(arch.text)
+                    full = holder is None and state.taken >= settings.budget
+                    if arch.text in failed_archs:
+                        why = {"failed_before": arch.text}
+                        record(trial, TrialState.PRUNED, None, why, instant)
+                        continue
+                    if holder is not None:
+                        record(trial, TrialState.PRUNED, None, {"duplicate_of": holder}, instant)
+                    elif full:
+                        record(trial, TrialState.PRUNED, None, {"budget_reached": True}, instant)
+                    elif instant:  # scored at once and recorded complete: no claim needed
+                        ev = evaluate(arch)
+                        if limit is not None:  # feasible when <= 0 (constrained domination)
+                            trial.set_constraint(
+                                "latency_over_limit_ms", ev.costs["latency_ms"] - limit
+                            )
+                        done = record(
+                            trial, TrialState.COMPLETE, _values(ev, settings), ev.attrs(), True
+                        )
+                    else:  # the claim
+                        frozen = study._storage.get_trial(trial._trial_id)
+                        claim = ledger.add(
+                            make_trial(
+                                TrialState.RUNNING,
+                                None,
+                                frozen.params,
+                                frozen.distributions,
+                                {"worker": worker, "arch": arch.text},
+                                frozen.system_attrs,
+                                started=frozen.datetime_start,
+                            )
+                        )
+                if holder is not None:
+                    if not reseeded and state.by_another_since(holder, worker, joined):
+                        # another worker started with the same seed: draw from another sequence
+                        sampler.reseed_rng()
+                        reseeded = True
+                    if on_trial:
+                        on_trial(len(ledger.state.completed), None)
+                    continue
+                if full:
+                    continue
+                if claim is not None:
+                    with _heartbeat(ledger, claim._trial_id):
+                        ev = evaluate(arch)
+                    if limit is not None:
+                        trial.set_constraint(
+                            "latency_over_limit_ms", ev.costs["latency_ms"] - limit
+                        )
+                    done = _finish(ledger, study, trial, claim, ev, settings, record)
+                    claim = None
+            except CandidateError as exc:
+                # one candidate that cannot be measured (too noisy, rejected or crashed the
+                # runtime) must not end a long search: record why, skip it and go on
+                reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
+                attrs = {"arch": arch.text, reason: str(exc)}
+                if claim is not None:
+                    ledger.finish(claim._trial_id, TrialState.FAIL, None, attrs)
+                    _tell(study, trial, TrialState.FAIL, None, attrs)
+                    claim = None
+                else:
+                    with hold.held():
+                        record(trial, TrialState.FAIL, None, attrs, instant)
+                skipped[reason] += 1
+                in_a_row += 1
+                if reason == "failed":
+                    failed_archs.add(arch.text)
+                if in_a_row >= MAX_NOISY_IN_A_ROW:
+                    raise HwnasError(
+                        f"{in_a_row} candidates in a row could not be measured; last: {exc}"
+                    ) from None
                 continue
-            with study_lock(lock_storage, settings.study):
-                state = read_state(study, exclude=trial.number)
-                holder = state.holder(arch.text)
-                full = holder is None and state.taken >= settings.budget
-                if holder is None and not full:
-                    trial.set_user_attr("arch", arch.text)  # the claim
-            if holder is not None:
-                trial.set_user_attr("duplicate_of", holder)
-                study.tell(trial, state=TrialState.PRUNED)
-                told = True
-                if not reseeded and state.by_another_since(holder, worker, joined):
-                    # another worker started with the same seed: draw from another sequence
-                    study.sampler.reseed_rng()
-                    reseeded = True
-                if on_trial:
-                    on_trial(len(state.completed), None)
+            finally:
+                if claim is not None:  # interrupted (Ctrl-C) or a bug: never leave it RUNNING
+                    _tell_interrupted(ledger, claim, ev, settings)
+            in_a_row = 0
+            if done is None:  # recorded as a duplicate after all (see _finish)
                 continue
-            if full:
-                trial.set_user_attr("budget_reached", True)
-                study.tell(trial, state=TrialState.PRUNED)
-                told = True
-                continue
-            with _heartbeat(study, trial):
-                ev = evaluate(arch)
-            for key, value in ev.attrs().items():
-                trial.set_user_attr(key, value)
-            values = [ev.accuracy, ev.costs[settings.metric]]
-            if limit is not None:  # feasible when <= 0 (constrained domination)
-                trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
-            study.tell(trial, values)
-            told = True
-        except CandidateError as exc:
-            # one candidate that cannot be measured (too noisy, rejected or crashed the
-            # runtime) must not end a long search: record why, skip it and go on
-            reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
-            trial.set_user_attr(reason, str(exc))
-            study.tell(trial, state=TrialState.FAIL)
-            told = True
-            skipped[reason] += 1
-            in_a_row += 1
-            if reason == "failed":
-                failed_archs.add(arch.text)
-            if in_a_row >= MAX_NOISY_IN_A_ROW:
-                raise HwnasError(
-                    f"{in_a_row} candidates in a row could not be measured; last: {exc}"
-                ) from None
-            continue
-        finally:
-            if not told:  # interrupted (Ctrl-C) or a bug: never leave the trial RUNNING
-                _tell_interrupted(study, trial, ev, settings)
-        state.completed[arch.text] = trial.number  # this worker's own progress, without a read
-        in_a_row = 0
-        new += 1
-        if on_trial:
-            on_trial(
-                len(state.completed),
-                TrialRecord(trial.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
-            )
+            new += 1
+            if on_trial:
+                on_trial(
+                    len(ledger.state.completed),
+                    TrialRecord(done.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
+                )
+    finally:
+        hold.release()  # writes what it decided, even when interrupted
 
-    records = completed_records(study)
-    result = summarise(settings, records, len(study.get_trials(deepcopy=False)), new)
+    ledger.refresh()
+    records = completed_records(ledger)
+    result = summarise(settings, records, len(ledger.trials), new)
     return dataclasses.replace(
         result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
     )
 
 
+def _values(ev: Evaluation, settings: SearchSettings) -> list[float]:
+    return [ev.accuracy, ev.costs[settings.metric]]
+
+
+def _tell(study, trial, state, values, attrs) -> None:
+    """Tell the sampler's in-memory study what was recorded for ``trial``."""
+    from optuna.trial import TrialState
+
+    for key, value in attrs.items():
+        trial.set_user_attr(key, value)
+    if state == TrialState.COMPLETE:
+        study.tell(trial, values)
+    else:
+        study.tell(trial, state=state)
+
+
+def _feed(study, trials) -> None:
+    """Copy finished trials of the shared study (earlier runs, other workers) into the
+    sampler's in-memory study."""
+    if trials:
+        study.add_trials(trials)
+
+
+def _finish(ledger, study, trial, claim, ev, settings, record):
+    """Record the score of a claimed trial; returns the COMPLETE trial, or None when the
+    architecture was scored by another worker meanwhile (recorded as a duplicate)."""
+    from optuna.trial import TrialState
+
+    values = _values(ev, settings)
+    system = study._storage.get_trial(trial._trial_id).system_attrs
+    done = ledger.finish(claim._trial_id, TrialState.COMPLETE, values, ev.attrs(), system)
+    if done is not None:
+        _tell(study, trial, TrialState.COMPLETE, values, ev.attrs())
+        return done
+    # another worker failed the claim as stale (its heartbeats stopped reaching the storage)
+    # while it was scored: record the score as a new trial if the architecture is still free
+    with ledger.lock():
+        _feed(study, ledger.refresh())
+        holder = ledger.state.holder(ev.arch.text)
+        if holder is None:
+            return record(trial, TrialState.COMPLETE, values, ev.attrs())
+        record(trial, TrialState.PRUNED, attrs={"duplicate_of": holder})
+        return None
+
+
+class _Hold:
+    """The study lock, kept across consecutive trials for up to ``hold_s`` seconds (0: one
+    trial). Taking it reads what the other workers changed meanwhile into the ledger and the
+    sampler's study; letting go writes the deferred trials."""
+
+    def __init__(self, ledger: StudyLedger, study: Any, hold_s: float):
+        self.ledger, self.study, self.hold_s = ledger, study, hold_s
+        self._stack: contextlib.ExitStack | None = None
+        self._since = 0.0
+
+    @contextlib.contextmanager
+    def held(self):
+        if self._stack is None:
+            stack = contextlib.ExitStack()
+            stack.enter_context(self.ledger.lock())
+            self._stack, self._since = stack, time.monotonic()
+            try:
+                _feed(self.study, self.ledger.refresh())
+            except BaseException:
+                self.release()
+                raise
+        try:
+            yield
+        except BaseException:
+            self.release()
+            raise
+        if time.monotonic() - self._since >= self.hold_s:
+            self.release()
+
+    def release(self) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.close()
+
+
 @contextlib.contextmanager
-def _heartbeat(study, trial):
+def _heartbeat(ledger: StudyLedger, trial_id: int):
     """Record the trial's heartbeat every :data:`HEARTBEAT_S` seconds while it is scored (RDB
     storages; nothing for an in-memory study). The first beat waits :data:`FIRST_BEAT_S`, so a
     table lookup (milliseconds) writes nothing; a measurement or a training run is covered."""
-    from optuna.storages._heartbeat import BaseHeartbeat, is_heartbeat_enabled
-
-    storage = study._storage
-    if not isinstance(storage, BaseHeartbeat) or not is_heartbeat_enabled(storage):
+    if not ledger.beats:
         yield
         return
     stop = threading.Event()
@@ -509,10 +649,10 @@ def _heartbeat(study, trial):
             return
         while not stop.is_set():
             try:
-                storage.record_heartbeat(trial._trial_id)
+                ledger.heartbeat(trial_id)
             except Exception:  # the storage is briefly unreachable: the next beat retries
                 pass
-            stop.wait(storage.get_heartbeat_interval())
+            stop.wait(ledger.storage.get_heartbeat_interval())
 
     thread = threading.Thread(target=beat, name="hwnas-heartbeat", daemon=True)
     thread.start()
@@ -535,15 +675,28 @@ def _fail_stale(study) -> None:
 class ProposalSampler:
     """An Optuna sampler that proposes given architectures in order (each once, skipping those
     the study holds or another worker claimed), for strategies that derive their candidates
-    themselves (supernets)."""
+    themselves (supernets).
 
-    def __init__(self, space: SearchSpace, archs: Sequence[Arch]):
+    Args:
+        space: the search space.
+        archs: the architectures to propose, in order.
+        taken: returns the architecture strings scored or claimed in the shared study
+            (default: those in the sampler's own study).
+    """
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        archs: Sequence[Arch],
+        taken: Callable[[], set[str]] | None = None,
+    ):
         import optuna
 
         self._base = optuna.samplers.RandomSampler(seed=0)  # never decides: every value is fixed
         self.space = space
         self.queue = list(archs)
         self._last = self.queue[0] if self.queue else None
+        self.taken = taken
 
     def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
         from optuna.distributions import CategoricalDistribution
@@ -551,7 +704,10 @@ class ProposalSampler:
         return {d: CategoricalDistribution(list(o)) for d, o in self.space.choices().items()}
 
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
-        taken = {t.user_attrs.get("arch") for t in study.get_trials(deepcopy=False)}
+        if self.taken is not None:
+            taken = self.taken()
+        else:
+            taken = {t.user_attrs.get("arch") for t in study.get_trials(deepcopy=False)}
         while self.queue:
             self._last = self.queue.pop(0)
             if self._last.text not in taken:
@@ -578,19 +734,19 @@ def _proposals_left(sampler: ProposalSampler, state: Any) -> bool:
     return any(a.text not in taken for a in sampler.queue)
 
 
-def _tell_interrupted(study, trial, ev: Evaluation | None, settings: SearchSettings) -> None:
-    """Tell a trial whose loop iteration was interrupted: COMPLETE when it was scored (the
-    evaluation is not lost), FAIL otherwise."""
+def _tell_interrupted(
+    ledger: StudyLedger, claim: Any, ev: Evaluation | None, settings: SearchSettings
+) -> None:
+    """Finish a claimed trial whose loop iteration was interrupted: COMPLETE when it was
+    scored (the evaluation is not lost), FAIL otherwise."""
     from optuna.trial import TrialState
 
     try:
         if ev is not None and settings.metric in ev.costs:
-            for key, value in ev.attrs().items():
-                trial.set_user_attr(key, value)
-            study.tell(trial, [ev.accuracy, ev.costs[settings.metric]])
+            ledger.finish(claim._trial_id, TrialState.COMPLETE, _values(ev, settings), ev.attrs())
         else:
-            study.tell(trial, state=TrialState.FAIL)
-    except Exception:  # already told, or the storage is gone: the rerun fails it as an orphan
+            ledger.finish(claim._trial_id, TrialState.FAIL, None, {})
+    except Exception:  # the storage is gone: the rerun fails it as an orphan
         pass
 
 

@@ -54,6 +54,12 @@ class TableEvaluator:
         dataset: dataset whose accuracy is used.
         profiler: device + store.
         metrics: device metrics to obtain for each architecture (the objective's first).
+
+    Attributes:
+        instant: whether scoring is a lookup (a recorded or imported device: tables and
+            stored values, nothing runs), so the engine may score before claiming
+            (:func:`hwnas.search.engine.run_search`).
+        accuracy_queries: accuracy-table queries made so far.
     """
 
     def __init__(self, space: SearchSpace, dataset: str, profiler: Profiler, metrics: list[str]):
@@ -64,6 +70,7 @@ class TableEvaluator:
         self._accuracy = space.table_accuracy(dataset)
         self._source = space.accuracy_source(dataset)
         self.accuracy_queries = 0
+        self.instant = not profiler.device.runs_models
 
     def evaluate(self, arch: Arch) -> Evaluation:
         """Query the accuracy table once and obtain every metric (store-cached)."""

@@ -9,13 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hwnas.search.engine import SearchResult, TrialRecord
+from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
 from hwnas.spaces.base import SearchSpace
-
-UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
-LABELS = {"latency_ms": "latency", "energy_mj": "energy per inference"}
 
 
 def pareto_rows(result: SearchResult) -> list[dict[str, Any]]:
@@ -55,42 +51,14 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def plot_front(
     result: SearchResult, path: Path, device_label: str, accuracy_label: str | None = None
 ) -> None:
-    """Scatter of all trials with the Pareto front highlighted; axes carry units.
+    """Scatter of all trials with the Pareto front highlighted; axes carry units
+    (:mod:`hwnas.search.plot`).
 
     ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data).
     """
-    import matplotlib
+    from hwnas.search.plot import draw_front, front_spec
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    s = result.settings
-    metric = s.metric
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    xs = [r.costs[metric] for r in result.records]
-    ys = [r.accuracy for r in result.records]
-    ax.scatter(xs, ys, s=10, color="0.7", label=f"trials ({len(xs)})")
-    fx = [r.costs[metric] for r in result.pareto]
-    fy = [r.accuracy for r in result.pareto]
-    ax.step(fx, fy, where="post", color="C3", lw=1.2)
-    ax.scatter(fx, fy, s=28, color="C3", zorder=3, label=f"Pareto front ({len(fx)})")
-    if s.max_latency is not None and metric == "latency_ms":
-        ax.axvline(
-            s.max_latency, color="C0", ls="--", lw=1, label=f"max latency {s.max_latency:g} ms"
-        )
-    if ys:  # keep degenerate networks (chance accuracy) from flattening the interesting part
-        low = float(np.percentile(ys, 2))
-        ax.set_ylim(bottom=max(0.0, low - 2.0), top=max(ys) + 1.0)
-    ax.set_xlabel(f"{LABELS[metric]} on {device_label} ({UNITS[metric]})")
-    ax.set_ylabel(accuracy_label or f"{s.dataset} top-1 accuracy (%)")
-    ax.set_title(f"{s.space}: accuracy vs {LABELS[metric]}, {s.strategy}, {len(xs)} architectures")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    tmp = _temporary(path)
-    fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
-    os.replace(tmp, path)
+    draw_front(front_spec(result, device_label, accuracy_label), path)
 
 
 def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:

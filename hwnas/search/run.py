@@ -15,6 +15,7 @@ from typing import Any
 from hwnas.devices import Device, get_device, list_devices
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
+from hwnas.registry import load
 from hwnas.search.costs import CostContext, table_costs
 from hwnas.search.engine import (
     SearchResult,
@@ -24,6 +25,7 @@ from hwnas.search.engine import (
 )
 from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
+from hwnas.search.plot import PlotProcess, front_spec
 from hwnas.search.problem import open_problem, resolve
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
 from hwnas.search.strategies import TABLE_STRATEGIES
@@ -100,6 +102,9 @@ def prepare(
     space, device = resolve(settings)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
+    check = TABLE_STRATEGIES.info(settings.strategy).get("check")
+    if check is not None:  # what the strategy alone needs (exact: full tables)
+        load(check)(settings, space, device, fewshot)
     # a few-shot search must not read the table beyond its measurement budget: its costs come
     # from the adapted predictor (set in run_fewshot)
     costs = CostContext(
@@ -108,6 +113,7 @@ def prepare(
         latency=None if fewshot else table_costs(space, device, "latency_ms"),
         max_latency=settings.max_latency,
         budget=settings.budget,
+        dataset=settings.dataset,
     )
     needs_costs = TABLE_STRATEGIES.info(settings.strategy).get("needs_costs", False)
     if needs_costs and costs.cost is None and fewshot is None:
@@ -159,6 +165,7 @@ def search(
     store = profiler.store
     fewshot_extra: dict[str, Any] = {}
     evaluator: Any = job.evaluator
+    plotter = PlotProcess.start()  # imports matplotlib while the search runs
     try:
         if job.fewshot is not None:
             result, fewshot_extra, evaluator = run_fewshot(
@@ -166,15 +173,25 @@ def search(
             )
         else:
             result = run_search(
-                settings, space, job.evaluator.evaluate, job.storage, on_trial, costs=job.costs
+                settings,
+                space,
+                job.evaluator.evaluate,
+                job.storage,
+                on_trial,
+                costs=job.costs,
+                instant=job.evaluator.instant,
             )
+    except BaseException:
+        plotter.cancel()
+        raise
     finally:
         if store is not None:
             store.close()
 
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "pareto.csv", pareto_rows(result))
-    plot_front(result, out / "pareto.png", device.name)
+    if not plotter.draw(front_spec(result, device.name), out / "pareto.png"):
+        plot_front(result, out / "pareto.png", device.name)
     if on_front is not None:
         on_front(result)
     cards = []

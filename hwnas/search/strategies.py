@@ -51,6 +51,13 @@ STRATEGIES.register("random", random, pipeline="table")
 STRATEGIES.register(
     "surrogate", "hwnas.search.surrogate:surrogate", pipeline="table", needs_costs=True
 )
+STRATEGIES.register(
+    "exact",
+    "hwnas.search.exact:exact",
+    pipeline="table",
+    needs_costs=True,
+    check="hwnas.search.exact:check",
+)
 _SUPERNET = "hwnas.supernet.strategies"
 STRATEGIES.register("darts", f"{_SUPERNET}.darts:Darts", pipeline="supernet", space="nasbench201")
 STRATEGIES.register("gdas", f"{_SUPERNET}.gdas:Gdas", pipeline="supernet", space="nasbench201")

@@ -4,13 +4,17 @@ Any number of ``hwnas search`` processes, on one machine or many, may run the sa
 ``--study`` and ``--storage``). They coordinate through the study's storage only:
 
 - **Claims.** A worker that wants to score an architecture first *claims* it: under the study
-  lock it reads the study's completed trials and the RUNNING trials that carry an ``arch``
-  attribute (other workers' claims), and sets ``arch`` on its own RUNNING trial only if that
-  architecture is neither scored nor claimed and the scored + claimed count is below the
-  budget. So no architecture is scored twice, and the completed trials never exceed the budget.
-- **The study lock** is short (one read and one attribute write): a file lock beside a SQLite
-  database (its workers are on one machine), a PostgreSQL advisory lock on the storage's own
-  server (workers anywhere), and nothing for an in-memory study (one process).
+  lock it reads what changed in the study (:meth:`hwnas.search.ledger.StudyLedger.refresh`:
+  completed trials, and RUNNING trials that carry an ``arch`` attribute, the other workers'
+  claims), and records a RUNNING trial with ``arch`` (one write) only if that architecture is
+  neither scored nor claimed and the scored + claimed count is below the budget. So no
+  architecture is scored twice, and the completed trials never exceed the budget. A table
+  lookup needs no claim: it is scored under the lock and recorded complete at once.
+- **The study lock** is short (one small read and one write; a worker scoring table lookups
+  keeps it up to :data:`hwnas.search.engine.HOLD_S` and writes those trials together): a file
+  lock beside a SQLite database (its workers are on one machine), a PostgreSQL advisory lock
+  on the storage's own server (workers anywhere), and a thread lock for an in-memory study
+  (one process).
 - **Creating a fresh storage** from several workers at once is serialised the same way for
   SQLite; for a server database a worker that loses the race to create Optuna's tables retries.
 - **Heartbeats.** A worker records its trial's heartbeat while scoring it; a waiting worker
@@ -125,6 +129,25 @@ class StudyState:
             return self.completed[arch]
         return self.claimed.get(arch)
 
+    def update(self, trial: Any, old: Any = None) -> None:
+        """Take in ``trial`` (an Optuna FrozenTrial), which was ``old`` when last seen."""
+        from optuna.trial import TrialState
+
+        if old is not None:
+            arch = old.user_attrs.get("arch")
+            if old.state == TrialState.RUNNING and self.claimed.get(arch) == old.number:
+                del self.claimed[arch]
+        arch = trial.user_attrs.get("arch")
+        if arch is None or trial.state not in (TrialState.COMPLETE, TrialState.RUNNING):
+            return
+        if trial.state == TrialState.COMPLETE:
+            self.completed.setdefault(arch, trial.number)
+            if self.claimed.get(arch) == trial.number:
+                del self.claimed[arch]
+        else:
+            self.claimed.setdefault(arch, trial.number)
+        self.started[trial.number] = (str(trial.user_attrs.get("worker", "")), trial.datetime_start)
+
 
 def read_state(study, exclude: int | None = None) -> StudyState:
     """The study's :class:`StudyState`, leaving out trial number ``exclude`` (the caller's)."""
@@ -133,12 +156,6 @@ def read_state(study, exclude: int | None = None) -> StudyState:
     state = StudyState()
     trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
     for t in trials:
-        arch = t.user_attrs.get("arch")
-        if arch is None or t.number == exclude:
-            continue
-        if t.state == TrialState.COMPLETE:
-            state.completed.setdefault(arch, t.number)
-        else:
-            state.claimed.setdefault(arch, t.number)
-        state.started[t.number] = (str(t.user_attrs.get("worker", "")), t.datetime_start)
+        if t.number != exclude:
+            state.update(t)
     return state
