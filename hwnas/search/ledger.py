@@ -122,10 +122,13 @@ class StudyLedger:
         finished = []
         for t in trials:
             old = self.trials.get(t._trial_id)
-            if old is not None and old.state == t.state:
+            if old is not None and (
+                old is t or (old.state == t.state and old.user_attrs == t.user_attrs)
+            ):
                 continue
             self._put(t)
-            if t.state.is_finished() and t._trial_id not in self._mine:
+            newly = old is None or not old.state.is_finished()
+            if t.state.is_finished() and newly and t._trial_id not in self._mine:
                 finished.append(t)
         return sorted(finished, key=lambda t: t.number)
 
