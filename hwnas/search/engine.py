@@ -171,6 +171,8 @@ def open_storage(url: str):
         try:
             with creation_lock(url), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                if db_file is not None and not db_file.exists():
+                    _create_wal_database(db_file)
                 storage = optuna.storages.RDBStorage(
                     url,
                     engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None,
@@ -200,6 +202,19 @@ def open_storage(url: str):
         sqlalchemy.event.listen(storage.engine, "connect", pragmas)
         storage.engine.dispose()  # reconnect with the pragmas
     return storage
+
+
+def _create_wal_database(path: Path) -> None:
+    """Create an empty SQLite database in WAL mode (persistent in the file), so that Optuna
+    creates its tables with one sync per transaction instead of a rollback journal's several
+    (about half the wall time of opening a fresh study storage)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
 
 
 HOLD_S = 0.2
