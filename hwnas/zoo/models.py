@@ -33,10 +33,25 @@ def random_weights(space: SearchSpace, arch: Arch, dataset: str) -> tuple[Export
     Returns:
         (the export, whether it came from the cache).
     """
-    from hwnas.measure import WEIGHT_SEED, arch_workload
+    from hwnas.measure import arch_workload
 
     workload = arch_workload(space, arch, dataset)
-    key = cache.cache_key(workload.model_hash, WEIGHT_SEED)
+    return export_random(space, arch, dataset, workload.model_hash, workload.input_shape)
+
+
+def export_random(
+    space: SearchSpace, arch: Arch, dataset: str, model_hash: str, shape: tuple[int, ...]
+) -> tuple[ExportedModel, bool]:
+    """:func:`random_weights` for a workload already hashed (``model_hash`` of
+    :func:`hwnas.measure.arch_workload`, input ``shape``): what a live device measures and the
+    zoo ships are one export.
+
+    Returns:
+        (the export, whether it came from the cache).
+    """
+    from hwnas.measure import WEIGHT_SEED
+
+    key = cache.cache_key(model_hash, WEIGHT_SEED)
     found = cache.load(key)
     if found is not None:
         return found, True
@@ -44,7 +59,7 @@ def random_weights(space: SearchSpace, arch: Arch, dataset: str) -> tuple[Export
 
     torch.manual_seed(WEIGHT_SEED)
     model = space.build(arch, dataset)
-    exported = from_module(model, workload.input_shape, random_input(workload.input_shape))
+    exported = from_module(model, tuple(shape), random_input(tuple(shape)))
     cache.store(key, exported)
     return exported, False
 
