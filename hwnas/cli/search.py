@@ -321,6 +321,12 @@ def _print_summary(result, summary, out: Path) -> None:
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "
             f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
         )
+    chance = _chance_level_rows(out / "pareto.csv")
+    if chance:
+        console.print(
+            f"{chance} chance-level architecture(s) of the front not put in the zoo (their "
+            "output does not depend on the input; chance_level in pareto.csv)"
+        )
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
         _print_trained_zoo(out / "zoo", summary)
     kind = "trained " if summary.get("zoo_weights") == "trained" else ""
@@ -356,3 +362,14 @@ def _print_trained_zoo(zoo, summary) -> None:
             f"{training.get('seconds', 0):.0f}",
         )
     Console().print(table)
+
+
+def _chance_level_rows(path: Path) -> int:
+    """Rows of ``pareto.csv`` flagged chance-level."""
+    import csv
+
+    try:
+        with open(path, newline="") as fh:
+            return sum(row.get("chance_level") == "true" for row in csv.DictReader(fh))
+    except OSError:
+        return 0

@@ -93,7 +93,7 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
         )
         click.echo(
             f"{task.folder}: {acc['value']:.2f}% test accuracy on {card['dataset']} "
-            f"({training['applied']['epochs']} epochs, {training['seconds']:.0f} s{beside})"
+            f"({training['applied']['epochs']} epoch(s), {training['seconds']:.0f} s{beside})"
         )
     where = plan.tasks[0].folder if len(plan.tasks) == 1 else plan.tasks[0].folder.parent
     click.echo(f"check them with: hwnas zoo verify {where}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from hwnas.errors import HwnasError
 from hwnas.spaces import Arch, TabulatedSpace, ability, get_space
-from hwnas.zoo.read import entry_folders, read_entry
+from hwnas.zoo.read import entry_folders, is_entry, read_entry
 from hwnas.zoo.train import TrainSettings, ZooTrainer
 from hwnas.zoo.write import _swap_in, _temporary, trained_entry
 
@@ -152,8 +152,14 @@ def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None
             }
         except HwnasError:  # not in the benchmark's index
             table = None
+    folder = (out or Path("trained") / name).expanduser()
+    if folder.exists() and not is_entry(folder) and (not folder.is_dir() or any(folder.iterdir())):
+        raise HwnasError(
+            f"{folder} exists and is not a zoo entry; give --out a new folder (an entry is "
+            "replaced whole)"
+        )
     return TrainTask(
-        folder=(out or Path("trained") / name).expanduser(),
+        folder=folder,
         arch=arch,
         dataset=dataset,
         devices=devices,

@@ -259,7 +259,7 @@ class ZooTrainer:
         acc = float(training["test_accuracy"])
         source = (
             f"measured:{self.data.name}:test split ({len(self.data.test)} images), trained "
-            f"from scratch {training['applied']['epochs']} epochs ({self.recipe.name} recipe)"
+            f"from scratch {_epochs(training['applied']['epochs'])} ({self.recipe.name} recipe)"
         )
         return TrainedModel(model, shape, acc, source, training, x, label, reused)
 
@@ -372,6 +372,10 @@ class ZooTrainer:
             "channels_last",
             self.torch_device, torch_version, "v1",
         )  # fmt: skip
+
+
+def _epochs(n: int) -> str:
+    return f"{n} epoch" if n == 1 else f"{n} epochs"
 
 
 def _default_device() -> str:

@@ -82,6 +82,8 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["train", BAD_ARCH, "--data", "digits"], "unknown operation 'conv_5x5'"),
         (["train", SMALL, "--data", "{tmp}/nodata"],
          "--data '{tmp}/nodata' is neither 'digits' nor an existing folder"),
+        (["train", SMALL, "--data", "digits", "--out", "{tmp}"],
+         "{tmp} exists and is not a zoo entry; give --out a new folder"),
     ],
 )  # fmt: skip
 def test_one_line_error_and_exit_2(args, expected, tmp_path):
@@ -195,7 +197,8 @@ def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkey
     monkeypatch.setattr(hwnas.export, "export_onnx", real)
     cards = write_zoo(tmp_path / "zoo", result, space, {})
     before = sorted(p.name for p in (tmp_path / "zoo").iterdir())
-    assert len(cards) == len(result.pareto) == len(before)
+    exported = [r for r in result.pareto if r.accuracy > 1.5]  # chance-level cells are not
+    assert len(cards) == len(exported) == len(before) >= 3
     shutil.rmtree(cache_root())  # exports are cached by model hash: export again
     calls.clear()
     monkeypatch.setattr(hwnas.export, "export_onnx", failing)
