@@ -109,6 +109,7 @@ def test_a_search_zoo_names_its_rows_skips_chance_level_cells_and_reuses_exports
     args = ["search", "--device", "pixel3", "--budget", "20", "--seed", "7"]
     r = hwnas_cli(*args, "--out", str(out))
     assert r.returncode == 0, r.stderr
+    assert "1 chance-level architecture(s) of the front not put in the zoo" in r.stdout
     rows = list(csv.DictReader(open(out / "pareto.csv")))
     chance = [row for row in rows if row["chance_level"] == "true"]
     assert len(chance) == 1 and float(chance[0]["accuracy"]) == pytest.approx(1.0)
