@@ -10,7 +10,7 @@ expected output, ONNX Model Zoo layout) and, for trained weights, ``weights.pt``
 - :mod:`hwnas.zoo.entry`, :mod:`hwnas.zoo.card`: one entry's files and card;
 - :mod:`hwnas.zoo.cache`: random-weight exports reused by model hash;
 - :mod:`hwnas.zoo.train`, :mod:`hwnas.zoo.recipes`: training from scratch with the space's
-  recipe;
+  recipe; :mod:`hwnas.zoo.jobs`: ``hwnas train ARCH|ZOO_DIR``;
 - :mod:`hwnas.zoo.read`, :mod:`hwnas.zoo.verify`: reading and checking entries.
 
 Importing this package imports neither torch nor onnx.

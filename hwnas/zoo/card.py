@@ -454,9 +454,9 @@ def _body(card: dict[str, Any]) -> str:
         lines += [f"- differs from the recipe: {d}" for d in training["deviations"]]
         data = training["data"]
         lines += [
-            f"- data: {data['name']} ({data['source']}), train {data['sizes']['train']} "
-            f"images (train + validation splits), test {data['sizes']['test']} images, split "
-            f"seed {data['split_seed']}",
+            f"- data: {data['name']} ({data['source']}), trained on "
+            f"{data['sizes']['train'] + data['sizes']['val']} images (train + validation "
+            f"splits), tested on {data['sizes']['test']}, split seed {data['split_seed']}",
             "",
         ]
     lines += ["## Files", "", "| file | sha256 |", "|---|---|"]

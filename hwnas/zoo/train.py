@@ -164,16 +164,20 @@ class ZooTrainer:
 
     @property
     def epochs(self) -> int:
+        """Epochs applied: ``--epochs``, else the recipe's on a GPU, :data:`CPU_EPOCHS` on a
+        CPU."""
         if self.settings.epochs is not None:
             return self.settings.epochs
         return self.recipe.epochs if self.torch_device == "cuda" else CPU_EPOCHS
 
     @property
     def batch_size(self) -> int:
+        """Mini-batch size applied: ``--batch-size``, else the recipe's."""
         return self.settings.batch_size or self.recipe.batch_size
 
     @property
     def lr(self) -> float:
+        """Initial learning rate applied: ``--lr``, else the recipe's scaled to the batch."""
         return self.settings.lr or self.recipe.lr_for(self.batch_size)
 
     def deviations(self, side: int) -> list[str]:

@@ -319,7 +319,7 @@ def trained_entry(
         dataset=data.name,
         num_classes=data.num_classes,
         labels=list(data.classes),
-        label_order=f"output i is labels[i] ({data.name}'s class order)",
+        label_order=f"output i is labels[i] (the class order of {data.name})",
         preprocessing=trainer.preprocessing(int(t.input_shape[-1])),
         accuracy={
             "value": t.accuracy,
@@ -402,7 +402,7 @@ def subnet_entry(
         dataset=own["dataset"],
         num_classes=own["num_classes"],
         labels=labels,
-        label_order=f"output i is labels[i] ({own['dataset']}'s class order)",
+        label_order=f"output i is labels[i] (the class order of {own['dataset']})",
         preprocessing=preprocessing,
         accuracy={
             "value": r.accuracy,
