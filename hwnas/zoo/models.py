@@ -87,10 +87,10 @@ def from_module(
     from hwnas import export as exporting
 
     model = model.cpu().eval()
-    params, flops = exporting.count_params_flops(model, input_shape)
+    x = torch.from_numpy(np.array(test_input, dtype=np.float32))
+    output, params, macs = exporting.forward_counted(model, x)
+    output, flops = output.numpy(), macs // max(1, x.shape[0])  # per image
     data = exporting.export_onnx(model, input_shape)
-    with torch.no_grad(), exporting.one_torch_thread():
-        output = model(torch.from_numpy(np.ascontiguousarray(test_input))).numpy()
     weights = None
     if keep_weights:
         buffer = io.BytesIO()
