@@ -117,10 +117,27 @@ RECIPES.register(
 )
 
 
-def recipe_for(space: str) -> Recipe:
-    """The training recipe of ``space``.
+GENERIC = Recipe(
+    name="generic",
+    source=(
+        "hwnas's default for a space without a declared recipe (the NAS-Bench-201 "
+        "schedule): SGD, Nesterov momentum 0.9, lr 0.1 at batch 256, cosine, weight decay "
+        "5e-4, 200 epochs"
+    ),
+    epochs=200,
+    batch_size=256,
+    lr=0.1,
+)
+"""The recipe of spaces whose paper's recipe hwnas does not declare (declared spaces such as
+mobilenetv4 and vit, whose papers train with AdamW and data augmentation hwnas does not
+apply); its card says so."""
 
-    Raises:
-        UnknownNameError: a space without a declared recipe.
-    """
-    return RECIPES.get(space)
+SAME_NETWORKS = {"fbnet_declared": "fbnet", "ofa_declared": "ofa"}
+"""Declared spaces that build the networks of a hand-written space, and so share its recipe."""
+
+
+def recipe_for(space: str) -> Recipe:
+    """The training recipe of ``space``: its paper's (:data:`RECIPES`, also for the declared
+    spaces of :data:`SAME_NETWORKS`), else :data:`GENERIC`."""
+    name = SAME_NETWORKS.get(space, space)
+    return RECIPES.get(name) if name in RECIPES else GENERIC

@@ -144,7 +144,7 @@ class ZooTrainer:
             log: progress lines.
 
         Raises:
-            HwnasError: bad settings, a space without a recipe, unreadable data.
+            HwnasError: bad settings, unreadable data.
         """
         settings.check()
         recipe = recipe_for(space.name)
