@@ -59,6 +59,11 @@ class DataSplits:
         val: architecture parameters are trained (bilevel) and subnets ranked on it.
         test: held-out accuracy of derived networks.
         seed: the split seed.
+        notes: extra facts for :meth:`describe` (how digits are adapted).
+        preprocessing: how a raw image becomes a network input, as model cards state it:
+            ``channel_order``, ``layout``, ``size`` [H, W], ``scale`` (raw pixel -> [0, 1]),
+            ``resize``, ``mean`` and ``std`` (per input channel, of the training split after
+            scaling), ``steps`` (the same in words).
     """
 
     name: str
@@ -70,6 +75,7 @@ class DataSplits:
     test: Split
     seed: int
     notes: dict[str, str] = field(default_factory=dict)
+    preprocessing: dict[str, object] = field(default_factory=dict)
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
@@ -170,6 +176,7 @@ def load_data(
             f"8x8 grayscale scaled to [0,1], bilinear upsampling to {image_size}x{image_size}, "
             "repeated to 3 channels"
         )
+    splits.preprocessing = prep.describe(name, splits.image_shape)
     return splits
 
 
@@ -193,14 +200,46 @@ class _Preprocess:
         )
         return t.numpy()
 
+    def _stats(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.mean.shape[1] == 1 and channels == 3:  # grayscale repeated to RGB
+            return np.repeat(self.mean, 3, axis=1), np.repeat(self.std, 3, axis=1)
+        return self.mean, self.std
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = self._resize(x)
         if x.shape[1] == 1:
             x = np.repeat(x, 3, axis=1)
-            mean, std = np.repeat(self.mean, 3, axis=1), np.repeat(self.std, 3, axis=1)
-        else:
-            mean, std = self.mean, self.std
+        mean, std = self._stats(x.shape[1])
         return ((x - mean) / std).astype(np.float32)
+
+    def describe(self, name: str, image_shape: tuple[int, ...]) -> dict[str, object]:
+        """The preprocessing as a model card states it (see :class:`DataSplits`)."""
+        mean, std = self._stats(int(image_shape[0]))
+        size = [int(image_shape[1]), int(image_shape[2])]
+        mean_l = [round(float(v), 6) for v in mean.reshape(-1)]
+        std_l = [round(float(v), 6) for v in std.reshape(-1)]
+        if name == "digits":
+            scale, order = "pixel / 16 (digits are 0..16)", "gray repeated to RGB"
+            resize = f"bilinear 8x8 -> {size[0]}x{size[1]} (torch, align_corners=False)"
+            steps = [scale, resize, "repeat the gray channel 3 times"]
+        elif name in ("cifar10", "cifar100"):
+            scale, order, resize = "pixel / 255", "RGB", "none (32x32 images)"
+            steps = [scale]
+        else:
+            scale, order = "pixel / 255", "RGB"
+            resize = f"PIL bilinear to {size[0]}x{size[1]}"
+            steps = ["convert to RGB", resize, scale]
+        steps += ["(x - mean) / std per channel", "float32, NCHW"]
+        return {
+            "layout": "NCHW",
+            "channel_order": order,
+            "size": size,
+            "scale": scale,
+            "resize": resize,
+            "mean": mean_l,
+            "std": std_l,
+            "steps": steps,
+        }
 
 
 def _digits() -> tuple[np.ndarray, np.ndarray, list[str], str]:

@@ -120,6 +120,19 @@ def count_params_flops(model: torch.nn.Module, input_shape: tuple[int, ...]) -> 
         (number of parameters, FLOPs).
     """
     import torch
+
+    _, params, macs = forward_counted(model, torch.zeros(input_shape))
+    return params, macs
+
+
+def forward_counted(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, int, int]:
+    """One eval-mode forward pass of ``x`` (B, C, H, W) that also counts parameters and
+    multiply-accumulates (see :func:`count_params_flops`; MACs are for the whole batch).
+
+    Returns:
+        (the output, number of parameters, multiply-accumulates).
+    """
+    import torch
     from torch import nn
 
     macs = 0
@@ -141,9 +154,9 @@ def count_params_flops(model: torch.nn.Module, input_shape: tuple[int, ...]) -> 
             handles.append(m.register_forward_hook(linear_hook))
     try:
         with torch.no_grad(), one_torch_thread():
-            model.eval()(torch.zeros(input_shape))
+            out = model.eval()(x)
     finally:
         for h in handles:
             h.remove()
     params = sum(p.numel() for p in model.parameters())
-    return params, macs
+    return out, params, macs

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import CandidateError, HwnasError
-from hwnas.export import content_hash, export_onnx
+from hwnas.export import content_hash
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.store import MeasurementStore
 
@@ -35,14 +35,13 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     shape = (batch_size, *space.input_shape(arch, dataset))
-
-    def factory() -> bytes:
-        import torch
-
-        torch.manual_seed(WEIGHT_SEED)
-        return export_onnx(space.build(arch, dataset), shape)
-
     key = content_hash(space.name, arch.text, dataset, "x".join(map(str, shape)))
+
+    def factory() -> bytes:  # exported once per model hash, shared with the model zoo
+        from hwnas.zoo.models import export_random
+
+        return export_random(space, arch, dataset, key, shape)[0].onnx_bytes
+
     return Workload(key, arch.text, shape, arch=arch, dataset=dataset, onnx_factory=factory)
 
 

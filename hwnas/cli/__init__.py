@@ -31,6 +31,8 @@ def _register() -> None:
         predictor,
         refset,
         search,
+        train,
+        zoo,
     )
 
     app.add_command(search.search_cmd)
@@ -41,6 +43,8 @@ def _register() -> None:
     app.add_command(predictor.predictor_group)
     app.add_command(predict.predict_cmd)
     app.add_command(refset.refset_group)
+    app.add_command(train.train_cmd)
+    app.add_command(zoo.zoo_group)
 
 
 _register()
@@ -49,7 +53,7 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hwnas`` script; returns the exit status."""
     try:
-        app.main(args=argv, prog_name="hwnas", standalone_mode=False)
+        status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
     except HwnasError as exc:
         click.echo(f"error: {exc}", err=True)
         return EXIT_USAGE
@@ -65,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    return 0
+    # a command's `ctx.exit(N)` (`hwnas zoo verify`: 1 when an entry fails) comes back as N
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

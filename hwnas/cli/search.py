@@ -8,6 +8,7 @@ import click
 
 from hwnas.cli.options import storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
+from hwnas.errors import HwnasError
 from hwnas.spaces import space_option
 
 
@@ -78,6 +79,13 @@ from hwnas.spaces import space_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
+@click.option(
+    "--train-zoo",
+    is_flag=True,
+    help="Table search: train each zoo model from scratch on --data with its space's recipe "
+    "(--epochs, --batch-size shorten it; default on a CPU: 5 epochs) instead of exporting "
+    "random weights.",
+)
 @supernet_options
 @click.option(
     "--predictor",
@@ -109,6 +117,7 @@ def search_cmd(
     seed,
     store,
     no_zoo,
+    train_zoo,
     predictor,
     measurement_budget,
     **supernet,
@@ -125,6 +134,12 @@ def search_cmd(
 
     if pipeline_of(strategy) == "supernet":
         from hwnas.cli.supernet_search import run_supernet_search
+
+        if train_zoo:
+            raise HwnasError(
+                f"--train-zoo applies to table search; supernet strategy '{strategy}' already "
+                "puts its fine-tuned subnets in the zoo"
+            )
 
         budget_given = click.get_current_context().get_parameter_source("budget")
         return run_supernet_search(
@@ -174,6 +189,7 @@ def search_cmd(
     job = prepare(settings, storage, store, predictor, measurement_budget)
     out = out or Path("runs") / settings.study
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
+    trainer = _zoo_trainer(job, supernet, no_zoo) if train_zoo else None
     if job.fewshot is not None:
         described = job.fewshot.describe()
         Console(stderr=True).print(
@@ -203,12 +219,44 @@ def search_cmd(
         progress.stop()
         _print_front(result)
         if not no_zoo and result.pareto:
-            console.print(f"exporting {len(result.pareto)} Pareto models to {out / 'zoo'} ...")
+            verb = "training" if trainer is not None else "exporting"
+            console.print(f"{verb} {len(result.pareto)} Pareto models to {out / 'zoo'} ...")
 
     with progress:
         task = progress.add_task(f"search {settings.device}", total=budget, best="")
-        result, summary = search(job, out, on_trial, zoo=not no_zoo, on_front=on_front)
+        result, summary = search(
+            job, out, on_trial, zoo=not no_zoo, on_front=on_front, trainer=trainer
+        )
     _print_summary(result, summary, out)
+
+
+def _zoo_trainer(job, options: dict, no_zoo: bool):
+    """The zoo trainer of ``--train-zoo`` (its data loaded now, before the search).
+
+    Raises:
+        HwnasError: --no-zoo as well, bad numbers, unreadable --data.
+    """
+    from rich.console import Console
+
+    from hwnas.zoo.train import TrainSettings, ZooTrainer
+
+    if no_zoo:
+        raise HwnasError("--train-zoo trains the zoo's models; it cannot go with --no-zoo")
+    ctx = click.get_current_context()
+    given = lambda name: ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE  # noqa: E731
+    settings = TrainSettings(
+        data=options["data"],
+        epochs=options["epochs"] if given("epochs") else None,
+        batch_size=options["batch_size"] if given("batch_size") else None,
+        seed=job.settings.seed,
+    )
+    err = Console(stderr=True)
+    return ZooTrainer.prepare(
+        settings,
+        job.space,
+        job.settings.dataset,
+        log=lambda m: err.print(m, markup=False, highlight=False, soft_wrap=True),
+    )
 
 
 def _print_front(result) -> None:
@@ -273,10 +321,55 @@ def _print_summary(result, summary, out: Path) -> None:
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "
             f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
         )
+    chance = _chance_level_rows(out / "pareto.csv")
+    if chance:
+        console.print(
+            f"{chance} chance-level architecture(s) of the front not put in the zoo (their "
+            "output does not depend on the input; chance_level in pareto.csv)"
+        )
+    if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
+        _print_trained_zoo(out / "zoo", summary)
+    kind = "trained " if summary.get("zoo_weights") == "trained" else ""
     console.print(
         f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
-        f"zoo/ with {summary['zoo_models']} ONNX models)"
+        f"zoo/ with {summary['zoo_models']} {kind}ONNX models)"
     )
     console.print(
         f"study '{s.study}' in {summary['storage']}: hwnas dashboard --storage {summary['storage']}"
     )
+
+
+def _print_trained_zoo(zoo, summary) -> None:
+    """The trained zoo's measured accuracies beside the benchmark's, and the training time."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hwnas.zoo import entry_folders, read_entry
+
+    entries = [read_entry(folder) for folder in entry_folders(zoo)]
+    first = entries[0]
+    table = Table(title=f"zoo trained on {first['dataset']} ({summary['zoo_s']:.0f} s)")
+    for col in ("entry", "test acc %", "benchmark acc %", "epochs", "train s"):
+        table.add_column(col, justify="left" if col == "entry" else "right")
+    for e in entries:
+        bench = e.get("table_accuracy") or {}
+        training = e.get("training") or {}
+        table.add_row(
+            Path(e["folder"]).name,
+            f"{e['accuracy_value']:.2f}" + (" (chance)" if e["chance_level"]["value"] else ""),
+            f"{bench['value']:.2f}" if bench else "",
+            str(training.get("applied", {}).get("epochs", "")),
+            f"{training.get('seconds', 0):.0f}",
+        )
+    Console().print(table)
+
+
+def _chance_level_rows(path: Path) -> int:
+    """Rows of ``pareto.csv`` flagged chance-level."""
+    import csv
+
+    try:
+        with open(path, newline="") as fh:
+            return sum(row.get("chance_level") == "true" for row in csv.DictReader(fh))
+    except OSError:
+        return 0

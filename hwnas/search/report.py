@@ -1,4 +1,5 @@
-"""The run folder: ``pareto.csv``, ``pareto.png``, ``summary.json`` and the model zoo."""
+"""The run folder: ``pareto.csv``, ``pareto.png`` and ``summary.json`` (the model zoo is
+:mod:`hwnas.zoo`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,20 @@ from typing import Any
 
 from hwnas.search.engine import SearchResult, TrialRecord
 from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
-from hwnas.spaces.base import SearchSpace
 
 
-def pareto_rows(result: SearchResult) -> list[dict[str, Any]]:
-    """Rows of ``pareto.csv``: arch, accuracy, latency_ms, energy_mj (where known), sources."""
+def pareto_rows(
+    result: SearchResult, zoo: dict[str, dict[str, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Rows of ``pareto.csv``: arch, accuracy, latency_ms, energy_mj (where known), sources,
+    the trial, and the zoo columns.
+
+    Args:
+        result: the search result.
+        zoo: arch -> {"zoo": entry folder name or "", "chance_level": "true" | "false"}
+            (:func:`hwnas.zoo.zoo_columns`): the ``zoo`` and ``chance_level`` columns (empty
+            for an architecture it lacks).
+    """
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
     rows = []
     for r in result.pareto:
@@ -28,6 +38,10 @@ def pareto_rows(result: SearchResult) -> list[dict[str, Any]]:
             row[m] = round(r.costs[m], 6) if m in r.costs else ""
             row[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
         row["trial"] = r.number
+        if zoo is not None:
+            cells = zoo.get(r.arch, {})
+            row["zoo"] = cells.get("zoo", "")
+            row["chance_level"] = cells.get("chance_level", "")
         rows.append(row)
     return rows
 
@@ -97,150 +111,3 @@ def write_summary(
     tmp.write_text(json.dumps(summary, indent=2) + "\n")
     os.replace(tmp, path)
     return summary
-
-
-def write_zoo(
-    folder: Path,
-    result: SearchResult,
-    space: SearchSpace,
-    other_latencies: dict[str, dict[str, dict[str, Any]]],
-    records: list[TrialRecord] | None = None,
-    trained: dict[str, dict[str, Any]] | None = None,
-) -> list[Path]:
-    """One folder per Pareto architecture with ``model.onnx`` and ``card.json``.
-
-    The zoo is written into a temporary sibling folder and renamed into place when complete:
-    an export that fails part-way (a full disk, a model that cannot be exported) leaves the
-    previous zoo, or none, never a partial one; workers sharing a run folder each put a whole
-    zoo in place.
-
-    Args:
-        folder: the zoo folder.
-        result: the search result.
-        space: the search space (builds and exports each network).
-        other_latencies: arch -> device -> {"latency_ms", "source"} from other devices'
-            recorded tables, added to each card.
-        records: the records to export (default: the Pareto front).
-        trained: arch -> {"model", "input_shape", "num_classes", "dataset", "weights"}: export
-            that trained module (its weights) instead of a freshly built network, and describe
-            its weights with the ``weights`` note.
-
-    Returns:
-        The card paths (inside ``folder``).
-
-    Raises:
-        OSError: the zoo could not be written (nothing is left behind).
-    """
-    import shutil
-
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temporary(folder)
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        names = _write_zoo_into(tmp, result, space, other_latencies, records, trained)
-        _swap_in(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return [folder / name for name in names]
-
-
-def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
-    """Put the folder ``new`` in place of ``folder`` (which may exist, and which another worker
-    may be replacing at the same moment)."""
-    import errno
-    import shutil
-
-    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
-    for attempt in range(attempts):
-        try:
-            if folder.exists():
-                os.replace(folder, old)
-            os.replace(new, folder)
-            break
-        except OSError as exc:  # another worker put its zoo in place between our two steps
-            if (
-                exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT)
-                or attempt + 1 == attempts
-            ):
-                raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _write_zoo_into(
-    folder: Path,
-    result: SearchResult,
-    space: SearchSpace,
-    other_latencies: dict[str, dict[str, dict[str, Any]]],
-    records: list[TrialRecord] | None,
-    trained: dict[str, dict[str, Any]] | None,
-) -> list[str]:
-    """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it."""
-    import torch
-
-    from hwnas.export import OPSET, count_params_flops, export_onnx
-    from hwnas.measure import WEIGHT_SEED
-
-    s = result.settings
-    spec = space.dataset(s.dataset)
-    shape = (1, *spec.input_shape)
-    cards = []
-    for rank, r in enumerate(result.pareto if records is None else records):
-        arch = space.parse(r.arch)
-        own = (trained or {}).get(r.arch)
-        if own is None:
-            torch.manual_seed(WEIGHT_SEED)
-            model = space.build(arch, s.dataset)
-            shape = (1, *space.input_shape(arch, s.dataset))
-        else:
-            model, shape = own["model"].eval(), tuple(own["input_shape"])
-        params, flops = count_params_flops(model, shape)
-        sub = folder / f"{rank:02d}-{r.attrs.get('model_hash', rank)}"
-        sub.mkdir(parents=True, exist_ok=True)
-        (sub / "model.onnx").write_bytes(export_onnx(model, shape))
-        if own is not None:  # trained weights, also as a PyTorch state dict
-            torch.save(model.state_dict(), sub / "weights.pt")
-        device_costs = {
-            s.device: {
-                m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in r.costs
-            }
-        }
-        for dev, entry in other_latencies.get(r.arch, {}).items():
-            device_costs.setdefault(dev, {"latency_ms": entry})
-        card = {
-            "arch": r.arch,
-            "space": s.space,
-            "dataset": own["dataset"] if own else s.dataset,
-            "num_classes": own["num_classes"] if own else spec.num_classes,
-            "input_shape": list(shape),
-            "input_name": "input",
-            "output_name": "logits",
-            "opset": OPSET,
-            "params": params,
-            "flops": flops,
-            "flops_convention": "multiply-accumulates of conv and linear layers, batch 1",
-            "accuracy": {
-                "value": r.accuracy,
-                "unit": "%",
-                "source": r.attrs.get("accuracy_source", ""),
-            },
-            "devices": device_costs,
-            "weights": own["weights"]
-            if own
-            else (
-                f"random initialisation (torch seed {WEIGHT_SEED}): the accuracy is the "
-                "benchmark's for this architecture trained with its recipe; train before use"
-            ),
-            "study": s.study,
-            "trial": r.number,
-        }
-        if "table_accuracy" in r.attrs:
-            card["table_accuracy"] = {
-                "value": r.attrs["table_accuracy"],
-                "unit": "%",
-                "source": r.attrs.get("table_accuracy_label", ""),
-            }
-        (sub / "card.json").write_text(json.dumps(card, indent=2) + "\n")
-        cards.append(f"{sub.name}/card.json")
-    folder.mkdir(parents=True, exist_ok=True)  # an empty front still gives a zoo folder
-    return cards

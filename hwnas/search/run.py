@@ -27,7 +27,7 @@ from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.plot import PlotProcess, front_spec
 from hwnas.search.problem import open_problem, resolve
-from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
+from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
 from hwnas.search.strategies import TABLE_STRATEGIES
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 
@@ -143,6 +143,7 @@ def search(
     on_trial: Callable[[int, TrialRecord | None], None] | None = None,
     zoo: bool = True,
     on_front: Callable[[SearchResult], None] | None = None,
+    trainer: Any = None,
 ) -> tuple[SearchResult, dict[str, Any]]:
     """Run or resume a prepared search and write its run folder.
 
@@ -153,6 +154,8 @@ def search(
         zoo: export the Pareto architectures as ONNX with cards.
         on_front: called with the result as soon as the front is known, before the zoo is
             exported (the CLI prints the front there).
+        trainer: a :class:`hwnas.zoo.train.ZooTrainer` (``--train-zoo``): train each zoo
+            model with its space's recipe instead of exporting random weights.
 
     Returns:
         (the result, the summary written to ``summary.json``).
@@ -188,16 +191,20 @@ def search(
         if store is not None:
             store.close()
 
+    from hwnas.zoo import write_zoo, zoo_columns
+
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "pareto.csv", pareto_rows(result))
+    columns = zoo_columns(result.pareto, space.dataset(settings.dataset).num_classes, zoo)
+    write_csv(out / "pareto.csv", pareto_rows(result, columns))
     if not plotter.draw(front_spec(result, device.name), out / "pareto.png"):
         plot_front(result, out / "pareto.png", device.name)
     if on_front is not None:
         on_front(result)
-    cards = []
+    cards, zoo_started = [], time.time()
     if zoo:
         others = recorded_latencies(space.name, [r.arch for r in result.pareto], device.name)
-        cards = write_zoo(out / "zoo", result, space, others)
+        log = trainer.log if trainer is not None else None
+        cards = write_zoo(out / "zoo", result, space, others, trainer=trainer, log=log)
     extra = {
         "device": {"name": device.name, "kind": device.kind, "description": device.description},
         "storage": job.storage_url,
@@ -218,6 +225,8 @@ def search(
         },
         "accuracy_queries_this_run": evaluator.accuracy_queries,
         "zoo_models": len(cards),
+        "zoo_weights": "trained" if trainer is not None else "random",
+        "zoo_s": round(time.time() - zoo_started, 2),
         **fewshot_extra,
     }
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)

@@ -68,11 +68,18 @@ class SearchSpace(ABC):
         """The space's decisions: dimension name -> allowed values, in a fixed order."""
 
     @abstractmethod
-    def build(self, arch: Arch, dataset: str) -> torch.nn.Module:
+    def build(self, arch: Arch, dataset: str, num_classes: int | None = None) -> torch.nn.Module:
         """A freshly initialised PyTorch network for ``arch`` (eval mode, float32).
 
-        Its input is a float tensor of shape (batch, *self.dataset(dataset).input_shape); its
+        Its input is a float tensor of shape (batch, *self.input_shape(arch, dataset)); its
         output the logits, shape (batch, num_classes).
+
+        Args:
+            arch: the architecture.
+            dataset: the dataset the space defines the network for (its input shape and,
+                unless ``num_classes`` is given, its classifier width).
+            num_classes: classifier width for other data (a zoo model trained on a user's
+                classes); the rest of the network is the dataset's.
         """
 
     @abstractmethod

@@ -169,10 +169,11 @@ def search(
     """
     import torch
 
-    from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary, write_zoo
+    from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
     from hwnas.supernet import build_supernet, distributed
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
+    from hwnas.zoo import write_zoo, zoo_columns
 
     ranks = distributed.ranks_from_env()
     log = (log if ranks.main else None) or (lambda _m: None)
@@ -300,7 +301,13 @@ def search(
         for a in dict.fromkeys(candidates)
     ]
 
-    write_csv(out / "pareto.csv", pareto_rows(result))
+    trained = dict(evaluated)
+    zoo_records = list(result.pareto)
+    if derived_record not in zoo_records:
+        zoo_records.append(derived_record)
+    zoo_records = [r for r in zoo_records if r.arch in trained]
+    columns = zoo_columns(zoo_records, data.num_classes, zoo)
+    write_csv(out / "pareto.csv", pareto_rows(result, columns))
     plot_front(
         result,
         out / "pareto.png",
@@ -309,11 +316,6 @@ def search(
     )
     cards = []
     if zoo:
-        trained = dict(evaluated)
-        zoo_records = list(result.pareto)
-        if derived_record not in zoo_records:
-            zoo_records.append(derived_record)
-        zoo_records = [r for r in zoo_records if r.arch in trained]
         cards = write_zoo(
             out / "zoo",
             result,
@@ -327,6 +329,7 @@ def search(
                     "num_classes": data.num_classes,
                     "dataset": data.name,
                     "weights": e["weights_note"],
+                    "data": data,
                 }
                 for a, e in trained.items()
             },

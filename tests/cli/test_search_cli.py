@@ -45,7 +45,8 @@ def test_search_on_a_recorded_phone_writes_the_run_folder(tmp_path):
     assert len(cards) == len(rows) == summary["zoo_models"]
     card = json.loads(cards[0].read_text())
     assert card["arch"] == rows[0]["arch"] and card["opset"] == 17
-    assert card["input_shape"] == [1, 3, 32, 32] and card["params"] > 0 and card["flops"] > 0
+    assert card["input"]["shape"] == [1, 3, 32, 32] and card["params"] > 0 and card["flops"] > 0
+    assert rows[0]["zoo"] == cards[0].parent.name
     assert card["devices"]["pixel3"]["latency_ms"]["value"] == pytest.approx(latencies[0])
     assert "fpga" in card["devices"]  # latency on other recorded devices, with its source
     model = onnx.load(str(cards[0].parent / "model.onnx"))

@@ -67,8 +67,10 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     # the zoo entry carries the trained weights: ONNX and the state dict agree
     card_path = next(out.glob("zoo/*/card.json"))
     card = json.loads(card_path.read_text())
-    assert card["weights"].startswith("trained:") and card["dataset"] == "digits"
-    assert card["num_classes"] == 10 and card["input_shape"] == [1, 3, 16, 16]
+    assert card["weights"]["kind"] == "trained" and card["weights"]["note"].startswith("trained:")
+    assert card["dataset"] == "digits" and card["labels"] == [str(i) for i in range(10)]
+    assert card["num_classes"] == 10 and card["input"]["shape"] == [1, 3, 16, 16]
+    assert rows[0]["zoo"] == card_path.parent.name
     assert card["accuracy"]["value"] == pytest.approx(best["accuracy"])
     assert card["table_accuracy"]["source"].startswith("nasbench201-table")
     net = space.build(space.parse(best["arch"]), "cifar10")  # wrong size: a different network

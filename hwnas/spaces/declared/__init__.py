@@ -302,15 +302,17 @@ class DeclaredSpace(SearchSpace):
         r = int(self.values(arch)["r"])
         return (c, r, r)
 
-    def build(self, arch: Arch, dataset: str):
+    def build(self, arch: Arch, dataset: str, num_classes: int | None = None):
         """The network of ``arch`` for ``dataset`` (eval mode, float32, fresh weights):
-        input (B, *input_shape(arch, dataset)), output (B, classes) logits."""
+        input (B, *input_shape(arch, dataset)), output (B, classes) logits; ``num_classes``
+        replaces the dataset's classifier width (a zoo model trained on other data)."""
         from hwnas.spaces.declared.network import DeclaredNetwork
 
         spec = self.dataset(dataset)
         values = {k: (v,) for k, v in self.values(arch).items()}
+        classes = num_classes or spec.num_classes
         return DeclaredNetwork(
-            self, dataset, values, 1.0, spec.num_classes, self.input_shape(arch, dataset)
+            self, dataset, values, 1.0, classes, self.input_shape(arch, dataset)
         ).eval()
 
     @property

@@ -83,14 +83,14 @@ class FBNetSpace(SearchSpace):
             raise HwnasError(f"architecture of space '{arch.space}' given to {self.name}")
         return tuple(arch.text.split())
 
-    def build(self, arch: Arch, dataset: str):
+    def build(self, arch: Arch, dataset: str, num_classes: int | None = None):
         from hwnas.spaces.fbnet.model import FBNetNetwork
 
         self.dataset(dataset)
         d, macro = self.config["datasets"][dataset], self.config["macro"]
         return FBNetNetwork(
             self.layers(arch),
-            num_classes=int(d["classes"]),
+            num_classes=num_classes or int(d["classes"]),
             stem_channels=int(macro["stem_channels"]),
             stem_stride=int(d["stem_stride"]),
             layers_per_stage=tuple(macro["layers_per_stage"]),

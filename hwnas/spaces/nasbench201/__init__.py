@@ -135,14 +135,14 @@ class NasBench201Space(SearchSpace):
         """Dataset names the space has accuracies for."""
         return list(self._datasets)
 
-    def build(self, arch: Arch, dataset: str):
+    def build(self, arch: Arch, dataset: str, num_classes: int | None = None):
         from hwnas.spaces.nasbench201.model import NasBench201Network
 
         macro = self.config["macro"]
         spec = self.dataset(dataset)
         return NasBench201Network(
             self.ops(arch),
-            num_classes=spec.num_classes,
+            num_classes=num_classes or spec.num_classes,
             stem_channels=int(macro["stem_channels"]),
             stage_channels=tuple(macro["stage_channels"]),
             cells_per_stage=int(macro["cells_per_stage"]),

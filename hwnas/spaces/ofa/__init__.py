@@ -185,11 +185,11 @@ class OFASpace(SearchSpace):
         r = self.decode(arch).r
         return (3, r, r)
 
-    def build(self, arch: Arch, dataset: str):
+    def build(self, arch: Arch, dataset: str, num_classes: int | None = None):
         from hwnas.spaces.ofa.model import OFAMobileNetV3
 
         spec = self.dataset(dataset)
-        return OFAMobileNetV3(self.decode(arch), spec.num_classes, self.macro).eval()
+        return OFAMobileNetV3(self.decode(arch), num_classes or spec.num_classes, self.macro).eval()
 
     # -- sampled architectures ------------------------------------------------------------------
 

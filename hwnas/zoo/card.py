@@ -1,0 +1,481 @@
+"""Model cards of zoo entries: ``card.json``, the ``README.md`` a person reads, and the ONNX
+``metadata_props`` carrying the same keys.
+
+The README follows the Hugging Face / timm model-card layout: YAML front matter (``license``,
+``library_name``, ``pipeline_tag``, ``tags``, ``datasets``, ``metrics`` and a ``model-index``
+whose results name their source), then a body: what the model is, its accuracy and latency
+with the origin of each number, how to run it with ONNX Runtime, its preprocessing, how it was
+trained, and the checksums. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from hwnas.export import OPSET
+
+CARD_VERSION = 1
+"""Version of the ``card.json`` layout (``format_version``)."""
+
+CARD_FILE = "card.json"
+README_FILE = "README.md"
+MODEL_FILE = "model.onnx"
+WEIGHTS_FILE = "weights.pt"
+TEST_DATA = "test_data_set_0"
+
+RTOL = 1e-3
+ATOL = 1e-4
+"""Tolerance of ``hwnas zoo verify``: ONNX Runtime's output on the stored input against the
+stored PyTorch output, ``|got - expected| <= ATOL + RTOL * |expected|`` elementwise (float32
+kernels of the two libraries differ by about 1e-6 on these logits)."""
+
+LICENSE = "mit"
+LICENSE_NOTE = (
+    "MIT, the licence of hwnas, which built and exported this network. The architecture "
+    "comes from its search space's benchmark (see NOTICE of hwnas); weights trained on your "
+    "data are subject to that data's terms as well."
+)
+
+CHANCE_FACTOR = 1.5
+"""A model whose top-1 accuracy is at most this many times chance (100 / classes %) is
+chance-level. On NAS-Bench-201 the 341 cells with no path from input to output sit exactly at
+chance (1.00% on CIFAR-100, 10% on CIFAR-10) and the next cell scores 5x chance: any factor
+between 1 and 5 separates them."""
+
+BENCHMARK_PREPROCESSING: dict[str, dict[str, Any]] = {
+    # AutoDL-Projects (NAS-Bench-201's code), xautodl/datasets/get_dataset_with_transform.py
+    "cifar10": {
+        "mean": [125.3 / 255, 123.0 / 255, 113.9 / 255],
+        "std": [63.0 / 255, 62.1 / 255, 66.7 / 255],
+        "source": "NAS-Bench-201 code (AutoDL-Projects get_datasets)",
+    },
+    "cifar100": {
+        "mean": [129.3 / 255, 124.1 / 255, 112.4 / 255],
+        "std": [68.2 / 255, 65.4 / 255, 70.4 / 255],
+        "source": "NAS-Bench-201 code (AutoDL-Projects get_datasets)",
+    },
+    "imagenet16": {
+        "mean": [122.68 / 255, 116.66 / 255, 104.01 / 255],
+        "std": [63.22 / 255, 61.26 / 255, 65.09 / 255],
+        "source": "NAS-Bench-201 code (AutoDL-Projects get_datasets, ImageNet16-120)",
+    },
+    "imagenet": {
+        "mean": [0.485, 0.456, 0.406],
+        "std": [0.229, 0.224, 0.225],
+        "source": "the ImageNet statistics of torchvision and the OFA/FBNet code",
+    },
+}
+"""Per-channel statistics (after scaling pixels to [0, 1]) of the benchmark datasets: how the
+benchmark's networks were fed, so the preprocessing of a random-weight entry for training."""
+
+TOOLS = ("hwnas", "torch", "onnx", "onnxruntime", "numpy")
+
+
+def tool_versions() -> dict[str, str]:
+    """Versions of the tools that build, export and check zoo models (from package metadata,
+    without importing them), and Python's."""
+    out = {}
+    for name in TOOLS:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    out["python"] = platform.python_version()
+    return out
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def chance_accuracy(num_classes: int) -> float:
+    """Top-1 accuracy (%) of guessing: 100 / ``num_classes``."""
+    return 100.0 / max(1, num_classes)
+
+
+def is_chance_level(accuracy: float, num_classes: int) -> bool:
+    """Whether ``accuracy`` (%) is at or near chance (see :data:`CHANCE_FACTOR`)."""
+    return accuracy <= CHANCE_FACTOR * chance_accuracy(num_classes) + 1e-9
+
+
+def chance_section(accuracy: float, num_classes: int) -> dict[str, Any]:
+    """The card's ``chance_level`` section for a top-1 ``accuracy`` in %."""
+    return {
+        "value": is_chance_level(accuracy, num_classes),
+        "chance_accuracy": round(chance_accuracy(num_classes), 4),
+        "rule": f"accuracy <= {CHANCE_FACTOR:g} x 100/num_classes %",
+    }
+
+
+def card_for(
+    *,
+    name: str,
+    space: str,
+    arch: str,
+    benchmark_dataset: str,
+    params: int,
+    flops: int,
+    input_shape: tuple[int, ...],
+    dataset: str,
+    num_classes: int,
+    labels: list[str] | None,
+    label_order: str,
+    preprocessing: dict[str, Any],
+    accuracy: dict[str, Any],
+    weights: dict[str, Any],
+    devices: dict[str, dict[str, dict[str, Any]]],
+    devices_note: str,
+    device: str | None = None,
+    table_accuracy: dict[str, Any] | None = None,
+    training: dict[str, Any] | None = None,
+    test_label: int | None = None,
+    study: str | None = None,
+    trial: int | None = None,
+) -> dict[str, Any]:
+    """The card of one entry (``card.json`` without ``files``; :func:`hwnas.zoo.entry.
+    write_entry` adds the checksums).
+
+    Args:
+        name: the entry's name (its folder name).
+        space, arch: the architecture.
+        benchmark_dataset: the space's dataset whose network this is (input shape, recorded
+            latencies), e.g. ``cifar100``.
+        params, flops: of this network; ``input_shape`` (1, C, H, W).
+        dataset: what the weights and ``accuracy`` are for (``digits``, or the benchmark's
+            dataset for random weights).
+        num_classes: classifier outputs.
+        labels: class names in output order, or None (random weights: nothing learnt).
+        label_order: the label order in words.
+        preprocessing: ``layout``, ``channel_order``, ``size``, ``scale``, ``resize``,
+            ``mean``, ``std``, ``steps``, ``source``.
+        accuracy: ``value`` (%), ``source``, ``split``, ``kind`` (measured | benchmark table).
+        weights: ``kind`` (trained | random), ``note``, ``file`` (``weights.pt`` or None).
+        devices: device -> metric -> {``value``, ``source``}, the search's device first.
+        devices_note: what network the device numbers are for.
+        device: the device the search that found it optimised for (None: ``hwnas train``
+            of an arch string).
+        table_accuracy: the benchmark's accuracy of this architecture beside a measured one.
+        training: the training section (:class:`hwnas.zoo.train.TrainedModel`), if trained
+            by ``hwnas train``.
+        test_label: the true label of the stored test input (a real image), if known.
+        study, trial: the search that found it.
+    """
+    card: dict[str, Any] = {
+        "format_version": CARD_VERSION,
+        "name": name,
+        "task": "image-classification",
+        "space": space,
+        "arch": arch,
+        "benchmark_dataset": benchmark_dataset,
+        "dataset": dataset,
+        "num_classes": num_classes,
+        "labels": labels,
+        "label_order": label_order,
+        "input": {
+            "name": "input",
+            "shape": list(input_shape),
+            "dtype": "float32",
+            "layout": "NCHW",
+            "dynamic_axes": {"0": "batch"},
+        },
+        "output": {
+            "name": "logits",
+            "shape": [input_shape[0], num_classes],
+            "meaning": "unnormalised class scores (softmax gives probabilities)",
+        },
+        "preprocessing": preprocessing,
+        "opset": OPSET,
+        "params": int(params),
+        "flops": int(flops),
+        "flops_convention": "multiply-accumulates of conv and linear layers, batch 1",
+        "weights": weights,
+        "accuracy": {"unit": "%", **accuracy},
+        "chance_level": chance_section(float(accuracy["value"]), num_classes),
+        "device": device,
+        "devices": devices,
+        "devices_note": devices_note,
+        "license": LICENSE,
+        "license_note": LICENSE_NOTE,
+        "tools": tool_versions(),
+        "study": study,
+        "trial": trial,
+        "test_data": {
+            "folder": TEST_DATA,
+            "inputs": ["input_0.pb"],
+            "outputs": ["output_0.pb"],
+            "reference": "the PyTorch module's output on the input, before export",
+            "label": test_label,
+            "rtol": RTOL,
+            "atol": ATOL,
+        },
+    }
+    if table_accuracy is not None:
+        card["table_accuracy"] = {"unit": "%", **table_accuracy}
+    if training is not None:
+        card["training"] = training
+    return card
+
+
+def metadata_props(card: dict[str, Any]) -> dict[str, str]:
+    """The ONNX ``metadata_props`` of an entry: every key of ``card.json`` but ``files`` (the
+    checksums include model.onnx itself), strings as they are and other values as compact
+    JSON with sorted keys."""
+    return {k: _prop(v) for k, v in card.items() if k != "files"}
+
+
+def _prop(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+# -- README.md ---------------------------------------------------------------------------------
+
+
+def render_readme(card: dict[str, Any]) -> str:
+    """The entry's ``README.md``: YAML front matter and a body a person reads.
+
+    Args:
+        card: the entry's card (``card.json`` without ``files``, or with it).
+
+    Returns:
+        Markdown text.
+    """
+    import yaml
+
+    front = yaml.safe_dump(_front_matter(card), sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{front}---\n\n{_body(card)}"
+
+
+def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
+    acc = card["accuracy"]
+    device = card.get("device")
+    devices = [device] if device in card.get("devices", {}) else []
+    tags = ["hwnas", "neural-architecture-search", f"space:{card['space']}", "onnx"]
+    tags += [f"device:{d}" for d in devices]
+    tags.append(f"weights:{card['weights']['kind']}")
+    if card["chance_level"]["value"]:
+        tags.append("chance-level")
+    results = [
+        _result(
+            card["dataset"],
+            acc.get("split", "test"),
+            "accuracy",
+            acc["value"],
+            "top-1 accuracy (%)",
+            acc["source"],
+        )
+    ]
+    table = card.get("table_accuracy")
+    if table:
+        results.append(
+            _result(
+                card["benchmark_dataset"],
+                "test",
+                "accuracy",
+                table["value"],
+                "top-1 accuracy (%) of the benchmark's training of this architecture",
+                table["source"],
+            )
+        )
+    for dev in devices:
+        for metric, entry in card["devices"][dev].items():
+            results.append(
+                _result(
+                    card["benchmark_dataset"],
+                    None,
+                    metric,
+                    entry["value"],
+                    f"{metric.split('_')[0]} on {dev} ({metric.split('_')[-1]})",
+                    entry.get("source", ""),
+                    task_name=f"{dev}",
+                )
+            )
+    datasets = [card["dataset"]]
+    if card["benchmark_dataset"] not in datasets and table:
+        datasets.append(card["benchmark_dataset"])
+    return {
+        "license": card["license"],
+        "library_name": "onnx",
+        "pipeline_tag": "image-classification",
+        "tags": tags,
+        "datasets": datasets,
+        "metrics": ["accuracy", *sorted({m for d in devices for m in card["devices"][d]})],
+        "model-index": [{"name": card["name"], "results": results}],
+    }
+
+
+def _result(
+    dataset: str,
+    split: str | None,
+    metric: str,
+    value: float,
+    name: str,
+    source: str,
+    task_name: str | None = None,
+) -> dict[str, Any]:
+    task: dict[str, Any] = {"type": "image-classification"}
+    if task_name:
+        task["name"] = task_name
+    data = {"name": dataset, "type": dataset}
+    if split:
+        data["split"] = split
+    return {
+        "task": task,
+        "dataset": data,
+        "metrics": [{"type": metric, "value": _round(value), "name": name}],
+        "source": {"name": source},
+    }
+
+
+def _round(v: Any) -> Any:
+    return round(float(v), 4) if isinstance(v, (int, float)) else v
+
+
+def _body(card: dict[str, Any]) -> str:
+    w, acc = card["weights"], card["accuracy"]
+    inp, out, pre = card["input"], card["output"], card["preprocessing"]
+    shape = "x".join(str(d) for d in inp["shape"][1:])
+    device = card.get("device")
+    title = f"{card['space']} model {card['name']}"
+    if device and device in card.get("devices", {}):
+        costs = card["devices"][device]
+        cost = costs.get("latency_ms") or next(iter(costs.values()))
+        unit = "ms" if "latency_ms" in costs else "mJ"
+        title += f" for {device} ({cost['value']:.3g} {unit}, {acc['value']:.1f}%)"
+    lines = [f"# {title}", ""]
+    origin = (
+        f"found by `hwnas search` (study `{card['study']}`, trial {card['trial']})"
+        if card.get("study")
+        else "built by `hwnas train`"
+    )
+    lines += [
+        f"An image classifier from the **{card['space']}** search space, {origin}: "
+        f"architecture `{card['arch']}`, {card['params']:,} parameters, "
+        f"{card['flops'] / 1e6:.1f} M multiply-accumulates per image. It takes "
+        f"`{inp['name']}`, float32 images of shape (N, {', '.join(map(str, inp['shape'][1:]))}) "
+        f"and returns `{out['name']}`, shape (N, {card['num_classes']}): {out['meaning']}.",
+        "",
+        f"**Weights: {w['kind']}.** {w['note']}",
+        "",
+    ]
+    if card["chance_level"]["value"]:
+        lines += [
+            f"**Chance-level:** its accuracy ({acc['value']:.2f}%) is at most "
+            f"{card['chance_level']['rule'].split('<=')[1].strip()} "
+            f"(chance = {card['chance_level']['chance_accuracy']:g}%). Do not ship it.",
+            "",
+        ]
+    lines += ["## Accuracy", "", "| top-1 % | data | where the number comes from |"]
+    lines.append("|---|---|---|")
+    lines.append(f"| {acc['value']:.2f} | {card['dataset']} ({acc['split']}) | {acc['source']} |")
+    table = card.get("table_accuracy")
+    if table:
+        lines.append(f"| {table['value']:.2f} | {card['benchmark_dataset']} | {table['source']} |")
+    lines.append("")
+    devices = card.get("devices", {})
+    if devices:
+        lines += [
+            "## Latency and energy per device",
+            "",
+            "| device | metric | value | where the number comes from |",
+            "|---|---|---|---|",
+        ]
+        order = sorted(devices, key=lambda d: (d != device, d))  # the search's device first
+        for dev in order:
+            for metric, entry in devices[dev].items():
+                unit = {"latency_ms": "ms", "energy_mj": "mJ"}.get(metric, "")
+                source = entry.get("source", "")
+                lines.append(f"| {dev} | {metric} | {entry['value']:.4g} {unit} | {source} |")
+        lines += ["", card["devices_note"], ""]
+    lines += [
+        "## Run it with ONNX Runtime",
+        "",
+        "```python",
+        "import numpy as np",
+        "import onnxruntime as ort",
+        "",
+        'session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])',
+        f"mean = np.array({_floats(pre['mean'])}, np.float32).reshape(1, 3, 1, 1)",
+        f"std = np.array({_floats(pre['std'])}, np.float32).reshape(1, 3, 1, 1)",
+        f"images = np.random.rand(4, 3, {inp['shape'][2]}, {inp['shape'][3]}).astype(np.float32)"
+        "  # yours: scaled to [0, 1], NCHW",
+        f'logits = session.run(["{out["name"]}"], {{"{inp["name"]}": (images - mean) / std}})[0]',
+        f"labels = {json.dumps(card['labels']) if card['labels'] else 'list(range(' + str(card['num_classes']) + '))'}",  # noqa: E501
+        "print([labels[i] for i in logits.argmax(1)])",
+        "```",
+        "",
+        "Check a deployment against the stored input and output (`test_data_set_0/`, ONNX Model "
+        "Zoo layout) and the checksums with `hwnas zoo verify .`, or by hand:",
+        "",
+        "```python",
+        "import numpy as np, onnx, onnxruntime as ort",
+        "from onnx import numpy_helper",
+        "",
+        "load = lambda p: numpy_helper.to_array(onnx.load_tensor(p))",
+        'x, y = load("test_data_set_0/input_0.pb"), load("test_data_set_0/output_0.pb")',
+        'got = ort.InferenceSession("model.onnx").run(None, {"' + inp["name"] + '": x})[0]',
+        f"np.testing.assert_allclose(got, y, rtol={card['test_data']['rtol']:g}, "
+        f"atol={card['test_data']['atol']:g})",
+        "```",
+        "",
+        "## Preprocessing",
+        "",
+        f"- input: {shape} ({pre['layout']}), channel order {pre['channel_order']}",
+        f"- scale: {pre['scale']}; resize: {pre['resize']}",
+        f"- mean {_floats(pre['mean'])}, std {_floats(pre['std'])} (per channel, after scaling)",
+        f"- steps: {'; '.join(pre['steps'])}",
+        f"- statistics from: {pre['source']}",
+        f"- label order: {card['label_order']}",
+        "",
+    ]
+    training = card.get("training")
+    if training:
+        lines += ["## Training", ""]
+        lines += [f"- recipe: {training['recipe']['source']}"]
+        applied = training["applied"]
+        lines += [
+            f"- applied: {applied['epochs']} epochs, batch {applied['batch_size']}, lr "
+            f"{applied['lr']:g} ({training['recipe']['schedule']}), momentum "
+            f"{training['recipe']['momentum']:g}"
+            f"{' (Nesterov)' if training['recipe']['nesterov'] else ''}, weight decay "
+            f"{training['recipe']['weight_decay']:g}, label smoothing "
+            f"{training['recipe']['label_smoothing']:g}, seed {applied['seed']}, on "
+            f"{applied['torch_device']} in {training['seconds']:.0f} s",
+        ]
+        lines += [f"- differs from the recipe: {d}" for d in training["deviations"]]
+        data = training["data"]
+        lines += [
+            f"- data: {data['name']} ({data['source']}), trained on "
+            f"{data['sizes']['train'] + data['sizes']['val']} images (train + validation "
+            f"splits), tested on {data['sizes']['test']}, split seed {data['split_seed']}",
+            "",
+        ]
+    lines += ["## Files", "", "| file | sha256 |", "|---|---|"]
+    for name, digest in card.get("files", {}).items():
+        lines.append(f"| `{name}` | `{digest}` |")
+    lines += [
+        "",
+        "`card.json` holds these checksums and every fact above; `model.onnx` carries the same "
+        "keys (but `files`) in its `metadata_props`.",
+        "",
+        "## Licence",
+        "",
+        card["license_note"],
+        "",
+        f"Tools: {', '.join(f'{k} {v}' for k, v in card['tools'].items())}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _floats(values: list[float]) -> str:
+    return "[" + ", ".join(f"{float(v):.4f}" for v in values) + "]"

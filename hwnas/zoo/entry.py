@@ -1,0 +1,109 @@
+"""One zoo entry on disk: ``model.onnx`` (with the card in its ``metadata_props``),
+``weights.pt`` for trained weights, ``test_data_set_0/`` (ONNX Model Zoo layout), ``README.md``
+and ``card.json`` with the sha256 of every other file. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.zoo.card import (
+    CARD_FILE,
+    MODEL_FILE,
+    README_FILE,
+    TEST_DATA,
+    WEIGHTS_FILE,
+    metadata_props,
+    render_readme,
+    sha256_file,
+)
+
+
+@dataclass
+class ExportedModel:
+    """A network exported for the zoo.
+
+    Attributes:
+        onnx_bytes: the ONNX model (no metadata yet).
+        params: number of parameters.
+        flops: multiply-accumulates of conv and linear layers for one image.
+        input_shape: (1, C, H, W).
+        test_input: float32 array, shape ``input_shape``.
+        test_output: the PyTorch module's logits on ``test_input``, shape (1, num_classes).
+        weights: ``torch.save`` bytes of the state dict (trained weights), or None.
+        test_label: the true label of ``test_input`` when it is a real image, else None.
+    """
+
+    onnx_bytes: bytes
+    params: int
+    flops: int
+    input_shape: tuple[int, ...]
+    test_input: np.ndarray
+    test_output: np.ndarray
+    weights: bytes | None = None
+    test_label: int | None = None
+
+
+def with_metadata(onnx_bytes: bytes, props: dict[str, str], doc: str) -> bytes:
+    """``onnx_bytes`` with its ``metadata_props`` replaced by ``props`` and its doc string set."""
+    import onnx
+
+    model = onnx.load_from_string(onnx_bytes)
+    del model.metadata_props[:]
+    for key, value in props.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    model.doc_string = doc
+    return model.SerializeToString()
+
+
+def write_tensor(path: Path, array: np.ndarray, name: str) -> None:
+    """One TensorProto file (``onnx.numpy_helper.from_array``), as the ONNX Model Zoo stores
+    test inputs and outputs."""
+    from onnx import numpy_helper
+
+    path.write_bytes(numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
+
+
+def read_tensor(path: Path) -> np.ndarray:
+    """The array of a TensorProto file written by :func:`write_tensor`."""
+    import onnx
+    from onnx import numpy_helper
+
+    return numpy_helper.to_array(onnx.load_tensor(str(path)))
+
+
+def write_entry(folder: Path, model: ExportedModel, card: dict[str, Any]) -> dict[str, Any]:
+    """Write one entry into ``folder`` (created; its files are overwritten).
+
+    Args:
+        folder: the entry folder.
+        model: the exported network and its test data.
+        card: the card without ``files`` (see :func:`hwnas.zoo.build.card_for`).
+
+    Returns:
+        The card as written to ``card.json`` (with ``files``).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    props = metadata_props(card)
+    doc = f"hwnas zoo model {card['name']}: {card['space']} {card['arch']}"
+    (folder / MODEL_FILE).write_bytes(with_metadata(model.onnx_bytes, props, doc))
+    files = [MODEL_FILE]
+    if model.weights is not None:
+        (folder / WEIGHTS_FILE).write_bytes(model.weights)
+        files.append(WEIGHTS_FILE)
+    tests = folder / TEST_DATA
+    tests.mkdir(exist_ok=True)
+    write_tensor(tests / "input_0.pb", model.test_input, card["input"]["name"])
+    write_tensor(tests / "output_0.pb", model.test_output, card["output"]["name"])
+    files += [f"{TEST_DATA}/input_0.pb", f"{TEST_DATA}/output_0.pb"]
+    card = {**card, "files": {f: sha256_file(folder / f) for f in files}}
+    (folder / README_FILE).write_text(render_readme(card))
+    card["files"][README_FILE] = sha256_file(folder / README_FILE)
+    (folder / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+    return card

@@ -1,0 +1,196 @@
+"""``hwnas train ARCH|ZOO_DIR`` as functions: :func:`plan_training` checks everything and
+loads the data (user errors surface here, before any training); :func:`run_training` trains
+each architecture and writes its entry, each entry swapped into place whole."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hwnas.errors import HwnasError
+from hwnas.spaces import Arch, TabulatedSpace, ability, get_space
+from hwnas.zoo.read import entry_folders, is_entry, read_entry
+from hwnas.zoo.train import TrainSettings, ZooTrainer
+from hwnas.zoo.write import _swap_in, _temporary, trained_entry
+
+
+@dataclass
+class TrainTask:
+    """One architecture to train into one entry folder.
+
+    Attributes:
+        folder: the entry folder written (replaced if it exists).
+        arch: the architecture.
+        dataset: the space's dataset whose network is trained.
+        devices: the card's device costs (kept from the entry, or the recorded tables').
+        table_accuracy: the benchmark's accuracy of the architecture, if known.
+        found: ``study``, ``trial`` and ``device`` of the search that found it (None for an
+            arch string).
+    """
+
+    folder: Path
+    arch: Arch
+    dataset: str
+    devices: dict[str, dict[str, dict[str, Any]]]
+    table_accuracy: dict[str, Any] | None
+    found: dict[str, Any] = field(
+        default_factory=lambda: {"study": None, "trial": None, "device": None}
+    )
+
+
+@dataclass
+class TrainingPlan:
+    """Tasks and the trainers they use (one per space and dataset, its data loaded)."""
+
+    tasks: list[TrainTask]
+    trainers: dict[tuple[str, str], ZooTrainer]
+
+
+def default_dataset(space_name: str) -> str:
+    """The dataset whose network ``hwnas train ARCH`` trains by default: cifar100 where the
+    space defines it (the search's default), else the space's first."""
+    known = get_space(space_name).datasets()
+    return "cifar100" if "cifar100" in known else known[0]
+
+
+def plan_training(
+    target: str,
+    settings: TrainSettings,
+    space: str | None = None,
+    dataset: str | None = None,
+    out: Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> TrainingPlan:
+    """Resolve ``target`` (an arch string of ``space``, a zoo folder or one entry), check the
+    settings and load the data.
+
+    Args:
+        target: an architecture string, or the path of a zoo folder or entry (retrained in
+            place: its weights, accuracy, ONNX file and card are replaced).
+        settings: training settings.
+        space: the space of an arch string (default ``nasbench201``); entries name theirs.
+        dataset: the space's dataset whose network an arch string is built for (default
+            :func:`default_dataset`); entries name theirs.
+        out: the entry folder for an arch string (default ``trained/<space>-<model hash>``).
+        log: progress lines.
+
+    Raises:
+        HwnasError: a malformed arch string, a missing or foreign folder, options that do not
+            apply to the target, bad settings, unreadable data.
+    """
+    path = Path(target).expanduser()
+    if path.exists():
+        if space or dataset or out:
+            pairs = (("--space", space), ("--dataset", dataset), ("--out", out))
+            given = [n for n, v in pairs if v]
+            raise HwnasError(
+                f"{', '.join(given)} applies to an arch string; the entries of {path} name their "
+                "space and dataset and are retrained in place"
+            )
+        tasks = [_entry_task(folder) for folder in entry_folders(path)]
+    elif "/" in target or target.startswith("."):
+        raise HwnasError(f"zoo folder not found: {path}")
+    else:
+        tasks = [_arch_task(target, space or "nasbench201", dataset, out)]
+    trainers: dict[tuple[str, str], ZooTrainer] = {}
+    for task in tasks:
+        key = (task.arch.space, task.dataset)
+        if key not in trainers:
+            trainers[key] = ZooTrainer.prepare(settings, get_space(key[0]), key[1], log=log)
+    return TrainingPlan(tasks, trainers)
+
+
+def _entry_task(folder: Path) -> TrainTask:
+    card = read_entry(folder)
+    space = get_space(card["space"])
+    arch = space.parse(card["arch"])
+    dataset = card.get("benchmark_dataset") or card.get("dataset")
+    if dataset not in space.datasets():
+        raise HwnasError(
+            f"{folder}: the card names no dataset of space '{space.name}' "
+            f"({', '.join(space.datasets())}) to build the network for"
+        )
+    weights = card.get("weights") or {}
+    accuracy = card.get("accuracy") or {}
+    if isinstance(weights, dict) and weights.get("kind") == "random":
+        table = {k: accuracy[k] for k in ("value", "source", "split", "kind") if k in accuracy}
+    else:
+        table = card.get("table_accuracy")
+    return TrainTask(
+        folder=folder,
+        arch=arch,
+        dataset=dataset,
+        devices=card.get("devices") or {},
+        table_accuracy=table,
+        found={k: card.get(k) for k in ("study", "trial", "device")},
+    )
+
+
+def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None) -> TrainTask:
+    from hwnas.measure import arch_workload
+    from hwnas.search.run import recorded_latencies
+
+    space = get_space(space_name)
+    arch = space.parse(text)
+    dataset = dataset or default_dataset(space_name)
+    space.dataset(dataset)  # an unknown dataset fails here
+    name = f"{space.name}-{arch_workload(space, arch, dataset).model_hash}"
+    latencies = recorded_latencies(space.name, [arch.text], skip="")[arch.text]
+    devices = {dev: {"latency_ms": entry} for dev, entry in latencies.items()}
+    table = None
+    tabulated = ability(space, TabulatedSpace)
+    if tabulated is not None:
+        try:
+            table = {
+                "value": float(tabulated.table_accuracy(dataset)[tabulated.index(arch)]),
+                "source": tabulated.accuracy_source(dataset),
+                "split": "test",
+                "kind": "benchmark table",
+            }
+        except HwnasError:  # not in the benchmark's index
+            table = None
+    folder = (out or Path("trained") / name).expanduser()
+    if folder.exists() and not is_entry(folder) and (not folder.is_dir() or any(folder.iterdir())):
+        raise HwnasError(
+            f"{folder} exists and is not a zoo entry; give --out a new folder (an entry is "
+            "replaced whole)"
+        )
+    return TrainTask(
+        folder=folder,
+        arch=arch,
+        dataset=dataset,
+        devices=devices,
+        table_accuracy=table,
+    )
+
+
+def run_training(plan: TrainingPlan, log: Callable[[str], None] | None = None) -> list[dict]:
+    """Train every task of ``plan`` and write its entry (each swapped into place whole; a
+    failure leaves the entry as it was).
+
+    Returns:
+        The cards written, in task order.
+    """
+    log = log or (lambda _m: None)
+    cards = []
+    for i, task in enumerate(plan.tasks):
+        trainer = plan.trainers[(task.arch.space, task.dataset)]
+        log(f"training {i + 1}/{len(plan.tasks)}: {task.arch.text}")
+        model, card = trained_entry(
+            trainer, task.arch, task.folder.name, task.devices, task.table_accuracy, task.found
+        )
+        from hwnas.zoo.entry import write_entry
+
+        task.folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _temporary(task.folder)
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            cards.append(write_entry(tmp, model, card))
+            _swap_in(tmp, task.folder)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return cards

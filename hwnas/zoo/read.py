@@ -1,0 +1,91 @@
+"""Reading zoo entries back (for ``hwnas zoo list|show|verify`` and ``hwnas train ZOO_DIR``).
+
+Only ``json`` is imported: listing a zoo costs no torch or ONNX import.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hwnas.errors import HwnasError
+from hwnas.zoo.card import CARD_FILE, CARD_VERSION
+
+
+def is_entry(path: str | Path) -> bool:
+    """Whether ``path`` is a zoo entry folder (it holds a ``card.json``)."""
+    return (Path(path) / CARD_FILE).is_file()
+
+
+def entry_folders(path: str | Path) -> list[Path]:
+    """The entry folders of a zoo folder, or ``[path]`` when it is one entry; sorted by name.
+
+    Raises:
+        HwnasError: ``path`` is missing, not a folder, or holds no entry.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise HwnasError(f"zoo folder not found: {path}")
+    if not path.is_dir():
+        raise HwnasError(f"{path} is not a folder (give a zoo folder or one of its entries)")
+    if is_entry(path):
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.is_dir() and is_entry(p))
+    if not found:
+        raise HwnasError(
+            f"{path} is neither a zoo entry (no {CARD_FILE}) nor a zoo folder (no sub-folder "
+            f"with a {CARD_FILE})"
+        )
+    return found
+
+
+def read_entry(path: str | Path) -> dict[str, Any]:
+    """The card of one zoo entry, with what a listing shows in plain keys.
+
+    Args:
+        path: the entry folder (holding ``card.json``).
+
+    Returns:
+        The ``card.json`` dict plus ``folder`` (str, the entry's path), ``weights_kind``
+        (``trained`` | ``random``), ``accuracy_value`` (%), ``accuracy_source``,
+        ``latency_ms`` (on the search device, or None), ``latency_source`` and ``device`` (the
+        first device of the card: the search's).
+
+    Raises:
+        HwnasError: no ``card.json``, unreadable JSON, or a card of a newer layout.
+    """
+    folder = Path(path).expanduser()
+    file = folder / CARD_FILE
+    try:
+        card = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise HwnasError(f"{folder} is not a zoo entry: no {CARD_FILE}") from None
+    except (OSError, ValueError) as exc:
+        raise HwnasError(f"cannot read {file}: {exc}") from None
+    if not isinstance(card, dict) or "arch" not in card:
+        raise HwnasError(f"{file} is not a zoo card (no 'arch')")
+    version = card.get("format_version", 0)
+    if not isinstance(version, int) or version > CARD_VERSION:
+        raise HwnasError(
+            f"{file} has card format {version}; this hwnas reads up to {CARD_VERSION} "
+            "(upgrade hwnas)"
+        )
+    weights = card.get("weights")
+    kind = weights.get("kind") if isinstance(weights, dict) else (
+        "trained" if str(weights).startswith("trained") else "random"
+    )  # fmt: skip
+    accuracy = card.get("accuracy") or {}
+    devices = card.get("devices") or {}
+    device = next(iter(devices), None)
+    latency = (devices.get(device) or {}).get("latency_ms") if device else None
+    return {
+        **card,
+        "folder": str(folder),
+        "weights_kind": kind,
+        "accuracy_value": accuracy.get("value"),
+        "accuracy_source": accuracy.get("source", ""),
+        "device": device,
+        "latency_ms": latency.get("value") if latency else None,
+        "latency_source": latency.get("source", "") if latency else "",
+    }

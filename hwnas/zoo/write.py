@@ -1,0 +1,424 @@
+"""Writing a run's model zoo: one entry per Pareto architecture, swapped into place whole.
+
+Three kinds of entries, each a :func:`hwnas.zoo.entry.write_entry` folder:
+
+- random weights (table search): the benchmark's network with hwnas's seeded weights, its
+  accuracy the benchmark's; exported once per model hash (:mod:`hwnas.zoo.cache`);
+- trained by :class:`hwnas.zoo.train.ZooTrainer` (``--train-zoo``, ``hwnas train``): the
+  measured test accuracy, the benchmark's beside it;
+- trained by a supernet search (inherited, fine-tuned weights handed in as ``trained``).
+
+Chance-level architectures (accuracy at most :data:`hwnas.zoo.card.CHANCE_FACTOR` x chance,
+such as NAS-Bench-201 cells with no path from input to output) are not exported: no weights
+make them useful (their output does not depend on their input), and a zoo is what users ship.
+``pareto.csv`` keeps them, with an empty ``zoo`` cell and ``chance_level`` true.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hwnas.spaces.base import Arch, SearchSpace
+from hwnas.zoo.card import (
+    BENCHMARK_PREPROCESSING,
+    CARD_FILE,
+    WEIGHTS_FILE,
+    card_for,
+    is_chance_level,
+)
+from hwnas.zoo.entry import ExportedModel, write_entry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hwnas.search.engine import SearchResult, TrialRecord
+    from hwnas.zoo.train import ZooTrainer
+
+
+def entry_name(rank: int, record: TrialRecord) -> str:
+    """Folder name of a zoo entry: its row in the exported list and its model hash."""
+    return f"{rank:02d}-{record.attrs.get('model_hash') or rank}"
+
+
+def zoo_columns(
+    records: list[TrialRecord], num_classes: int, exported: bool = True
+) -> dict[str, dict[str, str]]:
+    """``pareto.csv``'s zoo columns for ``records`` (the list handed to :func:`write_zoo`):
+    arch -> {``zoo``: the entry's folder name, empty if not exported; ``chance_level``:
+    ``true`` / ``false``}.
+
+    Args:
+        records: the records in zoo order.
+        num_classes: classes of the accuracy's dataset (chance is 100 / num_classes %).
+        exported: whether a zoo is written at all (``--no-zoo``: every ``zoo`` cell empty).
+    """
+    out = {}
+    for rank, r in enumerate(records):
+        chance = is_chance_level(r.accuracy, num_classes)
+        out[r.arch] = {
+            "zoo": entry_name(rank, r) if exported and not chance else "",
+            "chance_level": "true" if chance else "false",
+        }
+    return out
+
+
+def write_zoo(
+    folder: Path,
+    result: SearchResult,
+    space: SearchSpace,
+    other_latencies: dict[str, dict[str, dict[str, Any]]],
+    records: list[TrialRecord] | None = None,
+    trained: dict[str, dict[str, Any]] | None = None,
+    trainer: ZooTrainer | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """One folder per Pareto architecture (see the module doc), written into a temporary
+    sibling and renamed into place when complete: an export that fails part-way (a full disk,
+    a model that cannot be exported, Ctrl-C while training) leaves the previous zoo, or none,
+    never a partial one; workers sharing a run folder each put a whole zoo in place.
+
+    Args:
+        folder: the zoo folder.
+        result: the search result.
+        space: the search space (builds and exports each network).
+        other_latencies: arch -> device -> {"value", "source"} from other devices' recorded
+            tables, added to each card.
+        records: the records to export (default: the Pareto front).
+        trained: arch -> {"model", "input_shape", "num_classes", "dataset", "weights", and
+            optionally "data" (:class:`hwnas.datasets.DataSplits`)}: export that trained
+            module (a supernet's subnet) instead of a freshly built network.
+        trainer: train each architecture from scratch with its space's recipe instead of
+            exporting random weights (``--train-zoo``).
+        log: one line per entry.
+
+    Returns:
+        The card paths (inside ``folder``).
+
+    Raises:
+        OSError: the zoo could not be written (nothing is left behind).
+        HwnasError: training failed on a user error.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(folder)
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        names = _write_zoo_into(tmp, result, space, other_latencies, records, trained, trainer, log)
+        _swap_in(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [folder / name for name in names]
+
+
+def _temporary(path: Path) -> Path:
+    """A hidden sibling of ``path`` to write first and rename over it."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
+    """Put the folder ``new`` in place of ``folder`` (which may exist, and which another worker
+    may be replacing at the same moment)."""
+    import errno
+
+    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    for attempt in range(attempts):
+        try:
+            if folder.exists():
+                os.replace(folder, old)
+            os.replace(new, folder)
+            break
+        except OSError as exc:  # another worker put its zoo in place between our two steps
+            if (
+                exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT)
+                or attempt + 1 == attempts
+            ):
+                raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_zoo_into(
+    folder: Path,
+    result: SearchResult,
+    space: SearchSpace,
+    other_latencies: dict[str, dict[str, dict[str, Any]]],
+    records: list[TrialRecord] | None,
+    trained: dict[str, dict[str, Any]] | None,
+    trainer: ZooTrainer | None,
+    log: Callable[[str], None] | None,
+) -> list[str]:
+    """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it."""
+    log = log or (lambda _m: None)
+    s = result.settings
+    spec = space.dataset(s.dataset)
+    records = result.pareto if records is None else records
+    cards = []
+    todo = [
+        (rank, r)
+        for rank, r in enumerate(records)
+        if not is_chance_level(
+            r.accuracy, (trained or {}).get(r.arch, {}).get("num_classes", spec.num_classes)
+        )
+    ]
+    for i, (rank, r) in enumerate(todo):
+        arch = space.parse(r.arch)
+        name = entry_name(rank, r)
+        devices = device_costs(r, s.device, other_latencies.get(r.arch, {}))
+        found = {"study": s.study, "trial": r.number, "device": s.device}
+        own = (trained or {}).get(r.arch)
+        if own is not None:
+            model, card = subnet_entry(space, arch, s.dataset, name, r, own, devices, found)
+        elif trainer is not None:
+            log(f"training {i + 1}/{len(todo)}: {r.arch}")
+            table = {
+                "value": r.accuracy,
+                "source": r.attrs.get("accuracy_source", ""),
+                "split": "test",
+                "kind": "benchmark table",
+            }
+            model, card = trained_entry(trainer, arch, name, devices, table, found)
+            log(f"  test accuracy {card['accuracy']['value']:.2f}% on {card['dataset']}")
+        else:
+            accuracy = {
+                "value": r.accuracy,
+                "source": r.attrs.get("accuracy_source", ""),
+                "split": "test",
+                "kind": "benchmark table",
+            }
+            model, card = random_entry(space, arch, s.dataset, name, accuracy, devices, found)
+        write_entry(folder / name, model, card)
+        cards.append(f"{name}/{CARD_FILE}")
+    folder.mkdir(parents=True, exist_ok=True)  # an empty front still gives a zoo folder
+    return cards
+
+
+def device_costs(
+    r: TrialRecord, device: str, others: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """device -> metric -> {"value", "source"}: the search device's costs of ``r``, then the
+    other recorded devices' latency."""
+    own = {m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in r.costs}
+    out = {device: own}
+    for dev, entry in others.items():
+        out.setdefault(dev, {"latency_ms": entry})
+    return out
+
+
+def _benchmark_note(space: SearchSpace, dataset: str, classes: int | None = None) -> str:
+    spec = space.dataset(dataset)
+    shape = "x".join(map(str, spec.input_shape))
+    note = (
+        f"Device values are for the benchmark's {space.name} network for {dataset} (input "
+        f"{shape}, {spec.num_classes} classes), as each source names: recorded tables hold the "
+        "benchmark's measurements, live devices hwnas's measurement of the same network."
+    )
+    if classes is not None and classes != spec.num_classes:
+        note += (
+            f" This model has the same layers but a {classes}-class classifier (instead of "
+            f"{spec.num_classes}): its final linear layer differs, a negligible share of the "
+            "time."
+        )
+    return note
+
+
+def random_entry(
+    space: SearchSpace,
+    arch: Arch,
+    dataset: str,
+    name: str,
+    accuracy: dict[str, Any],
+    devices: dict[str, dict[str, dict[str, Any]]],
+    found: dict[str, Any],
+) -> tuple[ExportedModel, dict[str, Any]]:
+    """A random-weight entry: the benchmark's network for ``dataset`` with hwnas's seeded
+    weights (from the export cache when exported before)."""
+    from hwnas.measure import WEIGHT_SEED
+    from hwnas.zoo.models import random_weights
+
+    model, _cached = random_weights(space, arch, dataset)
+    spec = space.dataset(dataset)
+    stats = BENCHMARK_PREPROCESSING.get(dataset, {})
+    preprocessing = {
+        "layout": "NCHW",
+        "channel_order": "RGB",
+        "size": list(spec.input_shape[1:]),
+        "scale": "pixel / 255",
+        "resize": f"to {spec.input_shape[1]}x{spec.input_shape[2]} as the benchmark does",
+        "mean": [round(v, 6) for v in stats.get("mean", [0.0, 0.0, 0.0])],
+        "std": [round(v, 6) for v in stats.get("std", [1.0, 1.0, 1.0])],
+        "steps": ["pixel / 255", "(x - mean) / std per channel", "float32, NCHW"],
+        "source": stats.get("source", "unknown: mean 0, std 1"),
+    }
+    card = card_for(
+        name=name,
+        space=space.name,
+        arch=arch.text,
+        benchmark_dataset=dataset,
+        params=model.params,
+        flops=model.flops,
+        input_shape=model.input_shape,
+        dataset=dataset,
+        num_classes=spec.num_classes,
+        labels=None,
+        label_order=(
+            f"output i is class i of {dataset} in its official label order; these random "
+            "weights have learnt no class"
+        ),
+        preprocessing=preprocessing,
+        accuracy=accuracy,
+        weights={
+            "kind": "random",
+            "note": (
+                f"random initialisation (torch seed {WEIGHT_SEED}): the accuracy is the "
+                "benchmark's for this architecture trained with its recipe; train before use "
+                "(`hwnas train THIS_FOLDER --data ...`)"
+            ),
+            "file": None,
+        },
+        devices=devices,
+        devices_note=_benchmark_note(space, dataset),
+        test_label=None,
+        **found,
+    )
+    return model, card
+
+
+def trained_entry(
+    trainer: ZooTrainer,
+    arch: Arch,
+    name: str,
+    devices: dict[str, dict[str, dict[str, Any]]],
+    table_accuracy: dict[str, Any] | None,
+    found: dict[str, Any],
+) -> tuple[ExportedModel, dict[str, Any]]:
+    """An entry trained from scratch by ``trainer`` (its measured accuracy; ``table_accuracy``,
+    the benchmark's, beside it)."""
+    from hwnas.zoo.models import from_module
+
+    t = trainer.train(arch)
+    model = from_module(t.model, t.input_shape, t.test_input, t.test_label, keep_weights=True)
+    data, space = trainer.data, trainer.space
+    if table_accuracy is not None and "the benchmark's:" not in table_accuracy["source"]:
+        table_accuracy = {
+            **table_accuracy,
+            "source": (
+                f"{table_accuracy['source']} (the benchmark's: this architecture trained with "
+                f"its recipe on {trainer.dataset}, not these weights)"
+            ),
+        }
+    applied = t.training["applied"]
+    card = card_for(
+        name=name,
+        space=space.name,
+        arch=arch.text,
+        benchmark_dataset=trainer.dataset,
+        params=model.params,
+        flops=model.flops,
+        input_shape=model.input_shape,
+        dataset=data.name,
+        num_classes=data.num_classes,
+        labels=list(data.classes),
+        label_order=f"output i is labels[i] (the class order of {data.name})",
+        preprocessing=trainer.preprocessing(int(t.input_shape[-1])),
+        accuracy={
+            "value": t.accuracy,
+            "source": t.accuracy_source,
+            "split": "test",
+            "kind": "measured",
+        },
+        weights={
+            "kind": "trained",
+            "note": (
+                f"trained from scratch on {data.name} with the {trainer.recipe.name} recipe, "
+                f"{applied['epochs']} of its {trainer.recipe.epochs} epochs (see Training)"
+                + (" (from hwnas's training cache)" if t.reused else "")
+            ),
+            "file": WEIGHTS_FILE,
+        },
+        devices=devices,
+        devices_note=_benchmark_note(space, trainer.dataset, data.num_classes),
+        table_accuracy=table_accuracy,
+        training=t.training,
+        test_label=t.test_label,
+        **found,
+    )
+    return model, card
+
+
+def subnet_entry(
+    space: SearchSpace,
+    arch: Arch,
+    dataset: str,
+    name: str,
+    r: TrialRecord,
+    own: dict[str, Any],
+    devices: dict[str, dict[str, dict[str, Any]]],
+    found: dict[str, Any],
+) -> tuple[ExportedModel, dict[str, Any]]:
+    """An entry of a supernet search: the subnet with its inherited, fine-tuned weights."""
+    import numpy as np
+
+    from hwnas.zoo.models import from_module, random_input
+
+    shape = tuple(own["input_shape"])
+    data = own.get("data")
+    if data is not None:
+        x, label = data.test.x[:1], int(data.test.y[0])
+        if x.shape[-1] != shape[-1]:
+            import torch
+            import torch.nn.functional as F
+
+            side = (int(shape[-2]), int(shape[-1]))
+            x = F.interpolate(torch.from_numpy(x), size=side, mode="bilinear").numpy()
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        preprocessing = {**data.preprocessing, "size": list(shape[-2:])}
+        preprocessing["source"] = f"the training split of {data.name} ({len(data.train)} images)"
+        labels = list(data.classes)
+    else:
+        x, label, labels = random_input(shape), None, None
+        preprocessing = {
+            "layout": "NCHW", "channel_order": "RGB", "size": list(shape[-2:]),
+            "scale": "as in training", "resize": "as in training", "mean": [0.0] * 3,
+            "std": [1.0] * 3, "steps": ["as in training"], "source": "not recorded",
+        }  # fmt: skip
+    model = from_module(own["model"], shape, x, label, keep_weights=True)
+    table = None
+    if "table_accuracy" in r.attrs:
+        table = {
+            "value": r.attrs["table_accuracy"],
+            "source": r.attrs.get("table_accuracy_label", ""),
+            "split": "test",
+            "kind": "benchmark table",
+        }
+    card = card_for(
+        name=name,
+        space=space.name,
+        arch=arch.text,
+        benchmark_dataset=dataset,
+        params=model.params,
+        flops=model.flops,
+        input_shape=model.input_shape,
+        dataset=own["dataset"],
+        num_classes=own["num_classes"],
+        labels=labels,
+        label_order=f"output i is labels[i] (the class order of {own['dataset']})",
+        preprocessing=preprocessing,
+        accuracy={
+            "value": r.accuracy,
+            "source": r.attrs.get("accuracy_source", ""),
+            "split": "test",
+            "kind": "measured",
+        },
+        weights={"kind": "trained", "note": own["weights"], "file": WEIGHTS_FILE},
+        devices=devices,
+        devices_note=(
+            "Device values are for this network as each source names: a live device measured "
+            "this subnet, a recorded table holds the benchmark network of the same "
+            "architecture, a prediction is labelled as one."
+        ),
+        table_accuracy=table,
+        test_label=label,
+        **found,
+    )
+    return model, card

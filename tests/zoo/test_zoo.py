@@ -1,0 +1,161 @@
+"""The model zoo as a user gets it: `hwnas train` on digits, `hwnas zoo verify`, the cards and
+their ONNX metadata, pareto.csv's zoo column, chance-level cells, and the export cache."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+import yaml
+from helpers import hwnas_cli
+
+from hwnas.spaces import get_space
+from hwnas.zoo import read_entry
+from hwnas.zoo.card import metadata_props
+from hwnas.zoo.entry import read_tensor
+from hwnas.zoo.verify import verify
+
+# a cheap cell (no convolution inside the cells): the network is the benchmark's skeleton
+CHEAP = "|skip_connect~0|+|avg_pool_3x3~0|skip_connect~1|+|skip_connect~0|none~1|skip_connect~2|"
+
+
+def _front_matter(readme: str) -> dict:
+    assert readme.startswith("---\n")
+    return yaml.safe_load(readme.split("---\n")[1])
+
+
+def test_train_an_arch_on_digits_writes_an_entry_that_verifies(tmp_path):
+    entry = tmp_path / "entry"
+    r = hwnas_cli("train", CHEAP, "--data", "digits", "--epochs", "1", "--batch-size", "32",
+                  "--limit", "200", "--out", str(entry))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"{entry}:" in r.stdout and "test accuracy on digits" in r.stdout
+    names = {p.relative_to(entry).as_posix() for p in entry.rglob("*") if p.is_file()}
+    assert names == {"model.onnx", "weights.pt", "README.md", "card.json",
+                     "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"}  # fmt: skip
+    card = json.loads((entry / "card.json").read_text())
+    assert card["arch"] == CHEAP and card["dataset"] == "digits" and card["num_classes"] == 10
+    assert card["labels"] == [str(i) for i in range(10)]
+    assert card["input"]["shape"] == [1, 3, 32, 32]  # the benchmark's cifar100 network input
+    pre = card["preprocessing"]
+    assert len(pre["mean"]) == len(pre["std"]) == 3 and pre["size"] == [32, 32]
+    assert card["weights"] == {"kind": "trained", "note": card["weights"]["note"],
+                               "file": "weights.pt"}  # fmt: skip
+    training = card["training"]
+    assert training["applied"]["epochs"] == 1 and training["recipe"]["epochs"] == 200
+    assert any("1 of the recipe's 200 epochs" in d for d in training["deviations"])
+    assert any("batch 32 instead of 256" in d for d in training["deviations"])
+    assert card["accuracy"]["source"].startswith("measured:digits:test split (40 images)")
+    space = get_space("nasbench201")
+    table = float(space.table_accuracy("cifar100")[space.index(space.parse(CHEAP))])
+    assert card["table_accuracy"]["value"] == pytest.approx(table)
+    assert "the benchmark's" in card["table_accuracy"]["source"]
+    assert card["chance_level"]["value"] == (card["accuracy"]["value"] <= 15.0)
+    assert set(card["tools"]) >= {"hwnas", "torch", "onnx", "onnxruntime", "python"}
+    assert card["license"] == "mit"
+    # the ONNX model carries the same keys, and is the trained network
+    model = onnx.load(str(entry / "model.onnx"))
+    props = {p.key: p.value for p in model.metadata_props}
+    assert set(props) == set(card) - {"files"} and props == metadata_props(card)
+    assert json.loads(props["training"]) == training and props["arch"] == CHEAP
+    net = space.build(space.parse(CHEAP), "cifar100", num_classes=10)
+    net.load_state_dict(torch.load(entry / "weights.pt"))
+    x = read_tensor(entry / "test_data_set_0" / "input_0.pb").copy()
+    expected = net.eval()(torch.from_numpy(x)).detach().numpy()
+    session = ort.InferenceSession(str(entry / "model.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"input": x})[0], expected, atol=1e-4)
+    assert card["test_data"]["label"] in range(10)
+    # a Hugging Face style card
+    front = _front_matter((entry / "README.md").read_text())
+    assert front["license"] == "mit" and front["library_name"] == "onnx"
+    assert "space:nasbench201" in front["tags"] and front["datasets"][0] == "digits"
+    result = front["model-index"][0]["results"][0]
+    assert result["metrics"][0]["value"] == pytest.approx(card["accuracy"]["value"], abs=1e-4)
+    assert result["source"]["name"] == card["accuracy"]["source"]
+    # verify passes, then fails on a tampered file
+    r = hwnas_cli("zoo", "verify", str(entry))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("ok   entry:") and "1 of 1 entries verified" in r.stdout
+    blob = bytearray((entry / "weights.pt").read_bytes())
+    blob[-1] ^= 0xFF
+    (entry / "weights.pt").write_bytes(bytes(blob))
+    r = hwnas_cli("zoo", "verify", str(entry))
+    assert r.returncode == 1 and "FAIL entry: weights.pt sha256 differs" in r.stdout
+    r = hwnas_cli("zoo", "verify", str(tmp_path / "nowhere"))
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"error: zoo folder not found: {tmp_path / 'nowhere'}"
+
+
+def _resign(entry, name):
+    """Rewrite card.json's checksum of ``name`` (a tamperer who knows the format)."""
+    from hwnas.zoo.card import sha256_file
+
+    card = json.loads((entry / "card.json").read_text())
+    card["files"][name] = sha256_file(entry / name)
+    (entry / "card.json").write_text(json.dumps(card))
+    return card
+
+
+def test_a_search_zoo_names_its_rows_skips_chance_level_cells_and_reuses_exports(tmp_path):
+    out = tmp_path / "run"
+    # seed 7, 20 trials: the front holds a chance-level cell (no path from input to output)
+    args = ["search", "--device", "pixel3", "--budget", "20", "--seed", "7"]
+    r = hwnas_cli(*args, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "1 chance-level architecture(s) of the front not put in the zoo" in r.stdout
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    chance = [row for row in rows if row["chance_level"] == "true"]
+    assert len(chance) == 1 and float(chance[0]["accuracy"]) == pytest.approx(1.0)
+    assert chance[0]["zoo"] == ""  # not exported
+    named = [row["zoo"] for row in rows if row["chance_level"] == "false"]
+    assert named and all(named)
+    assert sorted(p.name for p in (out / "zoo").iterdir()) == sorted(named)
+    for row in rows:
+        if row["zoo"]:
+            entry = read_entry(out / "zoo" / row["zoo"])
+            assert entry["arch"] == row["arch"] and entry["weights_kind"] == "random"
+            assert entry["device"] == "pixel3" and entry["latency_ms"] == pytest.approx(
+                float(row["latency_ms"])
+            )
+            assert entry["accuracy_value"] == pytest.approx(float(row["accuracy"]), abs=1e-3)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["zoo_models"] == len(named) and summary["zoo_weights"] == "random"
+    assert all(v.ok for v in verify(out / "zoo"))
+    # a second study in the same home exports nothing: the ONNX bytes come from the cache, and
+    # torch is never imported
+    code = (
+        "import sys; from hwnas.cli import main; "
+        f"rc = main({[*args, '--study', 'again', '--out', str(tmp_path / 'again')]!r}); "
+        "print('torch imported' if 'torch' in sys.modules else 'no torch'); sys.exit(rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("no torch")
+    first = sorted((out / "zoo").glob("*/test_data_set_0/output_0.pb"))
+    again = sorted((tmp_path / "again" / "zoo").glob("*/test_data_set_0/output_0.pb"))
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
+    assert all(v.ok for v in verify(tmp_path / "again" / "zoo"))
+    # a tampered expected output (its checksum re-signed) fails on ONNX Runtime's numbers, a
+    # card edited after export fails on the ONNX metadata
+    entry = out / "zoo" / named[-1]
+    y = read_tensor(entry / "test_data_set_0" / "output_0.pb")
+    from hwnas.zoo.entry import write_tensor
+
+    write_tensor(entry / "test_data_set_0" / "output_0.pb", y + 0.01, "logits")
+    card = _resign(entry, "test_data_set_0/output_0.pb")
+    (v,) = verify(entry)
+    assert not v.ok and "ONNX Runtime output differs" in v.detail
+    write_tensor(entry / "test_data_set_0" / "output_0.pb", y, "logits")
+    card = _resign(entry, "test_data_set_0/output_0.pb")
+    assert verify(entry)[0].ok
+    card["accuracy"]["value"] = 99.0
+    (entry / "card.json").write_text(json.dumps(card))
+    (v,) = verify(entry)
+    assert not v.ok and "metadata differs from card.json in accuracy" in v.detail
