@@ -70,8 +70,9 @@ class FBNetFeaturizer(Featurizer):
                     spec = block_spec(name)
                     ho = _out(hw, 1, stride)
                     if spec is None:
-                        if stride != 1 or c_prev != c:
+                        if stride != 1 or c_prev != c:  # conv + BN + ReLU (HW-NAS-Bench)
                             acc.conv(c_prev, c, 1, 1, (hw, hw), (ho, ho))
+                            acc.elementwise("act", c * ho * ho)
                     else:
                         k, e, g = spec
                         mid = c_prev * e
