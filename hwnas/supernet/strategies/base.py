@@ -30,7 +30,11 @@ DEFAULT_OPTIONS: dict[str, Any] = {s.key: s.default for s in STRATEGY_BASE}
 
 
 def gumbel_like(t: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    u = torch.rand(t.shape, generator=generator, device=t.device).clamp_(1e-9, 1 - 1e-9)
+    """Standard Gumbel noise of ``t``'s shape on ``t``'s device. Drawn on the CPU from
+    ``generator`` (a CPU generator: the strategies' own, checkpointed) and then moved, so that a
+    CUDA supernet neither fails (a CPU generator cannot fill a CUDA tensor) nor draws another
+    sequence than a CPU one."""
+    u = torch.rand(t.shape, generator=generator).clamp_(1e-9, 1 - 1e-9).to(t.device)
     return -torch.log(-torch.log(u))
 
 

@@ -34,7 +34,8 @@ class ProxylessNas(SupernetStrategy):
                 picks.append(None)
                 continue
             p = F.softmax(a.detach(), -1)
-            pair = torch.multinomial(p, 2, replacement=False, generator=self.generator)
+            # the CPU generator samples from CPU probabilities, wherever the supernet lives
+            pair = torch.multinomial(p.cpu(), 2, replacement=False, generator=self.generator)
             i, j = int(pair[0]), int(pair[1])
             sub = F.softmax(a[[i, j]], -1)
             k = 0 if float(torch.rand((), generator=self.generator)) < float(sub[0].detach()) else 1
