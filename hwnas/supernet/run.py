@@ -241,8 +241,10 @@ def search(
     for epoch in range(start_epoch, s.epochs):
         st = search_epoch(strategy, data.train, data.val, s.batch_size, epoch, tdev, ranks)
         history.append(st.__dict__)
+        # strategies without architecture steps (oneshot) have no hardware term to show
+        hw_part = f", hw {st.hw_loss:.3f}" if np.isfinite(st.hw_loss) else ""
         log(
-            f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}, hw {st.hw_loss:.3f}, "
+            f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}{hw_part}, "
             f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
         )
         if ranks.main:
