@@ -14,14 +14,20 @@ kind: local
 class: cpu
 description: this machine's CPU with a short timing protocol (tests only)
 runtime: ort
-timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 1.0}
+timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0}
 tvm: {trials_per_task: 0}
 """
 
 
 @pytest.fixture(autouse=True)
 def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
-    """A fresh HWNAS_HOME (store, studies, user profiles) for each test."""
+    """A fresh HWNAS_HOME (store, studies, user profiles) for each test.
+
+    ``cpu-fast`` never flags a measurement: the CV of 3 round medians cannot exceed sqrt(2) <
+    ``max_cv``, so tests that count measurements do not depend on the machine's load (on a
+    loaded 2-core machine a 1.0 limit was crossed now and then, and a search skipped a noisy
+    candidate and measured one more). Flagging has its own tests (tests/test_measure.py,
+    tests/runtimes/test_timing.py)."""
     home = tmp_path_factory.mktemp("hwnas_home")
     monkeypatch.setenv("HWNAS_HOME", str(home))
     profiles = home / "devices"
