@@ -30,9 +30,18 @@ def predictor_group():
     help="Custom artifact: recorded columns to train on (device or device:energy_mj).",
 )
 @click.option("--name", "custom_name", default=None, help="Custom artifact: its name.")
+@click.option(
+    "--archs",
+    "archs_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="ARCHS.csv",
+    help="Meta-train only on these architectures (column arch: indices or arch strings of the "
+    "space's recorded table), e.g. the ones you measured; default: every one.",
+)
 @click.option("--steps", type=int, default=3000, show_default=True, help="Steps per encoder.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def train_cmd(names, root, space, devices, custom_name, steps, seed):
+def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed):
     """Meta-train artifacts NAMES (default: every shipped one: nasbench201, nasbench201-help,
     fbnet, fbnet-help, ofa), or a custom one with --space/--devices/--name."""
     from rich.console import Console
@@ -43,22 +52,51 @@ def train_cmd(names, root, space, devices, custom_name, steps, seed):
 
     console = Console(stderr=True)
     root = root or hwnas_home() / "latency_predictors"
+    if steps < 1:
+        raise HwnasError(f"--steps must be at least 1, got {steps}")
     custom = any(x is not None for x in (space, devices, custom_name))
     if custom:
         if names or not (space and devices and custom_name):
             raise HwnasError("a custom artifact needs --space, --devices and --name (no NAMES)")
+        from hwnas.predictors.data import get_column
         from hwnas.spaces import get_space
 
         get_space(space)
         keys = [k.strip() for k in devices.split(",") if k.strip()]
-        cards = [
-            build_custom(custom_name, space, keys, root / custom_name, steps, seed, console.print)
-        ]
+        for k in keys:
+            get_column(space, k)  # unknown columns fail before any training
+        rows = _rows(archs_file, [space])
+        out = root / custom_name
+        log, source = console.print, _source(archs_file)
+        cards = [build_custom(custom_name, space, keys, out, steps, seed, log, rows, source)]
     else:
-        for n in names:
-            get_recipe(n)  # unknown names fail before any training
-        cards = [build(n, root, steps, seed, console.print) for n in (names or list(RECIPES))]
+        names = names or tuple(RECIPES)
+        spaces = [get_recipe(n).space for n in names]  # unknown names fail before any training
+        rows = _rows(archs_file, spaces)
+        cards = [
+            build(n, root, steps, seed, console.print, rows, _source(archs_file)) for n in names
+        ]
     _summary(cards, root)
+
+
+def _rows(archs_file: Path | None, spaces: list[str]) -> list[int] | None:
+    """Table indices of --archs (one space only), read and checked before any training."""
+    if archs_file is None:
+        return None
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.calibration import read_table_archs
+    from hwnas.spaces import get_space
+
+    if len(set(spaces)) != 1:
+        raise HwnasError(
+            f"--archs names architectures of one space; these artifacts are for "
+            f"{', '.join(sorted(set(spaces)))}: name artifacts of one space"
+        )
+    return read_table_archs(archs_file, get_space(spaces[0]))
+
+
+def _source(archs_file: Path | None) -> str:
+    return archs_file.name if archs_file is not None else ""
 
 
 def _summary(cards, root: Path) -> None:
@@ -66,8 +104,9 @@ def _summary(cards, root: Path) -> None:
     from rich.table import Table
 
     table = Table(title=f"predictor artifacts in {root}")
-    for col in ("name", "space", "devices", "train s", "scored on", "rho", "±10%"):
-        table.add_column(col, justify="right" if col in ("train s", "rho", "±10%") else "left")
+    right = ("archs", "train s", "rho", "±10%")
+    for col in ("name", "space", "devices", "archs", "train s", "scored on", "rho", "±10%"):
+        table.add_column(col, justify="right" if col in right else "left")
     for c in cards:
         s = c.get("scores", {})
         seen = "unseen" if s.get("protocol", "").startswith("HELP") else "seen"
@@ -75,6 +114,7 @@ def _summary(cards, root: Path) -> None:
             c["name"],
             c["space"],
             str(len(c["training_devices"])),
+            str(c.get("training_archs", {}).get("count", "")),
             f"{c['training_time_s']:.0f}",
             f"{len(s.get('devices', {}))} {seen}",
             f"{s.get('mean', {}).get('spearman_rho', float('nan')):.3f}",

@@ -1,4 +1,5 @@
-"""``hwnas refset export``: the reference architectures as ONNX files, to time anywhere."""
+"""``hwnas refset export|measure``: the reference architectures as ONNX files to time anywhere,
+or measured on a live device into ``calibration.csv``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hwnas.cli.options import device_options, store_option
 from hwnas.spaces import space_option
 
 
@@ -75,4 +77,90 @@ def export_cmd(space, dataset, out):
     Console(stderr=True).print(
         f"wrote {len(rows)} reference architectures of {space} ({dataset}) to {out}: time each "
         f"ONNX file on the device (batch 1), fill calibration.csv's latency_ms column"
+    )
+
+
+@refset_group.command("measure")
+@click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).")
+@device_options
+@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--dataset",
+    default=None,
+    help="Dataset the networks are built for (default: the one the predictors were trained "
+    "on: cifar100 for nasbench201/fbnet, imagenet for ofa).",
+)
+@click.option(
+    "--metric",
+    type=click.Choice(["latency_ms", "energy_mj"]),
+    default="latency_ms",
+    show_default=True,
+    help="What to put in calibration.csv (energy where the device has a meter).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of calibration.csv (default: refset-<device>); a file written by `hwnas "
+    "refset export` there is filled in.",
+)
+@store_option
+def measure_cmd(device, runtime, tracker, key, target, trials, space, dataset, metric, out, store):
+    """Measure the space's reference architectures on DEVICE (each once: values already in the
+    measurement store are reused) and write OUT/calibration.csv, ready for `hwnas predict
+    --calibration` (or `hwnas predict --device DEVICE`, which reads the store)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from hwnas.cli.measure import _open_device
+    from hwnas.measure import Profiler
+    from hwnas.paths import check_writable, default_store_path, hwnas_home
+    from hwnas.predictors.calibration import measure_reference_set, write_calibration
+    from hwnas.predictors.featurize import get_featurizer
+    from hwnas.spaces import get_space
+    from hwnas.store import MeasurementStore
+
+    sp = get_space(space)
+    dataset = dataset or get_featurizer(space).dataset
+    sp.dataset(dataset)
+    out = out if out is not None else Path(f"refset-{device}")
+    check_writable(out, "--out")
+    dev = _open_device(device, runtime, tracker, key, target, trials)
+    dev.check_metric(metric)
+    if store is None and dev.stored_in_profiler:
+        check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
+    st = MeasurementStore(store or default_store_path()) if dev.stored_in_profiler else None
+    profiler = Profiler(dev, st)
+    try:
+        values = measure_reference_set(profiler, sp, dataset, metric)
+    finally:
+        if st is not None:
+            st.close()
+    path = out / "calibration.csv"
+    write_calibration(path, values, metric, sp, dataset)
+    unit = "ms" if metric == "latency_ms" else "mJ"
+    table = Table(title=f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})")
+    table.add_column("arch", overflow="fold")
+    for col in (unit, "CV %", "how"):
+        table.add_column(col, justify="right" if col != "how" else "left")
+    for v in values:
+        how = v.how + (", FLAGGED" if v.flagged else "")
+        cv = f"{100 * v.cv:.2f}" if v.cv == v.cv else "-"
+        table.add_row(escape(v.arch.text), f"{v.value:.4f}", cv, how)
+    console = Console()
+    console.print(table)
+    flagged = sum(v.flagged for v in values)
+    c = profiler.counts
+    console.print(
+        f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table -> {path}"
+    )
+    if flagged:
+        limit = f" above {dev.max_cv:.0%}" if dev.max_cv is not None else ""
+        console.print(
+            f"warning: {flagged} value(s) flagged (CV{limit}; marked in calibration.csv): quiet "
+            "the machine and run the command again to measure them again"
+        )
+    console.print(
+        f"next: hwnas predict --calibration {path} --onnx MODEL.onnx (or --device {dev.name})"
     )

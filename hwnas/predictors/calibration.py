@@ -1,8 +1,9 @@
 """Measurement files of a new device: reading calibration and architecture CSVs, writing
 predictions.
 
-``CAL.csv`` has a column ``arch`` and one value column, ``latency_ms`` or ``energy_mj``
-(other columns are ignored). ``ARCHS.csv`` has a column ``arch``. An ``arch`` cell is an arch
+``CAL.csv`` has a column ``arch`` and one value column, ``latency_ms`` or ``energy_mj``; a row
+whose ``flagged`` cell is ``yes`` (too noisy, as ``hwnas refset measure`` marks it) is skipped;
+other columns are ignored. ``ARCHS.csv`` has a column ``arch``. An ``arch`` cell is an arch
 string of the space, an index into the space's recorded architectures, or the path of an ONNX
 file (relative to the CSV's folder). Every problem is reported as one line naming the file and
 row.
@@ -20,7 +21,7 @@ from hwnas.devices.base import METRICS
 from hwnas.errors import HwnasError
 from hwnas.predictors.base import MIN_CALIBRATION, Model
 from hwnas.predictors.graph import load_graph_model
-from hwnas.spaces import IndexedSpace, SearchSpace, ability
+from hwnas.spaces import Arch, IndexedSpace, SearchSpace, ability
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Calibration:
     values: np.ndarray
     metric: str
     path: Path
+    flagged: int = 0
+    """Rows skipped because their ``flagged`` cell says the measurement was too noisy."""
 
 
 def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
@@ -100,8 +103,12 @@ def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
     models: list[Model] = []
     values: list[float] = []
     seen: dict[str, int] = {}
+    flagged = 0
     for line, row in rows:
         where = f"{path}:{line}"
+        if (row.get("flagged") or "").strip().lower() in ("yes", "true", "1"):
+            flagged += 1  # too noisy to use (hwnas refset measure marks them)
+            continue
         model = parse_model(space, row.get("arch", ""), path.parent, where)
         key = str(model)
         if key in seen:
@@ -117,11 +124,12 @@ def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
         models.append(model)
         values.append(value)
     if len(models) < MIN_CALIBRATION:
+        noisy = f" ({flagged} more flagged as too noisy)" if flagged else ""
         raise HwnasError(
-            f"{path}: {len(models)} calibration rows; at least {MIN_CALIBRATION} are needed "
-            "(the reference set has 10: hwnas refset export)"
+            f"{path}: {len(models)} calibration rows{noisy}; at least {MIN_CALIBRATION} are "
+            "needed (the reference set has 10: hwnas refset export)"
         )
-    return Calibration(models, np.asarray(values), metric, path)
+    return Calibration(models, np.asarray(values), metric, path, flagged)
 
 
 def read_archs(path: str | Path, space: SearchSpace) -> list[Model]:
@@ -140,6 +148,51 @@ def read_archs(path: str | Path, space: SearchSpace) -> list[Model]:
     return models
 
 
+MIN_TRAIN_ARCHS = 20
+"""Fewest architectures meta-training accepts (10% of them are held out for early stopping)."""
+
+
+def read_table_archs(path: str | Path, space: SearchSpace) -> list[int]:
+    """Read a CSV of architectures to meta-train on (column ``arch``: indices or arch strings of
+    the space's recorded table).
+
+    Returns:
+        Their table indices, sorted.
+
+    Raises:
+        HwnasError: missing file or column, malformed or unknown archs, an architecture without
+            recorded measurements (not in the space's table), an ONNX file, a duplicate, a space
+            without a table, fewer than :data:`MIN_TRAIN_ARCHS` rows.
+    """
+    path = Path(path)
+    indexed = ability(space, IndexedSpace)
+    if indexed is None:
+        raise HwnasError(f"space '{space.name}' has no recorded table to meta-train on")
+    _header, rows = _rows(path)
+    seen: dict[int, int] = {}
+    for line, row in rows:
+        where = f"{path}:{line}"
+        cell = (row.get("arch") or "").strip()
+        if cell.lower().endswith(".onnx"):
+            raise HwnasError(
+                f"{where}: '{cell}' is an ONNX file; meta-training reads architectures of the "
+                f"space's recorded table (indices or arch strings)"
+            )
+        model = parse_model(space, cell, path.parent, where)
+        try:
+            index = indexed.index(model)
+        except HwnasError as exc:
+            raise HwnasError(f"{where}: {exc}") from None
+        if index in seen:
+            raise HwnasError(f"{where}: duplicate arch '{model}' (also on line {seen[index]})")
+        seen[index] = line
+    if len(seen) < MIN_TRAIN_ARCHS:
+        raise HwnasError(
+            f"{path}: {len(seen)} architectures; meta-training needs at least {MIN_TRAIN_ARCHS}"
+        )
+    return sorted(seen)
+
+
 def write_predictions(
     path: str | Path, models: list[Model], mean: np.ndarray, std: np.ndarray, metric: str
 ) -> None:
@@ -151,3 +204,131 @@ def write_predictions(
         w.writerow(["arch", metric, "std"])
         for m, v, s in zip(models, mean, std):
             w.writerow([str(m), f"{v:.6g}", f"{s:.6g}"])
+
+
+@dataclass
+class ReferenceValue:
+    """One reference architecture's value on a device.
+
+    Attributes:
+        arch: the architecture.
+        value: ms or mJ (NaN when the device has none stored).
+        cv: coefficient of variation of the samples (NaN when not known).
+        flagged: the measurement missed the device's precision target (``timing.max_cv``).
+        how: "measured", "from store", "recorded" or "missing".
+    """
+
+    arch: Arch
+    value: float
+    cv: float = float("nan")
+    flagged: bool = False
+    how: str = "missing"
+
+
+def reference_archs(space: SearchSpace) -> list[Arch]:
+    """The space's reference architectures (``reference_sets.json``), in file order.
+
+    Raises:
+        HwnasError: the space has no reference set or is not indexed.
+    """
+    from hwnas.predictors.data import reference_indices
+
+    indexed = ability(space, IndexedSpace)
+    ref = reference_indices(space.name)
+    if indexed is None:
+        raise HwnasError(f"space '{space.name}' has no indexed reference architectures")
+    return [indexed.arch_at(i) for i in ref]
+
+
+def measure_reference_set(profiler, space: SearchSpace, dataset: str, metric: str):
+    """Measure (or find in the store) the space's reference set on ``profiler``'s device, each
+    once (:class:`hwnas.measure.Profiler`); flagged measurements are kept and marked.
+
+    Returns:
+        list of :class:`ReferenceValue`, in reference-set order.
+
+    Raises:
+        HwnasError: the device has no ``metric``, cannot be reached or cannot run a network.
+    """
+    from hwnas.measure import arch_workload
+
+    profiler.device.check_metric(metric)
+    out = []
+    for arch in reference_archs(space):
+        taken, reused = profiler.counts.taken, profiler.counts.reused
+        m = profiler.measure(arch_workload(space, arch, dataset), metric, allow_flagged=True)
+        how = "recorded"
+        if profiler.counts.taken > taken:
+            how = "measured"
+        elif profiler.counts.reused > reused:
+            how = "from store"
+        out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how))
+    return out
+
+
+def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric: str):
+    """The reference set's values already known for ``device``: its recorded table, or the
+    measurement store (``hwnas refset measure``, ``hwnas measure import``); measures nothing.
+
+    Returns:
+        list of :class:`ReferenceValue` (``how`` "missing" and value NaN where none is stored;
+        flagged ones are returned marked).
+
+    Raises:
+        HwnasError: the device has no ``metric``.
+    """
+    from hwnas.measure import arch_workload
+
+    device.check_metric(metric)
+    table = device.table(space.name, metric)
+    out = []
+    indexed = ability(space, IndexedSpace)
+    for arch in reference_archs(space):
+        if table is not None:
+            value = float(table[indexed.index(arch)])
+            how = "recorded" if np.isfinite(value) and value > 0 else "missing"
+            out.append(ReferenceValue(arch, value, how=how))
+            continue
+        w = arch_workload(space, arch, dataset)
+        m = None
+        if store is not None:
+            m = store.lookup(device.name, device.runtime, metric, w.model_hash, w.input_shape)
+        if m is None:
+            out.append(ReferenceValue(arch, float("nan")))
+        else:
+            out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), "stored"))
+    return out
+
+
+def write_calibration(path: str | Path, values, metric: str, space: SearchSpace, dataset: str):
+    """Write ``CAL.csv`` (columns ``arch``, ``onnx``, ``input_shape``, the metric, ``cv``,
+    ``flagged``) for reference values; an existing file's ``onnx`` cells (from ``hwnas refset
+    export``) are kept when it lists the same architectures.
+
+    Raises:
+        HwnasError: the file cannot be written.
+    """
+    path = Path(path)
+    onnx_names: dict[str, str] = {}
+    if path.is_file():
+        try:
+            with open(path, newline="") as fh:
+                onnx_names = {r.get("arch", ""): r.get("onnx", "") for r in csv.DictReader(fh)}
+        except (OSError, UnicodeDecodeError, csv.Error):
+            onnx_names = {}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["arch", "onnx", "input_shape", metric, "cv", "flagged"])
+            for v in values:
+                w.writerow([
+                    v.arch.text,
+                    onnx_names.get(v.arch.text, ""),
+                    "x".join(map(str, (1, *space.input_shape(v.arch, dataset)))),
+                    f"{v.value:.6g}" if np.isfinite(v.value) else "",
+                    f"{v.cv:.4f}" if np.isfinite(v.cv) else "",
+                    "yes" if v.flagged else "",
+                ])  # fmt: skip
+    except OSError as exc:
+        raise HwnasError(f"cannot write {path}: {exc.strerror or exc}") from None

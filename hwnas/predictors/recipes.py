@@ -93,8 +93,14 @@ def build(
     steps: int = 3000,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    rows: list[int] | None = None,
+    rows_source: str = "",
 ) -> dict[str, Any]:
     """Meta-train the shipped artifact ``name`` into ``root/name`` and score it.
+
+    Args:
+        rows: restrict meta-training to these table indices (default: every architecture).
+        rows_source: where ``rows`` came from, for the card.
 
     Returns:
         The card written.
@@ -107,7 +113,10 @@ def build(
     recipe = get_recipe(name)
     train, unseen, split = recipe.columns()
     out = root / name
-    card = meta_train(recipe.space, train, out, name, split=split, seed=seed, steps=steps, log=log)
+    card = meta_train(
+        recipe.space, train, out, name, split=split, seed=seed, steps=steps, log=log,
+        rows=rows, rows_source=rows_source,
+    )  # fmt: skip
     if unseen:
         card["scores"] = score_artifact(out, unseen, PROTOCOL_UNSEEN)
     else:
@@ -124,8 +133,11 @@ def build_custom(
     steps: int = 3000,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    rows: list[int] | None = None,
+    rows_source: str = "",
 ) -> dict[str, Any]:
-    """Meta-train an artifact on the named recorded columns (``device`` or ``device:metric``).
+    """Meta-train an artifact on the named recorded columns (``device`` or ``device:metric``),
+    optionally only on the architectures ``rows`` (table indices).
 
     Raises:
         HwnasError: an unknown column or fewer than two.
@@ -140,7 +152,10 @@ def build_custom(
         )
     train = [cols[k] for k in device_keys]
     split = {"meta_train": device_keys, "unseen": []}
-    card = meta_train(space, train, out, name, split=split, seed=seed, steps=steps, log=log)
+    card = meta_train(
+        space, train, out, name, split=split, seed=seed, steps=steps, log=log,
+        rows=rows, rows_source=rows_source,
+    )  # fmt: skip
     card["scores"] = score_artifact(out, train, PROTOCOL_SEEN)
     write_card(out, card)
     return card

@@ -16,6 +16,7 @@ Takes about a minute per artifact on two CPU cores (see ``experiments/help_proto
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -30,18 +31,25 @@ from hwnas.predictors.data import Column, reference_indices
 from hwnas.predictors.featurize import get_featurizer
 from hwnas.predictors.meta import DEFAULT_GRID, FORMAT_VERSION, AdditivePrior, Encoder
 
-DEFAULT_ADDITIVE = {"nasbench201": ("structural",), "fbnet": ("graph",), "ofa": ("graph",)}
+DEFAULT_ADDITIVE = {
+    "nasbench201": ("structural", "graph"),
+    "fbnet": ("graph",),
+    "ofa": ("graph",),
+}
 """Additive feature groups of the space head, per space (the intercept is always there)."""
 
 
-def table_features(space: str) -> dict[str, np.ndarray]:
-    """Features of every architecture of the space's table, in index order.
+def table_features(space: str, rows: Sequence[int] | None = None) -> dict[str, np.ndarray]:
+    """Features of the architectures of the space's table (every one, or the indices
+    ``rows``), in that order.
 
     Returns:
         {"encoding": (N, e), "structural": (N, s), "graph": (N, len(GRAPH_COLUMNS))}.
     """
     fz = get_featurizer(space)
     archs = fz.space.all_archs()
+    if rows is not None:
+        archs = [archs[i] for i in rows]
     return {
         "encoding": fz.encoding(archs).astype(np.float64),
         "structural": fz.structural(archs),
@@ -163,6 +171,15 @@ def additive_prior(f: np.ndarray, targets: np.ndarray) -> AdditivePrior:
     return AdditivePrior(c.mean(0), cov)
 
 
+def is_current(card: dict[str, Any]) -> bool:
+    """Whether an artifact's card was written by this hwnas's model settings (head grid,
+    additive features): experiments that cache artifacts retrain stale ones."""
+    model = card.get("model", {})
+    grid = {k: list(v) for k, v in DEFAULT_GRID.items()}
+    additive = list(DEFAULT_ADDITIVE.get(card.get("space", ""), ("graph",)))
+    return model.get("grid") == grid and model.get("additive_features") == additive
+
+
 def meta_train(
     space: str,
     columns: Sequence[Column],
@@ -173,6 +190,8 @@ def meta_train(
     seed: int = 0,
     steps: int = 3000,
     log: Callable[[str], None] | None = None,
+    rows: Sequence[int] | None = None,
+    rows_source: str = "",
 ) -> dict[str, Any]:
     """Meta-train an artifact on ``columns`` and write it to ``out`` (card + weights).
 
@@ -186,21 +205,32 @@ def meta_train(
         seed: seed of the encoders' initialisation and batches.
         steps: optimisation steps per encoder.
         log: progress messages.
+        rows: table indices of the architectures to train on (default: every one); values
+            of other architectures are never read, but for the reference set's, which
+            normalise each column when they are among ``rows``.
+        rows_source: where ``rows`` came from (a file name), for the card.
 
     Returns:
-        The card (without scores; :func:`hwnas.predictors.evaluate.score_card` adds them).
+        The card (without scores; :func:`hwnas.predictors.recipes.score_artifact` adds them).
 
     Raises:
-        HwnasError: fewer than two training columns.
+        HwnasError: fewer than two training columns or rows, rows out of range.
     """
     if len(columns) < 2:
         raise HwnasError(f"meta-training needs at least 2 device columns, got {len(columns)}")
     started = time.time()
     say = log or (lambda _m: None)
     fz = get_featurizer(space)
-    feats = table_features(space)
     ref = np.array(reference_indices(space))
-    targets = np.stack([c.values / np.nanmean(c.values[ref]) for c in columns], 1)
+    n_all = len(columns[0].values)
+    rows = np.arange(n_all) if rows is None else np.asarray(sorted({int(i) for i in rows}))
+    if len(rows) < 2 or rows[0] < 0 or rows[-1] >= n_all:
+        raise HwnasError(f"meta-training rows must be at least 2 indices in 0..{n_all - 1}")
+    feats = table_features(space, None if len(rows) == n_all else rows)
+    # each column divided by its mean on the reference set (the calibration a new device
+    # gives), or on the training rows when the reference set is not among them
+    norm = ref if np.isin(ref, rows).all() else rows
+    targets = np.stack([c.values / np.nanmean(c.values[norm]) for c in columns], 1)[rows]
 
     g = feats["graph"]
     keep = np.nonzero(g.std(0) > 1e-9 * np.abs(g).mean(0).clip(min=1e-30))[0]
@@ -256,6 +286,12 @@ def meta_train(
         "training_devices": [c.key for c in columns],
         "split": split or {"meta_train": [c.key for c in columns]},
         "reference_set": [int(i) for i in ref],
+        "training_archs": {
+            "count": int(len(rows)),
+            "of": int(n_all),
+            "source": rows_source or ("all" if len(rows) == n_all else "given"),
+            "sha256": hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest(),
+        },
         "data_sources": sorted({c.source for c in columns}),
         "model": {
             "additive_features": list(additive),

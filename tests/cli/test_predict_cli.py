@@ -204,3 +204,127 @@ def test_bad_input_through_the_real_cli(tmp_path):
     assert r.returncode == 2 and "at least 4" in r.stderr
     r = hwnas_cli("search", "--device", "fpga", "--predictor", "fbnet-help")
     assert r.returncode == 2 and "is for space 'fbnet'" in r.stderr
+
+
+def test_predictor_train_on_the_architectures_of_a_file(tmp_path, capsys):
+    archs = [[i] for i in range(0, 900, 20)] + [[SPACE.arch_at(i).text] for i in (901, 1500)]
+    f = write_csv(tmp_path / "measured.csv", ["arch", "latency_ms"], [[*a, 1.0] for a in archs])
+    code, out, err = run(
+        ["predictor", "train", "--space", "nasbench201", "--devices", "pixel3,1080ti_1",
+         "--name", "mine", "--archs", f, "--steps", "5", "--root", tmp_path / "arts"], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    card = json.loads((tmp_path / "arts" / "mine" / "card.json").read_text())
+    assert card["training_archs"]["count"] == 47 and card["training_archs"]["of"] == 15625
+    assert card["training_archs"]["source"] == "measured.csv"
+    assert "mine" in out and "47" in out
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "expected"),
+    [
+        (None, [], "file not found"),
+        ([["name"], [1]], [], "no 'arch' column"),
+        ([["arch"], [BAD_ARCH]], [], "unknown operation 'conv_5x5'"),
+        ([["arch"], [99999]], [], "out of range"),
+        ([["arch"], *[[i] for i in range(30)], [3]], [], "duplicate arch"),
+        ([["arch"], *[[i] for i in range(5)]], [], "needs at least 20"),
+        ([["arch"], ["model.onnx"]], [], "is an ONNX file"),
+        ([["arch"], *[[i] for i in range(30)]], ["nasbench201-help", "fbnet-help"], "one space"),
+        ([["arch"], [" ".join(["skip"] * 22)]], ["fbnet-help"], "not among the 5000"),
+        ([["arch"], *[[i] for i in range(30)]], ["nope"], "unknown predictor recipe 'nope'"),
+    ],
+)
+def test_predictor_train_bad_archs_file_one_line_exit_2(rows, args, expected, tmp_path, capsys):
+    args = args or ["nasbench201-help"]
+    f = tmp_path / "archs.csv"
+    if rows is not None:
+        write_csv(f, rows[0], rows[1:])
+    code, _out, err = run(
+        ["predictor", "train", *args, "--archs", f, "--root", tmp_path / "arts"], capsys
+    )
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
+    assert not (tmp_path / "arts").exists()
+
+
+def _printed_ms(out: str, label: str) -> float:
+    line = next(line for line in out.splitlines() if line.startswith(f"{label}: "))
+    assert line.endswith(" ms)") and "(std " in line, line
+    return float(line.split(": ", 1)[1].split()[0])
+
+
+def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, capsys):
+    from hwnas.measure import arch_workload
+
+    ref = tmp_path / "ref"
+    code, out, err = run(["refset", "measure", "--device", "cpu-fast", "--out", ref], capsys)
+    assert code == 0, err
+    assert "10 measured, 0 from the store" in out
+    rows = list(csv.DictReader(open(ref / "calibration.csv")))
+    assert [r["arch"] for r in rows] == [SPACE.arch_at(i).text for i in REF]
+    assert all(float(r["latency_ms"]) > 0 for r in rows)
+    code, out, err = run(["refset", "measure", "--device", "cpu-fast", "--out", ref], capsys)
+    assert code == 0 and "0 measured, 10 from the store" in out, err  # each measured once
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(arch_workload(SPACE, SPACE.arch_at(5), "cifar100").onnx_bytes())
+    code, out, err = run(["predict", "--calibration", ref / "calibration.csv", "--onnx", model],
+                         capsys)  # fmt: skip
+    assert code == 0, err
+    from_file = _printed_ms(out, str(model))
+    assert "adapted on 10 latency_ms values" in err
+    code, out, err = run(["predict", "--device", "cpu-fast", "--onnx", model], capsys)
+    assert code == 0, err
+    assert _printed_ms(out, str(model)) == from_file > 0  # the same 10 values, from the store
+    assert "from the store" in err
+
+    # a recorded device needs no measurement: its table gives the reference values
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", model, "--arch", "5"], capsys)
+    assert code == 0, err
+    truth = get_column("nasbench201", "pixel3").values[5]
+    for label in (str(model), SPACE.arch_at(5).text):
+        assert abs(_printed_ms(out, label) / truth - 1) < 0.3
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--onnx", "m.onnx"], "--calibration CAL.csv or --device D"),
+        (["--device", "pixel3", "--calibration", "cal.csv", "--onnx", "m.onnx"], "or --device D"),
+        (["--device", "pixel3"], "nothing to predict"),
+        (["--device", "pixel3", "--archs", "archs.csv"], "add --out PRED.csv"),
+        (["--calibration", "cal.csv", "--metric", "energy_mj", "--arch", "5"], "go with --device"),
+        (["--device", "cpu-fast", "--arch", "5"], "run `hwnas refset measure --device cpu-fast`"),
+        (["--device", "nodev", "--arch", "5"], "unknown device 'nodev'"),
+        (["--device", "pixel3", "--metric", "energy_mj", "--arch", "5"], "has no energy_mj"),
+        (["--device", "pixel3", "--onnx", "missing.onnx"], "not found"),
+        (["--device", "pixel3", "--arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
+    ],
+)
+def test_predict_one_model_bad_input_one_line_exit_2(args, expected, tmp_path, capsys,
+                                                     monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    calibration(tmp_path / "cal.csv")
+    write_csv(tmp_path / "archs.csv", ["arch"], [[1]])
+    code, _out, err = run(["predict", *args], capsys)
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--device", "nodev"], "unknown device 'nodev'"),
+        (["--device", "pixel3", "--metric", "energy_mj"], "has no energy_mj"),
+        (["--device", "pixel3", "--space", "nospace"], "unknown search space 'nospace'"),
+    ],
+)
+def test_refset_measure_bad_input_one_line_exit_2(args, expected, tmp_path, capsys):
+    code, _out, err = run(["refset", "measure", *args, "--out", tmp_path / "r"], capsys)
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
+    assert not (tmp_path / "r" / "calibration.csv").exists()

@@ -158,3 +158,27 @@ def test_flops_proxy_ranks_zero_shot_and_scales_with_measurements():
     ref = list(reference_indices("nasbench201"))
     mean, std = proxy.fit([archs[i] for i in ref], y[ref]).predict(archs)
     assert scores(mean, y)["mape_pct"] < 30 and (std > 0).all()
+
+
+def test_meta_training_on_given_architectures_reads_no_other_value(tmp_path):
+    """Restricted to rows R, meta-training gives the same artifact whatever the columns hold
+    outside R: the values of other architectures are never read."""
+    from hwnas.predictors.data import Column
+    from hwnas.predictors.train import meta_train
+
+    rows = list(range(40, 140))  # the reference set is not among them
+    clean = [get_column("nasbench201", k) for k in ("pixel3", "1080ti_1")]
+    garbled = []
+    for c in clean:
+        v = np.full_like(c.values, 1e6)
+        v[rows] = c.values[rows]
+        garbled.append(Column(c.device, c.metric, v, c.source))
+    cards = []
+    for cols, out in ((clean, tmp_path / "a"), (garbled, tmp_path / "b")):
+        cards.append(meta_train("nasbench201", cols, out, out.name, steps=20, rows=rows))
+    wa, wb = np.load(tmp_path / "a" / "weights.npz"), np.load(tmp_path / "b" / "weights.npz")
+    assert sorted(wa.files) == sorted(wb.files)
+    for k in wa.files:
+        np.testing.assert_array_equal(wa[k], wb[k], err_msg=k)
+    assert cards[0]["training_archs"]["count"] == 100
+    assert cards[0]["training_archs"]["of"] == 15625
