@@ -1,7 +1,8 @@
 """The meta-learned few-shot predictor: a new device from about 10 measurements.
 
 Model (all values divided by ``s``, the mean of the device's calibration values, so that
-latency and energy on any scale look alike; ``t(a) = y(a) / s``)::
+latency and energy on any scale look alike; ``t(a) = y(a) / s``; each encoder output is divided
+by its mean on the calibration architectures in the same way)::
 
     t(a) = sum_k beta_k phi_k(a) + sum_j gamma_j f_j(a) + noise,   noise ~ N(0, sigma_n^2 t^2)
 
@@ -51,7 +52,7 @@ FORMAT_VERSION = 1
 
 DEFAULT_GRID: dict[str, tuple[float, ...]] = {
     "alpha": (-1.0, 0.0, 0.5, 1.0),
-    "tau": (0.02,),
+    "tau": (0.0003, 0.001, 0.003, 0.01, 0.03, 0.1),
     "sigma_beta": (0.03, 0.1, 0.3),
     "sigma_gamma": (0.03, 0.1, 0.3, 1.0, 3.0),
     "sigma_noise": (0.01, 0.03, 0.1),
@@ -59,7 +60,9 @@ DEFAULT_GRID: dict[str, tuple[float, ...]] = {
 """Hyper-parameter grid of the Bayesian head. ``alpha`` in [0, 1] sets the prior mean (device
 mixture vs average additive costs); ``alpha = -1`` is the ridge setting (zero-mean mixture
 weights, no additive costs, a free intercept: cross-device ridge regression as a special case).
-``sigma_noise`` is a relative standard deviation."""
+``tau`` is the temperature of the hardware-embedding weights: small values pick the one most
+similar training device (a new column of a known runtime, another task's networks on a known
+board), large ones blend several. ``sigma_noise`` is a relative standard deviation."""
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -173,6 +176,10 @@ def adapt(
 ) -> BayesHead:
     """Bayesian model averaging of exact Bayesian linear regressions over the grid.
 
+    Every grid setting's marginal likelihood is computed in one batch (the prior covariance is
+    block-diagonal, so the calibration kernel is ``sb^2 Phi Phi' + sg F C F' + noise``); the
+    posteriors are formed only for the settings kept.
+
     Args:
         phi_s: (n, K) encoder outputs of the calibration architectures.
         f_s: (n, f) their additive features (first column the intercept).
@@ -182,60 +189,80 @@ def adapt(
         keep: settings whose posterior weight is below this are dropped.
         select: weight settings by their marginal likelihood ("evidence") or by their
             leave-one-out predictive density ("loo", pseudo-BMA).
+
+    Raises:
+        HwnasError: no setting fits (degenerate measurements).
     """
     grid = grid or DEFAULT_GRID
     n, k = phi_s.shape
     z = np.concatenate([phi_s, f_s], 1)
-    results = []
-    cache_w: dict[float, np.ndarray] = {}
+    d = z.shape[1]
+    settings = []
     for mode, tau, sb, sg, sn in itertools.product(
         grid["alpha"], grid["tau"], grid["sigma_beta"], grid["sigma_gamma"], grid["sigma_noise"]
     ):
         if mode < 0 and (sg != grid["sigma_gamma"][0] or tau != grid["tau"][0]):
             continue  # the ridge setting has no additive costs and no mixture weights
-        if tau not in cache_w:
-            cache_w[tau] = hardware_weights(phi_s, t_s, tau)
-        if mode < 0:  # ridge: zero-mean device mixture, no additive costs, free intercept
-            mu = np.zeros(z.shape[1])
-            sigma = np.zeros((z.shape[1], z.shape[1]))
-            sigma[:k, :k] = np.eye(k) * sb**2
+        if mode == 0 and tau != grid["tau"][0]:
+            continue  # no mixture in the prior mean: tau plays no part
+        settings.append((mode, tau, sb, sg, sn))
+    cfg = np.array(settings, dtype=np.float64)  # (S, 5)
+    mode, tau, sb, sg, sn = cfg.T
+    ridge = mode < 0
+    weights_of = {t: hardware_weights(phi_s, t_s, t) for t in np.unique(tau)}
+    mus = np.zeros((len(cfg), d))
+    for i, (m, t) in enumerate(zip(mode, tau)):
+        if m >= 0:
+            mus[i, :k] = m * weights_of[t]
+            mus[i, k:] = (1 - m) * prior.mean
+    gram_phi = phi_s @ phi_s.T
+    gram_f = f_s @ prior.cov @ f_s.T
+    gram_ridge = np.outer(f_s[:, 0], f_s[:, 0])  # the free intercept of the ridge setting
+    kss = (
+        sb[:, None, None] ** 2 * gram_phi
+        + np.where(ridge, 1.0, sg)[:, None, None]
+        * np.where(ridge[:, None, None], gram_ridge, gram_f)
+        + (sn[:, None] ** 2 * t_s**2)[:, :, None] * np.eye(n)
+        + 1e-10 * np.eye(n)
+    )
+    ok = np.ones(len(cfg), dtype=bool)
+    chol = np.zeros_like(kss)
+    for i in range(len(cfg)):  # batched Cholesky fails as a whole on one bad setting
+        try:
+            chol[i] = np.linalg.cholesky(kss[i])
+        except np.linalg.LinAlgError:
+            ok[i] = False
+    if not ok.any():
+        raise HwnasError("the calibration values could not be fitted (degenerate measurements)")
+    r = t_s[None, :] - mus @ z.T  # (S, n)
+    kinv = np.linalg.inv(np.where(ok[:, None, None], kss, np.eye(n)))
+    a = np.einsum("sij,sj->si", kinv, r)
+    if select == "loo":
+        var = 1.0 / np.einsum("sii->si", kinv)
+        err = a * var
+        score = np.sum(-0.5 * np.log(var) - 0.5 * err**2 / var, 1)
+    else:
+        logdet = np.log(np.einsum("sii->si", chol).clip(min=1e-300)).sum(1)
+        score = -0.5 * np.einsum("si,si->s", r, a) - logdet
+    score = np.where(ok, score, -np.inf)
+    w = np.exp(score - score.max())
+    w /= w.sum()
+    kept = [int(i) for i in np.argsort(-w) if w[i] >= keep]
+    coefs, covs, noise = [], [], []
+    for i in kept:
+        sigma = np.zeros((d, d))
+        sigma[:k, :k] = np.eye(k) * sb[i] ** 2
+        if ridge[i]:
             sigma[k, k] = 1.0
         else:
-            mu = np.concatenate([mode * cache_w[tau], (1 - mode) * prior.mean])
-            sigma = np.zeros((z.shape[1], z.shape[1]))
-            sigma[:k, :k] = np.eye(k) * sb**2
-            sigma[k:, k:] = prior.cov * sg
-        kss = z @ sigma @ z.T + np.diag(sn**2 * t_s**2) + 1e-10 * np.eye(n)
-        try:
-            chol = np.linalg.cholesky(kss)
-        except np.linalg.LinAlgError:
-            continue
-        r = t_s - z @ mu
-        a = np.linalg.solve(chol.T, np.linalg.solve(chol, r))
-        if select == "loo":
-            kinv = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(n)))
-            var = 1.0 / np.diag(kinv)
-            err = a * var
-            score = float(np.sum(-0.5 * np.log(var) - 0.5 * err**2 / var))
-        else:
-            score = float(-0.5 * r @ a - np.log(np.diag(chol)).sum())
+            sigma[k:, k:] = prior.cov * sg[i]
         sz = sigma @ z.T  # (D, n)
-        v = np.linalg.solve(chol, sz.T)  # (n, D)
-        results.append((score, mu + sz @ a, sigma - v.T @ v, sn**2, (mode, tau, sb, sg, sn)))
-    if not results:
-        raise HwnasError("the calibration values could not be fitted (degenerate measurements)")
-    lml = np.array([r[0] for r in results])
-    w = np.exp(lml - lml.max())
-    w /= w.sum()
-    kept = [i for i in np.argsort(-w) if w[i] >= keep]
+        coefs.append(mus[i] + sz @ a[i])
+        v = np.linalg.solve(chol[i], sz.T)  # (n, D)
+        covs.append(sigma - v.T @ v)
+        noise.append(float(sn[i] ** 2))
     wk = w[kept] / w[kept].sum()
-    return BayesHead(
-        wk,
-        [results[i][1] for i in kept],
-        [results[i][2] for i in kept],
-        [results[i][3] for i in kept],
-        [results[i][4] for i in kept],
-    )
+    return BayesHead(wk, coefs, covs, noise, [tuple(settings[i]) for i in kept])
 
 
 class MetaPredictor(Predictor):
@@ -270,6 +297,8 @@ class MetaPredictor(Predictor):
         self._graph_head: BayesHead | None = None
         self._s = 1.0
         self._min = 0.0
+        self._space_scale: np.ndarray | float = 1.0
+        self._graph_scale: np.ndarray | float = 1.0
 
     # -- features --------------------------------------------------------------------------
 
@@ -336,9 +365,14 @@ class MetaPredictor(Predictor):
         self._space_head = None
         if len(in_space) >= 3:
             x, f = self.space_inputs([archs[i] for i in in_space])
-            self._space_head = adapt(self.enc_space(x), f, t[in_space], self.prior_space, self.grid)
+            phi = self.enc_space(x)
+            self._space_scale = phi.mean(0)
+            phi = phi / self._space_scale
+            self._space_head = adapt(phi, f, t[in_space], self.prior_space, self.grid)
         xg, fg = self.graph_inputs(archs)
-        self._graph_head = adapt(self.enc_graph(xg), fg, t, self.prior_graph, self.grid)
+        phi = self.enc_graph(xg)
+        self._graph_scale = phi.mean(0)
+        self._graph_head = adapt(phi / self._graph_scale, fg, t, self.prior_graph, self.grid)
         return self
 
     def predict(self, archs: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
@@ -358,11 +392,11 @@ class MetaPredictor(Predictor):
         other = sorted(set(range(len(archs))) - set(space_rows))
         if space_rows:
             x, f = self.space_inputs([archs[i] for i in space_rows])
-            z = np.concatenate([self.enc_space(x), f], 1)
+            z = np.concatenate([self.enc_space(x) / self._space_scale, f], 1)
             mean[space_rows], var[space_rows] = self._space_head.predict(z)
         if other:
             xg, fg = self.graph_inputs([archs[i] for i in other])
-            z = np.concatenate([self.enc_graph(xg), fg], 1)
+            z = np.concatenate([self.enc_graph(xg) / self._graph_scale, fg], 1)
             mean[other], var[other] = self._graph_head.predict(z)
         floor = 1e-3 * self._min / self._s
         return np.maximum(mean, floor) * self._s, np.sqrt(var) * self._s
