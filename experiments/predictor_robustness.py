@@ -5,8 +5,9 @@ at other batch sizes, Xeon CPUs, phones, an accelerator model. This script build
 evaluations that do not:
 
 1. **Other tasks' networks**: the Raspberry Pi 5 columns of HW-NAS-Bench-360 for the
-   ``ninapro`` task (NAS-Bench-201 cells in the network built for NinaPro DB5 EMG signals, not
-   CIFAR; LiteRT, ONNX Runtime and PyTorch Mobile; latency and energy; 6 columns), predicted by
+   ``ninapro`` task (the same NAS-Bench-201 cells in the network built for NAS-Bench-360's
+   NinaPro EMG task: 1x52x16 input, 18 classes, not CIFAR's 3x32x32 and 100; LiteRT, ONNX
+   Runtime and PyTorch Mobile; latency and energy; 6 columns), predicted by
    the shipped ``nasbench201`` artifact, which was meta-trained on the CIFAR-100 columns of the
    same boards (and every other recorded device) but never on a ninapro network.
 2. **Leave one device family out**: for each device family (the ``class`` of the device

@@ -109,7 +109,7 @@ def _summary(cards, root: Path) -> None:
         table.add_column(col, justify="right" if col in right else "left")
     for c in cards:
         s = c.get("scores", {})
-        seen = "unseen" if s.get("protocol", "").startswith("HELP") else "seen"
+        seen = "unseen" if s.get("protocol", "").startswith("unseen") else "seen"
         table.add_row(
             c["name"],
             c["space"],
@@ -199,7 +199,7 @@ def list_cmd():
         scores = card.get("scores", {})
         rho = (
             f"{scores['mean']['spearman_rho']:.3f}"
-            if scores.get("protocol", "").startswith("HELP")
+            if scores.get("protocol", "").startswith("unseen")
             else "-"
         )
         table.add_row(

@@ -10,7 +10,10 @@ by its mean on the calibration architectures in the same way)::
   every training device's normalised value of ``a`` (so a new device is sought as a mixture of
   known ones: a GPU at batch 256 like other GPUs at batch 256, a TFLite board like a TFLite
   phone). It reads the space's one-hot encoding, structural counts and graph features; a
-  second encoder reads graph features only and serves models known by their ONNX graph.
+  second encoder reads graph features only and serves models known by their ONNX graph. Two
+  zero-shot cost proxies (:data:`PROXIES`: multiply-accumulates, parameters) are appended to
+  ``phi`` as "virtual training devices", so a device whose costs follow FLOPs is found the
+  same way as a device like a known one.
 - ``f(a)`` are additive cost features (operation counts, multiply-accumulates, tensor
   elements, with an intercept): per-layer costs add up, so this part extrapolates to devices
   unlike every training device (an accelerator where pooling costs as much as convolution).
@@ -63,6 +66,29 @@ weights, no additive costs, a free intercept: cross-device ridge regression as a
 ``tau`` is the temperature of the hardware-embedding weights: small values pick the one most
 similar training device (a new column of a known runtime, another task's networks on a known
 board), large ones blend several. ``sigma_noise`` is a relative standard deviation."""
+
+
+PROXIES: tuple[str, ...] = ("macs", "params")
+"""Zero-shot cost proxies appended to the encoder outputs as extra basis columns ("virtual
+training devices"): the multiply-accumulates and the parameters of the network, from its graph
+features. A device whose costs follow FLOPs (an FPGA pipeline, an accelerator model) finds that
+column through the hardware embedding as it finds a known device's."""
+
+
+def proxy_columns(g: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    """Zero-shot proxies (n, len(names)) of models with graph features ``g`` (n, G): "macs"
+    (all multiply-accumulates), "params"."""
+    from hwnas.predictors.graph import COLUMN
+
+    out = []
+    for name in names:
+        if name == "macs":
+            out.append(g[:, [i for c, i in COLUMN.items() if c.startswith("macs_")]].sum(1))
+        elif name == "params":
+            out.append(g[:, COLUMN["params"]])
+        else:
+            raise HwnasError(f"unknown cost proxy '{name}' in a predictor card")
+    return np.stack(out, 1).clip(min=1.0) if out else np.zeros((len(g), 0))
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -292,6 +318,7 @@ class MetaPredictor(Predictor):
         self.graph_keep = arrays["graph_keep"].astype(np.int64)
         self.graph_scale = arrays["graph_scale"]
         self.additive: list[str] = list(self.card["model"]["additive_features"])
+        self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
         self._space_head: BayesHead | None = None
         self._graph_head: BayesHead | None = None
@@ -314,19 +341,26 @@ class MetaPredictor(Predictor):
 
     def space_inputs(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
         """(encoder input (n, p), additive features (n, f)) of architectures of the space."""
+        return self._space_inputs(archs)[:2]
+
+    def _space_inputs(self, archs: Sequence[Arch]):
         fz = self.featurizer
         s = fz.structural(archs)
-        xg, fg = self._graph_x(fz.graph(archs))
+        g = fz.graph(archs)
+        xg, fg = self._graph_x(g)
         x = np.concatenate([fz.encoding(archs), s, xg], 1)
         parts = [np.ones((len(archs), 1))]
         if "structural" in self.additive:
             parts.append(s)
         if "graph" in self.additive:
             parts.append(fg[:, 1:])
-        return x, np.concatenate(parts, 1)
+        return x, np.concatenate(parts, 1), g
 
     def graph_inputs(self, models: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
         """(encoder input, additive features) of the graph path for any models."""
+        return self._graph_x(self._graph_features(models))
+
+    def _graph_features(self, models: Sequence[Model]) -> np.ndarray:
         rows = [None] * len(models)
         archs = [(i, m) for i, m in enumerate(models) if isinstance(m, Arch)]
         if archs:
@@ -336,7 +370,19 @@ class MetaPredictor(Predictor):
         for i, m in enumerate(models):
             if isinstance(m, GraphModel):
                 rows[i] = m.features
-        return self._graph_x(np.stack(rows).astype(np.float64))
+        return np.stack(rows).astype(np.float64)
+
+    def space_basis(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        """(basis (n, K + P): encoder outputs and cost proxies, additive features (n, f)) of
+        architectures of the space, before the calibration scaling."""
+        x, f, g = self._space_inputs(archs)
+        return np.concatenate([self.enc_space(x), proxy_columns(g, self.proxies)], 1), f
+
+    def graph_basis(self, models: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
+        """The same for the graph path (any model, its graph features only)."""
+        g = self._graph_features(models)
+        x, f = self._graph_x(g)
+        return np.concatenate([self.enc_graph(x), proxy_columns(g, self.proxies)], 1), f
 
     def _check(self, models: Sequence[Model]) -> None:
         for m in models:
@@ -364,13 +410,11 @@ class MetaPredictor(Predictor):
         in_space = [i for i, a in enumerate(archs) if isinstance(a, Arch)]
         self._space_head = None
         if len(in_space) >= 3:
-            x, f = self.space_inputs([archs[i] for i in in_space])
-            phi = self.enc_space(x)
+            phi, f = self.space_basis([archs[i] for i in in_space])
             self._space_scale = phi.mean(0)
             phi = phi / self._space_scale
             self._space_head = adapt(phi, f, t[in_space], self.prior_space, self.grid)
-        xg, fg = self.graph_inputs(archs)
-        phi = self.enc_graph(xg)
+        phi, fg = self.graph_basis(archs)
         self._graph_scale = phi.mean(0)
         self._graph_head = adapt(phi / self._graph_scale, fg, t, self.prior_graph, self.grid)
         return self
@@ -391,12 +435,12 @@ class MetaPredictor(Predictor):
             space_rows = []
         other = sorted(set(range(len(archs))) - set(space_rows))
         if space_rows:
-            x, f = self.space_inputs([archs[i] for i in space_rows])
-            z = np.concatenate([self.enc_space(x) / self._space_scale, f], 1)
+            phi, f = self.space_basis([archs[i] for i in space_rows])
+            z = np.concatenate([phi / self._space_scale, f], 1)
             mean[space_rows], var[space_rows] = self._space_head.predict(z)
         if other:
-            xg, fg = self.graph_inputs([archs[i] for i in other])
-            z = np.concatenate([self.enc_graph(xg) / self._graph_scale, fg], 1)
+            phi, fg = self.graph_basis([archs[i] for i in other])
+            z = np.concatenate([phi / self._graph_scale, fg], 1)
             mean[other], var[other] = self._graph_head.predict(z)
         floor = 1e-3 * self._min / self._s
         return np.maximum(mean, floor) * self._s, np.sqrt(var) * self._s

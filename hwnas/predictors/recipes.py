@@ -3,8 +3,10 @@
 ``<space>`` artifacts are trained on every recorded column of the space (latency and energy);
 ``<space>-help`` artifacts only on the meta-train and meta-valid devices of the standard split
 (HELP, NeurIPS 2021), so that the split's unseen devices stay unseen in every evaluation.
-Card scores: unseen devices for ``-help`` artifacts (the HELP protocol), the training devices
-themselves otherwise (marked as seen).
+Card scores: unseen devices for ``-help`` artifacts (adapted on the 10 reference values, scored
+on every architecture: hwnas's protocol "all", not HELP's own, which
+``experiments/help_protocol.py --protocol help`` reproduces), the training devices themselves
+otherwise (marked as seen).
 """
 
 from __future__ import annotations
@@ -61,9 +63,10 @@ def get_recipe(name: str) -> Recipe:
 
 
 PROTOCOL_UNSEEN = (
-    "HELP protocol: adapt on the 10 reference architectures (reference_sets.json) measured "
-    "on each unseen device, predict every architecture of the space's table, score against "
-    "the recorded values"
+    "unseen devices, hwnas protocol 'all' (not HELP's own protocol, for which see "
+    "experiments/help_protocol.py --protocol help): adapt on the 10 reference architectures "
+    "(reference_sets.json) measured on each unseen device, predict every architecture of the "
+    "space's table, score against the recorded values"
 )
 PROTOCOL_SEEN = (
     "seen devices (in the training set): adapt on each device's 10 reference-set values, "

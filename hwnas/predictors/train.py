@@ -29,7 +29,7 @@ from hwnas import __version__
 from hwnas.errors import HwnasError
 from hwnas.predictors.data import Column, reference_indices
 from hwnas.predictors.featurize import get_featurizer
-from hwnas.predictors.meta import DEFAULT_GRID, FORMAT_VERSION, AdditivePrior, Encoder
+from hwnas.predictors.meta import DEFAULT_GRID, FORMAT_VERSION, PROXIES, AdditivePrior, Encoder
 
 DEFAULT_ADDITIVE = {
     "nasbench201": ("structural", "graph"),
@@ -177,7 +177,11 @@ def is_current(card: dict[str, Any]) -> bool:
     model = card.get("model", {})
     grid = {k: list(v) for k, v in DEFAULT_GRID.items()}
     additive = list(DEFAULT_ADDITIVE.get(card.get("space", ""), ("graph",)))
-    return model.get("grid") == grid and model.get("additive_features") == additive
+    return (
+        model.get("grid") == grid
+        and model.get("additive_features") == additive
+        and model.get("proxies", []) == list(PROXIES)
+    )
 
 
 def meta_train(
@@ -298,6 +302,7 @@ def meta_train(
             "graph_features": [GRAPH_COLUMNS[i] for i in keep],
             "encoder": {"hidden": [256, 256], "steps": steps, "seed": seed},
             "grid": {k: list(v) for k, v in DEFAULT_GRID.items()},
+            "proxies": list(PROXIES),
         },
         "training_time_s": round(time.time() - started, 1),
         "training_threads": 1,
