@@ -7,8 +7,9 @@
   (``--num_meta_train_sample``); query set: the next 1,000 (``--num_query``);
 - trimming: per device, pool and query set keep only the architectures between the 10% and 90%
   latency quantiles of that device (``remove_outlier``: 720 / 3,200 pool, 800 query);
-- meta-training: only the meta-train and meta-valid devices of the standard split
-  (``--train-devices meta_train`` for the 9 meta-train devices alone), only on their trimmed
+- meta-training: only the 9 meta-train devices of the standard split (HELP's gradient steps
+  see only those; it reads the 4 meta-valid devices to pick its checkpoint, which hwnas does
+  not need: ``--train-devices meta_train+valid`` trains on all 13), only on their trimmed
   pool and the 10 reference architectures (HELP reads those as each device's hardware
   embedding): hwnas never reads a query architecture's latency on any device;
 - adaptation: per unseen device, the 10 reference architectures (HELP's hardware embedding,
@@ -35,7 +36,7 @@ Raspberry Pi 5 (mJ; ``--energy-loo`` also meta-trains with two energy columns an
 third) and timings (``--retrain`` times a fresh ``nasbench201-help``).
 
     python experiments/help_protocol.py [--protocol help|all] [--spaces nasbench201 fbnet]
-        [--seeds 1 2 3] [--cache runs/help_protocol] [--train-devices meta_train+valid]
+        [--seeds 1 2 3] [--cache runs/help_protocol] [--train-devices meta_train]
     python experiments/help_protocol.py --protocol all [--energy-loo] [--retrain]
 
 ``--protocol help`` takes about 15 minutes the first time (6 trainings), 1 minute cached;
@@ -455,7 +456,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--cache", type=Path, default=Path("runs/help_protocol"))
     parser.add_argument(
-        "--train-devices", choices=["meta_train+valid", "meta_train"], default="meta_train+valid"
+        "--train-devices", choices=["meta_train", "meta_train+valid"], default="meta_train"
     )
     parser.add_argument("--energy-loo", action="store_true")
     parser.add_argument("--retrain", action="store_true")

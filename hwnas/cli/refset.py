@@ -83,12 +83,17 @@ def export_cmd(space, dataset, out):
 @refset_group.command("measure")
 @click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).")
 @device_options
-@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--space",
+    default="nasbench201",
+    show_default=True,
+    callback=space_option,
+    help="Search space (a name, or a space file's path).",
+)
 @click.option(
     "--dataset",
     default=None,
-    help="Dataset the networks are built for (default: the one the predictors were trained "
-    "on: cifar100 for nasbench201/fbnet, imagenet for ofa).",
+    help="Dataset the networks are built for (default: as hwnas refset export).",
 )
 @click.option(
     "--metric",
@@ -117,12 +122,13 @@ def measure_cmd(device, runtime, tracker, key, target, trials, space, dataset, m
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.calibration import measure_reference_set, write_calibration
-    from hwnas.predictors.featurize import get_featurizer
+    from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
     from hwnas.spaces import get_space
     from hwnas.store import MeasurementStore
 
     sp = get_space(space)
-    dataset = dataset or get_featurizer(space).dataset
+    if dataset is None:  # as refset export: the predictors' dataset, else the space's own
+        dataset = get_featurizer(space).dataset if space in FEATURIZERS else sp.reference_dataset
     sp.dataset(dataset)
     out = out if out is not None else Path(f"refset-{device}")
     check_writable(out, "--out")

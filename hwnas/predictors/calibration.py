@@ -226,18 +226,13 @@ class ReferenceValue:
 
 
 def reference_archs(space: SearchSpace) -> list[Arch]:
-    """The space's reference architectures (``reference_sets.json``), in file order.
+    """The space's reference architectures (:meth:`SearchSpace.reference_archs`: HELP's for
+    the indexed spaces), in order.
 
     Raises:
-        HwnasError: the space has no reference set or is not indexed.
+        HwnasError: the space has no reference set.
     """
-    from hwnas.predictors.data import reference_indices
-
-    indexed = ability(space, IndexedSpace)
-    ref = reference_indices(space.name)
-    if indexed is None:
-        raise HwnasError(f"space '{space.name}' has no indexed reference architectures")
-    return [indexed.arch_at(i) for i in ref]
+    return space.reference_archs()
 
 
 def measure_reference_set(profiler, space: SearchSpace, dataset: str, metric: str):
@@ -280,9 +275,9 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
     from hwnas.measure import arch_workload
 
     device.check_metric(metric)
-    table = device.table(space.name, metric)
-    out = []
     indexed = ability(space, IndexedSpace)
+    table = device.table(space.name, metric) if indexed is not None else None
+    out = []
     for arch in reference_archs(space):
         if table is not None:
             value = float(table[indexed.index(arch)])
