@@ -106,7 +106,7 @@ def _summary(cards, root: Path) -> None:
     table = Table(title=f"predictor artifacts in {root}")
     right = ("archs", "train s", "rho", "±10%")
     for col in ("name", "space", "devices", "archs", "train s", "scored on", "rho", "±10%"):
-        table.add_column(col, justify="right" if col in right else "left")
+        table.add_column(col, justify="right" if col in right else "left", overflow="fold")
     for c in cards:
         s = c.get("scores", {})
         seen = "unseen" if s.get("protocol", "").startswith("unseen") else "seen"
@@ -163,7 +163,7 @@ def eval_cmd(predictor, devices):
         title=f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures"
     )
     for col in ("device", "", "Spearman rho", "Kendall tau", "MAPE %", "±10% acc", "in 2 std"):
-        table.add_column(col, justify="left" if col in ("device", "") else "right")
+        table.add_column(col, justify="left" if col in ("device", "") else "right", overflow="fold")
 
     def row(name, seen, s):
         table.add_row(
@@ -193,7 +193,7 @@ def list_cmd():
 
     table = Table(title="predictor artifacts (--predictor NAME)")
     for col in ("name", "space", "metrics", "devices", "unseen rho", "path"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for name, path in list_artifacts().items():
         card = read_card(path)
         scores = card.get("scores", {})
