@@ -57,8 +57,12 @@ GRAPH_COLUMNS: tuple[str, ...] = (
 COLUMN = {name: i for i, name in enumerate(GRAPH_COLUMNS)}
 
 ACTIVATIONS = frozenset(
-    {"Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Clip", "LeakyRelu", "Tanh", "Gelu", "Elu"}
-)
+    ("Relu HardSwish HardSigmoid Sigmoid Clip LeakyRelu Tanh Gelu Elu Erf Softmax "
+     "LayerNormalization").split()
+)  # fmt: skip
+"""Element-wise and row-wise nonlinear nodes counted as activations (``n_act``, ``act_elems``):
+a GELU exported at opset 17 is ``Erf`` between Div/Add/Mul, a transformer's attention has
+``Softmax`` and its layer norms ``LayerNormalization``."""
 POOLS = frozenset({"AveragePool", "MaxPool", "LpPool"})
 GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool"})
 RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})

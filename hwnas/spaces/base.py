@@ -103,6 +103,12 @@ class SearchSpace(ABC):
         return self.name
 
     @property
+    def featurizer_name(self) -> str:
+        """Name of the space's featurizer in :data:`hwnas.predictors.featurize.FEATURIZERS`
+        (its own name; every declared space shares ``declared``)."""
+        return self.name
+
+    @property
     def reference_dataset(self) -> str:
         """The dataset the reference set is built for by default (the first one here)."""
         return self.datasets()[0]

@@ -10,7 +10,9 @@ or exporting a network:
   analytically so that they equal what :func:`hwnas.predictors.graph.onnx_graph_features` reads
   from the exported ONNX model (tests check this on samples of every space).
 
-Featurizers are found by space name in :data:`FEATURIZERS`.
+Featurizers are found in :data:`FEATURIZERS` by the space's ``featurizer_name`` (its own name;
+``declared`` for every declared space, whose graph features are read from each layer's ONNX
+export: :mod:`hwnas.predictors.featurize.declared`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ FEATURIZERS: Registry = Registry("space featurizer")
 FEATURIZERS.register("nasbench201", "hwnas.predictors.featurize.nasbench201:NasBench201Featurizer")
 FEATURIZERS.register("fbnet", "hwnas.predictors.featurize.fbnet:FBNetFeaturizer")
 FEATURIZERS.register("ofa", "hwnas.predictors.featurize.ofa:OFAFeaturizer")
+FEATURIZERS.register("declared", "hwnas.predictors.featurize.declared:DeclaredFeaturizer")
 
 
 class Featurizer(ABC):
@@ -72,4 +75,5 @@ def get_featurizer(space: str) -> Featurizer:
     Raises:
         UnknownNameError: no featurizer for that space.
     """
-    return FEATURIZERS.get(space)(get_space(space))
+    sp = get_space(space)
+    return FEATURIZERS.get(sp.featurizer_name)(sp)

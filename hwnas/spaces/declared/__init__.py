@@ -83,6 +83,7 @@ class DeclaredSpace(SearchSpace):
     """
 
     supernet_name = "declared"
+    featurizer_name = "declared"
 
     def __init__(self, spec: SpaceSpec):
         self.spec = spec
