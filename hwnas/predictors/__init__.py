@@ -20,6 +20,7 @@ from hwnas.registry import Registry
 
 __all__ = [
     "MIN_CALIBRATION",
+    "DECLARED_ARTIFACT",
     "PREDICTORS",
     "Model",
     "Predictor",
@@ -33,6 +34,20 @@ PREDICTORS: Registry = Registry("predictor")
 PREDICTORS.register("flops", "hwnas.predictors.proxy:FlopsProxy")
 PREDICTORS.register("regressor", "hwnas.predictors.regressor:DeviceRegressor")
 PREDICTORS.register("meta", "hwnas.predictors.meta:MetaPredictor")
+
+
+DECLARED_ARTIFACT = "fbnet"
+"""The artifact that predicts declared spaces by default, through its graph path (graph features
+of the space's networks, adapted on the device's reference-set values): the one with the best
+Spearman rho on live CPU measurements of ``mobilenetv4`` and ``vit``
+(``python experiments/declared_latency.py``)."""
+
+
+def _declared(space: str) -> bool:
+    """Whether ``space`` is a declared space (graph features from its file, no artifact)."""
+    from hwnas.spaces import get_space
+
+    return get_space(space).featurizer_name != space
 
 
 def artifact_folders() -> list[Path]:
@@ -71,8 +86,11 @@ def load_predictor(name_or_path: str, space: str | None = None) -> Predictor:
     """A fresh (un-adapted) predictor: a kind of :data:`PREDICTORS` or an artifact.
 
     Args:
-        name_or_path: "flops", "regressor", an artifact name ("nasbench201-help") or folder.
-        space: if given, the artifact must be for this space.
+        name_or_path: "flops", "regressor", an artifact name ("nasbench201-help") or folder;
+            the name of a declared space without an artifact of that name means
+            :data:`DECLARED_ARTIFACT`.
+        space: if given, the artifact must be for this space (any artifact serves a declared
+            space, through its graph path).
 
     Raises:
         HwnasError: unknown name, unreadable artifact, an artifact of another space or format
@@ -82,8 +100,11 @@ def load_predictor(name_or_path: str, space: str | None = None) -> Predictor:
         return PREDICTORS.get(name_or_path)()
     from hwnas.predictors.meta import MetaPredictor
 
+    declared = space is not None and _declared(space)
+    if declared and name_or_path == space and name_or_path not in list_artifacts():
+        name_or_path = DECLARED_ARTIFACT
     predictor = MetaPredictor(resolve_artifact(name_or_path))
-    if space is not None and predictor.space_name != space:
+    if space is not None and predictor.space_name != space and not declared:
         raise HwnasError(
             f"predictor artifact '{predictor.name}' ({predictor.path}) is for space "
             f"'{predictor.space_name}', not '{space}'"

@@ -294,6 +294,10 @@ def adapt(
 class MetaPredictor(Predictor):
     """A meta-trained artifact (``latency_predictors/<name>/``) adapted to one device.
 
+    Architectures of the artifact's space take its space path (encoding, structural and graph
+    features); ONNX models and architectures of declared spaces (which have no artifact of their
+    own) take its graph path, with the graph features of their space's featurizer.
+
     Args:
         path: the artifact folder (``card.json`` + ``weights.npz``).
 
@@ -360,11 +364,20 @@ class MetaPredictor(Predictor):
         """(encoder input, additive features) of the graph path for any models."""
         return self._graph_x(self._graph_features(models))
 
+    def _own(self, model: Model) -> bool:
+        """Whether ``model`` is an architecture of the artifact's space (its space path);
+        ONNX models and architectures of other spaces take the graph path."""
+        return isinstance(model, Arch) and model.space == self.space_name
+
     def _graph_features(self, models: Sequence[Model]) -> np.ndarray:
+        from hwnas.predictors.featurize import get_featurizer
+
         rows = [None] * len(models)
-        archs = [(i, m) for i, m in enumerate(models) if isinstance(m, Arch)]
-        if archs:
-            g = self.featurizer.graph([m for _, m in archs])
+        for space in sorted({m.space for m in models if isinstance(m, Arch)}):
+            archs = [
+                (i, m) for i, m in enumerate(models) if isinstance(m, Arch) and m.space == space
+            ]
+            g = get_featurizer(space).graph([m for _, m in archs])
             for (i, _), row in zip(archs, g):
                 rows[i] = row
         for i, m in enumerate(models):
@@ -385,12 +398,15 @@ class MetaPredictor(Predictor):
         return np.concatenate([self.enc_graph(x), proxy_columns(g, self.proxies)], 1), f
 
     def _check(self, models: Sequence[Model]) -> None:
+        from hwnas.spaces import get_space
+
         for m in models:
             if isinstance(m, Arch) and m.space != self.space_name:
-                raise HwnasError(
-                    f"predictor '{self.name}' is for space '{self.space_name}', "
-                    f"not '{m.space}' (architecture '{m.text}')"
-                )
+                if get_space(m.space).featurizer_name == m.space:  # a space of its own artifacts
+                    raise HwnasError(
+                        f"predictor '{self.name}' is for space '{self.space_name}', "
+                        f"not '{m.space}' (architecture '{m.text}')"
+                    )
 
     # -- Predictor -------------------------------------------------------------------------
 
@@ -407,7 +423,7 @@ class MetaPredictor(Predictor):
         self._s = float(v.mean())
         self._min = float(v.min())
         t = v / self._s
-        in_space = [i for i, a in enumerate(archs) if isinstance(a, Arch)]
+        in_space = [i for i, a in enumerate(archs) if self._own(a)]
         self._space_head = None
         if len(in_space) >= 3:
             phi, f = self.space_basis([archs[i] for i in in_space])
@@ -430,7 +446,7 @@ class MetaPredictor(Predictor):
         archs = list(archs)
         self._check(archs)
         mean, var = np.zeros(len(archs)), np.zeros(len(archs))
-        space_rows = [i for i, a in enumerate(archs) if isinstance(a, Arch)]
+        space_rows = [i for i, a in enumerate(archs) if self._own(a)]
         if self._space_head is None:
             space_rows = []
         other = sorted(set(range(len(archs))) - set(space_rows))

@@ -187,12 +187,13 @@ def predicted_model(request: CostRequest) -> CostModel:
     """
     from hwnas.measure import arch_workload
     from hwnas.predictors import load_predictor
-    from hwnas.predictors.data import reference_indices
+    from hwnas.predictors.calibration import reference_archs
+    from hwnas.predictors.featurize import get_featurizer
 
     space, metric = request.space, request.metric
     predictor = load_predictor(request.predictor or space.name, space.name)
-    dataset = predictor.card.get("dataset") or next(iter(space.datasets()))
-    refs = [space.arch_at(i) for i in reference_indices(space.name)]
+    dataset = get_featurizer(space.name).dataset  # the networks the features describe
+    refs = reference_archs(space)
     values = np.array(
         [request.profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
     )

@@ -29,7 +29,7 @@ import numpy as np
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.predictors import Predictor
-from hwnas.predictors.data import reference_indices
+from hwnas.predictors.calibration import reference_archs
 from hwnas.search.costs import CostContext, PredictorCostModel, calibrate
 from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord, run_search, summarise
 from hwnas.search.evaluate import Evaluation
@@ -204,7 +204,7 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
     """Architectures to calibrate on: the reference set (leaving one measurement for
     verification); for a device that cannot measure, every stored architecture of the space
     (reference set first), up to the cap."""
-    refs = [space.arch_at(i) for i in reference_indices(space.name)]
+    refs = reference_archs(space)
     if can_measure:
         return refs[: max(budget.cap - 1, 0)]
     stored = []
@@ -427,7 +427,7 @@ def plan_fewshot(
             f"device '{device.name}' has no measurements for space '{space.name}' "
             f"(it has: {', '.join(device.spaces)})"
         )
-    reference_indices(space.name)  # a space without a reference set fails here
+    reference_archs(space)  # a space without a reference set fails here
     pred = load_predictor(predictor or space.name, space.name)
     metrics = [settings.metric]
     if settings.max_latency is not None and "latency_ms" not in metrics:
