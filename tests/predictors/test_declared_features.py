@@ -12,25 +12,31 @@ from hwnas.cli import main
 from hwnas.predictors.graph import COLUMN, GRAPH_COLUMNS, onnx_graph_features
 
 
-@pytest.mark.parametrize("name", ["mobilenetv4", "vit"])
-def test_declared_features_equal_the_exported_onnx_graph(name):
+@pytest.mark.parametrize("name", ["tiny", "vit"])
+def test_declared_features_equal_the_exported_onnx_graph(name, hwnas_home):
+    """A user's file (MBConv with squeeze-excite, UIB, skip, pool) on two architectures, and
+    the ViT space's smallest network (exports take the time)."""
     import onnx
 
     from hwnas.export import export_onnx
     from hwnas.predictors.featurize.declared import DeclaredFeaturizer
-    from hwnas.spaces import get_space
+    from hwnas.spaces import get_space, reload_spaces
 
+    (hwnas_home / "spaces").mkdir(exist_ok=True)
+    (hwnas_home / "spaces" / "tiny.yaml").write_text(TINY)
+    reload_spaces()
     space = get_space(name)
-    fz = DeclaredFeaturizer(space, "cifar10")
-    archs = space.reference_archs()[:1]  # the smallest network (exports take the time)
+    dataset = "digits" if name == "tiny" else "cifar10"
+    fz = DeclaredFeaturizer(space, dataset)
+    archs = space.reference_archs()[:: 9 if name == "tiny" else 10]
     got = fz.graph(archs)
     for arch, row in zip(archs, got):
-        shape = (1, *space.input_shape(arch, "cifar10"))
-        data = export_onnx(space.build(arch, "cifar10"), shape, check=False)
+        shape = (1, *space.input_shape(arch, dataset))
+        data = export_onnx(space.build(arch, dataset), shape, check=False)
         want = onnx_graph_features(onnx.load_from_string(data))
         diff = {c: (a, b) for c, a, b in zip(GRAPH_COLUMNS, row, want) if not np.isclose(a, b)}
         assert not diff, f"{arch.text}: featurizer vs exported graph {diff}"
-    assert got[0, COLUMN["macs_conv_depthwise" if name == "mobilenetv4" else "macs_gemm"]] > 0
+    assert got[0, COLUMN["macs_conv_depthwise" if name == "tiny" else "macs_gemm"]] > 0
     if name == "vit":  # GELU (Erf), softmax and layer norms are counted as activations
         blocks = int(fz.structural(archs[:1])[0, fz.structural_names.index("n_transformer")])
         assert got[0, COLUMN["n_act"]] >= 4 * blocks + 2  # 2 ReLU, per block: 2 LN, Softmax, Erf
