@@ -92,14 +92,24 @@ def test_a_rerun_with_a_smaller_budget_is_refused_and_a_larger_one_extends(tmp_p
 
 
 @pytest.mark.slow
-def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_path):
+def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_path, hwnas_home):
     import signal
     import time
 
     import optuna
 
+    from hwnas.devices import reload_profiles
+
+    # cpu-fast with 8x the timed calls: a trial lasts long enough (a few tenths of a second)
+    # that the poll below sees one running however loaded the machine is (with cpu-fast the
+    # 8 trials could all finish between two polls)
+    profile = (hwnas_home / "devices" / "cpu-fast.yaml").read_text()
+    profile = profile.replace("name: cpu-fast", "name: cpu-slow")
+    profile = profile.replace("calls_per_round: 5", "calls_per_round: 40")
+    (hwnas_home / "devices" / "cpu-slow.yaml").write_text(profile)
+    reload_profiles()
     storage = f"sqlite:///{tmp_path / 's.db'}"
-    args = ["search", "--device", "cpu-fast", "--budget", "8", "--study", "k"]
+    args = ["search", "--device", "cpu-slow", "--budget", "8", "--study", "k"]
     args += ["--storage", storage, "--no-zoo", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen(
         [sys.executable, "-m", "hwnas", *args],
@@ -110,6 +120,7 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # interrupt once a trial is being measured
         time.sleep(0.2)
+        assert proc.poll() is None, "the search ended before a running trial was seen"
         try:
             study = optuna.load_study(study_name="k", storage=storage)
         except Exception:  # not created yet
