@@ -101,6 +101,9 @@ class Supernet(nn.Module):
     """
 
     hard_only: frozenset[int] = frozenset()
+    edge_groups: tuple[tuple[int, ...], ...] = ()
+    """Groups of decisions whose outputs are summed into one node and weighted by a softmax
+    over the group (PC-DARTS edge normalisation, applied by the strategy); empty: none."""
 
     def __init__(
         self,

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError
-from hwnas.search.costs import CostModel, CostRequest, make_cost_model
+from hwnas.search.costs import CostModel, CostRequest, TableCostModel, make_cost_model
 from hwnas.spaces import IndexedSpace, ability
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -63,6 +63,12 @@ class MultilinearLUT(CostModel):
     metric: str = "latency_ms"
     source: str = ""
     fit: dict[str, Any] = field(default_factory=dict)
+    truth: CostModel | None = None
+    """What the table approximates, where it has values (a recorded device's table: exact; a
+    calibrated predictor): target-mode derivation judges candidates by it (NaN: unknown)."""
+    truth_covers: str = "all"
+    """Which architectures :attr:`truth` has values for: ``all``, or ``index`` (only the
+    space's indexed ones, as a recorded table)."""
 
     def __post_init__(self) -> None:
         dims = list(self.space.choices())
@@ -139,7 +145,95 @@ class MultilinearLUT(CostModel):
         return self.bias + (flat[gather].prod(dim=1) * weights).sum()
 
     def describe(self) -> dict[str, Any]:
-        return {"metric": self.metric, "source": self.source, "terms": len(self.terms), **self.fit}
+        out = {"metric": self.metric, "source": self.source, "terms": len(self.terms), **self.fit}
+        if self.truth is not None:
+            out["truth"] = self.truth.source
+        return out
+
+    # -- judging candidates (target-mode derivation) ---------------------------------------------
+
+    @property
+    def margin(self) -> float:
+        """Relative error of the table where :attr:`truth` has no value: the 90th percentile of
+        ``|LUT - value| / value`` on the fit's held-out pairs (else the calibration MAPE of a
+        measured table, else 0)."""
+        if "rel_err_p90" in self.fit:
+            return float(self.fit["rel_err_p90"])
+        return float(self.fit.get("calibration_mape_pct", 0.0)) / 100.0
+
+    def archs_of(self, indices: np.ndarray) -> list[Arch]:
+        """Architectures of candidate-index rows (N, D)."""
+        opts = list(self.space.choices().values())
+        out = []
+        for row in np.atleast_2d(indices):
+            values = {d: opts[j][int(k)] for j, (d, k) in enumerate(zip(self.dims, row))}
+            out.append(self.space.from_choices(values))
+        return out
+
+    def judged(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cost of candidate-index rows (N, D) -> ((N,) cost, (N,) bool exact): the value of
+        :attr:`truth` where it has one (exact), else the table's."""
+        indices = np.atleast_2d(indices)
+        cost = self.cost_indices(indices)
+        exact = np.zeros(len(cost), dtype=bool)
+        if self.truth is None or not len(cost):
+            return cost, exact
+        if self.truth_covers == "index":  # look the rows up among the indexed ones
+            self.known_indices()
+            true = np.array([self._known_cost.get(tuple(r), np.nan) for r in indices.tolist()])
+        else:
+            true = np.asarray(self.truth.predict(self.archs_of(indices))[0], dtype=np.float64)
+        exact = np.isfinite(true)
+        return np.where(exact, true, cost), exact
+
+    def enumeration(self, limit: int = 200_000) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(indices (N, D), cost (N,), exact (N,)) of every architecture of the space when its
+        index lists the whole space and holds at most ``limit`` architectures (NAS-Bench-201's
+        15,625), else None; computed once."""
+        if not hasattr(self, "_enumerated"):
+            self._enumerated = None
+            indexed = ability(self.space, IndexedSpace)
+            total = int(np.prod(self.sizes, dtype=np.float64)) if self.sizes else 0
+            if indexed is not None and len(indexed) == total and total <= limit:
+                archs = indexed.all_archs()
+                idx = self.indices(archs)
+                cost, exact = self.cost_indices(idx), np.zeros(len(archs), dtype=bool)
+                if self.truth is not None:
+                    true = np.asarray(self.truth.predict(archs)[0], dtype=np.float64)
+                    exact = np.isfinite(true)
+                    cost = np.where(exact, true, cost)
+                self._enumerated = (idx, cost, exact)
+        return self._enumerated
+
+    def min_cost(self) -> float:
+        """The cheapest architecture's cost under the table: exact for an enumerable space or an
+        additive table, else the best of two coordinate descents."""
+        enum = self.enumeration()
+        if enum is not None:
+            return float(self.cost_indices(enum[0]).min())
+        if not self.sizes:
+            return self.bias
+        zero = [np.zeros(n) for n in self.sizes]
+        starts = [np.zeros(len(self.sizes), dtype=int), np.array(self.sizes) - 1]
+        ends = np.stack([_coordinate_ascent(zero, self, s, 1.0, 1.0) for s in starts])
+        return float(self.cost_indices(ends).min())
+
+    def known_indices(self) -> np.ndarray:
+        """Candidate-index rows (N, D) of the architectures :attr:`truth` has values for, when it
+        is a table over the space's index (FBNet's and OFA's 5,000 sampled architectures), else
+        an empty (0, D) array; computed once."""
+        if not hasattr(self, "_known"):
+            self._known = np.zeros((0, len(self.dims)), dtype=np.int64)
+            self._known_cost: dict[tuple[int, ...], float] = {}
+            indexed = ability(self.space, IndexedSpace)
+            if self.truth is not None and indexed is not None and len(indexed) <= 200_000:
+                archs = indexed.all_archs()
+                true = np.asarray(self.truth.predict(archs)[0], dtype=np.float64)
+                ok = np.isfinite(true)
+                if ok.any():
+                    self._known = self.indices([a for a, k in zip(archs, ok) if k])
+                    self._known_cost = dict(zip(map(tuple, self._known.tolist()), true[ok]))
+        return self._known
 
 
 # -- term structures ------------------------------------------------------------------------
@@ -270,6 +364,7 @@ def fit_lut(
             spearman_rho=float(spearmanr(pred, true)[0]),
             mape_pct=float(np.mean(np.abs(pred - true) / true) * 100),
             within_10pct=float(np.mean(np.abs(pred - true) <= 0.1 * true)),
+            rel_err_p90=float(np.quantile(np.abs(pred - true) / true, 0.9)),
         )
     coef = solve(np.arange(len(values)))
     lut.weights, lut.bias, lut.fit = coef[:-1], float(coef[-1]), fit
@@ -291,7 +386,9 @@ def fit_table_lut(space: SearchSpace, device: Any, metric: str = "latency_ms") -
         )
     archs = indexed.all_archs()
     source = device.table_source(space.name, metric)
-    return fit_lut(space, archs, np.asarray(column, dtype=np.float64), metric, f"lut-fit:{source}")
+    lut = fit_lut(space, archs, np.asarray(column, dtype=np.float64), metric, f"lut-fit:{source}")
+    lut.truth, lut.truth_covers = TableCostModel(space, device, metric), "index"
+    return lut
 
 
 def flops_lut(supernet: Any, samples: int = 48, seed: int = 0) -> MultilinearLUT:
@@ -464,7 +561,9 @@ def lut_of(
         pool = list(dict.fromkeys(space.sample(np.random.default_rng(seed), samples)))
     mean, _std = model.predict(pool)
     refs = model.fit.get("calibration_archs", 0)
-    return fit_lut(space, pool, mean, model.metric, f"lut-fit:{model.source}:{refs}-refs")
+    lut = fit_lut(space, pool, mean, model.metric, f"lut-fit:{model.source}:{refs}-refs")
+    lut.truth = model
+    return lut
 
 
 def predicted_lut(
@@ -545,14 +644,27 @@ def cost_model_for(
 
 @dataclass
 class HardwareLoss:
-    """The hardware term added to the task loss.
+    """The hardware term of the architecture objective.
 
-    Two modes (exactly one of ``weight`` and ``target`` is set):
+    Modes (at most one of ``weight`` and ``target`` is set; neither: accuracy only):
 
-    - penalty weight W: ``W * E[cost] / reference`` with ``reference`` the expected cost under
-      the uniform distribution (so W is unit-free; the additive form, ProxylessNAS);
-    - target T: ``strength * |E[cost] / T - 1|`` (the absolute-value reward of TuNAS, Bender et
-      al., CVPR 2020), pulling the distribution's expected cost to T from both sides.
+    - target T: ``task + strength * |E[cost] / T - 1|`` (the absolute-value reward of TuNAS,
+      Bender et al., CVPR 2020), pulling the distribution's expected cost to T from both
+      sides; the same for every strategy and form (derivation then enforces the band, see
+      :func:`constrained_choice`).
+    - weight W, in the form ``form`` (:data:`HW_FORMS`; set by the strategy from its
+      ``hw_form`` setting):
+
+      - ``additive``: ``task + W * E[cost] / reference``, ``reference`` the expected cost
+        under the uniform distribution (W is unit-free);
+      - ``fbnet``: ``task * alpha * ln(E[cost])^W`` (FBNet, Wu et al., CVPR 2019, eq. 3:
+        ``CE * alpha * log(LAT)^beta``, latency in ms; the paper: alpha 0.2, beta 0.6);
+      - ``proxyless``: ``alpha * task * (ln E[cost] / ln reference)^W`` (ProxylessNAS, Cai
+        et al., ICLR 2019, ``mul#log`` in mit-han-lab/proxylessnas with its reference value
+        = the uniform distribution's expected cost; the paper: alpha 0.2, beta 0.3).
+
+      The logarithmic forms need costs above 1 in the model's unit (ms or mJ):
+      :func:`check_form` refuses a device whose cheapest architecture is not.
 
     Attributes:
         model: the cost model.
@@ -560,6 +672,9 @@ class HardwareLoss:
         target: T in the model's unit, or None.
         strength: multiplier of the target term.
         reference: expected cost of the uniform distribution.
+        form: the form of the weight mode (a key of :data:`HW_FORMS`).
+        alpha: alpha of the multiplicative forms.
+        note: why the form differs from the strategy's default, if it does.
     """
 
     model: CostModel
@@ -567,8 +682,12 @@ class HardwareLoss:
     target: float | None = None
     strength: float = 2.0
     reference: float = 1.0
+    form: str = "additive"
+    alpha: float = 0.2
+    note: str = ""
 
     def __call__(self, probs: Sequence[Any]) -> Any:
+        """The additive term (target or additive weight mode), a scalar tensor."""
         e = self.model.expected(probs)
         if self.target is not None:
             return self.strength * (e / self.target - 1.0).abs()
@@ -576,109 +695,232 @@ class HardwareLoss:
             return self.weight * e / self.reference
         return e * 0.0
 
+    @property
+    def active_form(self) -> str:
+        """The form in use: ``form`` in weight mode, else ``additive``."""
+        return self.form if (self.target is None and self.weight is not None) else "additive"
+
+    def objective(self, task: Any, probs: Sequence[Any]) -> tuple[Any, Any]:
+        """(architecture objective, hardware part for logging): ``task`` (a scalar tensor) and
+        the hardware term combined in the active form; for the multiplicative forms the
+        hardware part is the factor that multiplies ``task``."""
+        return HW_FORMS[self.active_form](self, task, probs)
+
     def describe(self) -> dict[str, Any]:
         mode = "target" if self.target is not None else "weight"
+        forms = {
+            "additive": "weight * E[cost]/E_uniform[cost] (additive)",
+            "fbnet": "task * alpha * ln(E[cost])^weight (FBNet, multiplicative)",
+            "proxyless": "alpha * task * (ln E[cost] / ln E_uniform[cost])^weight "
+            "(ProxylessNAS mul#log)",
+        }
         return {
             "mode": mode,
             "target": self.target,
             "weight": self.weight,
             "strength": self.strength if mode == "target" else None,
             "reference": self.reference,
+            "alpha": self.alpha if self.active_form != "additive" else None,
             "form": (
                 "strength * |E[cost]/target - 1| (TuNAS absolute reward)"
                 if mode == "target"
-                else "weight * E[cost]/E_uniform[cost] (additive, ProxylessNAS-style)"
+                else forms[self.active_form]
             ),
             "cost_model": self.model.describe(),
+            **({"note": self.note} if self.note else {}),
+        }
+
+
+def _additive(hw: HardwareLoss, task: Any, probs: Sequence[Any]) -> tuple[Any, Any]:
+    term = hw(probs)
+    return task + term, term
+
+
+def _log_cost(hw: HardwareLoss, probs: Sequence[Any]) -> Any:
+    # clamped just above 1: ln of a cost <= 1 is <= 0 (check_form refuses such devices)
+    return hw.model.expected(probs).clamp_min(1.0 + 1e-6).log()
+
+
+def _fbnet(hw: HardwareLoss, task: Any, probs: Sequence[Any]) -> tuple[Any, Any]:
+    factor = hw.alpha * _log_cost(hw, probs) ** float(hw.weight or 0.0)
+    return task * factor, factor
+
+
+def _proxyless(hw: HardwareLoss, task: Any, probs: Sequence[Any]) -> tuple[Any, Any]:
+    ratio = _log_cost(hw, probs) / float(np.log(max(hw.reference, 1.0 + 1e-6)))
+    factor = hw.alpha * ratio ** float(hw.weight or 0.0)
+    return task * factor, factor
+
+
+HW_FORMS: dict[str, Callable[[HardwareLoss, Any, Sequence[Any]], tuple[Any, Any]]] = {
+    "additive": _additive,
+    "fbnet": _fbnet,
+    "proxyless": _proxyless,
+}
+"""Forms of the weight-mode hardware term by name (``--set hw_form=``; the names are declared
+in :mod:`hwnas.supernet.settings`)."""
+
+
+def check_form(hw: HardwareLoss) -> None:
+    """Refuse a logarithmic form on a device whose cheapest architecture costs 1 unit (ms or
+    mJ) or less, where ``ln(cost)`` is not positive.
+
+    Raises:
+        HwnasError: the form cannot be used with this cost model.
+    """
+    if hw.active_form == "additive" or not isinstance(hw.model, MultilinearLUT):
+        return
+    low = hw.model.min_cost()
+    if hw.reference <= 1.0 or low <= 1.0:
+        unit = hw.model.metric.rsplit("_", 1)[-1]
+        raise HwnasError(
+            f"--set hw_form={hw.form} takes the log of the cost in {unit}, but the cheapest "
+            f"architecture costs {low:.3g} {unit} here (log <= 0); use --set hw_form=additive"
+        )
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    """The architecture target-mode derivation chose.
+
+    Attributes:
+        indices: candidate index of every decision, shape (D,).
+        cost: its cost (ms or mJ) as judged: exact where the truth has it, else the table's.
+        exact: ``cost`` is the truth's (a recorded table: the device's own value).
+        inside: ``cost`` is within the tolerance of the target (the table's values must be
+            within the tolerance less the table's error margin).
+        log_prob: sum over decisions of the log-probability of the chosen candidate.
+        considered: how many distinct architectures were judged.
+        method: "exhaustive" (every architecture of the space) or "lagrangian" (candidates of
+            a Lagrangian sweep and their one- and two-decision neighbours, plus every
+            architecture the truth knows).
+    """
+
+    indices: np.ndarray
+    cost: float
+    exact: bool
+    inside: bool
+    log_prob: float
+    considered: int
+    method: str
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "cost": self.cost,
+            "cost_is_exact": self.exact,
+            "within_tolerance": self.inside,
+            "log_prob": self.log_prob,
+            "considered": self.considered,
+            "method": self.method,
         }
 
 
 def constrained_choice(
-    logp: Sequence[np.ndarray], lut: MultilinearLUT, target: float, tolerance: float = 0.1
-) -> tuple[np.ndarray, float]:
-    """The most probable architecture whose predicted cost is within ``tolerance`` of
-    ``target`` (Lagrangian relaxation: maximise sum log p - mu * cost by coordinate ascent,
-    bisecting mu).
+    logp: Sequence[np.ndarray], lut: MultilinearLUT, target: float, tolerance: float = 0.05
+) -> TargetChoice:
+    """The most probable architecture whose cost is within ``tolerance`` of ``target``.
+
+    Candidates are judged by the most accurate cost there is (:meth:`MultilinearLUT.judged`):
+    a recorded device's own value where the table has the architecture, else the lookup
+    table's prediction, which must then lie within ``tolerance - lut.margin`` (its held-out
+    90th-percentile relative error), so that its true cost is inside the band too. When the
+    space is small enough every architecture is judged (NAS-Bench-201: 15,625, exact from the
+    device's table); otherwise the candidates are the solutions of a Lagrangian relaxation
+    (maximise sum log p - mu * cost / target by coordinate ascent, mu swept over a log grid
+    of both signs), their one- and two-decision neighbours, and every architecture the truth
+    has a value for. When no candidate is inside the band, the one closest to the target.
 
     Args:
-        logp: per-decision log-probabilities.
-        lut: the cost model.
-        target: requested cost.
-        tolerance: accepted relative deviation.
+        logp: per-decision log-probabilities, D arrays of shape (K_d,).
+        lut: the cost model (ms or mJ).
+        target: requested cost (the model's unit).
+        tolerance: accepted relative deviation, e.g. 0.05 for ±5%.
 
     Returns:
-        (candidate indices, predicted cost). The unconstrained argmax when it already fits.
+        The choice (:class:`TargetChoice`).
     """
-    d = len(logp)
-    best = np.array([int(np.argmax(p)) for p in logp])
-    c0 = float(lut.cost_indices(best[None])[0])
-    if abs(c0 / target - 1) <= tolerance:
-        return best, c0
-
-    def solve(mu: float) -> tuple[np.ndarray, float]:
-        idx = best.copy()
-        for _ in range(4):
-            changed = False
-            for j in range(d):
-                cand = np.repeat(idx[None], len(logp[j]), axis=0)
-                cand[:, j] = np.arange(len(logp[j]))
-                score = logp[j] - mu * lut.cost_indices(cand) / target
-                k = int(np.argmax(score))
-                if k != idx[j]:
-                    idx[j], changed = k, True
-            if not changed:
-                break
-        return idx, float(lut.cost_indices(idx[None])[0])
-
-    lo, hi = (0.0, 1.0) if c0 > target else (-1.0, 0.0)
-    if c0 > target:  # grow mu until the cost falls below the target
-        while solve(hi)[1] > target and hi < 1e6:
-            hi *= 4
+    logp = [np.asarray(p, dtype=np.float64) for p in logp]
+    enum = lut.enumeration()
+    if enum is not None:
+        pool, cost, exact = enum
+        method = "exhaustive"
     else:
-        while solve(lo)[1] < target and lo > -1e6:
-            lo *= 4
-    found = solve(hi if c0 > target else lo)
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        idx, c = solve(mid)
-        if abs(c / target - 1) <= tolerance / 2:
-            return idx, c
-        if c > target:
-            lo = mid
-        else:
-            hi = mid
-        if abs(c / target - 1) < abs(found[1] / target - 1):
-            found = (idx, c)
-    return _repair(found[0], logp, lut, target, tolerance)
-
-
-def _repair(
-    idx: np.ndarray, logp: Sequence[np.ndarray], lut: MultilinearLUT, target: float, tol: float
-) -> tuple[np.ndarray, float]:
-    """The Lagrangian only reaches points on the convex hull of (cost, log p); when it misses
-    the band, try every change of one or two decisions from its answer and keep the most
-    probable architecture inside the band (or the one closest to the target)."""
-    sizes = [len(p) for p in logp]
-    singles = [(j, k) for j, n in enumerate(sizes) for k in range(n) if k != idx[j]]
-    cands = [idx.copy()]
-    for j, k in singles:
-        c = idx.copy()
-        c[j] = k
-        cands.append(c)
-    if len(singles) <= 400:
-        for a in range(len(singles)):
-            for b in range(a + 1, len(singles)):
-                (j1, k1), (j2, k2) = singles[a], singles[b]
-                if j1 != j2:
-                    c = idx.copy()
-                    c[j1], c[j2] = k1, k2
-                    cands.append(c)
-    cand = np.stack(cands)
-    cost = lut.cost_indices(cand)
-    score = sum(logp[j][cand[:, j]] for j in range(len(sizes)))
-    inside = np.abs(cost / target - 1) <= tol
+        pool = np.unique(
+            np.concatenate([_lagrangian_pool(logp, lut, target), lut.known_indices()]), axis=0
+        )
+        cost, exact = lut.judged(pool)
+        method = "lagrangian"
+    score = np.zeros(len(pool))
+    for j, p in enumerate(logp):
+        score += p[pool[:, j]]
+    miss = np.abs(cost / target - 1)
+    inside = np.where(exact, miss <= tolerance, miss <= tolerance - lut.margin)
     if inside.any():
         i = int(np.argmax(np.where(inside, score, -np.inf)))
-    else:
-        i = int(np.argmin(np.abs(cost / target - 1)))
-    return cand[i], float(cost[i])
+    else:  # closest to the target; among equally close, the most probable
+        i = int(np.lexsort((-score, np.round(miss, 9)))[0])
+    return TargetChoice(
+        pool[i].copy(),
+        float(cost[i]),
+        bool(exact[i]),
+        bool(inside[i]),
+        float(score[i]),
+        int(len(pool)),
+        method,
+    )
+
+
+def _coordinate_ascent(
+    logp: Sequence[np.ndarray], lut: MultilinearLUT, start: np.ndarray, mu: float, target: float
+) -> np.ndarray:
+    """argmax of sum log p - mu * cost / target, one decision at a time from ``start``."""
+    idx = start.copy()
+    for _ in range(4):
+        changed = False
+        for j in range(len(logp)):
+            cand = np.repeat(idx[None], len(logp[j]), axis=0)
+            cand[:, j] = np.arange(len(logp[j]))
+            k = int(np.argmax(logp[j] - mu * lut.cost_indices(cand) / target))
+            if k != idx[j]:
+                idx[j], changed = k, True
+        if not changed:
+            break
+    return idx
+
+
+def _lagrangian_pool(logp: Sequence[np.ndarray], lut: MultilinearLUT, target: float) -> np.ndarray:
+    """Candidate-index rows: Lagrangian solutions over a grid of mu (both signs: above and
+    below the argmax's cost), and the one- and two-decision neighbours of the two solutions
+    that bracket the target (the relaxation only reaches the convex hull of (cost, log p))."""
+    best = np.array([int(np.argmax(p)) for p in logp])
+    grid = np.geomspace(1e-2, 1e3, 16)
+    mus = np.concatenate([[0.0], grid, -grid])
+    sols = np.stack([_coordinate_ascent(logp, lut, best, m, target) for m in mus])
+    sols = np.unique(sols, axis=0)
+    costs = lut.cost_indices(sols)
+    rows = [sols]
+    below, above = costs <= target, costs >= target
+    for side in (below, above):
+        if side.any():
+            k = int(np.argmin(np.where(side, np.abs(costs - target), np.inf)))
+            rows.append(_neighbours(sols[k], [len(p) for p in logp]))
+    return np.concatenate(rows)
+
+
+def _neighbours(idx: np.ndarray, sizes: Sequence[int], max_singles: int = 400) -> np.ndarray:
+    """``idx``, every change of one of its decisions and, when there are at most
+    ``max_singles`` single changes, every change of two decisions; rows (N, D)."""
+    js = np.array([j for j, n in enumerate(sizes) for k in range(n) if k != idx[j]], dtype=int)
+    ks = np.array([k for j, n in enumerate(sizes) for k in range(n) if k != idx[j]], dtype=int)
+    singles = np.repeat(idx[None], len(js), axis=0)
+    singles[np.arange(len(js)), js] = ks
+    parts = [idx[None], singles]
+    if len(js) <= max_singles:
+        a, b = np.triu_indices(len(js), 1)
+        keep = js[a] != js[b]
+        a, b = a[keep], b[keep]
+        pairs = np.repeat(idx[None], len(a), axis=0)
+        pairs[np.arange(len(a)), js[a]] = ks[a]
+        pairs[np.arange(len(a)), js[b]] = ks[b]
+        parts.append(pairs)
+    return np.concatenate(parts)

@@ -6,6 +6,15 @@ macro skeleton is NAS-Bench-201's with configurable width and depth: ``channels`
 2C, 4C; 16 in the benchmark) and ``cells`` N per stage (5 in the benchmark). The derived cell is a
 NAS-Bench-201 arch string, so the benchmark's table accuracy and the recorded device
 latencies (measured for C=16, N=5) apply to it.
+
+``partial_channels`` K > 1 gives PC-DARTS's partial channel connections (Xu et al., ICLR 2020;
+yuhuixu1993/PC-DARTS ``model_search.py``): on every edge only the first C/K channels go through
+the candidate operations (built for C/K channels), the others bypass them, and a channel shuffle
+with K groups mixes the two; the strategy adds PC-DARTS's edge normalisation (a softmax over the
+edges entering each node, :attr:`NasBench201Supernet.edge_groups`). Memory of the mixed
+operations drops about K-fold. The derived network is NAS-Bench-201's at full width: its cell
+operations start from fresh weights (PC-DARTS retrains the derived network; here fine-tuning
+trains them), everything else is inherited.
 """
 
 from __future__ import annotations
@@ -15,35 +24,70 @@ from typing import Any
 import torch
 from torch import nn
 
+from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.spaces.nasbench201.model import (
     NasBench201Network,
     ResidualReduction,
     make_operation,
 )
-from hwnas.supernet.base import MixedChoice, Path, Supernet, inherit
+from hwnas.supernet.base import Choice, MixedChoice, Path, Supernet, inherit
 from hwnas.supernet.settings import supernet_defaults
 
 DEFAULTS = supernet_defaults("nasbench201")
 """Size settings and their defaults (declared in :mod:`hwnas.supernet.settings`)."""
 
 
-class SuperCell(nn.Module):
-    """A NAS-Bench-201 cell with a :class:`MixedChoice` on every edge."""
+def channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor:
+    """ShuffleNet's channel shuffle (Zhang et al., CVPR 2018): (B, C, H, W) -> (B, C, H, W),
+    channel g * (C / groups) + i moved to i * groups + g."""
+    b, c, h, w = x.shape
+    return x.view(b, groups, c // groups, h, w).transpose(1, 2).reshape(b, c, h, w)
 
-    def __init__(self, operations: tuple[str, ...], channels: int, num_nodes: int = 4):
+
+class PartialMixedChoice(MixedChoice):
+    """A mixed operation with PC-DARTS's partial channel connection (Xu et al., ICLR 2020).
+
+    (B, C, H, W) -> (B, C, H, W): the first C/K channels go through the active candidates
+    (built for C/K channels) weighted as in :class:`MixedChoice`; the other channels bypass
+    them, scaled by the sum of the decision's weights (1 for a distribution; the edge's weight
+    when the strategy folds PC-DARTS's edge normalisation into the weights); then a channel
+    shuffle with K groups.
+
+    Args:
+        decision: index of the decision this mixed operation follows.
+        candidates: name -> module for C/K channels (None for the zero operation).
+        k: the partial-channel ratio K.
+    """
+
+    def __init__(self, decision: int, candidates: dict[str, nn.Module | None], k: int):
+        super().__init__(decision, candidates)
+        self.k = k
+
+    def forward(self, x: torch.Tensor, choice: Choice) -> torch.Tensor:
+        part = x.shape[1] // self.k
+        y = super().forward(x[:, :part], choice)
+        rest = x[:, part:] * choice.weights.sum()
+        return channel_shuffle(torch.cat([y, rest], dim=1), self.k)
+
+
+class SuperCell(nn.Module):
+    """A NAS-Bench-201 cell with a :class:`MixedChoice` on every edge (a
+    :class:`PartialMixedChoice` when ``partial`` K > 1)."""
+
+    def __init__(
+        self, operations: tuple[str, ...], channels: int, num_nodes: int = 4, partial: int = 1
+    ):
         super().__init__()
         self.num_nodes = num_nodes
         self.edges = nn.ModuleDict()
+        width = channels // partial
         k = 0
         for j in range(1, num_nodes):
             for i in range(j):
-                self.edges[f"{j}_{i}"] = MixedChoice(
-                    k,
-                    {
-                        op: None if op == "none" else make_operation(op, channels)
-                        for op in operations
-                    },
+                ops = {op: None if op == "none" else make_operation(op, width) for op in operations}
+                self.edges[f"{j}_{i}"] = (
+                    PartialMixedChoice(k, ops, partial) if partial > 1 else MixedChoice(k, ops)
                 )
                 k += 1
 
@@ -63,8 +107,13 @@ class SuperCell(nn.Module):
 class NasBench201Supernet(Supernet):
     """NAS-Bench-201 supernet.
 
-    Config keys: ``channels`` (C, default 8), ``cells`` (N per stage, default 1).
+    Config keys: ``channels`` (C, default 8), ``cells`` (N per stage, default 1),
+    ``partial_channels`` (K, default 1: every channel through the mixed operations).
     Input (B, 3, H, W), output (B, num_classes).
+
+    Attributes:
+        edge_groups: with partial channels, the decisions (edges) entering each node, whose
+            outputs PC-DARTS's edge normalisation weights by a softmax per node; else empty.
     """
 
     def __init__(
@@ -77,6 +126,12 @@ class NasBench201Supernet(Supernet):
         config = {**DEFAULTS, **config}
         super().__init__(space, num_classes, image_shape, config)
         c, n = int(config["channels"]), int(config["cells"])
+        partial = int(config["partial_channels"])
+        if partial > 1 and c % partial:
+            raise HwnasError(f"partial_channels={partial}: channels ({c}) must be a multiple of it")
+        self.partial = partial
+        if partial > 1:  # node j sums edges j_0 .. j_{j-1}: decisions in the space's order
+            self.edge_groups = ((0,), (1, 2), (3, 4, 5))
         self.stage_channels = (c, 2 * c, 4 * c)
         self.stem = nn.Sequential(nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c))
         layers: list[nn.Module] = []
@@ -84,7 +139,7 @@ class NasBench201Supernet(Supernet):
         for s, cs in enumerate(self.stage_channels):
             if s > 0:
                 layers.append(ResidualReduction(c_prev, cs))
-            layers.extend(SuperCell(space.operations, cs) for _ in range(n))
+            layers.extend(SuperCell(space.operations, cs, partial=partial) for _ in range(n))
             c_prev = cs
         self.cells = nn.Sequential(*layers)
         self.lastact = nn.Sequential(nn.BatchNorm2d(c_prev), nn.ReLU(inplace=False))
@@ -117,9 +172,13 @@ class NasBench201Supernet(Supernet):
                 edge_op[f"{j}_{i}"] = ops[k]
                 k += 1
 
-        def rename(key: str) -> str:
+        fresh = static.state_dict()
+
+        def rename(key: str) -> str | torch.Tensor:
             parts = key.split(".")
             if parts[0] == "cells" and len(parts) > 3 and parts[2] == "edges":
+                if self.partial > 1:  # trained on C/K channels: the full-width op starts anew
+                    return fresh[key]
                 return ".".join([*parts[:4], "ops", edge_op[parts[3]], *parts[4:]])
             return key
 

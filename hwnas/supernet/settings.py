@@ -32,6 +32,7 @@ class Setting:
         low: smallest allowed value (numbers), or None.
         high: largest allowed value (numbers), or None.
         low_open: ``low`` itself is not allowed (a value must exceed it).
+        strategies: the only strategies that read it (None: every strategy).
     """
 
     key: str
@@ -42,6 +43,7 @@ class Setting:
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    strategies: tuple[str, ...] | None = None
 
     def parse(self, value: Any) -> Any:
         """``value`` (a string from the command line, or a typed value) as this setting's type.
@@ -71,14 +73,22 @@ def _positive(key: str, default: float, help: str) -> Setting:
     return Setting(key, float, default, help, low=0.0, low_open=True)
 
 
+HW_FORM_NAMES = ("additive", "fbnet", "proxyless")
+"""Forms of the weight-mode hardware term (:data:`hwnas.supernet.cost.HW_FORMS`)."""
+
 STRATEGY_BASE = (
-    _positive("lr", 0.05, "weight SGD learning rate (cosine-annealed)"),
+    _positive("lr", 0.025, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
+    Setting("lr_min", float, 0.001, "weight SGD learning rate at the end", low=0.0),
     Setting("momentum", float, 0.9, "weight SGD momentum", low=0.0, high=0.999),
+    Setting("nesterov", int, 0, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)),
     Setting("weight_decay", float, 3e-4, "weight decay of the supernet weights", low=0.0),
-    _positive("arch_lr", 3e-3, "Adam learning rate of the architecture parameters"),
+    _positive("arch_lr", 3e-4, "Adam learning rate of the architecture parameters"),
+    Setting(
+        "arch_beta1", float, 0.5, "Adam beta1 of the architecture parameters", low=0, high=0.999
+    ),
     Setting("arch_weight_decay", float, 1e-3, "weight decay of architecture parameters", low=0),
     _positive("grad_clip", 5.0, "gradient-norm clip of the weights"),
-    Setting("warmup", float, 0.2, "share of steps training weights only", low=0.0, high=0.95),
+    Setting("warmup", float, 0.0, "share of steps training weights only", low=0.0, high=0.95),
     Setting(
         "target_tolerance",
         float,
@@ -88,39 +98,137 @@ STRATEGY_BASE = (
         high=1.0,
         low_open=True,
     ),  # fmt: skip
+    Setting(
+        "hw_form",
+        str,
+        "additive",
+        "form of the --latency-weight term: additive W*E/E_uniform; fbnet CE*alpha*ln(E)^W; "
+        "proxyless alpha*CE*(ln E/ln E_uniform)^W",
+        choices=HW_FORM_NAMES,
+    ),
+    _positive("hw_alpha", 0.2, "alpha of the multiplicative hardware terms (fbnet, proxyless)"),
+    Setting(
+        "preset",
+        str,
+        "paper",
+        "named defaults: paper (each method's published settings) or small-data (hwnas's "
+        "earlier settings: lr 0.05 Nesterov, arch_lr 3e-3, 20% warm-up, additive term)",
+        choices=("paper", "small-data"),
+    ),
 )
 """Settings every supernet strategy reads (:class:`hwnas.supernet.strategies.base.
-SupernetStrategy`)."""
+SupernetStrategy`). The defaults are DARTS's (Liu et al., ICLR 2019; quark0/darts
+``train_search.py`` and ``architect.py``): weights SGD 0.025 cosine to 0.001, momentum 0.9,
+weight decay 3e-4; architecture Adam 3e-4, betas (0.5, 0.999), weight decay 1e-3; no warm-up.
+Each strategy's own settings replace them with its paper's values."""
+
+_TODAY = (  # hwnas's weight settings before the paper defaults (SPOS, Single-Path keep them)
+    _positive("lr", 0.05, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
+    Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
+    Setting("nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)),
+)
 
 STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
     "darts": (Setting("order", int, 1, "DARTS approximation order", choices=(1, 2)),),
-    "gdas": (
+    "gdas": (  # D-X-Y/AutoDL-Projects: GDAS.sh, configs/nas-benchmark/algos/GDAS.config
         _positive("tau_max", 10.0, "Gumbel-softmax temperature at the start"),
         _positive("tau_min", 0.1, "Gumbel-softmax temperature at the end"),
+        Setting("weight_decay", float, 5e-4, "weight decay of the supernet weights", low=0.0),
+        Setting(
+            "nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)
+        ),
     ),
-    "fbnet": (
+    "fbnet": (  # Wu et al., CVPR 2019, section 4.1
         _positive("tau_max", 5.0, "Gumbel-softmax temperature at the start"),
-        _positive("tau_min", 0.2, "Gumbel-softmax temperature at the end"),
+        _positive("tau_min", 0.087, "Gumbel-softmax temperature at the end (5 * exp(-0.045 * 90))"),
+        _positive("lr", 0.1, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
+        Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
+        Setting("weight_decay", float, 1e-4, "weight decay of the supernet weights", low=0.0),
+        _positive("arch_lr", 0.01, "Adam learning rate of the architecture parameters"),
+        Setting(
+            "arch_beta1", float, 0.9, "Adam beta1 of the architecture parameters", low=0, high=0.999
+        ),
+        Setting("arch_weight_decay", float, 5e-4, "weight decay of architecture parameters", low=0),
+        Setting(
+            "warmup", float, 10 / 90, "share of steps training weights only", low=0.0, high=0.95
+        ),
+        Setting(
+            "hw_form", str, "fbnet", "form of the --latency-weight term", choices=HW_FORM_NAMES
+        ),
     ),
-    "proxyless": (),
+    "proxyless": (  # mit-han-lab/proxylessnas search/imagenet_arch_search.py, nas_manager.py
+        Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
+        Setting(
+            "nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)
+        ),
+        Setting("weight_decay", float, 4e-5, "weight decay of the supernet weights", low=0.0),
+        _positive("arch_lr", 1e-3, "Adam learning rate of the architecture parameters"),
+        Setting(
+            "arch_beta1", float, 0.0, "Adam beta1 of the architecture parameters", low=0, high=0.999
+        ),
+        Setting("arch_weight_decay", float, 0.0, "weight decay of architecture parameters", low=0),
+        Setting("warmup", float, 0.25, "share of steps training weights only", low=0.0, high=0.95),
+        Setting(
+            "hw_form", str, "proxyless", "form of the --latency-weight term", choices=HW_FORM_NAMES
+        ),
+        Setting("arch_every", int, 5, "weight steps per architecture step", low=1),
+    ),
     "singlepath": (
+        *_TODAY,
         Setting("margin", float, 1.0, "initial threshold margin of the superkernel", low=0.0),
         _positive("sigmoid_tau", 0.5, "temperature of the threshold sigmoid"),
         _positive("arch_lr", 0.01, "Adam learning rate of the thresholds"),
     ),
     "oneshot": (
+        *_TODAY,
         Setting("sampling", str, "uniform", "path sampling", choices=("uniform", "sandwich")),
         Setting("evolution_trials", int, 60, "NSGA-II subnets scored after training", low=1),
         Setting("population", int, 20, "NSGA-II population", low=2),
         Setting("candidates", int, 4, "Pareto subnets handed out for fine-tuning", low=1),
     ),
 }
-"""Each strategy's own settings (a key also in :data:`STRATEGY_BASE` replaces its default)."""
+"""Each strategy's own settings (a key also in :data:`STRATEGY_BASE` replaces its default):
+the values of its paper and official code (GDAS: AutoDL-Projects' NAS-Bench-201 GDAS; FBNet:
+the paper's section 4.1, its 90-epoch temperature schedule 5.0 * 0.956^epoch compressed to the
+run; ProxylessNAS: mit-han-lab/proxylessnas, 40 warm-up of 160 epochs, an architecture step
+every 5 weight steps)."""
+
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "paper": {},
+    "small-data": {
+        "*": {
+            "lr": 0.05,
+            "lr_min": 0.0,
+            "nesterov": 1,
+            "weight_decay": 3e-4,
+            "arch_lr": 3e-3,
+            "arch_beta1": 0.5,
+            "arch_weight_decay": 1e-3,
+            "warmup": 0.2,
+            "hw_form": "additive",
+        },
+        "fbnet": {"tau_min": 0.2},
+        "proxyless": {"arch_every": 1},
+        "singlepath": {"arch_lr": 0.01},
+    },
+}
+"""Named sets of defaults (``--set preset=NAME``): ``paper`` is the declared defaults;
+``small-data`` is hwnas's settings before they followed the papers (``"*"``: every strategy,
+then the strategy's own entry). Explicit ``--set`` values override a preset."""
 
 SUPERNET_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "nasbench201": (
         Setting("channels", int, 8, "channels of the first stage", low=1),
         Setting("cells", int, 1, "cells per stage", low=1),
+        Setting(
+            "partial_channels",
+            int,
+            1,
+            "PC-DARTS: 1/K of each edge's channels go through the mixed operation, the rest "
+            "bypass it, then a channel shuffle; with edge normalisation (1: off)",
+            low=1,
+            strategies=("darts", "gdas"),
+        ),
     ),
     "fbnet": (
         _positive("width", 0.25, "width multiplier of every layer"),
@@ -198,21 +306,62 @@ def own_defaults(strategy: str) -> dict[str, Any]:
     return {s.key: s.default for s in STRATEGY_OWN[strategy]}
 
 
+def strategy_defaults(strategy: str, preset: str | None = None) -> dict[str, Any]:
+    """Default value of every setting of ``strategy`` under ``preset`` (default: the declared
+    ``preset``): the declared defaults, then the preset's values for every strategy, then its
+    values for ``strategy``.
+
+    Raises:
+        HwnasError: an unknown preset.
+    """
+    settings = strategy_settings(strategy)
+    out = {k: s.default for k, s in settings.items()}
+    preset = preset or out["preset"]
+    table = PRESETS.get(preset)
+    if table is None:
+        raise HwnasError(f"unknown preset '{preset}'; known: {', '.join(PRESETS)}")
+    for part in ("*", strategy):
+        out.update({k: v for k, v in table.get(part, {}).items() if k in settings})
+    out["preset"] = preset
+    return out
+
+
+def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Every setting of ``strategy``: explicit ``options`` (typed and checked) over the
+    defaults of the preset they name (else the declared one).
+
+    Raises:
+        HwnasError: a key the strategy does not read (the message lists the known ones), a
+            bad value, or Nesterov momentum without momentum.
+    """
+    settings = strategy_settings(strategy)
+    unknown = sorted(set(options) - set(settings))
+    if unknown:
+        raise HwnasError(
+            f"unknown setting '{unknown[0]}' for strategy '{strategy}'; "
+            f"known: {', '.join(sorted(settings))}"
+        )
+    given = {k: settings[k].parse(v) for k, v in options.items()}
+    out = {**strategy_defaults(strategy, given.get("preset")), **given}
+    if out.get("nesterov") and not out.get("momentum"):
+        raise HwnasError("--set nesterov=1 needs momentum > 0")
+    return out
+
+
 def supernet_defaults(space: str) -> dict[str, Any]:
     """Defaults of the size settings of ``space``'s supernet."""
     return {s.key: s.default for s in SUPERNET_SETTINGS[space]}
-
-
-def strategy_defaults(strategy: str) -> dict[str, Any]:
-    """Default value of every setting of ``strategy``."""
-    return {k: s.default for k, s in strategy_settings(strategy).items()}
 
 
 def applicable(strategy: str, space: str) -> dict[str, Setting]:
     """Every ``--set`` key that a search with ``strategy`` on ``space`` reads."""
     return {
         **strategy_settings(strategy),
-        **{s.key: s for s in space_settings(space)},
+        **{
+            s.key: s
+            for s in space_settings(space)
+            if s.strategies is None or strategy in s.strategies
+        },
         **{s.key: s for s in JOB_SETTINGS},
     }
 
@@ -237,17 +386,32 @@ def parse_options(options: dict[str, Any], strategy: str, space: str) -> dict[st
                 f"{note}; valid: {', '.join(sorted(valid))}"
             )
         out[key] = valid[key].parse(value)
+    _check_together(out, space)
     return out
+
+
+def _check_together(options: dict[str, Any], space: str) -> None:
+    """Settings that must agree with each other.
+
+    Raises:
+        HwnasError: NAS-Bench-201 ``channels`` not a multiple of ``partial_channels``.
+    """
+    if space == "nasbench201" and int(options.get("partial_channels", 1)) > 1:
+        k = int(options["partial_channels"])
+        c = int(options.get("channels", supernet_defaults(space)["channels"]))
+        if c % k:
+            raise HwnasError(f"--set partial_channels={k}: channels ({c}) must be a multiple of it")
 
 
 def _owners(key: str) -> str:
     """Which other strategies or supernets read ``key`` ("" if none)."""
     owners = [f"strategy {n}" for n, ss in STRATEGY_OWN.items() if any(s.key == key for s in ss)]
-    owners += [
-        "the supernet of declared spaces" if n == "declared" else f"the {n} supernet"
-        for n, ss in SUPERNET_SETTINGS.items()
-        if any(s.key == key for s in ss)
-    ]
+    for n, ss in SUPERNET_SETTINGS.items():
+        for s in ss:
+            if s.key == key:
+                only = f" with strategy {', '.join(s.strategies)}" if s.strategies else ""
+                name = "the supernet of declared spaces" if n == "declared" else f"the {n} supernet"
+                owners.append(f"{name}{only}")
     return ", ".join(owners)
 
 
@@ -273,12 +437,18 @@ def strategy_options(options: dict[str, Any], strategy: str) -> dict[str, Any]:
 def help_text() -> str:
     """The ``--set`` help: every key with its default, grouped by who reads it."""
     parts = ["Supernet search setting, repeatable, typed and range-checked."]
-    parts.append("Strategies: " + ", ".join(f"{s.key} ({s.default})" for s in STRATEGY_BASE))
+    parts.append("Strategies: " + ", ".join(f"{s.key} ({_show(s.default)})" for s in STRATEGY_BASE))
     for name, own in STRATEGY_OWN.items():
         if own:
-            parts.append(f"{name}: " + ", ".join(f"{s.key} ({s.default})" for s in own))
+            parts.append(f"{name}: " + ", ".join(f"{s.key} ({_show(s.default)})" for s in own))
+    small = PRESETS["small-data"]["*"]
+    parts.append("preset=small-data sets " + ", ".join(f"{k}={_show(v)}" for k, v in small.items()))
     for name, own in SUPERNET_SETTINGS.items():
         who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
         parts.append(f"{who}: " + ", ".join(f"{s.key} ({s.default!r})" for s in own))
     parts.append("Job: " + ", ".join(f"{s.key} ({s.default!r})" for s in JOB_SETTINGS))
     return "; ".join(parts) + "."
+
+
+def _show(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

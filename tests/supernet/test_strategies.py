@@ -21,8 +21,8 @@ CASES = [
     ("darts", "nasbench201", "pixel3", {"order": 2}),
     ("gdas", "nasbench201", "pixel3", {}),
     ("fbnet", "fbnet", "pixel3", {"warmup": 0.0}),
-    ("proxyless", "ofa", "v100_64", {"warmup": 0.0}),
-    ("proxyless", "nasbench201", "pixel3", {"warmup": 0.0}),
+    ("proxyless", "ofa", "v100_64", {"warmup": 0.0, "arch_every": 1}),
+    ("proxyless", "nasbench201", "pixel3", {"warmup": 0.0, "arch_every": 1}),
     ("singlepath", "ofa", "v100_64", {}),
     (
         "oneshot",
@@ -106,3 +106,92 @@ def test_unknown_setting_and_wrong_space_are_user_errors(digits):
         SUPERNET_STRATEGIES.get("gdas")(net, None, {"tua_max": 3}, total_steps=1)
     with pytest.raises(HwnasError, match="works on the ofa space"):
         SUPERNET_STRATEGIES.get("singlepath")(net, None, {}, total_steps=1)
+
+
+def test_defaults_follow_the_papers_and_small_data_is_a_preset(digits):
+    from hwnas.supernet.settings import resolve_strategy_options
+
+    darts = resolve_strategy_options("darts", {})  # quark0/darts train_search.py, architect.py
+    assert (darts["lr"], darts["lr_min"], darts["momentum"], darts["weight_decay"]) == (
+        0.025,
+        0.001,
+        0.9,
+        3e-4,
+    )
+    assert (darts["arch_lr"], darts["arch_beta1"], darts["arch_weight_decay"]) == (3e-4, 0.5, 1e-3)
+    assert darts["warmup"] == 0.0 and darts["nesterov"] == 0 and darts["preset"] == "paper"
+    gdas = resolve_strategy_options("gdas", {})  # AutoDL-Projects GDAS.sh / GDAS.config
+    assert (gdas["tau_max"], gdas["tau_min"], gdas["weight_decay"], gdas["warmup"]) == (
+        10.0,
+        0.1,
+        5e-4,
+        0.0,
+    )
+    fbnet = resolve_strategy_options("fbnet", {})
+    assert fbnet["hw_form"] == "fbnet" and fbnet["arch_lr"] == 0.01 and fbnet["lr"] == 0.1
+    proxyless = resolve_strategy_options("proxyless", {})
+    assert proxyless["hw_form"] == "proxyless" and proxyless["arch_every"] == 5
+    assert proxyless["arch_beta1"] == 0.0 and proxyless["arch_lr"] == 1e-3
+    small = resolve_strategy_options("gdas", {"preset": "small-data", "lr": "0.01"})
+    assert small["arch_lr"] == 3e-3 and small["warmup"] == 0.2 and small["nesterov"] == 1
+    assert small["lr"] == 0.01  # an explicit value beats the preset
+    # the optimisers are built from them
+    net = build_supernet("nasbench201", 10, digits.image_shape, TINY["nasbench201"][0])
+    st = SUPERNET_STRATEGIES.get("darts")(net, None, {}, total_steps=10)
+    assert st.w_opt.param_groups[0]["nesterov"] is False
+    assert st.a_opt.param_groups[0]["betas"] == (0.5, 0.999)
+    st.steps = 10
+    st.set_lr()
+    assert st.w_opt.param_groups[0]["lr"] == pytest.approx(0.001)  # cosine to lr_min
+
+
+@pytest.mark.parametrize("name", ["darts", "gdas"])
+def test_partial_channels_cut_saved_activations_and_derive_an_exportable_subnet(digits, name):
+    """PC-DARTS (Xu et al., ICLR 2020): with 1/4 of the channels through the mixed operations
+    the activations kept for backward shrink; edge normalisation learns; the derived cell is
+    the full-width NAS-Bench-201 network."""
+
+    def saved_bytes(k: int) -> tuple[int, object, object]:
+        torch.manual_seed(0)
+        net = build_supernet(
+            "nasbench201", 10, digits.image_shape, {"channels": 8, "partial_channels": k}
+        )
+        st = SUPERNET_STRATEGIES.get(name)(net, None, {"arch_lr": 0.05}, total_steps=5)
+        total = 0
+
+        def pack(t):
+            nonlocal total
+            total += t.numel() * t.element_size()
+            return t
+
+        x, y = torch.from_numpy(digits.train.x[:64]), torch.from_numpy(digits.train.y[:64])
+        path = st.soft_path() if name == "darts" else st.hard_path(1.0)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            st.loss(x, y, path)
+        return total, net, st
+
+    full, _, _ = saved_bytes(1)
+    part, net, st = saved_bytes(4)
+    assert part < (0.45 if name == "darts" else 0.9) * full
+    before = st.edge_betas.detach().clone()
+    search_epoch(st, digits.train, digits.val, 40, 0, torch.device("cpu"))
+    assert not torch.allclose(st.edge_betas, before)  # edge normalisation is trained
+    arch = st.derive()
+    assert net.space.parse(arch.text) == arch
+    sub = net.extract(arch)  # full width: 8 channels per edge operation
+    assert sub.classifier.weight.shape == net.classifier.weight.shape
+    assert torch.equal(sub.stem[0].weight, net.stem[0].weight)  # inherited outside the cells
+    onnx_matches(sub, net.input_shape(arch))
+
+
+def test_partial_channels_user_errors():
+    from hwnas.errors import HwnasError
+    from hwnas.supernet.settings import parse_options
+
+    with pytest.raises(HwnasError, match=r"channels \(8\) must be a multiple of it"):
+        parse_options({"partial_channels": "3"}, "gdas", "nasbench201")
+    with pytest.raises(HwnasError, match="nasbench201 supernet with strategy darts, gdas"):
+        parse_options({"partial_channels": "2"}, "proxyless", "nasbench201")
+    assert parse_options({"partial_channels": "4"}, "darts", "nasbench201") == {
+        "partial_channels": 4
+    }

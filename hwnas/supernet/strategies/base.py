@@ -22,11 +22,8 @@ from torch import nn
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch
 from hwnas.supernet.base import Choice, Path, Supernet
-from hwnas.supernet.cost import HardwareLoss, MultilinearLUT, constrained_choice
-from hwnas.supernet.settings import STRATEGY_BASE
-
-DEFAULT_OPTIONS: dict[str, Any] = {s.key: s.default for s in STRATEGY_BASE}
-"""Settings every strategy reads, with defaults (declared in :mod:`hwnas.supernet.settings`)."""
+from hwnas.supernet.cost import HardwareLoss, MultilinearLUT, check_form, constrained_choice
+from hwnas.supernet.settings import resolve_strategy_options
 
 
 def gumbel_like(t: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -44,7 +41,8 @@ class SupernetStrategy:
     Args:
         supernet: the supernet (its parameters are the weights).
         hw: the hardware term, or None for accuracy only.
-        options: strategy settings (defaults in ``DEFAULT_OPTIONS`` and each strategy's own).
+        options: strategy settings given (the rest: the defaults of the named preset,
+            :func:`hwnas.supernet.settings.resolve_strategy_options`).
         total_steps: number of :meth:`step` calls planned (for schedules).
         seed: sampling seed.
 
@@ -56,7 +54,6 @@ class SupernetStrategy:
     bilevel = True
     spaces: tuple[str, ...] | None = None
     """Spaces the strategy supports (None: every supernet)."""
-    own_options: dict[str, Any] = {}
     paper = ""
 
     def __init__(
@@ -74,14 +71,15 @@ class SupernetStrategy:
             )
         self.supernet = supernet
         self.hw = hw
-        known = {**DEFAULT_OPTIONS, **self.own_options}
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            raise HwnasError(
-                f"unknown setting '{unknown[0]}' for strategy '{self.name}'; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        self.options = {k: type(v)(options[k]) if k in options else v for k, v in known.items()}
+        self.options = resolve_strategy_options(self.name, options)
+        if hw is not None:  # the strategy's form of the weight-mode term
+            hw.form, hw.alpha = self.options["hw_form"], self.options["hw_alpha"]
+            try:
+                check_form(hw)
+            except HwnasError as e:
+                if "hw_form" in options:  # asked for: refuse
+                    raise
+                hw.form, hw.note = "additive", f"additive, not the default {hw.form}: {e}"
         self.total_steps = max(1, total_steps)
         self.steps = 0
         self.generator = torch.Generator().manual_seed(seed)
@@ -90,17 +88,20 @@ class SupernetStrategy:
         self.alphas = nn.ParameterList(
             [nn.Parameter(torch.zeros(n, device=device)) for n in supernet.sizes]
         )
+        # PC-DARTS edge normalisation: one parameter per edge, a softmax over each node's edges
+        n_edges = sum(len(g) for g in supernet.edge_groups)
+        self.edge_betas = nn.Parameter(torch.zeros(n_edges, device=device)) if n_edges else None
         self.w_opt = torch.optim.SGD(
             supernet.parameters(),
             lr=self.options["lr"],
             momentum=self.options["momentum"],
             weight_decay=self.options["weight_decay"],
-            nesterov=True,
+            nesterov=bool(self.options["nesterov"]),
         )
         self.a_opt = torch.optim.Adam(
             self.arch_parameters() or [nn.Parameter(torch.zeros(1))],
             lr=self.options["arch_lr"],
-            betas=(0.5, 0.999),
+            betas=(self.options["arch_beta1"], 0.999),
             weight_decay=self.options["arch_weight_decay"],
         )
         self.amp = device.type == "cuda"
@@ -120,19 +121,31 @@ class SupernetStrategy:
 
     def derive(self) -> Arch:
         """The derived architecture: the most probable candidate of every decision, or, in
-        target mode, the most probable architecture within ``target_tolerance`` of the target
-        under the cost model."""
+        target mode, the most probable architecture whose cost is within ``target_tolerance``
+        of the target, judged by the device's own value where it has one (a recorded table)
+        and else by the lookup table with its error margin
+        (:func:`hwnas.supernet.cost.constrained_choice`); what was chosen and how is kept in
+        :attr:`derivation`."""
         with torch.no_grad():
             logp = [torch.log(p.clamp_min(1e-12)).cpu().numpy() for p in self.probs()]
         idx = np.array([int(np.argmax(p)) for p in logp])
+        self.derivation = {"rule": "argmax of every decision"}
         if (
             self.hw is not None
             and self.hw.target is not None
             and isinstance(self.hw.model, MultilinearLUT)
         ):
-            idx, _ = constrained_choice(
-                logp, self.hw.model, self.hw.target, self.options["target_tolerance"]
-            )
+            tol = self.options["target_tolerance"]
+            choice = constrained_choice(logp, self.hw.model, self.hw.target, tol)
+            idx = choice.indices
+            self.derivation = {
+                "rule": f"most probable architecture within ±{tol:.0%} of the target",
+                "target": self.hw.target,
+                "tolerance": tol,
+                "lut_margin": self.hw.model.margin,
+                "argmax_log_prob": float(sum(float(np.max(p)) for p in logp)),
+                **choice.describe(),
+            }
         return self.supernet.arch(idx)
 
     def finish(self, score) -> list[Arch]:
@@ -147,7 +160,23 @@ class SupernetStrategy:
     # -- shared machinery ---------------------------------------------------------------------
 
     def arch_parameters(self) -> list[torch.Tensor]:
-        return list(self.alphas)
+        extra = [self.edge_betas] if getattr(self, "edge_betas", None) is not None else []
+        return [*self.alphas, *extra]
+
+    def edge_normalised(self, path: Path) -> Path:
+        """``path`` with each decision's weights multiplied by its edge's weight, a softmax over
+        the edges entering the same node (PC-DARTS's edge normalisation, Xu et al., ICLR 2020);
+        ``path`` itself when the supernet declares no :attr:`~hwnas.supernet.base.Supernet.
+        edge_groups`."""
+        if self.edge_betas is None:
+            return path
+        out, pos = list(path), 0
+        for group in self.supernet.edge_groups:
+            w = F.softmax(self.edge_betas[pos : pos + len(group)], dim=-1)
+            pos += len(group)
+            for g, d in enumerate(group):
+                out[d] = Choice(out[d].weights * w[g], out[d].active)
+        return out
 
     @property
     def progress(self) -> float:
@@ -163,7 +192,9 @@ class SupernetStrategy:
         return contextlib.nullcontext()
 
     def set_lr(self) -> None:
-        lr = 0.5 * self.options["lr"] * (1 + np.cos(np.pi * self.progress))
+        """Cosine schedule of the weight learning rate from ``lr`` to ``lr_min``."""
+        lo, hi = self.options["lr_min"], self.options["lr"]
+        lr = lo + 0.5 * (hi - lo) * (1 + np.cos(np.pi * self.progress))
         for g in self.w_opt.param_groups:
             g["lr"] = lr
 
@@ -220,19 +251,23 @@ class SupernetStrategy:
             self.w_opt.step()
         return float(loss.detach())
 
-    def hw_loss(self) -> torch.Tensor:
+    def hw_objective(
+        self, task: torch.Tensor, probs: list[torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(objective, hardware part): the task loss combined with the hardware term in the
+        strategy's form (:meth:`hwnas.supernet.cost.HardwareLoss.objective`)."""
         if self.hw is None:
-            return torch.zeros((), device=self.alphas[0].device)
-        return self.hw(self.probs())
+            return task, torch.zeros((), device=task.device)
+        return self.hw.objective(task, self.probs() if probs is None else probs)
 
     def arch_step(self, x: torch.Tensor, y: torch.Tensor, path: Path) -> tuple[float, float]:
-        """One Adam step of the architecture parameters on task loss + hardware term (no
-        gradient of the weights is computed)."""
+        """One Adam step of the architecture parameters on the task loss combined with the
+        hardware term (no gradient of the weights is computed)."""
         self.a_opt.zero_grad(set_to_none=True)
         with self.unsynced():
             task = self.loss(x, y, path).float()
-        hw = self.hw_loss()
-        (task + hw).backward(inputs=self.arch_parameters())
+        total, hw = self.hw_objective(task)
+        total.backward(inputs=self.arch_parameters())
         self.a_opt.step()
         return float(task.detach()), float(hw.detach())
 
@@ -252,7 +287,7 @@ class SupernetStrategy:
                     (F.log_softmax(a, -1) + gumbel_like(a, self.generator)) / gumbel_tau, -1
                 )
             out.append(Choice(w, tuple(range(len(a)))))
-        return out
+        return self.edge_normalised(out)
 
     def hard_choice(self, d: int, tau: float) -> Choice:
         """Straight-through Gumbel-softmax one-hot sample of decision ``d`` (GDAS)."""
@@ -264,7 +299,8 @@ class SupernetStrategy:
         return Choice(hard - soft.detach() + soft, (k,))
 
     def hard_path(self, tau: float = 1.0) -> Path:
-        return [self.hard_choice(d, tau) for d in range(len(self.alphas))]
+        """One straight-through Gumbel-softmax sample per decision (edge-normalised)."""
+        return self.edge_normalised([self.hard_choice(d, tau) for d in range(len(self.alphas))])
 
     def sampled_path(self) -> Path:
         """One path sampled from the distribution, constant weights (no architecture
@@ -281,6 +317,7 @@ class SupernetStrategy:
     def state_dict(self) -> dict[str, Any]:
         return {
             "alphas": [a.detach().cpu() for a in self.alphas],
+            "edge_betas": None if self.edge_betas is None else self.edge_betas.detach().cpu(),
             "w_opt": self.w_opt.state_dict(),
             "a_opt": self.a_opt.state_dict(),
             "steps": self.steps,
@@ -292,6 +329,8 @@ class SupernetStrategy:
         with torch.no_grad():
             for a, v in zip(self.alphas, state["alphas"]):
                 a.copy_(v)
+            if self.edge_betas is not None and state.get("edge_betas") is not None:
+                self.edge_betas.copy_(state["edge_betas"])
         self.w_opt.load_state_dict(state["w_opt"])
         self.a_opt.load_state_dict(state["a_opt"])
         self.steps = int(state["steps"])
@@ -299,4 +338,7 @@ class SupernetStrategy:
         self.generator.set_state(state["generator"])
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "paper": self.paper, "bilevel": self.bilevel, **self.options}
+        out = {"name": self.name, "paper": self.paper, "bilevel": self.bilevel, **self.options}
+        if getattr(self, "derivation", None):
+            out["derivation"] = self.derivation
+        return out

@@ -7,20 +7,23 @@ second-order gradient: grad_alpha L_val(w', alpha) - xi * (grad_alpha L_train(w+
 grad_alpha L_train(w-)) / (2 eps) with w' = w - xi grad_w L_train(w) and w+- = w +- eps
 grad_w' L_val(w'), the paper's finite-difference Hessian-vector product (xi = the current weight
 learning rate, eps = 0.01 / ||grad_w' L_val||).
+
+Defaults are the paper's (quark0/darts ``train_search.py``, ``architect.py``): weights SGD
+lr 0.025 cosine-annealed to 0.001, momentum 0.9, weight decay 3e-4; architecture Adam lr 3e-4,
+betas (0.5, 0.999), weight decay 1e-3; architecture steps from the first step (no warm-up).
+``--set preset=small-data`` gives hwnas's earlier settings.
 """
 
 from __future__ import annotations
 
 import torch
 
-from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
 class Darts(SupernetStrategy):
     name = "darts"
     paper = "Liu et al., DARTS: Differentiable Architecture Search, ICLR 2019"
-    own_options = own_defaults("darts")
 
     def step(self, train, val):
         x, y = train
@@ -68,13 +71,16 @@ class Darts(SupernetStrategy):
             for p, b in zip(params, backup):
                 p.copy_(b)
         self.a_opt.zero_grad(set_to_none=True)
-        hw = self.hw_loss()
-        if hw.requires_grad:
-            hw.backward()
+        # the hardware term's own gradient, and d objective / d task (1 for the additive form,
+        # the multiplicative factor for FBNet's and ProxylessNAS's) to scale the task gradient
+        task = val_loss.detach().clone().requires_grad_(True)
+        total, hw = self.hw_objective(task)
+        total.backward()
+        scale = task.grad if task.grad is not None else torch.ones(())
         with torch.no_grad():
             for a, da, gp, gm in zip(alphas, d_alpha, g_plus, g_minus):
                 hess = (gp - gm) / (2 * eps) if gp is not None and gm is not None else 0.0
-                grad = (da if da is not None else torch.zeros_like(a)) - xi * hess
+                grad = scale * ((da if da is not None else torch.zeros_like(a)) - xi * hess)
                 a.grad = grad if a.grad is None else a.grad + grad
         self.a_opt.step()
         return float(val_loss.detach()), float(hw.detach())

@@ -1,25 +1,25 @@
 """FBNet DNAS (Wu et al., CVPR 2019): a soft Gumbel-softmax mixture over the blocks of every
 layer, with the temperature annealed exponentially from ``tau_max`` to ``tau_min`` (the paper:
-5.0, decayed by 0.956 per epoch), weights trained first alone for the ``warmup`` share of
-steps (the paper: 10 of 90 epochs), then weights on the training split and the architecture on
-the validation split, alternating.
+5.0, times exp(-0.045) = 0.956 per epoch for 90 epochs, so 0.087 at the end; compressed to the
+run's length), weights trained alone for the ``warmup`` share of steps (the paper: 10 of 90
+epochs), then weights on the training split and the architecture on the validation split,
+alternating.
 
-Hardware term: the paper multiplies the loss by ``alpha * log(LAT)^beta``; hwnas uses the
-additive form of :class:`hwnas.supernet.cost.HardwareLoss` (the same expected latency from the
-lookup table, added with a penalty weight or pulled to a target), so every strategy's latency
-settings mean the same thing.
+Defaults are the paper's (section 4.1): weights SGD lr 0.1 cosine-annealed, momentum 0.9,
+weight decay 1e-4; architecture Adam lr 0.01, weight decay 5e-4; hardware term the paper's
+multiplicative ``CE * alpha * log(LAT)^beta`` (``hw_form=fbnet``, alpha = ``hw_alpha`` 0.2,
+beta = ``--latency-weight``, the paper's 0.6; :class:`hwnas.supernet.cost.HardwareLoss`).
+``--latency-target`` uses the absolute reward every strategy uses in target mode.
 """
 
 from __future__ import annotations
 
-from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
 class FBNetDnas(SupernetStrategy):
     name = "fbnet"
     paper = "Wu et al., FBNet: Hardware-Aware Efficient ConvNet Design via DNAS, CVPR 2019"
-    own_options = own_defaults("fbnet")
 
     @property
     def tau(self) -> float:

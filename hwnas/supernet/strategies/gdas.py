@@ -4,18 +4,21 @@ Each step samples one candidate per decision with the Gumbel-softmax straight-th
 (hard one-hot forward, soft gradient), so only one path is computed. The temperature anneals
 linearly from ``tau_max`` to ``tau_min``. Bilevel: weights on the training split, alpha on the
 validation split.
+
+Defaults are those of the authors' NAS-Bench-201 GDAS (D-X-Y/AutoDL-Projects ``GDAS.sh`` and
+``configs/nas-benchmark/algos/GDAS.config``): tau 10 -> 0.1; weights SGD lr 0.025
+cosine-annealed to 0.001, momentum 0.9, Nesterov, weight decay 5e-4; architecture Adam lr 3e-4,
+betas (0.5, 0.999), weight decay 1e-3; no warm-up.
 """
 
 from __future__ import annotations
 
-from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
 class Gdas(SupernetStrategy):
     name = "gdas"
     paper = "Dong & Yang, Searching for a Robust Neural Architecture in Four GPU Hours, CVPR 2019"
-    own_options = own_defaults("gdas")
 
     @property
     def tau(self) -> float:

@@ -18,7 +18,6 @@ import numpy as np
 import torch
 
 from hwnas.supernet.base import one_hot_path
-from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -26,7 +25,6 @@ class OneShotEvolution(SupernetStrategy):
     name = "oneshot"
     paper = "Guo et al., Single Path One-Shot NAS with Uniform Sampling, ECCV 2020 (+ NSGA-II)"
     bilevel = False
-    own_options = own_defaults("oneshot")
 
     def __init__(self, supernet, hw, options, total_steps, seed=0):
         super().__init__(supernet, hw, options, total_steps, seed)

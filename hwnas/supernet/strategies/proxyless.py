@@ -6,6 +6,13 @@ decision, renormalise their probabilities, gate them with a binary straight-thro
 gradient dL/dalpha_i = sum_j dL/dg_j * p_j (delta_ij - p_i) over the two), then rescale the two
 updated alphas so that the probability mass of the unsampled candidates is unchanged. Only the
 sampled candidates are ever computed.
+
+Defaults are those of mit-han-lab/proxylessnas (``search/imagenet_arch_search.py``,
+``nas_manager.py``): weights SGD lr 0.025 cosine, Nesterov, weight decay 4e-5, trained alone
+for the first 40 of 160 epochs (``warmup`` 0.25); then an architecture step every 5 weight steps
+(``arch_every``), Adam lr 1e-3, betas (0, 0.999), no weight decay; hardware term ``mul#log``:
+``alpha * CE * (log E[LAT] / log ref)^beta`` (``hw_form=proxyless``, alpha 0.2, beta =
+``--latency-weight``, the paper's 0.3; ref: the uniform distribution's expected latency).
 """
 
 from __future__ import annotations
@@ -14,7 +21,6 @@ import torch
 import torch.nn.functional as F
 
 from hwnas.supernet.base import Choice
-from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -24,7 +30,6 @@ class ProxylessNas(SupernetStrategy):
         "Cai et al., ProxylessNAS: Direct Neural Architecture Search on Target Task and "
         "Hardware, ICLR 2019"
     )
-    own_options = own_defaults("proxyless")
 
     def _two_path(self):
         path, picks = [], []
@@ -50,7 +55,7 @@ class ProxylessNas(SupernetStrategy):
     def step(self, train, val):
         x, y = train
         out = {}
-        if not self.warming_up:
+        if not self.warming_up and (self.steps + 1) % self.options["arch_every"] == 0:
             xv, yv = val
             path, picks = self._two_path()
             old = [a.detach().clone() for a in self.alphas]

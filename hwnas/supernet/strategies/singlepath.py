@@ -20,7 +20,6 @@ import torch
 import torch.nn.functional as F
 
 from hwnas.supernet.base import Choice
-from hwnas.supernet.settings import own_defaults
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -36,7 +35,6 @@ class SinglePathNas(SupernetStrategy):
     )
     bilevel = False
     spaces = ("ofa",)
-    own_options = own_defaults("singlepath")
 
     def __init__(self, supernet, hw, options, total_steps, seed=0):
         super().__init__(supernet, hw, options, total_steps, seed)
@@ -53,7 +51,9 @@ class SinglePathNas(SupernetStrategy):
         device = self.alphas[0].device
         self.thresholds = torch.nn.Parameter(torch.tensor(init, device=device))
         self.a_opt = torch.optim.Adam(
-            self.arch_parameters(), lr=self.options["arch_lr"], betas=(0.5, 0.999)
+            self.arch_parameters(),
+            lr=self.options["arch_lr"],
+            betas=(self.options["arch_beta1"], 0.999),
         )
 
     def arch_parameters(self):
@@ -122,8 +122,8 @@ class SinglePathNas(SupernetStrategy):
         self.w_opt.zero_grad(set_to_none=True)
         self.a_opt.zero_grad(set_to_none=True)
         task = self.loss(x, y, path).float()
-        hw = self.hw(probs) if self.hw is not None else torch.zeros((), device=x.device)
-        (task + hw).backward()
+        total, hw = self.hw_objective(task, probs)
+        total.backward()
         torch.nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options["grad_clip"])
         self.w_opt.step()
         self.a_opt.step()
