@@ -1,21 +1,28 @@
-"""Hardware awareness of the supernet search: sweep the latency target (and the latency weight)
-and check that the derived architecture's TRUE device latency follows.
+"""Supernet target mode: the derived architecture's latency against the target, for every
+differentiable strategy, judged by the device's recorded latency.
 
 Each row is a full ``hwnas search`` job (the product path: :mod:`hwnas.supernet.run`) on
-digits: supernet training, derivation, extraction, batch-norm recalibration, fine-tuning, and
-the held-out test accuracy. NAS-Bench-201 on recorded devices: the true latency is the device
-table's value for the derived cell (every cell is in the table); targets are the 10/30/50/70/90%
-quantiles of the table (cells under 5% of the median, the disconnected ones, left out). FBNet
-on the live CPU (``--space fbnet --devices cpu``): the cost model is the measured per-block
-table, the true latency is the trained subnet measured with ONNX Runtime, and the targets are
-quantiles of the table's predictions for random subnets. "argmax ms" is the architecture
-distribution's own most probable architecture (table value, or predicted on live devices),
-before the target-constrained derivation.
+digits with ``--latency-target T``: supernet training, derivation, extraction, batch-norm
+recalibration, fine-tuning, the held-out test accuracy. "derived ms" is the derived
+architecture's latency on the device: the recorded table's value where the table has the
+architecture (every NAS-Bench-201 cell; FBNet on pixel3, whose HW-NAS-Bench values are exactly
+the sum of a per-block table, so the fitted table equals them: held-out error 0), else the
+lookup table fitted on the recorded table, labelled with its held-out 90th-percentile error
+(OFA: 5,000 recorded architectures of ~10^19). "argmax ms" is the architecture distribution's
+own most probable architecture before the target is enforced at derivation (recorded, or
+predicted where the table lacks it): how far training alone got.
 
-Run: ``nice -n 10 .venv/bin/python experiments/supernet_latency_sweep.py`` (NAS-Bench-201 on
-fpga, gold_6226 and pixel3 plus a weight sweep: about 10 minutes on 2 shared cores);
-``--space fbnet --devices cpu --three --epochs 4 --no-weights`` (about 6 minutes);
-``--strategy darts`` to vary; ``--quick`` for 3 targets and 2 epochs.
+Default cases (``--cases all``, 3 supernet epochs each, the command-line defaults otherwise):
+
+- gdas and darts on NAS-Bench-201, pixel3, targets 6 / 12 / 20 ms;
+- fbnet on FBNet, pixel3, targets 12 / 18 / 24 ms (pixel3's FBNet range: 8.3 - 30.1 ms);
+- proxyless and singlepath on OFA, v100_64, targets 13 / 20 / 29 ms (range 7.8 - 42.6 ms).
+
+Run: ``nice -n 10 python experiments/supernet_latency_sweep.py --cases gdas`` (about 3
+minutes on 2 quiet cores), ``--cases all`` (about an hour: FBNet's supernet takes ~3 minutes an
+epoch); ``--cases fbnet-cpu`` runs fbnet on the live CPU with the measured block table (targets
+at the 10/50/90% quantiles of its predictions); ``--weights`` adds a latency-weight sweep of
+gdas on pixel3. ``--set KEY=VALUE`` passes supernet settings (``preset=small-data``).
 """
 
 from __future__ import annotations
@@ -27,20 +34,33 @@ from pathlib import Path
 
 import numpy as np
 
+CASES = {
+    # name: (strategy, space, device, targets ms)
+    "gdas": ("gdas", "nasbench201", "pixel3", (6.0, 12.0, 20.0)),
+    "darts": ("darts", "nasbench201", "pixel3", (6.0, 12.0, 20.0)),
+    "fbnet": ("fbnet", "fbnet", "pixel3", (12.0, 18.0, 24.0)),
+    "proxyless": ("proxyless", "ofa", "v100_64", (13.0, 20.0, 29.0)),
+    "singlepath": ("singlepath", "ofa", "v100_64", (13.0, 20.0, 29.0)),
+    "fbnet-cpu": ("fbnet", "fbnet", "cpu", ()),
+}
 
-def run_one(args, tmp: Path, device: str, **hw) -> dict:
+
+def run_one(args, tmp: Path, strategy, space, device, **hw) -> dict:
     from hwnas.supernet.run import SupernetSettings, prepare, search
 
+    options = dict(args.set)
+    if space == "nasbench201":
+        options = {"channels": 8, "cells": 1, **options}
     s = SupernetSettings(
-        space=args.space,
+        space=space,
         device=device,
-        dataset="cifar100",
-        strategy=args.strategy,
+        dataset="imagenet" if space == "ofa" else "cifar100",
+        strategy=strategy,
         seed=args.seed,
         data="digits",
         epochs=args.epochs,
         finetune_epochs=args.finetune_epochs,
-        options={"channels": 8, "cells": 1} if args.space == "nasbench201" else {},
+        options=options,
         **hw,
     )
     job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}", store_path=tmp / "m.db")
@@ -48,128 +68,127 @@ def run_one(args, tmp: Path, device: str, **hw) -> dict:
     return summary
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--devices", default="fpga,gold_6226,pixel3", help="comma-separated recorded devices"
-    )
-    parser.add_argument("--strategy", default="gdas")
-    parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--finetune-epochs", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--space", default="nasbench201", choices=["nasbench201", "fbnet"])
-    parser.add_argument("--quick", action="store_true", help="2 epochs, 3 targets")
-    parser.add_argument("--three", action="store_true", help="3 targets (10/50/90%%)")
-    parser.add_argument("--no-weights", action="store_true", help="skip the weight sweep")
-    args = parser.parse_args()
-    if args.quick:
-        args.epochs = 2
-    import torch
-    from rich.console import Console
-    from rich.table import Table
-
-    from hwnas.devices import get_device
-
-    torch.set_num_threads(1)
-    tmp = Path(tempfile.mkdtemp(prefix="hwnas-sweep-"))
-    os.environ.setdefault("HWNAS_HOME", str(tmp / "home"))
-    console = Console(width=160)
-    devices = args.devices.split(",")
-    for device in devices:
-        sweep_targets(args, tmp, device, console, get_device, Table)
-    if not args.no_weights:
-        sweep_weights(args, tmp, devices[0], console, Table)
-
-
-def device_range(args, tmp: Path, device: str, get_device) -> np.ndarray:
-    """Latencies to take the targets from: the recorded table (NAS-Bench-201), else the
-    measured block lookup table's predictions for 2,000 random architectures of the
-    supernet's size (the blocks it times are stored and reused by the searches)."""
-    dev = get_device(device)
-    if args.space == "nasbench201" and hasattr(dev, "column"):
-        column = np.asarray(dev.column("nasbench201", "latency_ms"))
-        return column[column > 0.05 * np.median(column)]
+def live_targets(tmp: Path, space: str, device: str) -> list[float]:
+    """10/50/90% quantiles of the measured block table's predictions for 2,000 random
+    architectures of the supernet's size (the blocks it times are stored and reused)."""
     from hwnas.datasets import load_data
+    from hwnas.devices import get_device
     from hwnas.measure import Profiler
     from hwnas.store import MeasurementStore
     from hwnas.supernet import build_supernet
     from hwnas.supernet.cost import cost_model_for
 
     data = load_data("digits")
-    net = build_supernet(args.space, 10, data.image_shape, {})
+    net = build_supernet(space, 10, data.image_shape, {})
+    dev = get_device(device)
     with MeasurementStore(tmp / "m.db") as store:
         lut = cost_model_for(net, dev, Profiler(dev, store))
     archs = net.space.sample(np.random.default_rng(0), 2000)
-    return np.array([lut.cost(a) for a in archs])
+    costs = np.array([lut.cost(a) for a in archs])
+    return [float(np.quantile(costs, q)) for q in (0.1, 0.5, 0.9)]
 
 
-def sweep_targets(args, tmp, device, console, get_device, Table) -> None:
-    live = device_range(args, tmp, device, get_device)
-    qs = (0.1, 0.5, 0.9) if args.quick or args.three else (0.1, 0.3, 0.5, 0.7, 0.9)
-    targets = [float(np.quantile(live, q)) for q in qs]
-    table = args.space == "nasbench201" and device != "cpu"
-    truth = "TRUE ms (table)" if table else "TRUE ms (measured)"
-    t = Table(title=f"{args.strategy} on {args.space}, digits, target sweep on {device}")
+def judged(best: dict, fit: dict) -> tuple[str, str]:
+    """(value, label) of the derived architecture's latency and where it comes from."""
+    src = best.get("latency_ms_source", "")
+    if src.startswith("recorded:"):
+        return f"{best['latency_ms']:.2f}", "recorded table"
+    if src.startswith("measured:"):
+        return f"{best['latency_ms']:.2f}", "measured (ORT)"
+    err = fit.get("rel_err_p90")
+    label = "LUT" + (f" (held-out p90 err {100 * err:.1f}%)" if err is not None else "")
+    return f"{best['latency_ms']:.2f}", label
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--cases", default="gdas", help=f"comma-separated, or 'all' ({', '.join(CASES)})"
+    )
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--finetune-epochs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--targets", default="", help="comma-separated ms (replaces the case's)")
+    parser.add_argument("--weights", action="store_true", help="add a weight sweep (gdas)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    args.set = [tuple(kv.split("=", 1)) for kv in args.set]
+    names = [n for n in CASES if n != "fbnet-cpu"] if args.cases == "all" else args.cases.split(",")
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    torch.set_num_threads(1)
+    tmp = Path(tempfile.mkdtemp(prefix="hwnas-sweep-"))
+    os.environ.setdefault("HWNAS_HOME", str(tmp / "home"))
+    console = Console(width=200)
+    t = Table(title="Supernet target mode on digits: derived architecture vs --latency-target")
     for c in (
+        "strategy",
+        "space",
+        "device",
         "target ms",
-        "derived",
-        "predicted ms",
-        truth,
-        "true/target",
+        "derived ms",
+        "error %",
+        "±15%",
+        "judged by",
         "argmax ms",
+        "argmax error %",
         "test acc %",
-        "table acc % (cifar100)",
     ):
-        t.add_column(c)
-    trues, fit = [], {}
-    for target in targets:
-        s = run_one(args, tmp, device, latency_target=target)
-        b, am = s["best"], s["distribution_argmax"]
-        fit = s["hardware_term"]["cost_model"]
-        trues.append(b["latency_ms"])
-        t.add_row(
-            f"{target:.3f}",
-            b["arch"],
-            f"{b['predicted_cost']:.3f}",
-            f"{b['latency_ms']:.3f}",
-            f"{b['latency_ms'] / target:.3f}",
-            f"{am.get('latency_ms', am['predicted_cost']):.3f}",
-            f"{b['accuracy']:.2f}",
-            f"{b['table_accuracy']:.2f}" if "table_accuracy" in b else "",
+        t.add_column(
+            c, justify="left" if c in ("strategy", "space", "device", "judged by") else "right"
         )
-    ratios = [tr / tg for tr, tg in zip(trues, targets)]
-    mono = all(a <= b for a, b in zip(trues, trues[1:]))
-    within = sum(abs(r - 1) <= 0.15 for r in ratios)
-    if "calibration_mape_pct" in fit:
-        quality = (
-            f"measured block LUT, calibration MAPE {fit['calibration_mape_pct']:.1f}% on "
-            f"{fit['calibration_subnets']} subnets"
-        )
-    else:
-        quality = (
-            f"cost model fit on the table: R^2 {fit.get('r2', 0):.3f}, Spearman rho "
-            f"{fit.get('spearman_rho', 0):.3f}, within ±10% {fit.get('within_10pct', 0):.2f} "
-            "(held-out 20%)"
-        )
+    hits = total = 0
+    for name in names:
+        strategy, space, device, targets = CASES[name]
+        if args.targets:
+            targets = tuple(float(x) for x in args.targets.split(","))
+        if not targets:
+            targets = tuple(live_targets(tmp, space, device))
+        for target in targets:
+            s = run_one(args, tmp, strategy, space, device, latency_target=target)
+            b, am = s["best"], s["distribution_argmax"]
+            value, label = judged(b, s["hardware_term"]["cost_model"])
+            err = 100 * (b["latency_ms"] / target - 1)
+            ok = abs(err) <= 15
+            hits, total = hits + ok, total + 1
+            am_ms = am.get("latency_ms", am["predicted_cost"])
+            t.add_row(
+                strategy,
+                space,
+                device,
+                f"{target:g}",
+                value,
+                f"{err:+.1f}",
+                "yes" if ok else "NO",
+                label,
+                f"{am_ms:.2f}",
+                f"{100 * (am_ms / target - 1):+.1f}",
+                f"{b['accuracy']:.2f}",
+            )
+            console.print(f"done {strategy} {device} {target:g}: {value} ms ({label})", style="dim")
     t.caption = (
-        f"true latency monotone in the target: {mono}; within ±15% of the target: "
-        f"{within}/{len(targets)}; {quality}; {args.epochs} supernet epochs, "
-        f"{args.finetune_epochs} fine-tune epochs, seed {args.seed}"
+        f"{hits}/{total} within ±15% of the target; {args.epochs} supernet epochs, "
+        f"{args.finetune_epochs} fine-tune epochs, seed {args.seed}, settings "
+        f"{dict(args.set) or 'default'}; target_tolerance 0.05 (the derivation's band)"
     )
     console.print(t)
+    if args.weights:
+        sweep_weights(args, tmp, console, Table)
 
 
-def sweep_weights(args, tmp, device, console, Table) -> None:
-    w = Table(title=f"{args.strategy} on NAS-Bench-201, digits, weight sweep on {device}")
-    for c in ("weight W", "derived cell", "TRUE ms (table)", "test acc %"):
+def sweep_weights(args, tmp, console, Table) -> None:
+    w = Table(title="gdas on NAS-Bench-201, digits, latency-weight sweep on pixel3")
+    for c in ("weight W", "derived cell", "recorded ms", "test acc %"):
         w.add_column(c)
     lat = []
     for weight in (0.0, 0.05, 0.2, 0.5, 2.0):
-        s = run_one(args, tmp, device, latency_weight=weight)
+        s = run_one(args, tmp, "gdas", "nasbench201", "pixel3", latency_weight=weight)
         b = s["best"]
         lat.append(b["latency_ms"])
         w.add_row(f"{weight:g}", b["arch"], f"{b['latency_ms']:.3f}", f"{b['accuracy']:.2f}")
-    w.caption = f"true latency non-increasing in W: {all(a >= b for a, b in zip(lat, lat[1:]))}"
+    w.caption = f"recorded latency non-increasing in W: {all(a >= b for a, b in zip(lat, lat[1:]))}"
     console.print(w)
 
 

@@ -46,6 +46,7 @@ def run_one(tmp: Path, strategy: str, preset: str, seed: int, epochs: int, finet
         epochs=epochs,
         finetune_epochs=finetune,
         options={"preset": preset},
+        study=f"{strategy}-{preset}-e{epochs}-seed{seed}",
     )
     job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}", store_path=tmp / "m.db")
     _, summary = search(job, tmp / s.study, zoo=False)

@@ -22,6 +22,13 @@ stage is deep enough to use it). Three ways to fill it:
 - :func:`flops_lut`: FLOPs (multiply-accumulates) of sampled subnets, the fallback.
 
 The meta-learned predictors (``hwnas.predictors``) can stand behind the same interface.
+
+A fitted table keeps what it was fitted on as its ``truth`` (a recorded device's table, exact
+for the architectures it has; a calibrated predictor): target-mode derivation
+(:func:`constrained_choice`) judges candidates by it and trusts the table's own value only
+within its measured error. The hardware term (:class:`HardwareLoss`) combines with the task
+loss in one of the forms of :data:`HW_FORMS`: additive, FBNet's or ProxylessNAS's
+multiplicative.
 """
 
 from __future__ import annotations
@@ -115,6 +122,9 @@ class MultilinearLUT(CostModel):
 
     def indices(self, archs: Sequence[Arch]) -> np.ndarray:
         """Candidate index of every decision of each architecture, shape (len(archs), D)."""
+        rows = getattr(self, "_rows", None)
+        if rows is not None and len(rows[0]) == len(archs) and list(rows[0]) == list(archs):
+            return rows[1]
         opts = list(self.space.choices().values())
         rows = []
         for arch in archs:
@@ -342,6 +352,7 @@ def fit_lut(
     idx = np.array(
         [[opts[i].index(c[d]) for i, d in enumerate(dims)] for c in map(space.to_choices, archs)]
     )
+    lut._rows = (archs, idx)  # reused when the same architectures are judged again
     phi = np.concatenate([lut.features(idx), np.ones((len(idx), 1))], axis=1)
 
     def solve(rows: np.ndarray) -> np.ndarray:
@@ -854,7 +865,7 @@ def constrained_choice(
     for j, p in enumerate(logp):
         score += p[pool[:, j]]
     miss = np.abs(cost / target - 1)
-    inside = np.where(exact, miss <= tolerance, miss <= tolerance - lut.margin)
+    inside = in_band(cost, exact, target, tolerance, lut.margin)
     if inside.any():
         i = int(np.argmax(np.where(inside, score, -np.inf)))
     else:  # closest to the target; among equally close, the most probable
@@ -868,6 +879,15 @@ def constrained_choice(
         int(len(pool)),
         method,
     )
+
+
+def in_band(
+    cost: np.ndarray, exact: np.ndarray, target: float, tolerance: float, margin: float
+) -> np.ndarray:
+    """Which costs are surely within ``tolerance`` of ``target``: exact ones within it, the
+    lookup table's within ``tolerance - margin`` (its relative error margin). Shapes (N,)."""
+    miss = np.abs(np.asarray(cost) / target - 1)
+    return np.where(exact, miss <= tolerance, miss <= tolerance - margin)
 
 
 def _coordinate_ascent(

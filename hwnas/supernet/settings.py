@@ -445,7 +445,11 @@ def help_text() -> str:
     parts.append("preset=small-data sets " + ", ".join(f"{k}={_show(v)}" for k, v in small.items()))
     for name, own in SUPERNET_SETTINGS.items():
         who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
-        parts.append(f"{who}: " + ", ".join(f"{s.key} ({s.default!r})" for s in own))
+        shown = [
+            f"{s.key} ({s.default!r}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"
+            for s in own
+        ]
+        parts.append(f"{who}: " + ", ".join(shown))
     parts.append("Job: " + ", ".join(f"{s.key} ({s.default!r})" for s in JOB_SETTINGS))
     return "; ".join(parts) + "."
 

@@ -5,7 +5,10 @@ A strategy needs two methods: :meth:`SupernetStrategy.step` (one training step o
 batch and, for bilevel strategies, a validation batch) and :meth:`SupernetStrategy.probs` (the
 current architecture distribution, one probability vector per decision). :meth:`derive` has a
 default (the most probable candidate of every decision, or the most probable architecture whose
-predicted cost meets the latency target).
+cost, judged by the device's recorded value where it has one, is within the tolerance of the
+latency target). Optimiser settings, their paper defaults and presets are declared in
+:mod:`hwnas.supernet.settings`; the hardware term's form (additive, FBNet's or ProxylessNAS's
+multiplicative) in :data:`hwnas.supernet.cost.HW_FORMS`.
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ smallest and two random subnets, gradients accumulated, one update (the largest 
 the cost model). Search: NSGA-II (Deb et al., 2002; Optuna's sampler) over subnets, each scored
 by its validation accuracy with the inherited weights (batch norm recalibrated) and by the cost
 model's predicted device cost. The derived architecture is the most accurate evaluated subnet
-within ``target_tolerance`` of the latency target (target mode), or the one maximising
-accuracy - weight * cost / reference (weight mode); the Pareto front's subnets are handed on as
-further candidates.
+within ``target_tolerance`` of the latency target (target mode; judged as in
+:func:`hwnas.supernet.cost.constrained_choice`: by the device's own value where it has one),
+or the one maximising accuracy - weight * cost / reference (weight mode); the Pareto front's
+subnets are handed on as further candidates.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 
 from hwnas.supernet.base import one_hot_path
+from hwnas.supernet.cost import MultilinearLUT, in_band
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -124,12 +126,19 @@ class OneShotEvolution(SupernetStrategy):
         hw = self.hw
         if hw is None:
             return max(evaluated, key=lambda r: r[1])[0]
-        if hw.target is not None:
-            tol = self.options["target_tolerance"]
-            near = [r for r in evaluated if abs(r[2] / hw.target - 1) <= tol]
-            if near:
-                return max(near, key=lambda r: r[1])[0]
-            return min(evaluated, key=lambda r: abs(r[2] / hw.target - 1))[0]
+        if hw.target is not None:  # judged by the device's own value where it has one
+            tol, model = self.options["target_tolerance"], hw.model
+            cost = np.array([r[2] for r in evaluated])
+            exact = np.zeros(len(cost), dtype=bool)
+            margin = 0.0
+            if isinstance(model, MultilinearLUT):
+                space = self.supernet.space
+                cost, exact = model.judged(model.indices([space.parse(r[0]) for r in evaluated]))
+                margin = model.margin
+            inside = in_band(cost, exact, hw.target, tol, margin)
+            if inside.any():
+                return max((r for r, k in zip(evaluated, inside) if k), key=lambda r: r[1])[0]
+            return evaluated[int(np.argmin(np.abs(cost / hw.target - 1)))][0]
         w = hw.weight or 0.0
         return max(evaluated, key=lambda r: r[1] / 100 - w * r[2] / hw.reference)[0]
 
