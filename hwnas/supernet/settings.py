@@ -387,6 +387,8 @@ def parse_options(options: dict[str, Any], strategy: str, space: str) -> dict[st
             )
         out[key] = valid[key].parse(value)
     _check_together(out, space)
+    own = strategy_settings(strategy)  # the strategy's settings resolve (nesterov needs momentum)
+    resolve_strategy_options(strategy, {k: v for k, v in out.items() if k in own})
     return out
 
 

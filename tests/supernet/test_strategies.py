@@ -184,9 +184,14 @@ def test_partial_channels_cut_saved_activations_and_derive_an_exportable_subnet(
     onnx_matches(sub, net.input_shape(arch))
 
 
-def test_partial_channels_user_errors():
+def test_partial_channels_and_preset_user_errors():
     from hwnas.errors import HwnasError
     from hwnas.supernet.settings import parse_options
+
+    with pytest.raises(HwnasError, match="nesterov=1 needs momentum > 0"):  # GDAS: Nesterov
+        parse_options({"momentum": "0"}, "gdas", "nasbench201")
+    with pytest.raises(HwnasError, match="preset must be one of paper, small-data"):
+        parse_options({"preset": "large"}, "gdas", "nasbench201")
 
     with pytest.raises(HwnasError, match=r"channels \(8\) must be a multiple of it"):
         parse_options({"partial_channels": "3"}, "gdas", "nasbench201")
