@@ -16,7 +16,9 @@ Default cases (``--cases all``, 3 supernet epochs each, the command-line default
 
 - gdas and darts on NAS-Bench-201, pixel3, targets 6 / 12 / 20 ms;
 - fbnet on FBNet, pixel3, targets 12 / 18 / 24 ms (pixel3's FBNet range: 8.3 - 30.1 ms);
-- proxyless and singlepath on OFA, v100_64, targets 13 / 20 / 29 ms (range 7.8 - 42.6 ms).
+- proxyless and singlepath on OFA, v100_64, targets 13 / 20 / 29 ms (range 7.8 - 42.6 ms), and
+  on titan_rtx_1, targets 5 / 6 / 7 ms (range 3.9 - 9.5 ms), where the fitted table is too
+  coarse (held-out p90 error 14%) and the derivation chooses among recorded architectures.
 
 Run: ``nice -n 10 python experiments/supernet_latency_sweep.py --cases gdas`` (about 3
 minutes on 2 quiet cores), ``--cases all`` (about an hour: FBNet's supernet takes ~3 minutes an
@@ -41,6 +43,10 @@ CASES = {
     "fbnet": ("fbnet", "fbnet", "pixel3", (12.0, 18.0, 24.0)),
     "proxyless": ("proxyless", "ofa", "v100_64", (13.0, 20.0, 29.0)),
     "singlepath": ("singlepath", "ofa", "v100_64", (13.0, 20.0, 29.0)),
+    # titan_rtx_1: the fitted table's held-out p90 error (14%) exceeds the 5% band, so only
+    # recorded architectures qualify and each row is judged by its recorded latency
+    "proxyless-titan": ("proxyless", "ofa", "titan_rtx_1", (5.0, 6.0, 7.0)),
+    "singlepath-titan": ("singlepath", "ofa", "titan_rtx_1", (5.0, 6.0, 7.0)),
     "fbnet-cpu": ("fbnet", "fbnet", "cpu", ()),
 }
 

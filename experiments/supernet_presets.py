@@ -98,7 +98,7 @@ def main() -> None:
                     f"{b['inherited_test_accuracy']:.2f}",
                     f"{b['latency_ms']:.2f}",
                     f"{b['table_accuracy']:.2f}" if "table_accuracy" in b else "",
-                    f"{b['entropy']:.3f}",
+                    f"{b['entropy']:.4f}",
                     b["arch"],
                 )
                 console.print(f"done {strategy} {preset} seed {seed}", style="dim")
@@ -106,6 +106,7 @@ def main() -> None:
     t = Table(title="Mean ± std over seeds")
     for c in ("strategy", "preset", "test acc %", "inherited %", "latency ms", "table acc %"):
         t.add_column(c)
+    t.add_column("entropy")
     for (strategy, preset), rows in summary.items():
 
         def ms(key: str, rows=rows) -> str:
@@ -119,6 +120,7 @@ def main() -> None:
             ms("inherited_test_accuracy"),
             ms("latency_ms"),
             ms("table_accuracy"),
+            f"{np.mean([r['entropy'] for r in rows]):.4f}",
         )
     t.caption = (
         f"{args.seeds} seeds, {args.epochs} supernet epochs, {args.finetune_epochs} fine-tune "

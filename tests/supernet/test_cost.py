@@ -192,7 +192,7 @@ def test_multiplicative_hardware_terms_follow_the_papers():
     lut = table_lut("fbnet", "pixel3")
     alphas = [torch.zeros(9, requires_grad=True) for _ in range(22)]
     probs = [torch.softmax(a, -1) for a in alphas]
-    e = float(lut.expected(probs))
+    e = float(lut.expected(probs).detach())
     task = torch.tensor(2.0)
     fb = HardwareLoss(lut, weight=0.6, reference=e, form="fbnet", alpha=0.2)
     total, factor = fb.objective(task, probs)
