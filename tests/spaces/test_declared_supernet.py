@@ -68,6 +68,8 @@ def test_every_strategy_but_singlepath_searches_a_declared_space(tiny):
     hw = HardwareLoss(lut, weight=1.0, reference=float(lut.expected(uniform)))
     for name in STRATEGIES:
         options = {"warmup": 0.0}
+        if name == "proxyless":  # its paper's default: an architecture step every 5 steps
+            options["arch_every"] = 1
         if name == "oneshot":
             options = {"evolution_trials": 4, "population": 2, "candidates": 2}
         strategy = SUPERNET_STRATEGIES.get(name)(net, hw, options, total_steps=3, seed=0)
