@@ -200,3 +200,28 @@ def test_partial_channels_and_preset_user_errors():
     assert parse_options({"partial_channels": "4"}, "darts", "nasbench201") == {
         "partial_channels": 4
     }
+
+
+def test_partial_channels_across_processes_and_on_declared_spaces(digits):
+    """Under DistributedDataParallel (:meth:`SupernetStrategy.distribute`) PC-DARTS's edge
+    weights are averaged across processes with the alphas before every architecture step; a
+    declared space has no partial channels: a one-line error."""
+    from hwnas.errors import HwnasError
+    from hwnas.supernet.settings import parse_options
+
+    torch.manual_seed(0)
+    net = build_supernet(
+        "nasbench201", 10, digits.image_shape, {"channels": 4, "partial_channels": 2}
+    )
+    st = SUPERNET_STRATEGIES.get("gdas")(net, None, {}, total_steps=2)
+    averaged: list[int] = []
+    st.distribute(net, lambda grads: averaged.extend(id(g) for g in grads))
+    x, y = torch.from_numpy(digits.train.x[:16]), torch.from_numpy(digits.train.y[:16])
+    xv, yv = torch.from_numpy(digits.val.x[:16]), torch.from_numpy(digits.val.y[:16])
+    st.step((x, y), (xv, yv))
+    assert st.edge_betas.grad is not None and id(st.edge_betas.grad) in averaged
+    assert all(id(a.grad) in averaged for a in st.alphas)
+    with pytest.raises(
+        HwnasError, match="no such setting for strategy 'darts' on space 'mobilenetv4'"
+    ):
+        parse_options({"partial_channels": "2"}, "darts", "mobilenetv4")
