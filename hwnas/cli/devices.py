@@ -9,14 +9,15 @@ from hwnas.cli.options import device_options, store_option
 
 @click.group("devices", invoke_without_command=True)
 @store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
 @click.pass_context
-def devices_cmd(ctx, store):
+def devices_cmd(ctx, store, as_json):
     """List every device: kind, whether it is reachable now, and stored measurements.
 
     `hwnas devices check DEVICE` runs a tiny model on it to prove it works."""
     if ctx.invoked_subcommand is not None:
         return
-    _list(store)
+    _list(store, as_json)
 
 
 @devices_cmd.command("check")
@@ -44,11 +45,11 @@ def check_cmd(device, runtime, tracker, key, target, trials):
         )
 
 
-def _list(store):
+def _list(store, as_json: bool = False):
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
+    from hwnas.cli.render import print_json, print_table
     from hwnas.devices import broken_profiles, get_device, list_devices
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
@@ -58,34 +59,49 @@ def _list(store):
     if store is not None or path.exists():
         with MeasurementStore(path) as st:
             counts = st.counts()
-    table = Table(title=f"devices (measurement store: {path})")
-    for col in ("device", "kind", "class", "reachable", "measurements", "description"):
-        table.add_column(col)
-    notes = []
+    rows, listed = [], []
     for name in list_devices():
         dev = get_device(name)
         ok, why = dev.status()
+        tables = {}
         if dev.table_spaces:
-            sizes = []
             for space in dev.table_spaces:
                 columns = [dev.table(space, m) for m in dev.metrics]
-                sizes.append(f"{space} {next(len(c) for c in columns if c is not None)}")
-            stored = ", ".join(sizes) + " (table)"
+                tables[space] = next(len(c) for c in columns if c is not None)
+            stored = ", ".join(f"{s} {n}" for s, n in tables.items()) + " (table)"
         else:
             stored = str(counts.get(name, 0))
-        table.add_row(
-            name,
-            dev.kind,
-            dev.profile.get("class", ""),
-            "yes" if ok else "no",
-            stored,
-            dev.description,
+        kind_class = dev.profile.get("class", "")
+        rows.append((name, dev.kind, kind_class, "yes" if ok else "no", stored, dev.description))
+        listed.append(
+            {
+                "device": name,
+                "kind": dev.kind,
+                "class": kind_class,
+                "reachable": bool(ok),
+                "why_unreachable": None if ok else why,
+                "stored_measurements": counts.get(name, 0),
+                "table_rows": tables,
+                "description": dev.description,
+            }
         )
-        if not ok:
-            notes.append(f"{name}: {why}")
+    broken = {str(p): why for p, why in broken_profiles().items()}
+    if as_json:
+        print_json({"measurement_store": str(path), "devices": listed, "broken_profiles": broken})
+        return
     console = Console()
-    console.print(table)
-    for note in notes:  # notes hold install hints such as pip install 'hwnas[tvm]': not markup
-        console.print(f"[bold]unreachable[/bold] {escape(note)}")
-    for path, why in broken_profiles().items():
-        console.print(f"[bold]broken profile[/bold] {escape(str(path))}: {escape(why)} (skipped)")
+    print_table(
+        console,
+        f"devices (measurement store: {path})",
+        ("device", "kind", "class", "ready", "stored", "description"),
+        rows,
+        keys=("device",),
+    )
+    for d in listed:  # notes hold install hints such as pip install 'hwnas[tvm]': not markup
+        if not d["reachable"]:
+            console.print(
+                f"[bold]unreachable[/bold] {escape(d['device'])}: {escape(d['why_unreachable'])}",
+                soft_wrap=True,
+            )
+    for p, why in broken.items():
+        console.print(f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)")

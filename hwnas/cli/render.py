@@ -1,0 +1,142 @@
+"""Terminal output shared by the commands: tables whose long values a user must copy (arch
+strings, device and entry names) are never cut, every dynamic string is printed literally (no
+rich markup), and ``--json`` output goes to stdout alone.
+
+Rich cuts a word wider than its column with an ellipsis, and reads ``[fpga]`` in
+``pip install 'hwnas[fpga]'`` as a markup tag. Here every cell is a :class:`rich.text.Text`
+(never parsed as markup), and the *key* columns are kept whole: when the table at its natural
+width does not fit the console (80 columns when piped), those columns fold and their full
+values are printed below the table, one per line, never wrapped by rich.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["escape", "print_json", "print_table", "text_line"]
+
+
+def _cell(value: Any) -> Text:
+    return value if isinstance(value, Text) else Text("" if value is None else str(value))
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The width of ``table`` with no column narrowed (rich clamps measures to the console
+    width, so measure on a wide one)."""
+    return console.measure(table, options=console.options.update_width(1_000_000)).maximum
+
+
+def _folded_width(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], keys: Sequence[str], folded: list[str]
+) -> int:
+    """The narrowest the folded table can be without cutting: whole key columns, folded ones
+    8 wide, the others as wide as their longest word; plus borders and padding."""
+    total = 3 * len(columns) + 1
+    for i, c in enumerate(columns):
+        cells = [c, *(_cell(row[i]).plain for row in rows)]
+        if c in folded:
+            total += 8
+        elif c in keys:
+            total += max(len(v) for v in cells)
+        else:
+            total += max(len(w) for v in cells for w in v.split() or [""])
+    return total
+
+
+def _print_records(
+    console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """A table too wide for the console even folded: one block of ``column: value`` lines per
+    row, each value whole."""
+    console.print(Text(title), soft_wrap=True)
+    for row in rows:
+        console.print()
+        for c, v in zip(columns, row, strict=True):
+            console.print(Text(f"  {c}: {_cell(v).plain}"), soft_wrap=True)
+
+
+def print_table(
+    console: Console,
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    keys: Sequence[str] = (),
+    right: Sequence[str] = (),
+    label: str | None = None,
+) -> None:
+    """Print a table whose ``keys`` columns are never cut.
+
+    Args:
+        console: where to print.
+        title: the table's title (printed literally).
+        columns: column headers.
+        rows: one sequence of cell values per row (str, numbers, None or rich ``Text``).
+        keys: headers of the columns a user copies (arch, device, entry): kept whole in the
+            table when it fits the console, else folded in the table and printed in full below.
+        right: headers of right-aligned (numeric) columns.
+        label: header of the column naming a row in the lines below the table (default: the
+            first column).
+    """
+
+    widest = [
+        max([len(c), *(len(_cell(row[i]).plain) for row in rows)]) for i, c in enumerate(columns)
+    ]
+    whole = console.width // 3  # a key column up to this wide is kept whole when folding
+    folded = [c for i, c in enumerate(columns) if c in keys and widest[i] > whole]
+
+    def build(fold: bool) -> Table:
+        table = Table(title=Text(title))
+        for c in columns:
+            # folded, every column wraps but the key columns that fit a third of the width
+            table.add_column(
+                Text(c),
+                justify="right" if c in right else "left",
+                overflow="fold",
+                no_wrap=not fold or (c in keys and c not in folded),
+            )
+        for row in rows:
+            table.add_row(*(_cell(v) for v in row))
+        return table
+
+    table = build(fold=False)
+    if not keys or _natural_width(console, table) <= console.width:
+        console.print(table)
+        return
+    table = build(fold=True)
+    if _folded_width(columns, rows, keys, folded) > console.width:
+        _print_records(console, title, columns, rows)  # too many columns even folded
+        return
+    console.print(table)
+    label = label or columns[0]
+    at = {c: i for i, c in enumerate(columns)}
+    for key in folded:
+        if key == label:
+            console.print(Text(f"{key} (full):"), soft_wrap=True)
+            for row in rows:
+                console.print(_cell(row[at[key]]), soft_wrap=True)
+            continue
+        console.print(Text(f"{key} of each row, in full:"), soft_wrap=True)
+        for row in rows:
+            console.print(
+                Text(f"{_cell(row[at[label]]).plain}  {_cell(row[at[key]]).plain}"),
+                soft_wrap=True,
+            )
+
+
+def text_line(console: Console, *parts: Any) -> None:
+    """Print ``parts`` joined by spaces, literally (no markup, no highlighting, no wrapping)."""
+    console.print(Text(" ".join(str(p) for p in parts)), soft_wrap=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout (``--json``): nothing else goes to stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()
