@@ -102,6 +102,13 @@ from hwnas.spaces import space_option
     help="Most device measurements (calibration + verification; implies a predictor, "
     "default 20). A recorded device then behaves like a new one: only N table values are read.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run's summary (summary.json) as JSON on stdout, and nothing else there "
+    "(the tables and progress go to stderr).",
+)
 def search_cmd(
     device,
     space,
@@ -120,6 +127,7 @@ def search_cmd(
     train_zoo,
     predictor,
     measurement_budget,
+    as_json,
     **supernet,
 ):
     """Search SPACE for the accuracy/latency (or energy) Pareto front on DEVICE.
@@ -128,7 +136,14 @@ def search_cmd(
     architecture) to the run folder, and keeps the Optuna study in STORAGE.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from hwnas.search.strategies import pipeline_of
 
@@ -155,6 +170,7 @@ def search_cmd(
             seed=seed,
             store=store,
             no_zoo=no_zoo,
+            as_json=as_json,
             table_only={
                 "--runtime": runtime,
                 "--predictor": predictor,
@@ -197,37 +213,72 @@ def search_cmd(
             f"at most {job.fewshot.budget} measurements on {settings.device}"
         )
     console = Console(stderr=True)
+    out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[best]}"),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}", markup=False),
         console=console,
         transient=False,
     )
-    state = {"best": None}
+    counts = job.profiler.counts
+    state = {"best": None, "now": "", "noisy": 0, "failed": 0}
+
+    def status() -> str:
+        parts = [f"best {state['best']:.2f}%"] if state["best"] is not None else []
+        parts.append(f"measured {counts.taken} reused {counts.reused}")
+        if counts.read:
+            parts.append(f"table {counts.read}")
+        parts.append(f"noisy-skipped {state['noisy']}")
+        if state["failed"]:
+            parts.append(f"failed {state['failed']}")
+        if state["now"]:
+            parts.append(f"now {state['now']}")
+        return " | ".join(parts)
 
     def on_trial(done, record):
         if record is not None and (state["best"] is None or record.accuracy > state["best"]):
             state["best"] = record.accuracy
-        best = f"best {state['best']:.2f}%" if state["best"] is not None else ""
-        progress.update(task, completed=done, best=best)
+        progress.update(task, completed=done, status=status())
+
+    def on_candidate(arch, event):
+        if event in ("noisy", "failed"):
+            state[event] += 1
+        state["now"] = arch if event == "measuring" else ""
+        progress.update(task, status=status())
 
     def on_front(result):
-        progress.update(task, completed=len(result.records))
+        progress.update(task, completed=len(result.records), status=status())
         progress.stop()
-        _print_front(result)
+        _print_front(result, out_console)
         if not no_zoo and result.pareto:
             verb = "training" if trainer is not None else "exporting"
-            console.print(f"{verb} {len(result.pareto)} Pareto models to {out / 'zoo'} ...")
+            console.print(
+                f"{verb} {len(result.pareto)} Pareto models to {out / 'zoo'} ...",
+                markup=False,
+                highlight=False,
+            )
 
     with progress:
-        task = progress.add_task(f"search {settings.device}", total=budget, best="")
+        task = progress.add_task(f"search {settings.device}", total=budget, status=status())
         result, summary = search(
-            job, out, on_trial, zoo=not no_zoo, on_front=on_front, trainer=trainer
+            job,
+            out,
+            on_trial,
+            zoo=not no_zoo,
+            on_front=on_front,
+            trainer=trainer,
+            on_candidate=on_candidate,
         )
-    _print_summary(result, summary, out)
+    _print_summary(result, summary, out, out_console)
+    if as_json:
+        from hwnas.cli.render import print_json
+
+        print_json({**summary, "run_folder": str(out)})
 
 
 def _zoo_trainer(job, options: dict, no_zoo: bool):
@@ -259,30 +310,47 @@ def _zoo_trainer(job, options: dict, no_zoo: bool):
     )
 
 
-def _print_front(result) -> None:
-    """The Pareto front as a table on stdout."""
-    from rich.console import Console
-    from rich.table import Table
+def _print_front(result, console) -> None:
+    """The Pareto front as a table; arch strings whole (see :mod:`hwnas.cli.render`). A live
+    latency whose 95% interval missed the profile's precision target is marked ``!``."""
+    from hwnas.cli.render import print_table, text_line
 
     s = result.settings
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.pareto)]
-    table = Table(title=f"Pareto front: {s.dataset} accuracy vs {s.objective} on {s.device}")
-    table.add_column("#", justify="right")
-    table.add_column("arch")
-    table.add_column("accuracy %", justify="right")
-    for m in metrics:
-        table.add_column(m, justify="right")
+    rows, missed = [], []
     for i, r in enumerate(result.pareto):
-        table.add_row(str(i), r.arch, f"{r.accuracy:.2f}", *(f"{r.costs[m]:.3f}" for m in metrics))
-    Console().print(table)
+        cells = []
+        for m in metrics:
+            cell = f"{r.costs[m]:.3f}"
+            if r.attrs.get(f"{m}_precision_met") is False:
+                rel = r.attrs.get(f"{m}_rel_ci95")
+                cell += f" +-{100 * rel:.1f}%!" if rel is not None else " +-?!"
+                missed.append(i)
+            cells.append(cell)
+        rows.append((str(i), r.arch, f"{r.accuracy:.2f}", *cells))
+    print_table(
+        console,
+        f"Pareto front: {s.dataset} accuracy vs {s.objective} on {s.device}",
+        ("#", "arch", "accuracy %", *metrics),
+        rows,
+        keys=("arch",),
+        right=("#", "accuracy %", *metrics),
+    )
+    if missed:
+        text_line(
+            console,
+            f"! {len(set(missed))} measurement(s) of the front missed the device profile's "
+            "precision target (95% interval of the median wider than timing.target_rel_ci): "
+            f"rows {', '.join(map(str, sorted(set(missed))))}; see latency_ms_precision_met in "
+            "pareto.csv (quiet the machine and measure again for tighter values)",
+        )
 
 
-def _print_summary(result, summary, out: Path) -> None:
-    """The best architecture, counts, and where the run folder and study are."""
-    from rich.console import Console
-
+def _print_summary(result, summary, out: Path, console) -> None:
+    """The best architecture, counts, and where the run folder and study are (all printed
+    literally: arch strings and paths are not markup)."""
     s = result.settings
-    console = Console()
+    console = _Literal(console)
     best = summary["best"]
     m = summary["measurements"]
     if best:
@@ -328,7 +396,7 @@ def _print_summary(result, summary, out: Path) -> None:
             "output does not depend on the input; chance_level in pareto.csv)"
         )
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
-        _print_trained_zoo(out / "zoo", summary)
+        _print_trained_zoo(out / "zoo", summary, console.console)
     kind = "trained " if summary.get("zoo_weights") == "trained" else ""
     console.print(
         f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
@@ -339,29 +407,47 @@ def _print_summary(result, summary, out: Path) -> None:
     )
 
 
-def _print_trained_zoo(zoo, summary) -> None:
-    """The trained zoo's measured accuracies beside the benchmark's, and the training time."""
-    from rich.console import Console
-    from rich.table import Table
+class _Literal:
+    """A console whose ``print`` takes no markup and never wraps (paths, arch strings)."""
 
+    def __init__(self, console) -> None:
+        self.console = console
+
+    def print(self, text: str = "") -> None:
+        from hwnas.cli.render import text_line
+
+        text_line(self.console, text)
+
+
+def _print_trained_zoo(zoo, summary, console) -> None:
+    """The trained zoo's measured accuracies beside the benchmark's, and the training time."""
+    from hwnas.cli.render import print_table
     from hwnas.zoo import entry_folders, read_entry
 
     entries = [read_entry(folder) for folder in entry_folders(zoo)]
     first = entries[0]
-    table = Table(title=f"zoo trained on {first['dataset']} ({summary['zoo_s']:.0f} s)")
-    for col in ("entry", "test acc %", "benchmark acc %", "epochs", "train s"):
-        table.add_column(col, justify="left" if col == "entry" else "right")
+    rows = []
     for e in entries:
         bench = e.get("table_accuracy") or {}
         training = e.get("training") or {}
-        table.add_row(
-            Path(e["folder"]).name,
-            f"{e['accuracy_value']:.2f}" + (" (chance)" if e["chance_level"]["value"] else ""),
-            f"{bench['value']:.2f}" if bench else "",
-            str(training.get("applied", {}).get("epochs", "")),
-            f"{training.get('seconds', 0):.0f}",
+        rows.append(
+            (
+                Path(e["folder"]).name,
+                f"{e['accuracy_value']:.2f}" + (" (chance)" if e["chance_level"]["value"] else ""),
+                f"{bench['value']:.2f}" if bench else "",
+                str(training.get("applied", {}).get("epochs", "")),
+                f"{training.get('seconds', 0):.0f}",
+            )
         )
-    Console().print(table)
+    cols = ("entry", "test acc %", "benchmark acc %", "epochs", "train s")
+    print_table(
+        console,
+        f"zoo trained on {first['dataset']} ({summary['zoo_s']:.0f} s)",
+        cols,
+        rows,
+        keys=("entry",),
+        right=cols[1:],
+    )
 
 
 def _chance_level_rows(path: Path) -> int:

@@ -152,6 +152,7 @@ def run_supernet_search(
     settings,
     nproc=None,
     table_only=None,
+    as_json=False,
 ):
     """Run a supernet search from the CLI's options and print its result.
 
@@ -177,8 +178,8 @@ def run_supernet_search(
             f"'{strategy}'{hint}"
         )
     from rich.console import Console
-    from rich.table import Table
 
+    from hwnas.cli.render import print_json, print_table, text_line
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.spaces import get_space
     from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
@@ -235,26 +236,36 @@ def run_supernet_search(
         raise SystemExit(INTERRUPTED) from None
     if result is None:  # a rank other than 0: rank 0 reports
         return None
-    console = Console()
-    table = Table(title=f"{strategy} on {space}: subnets handed out (device {device})")
-    for col in ("role", "arch", f"{job.data.name} test acc %", s.metric, "source"):
-        table.add_column(col)
-    for c in summary["candidates"]:
-        table.add_row(
+    console = err if as_json else Console()  # --json: stdout holds the JSON alone
+    columns = ("role", "arch", f"{job.data.name} test acc %", s.metric, "source")
+    rows = [
+        (
             c["role"],
             c["arch"],
             f"{c['accuracy']:.2f}",
             f"{c[s.metric]:.3f}",
             c[f"{s.metric}_source"],
         )
-    console.print(table)
+        for c in summary["candidates"]
+    ]
+    print_table(
+        console,
+        f"{strategy} on {space}: subnets handed out (device {device})",
+        columns,
+        rows,
+        keys=("arch",),
+        label="role",
+    )
     best = summary["best"]
     line = f"derived: {best['arch']}  {best['accuracy']:.2f}% ({best['accuracy_label']})"
     if "table_accuracy" in best:
         line += f"; table accuracy {best['table_accuracy']:.2f}% ({best['table_accuracy_label']})"
-    console.print(line)
-    console.print(
+    text_line(console, line)
+    text_line(
+        console,
         f"run folder: {out}  (supernet.pt, pareto.csv, pareto.png, summary.json, "
-        f"zoo/ with {summary['zoo_models']} trained ONNX models)"
+        f"zoo/ with {summary['zoo_models']} trained ONNX models)",
     )
-    console.print(f"study '{s.study}' in {summary['storage']}")
+    text_line(console, f"study '{s.study}' in {summary['storage']}")
+    if as_json:
+        print_json({**summary, "run_folder": str(out)})

@@ -163,6 +163,7 @@ class LiveDevice(Device):
         extra: dict[str, Any] = {
             "rounds": timing.rounds,
             "rel_ci": round(timing.rel_ci, 5) if timing.rel_ci != float("inf") else None,
+            "target_rel_ci": self.protocol.target_rel_ci,  # the precision the protocol aimed at
             "timed_s": round(timing.seconds, 3),
             # what compiling cost (ORT: creating the session; TVM: import, tuning, compile)
             "compile_s": round(build.compile_s, 3),

@@ -23,6 +23,9 @@ class Evaluation:
         costs: metric ("latency_ms", "energy_mj") -> value (ms or mJ per inference).
         sources: metric -> where the value came from (a table, a measurement).
         model_hash: hash of the measured workload.
+        precision: metric -> (relative half-width of the 95% interval of a live measurement,
+            or None when the protocol could not bound it; the device profile's target, e.g.
+            0.01 for +-1%). Absent for table values and devices that do not time models here.
     """
 
     arch: Arch
@@ -31,6 +34,7 @@ class Evaluation:
     costs: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     model_hash: str = ""
+    precision: dict[str, tuple[float | None, float]] = field(default_factory=dict)
 
     def attrs(self) -> dict[str, object]:
         """Flat dict for an Optuna trial's user attributes."""
@@ -43,7 +47,16 @@ class Evaluation:
         for metric, value in self.costs.items():
             out[metric] = value
             out[f"{metric}_source"] = self.sources[metric]
+        for metric, (rel_ci, target) in self.precision.items():
+            out[f"{metric}_rel_ci95"] = rel_ci
+            out[f"{metric}_precision_met"] = precision_met(rel_ci, target)
         return out
+
+
+def precision_met(rel_ci: float | None, target: float) -> bool:
+    """Whether a live measurement reached its profile's precision target: the half-width of
+    the 95% interval of its median, relative to it, is within ``target`` (0.01 = +-1%)."""
+    return rel_ci is not None and rel_ci <= target
 
 
 class TableEvaluator:
@@ -77,8 +90,16 @@ class TableEvaluator:
         self.accuracy_queries += 1
         accuracy = float(self._accuracy[self.space.index(arch)])
         workload = arch_workload(self.space, arch, self.dataset)
-        costs, sources = {}, {}
+        costs, sources, precision = {}, {}, {}
+        protocol = getattr(self.profiler.device, "protocol", None)
         for metric in self.metrics:
             m = self.profiler.measure(workload, metric)
             costs[metric], sources[metric] = m.value, m.source
-        return Evaluation(arch, accuracy, self._source, costs, sources, workload.model_hash)
+            # a timed value: did it reach the precision the profile asks for?
+            if metric == "latency_ms" and "rel_ci" in m.extra:
+                target = m.extra.get("target_rel_ci", getattr(protocol, "target_rel_ci", None))
+                if target is not None:
+                    precision[metric] = (m.extra["rel_ci"], float(target))
+        return Evaluation(
+            arch, accuracy, self._source, costs, sources, workload.model_hash, precision
+        )

@@ -18,7 +18,9 @@ def pareto_rows(
     result: SearchResult, zoo: dict[str, dict[str, str]] | None = None
 ) -> list[dict[str, Any]]:
     """Rows of ``pareto.csv``: arch, accuracy, latency_ms, energy_mj (where known), sources,
-    the trial, and the zoo columns.
+    for live measurements the relative 95% interval in % (``latency_ms_ci95_pct``) and whether
+    it met the profile's precision target (``latency_ms_precision_met``: true | false), the
+    trial, and the zoo columns.
 
     Args:
         result: the search result.
@@ -27,6 +29,7 @@ def pareto_rows(
             for an architecture it lacks).
     """
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
+    timed = [m for m in metrics if any(f"{m}_precision_met" in r.attrs for r in result.records)]
     rows = []
     for r in result.pareto:
         row: dict[str, Any] = {
@@ -37,6 +40,11 @@ def pareto_rows(
         for m in metrics:
             row[m] = round(r.costs[m], 6) if m in r.costs else ""
             row[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
+        for m in timed:  # live measurements: the 95% interval and whether it met the target
+            rel = r.attrs.get(f"{m}_rel_ci95")
+            met = r.attrs.get(f"{m}_precision_met")
+            row[f"{m}_ci95_pct"] = round(100 * rel, 3) if rel is not None else ""
+            row[f"{m}_precision_met"] = "" if met is None else str(bool(met)).lower()
         row["trial"] = r.number
         if zoo is not None:
             cells = zoo.get(r.arch, {})

@@ -137,6 +137,28 @@ def prepare(
     )
 
 
+def _watched(
+    evaluate: Callable[[Any], Any], on_candidate: Callable[[str, str], None] | None
+) -> Callable[[Any], Any]:
+    """``evaluate`` reporting each candidate to ``on_candidate`` (see :func:`search`)."""
+    if on_candidate is None:
+        return evaluate
+    from hwnas.errors import CandidateError
+    from hwnas.measure import NoisyMeasurementError
+
+    def watched(arch):
+        on_candidate(arch.text, "measuring")
+        try:
+            ev = evaluate(arch)
+        except CandidateError as exc:
+            on_candidate(arch.text, "noisy" if isinstance(exc, NoisyMeasurementError) else "failed")
+            raise
+        on_candidate(arch.text, "done")
+        return ev
+
+    return watched
+
+
 def search(
     job: PreparedSearch,
     out: Path,
@@ -144,6 +166,7 @@ def search(
     zoo: bool = True,
     on_front: Callable[[SearchResult], None] | None = None,
     trainer: Any = None,
+    on_candidate: Callable[[str, str], None] | None = None,
 ) -> tuple[SearchResult, dict[str, Any]]:
     """Run or resume a prepared search and write its run folder.
 
@@ -156,6 +179,9 @@ def search(
             exported (the CLI prints the front there).
         trainer: a :class:`hwnas.zoo.train.ZooTrainer` (``--train-zoo``): train each zoo
             model with its space's recipe instead of exporting random weights.
+        on_candidate: called with (arch string, event) around each candidate scored by this
+            process: ``measuring`` before, then ``done``, ``noisy`` (skipped: too noisy) or
+            ``failed`` (skipped: the runtime failed). The CLI's progress line.
 
     Returns:
         (the result, the summary written to ``summary.json``).
@@ -178,7 +204,7 @@ def search(
             result = run_search(
                 settings,
                 space,
-                job.evaluator.evaluate,
+                _watched(job.evaluator.evaluate, on_candidate),
                 job.storage,
                 on_trial,
                 costs=job.costs,
