@@ -1,19 +1,23 @@
-"""``hwnas dashboard``."""
+"""``hwnas dashboard``: optuna-dashboard on the studies, with the runs' files as artifacts."""
 
 from __future__ import annotations
 
 import click
 
-from hwnas.cli.options import storage_option
+from hwnas.cli.options import artifact_option, storage_option
 
 
 @click.command("dashboard")
 @storage_option
+@artifact_option
 @click.option("--port", type=int, default=8080, show_default=True, help="Port on 127.0.0.1.")
-def dashboard_cmd(storage, port):
-    """Serve optuna-dashboard for the studies in STORAGE on 127.0.0.1."""
+def dashboard_cmd(storage, artifact_dir, port):
+    """Serve optuna-dashboard for the studies in STORAGE on 127.0.0.1, with each run's
+    pareto.png, cards and ONNX files downloadable (the study's Artifacts) and its settings,
+    run folder and summary in the study's note."""
     from hwnas.errors import HwnasError
     from hwnas.paths import default_storage_url
+    from hwnas.search.publish import default_artifact_dir
 
     url = storage or default_storage_url()
     if url.startswith("sqlite:///"):
@@ -21,12 +25,19 @@ def dashboard_cmd(storage, port):
 
         if not Path(url.removeprefix("sqlite:///")).is_file():
             raise HwnasError(f"no study database at {url}; run `hwnas search` first")
+    artifact_dir = (artifact_dir or default_artifact_dir()).expanduser()
+    if artifact_dir.exists() and not artifact_dir.is_dir():
+        raise HwnasError(f"--artifact-dir {artifact_dir} is not a folder")
     import optuna_dashboard
+    from optuna.artifacts import FileSystemArtifactStore
 
     from hwnas.search.engine import open_storage
 
     rdb = open_storage(url)
     n = len(rdb.get_all_studies())
-    click.echo(f"optuna-dashboard for {n} studies in {url}")
+    artifact_dir.mkdir(parents=True, exist_ok=True)
+    click.echo(f"optuna-dashboard for {n} studies in {url}; artifacts in {artifact_dir}")
     click.echo(f"open http://127.0.0.1:{port}/dashboard/  (Ctrl-C to stop)", nl=True)
-    optuna_dashboard.run_server(rdb, host="127.0.0.1", port=port)
+    optuna_dashboard.run_server(
+        rdb, host="127.0.0.1", port=port, artifact_store=FileSystemArtifactStore(str(artifact_dir))
+    )

@@ -33,6 +33,16 @@ storage_option = click.option(
 )
 
 
+artifact_option = click.option(
+    "--artifact-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Optuna artifact store (a folder) holding each run's pareto.png, cards and ONNX "
+    "files, downloadable from the dashboard. Default: artifacts/ in the hwnas home.",
+)
+
+
 def device_options(f):
     """Options that choose how a live device is reached and compiled for (``--runtime``,
     ``--tracker``, ``--key``, ``--target``, ``--trials``)."""

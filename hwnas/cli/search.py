@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import storage_option, store_option
+from hwnas.cli.options import artifact_option, storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.errors import HwnasError
 from hwnas.spaces import space_option
@@ -102,6 +102,7 @@ from hwnas.spaces import space_option
     help="Most device measurements (calibration + verification; implies a predictor, "
     "default 20). A recorded device then behaves like a new one: only N table values are read.",
 )
+@artifact_option
 @click.option(
     "--json",
     "as_json",
@@ -127,6 +128,7 @@ def search_cmd(
     train_zoo,
     predictor,
     measurement_budget,
+    artifact_dir,
     as_json,
     **supernet,
 ):
@@ -171,6 +173,7 @@ def search_cmd(
             store=store,
             no_zoo=no_zoo,
             as_json=as_json,
+            artifact_dir=artifact_dir,
             table_only={
                 "--runtime": runtime,
                 "--predictor": predictor,
@@ -205,6 +208,8 @@ def search_cmd(
     job = prepare(settings, storage, store, predictor, measurement_budget)
     out = out or Path("runs") / settings.study
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
+    if artifact_dir is not None:
+        check_writable(artifact_dir, "--artifact-dir")
     trainer = _zoo_trainer(job, supernet, no_zoo) if train_zoo else None
     if job.fewshot is not None:
         described = job.fewshot.describe()
@@ -273,6 +278,7 @@ def search_cmd(
             on_front=on_front,
             trainer=trainer,
             on_candidate=on_candidate,
+            artifact_dir=artifact_dir,
         )
     _print_summary(result, summary, out, out_console)
     if as_json:

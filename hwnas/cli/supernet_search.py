@@ -153,6 +153,7 @@ def run_supernet_search(
     nproc=None,
     table_only=None,
     as_json=False,
+    artifact_dir=None,
 ):
     """Run a supernet search from the CLI's options and print its result.
 
@@ -219,13 +220,17 @@ def run_supernet_search(
         out = out or Path("runs") / s.study
         if ranks.main:
             check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
+            if artifact_dir is not None:
+                check_writable(artifact_dir, "--artifact-dir")
         if nproc is not None and nproc > 1:
             ctx = click.get_current_context()
             code = launch(nproc, command_line(ctx, leave_out=("nproc",)))
             if code:
                 raise SystemExit(code)  # rank 0 has said why
             return None
-        result, summary = search(job, out, log=lambda m: err.print(m), zoo=not no_zoo)
+        result, summary = search(
+            job, out, log=lambda m: err.print(m), zoo=not no_zoo, artifact_dir=artifact_dir
+        )
     except HwnasError:
         if ranks.main:
             raise

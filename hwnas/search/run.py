@@ -167,6 +167,7 @@ def search(
     on_front: Callable[[SearchResult], None] | None = None,
     trainer: Any = None,
     on_candidate: Callable[[str, str], None] | None = None,
+    artifact_dir: Path | None = None,
 ) -> tuple[SearchResult, dict[str, Any]]:
     """Run or resume a prepared search and write its run folder.
 
@@ -182,6 +183,8 @@ def search(
         on_candidate: called with (arch string, event) around each candidate scored by this
             process: ``measuring`` before, then ``done``, ``noisy`` (skipped: too noisy) or
             ``failed`` (skipped: the runtime failed). The CLI's progress line.
+        artifact_dir: the study's artifact store (:mod:`hwnas.search.publish`; default
+            ``artifacts/`` in the hwnas home), where the run's files are uploaded.
 
     Returns:
         (the result, the summary written to ``summary.json``).
@@ -256,4 +259,7 @@ def search(
         **fewshot_extra,
     }
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)
+    from hwnas.search.publish import publish_run
+
+    publish_run(job.storage, settings.study, out, summary, artifact_dir)
     return result, summary

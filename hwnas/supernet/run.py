@@ -156,12 +156,16 @@ def search(
     out: Path,
     log: Callable[[str], None] | None = None,
     zoo: bool = True,
+    artifact_dir: Path | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Train, derive, evaluate and report a supernet search; writes the run folder.
 
     Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
     supernet together (:mod:`hwnas.supernet.distributed`), then rank 0 alone derives,
     evaluates and writes, and the others return at once.
+
+    ``artifact_dir``: the study's artifact store (:mod:`hwnas.search.publish`), where the run
+    folder's files are uploaded (default ``artifacts/`` in the hwnas home).
 
     Returns:
         (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary), or
@@ -366,6 +370,9 @@ def search(
     if store is not None:
         store.close()
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)
+    from hwnas.search.publish import publish_run
+
+    publish_run(job.storage, job.settings.study, out, summary, artifact_dir)
     return result, summary
 
 

@@ -1,0 +1,209 @@
+"""A finished run, published in its Optuna study: what ``hwnas runs`` lists and what
+optuna-dashboard shows.
+
+After a search writes its run folder, :func:`publish_run` puts in the study
+
+- user attributes ``run_folder`` (absolute path) and ``summary`` (the numbers ``hwnas runs``
+  lists: best architecture, trials, Pareto size, zoo size and weights);
+- a note (optuna-dashboard's :func:`optuna_dashboard.save_note`, Markdown): the settings, the
+  run folder, the summary and the zoo;
+- the run's ``pareto.png``, ``pareto.csv``, ``summary.json`` and every zoo entry's
+  ``model.onnx``, ``README.md`` and ``card.json`` as Optuna study artifacts
+  (:func:`optuna.artifacts.upload_artifact` into a
+  :class:`optuna.artifacts.FileSystemArtifactStore`, by default ``artifacts/`` in the hwnas
+  home), downloadable from the dashboard (``hwnas dashboard`` serves the same store).
+
+Each file is uploaded once per run folder: the study's ``artifacts`` user attribute maps each
+file (relative to the run folder) to its artifact id and sha256, so a resumed or repeated run
+uploads only files whose content changed, and removes the version it replaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ARTIFACT_FILES = ("pareto.png", "pareto.csv", "summary.json")
+"""Run-folder files uploaded as artifacts (with each zoo entry's :data:`ZOO_FILES`)."""
+
+ZOO_FILES = ("model.onnx", "README.md", "card.json")
+"""Files of a zoo entry uploaded as artifacts."""
+
+
+def default_artifact_dir() -> Path:
+    """The artifact store of studies: ``artifacts/`` in the hwnas home."""
+    from hwnas.paths import hwnas_home
+
+    return hwnas_home() / "artifacts"
+
+
+def run_files(out: Path) -> list[str]:
+    """The files of run folder ``out`` uploaded as artifacts, relative to it (existing ones)."""
+    names = [n for n in ARTIFACT_FILES if (out / n).is_file()]
+    zoo = out / "zoo"
+    if zoo.is_dir():
+        for entry in sorted(p for p in zoo.iterdir() if p.is_dir()):
+            names += [f"zoo/{entry.name}/{f}" for f in ZOO_FILES if (entry / f).is_file()]
+    return names
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``summary.json`` kept in the study (what ``hwnas runs list`` shows)."""
+    trials = summary.get("trials", {})
+    return {
+        "best": summary.get("best"),
+        "best_rule": summary.get("best_rule"),
+        "trials": trials.get("completed", trials.get("budget")),
+        "pareto_size": summary.get("pareto_size"),
+        "zoo_models": summary.get("zoo_models"),
+        "zoo_weights": summary.get("zoo_weights"),
+        "elapsed_s": summary.get("elapsed_s"),
+        "finished_at": summary.get("finished_at"),
+    }
+
+
+def note_markdown(study_name: str, out: Path, summary: dict[str, Any]) -> str:
+    """The study's note: settings, run folder, summary and zoo entries (Markdown)."""
+    lines = [f"## hwnas run `{study_name}`", "", f"Run folder: `{out}`", ""]
+    best = summary.get("best")
+    if best:
+        costs = ", ".join(
+            f"{m} {best[m]:.4g}" for m in ("latency_ms", "energy_mj") if best.get(m) is not None
+        )
+        lines += [
+            f"**Best** ({summary.get('best_rule', '')}): `{best['arch']}`, "
+            f"{best['accuracy']:.2f}% top-1, {costs}",
+            "",
+        ]
+    trials = summary.get("trials", {})
+    lines += [
+        f"Trials: {trials.get('completed', '?')} scored; Pareto front: "
+        f"{summary.get('pareto_size', '?')} architectures; zoo: {summary.get('zoo_models', 0)} "
+        f"{summary.get('zoo_weights', '')} ONNX models; {summary.get('elapsed_s', '?')} s; "
+        f"finished {summary.get('finished_at', '?')}.",
+        "",
+        "### Settings",
+        "",
+        "| setting | value |",
+        "|---|---|",
+    ]
+    for key, value in (summary.get("settings") or {}).items():
+        lines.append(f"| {key} | `{value}` |")
+    m = summary.get("measurements")
+    if m:
+        lines += ["", f"Measurements: {json.dumps(m)}"]
+    lines += [
+        "",
+        "The run's pareto.png, pareto.csv, summary.json and each zoo entry's model.onnx, "
+        "README.md and card.json are this study's artifacts (Artifacts tab).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def publish_run(
+    storage: Any,
+    study_name: str,
+    out: Path,
+    summary: dict[str, Any],
+    artifact_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Record a finished run in its study (attributes, note, artifacts; see the module).
+
+    Args:
+        storage: the Optuna storage (URL or object) holding the study.
+        study_name: the study.
+        out: the run folder (its files are uploaded).
+        summary: the run's ``summary.json`` dict.
+        artifact_dir: the file-system artifact store (default :func:`default_artifact_dir`).
+
+    Returns:
+        ``{"artifact_dir": str, "uploaded": [files], "kept": [files]}``: files uploaded now and
+        files whose artifact from an earlier run of the study was already current.
+
+    Raises:
+        HwnasError: the artifact folder cannot be created or written.
+    """
+    import optuna
+
+    from hwnas.errors import HwnasError
+    from hwnas.paths import file_lock
+
+    out = Path(out).resolve()
+    artifact_dir = Path(artifact_dir or default_artifact_dir()).expanduser().resolve()
+    try:
+        artifact_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwnasError(f"cannot create artifact folder {artifact_dir}: {exc}") from None
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    study.set_user_attr("run_folder", str(out))
+    study.set_user_attr("summary", brief_summary(summary))
+    study.set_user_attr("artifact_dir", str(artifact_dir))
+    try:
+        from optuna_dashboard import save_note
+
+        save_note(study, note_markdown(study_name, out, summary))
+    except ImportError:  # the dashboard is an optional viewer; the attributes carry the same
+        pass
+    # workers finishing the same study at once: one publishes at a time, the others find the
+    # files uploaded (their sha256 in the study) and upload nothing
+    with file_lock(artifact_dir / ".publish.lock"):
+        return _upload(study, out, artifact_dir)
+
+
+def _upload(study: Any, out: Path, artifact_dir: Path) -> dict[str, Any]:
+    from optuna.artifacts import FileSystemArtifactStore, upload_artifact
+
+    from hwnas.errors import HwnasError
+
+    store = FileSystemArtifactStore(str(artifact_dir))
+    known: dict[str, dict[str, str]] = dict(study.user_attrs.get("artifacts") or {})
+    uploaded, kept = [], []
+    with tempfile.TemporaryDirectory(prefix="hwnas-artifacts-") as tmp:
+        for rel in run_files(out):
+            path = out / rel
+            digest = _sha256(path)
+            old = known.get(rel)
+            if old and old.get("sha256") == digest:
+                kept.append(rel)
+                continue
+            # the dashboard names an artifact by its file name: make it say where it is from
+            link = Path(tmp) / rel.replace("/", "__")
+            os.symlink(path, link)
+            try:
+                artifact_id = upload_artifact(
+                    artifact_store=store, file_path=str(link), study_or_trial=study
+                )
+            except OSError as exc:
+                raise HwnasError(f"cannot write artifact folder {artifact_dir}: {exc}") from None
+            if old:  # a changed file: the new version replaces the old one
+                _remove(study, store, old["id"])
+            known[rel] = {"id": artifact_id, "sha256": digest}
+            uploaded.append(rel)
+    if uploaded:
+        study.set_user_attr("artifacts", known)
+    return {"artifact_dir": str(artifact_dir), "uploaded": uploaded, "kept": kept}
+
+
+def _remove(study: Any, store: Any, artifact_id: str) -> None:
+    """Delete an artifact of ``study`` as optuna-dashboard does (its file, then its record)."""
+    from optuna.artifacts.exceptions import ArtifactNotFound
+
+    try:
+        store.remove(artifact_id)
+    except ArtifactNotFound:
+        pass
+    study._storage.set_study_system_attr(
+        study._study_id, f"artifacts:{artifact_id}", json.dumps(None)
+    )
