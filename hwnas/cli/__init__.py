@@ -30,6 +30,7 @@ def _register() -> None:
         predict,
         predictor,
         refset,
+        runs,
         search,
         train,
         zoo,
@@ -45,6 +46,7 @@ def _register() -> None:
     app.add_command(refset.refset_group)
     app.add_command(train.train_cmd)
     app.add_command(zoo.zoo_group)
+    app.add_command(runs.runs_group)
 
 
 _register()

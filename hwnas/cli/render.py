@@ -38,7 +38,7 @@ def _folded_width(
     columns: Sequence[str], rows: Sequence[Sequence[Any]], keys: Sequence[str], folded: list[str]
 ) -> int:
     """The narrowest the folded table can be without cutting: whole key columns, folded ones
-    8 wide, the others as wide as their longest word; plus borders and padding."""
+    8 wide, the others as wide as their longest word (up to 8); plus borders and padding."""
     total = 3 * len(columns) + 1
     for i, c in enumerate(columns):
         cells = [c, *(_cell(row[i]).plain for row in rows)]
@@ -46,8 +46,8 @@ def _folded_width(
             total += 8
         elif c in keys:
             total += max(len(v) for v in cells)
-        else:
-            total += max(len(w) for v in cells for w in v.split() or [""])
+        else:  # words longer than 8 fold too
+            total += min(8, max(len(w) for v in cells for w in v.split() or [""]))
     return total
 
 

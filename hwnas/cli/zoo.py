@@ -1,5 +1,5 @@
 """``hwnas zoo``: the model zoo of a run (``verify``; ``list`` and ``show`` read entries through
-:func:`hwnas.zoo.read_entry`)."""
+:func:`hwnas.zoo.read_entry`, so listing costs no torch or ONNX import)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,133 @@ def verify_cmd(path: Path) -> None:
     click.echo(f"{len(verdicts) - failed} of {len(verdicts)} entries verified")
     if failed:
         raise click.exceptions.Exit(1)
+
+
+def _zoo_folders(path: Path | None, storage: str | None) -> list[Path]:
+    """The zoo folder PATH, or with none, the zoo of every finished run in STORAGE."""
+    if path is not None:
+        return [path]
+    from hwnas.cli.runs import _storage, run_rows
+
+    _, rdb = _storage(storage)
+    folders = []
+    for r in run_rows(rdb):
+        zoo = Path(r["folder"]) / "zoo" if r["folder_exists"] else None
+        if zoo is not None and zoo.is_dir() and any(zoo.iterdir()):
+            folders.append(zoo)
+    return folders
+
+
+def entry_row(e: dict) -> dict:
+    """What `hwnas zoo list` shows of one entry (:func:`hwnas.zoo.read_entry`)."""
+    return {
+        "entry": e["folder"],
+        "name": e.get("name"),
+        "space": e.get("space"),
+        "arch": e["arch"],
+        "dataset": e.get("dataset"),
+        "accuracy": e["accuracy_value"],
+        "accuracy_source": e["accuracy_source"],
+        "chance_level": bool((e.get("chance_level") or {}).get("value")),
+        "device": e["device"],
+        "latency_ms": e["latency_ms"],
+        "latency_source": e["latency_source"],
+        "weights": e["weights_kind"],
+    }
+
+
+@zoo_group.command("list")
+@click.argument("path", metavar="[DIR]", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--storage",
+    default=None,
+    metavar="URL",
+    help="Without DIR: list the zoos of the runs in this Optuna storage (default: studies.db "
+    "in the hwnas home).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON on stdout.")
+def list_cmd(path, storage, as_json):
+    """List the entries of the zoo folder DIR (or, without DIR, of every run's zoo): the
+    architecture, accuracy and its source, latency and its source, and whether the weights are
+    trained or random. Arch strings are printed whole."""
+    from rich.console import Console
+
+    from hwnas.cli.render import print_json, print_table, text_line
+    from hwnas.zoo import entry_folders, read_entry
+
+    zoos = _zoo_folders(path, storage)
+    entries = [entry_row(read_entry(f)) for zoo in zoos for f in entry_folders(zoo)]
+    if as_json:
+        print_json({"zoos": [str(z) for z in zoos], "entries": entries})
+        return
+    console = Console()
+    rows = []
+    for e in entries:
+        acc = "" if e["accuracy"] is None else f"{e['accuracy']:.2f}"
+        lat = "" if e["latency_ms"] is None else f"{e['latency_ms']:.3f} {e['device']}"
+        rows.append(
+            (
+                Path(e["entry"]).name,
+                e["arch"],
+                f"{acc}{' chance' if e['chance_level'] else ''} ({e['accuracy_source']})",
+                f"{lat} ({e['latency_source']})" if lat else "",
+                e["weights"],
+            )
+        )
+    print_table(
+        console,
+        "zoo: " + ", ".join(map(str, zoos)),
+        ("entry", "arch", "accuracy % (source)", "latency ms (device, source)", "weights"),
+        rows,
+        keys=("entry", "arch"),
+    )
+    if not entries:
+        text_line(console, "no zoo entries: run `hwnas search` (without --no-zoo)")
+    else:
+        text_line(console, "details: hwnas zoo show ENTRY; check: hwnas zoo verify DIR")
+
+
+@zoo_group.command("show")
+@click.argument("path", metavar="ENTRY", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the card as JSON on stdout.")
+def show_cmd(path, as_json):
+    """Show one zoo entry: architecture, accuracy and latencies with their sources, weights,
+    preprocessing, input and output, and its files."""
+    from rich.console import Console
+
+    from hwnas.cli.render import print_json, text_line
+    from hwnas.errors import HwnasError
+    from hwnas.zoo import is_entry, read_entry
+
+    if not is_entry(path):
+        raise HwnasError(f"{path} is not a zoo entry (no card.json); list them: hwnas zoo list")
+    e = read_entry(path)
+    if as_json:
+        print_json(e)
+        return
+    console = Console()
+    line = lambda *p: text_line(console, *p)  # noqa: E731
+    row = entry_row(e)
+    line(f"entry     {e['folder']}")
+    line(f"arch      {e['arch']}  ({e.get('space')})")
+    chance = "  CHANCE LEVEL: not usable" if row["chance_level"] else ""
+    acc = e.get("accuracy") or {}
+    line(f"accuracy  {row['accuracy']:.2f}% on {e.get('dataset')} {acc.get('split', '')}"
+         f"  [{row['accuracy_source']}]{chance}")  # fmt: skip
+    bench = e.get("table_accuracy")
+    if bench:
+        line(f"          benchmark table: {bench['value']:.2f}%  [{bench.get('source', '')}]")
+    w = e.get("weights") or {}
+    line(f"weights   {row['weights']}" + (f": {w.get('note')}" if w.get("note") else ""))
+    for device, metrics in (e.get("devices") or {}).items():
+        for metric, m in metrics.items():
+            line(f"{metric:<9} {m.get('value')} on {device}  [{m.get('source', '')}]")
+    pre = e.get("preprocessing") or {}
+    if pre:
+        line("input     " + " -> ".join(pre.get("steps", [])) + f"; mean {pre.get('mean')} "
+             f"std {pre.get('std')}")  # fmt: skip
+    line(f"shape     {e['input']['name']} {e['input']['shape']} -> {e['output']['name']} "
+         f"{e['output']['shape']}")  # fmt: skip
+    line(f"params    {e.get('params')}  MACs {e.get('flops')}")
+    line(f"files     {', '.join(sorted(e.get('files') or {}))}")
+    line(f"check     hwnas zoo verify {e['folder']}")

@@ -1,0 +1,172 @@
+"""``hwnas runs list|show``: past searches, read from their Optuna studies.
+
+A finished search records its run folder and summary in its study
+(:func:`hwnas.search.publish.publish_run`), so the listing reads only study summaries: no
+trial is loaded, and no run folder is needed (one that was moved or deleted is shown as such).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwnas.cli.options import storage_option
+
+
+def _storage(storage: str | None):
+    """The study storage, refusing a missing default database before any work."""
+    from hwnas.errors import HwnasError
+    from hwnas.paths import default_storage_url
+
+    url = storage or default_storage_url()
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise HwnasError(f"no study database at {url}; run `hwnas search` first")
+    from hwnas.search.engine import open_storage
+
+    return url, open_storage(url)
+
+
+def run_rows(storage: Any) -> list[dict[str, Any]]:
+    """One dict per study of ``storage``: study, device, space, strategy, trials, best
+    (arch, accuracy %, latency ms), folder (None for a study whose search has not finished),
+    whether the folder still exists, and the zoo size."""
+    import optuna
+
+    rows = []
+    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        attrs = s.user_attrs
+        settings = attrs.get("settings") or {}
+        summary = attrs.get("summary") or {}
+        folder = attrs.get("run_folder")
+        rows.append(
+            {
+                "study": s.study_name,
+                "device": settings.get("device"),
+                "space": settings.get("space"),
+                "dataset": settings.get("dataset"),
+                "strategy": settings.get("strategy"),
+                "trials": summary.get("trials", s.n_trials),
+                "best": summary.get("best"),
+                "pareto_size": summary.get("pareto_size"),
+                "zoo_models": summary.get("zoo_models"),
+                "zoo_weights": summary.get("zoo_weights"),
+                "finished_at": summary.get("finished_at"),
+                "folder": folder,
+                "folder_exists": bool(folder) and Path(folder).is_dir(),
+            }
+        )
+    return rows
+
+
+def _best_cell(best: dict[str, Any] | None) -> str:
+    if not best:
+        return ""
+    cost = next((f"{best[m]:.3f} {u}" for m, u in (("latency_ms", "ms"), ("energy_mj", "mJ"))
+                 if best.get(m) is not None), "")  # fmt: skip
+    return f"{best['accuracy']:.2f}% {cost}".strip()
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """Past searches: their studies, run folders and best architectures."""
+
+
+@runs_group.command("list")
+@storage_option
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
+def list_cmd(storage, as_json):
+    """List every search in STORAGE: study, device, space, strategy, trials, best (accuracy and
+    cost of the best architecture; its arch string with `hwnas runs show`) and run folder."""
+    from rich.console import Console
+
+    from hwnas.cli.render import print_json, print_table, text_line
+
+    url, rdb = _storage(storage)
+    rows = run_rows(rdb)
+    if as_json:
+        print_json({"storage": url, "runs": rows})
+        return
+    console = Console()
+    print_table(
+        console,
+        f"runs (studies in {url})",
+        ("study", "device", "space", "strategy", "trials", "best", "folder"),
+        [
+            (
+                r["study"],
+                r["device"] or "",
+                r["space"] or "",
+                r["strategy"] or "",
+                str(r["trials"]),
+                _best_cell(r["best"]),
+                (r["folder"] or "(not finished)")
+                + ("" if r["folder_exists"] or not r["folder"] else " (missing)"),  # fmt: skip
+            )
+            for r in rows
+        ],
+        keys=("study", "device", "folder"),
+        right=("trials",),
+    )
+    if not rows:
+        text_line(console, "no studies yet: run `hwnas search`")
+    else:
+        text_line(console, "details: hwnas runs show STUDY; zoo: hwnas zoo list FOLDER/zoo")
+
+
+@runs_group.command("show")
+@click.argument("study")
+@storage_option
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
+def show_cmd(study, storage, as_json):
+    """Show the search STUDY: its settings, best architecture, counts, run folder and zoo."""
+    import json
+
+    from rich.console import Console
+
+    from hwnas.cli.render import print_json, text_line
+    from hwnas.errors import HwnasError
+
+    url, rdb = _storage(storage)
+    rows = {r["study"]: r for r in run_rows(rdb)}
+    if study not in rows:
+        known = ", ".join(sorted(rows)) or "none"
+        raise HwnasError(f"no study '{study}' in {url}; studies: {known}")
+    row = rows[study]
+    import optuna
+
+    attrs = optuna.load_study(study_name=study, storage=rdb).user_attrs
+    summary = None
+    if row["folder_exists"]:
+        try:
+            summary = json.loads((Path(row["folder"]) / "summary.json").read_text())
+        except (OSError, ValueError):
+            summary = None
+    if as_json:
+        print_json({**row, "settings": attrs.get("settings"), "summary": summary})
+        return
+    console = Console()
+    line = lambda *p: text_line(console, *p)  # noqa: E731
+    line(f"study      {study}  ({url})")
+    for key, value in (attrs.get("settings") or {}).items():
+        line(f"  {key:<12} {value}")
+    line(f"trials     {row['trials']}")
+    best = row["best"]
+    if best:
+        line(f"best       {best['arch']}")
+        line(f"           {_best_cell(best)}  (trial {best.get('trial')})")
+    if row["folder"]:
+        state = "" if row["folder_exists"] else "  (missing: moved or deleted)"
+        line(f"folder     {row['folder']}{state}")
+        line(f"finished   {row['finished_at']}")
+        line(f"zoo        {row['zoo_models']} {row['zoo_weights'] or ''} models")
+        if row["folder_exists"] and (Path(row["folder"]) / "zoo").is_dir():
+            line(f"           hwnas zoo list {Path(row['folder']) / 'zoo'}")
+    else:
+        line("folder     none yet: the search has not finished")
+    if attrs.get("artifacts"):
+        line(
+            f"artifacts  {len(attrs['artifacts'])} files in {attrs.get('artifact_dir')} "
+            f"(hwnas dashboard --storage {url})"
+        )
