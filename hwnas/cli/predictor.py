@@ -183,31 +183,49 @@ def eval_cmd(predictor, devices):
 
 
 @predictor_group.command("list")
-def list_cmd():
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
+def list_cmd(as_json):
     """List predictor artifacts: space, metrics, training devices, unseen-device score."""
     from rich.console import Console
-    from rich.table import Table
 
+    from hwnas.cli.render import print_json, print_table
     from hwnas.predictors import list_artifacts
     from hwnas.predictors.meta import read_card
 
-    table = Table(title="predictor artifacts (--predictor NAME)")
-    for col in ("name", "space", "metrics", "devices", "unseen rho", "path"):
-        table.add_column(col, overflow="fold")
+    listed = []
     for name, path in list_artifacts().items():
         card = read_card(path)
         scores = card.get("scores", {})
-        rho = (
-            f"{scores['mean']['spearman_rho']:.3f}"
-            if scores.get("protocol", "").startswith("unseen")
-            else "-"
+        unseen = scores.get("protocol", "").startswith("unseen")
+        listed.append(
+            {
+                "name": name,
+                "space": card["space"],
+                "metrics": list(card.get("metrics", [])),
+                "training_devices": list(card["training_devices"]),
+                "unseen_spearman_rho": scores["mean"]["spearman_rho"] if unseen else None,
+                "path": str(path),
+            }
         )
-        table.add_row(
-            name,
-            card["space"],
-            ", ".join(card.get("metrics", [])),
-            str(len(card["training_devices"])),
-            rho,
-            str(path),
+    if as_json:
+        print_json({"predictors": listed})
+        return
+    rows = [
+        (
+            p["name"],
+            p["space"],
+            ", ".join(p["metrics"]),
+            str(len(p["training_devices"])),
+            "-" if p["unseen_spearman_rho"] is None else f"{p['unseen_spearman_rho']:.3f}",
+            p["path"],
         )
-    Console(width=160).print(table)
+        for p in listed
+    ]
+    print_table(
+        Console(),
+        "predictor artifacts (--predictor NAME)",
+        ("name", "space", "metrics", "devices", "unseen rho", "path"),
+        rows,
+        keys=("name", "path"),
+        right=("devices", "unseen rho"),
+    )

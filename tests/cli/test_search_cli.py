@@ -127,3 +127,11 @@ def test_killed_search_resumes_without_measuring_twice(tmp_path, hwnas_home):
     summary = json.loads((tmp_path / "run2" / "summary.json").read_text())
     assert summary["measurements"] == {"taken": 0, "reused_from_store": 8, "read_from_table": 0}
     assert _count(store) == 8
+    # live values say whether they reached the profile's precision target (95% interval of the
+    # median within +-1%, the default), in pareto.csv and, when missed, in the output
+    rows = list(csv.DictReader(open(tmp_path / "run2" / "pareto.csv")))
+    for row in rows:
+        ci = row["latency_ms_ci95_pct"]
+        assert row["latency_ms_precision_met"] == ("true" if ci and float(ci) <= 1.0 else "false")
+    missed = any(row["latency_ms_precision_met"] == "false" for row in rows)
+    assert missed == ("missed the device profile's precision target" in r.stdout)

@@ -1,0 +1,105 @@
+"""What a user reads and copies from the terminal: `hwnas runs`, `hwnas zoo list|show`,
+`--json`, and tables that never cut an arch string or a device name (80 columns, piped)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import hwnas_cli
+
+NARROW = {"COLUMNS": "80"}
+
+
+def _cli(*args, **kw):
+    r = hwnas_cli(*args, env=NARROW, **kw)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwnas_home):
+    out = tmp_path / "run"
+    r = _cli("search", "--device", "pixel3", "--budget", "6", "--out", str(out), "--json")
+    summary = json.loads(r.stdout)  # stdout holds the JSON alone
+    assert summary["run_folder"] == str(out) and summary["trials"]["completed"] == 6
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    archs = [row["arch"] for row in rows]
+    assert len(rows) == summary["pareto_size"] == summary["zoo_models"] and archs
+    assert any(len(a) > 70 for a in archs)  # too long for an 80-column table: it folds them
+    assert "Pareto front" in r.stderr and all(a in r.stderr for a in archs)
+    assert "ETA" in r.stderr and "measured 0 reused 0" in r.stderr and "noisy-skipped 0" in r.stderr
+
+    study = summary["settings"]["study"]
+    listed = _cli("runs", "list").stdout
+    assert study in listed and str(out.resolve()) in listed and "pixel3" in listed
+    runs = json.loads(_cli("runs", "list", "--json").stdout)["runs"]
+    assert [(x["study"], x["trials"], x["folder"]) for x in runs] == [
+        (study, 6, str(out.resolve()))
+    ]
+    assert runs[0]["best"]["arch"] == summary["best"]["arch"]
+
+    zoo_out = _cli("zoo", "list").stdout  # no DIR: the zoos of the runs in the study storage
+    entries = sorted(p.name for p in (out / "zoo").iterdir())
+    assert all(a in zoo_out for a in archs) and all(e in zoo_out for e in entries)
+    listed = json.loads(_cli("zoo", "list", str(out / "zoo"), "--json").stdout)["entries"]
+    assert [e["arch"] for e in listed] == archs
+    assert {e["weights"] for e in listed} == {"random"}
+    assert listed[0]["latency_source"].startswith("recorded:") and listed[0]["device"] == "pixel3"
+    assert listed[0]["accuracy_source"].startswith("nasbench201-table:")
+    shown = _cli("zoo", "show", listed[0]["entry"]).stdout
+    assert archs[0] in shown and "hwnas zoo verify" in shown and "random" in shown
+
+    # the study carries the run: note, attributes, and the files as artifacts, uploaded once
+    import optuna
+
+    storage = summary["storage"]
+    attrs = optuna.load_study(study_name=study, storage=storage).user_attrs
+    assert attrs["run_folder"] == str(out.resolve())
+    uploaded = attrs["artifacts"]
+    assert {"pareto.png", "pareto.csv", "summary.json"} <= set(uploaded)
+    assert {f"zoo/{e}/model.onnx" for e in entries} <= set(uploaded)
+    store = hwnas_home / "artifacts"
+    before = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
+    assert len(before) == len(uploaded)
+    # the same command again (without the zoo export, to stay fast): the study is finished
+    again = _cli("search", "--device", "pixel3", "--budget", "6", "--out", str(out), "--no-zoo")
+    assert all(a in again.stdout for a in archs)  # the table, piped at 80 columns
+    after = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
+    now = optuna.load_study(study_name=study, storage=storage).user_attrs["artifacts"]
+    assert len(after) == len(before) and set(now) == set(uploaded)  # one artifact per file
+    changed = {f for f in now if now[f]["id"] != uploaded[f]["id"]}
+    assert changed <= {"summary.json", "pareto.png", "pareto.csv"}, changed  # replaced
+    shown = _cli("runs", "show", study).stdout
+    assert summary["best"]["arch"] in shown and f"{len(uploaded)} files" in shown
+
+
+def test_devices_show_the_extra_in_install_hints_and_json():
+    # hls4ml hidden, as on an install without the fpga extra: the hint names hwnas[fpga]
+    code = "import sys; sys.modules['hls4ml'] = None; from hwnas.cli import main; sys.exit(main())"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "devices"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **NARROW},
+    )
+    assert r.returncode == 0, r.stderr
+    hint = next(ln for ln in r.stdout.splitlines() if ln.startswith("unreachable vu9p_hls4ml"))
+    assert "pip install 'hwnas[fpga]'" in hint, hint
+    assert "pi5_torchmobile" in r.stdout and "titan_rtx_256" in r.stdout  # names whole
+    assert max(len(ln) for ln in r.stdout.splitlines() if ln.startswith(("┃", "│", "┏"))) <= 80
+    listed = json.loads(_cli("devices", "--json").stdout)
+    by_name = {d["device"]: d for d in listed["devices"]}
+    assert by_name["pixel3"]["reachable"] and by_name["pixel3"]["table_rows"]["nasbench201"]
+    assert not by_name["rpc"]["reachable"] and "--tracker" in by_name["rpc"]["why_unreachable"]
+    listed = _cli("predictor", "list", "--json").stdout
+    assert "nasbench201-help" in [p["name"] for p in json.loads(listed)["predictors"]]
+
+
+def test_runs_list_without_studies_is_one_line(tmp_path):
+    r = hwnas_cli("runs", "list", "--storage", f"sqlite:///{Path(tmp_path) / 'none.db'}")
+    assert r.returncode == 2 and r.stderr.strip().startswith("error: no study database")
