@@ -55,6 +55,17 @@ def test_dashboard_serves_the_search_study(tmp_path):
         assert body is not None, "dashboard did not answer"
         names = [s["study_name"] for s in body["study_summaries"]]
         assert names == ["dash"]
+        # the run's files are the study's artifacts, served for download; its note says where
+        # the run folder is
+        study_id = body["study_summaries"][0]["study_id"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study_id}") as f:
+            detail = json.load(f)
+        by_name = {a["filename"]: a["artifact_id"] for a in detail["artifacts"]}
+        assert set(by_name) == {"pareto.png", "pareto.csv", "summary.json"}
+        url = f"http://127.0.0.1:{port}/artifacts/{study_id}/{by_name['pareto.png']}"
+        with urllib.request.urlopen(url) as f:
+            assert f.read() == (tmp_path / "run" / "pareto.png").read_bytes()
+        assert str((tmp_path / "run").resolve()) in detail["note"]["body"]
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=20)
