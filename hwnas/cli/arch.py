@@ -34,7 +34,6 @@ def arch_cmd(arch, space, dataset, onnx_out):
     """Show ARCH (an arch string or an index into the space's recorded architectures):
     canonical form, index, params, FLOPs, table accuracies and recorded latency per device."""
     from rich.console import Console
-    from rich.table import Table
 
     from hwnas.export import count_params_flops, export_onnx
     from hwnas.measure import WEIGHT_SEED
@@ -57,7 +56,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
     model = sp.build(a, dataset)
     shape = (1, *sp.input_shape(a, dataset))
     params, flops = count_params_flops(model, shape)
-    console = Console(soft_wrap=True)
+    console = Console(soft_wrap=True, markup=False, highlight=False)  # arch strings literal
     console.print(f"arch     {a.text}")
     from hwnas.errors import HwnasError
 
@@ -79,12 +78,13 @@ def arch_cmd(arch, space, dataset, onnx_out):
     # only indexed spaces have recorded tables
     lat = recorded_latencies(sp.name, [a.text], skip="")[a.text] if indexed is not None else {}
     if lat:
-        table = Table(title="recorded latency")
-        table.add_column("device")
-        table.add_column("latency ms", justify="right")
-        for dev, entry in sorted(lat.items()):
-            table.add_row(dev, f"{entry['value']:.3f}")
-        console.print(table)
+        from hwnas.cli.render import print_table
+
+        rows = [(dev, f"{entry['value']:.3f}") for dev, entry in sorted(lat.items())]
+        print_table(
+            console, "recorded latency", ("device", "latency ms"), rows, keys=("device",),
+            right=("latency ms",),
+        )  # fmt: skip
     if onnx_out is not None:
         onnx_out.parent.mkdir(parents=True, exist_ok=True)
         onnx_out.write_bytes(export_onnx(model, shape))

@@ -34,7 +34,7 @@ def check_cmd(device, runtime, tracker, key, target, trials):
     dev = _open_device(device, runtime, tracker, key, target, trials, require_reachable=False)
     result = check_device(dev)
     console = Console()
-    console.print(f"ok: {dev.name}: {escape(result.status)}")
+    console.print(f"ok: {escape(dev.name)}: {escape(result.status)}")
     if not result.measurements:
         console.print("  a recorded table: nothing to run")
     for metric, m in result.measurements.items():

@@ -136,7 +136,6 @@ def parse_target(text: str):
 
 def _measure(dev, workloads, store_path) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     from hwnas.errors import HwnasError
     from hwnas.measure import Profiler
@@ -147,12 +146,10 @@ def _measure(dev, workloads, store_path) -> None:
         check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
     store = MeasurementStore(store_path or default_store_path()) if dev.stored_in_profiler else None
     profiler = Profiler(dev, store)
+    from hwnas.cli.render import print_table
+
     console = Console()
-    table = Table(title=f"{dev.name} ({dev.runtime}): {store.path if store else 'recorded table'}")
-    table.add_column("model", overflow="fold")
-    for col in ("ms", "CV %", "CI +-%", "rounds", "mJ"):
-        table.add_column(col, justify="right")
-    table.add_column("how")
+    rows = []
     flagged = 0
     try:
         for w in workloads:
@@ -168,19 +165,31 @@ def _measure(dev, workloads, store_path) -> None:
                 flagged += 1
                 how += ", FLAGGED"
             rel_ci = m.extra.get("rel_ci")
-            table.add_row(
-                w.label,
-                f"{m.value:.4f}",
-                f"{100 * m.cv:.2f}",
-                f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
-                str(m.extra.get("rounds", "-")),
-                f"{energy.value:.4f}" if energy is not None else "-",
-                how,
+            target = m.extra.get("target_rel_ci")
+            if target is not None and (rel_ci is None or rel_ci > target):
+                how += f", missed +-{100 * target:g}% target"
+            rows.append(
+                (
+                    w.label,
+                    f"{m.value:.4f}",
+                    f"{100 * m.cv:.2f}",
+                    f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
+                    str(m.extra.get("rounds", "-")),
+                    f"{energy.value:.4f}" if energy is not None else "-",
+                    how,
+                )
             )
     finally:
         if store is not None:
             store.close()
-    console.print(table)
+    print_table(
+        console,
+        f"{dev.name} ({dev.runtime}): {store.path if store else 'recorded table'}",
+        ("model", "ms", "CV %", "CI +-%", "rounds", "mJ", "how"),
+        rows,
+        keys=("model",),
+        right=("ms", "CV %", "CI +-%", "rounds", "mJ"),
+    )
     c = profiler.counts
     console.print(
         f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table; "

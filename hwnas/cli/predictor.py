@@ -102,8 +102,9 @@ def _source(archs_file: Path | None) -> str:
 def _summary(cards, root: Path) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"predictor artifacts in {root}")
+    table = Table(title=Text(f"predictor artifacts in {root}"))
     right = ("archs", "train s", "rho", "±10%")
     for col in ("name", "space", "devices", "archs", "train s", "scored on", "rho", "±10%"):
         table.add_column(col, justify="right" if col in right else "left", overflow="fold")
@@ -111,8 +112,8 @@ def _summary(cards, root: Path) -> None:
         s = c.get("scores", {})
         seen = "unseen" if s.get("protocol", "").startswith("unseen") else "seen"
         table.add_row(
-            c["name"],
-            c["space"],
+            Text(c["name"]),
+            Text(c["space"]),
             str(len(c["training_devices"])),
             str(c.get("training_archs", {}).get("count", "")),
             f"{c['training_time_s']:.0f}",
@@ -138,6 +139,7 @@ def eval_cmd(predictor, devices):
     and the share of values within 2 predicted standard deviations."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from hwnas.predictors import load_predictor
     from hwnas.predictors.data import get_column
@@ -160,14 +162,16 @@ def eval_cmd(predictor, devices):
     cols = [get_column(space, k) for k in keys]
     per = evaluate_columns(lambda: MetaPredictor(first.path), space, cols)
     table = Table(
-        title=f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures"
+        title=Text(
+            f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures"
+        )
     )
     for col in ("device", "", "Spearman rho", "Kendall tau", "MAPE %", "±10% acc", "in 2 std"):
         table.add_column(col, justify="left" if col in ("device", "") else "right", overflow="fold")
 
     def row(name, seen, s):
         table.add_row(
-            name,
+            Text(name),
             seen,
             f"{s['spearman_rho']:.3f}",
             f"{s['kendall_tau']:.3f}",

@@ -229,7 +229,7 @@ def run_supernet_search(
                 raise SystemExit(code)  # rank 0 has said why
             return None
         result, summary = search(
-            job, out, log=lambda m: err.print(m), zoo=not no_zoo, artifact_dir=artifact_dir
+            job, out, log=lambda m: text_line(err, m), zoo=not no_zoo, artifact_dir=artifact_dir
         )
     except HwnasError:
         if ranks.main:
