@@ -198,7 +198,8 @@ def _measure(dev, workloads, store_path) -> None:
     if dev.runtime.startswith("tvm"):
         console.print(
             f"TVM: {c.tuned_workloads} new workload(s) tuned in {c.tuning_s:.1f} s, "
-            f"compile {c.compile_s:.1f} s (database: {dev.engine.folder / 'tuning'})"
+            f"compile {c.compile_s:.1f} s (database: {dev.engine.folder / 'tuning'})",
+            markup=False,
         )
     if flagged:
         raise HwnasError(

@@ -99,5 +99,8 @@ def import_cmd(device, files, space, dataset, store):
     reload_profiles()
     Console(stderr=True).print(
         f"device '{device}': {new} measurements imported, {kept} already stored "
-        f"(kept); profile {path}; store {st.path}"
+        f"(kept); profile {path}; store {st.path}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )

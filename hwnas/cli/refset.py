@@ -76,7 +76,10 @@ def export_cmd(space, dataset, out):
         writer.writerows(rows)
     Console(stderr=True).print(
         f"wrote {len(rows)} reference architectures of {space} ({dataset}) to {out}: time each "
-        f"ONNX file on the device (batch 1), fill calibration.csv's latency_ms column"
+        f"ONNX file on the device (batch 1), fill calibration.csv's latency_ms column",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
 
 
