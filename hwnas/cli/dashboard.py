@@ -32,8 +32,10 @@ def dashboard_cmd(storage, artifact_dir, port):
     from optuna.artifacts import FileSystemArtifactStore
 
     from hwnas.search.engine import open_storage
+    from hwnas.search.publish import write_notes
 
     rdb = open_storage(url)
+    write_notes(rdb)  # each finished run's settings, folder and summary as its study's note
     n = len(rdb.get_all_studies())
     artifact_dir.mkdir(parents=True, exist_ok=True)
     click.echo(f"optuna-dashboard for {n} studies in {url}; artifacts in {artifact_dir}")

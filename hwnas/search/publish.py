@@ -6,7 +6,8 @@ After a search writes its run folder, :func:`publish_run` puts in the study
 - user attributes ``run_folder`` (absolute path) and ``summary`` (the numbers ``hwnas runs``
   lists: best architecture, trials, Pareto size, zoo size and weights);
 - a note (optuna-dashboard's :func:`optuna_dashboard.save_note`, Markdown): the settings, the
-  run folder, the summary and the zoo;
+  run folder, the summary and the zoo, written by :func:`write_notes` when ``hwnas dashboard``
+  starts (importing optuna-dashboard costs a search 1-4 s);
 - the run's ``pareto.png``, ``pareto.csv``, ``summary.json`` and every zoo entry's
   ``model.onnx``, ``README.md`` and ``card.json`` as Optuna study artifacts
   (:func:`optuna.artifacts.upload_artifact` into a
@@ -69,47 +70,75 @@ def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
         "pareto_size": summary.get("pareto_size"),
         "zoo_models": summary.get("zoo_models"),
         "zoo_weights": summary.get("zoo_weights"),
+        "measurements": summary.get("measurements"),
         "elapsed_s": summary.get("elapsed_s"),
         "finished_at": summary.get("finished_at"),
     }
 
 
-def note_markdown(study_name: str, out: Path, summary: dict[str, Any]) -> str:
-    """The study's note: settings, run folder, summary and zoo entries (Markdown)."""
+def note_markdown(
+    study_name: str, out: str, brief: dict[str, Any], settings: dict[str, Any] | None
+) -> str:
+    """The study's note: run folder, best architecture, counts and settings (Markdown).
+
+    Args:
+        study_name: the study.
+        out: the run folder.
+        brief: :func:`brief_summary` of the run.
+        settings: the study's ``settings`` user attribute.
+    """
     lines = [f"## hwnas run `{study_name}`", "", f"Run folder: `{out}`", ""]
-    best = summary.get("best")
+    best = brief.get("best")
     if best:
         costs = ", ".join(
             f"{m} {best[m]:.4g}" for m in ("latency_ms", "energy_mj") if best.get(m) is not None
         )
         lines += [
-            f"**Best** ({summary.get('best_rule', '')}): `{best['arch']}`, "
+            f"**Best** ({brief.get('best_rule', '')}): `{best['arch']}`, "
             f"{best['accuracy']:.2f}% top-1, {costs}",
             "",
         ]
-    trials = summary.get("trials", {})
     lines += [
-        f"Trials: {trials.get('completed', '?')} scored; Pareto front: "
-        f"{summary.get('pareto_size', '?')} architectures; zoo: {summary.get('zoo_models', 0)} "
-        f"{summary.get('zoo_weights', '')} ONNX models; {summary.get('elapsed_s', '?')} s; "
-        f"finished {summary.get('finished_at', '?')}.",
+        f"Trials: {brief.get('trials', '?')} scored; Pareto front: "
+        f"{brief.get('pareto_size', '?')} architectures; zoo: {brief.get('zoo_models', 0)} "
+        f"{brief.get('zoo_weights') or ''} ONNX models; {brief.get('elapsed_s', '?')} s; "
+        f"finished {brief.get('finished_at', '?')}.",
         "",
         "### Settings",
         "",
         "| setting | value |",
         "|---|---|",
     ]
-    for key, value in (summary.get("settings") or {}).items():
+    for key, value in (settings or {}).items():
         lines.append(f"| {key} | `{value}` |")
-    m = summary.get("measurements")
-    if m:
-        lines += ["", f"Measurements: {json.dumps(m)}"]
+    if brief.get("measurements"):
+        lines += ["", f"Measurements: {json.dumps(brief['measurements'])}"]
     lines += [
         "",
         "The run's pareto.png, pareto.csv, summary.json and each zoo entry's model.onnx, "
-        "README.md and card.json are this study's artifacts (Artifacts tab).",
+        "README.md and card.json are this study's artifacts (Study Artifacts, at the end of "
+        "the study's page).",
     ]
     return "\n".join(lines) + "\n"
+
+
+def write_notes(storage: Any) -> int:
+    """Write the note of every study whose run finished since its note was written
+    (``hwnas dashboard`` calls this before serving: importing optuna-dashboard takes seconds,
+    which a search does not pay). Returns the number of notes written."""
+    import optuna
+    from optuna_dashboard import save_note
+
+    written = 0
+    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        brief, folder = s.user_attrs.get("summary"), s.user_attrs.get("run_folder")
+        if not brief or not folder or s.user_attrs.get("note_for") == brief.get("finished_at"):
+            continue
+        study = optuna.load_study(study_name=s.study_name, storage=storage)
+        save_note(study, note_markdown(s.study_name, folder, brief, s.user_attrs.get("settings")))
+        study.set_user_attr("note_for", brief.get("finished_at"))
+        written += 1
+    return written
 
 
 def publish_run(
@@ -147,28 +176,27 @@ def publish_run(
     except OSError as exc:
         raise HwnasError(f"cannot create artifact folder {artifact_dir}: {exc}") from None
     study = optuna.load_study(study_name=study_name, storage=storage)
+    moved = study.user_attrs.get("artifact_dir") not in (None, str(artifact_dir))
     study.set_user_attr("run_folder", str(out))
     study.set_user_attr("summary", brief_summary(summary))
     study.set_user_attr("artifact_dir", str(artifact_dir))
-    try:
-        from optuna_dashboard import save_note
-
-        save_note(study, note_markdown(study_name, out, summary))
-    except ImportError:  # the dashboard is an optional viewer; the attributes carry the same
-        pass
     # workers finishing the same study at once: one publishes at a time, the others find the
     # files uploaded (their sha256 in the study) and upload nothing
     with file_lock(artifact_dir / ".publish.lock"):
-        return _upload(study, out, artifact_dir)
+        return _upload(study, out, artifact_dir, fresh=moved)
 
 
-def _upload(study: Any, out: Path, artifact_dir: Path) -> dict[str, Any]:
+def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str, Any]:
+    """Upload the run folder's new or changed files (every file when ``fresh``: the study's
+    artifacts were in another store)."""
     from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 
     from hwnas.errors import HwnasError
 
     store = FileSystemArtifactStore(str(artifact_dir))
-    known: dict[str, dict[str, str]] = dict(study.user_attrs.get("artifacts") or {})
+    known: dict[str, dict[str, str]] = (
+        {} if fresh else dict(study.user_attrs.get("artifacts") or {})
+    )
     uploaded, kept = [], []
     with tempfile.TemporaryDirectory(prefix="hwnas-artifacts-") as tmp:
         for rel in run_files(out):
@@ -187,7 +215,7 @@ def _upload(study: Any, out: Path, artifact_dir: Path) -> dict[str, Any]:
                 )
             except OSError as exc:
                 raise HwnasError(f"cannot write artifact folder {artifact_dir}: {exc}") from None
-            if old:  # a changed file: the new version replaces the old one
+            if old and not fresh:  # a changed file: the new version replaces the old one
                 _remove(study, store, old["id"])
             known[rel] = {"id": artifact_id, "sha256": digest}
             uploaded.append(rel)
