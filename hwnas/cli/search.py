@@ -269,7 +269,9 @@ def search_cmd(
             )
 
     with progress:
-        task = progress.add_task(f"search {settings.device}", total=budget, status=status())
+        from rich.markup import escape
+
+        task = progress.add_task(escape(f"search {settings.device}"), total=budget, status=status())
         result, summary = search(
             job,
             out,
