@@ -167,7 +167,7 @@ def _measure(dev, workloads, store_path) -> None:
             rel_ci = m.extra.get("rel_ci")
             target = m.extra.get("target_rel_ci")
             if target is not None and (rel_ci is None or rel_ci > target):
-                how += f", missed +-{100 * target:g}% target"
+                how += f" (missed the +-{100 * target:g}% target)"
             rows.append(
                 (
                     w.label,
