@@ -10,6 +10,10 @@ their paper, searched when ``--space`` is not given).
   latency limit, constrained domination (each trial carries its excess latency as a
   constraint).
 - ``random``: uniform random search (Bergstra & Bengio, JMLR 2012), the standard baseline.
+- ``nsga3``, ``tpe``, ``gp``: Optuna's NSGA-III, multivariate multi-objective TPE and
+  Gaussian-process samplers, for comparison and for users who want them by name.
+- ``aging``: aging (regularized) evolution (Real et al., AAAI 2019) with a Pareto-rank
+  tournament (:mod:`hwnas.search.evolution`).
 - ``surrogate``: random-forest accuracy surrogate with a probability-of-non-domination
   acquisition stratified over cost (:mod:`hwnas.search.surrogate`); needs every candidate's
   cost before measuring it (a recorded table or a predictor).
@@ -19,6 +23,8 @@ A strategy is a factory ``(seed, context, **options) -> optuna sampler``; ``cont
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from hwnas.registry import Registry
 
@@ -46,8 +52,61 @@ def random(seed: int | None, context: object = None):
     return optuna.samplers.RandomSampler(seed=seed)
 
 
+def nsga3(seed: int | None, context: object = None, population_size: int = 20):
+    """NSGA-III (Deb & Jain, IEEE TEVC 2014), Optuna's ``NSGAIIISampler``: NSGA-II with
+    reference-point niching instead of crowding distance; constrained domination under a
+    latency limit, as ``nsga2``.
+
+    Args:
+        seed: sampler seed.
+        context: unused.
+        population_size: individuals per generation.
+    """
+    import optuna
+
+    return optuna.samplers.NSGAIIISampler(population_size=population_size, seed=seed)
+
+
+def tpe(seed: int | None, context: object = None, n_startup_trials: int = 10):
+    """Multi-objective TPE (Ozaki et al., GECCO 2020 / JAIR 2022), Optuna's ``TPESampler``,
+    which models the choices jointly (multivariate) since Optuna 5; feasible trials rank first
+    under a latency limit.
+
+    Args:
+        seed: sampler seed.
+        context: unused.
+        n_startup_trials: random trials before the Parzen estimators are used.
+    """
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup_trials)
+
+
+def gp(seed: int | None, context: object = None, n_startup_trials: int = 10):
+    """Gaussian-process Bayesian optimisation, Optuna's ``GPSampler`` (log expected hypervolume
+    improvement for two objectives, Daulton et al., NeurIPS 2020; constrained under a latency
+    limit). Needs PyTorch and SciPy; its cost grows with the cube of the trials (slow beyond a
+    few hundred).
+
+    Args:
+        seed: sampler seed.
+        context: unused.
+        n_startup_trials: random trials before the GP is used.
+    """
+    import optuna
+
+    return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+
+
 STRATEGIES.register("nsga2", nsga2, pipeline="table")
 STRATEGIES.register("random", random, pipeline="table")
+STRATEGIES.register("nsga3", nsga3, pipeline="table")
+STRATEGIES.register("tpe", tpe, pipeline="table")
+STRATEGIES.register("gp", gp, pipeline="table")
+STRATEGIES.register("aging", "hwnas.search.evolution:aging", pipeline="table")
+STRATEGIES.register(
+    "frontier", "hwnas.search.frontier:frontier", pipeline="table", needs_costs=True
+)
 STRATEGIES.register(
     "surrogate", "hwnas.search.surrogate:surrogate", pipeline="table", needs_costs=True
 )
@@ -83,3 +142,50 @@ def pipeline_of(name: str) -> str:
         UnknownNameError: no strategy has that name (the message lists them all).
     """
     return STRATEGIES.info(name)["pipeline"]
+
+
+DEFAULT = "frontier"
+"""The default strategy wherever every candidate's cost can be known before its accuracy is
+queried (``experiments/search_quality.py``: 60-65% of the true front at 300 queries against
+11-17% for the strategies that learn costs only from evaluated trials)."""
+
+FALLBACK = "nsga3"
+"""The default where no cost can be known up front: the best of the strategies that need none
+on ``experiments/search_quality.py`` (see README, Benchmarks)."""
+
+
+def default_strategy(space: Any, device: Any, metric: str, fewshot: bool) -> str:
+    """The strategy ``hwnas search`` runs when none is named.
+
+    :data:`DEFAULT` when every candidate's cost can be known before its accuracy is queried:
+    the device has a recorded table of the space for ``metric``, the search is few-shot (a
+    predictor or a measurement budget was given, or the device is imported), or the device can
+    measure the space's reference set for a predictor artifact of the space to be calibrated
+    on (a live device: then every queried architecture is still measured). Else
+    :data:`FALLBACK`.
+
+    Args:
+        space: the :class:`~hwnas.spaces.base.SearchSpace`.
+        device: the :class:`~hwnas.devices.base.Device`.
+        metric: "latency_ms" or "energy_mj".
+        fewshot: whether the search is few-shot.
+    """
+    if fewshot or device.table(space.name, metric) is not None:
+        return DEFAULT
+    if device.can_measure and can_predict(space):
+        return DEFAULT
+    return FALLBACK
+
+
+def can_predict(space: Any) -> bool:
+    """Whether the space has a reference set and a predictor artifact of its own name, so a
+    device's costs can be predicted from the reference set measured on it."""
+    from hwnas.errors import HwnasError
+    from hwnas.predictors import list_artifacts
+    from hwnas.predictors.data import reference_indices
+
+    try:
+        reference_indices(space.name)
+    except HwnasError:
+        return False
+    return space.name in list_artifacts()
