@@ -9,6 +9,7 @@ accuracies come from the shipped table.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -35,6 +36,67 @@ def _paths(edges: Sequence[tuple[int, int]], num_nodes: int) -> list[tuple[int, 
 
     walk(0, ())
     return out
+
+
+def _effective(ops: np.ndarray, edges, num_nodes: int) -> np.ndarray:
+    """Vectorised :meth:`NasBench201Space.effective_ops` on operation indices, (n, 6) -> (n, 6)
+    (index 0 is ``none``)."""
+    live = ops != 0
+    reach = np.zeros((len(ops), num_nodes), dtype=bool)
+    reach[:, 0] = True
+    for k, (j, i) in enumerate(edges):
+        reach[:, j] |= live[:, k] & reach[:, i]
+    useful = np.zeros_like(reach)
+    useful[:, num_nodes - 1] = True
+    for k, (j, i) in reversed(list(enumerate(edges))):
+        useful[:, i] |= live[:, k] & useful[:, j]
+    keep = np.stack([reach[:, i] & useful[:, j] for j, i in edges], axis=1)
+    return np.where(keep, ops, 0)
+
+
+def _function_features(eff: np.ndarray, edges) -> np.ndarray:
+    """The columns of :meth:`NasBench201Space.surrogate_features` from effective operation
+    indices (0 none, 1 skip, 2 conv 1x1, 3 conv 3x3, 4 pool), shape (n, 6) -> (n, 103)."""
+    n = len(eff)
+    paths = _paths(edges, 4)
+    conv = (eff == 2) | (eff == 3)
+    weight = np.where(eff == 3, 2, np.where(eff == 2, 1, 0))
+    offset = np.array([0, 1, 4, 13])  # canonical paths by length: 1, 3, 9, 27 kinds
+    canon = np.zeros((n, 40))
+    per_path, depth, depth3, pooled = [], np.full(n, -1.0), np.full(n, -1.0), np.zeros(n)
+    for path in paths:
+        cols = list(path)
+        live = np.all(eff[:, cols] != 0, axis=1)
+        code, length = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
+        for k in cols:
+            kept = eff[:, k] >= 2  # skips drop out of the canonical path
+            code = np.where(kept, code * 3 + eff[:, k] - 2, code)
+            length += kept
+        np.add.at(canon, (np.flatnonzero(live), (offset[length] + code)[live]), 1.0)
+        convs = conv[:, cols].sum(1)
+        per_path += [live, live * convs, live * weight[:, cols].sum(1)]
+        depth = np.where(live, np.maximum(depth, convs), depth)
+        depth3 = np.where(live, np.maximum(depth3, (eff[:, cols] == 3).sum(1)), depth3)
+        pooled += live & (eff[:, cols] == 4).any(1)
+    counts = [(eff == k).sum(1) for k in (1, 2, 3, 4)]
+    shape = np.stack(
+        [
+            *per_path,
+            *counts,
+            eff[:, 3] == 1,
+            canon[:, 0] > 0,
+            (canon > 0).sum(1),
+            canon.sum(1),
+            depth,
+            depth3,
+            pooled,
+        ],
+        axis=1,
+    ).astype(float)
+    shape = (shape - shape.mean(0)) / np.where(shape.std(0) > 0, shape.std(0), 1.0)
+    residual = shape[:, [16, 17]]  # skip on the input-output edge; an identity path
+    paired = (residual[:, :, None] * shape[:, None, :]).reshape(n, -1)
+    return np.hstack([canon, canon > 0, shape, paired]).astype(np.float32)
 
 
 class ArchStringError(HwnasError):
@@ -187,30 +249,31 @@ class NasBench201Space(SearchSpace):
         )
 
     def surrogate_features(self, archs: Sequence[Arch]) -> np.ndarray:
-        """Structural features for accuracy surrogates, shape (n, 30 + 20 + 5), float32.
+        """Features of the function each cell computes, for accuracy surrogates, shape
+        (n, 103), float32.
 
-        One-hot of the effective operations (see :meth:`effective_ops`), for each of the 4
-        input-to-output paths whether it is live and how many operations of each kind it has,
-        the count of each effective operation kind, and the number of convolutions on the
-        deepest live path (-1 when no path is live).
+        A cell's output is the sum of its input-to-output paths (4 of them), each a chain of
+        its edges' operations, so cells with the same live paths compute the same function
+        family even when their edges differ (a ``skip`` chain is an identity path wherever it
+        lies). Columns: for each canonical path (its non-``skip`` operations in order, 1 + 3 +
+        9 + 27 = 40 kinds) how many live paths are that path (40) and whether any is (40); for
+        each of the 4 paths whether it is live, its convolutions and its convolution weight
+        (3x3 = 2, 1x1 = 1) (12); the count of each effective operation kind (4); a skip on the
+        input-to-output edge (1); and whether the cell has an identity path, how many distinct
+        live paths, how many operations on live paths, the most convolutions and 3x3
+        convolutions on one live path, and how many live paths pool (6). Columns that are not
+        counts of paths are scaled to unit variance over the whole space.
         """
-        kinds = self.operations[1:]
-        paths = _paths(self.edges, self.num_nodes)
-        rows = []
-        for arch in archs:
-            eff = self.effective_ops(arch)
-            onehot = [float(op == o) for op in eff for o in self.operations]
-            path_f: list[float] = []
-            depth = -1
-            for path in paths:
-                live = all(eff[k] != "none" for k in path)
-                path_f.append(float(live))
-                path_f += [float(live) * sum(eff[k] == o for k in path) for o in kinds]
-                if live:
-                    depth = max(depth, sum("conv" in eff[k] for k in path))
-            counts = [float(sum(op == o for op in eff)) for o in kinds]
-            rows.append(onehot + path_f + counts + [float(depth)])
-        return np.asarray(rows, dtype=np.float32)
+        table = self._function_features
+        rows = [self.index(a) for a in archs]
+        return table[rows]
+
+    @cached_property
+    def _function_features(self) -> np.ndarray:
+        code = {op: i for i, op in enumerate(self.operations)}
+        tokens = re.findall(r"([^|~+]+)~", "+".join(self._table["arch"]))  # table strings are valid
+        ops = np.array([code[t] for t in tokens]).reshape(len(self), len(self.edges))
+        return _function_features(_effective(ops, self.edges, self.num_nodes), self.edges)
 
     def _check(self, arch: Arch) -> None:
         if arch.space != self.name:
