@@ -8,7 +8,12 @@
 3. Verify: measure the final candidates. Under a latency limit, the most accurate candidate
    whose predicted latency meets the limit is measured; if its measured latency misses the
    limit, the predictor is re-adapted with the new value and the next candidate is tried, until
-   one is verified within the limit by measurement (``best``) or the budget is spent.
+   one is verified within the limit by measurement (``best``) or the budget is spent. The
+   measurements left then go to more accurate candidates that may still meet the limit (the
+   predictor's error is larger on some devices than its spread says), largest expected gain
+   first (accuracy gain times the predicted probability of meeting the limit), re-adapting
+   after each; ``best`` is the most accurate one verified within the limit. The search itself
+   considers every candidate with at least :data:`MIN_P_FEASIBLE` chance of meeting the limit.
    Otherwise the Pareto architectures are measured, most accurate first.
 
 ``--measurement-budget N`` caps the device values a search may use (calibration and
@@ -33,6 +38,7 @@ from hwnas.predictors.calibration import reference_archs
 from hwnas.search.costs import CostContext, PredictorCostModel, calibrate
 from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord, run_search, summarise
 from hwnas.search.evaluate import Evaluation
+from hwnas.search.frontier import MIN_P_FEASIBLE, ndtr
 from hwnas.spaces.base import Arch, SearchSpace
 
 DEFAULT_MEASUREMENT_BUDGET = 20
@@ -362,8 +368,9 @@ def verify(
         limit = settings.max_latency
         tried: set[str] = set()
         archs = [space.parse(r.arch) for r in result.records]
-        while True:
-            lat, _ = evaluator.predictors["latency_ms"].predict(archs)
+        best: TrialRecord | None = None
+        while True:  # 1. the most accurate candidate predicted within the limit, until one is
+            lat, sd = evaluator.predictors["latency_ms"].predict(archs)
             candidates = []
             for i, r in enumerate(result.records):
                 known = budget.values.get(r.arch)
@@ -371,19 +378,43 @@ def verify(
                 if r.arch not in tried and feasible:
                     candidates.append((r.accuracy, -lat[i], r.arch))
             if not candidates:
-                return log, None
+                break
             _acc, neg_lat, arch_text = max(candidates)
             tried.add(arch_text)
             got = check(arch_text, {"latency_ms": -neg_lat})
             if got is None:  # budget spent, or an imported device without this architecture
-                best = _with_measured(by_arch[arch_text], budget)
+                found = _with_measured(by_arch[arch_text], budget)
                 return log, None if can_measure else dataclasses.replace(
-                    best, attrs={**best.attrs, "verified": False}
+                    found, attrs={**found.attrs, "verified": False}
                 )
-            if got["latency_ms"][0] <= limit:
-                return log, _with_measured(by_arch[arch_text], budget)
-            if can_measure:  # learn from the miss before choosing the next candidate
+            if can_measure:  # learn from every measurement before choosing the next candidate
                 evaluator.predictors = adapt_all(plan, budget)
+            if got["latency_ms"][0] <= limit:
+                best = _with_measured(by_arch[arch_text], budget)
+                break
+        # 2. with the measurements left, more accurate candidates that may meet the limit
+        # (the predictor's error is larger on some devices than its spread says), the
+        # largest expected gain first: (accuracy gain) x P(latency <= limit)
+        while can_measure and best is not None and budget.left > 0:
+            lat, sd = evaluator.predictors["latency_ms"].predict(archs)
+            p_ok = ndtr((limit - lat) / np.maximum(sd, 1e-9))
+            gain = [
+                ((r.accuracy - best.accuracy) * p_ok[i], i)
+                for i, r in enumerate(result.records)
+                if r.arch not in tried and r.accuracy > best.accuracy and p_ok[i] >= MIN_P_FEASIBLE
+            ]
+            if not gain:
+                break
+            _g, i = max(gain)
+            arch_text = result.records[i].arch
+            tried.add(arch_text)
+            got = check(arch_text, {"latency_ms": float(lat[i])})
+            if got is None:
+                break
+            evaluator.predictors = adapt_all(plan, budget)
+            if got["latency_ms"][0] <= limit:
+                best = _with_measured(by_arch[arch_text], budget)
+        return log, best
 
     front = sorted(result.pareto, key=lambda r: -r.accuracy)
     for r in front:

@@ -1,0 +1,445 @@
+"""Frontier search: spend accuracy queries on the candidates most likely to be on the true
+Pareto front, when every candidate's cost is known before its accuracy is queried.
+
+With a recorded device table, or a predictor adapted to the device (few-shot search), the
+cost of every candidate is known; the scarce resource is accuracy (training runs). Each round
+of ``batch`` queries:
+
+1. Fits a Bayesian linear model of accuracy on the queried architectures
+   (:class:`AccuracyModel`: the space's ``surrogate_features``, which for NAS-Bench-201
+   describe the function a cell computes, its paths, rather than its edges; prior and noise
+   precisions by evidence maximisation, MacKay, Neural Computation 1992). Accuracies below the
+   ``quantile`` of the queried ones are compressed logarithmically before fitting: only the
+   top of each cost range decides the front, and a few broken networks (1% accuracy) would
+   otherwise bend the whole model. The model is fitted on that warped scale, where the
+   acquisition also works (the warp is monotone, so the probabilities are the same).
+2. Scores every unqueried candidate by the probability that it is on the *true* front: that it
+   beats the front found so far at its cost, and every other plausible candidate that costs no
+   more (:func:`log_prob_front`; independent Gaussian posteriors, integrated on a grid). This is
+   the probability-of-Pareto-optimality criterion of Keane (AIAA J. 2006) extended from the
+   queried front to the whole pool, so that a crowd of near-equal cheap candidates shares one
+   expected front point instead of each claiming one (which, with latencies tied across
+   hundreds of architectures, would spend the budget on one tier).
+3. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
+   of that many cost quantiles (the front is explored across the whole cost range even where
+   the model underrates it), and the rest as the candidates with the highest probability of
+   being on the front.
+4. Under a latency limit (the pool is then the candidates whose known or predicted latency
+   meets it) what the user gets is the most accurate architecture within the limit, so a share
+   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found.
+
+The first ``init`` queries are one random architecture per cost quantile. The model's fit and
+the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
+Several workers on one study each plan batches from the study they read (completed trials and
+claims carry the ``arch`` attribute); a worker told that another shares its seed
+(``reseed_rng``) takes its batch in random order, so the workers' claims rarely collide.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import optuna
+
+from hwnas.errors import HwnasError
+from hwnas.search.costs import CostContext
+from hwnas.spaces import TabulatedSpace, ability
+from hwnas.spaces.base import Arch
+
+
+def frontier(seed: int | None, context: CostContext, **options: Any) -> FrontierSampler:
+    """The ``frontier`` strategy (see the module docstring)."""
+    return FrontierSampler(context, seed, **options)
+
+
+MIN_P_FEASIBLE = 0.05
+"""Under a latency limit, candidates whose predicted probability of meeting it is below this
+are neither searched nor measured (a predicted latency may miss by more than its spread)."""
+
+NEEDS_COSTS_MESSAGE = (
+    "strategy '{name}' needs the cost of every candidate before measuring it "
+    "(a recorded device table or a latency predictor); use --strategy nsga2"
+)
+
+
+# -- the normal distribution in NumPy ---------------------------------------------------------
+# SciPy's special functions would cost an import of about 0.2 s for two functions; the
+# Chebyshev fit of erfc of Press et al. (Numerical Recipes, 2nd ed., section 6.2; fractional
+# error below 1.2e-7 everywhere) gives both, and log Phi without underflow in the far tail.
+
+_ERFC = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
+
+
+def _log_erfc_pos(z: np.ndarray) -> np.ndarray:
+    """log erfc(z) for z >= 0."""
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = np.zeros_like(z)
+    for c in _ERFC[:0:-1]:
+        poly = (poly + c) * t
+    return np.log(t) - z * z + _ERFC[0] + poly
+
+
+def _log_ndtr_exact(x: np.ndarray) -> np.ndarray:
+    z = -x / math.sqrt(2.0)
+    out = np.empty_like(x)
+    pos = z >= 0  # Phi(x) = erfc(z) / 2 is small: log erfc directly
+    out[pos] = _log_erfc_pos(z[pos]) - math.log(2.0)
+    neg = ~pos  # Phi(x) = 1 - erfc(-z) / 2
+    out[neg] = np.log1p(-0.5 * np.exp(_log_erfc_pos(-z[neg])))
+    return out
+
+
+_Z0, _ZSTEP, _ZN = -40.0, 0.005, 16001  # linear interpolation error below 1e-5
+_LOG_PHI = _log_ndtr_exact(_Z0 + _ZSTEP * np.arange(_ZN))
+_LOG_PHI_SLOPE = np.diff(_LOG_PHI)
+
+
+def log_ndtr(x: np.ndarray) -> np.ndarray:
+    """log of the standard normal CDF, elementwise, accurate in both tails (absolute error
+    below 1e-5; values beyond +-40 are taken at +-40)."""
+    pos = np.clip((np.asarray(x, dtype=float) - _Z0) / _ZSTEP, 0.0, _ZN - 1.000001)
+    i = pos.astype(np.intp)
+    return _LOG_PHI[i] + (pos - i) * _LOG_PHI_SLOPE[i]
+
+
+def ndtr(x: np.ndarray) -> np.ndarray:
+    """The standard normal CDF, elementwise."""
+    return np.exp(log_ndtr(x))
+
+
+# -- the accuracy model -----------------------------------------------------------------------
+
+
+def warp(y: np.ndarray, floor: float) -> np.ndarray:
+    """Identity above ``floor``; below it, ``floor - log(1 + floor - y)`` (monotone)."""
+    y = np.asarray(y, dtype=float)
+    return np.where(y >= floor, y, floor - np.log1p(np.maximum(floor - y, 0.0)))
+
+
+class AccuracyModel:
+    """Bayesian linear regression of (warped) accuracy on features, with the prior precision
+    ``alpha`` and noise precision ``beta`` chosen by evidence maximisation (MacKay's fixed-point
+    updates; Bishop, Pattern Recognition and Machine Learning, section 3.5.2).
+
+    Args:
+        features: (U, D) features of the distinct candidates (rows may repeat in the pool).
+        iterations: most fixed-point updates per fit (warm-started from the last fit).
+    """
+
+    def __init__(self, features: np.ndarray, iterations: int = 50):
+        self.x = np.asarray(features, dtype=float)
+        self.x32 = self.x.astype(np.float32)
+        self.iterations = iterations
+        self.alpha = 1.0
+        self.beta: float | None = None
+
+    def fit(self, rows: np.ndarray, y: np.ndarray) -> AccuracyModel:
+        """Fit on the feature rows ``rows`` (n,) with targets ``y`` (n,)."""
+        p = self.x[rows]
+        self.offset = float(y.mean())
+        yc = y - self.offset
+        n, d = p.shape
+        ptp, pty = p.T @ p, p.T @ yc
+        eig = np.linalg.eigvalsh(ptp).clip(min=0.0)
+        alpha = self.alpha
+        beta = self.beta or 1.0 / max(float(yc.var()), 1e-6)
+        for _ in range(self.iterations):
+            a = beta * ptp + alpha * np.eye(d)
+            mean = beta * np.linalg.solve(a, pty)
+            lam = beta * eig
+            gamma = float((lam / (lam + alpha)).sum())
+            resid = yc - p @ mean
+            new_alpha = gamma / max(float(mean @ mean), 1e-12)
+            new_beta = max(n - gamma, 1.0) / max(float(resid @ resid), 1e-12)
+            done = abs(new_alpha - alpha) < 1e-3 * alpha and abs(new_beta - beta) < 1e-3 * beta
+            alpha, beta = new_alpha, new_beta
+            if done:
+                break
+        a = beta * ptp + alpha * np.eye(d)
+        chol = np.linalg.cholesky(a)
+        self.mean = beta * np.linalg.solve(a, pty)
+        self.root = np.linalg.inv(chol)  # covariance = root.T @ root
+        self.alpha, self.beta = alpha, beta
+        return self
+
+    def predict(self) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior predictive mean and standard deviation of every feature row, (U,) each."""
+        mu = self.offset + self.x @ self.mean
+        v = self.x32 @ self.root.T.astype(np.float32)
+        return mu, np.sqrt(np.einsum("ij,ij->i", v, v) + 1.0 / self.beta)
+
+
+# -- the acquisition --------------------------------------------------------------------------
+
+
+def log_prob_front(
+    cost: np.ndarray,
+    mu: np.ndarray,
+    sd: np.ndarray,
+    free: np.ndarray,
+    front: np.ndarray,
+    grid: int = 48,
+    threshold: float = 1e-6,
+) -> np.ndarray:
+    """log P(candidate is on the true Pareto front), for every free candidate.
+
+    A free candidate x is on the front when its accuracy beats ``front[x]`` (the best
+    accuracy found at cost <= cost[x]) and every other free candidate whose cost is not
+    higher. Accuracies are independent Gaussians N(mu, sd); the integral over x's accuracy is
+    a sum over ``grid`` bins. Candidates whose probability of beating ``front`` is below
+    ``threshold`` neither count as rivals nor get a score.
+
+    Args:
+        cost: (N,) costs (ms or mJ).
+        mu: (N,) predictive means.
+        sd: (N,) predictive standard deviations.
+        free: (N,) bool, candidates not yet queried.
+        front: (N,) best accuracy found at cost <= cost (-inf where none).
+        grid: bins of the accuracy grid.
+        threshold: probability below which a candidate is left out.
+
+    Returns:
+        (N,) log probabilities, -inf for queried and left-out candidates.
+    """
+    out = np.full(len(cost), -np.inf)
+    lpnd = log_ndtr((mu - front) / sd)
+    cand = np.flatnonzero(free & (lpnd > math.log(threshold)))
+    if len(cand) == 0:
+        return out
+    cand = cand[np.argsort(cost[cand], kind="stable")]
+    m, s, f = mu[cand], sd[cand], front[cand]
+    lo = max(float(f.min()), float((m - 5 * s).min()))
+    hi = float((m + 5 * s).max())
+    step = (hi - lo) / grid
+    level = lo + step * (np.arange(grid) + 0.5)
+    z = (level[None, :] - m[:, None]) / s[:, None]
+    below = log_ndtr(z)  # log P(rival < level)
+    upto = np.cumsum(below, axis=0)
+    last = np.searchsorted(cost[cand], cost[cand], side="right") - 1  # ties are rivals too
+    terms = upto[last] - below  # every rival costing no more, but the candidate itself
+    terms += -0.5 * z * z + np.log(step / (math.sqrt(2 * math.pi) * s))[:, None]  # its density
+    terms[level[None, :] <= f[:, None]] = -np.inf  # it must beat the front found so far
+    top = terms.max(axis=1)
+    ok = np.isfinite(top)
+    score = np.full(len(cand), -np.inf)
+    score[ok] = top[ok] + np.log(np.exp(terms[ok] - top[ok, None]).sum(axis=1))
+    out[cand] = score
+    return out
+
+
+def staircase(cost_q: np.ndarray, acc_q: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Best queried accuracy at cost <= each of ``cost`` (-inf where nothing is that cheap)."""
+    order = np.argsort(cost_q, kind="stable")
+    best = np.maximum.accumulate(acc_q[order])
+    pos = np.searchsorted(cost_q[order], cost, side="right") - 1
+    return np.where(pos >= 0, best[np.maximum(pos, 0)], -np.inf)
+
+
+# -- the sampler ------------------------------------------------------------------------------
+
+
+class FrontierSampler(optuna.samplers.BaseSampler):
+    """Optuna sampler implementing the strategy in this module's docstring.
+
+    Args:
+        context: the space and its cost model (``context.cost`` is required).
+        seed: random seed (initial design, bins' ties, worker order).
+        init: queries of the initial design (default: budget / 15, within 10..20).
+        batch: queries planned per round (default: budget / 15, within 5..20).
+        spread: share of a round taken one per cost quantile.
+        quantile: accuracies below this quantile of the queried ones are compressed.
+        focus: under a latency limit, share of a round that goes to the candidates most likely
+            to beat the best accuracy found.
+        grid: bins of the accuracy grid of :func:`log_prob_front`.
+        max_pool: candidate pool size for spaces that are not enumerable.
+
+    Raises:
+        HwnasError: the context has no cost model, or no candidate meets the latency limit.
+    """
+
+    name = "frontier"
+
+    def __init__(
+        self,
+        context: CostContext,
+        seed: int | None = None,
+        init: int | None = None,
+        batch: int | None = None,
+        spread: float = 0.3,
+        quantile: float = 0.7,
+        focus: float = 0.5,
+        grid: int = 48,
+        max_pool: int = 20000,
+    ):
+        if context.cost is None:
+            raise HwnasError(NEEDS_COSTS_MESSAGE.format(name=self.name))
+        self.context = context
+        self.rng = np.random.default_rng(seed)
+        scale = context.budget // 15
+        self.init = init if init is not None else min(max(scale, 10), 20)
+        self.batch = batch if batch is not None else min(max(scale, 5), 20)
+        self.spread = spread
+        self.quantile = quantile
+        self.focus = focus if context.max_latency is not None else 0.0
+        self.grid = grid
+        self.max_pool = max_pool
+        self.shuffle = False
+        self._queue: list[int] = []
+        self._pool: list[Arch] | None = None
+        self._taken: set[int] = set()  # pool rows scored, claimed or proposed
+        self._done: dict[int, tuple[int, float]] = {}  # trial number -> (pool row, accuracy)
+        self._finished: set[int] = set()  # trial numbers read in a finished state
+
+    def reseed_rng(self) -> None:
+        """Another worker runs with the same seed: take planned batches in random order."""
+        self.rng = np.random.default_rng()
+        self.shuffle = True
+
+    # -- candidate pool -----------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        space = self.context.space
+        tabulated = ability(space, TabulatedSpace)
+        if tabulated is not None:
+            pool = tabulated.all_archs()
+        else:
+            pool = list(dict.fromkeys(space.sample(self.rng, self.max_pool)))
+        cost = np.asarray(self.context.cost.predict(pool)[0], dtype=float)
+        keep = np.isfinite(cost) & (cost > 0)
+        limit = self.context.max_latency
+        lat = cost
+        if limit is not None:
+            model = self.context.latency or self.context.cost
+            lat, lat_sd = (np.asarray(v, dtype=float) for v in model.predict(pool))
+            # a predicted latency may miss by more than its spread: keep every candidate
+            # with a fair chance of meeting the limit (exact tables: those that meet it)
+            keep &= ndtr((limit - lat) / np.maximum(lat_sd, 1e-12)) >= MIN_P_FEASIBLE
+        if not keep.any():
+            raise HwnasError("no candidate architecture meets the latency limit")
+        self._pool = [a for a, k in zip(pool, keep) if k]
+        self._cost = cost[keep]
+        self._within = lat[keep] <= limit if limit is not None else None
+        features = np.ascontiguousarray(space.surrogate_features(self._pool), dtype=float)
+        rows = features.view(np.dtype((np.void, features.dtype.itemsize * features.shape[1])))
+        _, first, self._feature_row = np.unique(
+            rows.reshape(-1), return_index=True, return_inverse=True
+        )
+        self._model = AccuracyModel(features[first])  # one row per distinct feature vector
+        self._row = {a.text: i for i, a in enumerate(self._pool)}
+        self._order = np.argsort(self._cost, kind="stable")
+
+    # -- Optuna sampler interface ------------------------------------------------------------
+
+    def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
+        from optuna.distributions import CategoricalDistribution
+
+        return {
+            d: CategoricalDistribution(list(opts))
+            for d, opts in self.context.space.choices().items()
+        }
+
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        if self._pool is None:
+            self._setup()
+        self._read(study.get_trials(deepcopy=False))
+        self._queue = [i for i in self._queue if i not in self._taken]
+        if not self._queue:
+            done = [self._done[n] for n in sorted(self._done)]
+            self._queue = self._plan([r for r, _a in done], [a for _r, a in done])
+        if not self._queue:  # every candidate queried
+            return {}
+        pick = int(self.rng.integers(len(self._queue))) if self.shuffle else 0
+        row = self._queue.pop(pick)
+        self._taken.add(row)  # this worker's proposal, claimed or not
+        return self.context.space.to_choices(self._pool[row])
+
+    def _read(self, trials: list) -> None:
+        """Take in the study's trials: those that hold an architecture (completed, or claimed
+        by a running trial of any worker) and the completed ones' accuracy. Trials read as
+        finished are not read again; running ones are, until they finish."""
+        from optuna.trial import TrialState
+
+        fresh = [t for t in trials if t.number not in self._finished]
+        for t in fresh:
+            row = self._row.get(t.user_attrs.get("arch"))
+            if row is not None:
+                self._taken.add(row)
+                if t.state == TrialState.COMPLETE:
+                    self._done[t.number] = (row, float(t.values[0]))
+            if t.state.is_finished():
+                self._finished.add(t.number)
+
+    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
+        choices = param_distribution.choices
+        return choices[int(self.rng.integers(len(choices)))]
+
+    # -- the strategy -------------------------------------------------------------------------
+
+    def _plan(self, rows: list[int], accuracies: list[float]) -> list[int]:
+        """The next round of candidate rows (see the module docstring), from the pool rows
+        scored so far and their accuracies (%)."""
+        free = np.ones(len(self._pool), dtype=bool)
+        free[list(self._taken)] = False
+        if len(rows) < self.init:
+            picks = []
+            for s in np.array_split(self._order, self.init):
+                s = s[free[s]]
+                if len(s):
+                    picks.append(int(self.rng.choice(s)))
+            return picks
+        rows = np.array(rows)
+        acc = np.array(accuracies, dtype=float)
+        floor = float(np.quantile(acc, self.quantile))
+        y = warp(acc, floor)
+        self._model.fit(self._feature_row[rows], y)
+        mu_u, sd_u = self._model.predict()
+        mu, sd = mu_u[self._feature_row], sd_u[self._feature_row]
+        mu[rows] = y
+        front = staircase(self._cost[rows], y, self._cost)
+        n = self.batch
+        picks: list[int] = []
+        chosen = np.zeros(len(self._pool), dtype=bool)
+
+        def take(score: np.ndarray, k: int, within: np.ndarray | None = None) -> None:
+            """Add the ``k`` best-scoring free candidates (of ``within``) to the picks."""
+            index = np.arange(len(score)) if within is None else within
+            score = np.where(free[index] & ~chosen[index], score[index], -np.inf)
+            k = min(k, len(score))
+            if k <= 0:
+                return
+            best = np.argpartition(-score, k - 1)[:k]
+            for j in best[np.argsort(-score[best], kind="stable")]:
+                if np.isfinite(score[j]):
+                    picks.append(int(index[j]))
+                    chosen[index[j]] = True
+
+        n_focus = int(round(self.focus * n))
+        if n_focus:
+            within = self._within[rows]
+            target = y[within].max() if within.any() else y.max()
+            take(log_ndtr((mu - target) / sd), n_focus)
+        n_spread = int(round(self.spread * n))
+        if n_spread:
+            pnd = log_ndtr((mu - front) / sd)
+            for s in np.array_split(self._order, n_spread):
+                take(pnd, 1, within=s)
+        rest = n - len(picks)
+        take(log_prob_front(self._cost, mu, sd, free & ~chosen, front, self.grid), rest)
+        if len(picks) < n:  # the front is settled: the most probably non-dominated ones
+            take(log_ndtr((mu - front) / sd), n - len(picks))
+        return picks
