@@ -52,10 +52,11 @@ from hwnas.spaces import space_option
 )
 @click.option(
     "--strategy",
-    default="nsga2",
-    show_default=True,
-    help="Table search: nsga2, random or surrogate. Supernet search: darts, gdas, fbnet, "
-    "proxyless, singlepath, oneshot.",
+    default=None,
+    help="Table search: frontier, surrogate, nsga2, nsga3, tpe, gp, aging, random. Supernet "
+    "search: darts, gdas, fbnet, proxyless, singlepath, oneshot. Default: frontier wherever "
+    "every candidate's cost can be known before its accuracy is queried (a recorded table, a "
+    "few-shot search, or a live device's reference set measured first), else nsga3.",
 )
 @click.option(
     "--runtime",
@@ -149,6 +150,10 @@ def search_cmd(
 
     from hwnas.search.strategies import pipeline_of
 
+    if strategy is None:
+        strategy = _default_strategy(
+            device, space, objective, runtime, predictor, measurement_budget
+        )
     if pipeline_of(strategy) == "supernet":
         from hwnas.cli.supernet_search import run_supernet_search
 
@@ -467,3 +472,20 @@ def _chance_level_rows(path: Path) -> int:
             return sum(row.get("chance_level") == "true" for row in csv.DictReader(fh))
     except OSError:
         return 0
+
+
+def _default_strategy(device, space, objective, runtime, predictor, measurement_budget) -> str:
+    """The table strategy run when ``--strategy`` is not given
+    (:func:`hwnas.search.strategies.default_strategy`).
+
+    Raises:
+        HwnasError: unknown device, space or runtime (the same one-line errors as the search).
+    """
+    from hwnas.devices import get_device
+    from hwnas.search.evaluate import OBJECTIVES
+    from hwnas.search.strategies import default_strategy
+    from hwnas.spaces import get_space
+
+    dev = get_device(device, runtime=runtime)
+    fewshot = predictor is not None or measurement_budget is not None or not dev.can_measure
+    return default_strategy(get_space(space or "nasbench201"), dev, OBJECTIVES[objective], fewshot)

@@ -259,3 +259,35 @@ def table_costs(space: SearchSpace, device: Device, metric: str) -> CostModel | 
     if device.table(space.name, metric) is None:
         return None
     return TableCostModel(space, device, metric)
+
+
+class CalibratedOnUse(CostModel):
+    """The ``predicted`` cost model of a live device, calibrated when first used: the space's
+    reference set is measured through the profiler (taken once, kept in the store) the first
+    time a cost is asked for, so a search checks its inputs before any measurement and a
+    strategy that never asks costs nothing.
+
+    Args:
+        request: what :func:`predicted_model` needs (space, device, profiler, metric).
+    """
+
+    def __init__(self, request: CostRequest):
+        self.request = request
+        self.metric = request.metric
+        self.source = f"predicted:{request.predictor or request.space.name}"
+        self.fit = {"calibration": "reference set, measured when the search starts"}
+        self._model: CostModel | None = None
+
+    def calibrated(self) -> CostModel:
+        """The calibrated model (measures the reference set on the first call).
+
+        Raises:
+            HwnasError: the device cannot measure a reference architecture.
+        """
+        if self._model is None:
+            self._model = predicted_model(self.request)
+            self.source, self.fit = self._model.source, dict(self._model.fit)
+        return self._model
+
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        return self.calibrated().predict(archs)

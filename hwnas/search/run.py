@@ -16,7 +16,7 @@ from hwnas.devices import Device, get_device, list_devices
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
 from hwnas.registry import load
-from hwnas.search.costs import CostContext, table_costs
+from hwnas.search.costs import CalibratedOnUse, CostContext, CostRequest, table_costs
 from hwnas.search.engine import (
     SearchResult,
     SearchSettings,
@@ -28,7 +28,7 @@ from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.plot import PlotProcess, front_spec
 from hwnas.search.problem import open_problem, resolve
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
-from hwnas.search.strategies import TABLE_STRATEGIES
+from hwnas.search.strategies import FALLBACK, TABLE_STRATEGIES, can_predict
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 
 
@@ -116,13 +116,29 @@ def prepare(
         dataset=settings.dataset,
     )
     needs_costs = TABLE_STRATEGIES.info(settings.strategy).get("needs_costs", False)
-    if needs_costs and costs.cost is None and fewshot is None:
+    # a live device: costs predicted from its reference set, measured when the search starts
+    predict_live = (
+        needs_costs
+        and costs.cost is None
+        and fewshot is None
+        and device.can_measure
+        and can_predict(space)
+    )
+    if needs_costs and costs.cost is None and fewshot is None and not predict_live:
         raise HwnasError(
             f"strategy '{settings.strategy}' needs every candidate's {settings.metric} before "
             f"measuring it, and device '{device.name}' has no table or predictor for it; "
-            "use --strategy nsga2"
+            f"use --strategy {FALLBACK}"
         )
     problem = open_problem(settings, space, device, storage, store_path)
+    if predict_live:
+
+        def calibrated(metric: str) -> CalibratedOnUse:
+            return CalibratedOnUse(CostRequest(space, device, problem.profiler, metric))
+
+        costs.cost = calibrated(settings.metric)
+        if settings.max_latency is not None and settings.metric != "latency_ms":
+            costs.latency = calibrated("latency_ms")
     evaluator = TableEvaluator(space, settings.dataset, problem.profiler, metrics)
     return PreparedSearch(
         settings,
@@ -253,6 +269,7 @@ def search(
             "compile_s": round(profiler.counts.compile_s, 1),
         },
         "accuracy_queries_this_run": evaluator.accuracy_queries,
+        "selection_costs": job.costs.cost.describe() if job.costs.cost is not None else None,
         "zoo_models": len(cards),
         "zoo_weights": "trained" if trainer is not None else "random",
         "zoo_s": round(time.time() - zoo_started, 2),

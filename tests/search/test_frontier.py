@@ -1,0 +1,139 @@
+"""The default table strategy (frontier) and the strategies registered beside it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import threading
+
+import numpy as np
+import pytest
+from helpers import hwnas_cli
+
+from hwnas.devices import get_device
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler
+from hwnas.search.costs import CostContext, table_costs
+from hwnas.search.engine import SearchSettings, run_search
+from hwnas.search.evaluate import TableEvaluator
+from hwnas.search.pareto import pareto_mask
+from hwnas.spaces import get_space
+
+SPACE = get_space("nasbench201")
+
+
+def true_front(device: str) -> set[str]:
+    acc = SPACE.table_accuracy("cifar100")
+    lat = get_device(device).column("nasbench201", "latency_ms")
+    return {a.text for a, on in zip(SPACE.all_archs(), pareto_mask(acc, lat)) if on}
+
+
+def test_the_default_finds_more_of_the_true_front_than_nsga2_through_the_cli(tmp_path):
+    front = true_front("gold_6226")  # 50 points
+    found = {}
+    for name, extra in (("default", []), ("nsga2", ["--strategy", "nsga2"])):
+        out = tmp_path / name
+        r = hwnas_cli(
+            "search", "-d", "gold_6226", "--budget", "60", "--no-zoo", "--out", str(out), *extra
+        )
+        assert r.returncode == 0, r.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["trials"]["completed"] == 60
+        with open(out / "pareto.csv") as f:
+            found[summary["settings"]["strategy"]] = {row["arch"] for row in csv.DictReader(f)}
+        found[summary["settings"]["strategy"]] &= front
+    assert set(found) == {"frontier", "nsga2"}
+    assert len(found["frontier"]) >= len(found["nsga2"]) + 4, found
+
+
+def test_two_workers_on_one_study_score_each_architecture_once():
+    import optuna
+
+    storage = optuna.storages.InMemoryStorage()
+    device = get_device("pixel3")
+    costs = CostContext(SPACE, cost=table_costs(SPACE, device, "latency_ms"), budget=50)
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=50, strategy="frontier")
+    scored: list[str] = []
+    results = []
+
+    def worker() -> None:
+        ev = TableEvaluator(SPACE, "cifar100", Profiler(device, None), ["latency_ms"])
+
+        def evaluate(arch):
+            scored.append(arch.text)
+            return ev.evaluate(arch)
+
+        results.append(run_search(settings, SPACE, evaluate, storage=storage, costs=costs))
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(scored) == len(set(scored)) == 50
+    assert [len(r.records) for r in results] == [50, 50]
+
+
+def test_a_latency_limit_keeps_every_query_within_it_and_finds_the_best():
+    device = get_device("fpga")
+    lat = device.column("nasbench201", "latency_ms")
+    acc = SPACE.table_accuracy("cifar100")
+    settings = SearchSettings(
+        space="nasbench201", device="fpga", budget=60, strategy="frontier", max_latency=4.0
+    )
+    ev = TableEvaluator(SPACE, "cifar100", Profiler(device, None), ["latency_ms"])
+    costs = CostContext(
+        SPACE, cost=table_costs(SPACE, device, "latency_ms"), max_latency=4.0, budget=60
+    )
+    result = run_search(settings, SPACE, ev.evaluate, costs=costs)
+    assert len(result.records) == 60
+    assert all(r.costs["latency_ms"] <= 4.0 for r in result.records)
+    assert result.best.accuracy >= acc[lat <= 4.0].max() - 0.5  # of 8,000 candidates
+
+
+def test_a_cost_aware_strategy_without_any_way_to_know_costs_is_one_line(tmp_path, monkeypatch):
+    from hwnas.search import run
+
+    monkeypatch.setattr(run, "can_predict", lambda space: False)  # a space without a predictor
+    settings = SearchSettings(space="nasbench201", device="cpu-fast", strategy="frontier")
+    with pytest.raises(HwnasError, match="needs every candidate's latency_ms") as err:
+        run.prepare(settings, f"sqlite:///{tmp_path / 's.db'}", tmp_path / "m.db")
+    assert "\n" not in str(err.value) and "--strategy nsga3" in str(err.value)
+
+
+def test_the_default_follows_what_is_known_of_costs(monkeypatch):
+    from hwnas.search import strategies
+
+    space = SPACE
+    assert strategies.default_strategy(space, get_device("pixel3"), "latency_ms", False) == (
+        "frontier"
+    )
+    live = get_device("cpu-fast")  # no table: its reference set will be measured
+    assert strategies.default_strategy(space, live, "latency_ms", False) == "frontier"
+    monkeypatch.setattr(strategies, "can_predict", lambda space: False)
+    assert strategies.default_strategy(space, live, "latency_ms", False) == "nsga3"
+    assert strategies.default_strategy(space, live, "latency_ms", True) == "frontier"
+
+
+def test_aging_evolution_mutates_one_choice_of_a_living_architecture():
+    device = get_device("pixel3")
+    ev = TableEvaluator(SPACE, "cifar100", Profiler(device, None), ["latency_ms"])
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=45, strategy="aging")
+    result = run_search(
+        settings, SPACE, ev.evaluate, sampler_options={"population": 15, "sample": 5}
+    )
+    records = sorted(result.records, key=lambda r: r.number)
+    assert len({r.arch for r in records}) == 45
+    ops = [np.array(SPACE.ops(SPACE.parse(r.arch))) for r in records]
+    for k in range(15, 45):  # every child is one edit away from one of the 15 before it
+        assert any((ops[k] != ops[j]).sum() == 1 for j in range(k - 15, k)), k
+
+
+def test_normal_cdf_matches_the_error_function():
+    from hwnas.search.frontier import log_ndtr, ndtr
+
+    x = np.linspace(-30, 8, 400)
+    exact = np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
+    assert np.allclose(ndtr(x), exact, rtol=1e-5, atol=1e-12)
+    assert np.allclose(log_ndtr(x[:50]), np.log(exact[:50]), rtol=1e-5)
