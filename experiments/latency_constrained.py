@@ -5,12 +5,15 @@ For each of the 15 (device, latency constraint) cases, hwnas searches NAS-Bench-
 accurate CIFAR-100 architecture (200-epoch test accuracy) on a recorded device treated as a new
 one: ``--measurement-budget 20`` lets the search read only 20 of the device's table values (10
 reference architectures to adapt the ``nasbench201-help`` predictor, which never saw these
-devices, and up to 10 to verify candidates). The returned architecture is the first candidate,
-in descending accuracy, whose *measured* latency meets the constraint (the predictor is
-re-adapted after each miss). Search modes:
+devices, and up to 10 to verify candidates). The returned architecture is the most accurate
+candidate whose *measured* latency meets the constraint: candidates are measured most accurate
+first until one meets it, then the measurements left go to more accurate candidates that may
+still meet it (the predictor is re-adapted after each measurement; ``hwnas.search.fewshot``).
+Search modes:
 
-- a strategy (``--strategies``, default ``surrogate nsga2``) with the default budget of 300
-  accuracy queries: the same engine and evaluator as
+- a strategy (``--strategies``, default ``frontier surrogate nsga2``; ``frontier`` is what
+  ``hwnas search`` runs by default) with the default budget of 300 accuracy queries: the same
+  engine and evaluator as
   ``hwnas search --device D --max-latency C --measurement-budget 20 --strategy S``;
 - exhaustive: every one of the 15,625 architectures is predicted (15,625 accuracy-table
   queries), which isolates the predictor's quality from the search strategy's.
@@ -18,7 +21,7 @@ re-adapted after each miss). Search modes:
 Oracle: the most accurate architecture whose recorded latency meets the constraint.
 
     python experiments/latency_constrained.py [--seeds 1] [--budget 300] [--measurements 20]
-        [--strategies surrogate nsga2]
+        [--strategies frontier surrogate nsga2]
 
 Takes about 2 minutes per seed and strategy.
 """
@@ -134,7 +137,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="seeds of each strategy's search")
     parser.add_argument("--budget", type=int, default=300, help="accuracy queries per search")
     parser.add_argument("--measurements", type=int, default=20, help="device measurement cap")
-    parser.add_argument("--strategies", nargs="+", default=["surrogate", "nsga2"])
+    parser.add_argument("--strategies", nargs="+", default=["frontier", "surrogate", "nsga2"])
     args = parser.parse_args()
 
     from rich.console import Console

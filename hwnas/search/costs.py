@@ -15,9 +15,11 @@ expected cost under independent categorical distributions over the decisions
   (:func:`hwnas.supernet.cost.measured_model`).
 - ``flops``: multiply-accumulates of a supernet's subnets (:func:`hwnas.supernet.cost.flops_lut`).
 
-Cost-aware strategies (``surrogate``) choose which architectures to query by their cost, so they
-receive the cost model in a :class:`CostContext`. The evaluator still obtains each queried
-architecture's cost through the device (and the store), so reported numbers are the device's.
+Cost-aware strategies (``frontier``, ``surrogate``) choose which architectures to query by
+their cost, so they receive the cost model in a :class:`CostContext` (a live device's is
+:class:`CalibratedOnUse`: its reference set is measured when the search first asks). The
+evaluator still obtains each queried architecture's cost through the device (and the store),
+so reported numbers are the device's.
 """
 
 from __future__ import annotations

@@ -253,8 +253,8 @@ def run_fewshot(
 ) -> tuple[SearchResult, dict[str, Any], PredictedEvaluator]:
     """Calibrate, search on predicted costs, verify by measurement.
 
-    Cost-aware strategies (``surrogate``) get the adapted predictors' means as the costs of
-    every candidate (``costs`` gives the limit and budget; its cost functions are replaced).
+    Cost-aware strategies (``frontier``, ``surrogate``) get the adapted predictors as the costs
+    of every candidate (``costs`` gives the limit and budget; its cost functions are replaced).
 
     Returns:
         (result with measured costs for verified architectures and ``best`` verified under a

@@ -60,7 +60,7 @@ are neither searched nor measured (a predicted latency may miss by more than its
 
 NEEDS_COSTS_MESSAGE = (
     "strategy '{name}' needs the cost of every candidate before measuring it "
-    "(a recorded device table or a latency predictor); use --strategy nsga2"
+    "(a recorded device table or a latency predictor); use --strategy nsga3"
 )
 
 

@@ -40,7 +40,7 @@ def surrogate(seed: int | None, context: CostContext, **options: Any) -> Surroga
 
 NEEDS_COSTS_MESSAGE = (
     "strategy 'surrogate' needs the cost of every candidate before measuring it "
-    "(a recorded device table or a latency predictor); use --strategy nsga2"
+    "(a recorded device table or a latency predictor); use --strategy nsga3"
 )
 
 
