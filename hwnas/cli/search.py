@@ -53,7 +53,7 @@ from hwnas.spaces import space_option
 @click.option(
     "--strategy",
     default=None,
-    help="Table search: frontier, surrogate, nsga2, nsga3, tpe, gp, aging, random. Supernet "
+    help="Table search: frontier, surrogate, exact, nsga2, nsga3, tpe, gp, aging, random. Supernet "
     "search: darts, gdas, fbnet, proxyless, singlepath, oneshot. Default: frontier wherever "
     "every candidate's cost can be known before its accuracy is queried (a recorded table, a "
     "few-shot search, or a live device's reference set measured first), else nsga3.",
