@@ -200,7 +200,9 @@ def test_surrogate_features_are_equal_for_functionally_equal_cells():
     b = SPACE.parse("|avg_pool_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|")
     c = SPACE.parse("|none~0|+|none~0|none~1|+|nor_conv_3x3~0|none~1|none~2|")
     x = SPACE.surrogate_features([a, b, c])
-    assert x.shape == (3, 55)
+    assert x.shape == (3, 149)
     np.testing.assert_array_equal(x[0], x[1])
     assert (x[0] != x[2]).any()
-    assert x[2, -1] == 1  # one convolution on the deepest live path
+    # c's one live path is a single 3x3 convolution: canonical path kind 2 (after the empty
+    # path 0 and conv 1x1 1), counted once
+    assert x[2, :40].tolist() == [0, 0, 1] + [0] * 37

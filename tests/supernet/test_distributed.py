@@ -142,7 +142,7 @@ def test_process_counts_the_batch_cannot_take_are_refused(batch, world, message)
     ("args", "message"),
     [
         ([*GDAS, "--nproc", "3"], "not a multiple of the 3 processes"),
-        (["search", "--device", "pixel3", "--nproc", "2"], "table strategy 'nsga2'"),
+        (["search", "--device", "pixel3", "--nproc", "2"], "table strategy 'frontier'"),
     ],
 )
 def test_bad_process_options_are_one_line_errors(args, message):

@@ -56,7 +56,7 @@ def _effective(ops: np.ndarray, edges, num_nodes: int) -> np.ndarray:
 
 def _function_features(eff: np.ndarray, edges) -> np.ndarray:
     """The columns of :meth:`NasBench201Space.surrogate_features` from effective operation
-    indices (0 none, 1 skip, 2 conv 1x1, 3 conv 3x3, 4 pool), shape (n, 6) -> (n, 103)."""
+    indices (0 none, 1 skip, 2 conv 1x1, 3 conv 3x3, 4 pool), shape (n, 6) -> (n, 149)."""
     n = len(eff)
     paths = _paths(edges, 4)
     conv = (eff == 2) | (eff == 3)
@@ -250,7 +250,7 @@ class NasBench201Space(SearchSpace):
 
     def surrogate_features(self, archs: Sequence[Arch]) -> np.ndarray:
         """Features of the function each cell computes, for accuracy surrogates, shape
-        (n, 103), float32.
+        (n, 149), float32.
 
         A cell's output is the sum of its input-to-output paths (4 of them), each a chain of
         its edges' operations, so cells with the same live paths compute the same function
@@ -261,8 +261,10 @@ class NasBench201Space(SearchSpace):
         (3x3 = 2, 1x1 = 1) (12); the count of each effective operation kind (4); a skip on the
         input-to-output edge (1); and whether the cell has an identity path, how many distinct
         live paths, how many operations on live paths, the most convolutions and 3x3
-        convolutions on one live path, and how many live paths pool (6). Columns that are not
-        counts of paths are scaled to unit variance over the whole space.
+        convolutions on one live path, and how many live paths pool (6); then the products of
+        two residual columns (the input-to-output skip, an identity path) with each of those 23
+        scaled columns (46). Columns that are not counts of paths are scaled to unit variance
+        over the whole space.
         """
         table = self._function_features
         rows = [self.index(a) for a in archs]
