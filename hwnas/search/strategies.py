@@ -62,9 +62,13 @@ def nsga3(seed: int | None, context: object = None, population_size: int = 20):
         context: unused.
         population_size: individuals per generation.
     """
+    import warnings
+
     import optuna
 
-    return optuna.samplers.NSGAIIISampler(population_size=population_size, seed=seed)
+    with warnings.catch_warnings():  # "experimental" is Optuna's label, not news for a user
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.NSGAIIISampler(population_size=population_size, seed=seed)
 
 
 def tpe(seed: int | None, context: object = None, n_startup_trials: int = 10):
