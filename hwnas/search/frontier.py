@@ -41,11 +41,10 @@ import math
 from typing import Any
 
 import numpy as np
-import optuna
 
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostContext
-from hwnas.spaces import TabulatedSpace, ability
+from hwnas.search.pool import PoolSampler, candidate_pool
 from hwnas.spaces.base import Arch
 
 
@@ -251,7 +250,7 @@ def staircase(cost_q: np.ndarray, acc_q: np.ndarray, cost: np.ndarray) -> np.nda
 # -- the sampler ------------------------------------------------------------------------------
 
 
-class FrontierSampler(optuna.samplers.BaseSampler):
+class FrontierSampler(PoolSampler):
     """Optuna sampler implementing the strategy in this module's docstring.
 
     Args:
@@ -312,13 +311,7 @@ class FrontierSampler(optuna.samplers.BaseSampler):
 
     def _setup(self) -> None:
         space = self.context.space
-        tabulated = ability(space, TabulatedSpace)
-        if tabulated is not None:
-            pool = tabulated.all_archs()
-        else:
-            pool = list(dict.fromkeys(space.sample(self.rng, self.max_pool)))
-        cost = np.asarray(self.context.cost.predict(pool)[0], dtype=float)
-        keep = np.isfinite(cost) & (cost > 0)
+        pool, cost, keep = candidate_pool(self.context, self.rng, self.max_pool)
         limit = self.context.max_latency
         lat = cost
         if limit is not None:
@@ -342,14 +335,6 @@ class FrontierSampler(optuna.samplers.BaseSampler):
         self._order = np.argsort(self._cost, kind="stable")
 
     # -- Optuna sampler interface ------------------------------------------------------------
-
-    def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
-        from optuna.distributions import CategoricalDistribution
-
-        return {
-            d: CategoricalDistribution(list(opts))
-            for d, opts in self.context.space.choices().items()
-        }
 
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         if not search_space:
@@ -383,10 +368,6 @@ class FrontierSampler(optuna.samplers.BaseSampler):
                     self._done[t.number] = (row, float(t.values[0]))
             if t.state.is_finished():
                 self._finished.add(t.number)
-
-    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
-        choices = param_distribution.choices
-        return choices[int(self.rng.integers(len(choices)))]
 
     # -- the strategy -------------------------------------------------------------------------
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import optuna
 
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostContext
-from hwnas.spaces import TabulatedSpace, ability
+from hwnas.search.pool import PoolSampler, candidate_pool
 from hwnas.spaces.base import Arch
 
 
@@ -44,7 +43,7 @@ NEEDS_COSTS_MESSAGE = (
 )
 
 
-class SurrogateSampler(optuna.samplers.BaseSampler):
+class SurrogateSampler(PoolSampler):
     """Optuna sampler implementing the strategy in this module's docstring.
 
     Args:
@@ -91,13 +90,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
 
     def _setup(self) -> None:
         space = self.context.space
-        tabulated = ability(space, TabulatedSpace)
-        if tabulated is not None:
-            pool = tabulated.all_archs()
-        else:
-            pool = list(dict.fromkeys(space.sample(self.rng, self.max_pool)))
-        cost = np.asarray(self.context.cost.predict(pool)[0], dtype=float)
-        keep = np.isfinite(cost) & (cost > 0)
+        pool, cost, keep = candidate_pool(self.context, self.rng, self.max_pool)
         limit = self.context.max_latency
         if limit is not None:
             latency = self.context.latency
@@ -115,14 +108,6 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         self._init_strata = [s for s in np.array_split(order, self.init) if len(s)]
 
     # -- Optuna sampler interface ------------------------------------------------------------
-
-    def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
-        from optuna.distributions import CategoricalDistribution
-
-        return {
-            d: CategoricalDistribution(list(opts))
-            for d, opts in self.context.space.choices().items()
-        }
 
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         if not search_space:
@@ -148,10 +133,6 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
             return {}
         i = self._queue.pop(0)
         return self.context.space.to_choices(self._pool[i])
-
-    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
-        choices = param_distribution.choices
-        return choices[int(self.rng.integers(len(choices)))]
 
     # -- the strategy -------------------------------------------------------------------------
 
