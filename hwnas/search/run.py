@@ -244,8 +244,9 @@ def search(
     out.mkdir(parents=True, exist_ok=True)
     columns = zoo_columns(result.pareto, space.dataset(settings.dataset).num_classes, zoo)
     write_csv(out / "pareto.csv", pareto_rows(result, columns))
-    if not plotter.draw(front_spec(result, device.name), out / "pareto.png"):
-        plot_front(result, out / "pareto.png", device.name)
+    classes = space.dataset(settings.dataset).num_classes
+    if not plotter.draw(front_spec(result, device.name, num_classes=classes), out / "pareto.png"):
+        plot_front(result, out / "pareto.png", device.name, num_classes=classes)
     if on_front is not None:
         on_front(result)
     cards, zoo_started = [], time.time()
