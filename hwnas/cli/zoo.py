@@ -15,7 +15,8 @@ def zoo_group() -> None:
 
 
 def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
-    """The folder that ``ref`` names: an existing path as it is; else a run (``latest``, a
+    """The folder that ``ref`` names: a path as it is (an existing one, or one that is
+    absolute, starts with ``.`` or ``~`` or lies in an existing folder); else a run (``latest``, a
     study name, a unique prefix, a word naming one run: :func:`hwnas.cli.runs.find_run`) whose
     zoo it is, or with ``entry``, ``RUN/PREFIX`` or ``PREFIX`` (the latest run's zoo) for
     the entry whose folder name starts with PREFIX (``latest/00``, ``03``).
@@ -27,7 +28,10 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
     from hwnas.errors import HwnasError
 
     path = Path(ref).expanduser()
-    if path.exists():
+    first = Path(ref.split("/", 1)[0]).expanduser()
+    if path.exists() or path.is_absolute() or ref.startswith((".", "~")) or (
+        "/" in ref and first.is_dir()
+    ):  # a path (a missing one is refused as such by the command)
         return path
     url, rdb = _storage(storage)
     rows = run_rows(rdb)
