@@ -119,8 +119,8 @@ class MeasurementStore:
         from hwnas.db import check_driver, connect_error, normalize_url, redact
 
         url = normalize_url(url)
+        self.path = redact(url)  # type: ignore[assignment]  # refuses an unparseable URL
         check_driver(url)
-        self.path = redact(url)  # type: ignore[assignment]
         self._conninfo = "postgresql://" + url.partition("://")[2]
         import psycopg
 
