@@ -315,14 +315,14 @@ def _provenance(folder: Path, card: dict[str, Any], records: StudyRecords) -> tu
         if own is None and card.get("name"):
             own = f"zoo/{card['name']}"
         if _compare(folder, recorded, own or prefix, f"{where} recorded at publish time"):
-            matched.append(f"study '{name}' in {records.shown} (recorded at publish time)")
-            return "provenance: card and model as " + " and ".join(matched) + " recorded", True
+            matched.append(f"study '{name}' in {records.shown} (sha256 recorded at publish time)")
+            return "provenance: card and model match " + " and ".join(matched), True
         if run is not None and attrs.get("run_folder") == str(run.resolve()):
             raise _Failed(f"not an entry of this run: {where} does not list it")
     if matched:
         return (
-            "provenance: card and model as the run's summary.json recorded; not proven by a "
-            f"study (none in {records.shown or 'the study storage'} published this run: give "
+            "provenance: card and model match the run's summary.json; not proven by a study "
+            f"(none in {records.shown or 'the study storage'} published this run: give "
             "--storage), and a run folder rewritten as a whole would match its own summary",
             False,
         )
