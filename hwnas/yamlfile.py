@@ -14,7 +14,8 @@ iterative) and refuses, with the line where it happens:
 - nesting deeper than :data:`MAX_DEPTH` levels.
 
 Aliases that stay within these bounds keep working (the shipped space files use them to
-repeat a stage's layer choices). The check costs about a third of a load.
+repeat a stage's layer choices). The check costs about a third of a load, and is skipped for a
+file that plainly cannot break them (no ``*``, few nesting characters).
 """
 
 from __future__ import annotations
@@ -90,6 +91,17 @@ def check_events(text: str) -> None:
             add(sizes.get(event.anchor, 1), event.start_mark)  # unknown: the composer says so
 
 
+def _plainly_bounded(text: str) -> bool:
+    """Whether ``text`` is within the limits without reading its events: no alias (no ``*``
+    at all), and too few characters that open a level (``[ { - : ?``: every level of nesting
+    needs one) to nest beyond :data:`MAX_DEPTH`. Most device profiles are (the check then
+    costs nothing)."""
+    if "*" in text:
+        return False
+    openers = sum(text.count(c) for c in "[{-:?")
+    return openers <= MAX_DEPTH
+
+
 def load_yaml(text: str, nodes: bool = False) -> Any:
     """The data of one YAML document, read safely (plain values only) and within bounds.
 
@@ -104,7 +116,8 @@ def load_yaml(text: str, nodes: bool = False) -> Any:
         YamlLimitError: a self-referencing alias, an alias bomb, or too deep nesting.
         yaml.YAMLError: invalid YAML.
     """
-    check_events(text)
+    if not _plainly_bounded(text):
+        check_events(text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

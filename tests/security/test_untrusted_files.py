@@ -137,6 +137,19 @@ def test_a_self_referencing_alias_is_refused_in_space_files_and_profiles(hwnas_h
     assert get_space("fbnet_declared").name == "fbnet_declared"
 
 
+def test_yaml_nested_deeper_than_libyaml_can_compose_is_refused(tmp_path):
+    """50,000 nested lists (100 KB): libyaml's composer overflowed the C stack (main: the
+    process died of a segmentation fault)."""
+    from hwnas.spaces import get_space
+
+    path = tmp_path / "deep.yaml"
+    path.write_text(
+        TINY_SPACE.replace("name: tiny", "name: deep\nnotes: " + "[" * 50_000 + "]" * 50_000)
+    )
+    with pytest.raises(HwnasError, match=r"deep\.yaml:2: .*nested more than 100 levels"):
+        get_space(str(path))
+
+
 def test_a_device_named_dot_dot_writes_nothing_outside_the_hwnas_home(tmp_path, monkeypatch):
     """A profile ``name: ../../../escaped`` (main: a search on it created files outside the
     hwnas home, through the measurement store's device lock, hls4ml's and TVM's folders)."""
