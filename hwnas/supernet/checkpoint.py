@@ -46,12 +46,26 @@ def save_checkpoint(
             "fingerprint": fingerprint,
             "epoch": int(epoch),
             "supernet": supernet,
-            "strategy": strategy,
+            "strategy": _plain(strategy),
             "history": json.dumps(history, default=float),
         },
         tmp,
     )
     tmp.replace(path)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars (a learning rate a schedule computed with numpy) turned
+    into Python numbers, which ``weights_only`` loading accepts; tensors and the rest as is."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:

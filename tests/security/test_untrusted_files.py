@@ -38,6 +38,27 @@ def test_a_pickle_as_supernet_checkpoint_of_out_runs_no_code(tmp_path, capsys):
     assert (out / "supernet.pt").is_file()
 
 
+def test_a_supernet_checkpoint_of_hwnas_loads_with_weights_only(tmp_path):
+    """What hwnas writes is what weights_only=True reads: state dicts, an optimiser state whose
+    learning rate a numpy schedule computed, the numpy generator's state (128-bit ints)."""
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
+
+    path = tmp_path / "supernet.pt"
+    rng = np.random.default_rng(0)
+    strategy = {
+        "w_opt": {"state": {}, "param_groups": [{"lr": np.float64(0.01), "betas": (0.9, 0.99)}]},
+        "rng": rng.bit_generator.state,
+        "generator": torch.Generator().get_state(),
+    }
+    save_checkpoint(path, "fp", 3, {"w": torch.ones(2)}, strategy, [{"loss": np.float32(0.5)}])
+    torch.load(path, weights_only=True)  # no UnpicklingError
+    state = read_checkpoint(path, "fp")
+    assert state["epoch"] == 3 and state["history"] == [{"loss": 0.5}]
+    assert state["strategy"]["w_opt"]["param_groups"][0]["lr"] == 0.01
+    assert state["strategy"]["rng"] == rng.bit_generator.state
+    assert read_checkpoint(path, "another search") is None
+
+
 def _cifar_batch(n: int, rng) -> dict:
     return {"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
             "labels": [int(v) for v in rng.integers(0, 10, n)]}  # fmt: skip
