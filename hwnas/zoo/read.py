@@ -102,12 +102,17 @@ def zoo_manifest(run_folder: str | Path) -> dict[str, str]:
     entry of the run folder's zoo (empty without one): the run's record of what it wrote,
     which ``hwnas zoo verify`` checks entries against."""
     zoo = Path(run_folder) / "zoo"
-    out: dict[str, str] = {}
-    if not zoo.is_dir():
-        return out
-    for entry in sorted(p for p in zoo.iterdir() if p.is_dir() and is_entry(p)):
-        for name in MANIFEST_FILES:
-            if (entry / name).is_file():
-                digest = hashlib.sha256((entry / name).read_bytes()).hexdigest()
-                out[f"zoo/{entry.name}/{name}"] = digest
-    return out
+    for _attempt in range(5):  # another worker may swap its (identical) zoo in meanwhile
+        out: dict[str, str] = {}
+        try:
+            if not zoo.is_dir():
+                return out
+            for entry in sorted(p for p in zoo.iterdir() if p.is_dir() and is_entry(p)):
+                for name in MANIFEST_FILES:
+                    if (entry / name).is_file():
+                        digest = hashlib.sha256((entry / name).read_bytes()).hexdigest()
+                        out[f"zoo/{entry.name}/{name}"] = digest
+            return out
+        except OSError:
+            continue
+    return {}
