@@ -32,6 +32,63 @@ def default_storage_url() -> str:
     return f"sqlite:///{(hwnas_home() / 'studies.db').resolve()}"
 
 
+MAX_NAME_CHARS = 200
+"""Longest name accepted as one path component (file systems allow 255 bytes; a name is
+often part of a longer file name: ``<name>.lock``, ``<name>.yaml``)."""
+
+
+def safe_name(name: object, what: str) -> str:
+    """``name`` if it can be used as one path component: a device, study, space, predictor
+    or zoo entry name that becomes a folder or file name.
+
+    Refused: an empty name, ``.`` and ``..``, a path separator (``/`` or ``\\``), a control
+    character (NUL, tab, newline...), or more than :data:`MAX_NAME_CHARS` characters. Spaces,
+    dots and any other printable character are kept.
+
+    Args:
+        name: the user's string.
+        what: how the user knows it, for the message ("device name", "--study").
+
+    Raises:
+        HwnasError: one line naming ``what`` and the reason.
+    """
+    from hwnas.errors import HwnasError
+
+    text = name if isinstance(name, str) else str(name)
+    shown = repr(text[:60] + ("..." if len(text) > 60 else ""))
+    if not text.strip():
+        why = "is empty"
+    elif text in (".", ".."):
+        why = "names a folder, not a file"
+    elif "/" in text or "\\" in text:
+        why = "contains a path separator"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in text):
+        why = "contains a control character"
+    elif len(text) > MAX_NAME_CHARS:
+        why = f"is longer than {MAX_NAME_CHARS} characters"
+    else:
+        return text
+    raise HwnasError(f"{what} {shown} {why}: it must be usable as one file or folder name")
+
+
+def confined(base: str | Path, *names: str, what: str = "name") -> Path:
+    """``base / names[0] / names[1] ...``, each name checked by :func:`safe_name`, and the
+    result checked to stay inside ``base`` once symbolic links are resolved.
+
+    Raises:
+        HwnasError: a name that is not one path component, or a path that leads out of
+            ``base`` (through a link).
+    """
+    from hwnas.errors import HwnasError
+
+    base = Path(base)
+    path = base.joinpath(*(safe_name(n, what) for n in names))
+    root = base.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise HwnasError(f"{what} {'/'.join(names)!r} leads out of {base} (a symbolic link)")
+    return path
+
+
 ZOO_MIN_FREE_MB = 50
 """Free space a run folder needs before a search starts: a zoo of 20 NAS-Bench-201 or FBNet
 models with cards takes 1-30 MB, a supernet checkpoint a few MB more."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
-from hwnas.paths import file_lock
+from hwnas.paths import confined, file_lock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS measurements (
@@ -119,8 +119,8 @@ class MeasurementStore:
         from hwnas.db import check_driver, connect_error, normalize_url, redact
 
         url = normalize_url(url)
+        self.path = redact(url)  # type: ignore[assignment]  # refuses an unparseable URL
         check_driver(url)
-        self.path = redact(url)  # type: ignore[assignment]
         self._conninfo = "postgresql://" + url.partition("://")[2]
         import psycopg
 
@@ -259,7 +259,8 @@ class MeasurementStore:
                 with self._advisory(f"hwnas-device:{device}", conn):
                     yield
             return
-        with file_lock(self.path.parent / (self.path.name + ".locks") / f"{device}.lock"):
+        locks = self.path.parent / (self.path.name + ".locks")
+        with file_lock(confined(locks, f"{device}.lock", what="device name")):
             yield
 
 

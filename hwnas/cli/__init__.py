@@ -5,7 +5,9 @@ Any :class:`hwnas.errors.HwnasError` becomes one line on stderr and exit status 
 
 from __future__ import annotations
 
+import io
 import sys
+import traceback
 
 import click
 
@@ -55,11 +57,16 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``hwnas`` script; returns the exit status."""
+    """Entry point of the ``hwnas`` script; returns the exit status.
+
+    Every message goes through :func:`hwnas.db.scrub`: no password of a URL given to this
+    process is printed, even where a library quotes it."""
+    from hwnas.db import scrub, secrets_seen
+
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
     except HwnasError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(scrub(f"error: {exc}"), err=True)
         return EXIT_USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         click.echo(
@@ -69,10 +76,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 130
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)
+        sys.stderr.write(scrub(shown.getvalue()))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Exception:  # a bug: its traceback, but never with a password in it
+        if not secrets_seen():
+            raise
+        sys.stderr.write(scrub(traceback.format_exc()))
+        return 1
     # a command's `ctx.exit(N)` (`hwnas zoo verify`: 1 when an entry fails) comes back as N
     return status if isinstance(status, int) else 0
 

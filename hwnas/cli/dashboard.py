@@ -15,16 +15,18 @@ def dashboard_cmd(storage, artifact_dir, port):
     """Serve optuna-dashboard for the studies in STORAGE on 127.0.0.1, with each run's
     pareto.png, cards and ONNX files downloadable (the study's Artifacts) and its settings,
     run folder and summary in the study's note."""
+    from hwnas.db import redact
     from hwnas.errors import HwnasError
     from hwnas.paths import default_storage_url
     from hwnas.search.publish import default_artifact_dir
 
     url = storage or default_storage_url()
+    shown = redact(url)  # an unparseable URL is refused here, without echoing it
     if url.startswith("sqlite:///"):
         from pathlib import Path
 
         if not Path(url.removeprefix("sqlite:///")).is_file():
-            raise HwnasError(f"no study database at {url}; run `hwnas search` first")
+            raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     artifact_dir = (artifact_dir or default_artifact_dir()).expanduser()
     if artifact_dir.exists() and not artifact_dir.is_dir():
         raise HwnasError(f"--artifact-dir {artifact_dir} is not a folder")
@@ -38,7 +40,7 @@ def dashboard_cmd(storage, artifact_dir, port):
     write_notes(rdb)  # each finished run's settings, folder and summary as its study's note
     n = len(rdb.get_all_studies())
     artifact_dir.mkdir(parents=True, exist_ok=True)
-    click.echo(f"optuna-dashboard for {n} studies in {url}; artifacts in {artifact_dir}")
+    click.echo(f"optuna-dashboard for {n} studies in {shown}; artifacts in {artifact_dir}")
     click.echo(f"open http://127.0.0.1:{port}/dashboard/  (Ctrl-C to stop)", nl=True)
     optuna_dashboard.run_server(
         rdb, host="127.0.0.1", port=port, artifact_store=FileSystemArtifactStore(str(artifact_dir))

@@ -34,7 +34,7 @@ def import_cmd(device, files, space, dataset, store):
     from hwnas.devices.imported import ImportedDevice
     from hwnas.errors import HwnasError
     from hwnas.measure import arch_workload
-    from hwnas.paths import default_store_path, hwnas_home
+    from hwnas.paths import confined, default_store_path, hwnas_home
     from hwnas.predictors.calibration import read_calibration
     from hwnas.predictors.featurize import get_featurizer
     from hwnas.spaces import Arch, get_space
@@ -93,7 +93,8 @@ def import_cmd(device, files, space, dataset, store):
         spaces=spaces,
         sources=sources,
     )
-    path = Path(existing["_path"]) if existing else hwnas_home() / "devices" / f"{device}.yaml"
+    folder = hwnas_home() / "devices"
+    path = Path(existing["_path"]) if existing else confined(folder, f"{device}.yaml")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()

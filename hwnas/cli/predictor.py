@@ -47,7 +47,7 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
     from rich.console import Console
 
     from hwnas.errors import HwnasError
-    from hwnas.paths import hwnas_home
+    from hwnas.paths import confined, hwnas_home
     from hwnas.predictors.recipes import RECIPES, build, build_custom, get_recipe
 
     console = Console(stderr=True)
@@ -66,7 +66,7 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
         for k in keys:
             get_column(space, k)  # unknown columns fail before any training
         rows = _rows(archs_file, [space])
-        out = root / custom_name
+        out = confined(root, custom_name, what="--name")
         log, source = console.print, _source(archs_file)
         cards = [build_custom(custom_name, space, keys, out, steps, seed, log, rows, source)]
     else:

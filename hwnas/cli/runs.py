@@ -16,16 +16,19 @@ from hwnas.cli.options import storage_option
 
 
 def _storage(storage: str | None):
-    """The study storage, refusing a missing default database before any work."""
+    """(the storage URL to show: without its password, the opened storage), refusing a missing
+    default database before any work."""
+    from hwnas.db import redact
     from hwnas.errors import HwnasError
     from hwnas.paths import default_storage_url
 
     url = storage or default_storage_url()
+    shown = redact(url)  # an unparseable URL is refused here, without echoing it
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
-        raise HwnasError(f"no study database at {url}; run `hwnas search` first")
+        raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     from hwnas.search.engine import open_storage
 
-    return url, open_storage(url)
+    return shown, open_storage(url)
 
 
 def run_rows(storage: Any) -> list[dict[str, Any]]:

@@ -182,7 +182,7 @@ def search_cmd(
             **supernet,
         )
     from hwnas.cli.supernet_search import refuse_processes
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search
 
@@ -203,7 +203,7 @@ def search_cmd(
         runtime=runtime,
     )
     job = prepare(settings, storage, store, predictor, measurement_budget)
-    out = out or Path("runs") / settings.study
+    out = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     if artifact_dir is not None:
         check_writable(artifact_dir, "--artifact-dir")

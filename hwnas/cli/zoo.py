@@ -62,20 +62,33 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
 
 @zoo_group.command("verify")
 @click.argument("ref", metavar="DIR|RUN", default="latest")
-@click.option("--storage", default=None, metavar="URL", help="Study storage for RUN.")
+@click.option(
+    "--storage",
+    default=None,
+    metavar="URL",
+    help="Optuna storage of RUN and of the studies whose records are checked (default: "
+    "studies.db in the hwnas home).",
+)
 def verify_cmd(ref: str, storage: str | None) -> None:
     """Check every entry of the zoo folder DIR (or the one entry DIR; or the zoo of RUN:
     `latest`, the default, a study name or a unique part of one) as a deployment would:
     each file's sha256 against card.json, the card's keys in the ONNX metadata, and ONNX
-    Runtime's output on test_data_set_0/input_0.pb against output_0.pb within the card's
-    tolerance. One line per entry; exit status 1 if any entry fails, 2 on bad input."""
+    Runtime's output on test_data_set_0/input_0.pb against output_0.pb (within 1e-3 relative /
+    1e-4 absolute, or the card's tolerance where tighter). Then against records the entry does
+    not hold: the run's summary.json and the study that published the run. Each line says
+    which records matched, or that the entry's provenance is not proven. Exit status 1 if any
+    entry fails, 2 on bad input."""
     from hwnas.zoo.verify import verify
 
-    verdicts = verify(zoo_path(ref, storage))  # HwnasError (not a zoo) -> one line, exit 2
+    verdicts = verify(zoo_path(ref, storage), storage)  # HwnasError (not a zoo): one line, exit 2
     for v in verdicts:
         click.echo(v.line())
     failed = sum(not v.ok for v in verdicts)
-    click.echo(f"{len(verdicts) - failed} of {len(verdicts)} entries verified")
+    proven = sum(v.ok and v.proven for v in verdicts)
+    click.echo(
+        f"{len(verdicts) - failed} of {len(verdicts)} entries verified"
+        + (f", {proven} of them proven by their study's record" if len(verdicts) > failed else "")
+    )
     if failed:
         raise click.exceptions.Exit(1)
 

@@ -23,7 +23,7 @@ import yaml
 from hwnas.assets import asset_path, read_yaml
 from hwnas.devices.base import METRICS, Device, Measurement, Workload
 from hwnas.errors import HwnasError, UnknownNameError
-from hwnas.paths import hwnas_home
+from hwnas.paths import hwnas_home, safe_name
 from hwnas.registry import Registry
 
 __all__ = [
@@ -65,11 +65,16 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
                 profile = read_yaml(path)
-            except (OSError, yaml.YAMLError) as exc:
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 problems[path] = " ".join(str(exc).split())
                 continue
             if not isinstance(profile, dict) or "name" not in profile or "kind" not in profile:
                 problems[path] = "it needs at least 'name' and 'kind'"
+                continue
+            try:  # the name becomes folder and file names (locks, caches, projects)
+                safe_name(profile["name"], "name")
+            except HwnasError as exc:
+                problems[path] = str(exc)
                 continue
             profile["_path"] = str(path)
             profiles[str(profile["name"])] = profile
@@ -125,6 +130,7 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     """
     known = profiles()
     if name not in known:
+        safe_name(name, "device name")  # '../x': say why no profile can have that name
         for path, why in broken_profiles().items():
             if path.stem == name:
                 raise HwnasError(f"device profile {path} is broken: {why}")

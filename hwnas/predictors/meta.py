@@ -311,7 +311,7 @@ class MetaPredictor(Predictor):
         self.name = self.card["name"]
         self.space_name: str = self.card["space"]
         try:
-            with np.load(self.path / "weights.npz") as data:
+            with np.load(self.path / "weights.npz", allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
         except (OSError, ValueError) as exc:
             raise HwnasError(f"cannot read predictor weights in {self.path}: {exc}") from None

@@ -298,7 +298,9 @@ class TvmRuntime(Runtime):
     @property
     def folder(self) -> Path:
         """This device's and key's cache folder."""
-        return self.cache_root / self.device / self.key.split(":", 1)[1]
+        from hwnas.paths import confined
+
+        return confined(self.cache_root, self.device, self.key.split(":", 1)[1], what="device name")
 
     @property
     def is_remote(self) -> bool:

@@ -159,10 +159,10 @@ def open_storage(url: str):
     import optuna
     import sqlalchemy
 
-    from hwnas.db import check_driver, connect_error, normalize_url, redact
+    from hwnas.db import check_driver, connect_error, normalize_url, redact, scrub
     from hwnas.search.workers import creation_lock, sqlite_file
 
-    shown = redact(url)
+    shown = redact(url)  # an unparseable URL is refused here, without echoing it
     url = normalize_url(url)
     check_driver(url)
     db_file = sqlite_file(url)
@@ -190,7 +190,7 @@ def open_storage(url: str):
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{db_file}{suffix}").unlink(missing_ok=True)
             why = connect_error(url, exc) if "postgres" in url else str(exc).splitlines()[0]
-            raise HwnasError(f"cannot open study storage {shown}: {why}") from None
+            raise HwnasError(f"cannot open study storage {shown}: {scrub(why)}") from None
     if url.startswith("sqlite:"):
 
         def pragmas(dbapi_connection, _record) -> None:
@@ -262,7 +262,9 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
             load_if_exists=True,
         )
     except Exception as exc:  # sqlalchemy / optuna storage errors
-        raise HwnasError(f"cannot open study storage: {str(exc).splitlines()[0]}") from None
+        from hwnas.db import scrub
+
+        raise HwnasError(f"cannot open study storage: {scrub(str(exc).splitlines()[0])}") from None
     saved = study.user_attrs.get("settings")
     mine = {k: v for k, v in settings.as_dict().items() if k != "budget"}
     if saved is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hwnas.db import redact
 from hwnas.devices import Device, get_device, offline_routes
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.measure import Profiler
@@ -31,7 +32,8 @@ class Problem:
         space: the search space.
         device: the device (reachable).
         profiler: the device and the measurement store (None for a recorded table).
-        storage_url: the study storage URL.
+        storage_url: the study storage URL without its password (:func:`hwnas.db.redact`):
+            what run folders and the terminal show.
         storage: the opened Optuna storage.
     """
 
@@ -91,4 +93,5 @@ def open_problem(
     if storage is None:
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    return Problem(settings, space, device, Profiler(device, store), storage, open_storage(storage))
+    rdb = open_storage(storage)
+    return Problem(settings, space, device, Profiler(device, store), redact(storage), rdb)

@@ -12,6 +12,7 @@ from typing import Any
 
 from hwnas.search.engine import SearchResult, TrialRecord
 from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
+from hwnas.zoo.read import zoo_manifest
 
 
 def pareto_rows(
@@ -100,7 +101,8 @@ def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
 def write_summary(
     path: Path, result: SearchResult, extra: dict[str, Any], elapsed_s: float
 ) -> dict[str, Any]:
-    """``summary.json``: settings, counts, the Pareto set size and ``best``."""
+    """``summary.json``: settings, counts, the Pareto set size, ``best``, and ``zoo_files``
+    (the sha256 of each zoo entry's card and model: :func:`hwnas.zoo.read.zoo_manifest`)."""
     summary = {
         "settings": result.settings.as_dict(),
         "trials": {
@@ -118,6 +120,8 @@ def write_summary(
         ),
         "elapsed_s": round(elapsed_s, 2),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # what the run wrote to its zoo: `hwnas zoo verify` checks each entry against it
+        "zoo_files": zoo_manifest(path.parent),
         **extra,
     }
     tmp = _temporary(path)

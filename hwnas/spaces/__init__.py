@@ -12,9 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
-
-from hwnas.assets import asset_path
+from hwnas.assets import asset_path, read_yaml
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.registry import load
 from hwnas.spaces.base import Arch, DatasetSpec, IndexedSpace, SearchSpace, TabulatedSpace
@@ -77,11 +75,16 @@ def _is_path(text: str) -> bool:
 
 
 def _load(path: Path, expected: str | None) -> SearchSpace:
-    shipped = path.is_relative_to(asset_path("search_spaces"))
+    # a hand-written class is named only by the files installed with hwnas (resolved: a user
+    # path such as search_spaces/../../x.yaml is not one of them), and only within hwnas
+    shipped = path.resolve().is_relative_to(asset_path("search_spaces").resolve())
     if shipped:
-        config = yaml.safe_load(path.read_text())
-        if "implementation" in config:
-            return load(config["implementation"])(config, path.parent)
+        config = read_yaml(path)
+        impl = config.get("implementation") if isinstance(config, dict) else None
+        if impl is not None:
+            if not str(impl).startswith("hwnas.spaces."):
+                raise HwnasError(f"{path}: implementation '{impl}' is not a space class of hwnas")
+            return load(impl)(config, path.parent)
     from hwnas.spaces.declared import load_declared
 
     space = load_declared(path)

@@ -175,6 +175,7 @@ def search(
 
     from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
     from hwnas.supernet import build_supernet, distributed
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
     from hwnas.zoo import write_zoo, zoo_columns
@@ -191,6 +192,14 @@ def search(
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / "supernet.pt"
+    state: Any = None
+    if ranks.main:  # before any work: a file that is no safe checkpoint stops the search here
+        try:
+            state = read_checkpoint(ckpt, _fingerprint(s))
+        except HwnasError as exc:
+            state = exc
+    state = distributed.share(state, ranks)  # rank 0 reads it, every rank resumes from it
     net_cfg = supernet_config(s.options, space.name)
     net = build_supernet(space.name, data.num_classes, data.image_shape, net_cfg).to(tdev)
     if tdev.type == "cuda":
@@ -226,19 +235,12 @@ def search(
     cls = SUPERNET_STRATEGIES.get(s.strategy)
     strategy = cls(net, hw, strategy_opts, s.epochs * steps_per_epoch, s.seed)
 
-    ckpt = out / "supernet.pt"
     history: list[dict[str, Any]] = []
     start_epoch = 0
-    state = None
-    if ranks.main and ckpt.is_file():  # rank 0 reads the checkpoint, every rank resumes from it
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
-        if state.get("fingerprint") != _fingerprint(s):
-            state = None
-    state = distributed.share(state, ranks)
     if state is not None:
         net.load_state_dict(state["supernet"])
         strategy.load_state_dict(state["strategy"])
-        start_epoch, history = int(state["epoch"]), list(state["history"])
+        start_epoch, history = state["epoch"], state["history"]
         log(f"resuming from {ckpt} after epoch {start_epoch}")
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
@@ -252,18 +254,9 @@ def search(
             f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
         )
         if ranks.main:
-            tmp = ckpt.with_suffix(".tmp")
-            torch.save(
-                {
-                    "fingerprint": _fingerprint(s),
-                    "epoch": epoch + 1,
-                    "supernet": net.state_dict(),
-                    "strategy": strategy.state_dict(),
-                    "history": history,
-                },
-                tmp,
+            save_checkpoint(
+                ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(), history
             )
-            tmp.replace(ckpt)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         distributed.stop()
         strategy.net = net

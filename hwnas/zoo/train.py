@@ -11,10 +11,12 @@ the hwnas home keyed by everything that determines them, so a rerun (a killed se
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
 import os
+import pickle
 import shutil
 import time
 from collections.abc import Callable
@@ -408,10 +410,17 @@ def _load_cached(key: str):
     import torch
 
     folder = training_cache() / key
+    if not folder.is_dir():
+        return None
     try:
         training = json.loads((folder / "training.json").read_text())
-        state = torch.load(io.BytesIO((folder / "weights.pt").read_bytes()), weights_only=True)
-    except (OSError, ValueError, RuntimeError, KeyError):
+        blob = (folder / "weights.pt").read_bytes()
+        # a damaged entry (a flipped bit still loads) is trained again, never put in a zoo
+        if (folder / "weights.sha256").read_text().strip() != hashlib.sha256(blob).hexdigest():
+            raise ValueError("weights.pt sha256 differs")
+        state = torch.load(io.BytesIO(blob), weights_only=True)
+    except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError):
+        shutil.rmtree(folder, ignore_errors=True)
         return None
     return state, training
 
@@ -424,6 +433,8 @@ def _store_cached(key: str, model, training: dict) -> None:
     try:
         tmp.mkdir(parents=True, exist_ok=True)
         torch.save(model.state_dict(), tmp / "weights.pt")
+        digest = hashlib.sha256((tmp / "weights.pt").read_bytes()).hexdigest()
+        (tmp / "weights.sha256").write_text(digest + "\n")
         (tmp / "training.json").write_text(json.dumps(training, indent=1))
         os.rename(tmp, root / key)
     except OSError:

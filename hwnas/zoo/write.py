@@ -39,8 +39,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def entry_name(rank: int, record: TrialRecord) -> str:
-    """Folder name of a zoo entry: its row in the exported list and its model hash."""
-    return f"{rank:02d}-{record.attrs.get('model_hash') or rank}"
+    """Folder name of a zoo entry: its row in the exported list and its model hash.
+
+    Raises:
+        HwnasError: a trial whose ``model_hash`` attribute (read from the study, which other
+            workers write) would not make one folder name.
+    """
+    from hwnas.paths import safe_name
+
+    return safe_name(f"{rank:02d}-{record.attrs.get('model_hash') or rank}", "zoo entry name")
 
 
 def zoo_columns(

@@ -44,6 +44,7 @@ import yaml
 
 from hwnas.errors import HwnasError
 from hwnas.spaces.declared.blocks import BLOCKS, BlockType, Param
+from hwnas.yamlfile import load_yaml
 
 Where = tuple[Any, ...]
 
@@ -145,12 +146,7 @@ class _Reader:
         except (OSError, UnicodeDecodeError) as exc:
             raise HwnasError(f"space file {path} cannot be read: {exc}") from None
         try:
-            loader = yaml.SafeLoader(text)
-            try:
-                node = loader.get_single_node()
-                self.data = loader.construct_document(node) if node is not None else None
-            finally:
-                loader.dispose()
+            self.data, node = load_yaml(text, nodes=True)  # aliases bounded, no self-reference
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else 0
