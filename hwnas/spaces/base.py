@@ -8,7 +8,7 @@ architecture. Everything else (tables, supernets) is an optional ability of a co
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -173,6 +173,48 @@ class SearchSpace(ABC):
                 start, index = offsets[d]
                 out[row, start + index[v]] = 1.0
         return out
+
+
+def spread_archs(
+    space: SearchSpace,
+    labels: Sequence[Sequence[str]],
+    make: Callable[[dict[int, str]], Arch],
+    n: int = 10,
+    seed: int = 20240614,
+) -> list[Arch]:
+    """``n`` distinct architectures spread over a space, the same on every machine (a
+    reference set): the first takes every decision's first value, the last every decision's
+    last value (choices are listed smallest first by convention), those between take for each
+    decision the value at their quantile with seeded jitter, so costs spread from smallest to
+    largest and decisions do not move in lockstep.
+
+    Args:
+        space: the space (its :meth:`SearchSpace.sample` fills a tiny space).
+        labels: every decision's labels, in decision order.
+        make: decision index -> label, to the architecture (canonical).
+        n: how many.
+        seed: the jitter's seed.
+    """
+    rng = np.random.default_rng(seed)
+    out: dict[str, Arch] = {}
+    tries = 0
+    while len(out) < n and tries < 50 * n:
+        k = len(out)
+        q = k / max(1, n - 1)
+        chosen = {}
+        for d, opts in enumerate(labels):
+            m = len(opts)
+            jitter = 0.0 if k in (0, n - 1) else rng.normal(0.0, 0.3 + 0.1 * (tries // n))
+            i = int(np.clip(round(q * (m - 1) + jitter * m), 0, m - 1))
+            chosen[d] = opts[i]
+        arch = make(chosen)
+        out.setdefault(arch.text, arch)
+        tries += 1
+    for arch in space.sample(rng, 20 * n):  # a tiny space: fill with random ones
+        if len(out) >= n:
+            break
+        out.setdefault(arch.text, arch)
+    return list(out.values())[:n]
 
 
 # -- optional abilities, declared as typed protocols ---------------------------------------------
