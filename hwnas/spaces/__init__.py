@@ -24,7 +24,14 @@ import yaml
 from hwnas.assets import asset_path
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.registry import load
-from hwnas.spaces.base import Arch, DatasetSpec, IndexedSpace, SearchSpace, TabulatedSpace
+from hwnas.spaces.base import (
+    Arch,
+    DatasetSpec,
+    IndexedSpace,
+    InheritedSpace,
+    SearchSpace,
+    TabulatedSpace,
+)
 
 T = TypeVar("T")
 
@@ -32,6 +39,7 @@ __all__ = [
     "Arch",
     "DatasetSpec",
     "IndexedSpace",
+    "InheritedSpace",
     "SearchSpace",
     "TabulatedSpace",
     "ability",
@@ -49,8 +57,9 @@ _FILES: dict[str, SearchSpace] = {}
 
 
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
-    """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`) if it has
-    that optional ability, else None: the one place where abilities are looked up."""
+    """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`,
+    :class:`InheritedSpace`) if it has that optional ability, else None: the one place where
+    abilities are looked up."""
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 
 

@@ -97,6 +97,14 @@ class SearchSpace(ABC):
     # -- derived abilities ------------------------------------------------------------------
 
     @property
+    def identity(self) -> str:
+        """What measurement-store keys and export caches name the space by: its name here;
+        spaces made from a Python object add a hash of their structure
+        (:class:`hwnas.spaces.module.ModuleSpace`), so two different models given one name
+        never share a measurement."""
+        return self.name
+
+    @property
     def supernet_name(self) -> str:
         """Name of the space's supernet in :data:`hwnas.supernet.SUPERNETS` (its own name;
         every declared space shares ``declared``)."""
@@ -251,4 +259,14 @@ class TabulatedSpace(IndexedSpace, Protocol):
 
     def accuracy_source(self, dataset: str, epochs: int = 200) -> str:
         """Where :meth:`table_accuracy` comes from ("nasbench201-table:cifar100_test_200ep")."""
+        ...
+
+
+@runtime_checkable
+class InheritedSpace(Protocol):
+    """A space whose architectures come with inherited weights: the subnets of a trained module
+    (:func:`hwnas.elastic`). Evaluators score those rather than fresh networks."""
+
+    def subnet(self, arch: Arch, num_classes: int | None = None) -> torch.nn.Module:
+        """The standalone network of ``arch`` with the space's weights (eval mode)."""
         ...

@@ -430,7 +430,7 @@ def subnet_workload(supernet: Any, arch: Arch, model: Any = None):
 
     key = content_hash(
         "supernet-subnet",
-        supernet.space.name,
+        supernet.space.identity,
         arch.text,
         json.dumps(supernet.config, sort_keys=True),
         str(supernet.num_classes),
