@@ -274,7 +274,16 @@ class ModuleSpace(SearchSpace):
         from hwnas.spaces.module.network import extract
 
         self._check_classes(num_classes)
-        return extract(self.net, self.analysis, self.subnet_of(self.parse(arch.text)))
+        arch = self.parse(arch.text)
+        net = extract(self.net, self.analysis, self.subnet_of(arch))
+        net.hwnas_build = {  # how a zoo card rebuilds it (hwnas.zoo.load)
+            "kind": "space",
+            "space": self.name,
+            "arch": arch.text,
+            "dataset": self._dataset.name,
+            "num_classes": self._dataset.num_classes,
+        }
+        return net
 
     def build(self, arch: Arch, dataset: str, num_classes: int | None = None):
         """The network of ``arch`` with freshly initialised weights (every layer's
@@ -289,6 +298,7 @@ class ModuleSpace(SearchSpace):
 
         self.dataset(dataset)
         net = self.subnet(arch, num_classes)
+        del net.hwnas_build
         with torch.no_grad():
             for m in net.modules():
                 reset = getattr(m, "reset_parameters", None)
