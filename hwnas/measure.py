@@ -31,7 +31,8 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
 
     Its model hash depends only on (space, arch string, dataset, input shape), so it is stable
     across library versions (the space by :attr:`SearchSpace.identity`: its name, plus a hash
-    of its structure for spaces made from a Python module); the ONNX model is exported only if a device needs to run it.
+    of its structure for spaces made from a Python module); the ONNX model is exported only
+    if a device needs to run it.
     """
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")

@@ -191,7 +191,9 @@ class Repeat(nn.Sequential):
         for i in range(n):
             m = copy.deepcopy(block) if isinstance(block, nn.Module) else block(i)
             if not isinstance(m, nn.Module):
-                raise HwnasError(f"Repeat's block function returned {type(m).__name__}, not a module")
+                raise HwnasError(
+                    f"Repeat's block function returned {type(m).__name__}, not a module"
+                )
             blocks.append(m)
         super().__init__(*blocks)
         self.depth = depth

@@ -164,9 +164,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
         params = None
     takes_data = True
     if params is not None:
-        positional = [
-            p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         star = any(p.kind == p.VAR_POSITIONAL for p in params)
         required = [p for p in positional if p.default is p.empty]
         if not star and not (len(required) <= 2 <= len(positional) or len(required) == 3):

@@ -14,10 +14,9 @@ name for the rest of the process.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TypeVar
-
-import re
 
 import yaml
 
@@ -174,7 +173,9 @@ def _load_code(text: str, file: str, attr: str) -> SearchSpace:
         except Exception as exc:  # the user's code: any error, in one line
             del sys.modules[module_name]
             first = (str(exc).strip().splitlines() or [""])[0]
-            raise HwnasError(f"{path}: importing it failed: {type(exc).__name__}: {first}") from None
+            raise HwnasError(
+                f"{path}: importing it failed: {type(exc).__name__}: {first}"
+            ) from None
     if not hasattr(module, attr):
         names = [n for n in vars(module) if not n.startswith("_")]
         raise UnknownNameError(f"attribute of {path}", attr, names)

@@ -53,7 +53,9 @@ class ModuleSupernet(Supernet):
         self.net = copy.deepcopy(space.net)  # type: ignore[attr-defined]
         self.analysis = space.analysis  # type: ignore[attr-defined]
         self.hard_only = frozenset(
-            i for i, d in enumerate(space.decisions) if d.kind != "op"  # type: ignore[attr-defined]
+            i
+            for i, d in enumerate(space.decisions)
+            if d.kind != "op"  # type: ignore[attr-defined]
         )
         if tuple(image_shape) != tuple(spec.input_shape):
             was = self.net.training
@@ -80,7 +82,7 @@ class ModuleSupernet(Supernet):
         space = self.space
         sub = Subnet()
         scale = None
-        for i, (d, choice) in enumerate(zip(space.decisions, path)):  # type: ignore[attr-defined]
+        for d, choice in zip(space.decisions, path):  # type: ignore[attr-defined]
             if d.kind != "op" and len(choice.active) != 1:
                 raise ValueError(f"decision {d.key} runs one candidate at a time")
             if d.kind == "op":

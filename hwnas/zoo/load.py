@@ -80,9 +80,7 @@ def load(
 
         model = _checked(folder, card, MODEL_FILE)
         try:
-            return ort.InferenceSession(
-                str(model), providers=providers or ["CPUExecutionProvider"]
-            )
+            return ort.InferenceSession(str(model), providers=providers or ["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's own exception types
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise HwnasError(f"ONNX Runtime cannot load {model}: {first}") from None

@@ -34,7 +34,9 @@ class TinyNet(nn.Module):
         self.op = hn.Choice(
             {
                 "conv3": nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.ReLU()),
-                "dw5": nn.Sequential(nn.Conv2d(width, width, 5, padding=2, groups=width), nn.ReLU()),
+                "dw5": nn.Sequential(
+                    nn.Conv2d(width, width, 5, padding=2, groups=width), nn.ReLU()
+                ),
                 "skip": nn.Identity(),
             },
             label="op",

@@ -109,7 +109,11 @@ def test_elastic_subnets_are_exact_across_residuals_se_and_concatenation():
     space = hwnas.elastic(model, x[:1], name="mixed")
     kinds = {d.key: d.kind for d in space.decisions}
     assert kinds["stem.0.w"] == "width" and kinds["stage1.d"] == "depth"
-    assert kinds["stage2.0.dw.0.k"] == "kernel" and space.by_key["stage2.0.dw.0.k"].values == (3, 5, 7)
+    assert kinds["stage2.0.dw.0.k"] == "kernel" and space.by_key["stage2.0.dw.0.k"].values == (
+        3,
+        5,
+        7,
+    )
     assert {"a.w", "b.w", "mix.w"} <= set(kinds)  # both branches of the concatenation
     assert not any(k.startswith(("stage1.0.c2", "stage1.1.c2")) for k in kinds)  # residual: stem's
     with torch.no_grad():
@@ -120,7 +124,9 @@ def test_elastic_subnets_are_exact_across_residuals_se_and_concatenation():
             sub = net.extract(arch)
             assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5), arch.text
         small = net.extract(space.smallest())
-    assert sum(p.numel() for p in small.parameters()) < sum(p.numel() for p in model.parameters()) / 4
+    assert (
+        sum(p.numel() for p in small.parameters()) < sum(p.numel() for p in model.parameters()) / 4
+    )
     session = ort.InferenceSession(export_onnx(small, (1, 3, 16, 16)))
     got = session.run(None, {"input": x.numpy()})[0]
     assert np.abs(got - small(x).detach().numpy()).max() < 1e-4
@@ -156,7 +162,11 @@ class ViT(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.n1, self.attn = nn.LayerNorm(d), Attention(d, 4)
-                self.n2, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+                self.n2, self.fc1, self.fc2 = (
+                    nn.LayerNorm(d),
+                    nn.Linear(d, 4 * d),
+                    nn.Linear(4 * d, d),
+                )
 
             def forward(self, x):
                 x = x + self.attn(self.n1(x))
@@ -176,7 +186,8 @@ def test_a_vit_gets_elastic_mlp_widths_and_depth_with_attention_fixed():
     x = torch.randn(2, 3, 16, 16)
     space = hwnas.elastic(model, x[:1], name="vit_t")
     assert {d.key: d.kind for d in space.decisions} == {
-        "blocks.d": "depth", **{f"blocks.{i}.fc1.w": "width" for i in range(3)}
+        "blocks.d": "depth",
+        **{f"blocks.{i}.fc1.w": "width" for i in range(3)},
     }
     fixed = space.describe()["fixed_widths"]
     assert "reshape" in fixed["blocks.0.attn.qkv"]  # heads are reshaped out of the channels
@@ -266,7 +277,9 @@ class ResCNN(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU()
+        )
         self.stage1 = nn.Sequential(Residual(32), Residual(32))
         self.down = nn.Sequential(
             nn.Conv2d(32, 64, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU()
@@ -296,7 +309,9 @@ def test_a_users_residual_cnn_made_elastic_is_searched_on_the_live_cpu(tmp_path)
     rng = np.random.default_rng(0)
     for _ in range(30):
         idx = rng.choice(len(data.train), 64, replace=False)
-        loss = F.cross_entropy(model(torch.from_numpy(data.train.x[idx])), torch.from_numpy(data.train.y[idx]))
+        loss = F.cross_entropy(
+            model(torch.from_numpy(data.train.x[idx])), torch.from_numpy(data.train.y[idx])
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -307,12 +322,20 @@ def test_a_users_residual_cnn_made_elastic_is_searched_on_the_live_cpu(tmp_path)
             pred = net(torch.from_numpy(data.val.x)).argmax(1).numpy()
         return 100.0 * float((pred == data.val.y).mean())
 
-    space = register_space(hwnas.elastic(model, torch.from_numpy(data.train.x[:1]), name="rescnn", dataset="digits"))
-    settings = SearchSettings(space="rescnn", device="cpu-fast", dataset="digits", strategy="random", budget=8)
+    space = register_space(
+        hwnas.elastic(model, torch.from_numpy(data.train.x[:1]), name="rescnn", dataset="digits")
+    )
+    settings = SearchSettings(
+        space="rescnn", device="cpu-fast", dataset="digits", strategy="random", budget=8
+    )
     space, device = resolve(settings)
     problem = open_problem(settings, space, device)
-    evaluator = FunctionEvaluator(space, val_accuracy, problem.profiler, ["latency_ms"], "digits", data)
-    result = run_search(settings, space, evaluator.evaluate, problem.storage, proposals=space.reference_archs(8))
+    evaluator = FunctionEvaluator(
+        space, val_accuracy, problem.profiler, ["latency_ms"], "digits", data
+    )
+    result = run_search(
+        settings, space, evaluator.evaluate, problem.storage, proposals=space.reference_archs(8)
+    )
     assert len(result.records) == 8
     accuracies = [r.accuracy for r in result.records]
     assert max(accuracies) > 50 and np.median(accuracies) > 1.5 * 10  # chance: 10%
@@ -371,6 +394,8 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     assert space.parse(best["arch"]).text == best["arch"]
     assert best["latency_ms_source"].startswith("measured:cpu-fast")
     assert {d.kind for d in space.decisions} == {"width", "op", "depth", "kernel"}
-    bad = hwnas_cli("search", "--space", f"{file}:spaec", "--device", "cpu-fast", "--strategy", "oneshot")
+    bad = hwnas_cli(
+        "search", "--space", f"{file}:spaec", "--device", "cpu-fast", "--strategy", "oneshot"
+    )
     assert bad.returncode == 2
     assert "unknown attribute of" in bad.stderr and "did you mean space" in bad.stderr

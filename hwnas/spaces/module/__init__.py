@@ -173,7 +173,9 @@ class ModuleSpace(SearchSpace):
         for tok in text.split():
             key, sep, val = tok.partition("=")
             if not sep:
-                raise HwnasError(f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE")
+                raise HwnasError(
+                    f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE"
+                )
             if key not in self.by_key:
                 keys = list(self.by_key)
                 more = ", ..." if len(keys) > 12 else ""
@@ -234,7 +236,7 @@ class ModuleSpace(SearchSpace):
         from hwnas.spaces.module.network import Subnet
 
         sub = Subnet()
-        for d, (key, v) in zip(self.decisions, self.values(arch).items()):
+        for d, v in zip(self.decisions, self.values(arch).values()):
             if d.kind == "width":
                 sub.widths.update({gid: int(v) for gid in d.sites})
             elif d.kind == "kernel":
@@ -414,7 +416,9 @@ def module_space(
     if not isinstance(example_input, torch.Tensor) or not example_input.is_floating_point():
         raise HwnasError("example_input must be a float tensor, (batch, C, H, W) for images")
     if example_input.dim() < 2 or example_input.shape[0] < 1:
-        raise HwnasError(f"example_input needs a batch axis, got shape {tuple(example_input.shape)}")
+        raise HwnasError(
+            f"example_input needs a batch axis, got shape {tuple(example_input.shape)}"
+        )
     x = example_input[:1].detach().float().cpu()
     model = copy.deepcopy(model).float().cpu()
     _check_choices(model, x, label)
@@ -590,7 +594,9 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
                 )
             g = analysis.groups[gid]
             if g.frozen:
-                raise HwnasError(f"{label}: '{path}': its width {out!r} cannot be searched: {g.frozen}")
+                raise HwnasError(
+                    f"{label}: '{path}': its width {out!r} cannot be searched: {g.frozen}"
+                )
             add(out.label or f"{g.name}.w", "width", out.values, gid, path)
         if isinstance(m, nn.Conv2d) and isinstance(m.kernel_size[0], ValueChoice):
             vc = m.kernel_size[0]
@@ -668,7 +674,9 @@ def _check_choices(model, x, label: str) -> None:
                 ) from None
         if len({s for _, s in shapes}) > 1:
             listed = ", ".join(f"{n} -> {s}" for n, s in shapes)
-            raise HwnasError(f"{label}: Choice '{path}': candidates give different shapes ({listed})")
+            raise HwnasError(
+                f"{label}: Choice '{path}': candidates give different shapes ({listed})"
+            )
 
 
 def _nothing_elastic(analysis, widths, kernels, depth) -> str:

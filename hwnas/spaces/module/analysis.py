@@ -379,12 +379,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 gid = g.new(m.out_features)
                 layer_out[name] = gid
                 result = ((gid,), len(shape) - 1) if shape else None
-            elif (
-                type(m) is nn.BatchNorm2d
-                and lay is not None
-                and lay[1] == 1
-                and len(lay[0]) == 1
-            ):
+            elif type(m) is nn.BatchNorm2d and lay is not None and lay[1] == 1 and len(lay[0]) == 1:
                 carriers[name] = lay[0][0]
                 layer_in[name] = segs(lay)
                 result = lay
@@ -610,7 +605,9 @@ def _binary(node, ins, layout, shape, join, freeze_all, g):
         p = positions[a]
         if s[len(s) - (n - p)] == shape[p] and out is None:
             out = (layout[a][0], p)
-    full = [a for a in tracked if _shape(a)[len(_shape(a)) - (n - positions[a])] == shape[positions[a]]]
+    full = [
+        a for a in tracked if _shape(a)[len(_shape(a)) - (n - positions[a])] == shape[positions[a]]
+    ]
     for a in full[1:]:
         if positions[a] == positions[full[0]]:
             join(layout[full[0]], layout[a], "added to channels concatenated otherwise")

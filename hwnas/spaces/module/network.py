@@ -194,7 +194,7 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
     for path, d in sub.depths.items():
         stage = out.get_submodule(path)
         del stage[d:]
-    for name, m in list(out.named_modules()):
+    for m in list(out.modules()):
         if hasattr(m, "hw_plain"):
             m.__class__ = m.hw_plain
             m.__dict__.pop("hw_skip", None)
