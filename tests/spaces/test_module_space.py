@@ -394,6 +394,11 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     assert space.parse(best["arch"]).text == best["arch"]
     assert best["latency_ms_source"].startswith("measured:cpu-fast")
     assert {d.kind for d in space.decisions} == {"width", "op", "depth", "kernel"}
+    assert (
+        space.parse("depth=1 kernel=3 width=8 op=skip").text == "width=8 op=skip depth=1 kernel=3"
+    )
+    with pytest.raises(HwnasError, match="arch string: missing op$"):
+        space.parse("width=8 depth=1 kernel=3")
     bad = hwnas_cli(
         "search", "--space", f"{file}:spaec", "--device", "cpu-fast", "--strategy", "oneshot"
     )

@@ -80,6 +80,7 @@ class ModuleSpace(SearchSpace):
 
     supernet_name = "module"
     featurizer_name = "module"
+    language = "PyTorch module"
 
     def __init__(
         self,
@@ -198,7 +199,9 @@ class ModuleSpace(SearchSpace):
         for d in self.decisions:
             if d.key not in labels:
                 if self._active(depth_values, d) or any(
-                    c[0] not in labels for layer in d.layers for c in self._conditions[layer]
+                    c[0] not in labels
+                    for layer in d.layers
+                    for c in self._conditions.get(layer, [])
                 ):
                     missing.append(d.key)
                 labels[d.key] = d.labels[0]
