@@ -25,6 +25,7 @@ from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.registry import load
 from hwnas.spaces.base import (
     Arch,
+    CostTermsSpace,
     DatasetSpec,
     IndexedSpace,
     InheritedSpace,
@@ -36,6 +37,7 @@ T = TypeVar("T")
 
 __all__ = [
     "Arch",
+    "CostTermsSpace",
     "DatasetSpec",
     "IndexedSpace",
     "InheritedSpace",
@@ -57,8 +59,8 @@ _FILES: dict[str, SearchSpace] = {}
 
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
     """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`,
-    :class:`InheritedSpace`) if it has that optional ability, else None: the one place where
-    abilities are looked up."""
+    :class:`InheritedSpace`, :class:`CostTermsSpace`) if it has that optional ability, else
+    None: the one place where abilities are looked up."""
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 
 

@@ -270,3 +270,14 @@ class InheritedSpace(Protocol):
     def subnet(self, arch: Arch, num_classes: int | None = None) -> torch.nn.Module:
         """The standalone network of ``arch`` with the space's weights (eval mode)."""
         ...
+
+
+@runtime_checkable
+class CostTermsSpace(Protocol):
+    """A space that says how its cost decomposes: the term structure of a supernet's lookup
+    table (:class:`hwnas.supernet.cost.MultilinearLUT`), such as a layer's decisions counting
+    only while its stage is deep enough. Spaces without it get one term per candidate."""
+
+    def lut_terms(self) -> list:
+        """Terms: tuples of (decision index, per-candidate factor array), multiplied."""
+        ...

@@ -163,6 +163,12 @@ class DeclaredSpace(SearchSpace):
     def choices(self) -> dict[str, tuple[str, ...]]:
         return dict(self._choices)
 
+    def lut_terms(self) -> list:
+        """The lookup-table terms (:func:`hwnas.supernet.declared_cost.declared_terms`)."""
+        from hwnas.supernet.declared_cost import declared_terms
+
+        return declared_terms(self)
+
     def parse(self, text: str) -> Arch:
         """Parse ``TOKEN=VALUE`` tokens (any order) and canonicalise.
 

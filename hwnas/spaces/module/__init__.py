@@ -150,6 +150,28 @@ class ModuleSpace(SearchSpace):
     def choices(self) -> dict[str, tuple[str, ...]]:
         return dict(self._choices)
 
+    def lut_terms(self) -> list:
+        """The lookup-table terms of a supernet's cost model: one indicator per candidate of
+        every decision, times ``1[stage depth > block index]`` where all the layers a decision
+        concerns sit in one droppable block (a dropped block costs nothing), as declared
+        spaces' terms do."""
+        import numpy as np
+
+        index = {d.key: i for i, d in enumerate(self.decisions)}
+        terms = []
+        for i, d in enumerate(self.decisions):
+            conds = {tuple(self._conditions.get(layer, [])) for layer in d.layers}
+            extra = []
+            if d.kind != "depth" and len(conds) == 1 and len(next(iter(conds))) == 1:
+                key, block = next(iter(conds))[0]
+                values = self.by_key[key].values
+                g = np.array([1.0 if int(v) > block else 0.0 for v in values])
+                if not g.all():
+                    extra.append((index[key], g))
+            for c in range(len(d.values)):
+                terms.append(((i, np.eye(len(d.values))[c]), *extra))
+        return terms
+
     def _value(self, d: Decision, label: str) -> Any:
         return d.values[d.labels.index(label)]
 
