@@ -30,12 +30,14 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     """The workload of ``arch`` built for ``dataset`` at ``batch_size``.
 
     Its model hash depends only on (space, arch string, dataset, input shape), so it is stable
-    across library versions; the ONNX model is exported only if a device needs to run it.
+    across library versions (the space by :attr:`SearchSpace.identity`: its name, plus a hash
+    of its structure for spaces made from a Python module); the ONNX model is exported only
+    if a device needs to run it.
     """
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     shape = (batch_size, *space.input_shape(arch, dataset))
-    key = content_hash(space.name, arch.text, dataset, "x".join(map(str, shape)))
+    key = content_hash(space.identity, arch.text, dataset, "x".join(map(str, shape)))
 
     def factory() -> bytes:  # exported once per model hash, shared with the model zoo
         from hwnas.zoo.models import export_random

@@ -31,7 +31,7 @@ def space_row(name_or_path: str) -> dict[str, Any]:
         "space": space.name,
         "origin": "shipped" if shipped else "yours",
         "file": str(path),
-        "language": "hand-written" if written else "declared",
+        "language": getattr(space, "language", "") or ("hand-written" if written else "declared"),
         "decisions": len(choices),
         "size": math.prod(len(v) for v in choices.values()) if choices else 0,
         "tabulated": len(indexed) if indexed is not None else None,

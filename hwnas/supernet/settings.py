@@ -243,9 +243,11 @@ SUPERNET_SETTINGS: dict[str, tuple[Setting, ...]] = {
         _positive("resolution_scale", 0.25, "input resolution scale (spaces with resolution)"),
         Setting("profile", str, "", "dataset skeleton (default: the smallest images)"),
     ),
+    "module": (),
 }
 """Size settings of each space's supernet (defaults sized for a CPU); ``declared`` is the
-supernet of every space written in the space language."""
+supernet of every space written in the space language; ``module`` (spaces made from a PyTorch
+module: the module as written) has none."""
 
 
 def space_settings(space: str) -> tuple[Setting, ...]:
@@ -446,6 +448,8 @@ def help_text() -> str:
     small = PRESETS["small-data"]["*"]
     parts.append("preset=small-data sets " + ", ".join(f"{k}={_show(v)}" for k, v in small.items()))
     for name, own in SUPERNET_SETTINGS.items():
+        if not own:
+            continue
         who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
         shown = [
             f"{s.key} ({s.default!r}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"

@@ -304,6 +304,14 @@ def random_entry(
         devices=devices,
         devices_note=_benchmark_note(space, dataset),
         test_label=None,
+        build={
+            "kind": "space",
+            "space": space.name,
+            "arch": arch.text,
+            "dataset": dataset,
+            "num_classes": spec.num_classes,
+            "seed": WEIGHT_SEED,
+        },
         **found,
     )
     return model, card
@@ -366,6 +374,13 @@ def trained_entry(
         table_accuracy=table_accuracy,
         training=t.training,
         test_label=t.test_label,
+        build={
+            "kind": "space",
+            "space": space.name,
+            "arch": arch.text,
+            "dataset": trainer.dataset,
+            "num_classes": data.num_classes,
+        },
         **found,
     )
     return model, card
@@ -444,6 +459,7 @@ def subnet_entry(
         ),
         table_accuracy=table,
         test_label=label,
+        build=getattr(own["model"], "hwnas_build", None),
         **found,
     )
     return model, card
