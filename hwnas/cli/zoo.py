@@ -93,7 +93,7 @@ def list_cmd(path, storage, as_json):
     rows = []
     for e in entries:
         acc = "" if e["accuracy"] is None else f"{e['accuracy']:.2f}"
-        lat = "" if e["latency_ms"] is None else f"{e['latency_ms']:.3f} {e['device']}"
+        lat = "" if e["latency_ms"] is None else f"{e['latency_ms']:.3f} ms {e['device']}"
         rows.append(
             (
                 Path(e["entry"]).name,
