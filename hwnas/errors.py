@@ -15,12 +15,17 @@ class HwnasError(Exception):
 
 
 class UnknownNameError(HwnasError, KeyError):
-    """A name that is not in a registry (device, space, strategy, dataset...)."""
+    """A name that is not in a registry (device, space, strategy, dataset...); the message
+    offers the closest known names (``difflib``) and lists the known ones."""
 
     def __init__(self, kind: str, name: str, known: list[str]):
+        import difflib
+
         shown = ", ".join(sorted(known)[:40])
         more = "" if len(known) <= 40 else f", ... ({len(known)} in all)"
-        super().__init__(f"unknown {kind} '{name}'; known: {shown}{more}")
+        close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+        hint = f" did you mean {' or '.join(close)}?" if close else ""
+        super().__init__(f"unknown {kind} '{name}';{hint} known: {shown}{more}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

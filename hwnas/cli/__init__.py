@@ -32,6 +32,7 @@ def _register() -> None:
         refset,
         runs,
         search,
+        spaces,
         train,
         zoo,
     )
@@ -40,6 +41,7 @@ def _register() -> None:
     app.add_command(measure.measure_group)
     app.add_command(arch.arch_cmd)
     app.add_command(devices.devices_cmd)
+    app.add_command(spaces.spaces_cmd)
     app.add_command(dashboard.dashboard_cmd)
     app.add_command(predictor.predictor_group)
     app.add_command(predict.predict_cmd)

@@ -139,14 +139,6 @@ def search_cmd(
     architecture) to the run folder, and keeps the Optuna study in STORAGE.
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from hwnas.search.strategies import pipeline_of
 
@@ -222,19 +214,11 @@ def search_cmd(
             f"few-shot search: predictor {described['name']} ({described['path']}), "
             f"at most {job.fewshot.budget} measurements on {settings.device}"
         )
+    from hwnas.cli.progress import TerminalReporter
+
     console = Console(stderr=True)
     out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}", markup=False),
-        console=console,
-        transient=False,
-    )
+    reporter = TerminalReporter(console)
     counts = job.profiler.counts
     state = {"best": None, "now": "", "noisy": 0, "failed": 0}
 
@@ -253,30 +237,22 @@ def search_cmd(
     def on_trial(done, record):
         if record is not None and (state["best"] is None or record.accuracy > state["best"]):
             state["best"] = record.accuracy
-        progress.update(task, completed=done, status=status())
+        step.update(done, status())
 
     def on_candidate(arch, event):
         if event in ("noisy", "failed"):
             state[event] += 1
         state["now"] = arch if event == "measuring" else ""
-        progress.update(task, status=status())
+        step.update(status=status())
 
     def on_front(result):
-        progress.update(task, completed=len(result.records), status=status())
-        progress.stop()
+        step.update(len(result.records), status())
+        step.close()
         _print_front(result, out_console)
         if not no_zoo and result.pareto:
-            verb = "training" if trainer is not None else "exporting"
-            console.print(
-                f"{verb} {len(result.pareto)} Pareto models to {out / 'zoo'} ...",
-                markup=False,
-                highlight=False,
-            )
+            reporter.note(f"zoo: {out / 'zoo'}")
 
-    with progress:
-        from rich.markup import escape
-
-        task = progress.add_task(escape(f"search {settings.device}"), total=budget, status=status())
+    with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
         result, summary = search(
             job,
             out,
@@ -286,6 +262,7 @@ def search_cmd(
             trainer=trainer,
             on_candidate=on_candidate,
             artifact_dir=artifact_dir,
+            reporter=reporter,
         )
     _print_summary(result, summary, out, out_console)
     if as_json:

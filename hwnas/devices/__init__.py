@@ -34,6 +34,7 @@ __all__ = [
     "Workload",
     "get_device",
     "list_devices",
+    "offline_routes",
 ]
 
 DEVICE_KINDS: Registry = Registry("device kind")
@@ -147,3 +148,43 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
             "live devices (local, cuda, rpc, android)"
         )
     return device
+
+
+def nearest_recorded(device: Device, space: str) -> str | None:
+    """The recorded device most like ``device`` with a table of ``space``: the same ``class``
+    (phone, gpu, cpu, board, ...) where one exists, then the closest name (``difflib``), so
+    ``pixel8`` gives ``pixel3``. None when no recorded device has a table of ``space``."""
+    import difflib
+
+    candidates = []
+    for name, profile in profiles().items():
+        if profile.get("kind") != "recorded" or name == device.name:
+            continue
+        try:
+            other = get_device(name)
+        except HwnasError:
+            continue
+        if space in other.table_spaces:
+            candidates.append((profile.get("class") == device.profile.get("class"), name))
+    if not candidates:
+        return None
+    same = [n for same_class, n in candidates if same_class] or [n for _, n in candidates]
+    return max(same, key=lambda n: (difflib.SequenceMatcher(None, device.name, n).ratio(), n))
+
+
+def offline_routes(device: Device, space: str) -> str:
+    """What a user can do when the live ``device`` cannot be reached, as one clause: search the
+    nearest recorded device, or time the reference set where the device is and import it
+    (a few-shot search on an ``imported`` device needs no connection)."""
+    routes = []
+    near = nearest_recorded(device, space)
+    if near is not None:
+        routes.append(f"search the nearest recorded device: hwnas search --device {near}")
+    routes.append(
+        f"or time the reference set on the device itself (hwnas refset measure --device "
+        f"{device.name} when it is attached, or hwnas refset export --space {space} --out "
+        f"refset/ and time the 10 ONNX files with any tool), then hwnas measure import --device "
+        f"{device.name}-refset refset/calibration.csv and hwnas search --device "
+        f"{device.name}-refset (few-shot: predicted latency)"
+    )
+    return "; ".join(routes)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwnas.devices import Device, get_device
-from hwnas.errors import HwnasError
+from hwnas.devices import Device, get_device, offline_routes
+from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
 from hwnas.search.engine import SearchSettings, open_storage
@@ -54,7 +54,10 @@ def resolve(settings: SearchSettings) -> tuple[SearchSpace, Device]:
     space = get_space(settings.space)
     space.dataset(settings.dataset)
     device = get_device(settings.device, runtime=settings.runtime)
-    device.require_reachable()
+    try:
+        device.require_reachable()
+    except DeviceUnavailableError as exc:
+        raise DeviceUnavailableError(f"{exc}; {offline_routes(device, space.name)}") from None
     device.check_metric(settings.metric)
     if settings.max_latency is not None:
         device.check_metric("latency_ms")

@@ -71,16 +71,21 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def plot_front(
-    result: SearchResult, path: Path, device_label: str, accuracy_label: str | None = None
+    result: SearchResult,
+    path: Path,
+    device_label: str,
+    accuracy_label: str | None = None,
+    num_classes: int | None = None,
 ) -> None:
-    """Scatter of all trials with the Pareto front highlighted; axes carry units
-    (:mod:`hwnas.search.plot`).
+    """Scatter of all trials with the Pareto front and the best architecture highlighted, and
+    chance-level trials set apart; axes carry units (:mod:`hwnas.search.plot`).
 
-    ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data).
+    ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data);
+    ``num_classes`` is the accuracy's dataset's (for the chance level).
     """
     from hwnas.search.plot import draw_front, front_spec
 
-    draw_front(front_spec(result, device_label, accuracy_label), path)
+    draw_front(front_spec(result, device_label, accuracy_label, num_classes), path)
 
 
 def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:

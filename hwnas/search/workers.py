@@ -78,7 +78,9 @@ def study_lock(storage: Any, study_name: str) -> Iterator[None]:
     url = str(getattr(storage, "url", ""))
     path = sqlite_file(url)
     if path is not None:
-        with file_lock(path.with_name(f"{path.name}.{lock_key(study_name) & 0xFFFFFFFF:x}.lock")):
+        # one lock file per database, reused by every study in it: SQLite serialises the
+        # database's writers anyway, and per-study files piled up in the hwnas home
+        with file_lock(path.with_name(f"{path.name}.claims-lock")):
             yield
     elif url.startswith("postgresql"):
         from sqlalchemy import text

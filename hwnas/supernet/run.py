@@ -319,6 +319,7 @@ def search(
         out / "pareto.png",
         job.device.name,
         accuracy_label=f"{data.name} held-out test accuracy (%)",
+        num_classes=data.num_classes,
     )
     cards = []
     if zoo:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwnas.progress import SILENT, Reporter
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.zoo.card import (
     BENCHMARK_PREPROCESSING,
@@ -73,6 +74,7 @@ def write_zoo(
     trained: dict[str, dict[str, Any]] | None = None,
     trainer: ZooTrainer | None = None,
     log: Callable[[str], None] | None = None,
+    reporter: Reporter = SILENT,
 ) -> list[Path]:
     """One folder per Pareto architecture (see the module doc), written into a temporary
     sibling and renamed into place when complete: an export that fails part-way (a full disk,
@@ -92,6 +94,7 @@ def write_zoo(
         trainer: train each architecture from scratch with its space's recipe instead of
             exporting random weights (``--train-zoo``).
         log: one line per entry.
+        reporter: shows the export as a step, one unit per entry (:mod:`hwnas.progress`).
 
     Returns:
         The card paths (inside ``folder``).
@@ -104,7 +107,9 @@ def write_zoo(
     tmp = _temporary(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        names = _write_zoo_into(tmp, result, space, other_latencies, records, trained, trainer, log)
+        names = _write_zoo_into(
+            tmp, result, space, other_latencies, records, trained, trainer, log, reporter
+        )
         _swap_in(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -147,6 +152,7 @@ def _write_zoo_into(
     trained: dict[str, dict[str, Any]] | None,
     trainer: ZooTrainer | None,
     log: Callable[[str], None] | None,
+    reporter: Reporter = SILENT,
 ) -> list[str]:
     """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it."""
     log = log or (lambda _m: None)
@@ -161,36 +167,48 @@ def _write_zoo_into(
             r.accuracy, (trained or {}).get(r.arch, {}).get("num_classes", spec.num_classes)
         )
     ]
-    for i, (rank, r) in enumerate(todo):
-        arch = space.parse(r.arch)
-        name = entry_name(rank, r)
-        devices = device_costs(r, s.device, other_latencies.get(r.arch, {}))
-        found = {"study": s.study, "trial": r.number, "device": s.device}
-        own = (trained or {}).get(r.arch)
-        if own is not None:
-            model, card = subnet_entry(space, arch, s.dataset, name, r, own, devices, found)
-        elif trainer is not None:
-            log(f"training {i + 1}/{len(todo)}: {r.arch}")
-            table = {
-                "value": r.accuracy,
-                "source": r.attrs.get("accuracy_source", ""),
-                "split": "test",
-                "kind": "benchmark table",
-            }
-            model, card = trained_entry(trainer, arch, name, devices, table, found)
-            log(f"  test accuracy {card['accuracy']['value']:.2f}% on {card['dataset']}")
-        else:
-            accuracy = {
-                "value": r.accuracy,
-                "source": r.attrs.get("accuracy_source", ""),
-                "split": "test",
-                "kind": "benchmark table",
-            }
-            model, card = random_entry(space, arch, s.dataset, name, accuracy, devices, found)
-        write_entry(folder / name, model, card)
-        cards.append(f"{name}/{CARD_FILE}")
+    verb = "writing" if trained else "training" if trainer is not None else "exporting"
+    with reporter.step(f"zoo {verb}", total=len(todo), unit="models") as step:
+        for i, (rank, r) in enumerate(todo):
+            step.update(status=f"now {r.arch}")
+            cards.append(
+                _write_one(folder, space, s, rank, i, len(todo), r, other_latencies, trained,
+                           trainer, log)  # fmt: skip
+            )
+            step.advance(status="")
     folder.mkdir(parents=True, exist_ok=True)  # an empty front still gives a zoo folder
     return cards
+
+
+def _write_one(folder, space, s, rank, i, n, r, other_latencies, trained, trainer, log) -> str:
+    """One entry of :func:`_write_zoo_into` (the ``i``-th of ``n``); its card path."""
+    arch = space.parse(r.arch)
+    name = entry_name(rank, r)
+    devices = device_costs(r, s.device, other_latencies.get(r.arch, {}))
+    found = {"study": s.study, "trial": r.number, "device": s.device}
+    own = (trained or {}).get(r.arch)
+    if own is not None:
+        model, card = subnet_entry(space, arch, s.dataset, name, r, own, devices, found)
+    elif trainer is not None:
+        log(f"training {i + 1}/{n}: {r.arch}")
+        table = {
+            "value": r.accuracy,
+            "source": r.attrs.get("accuracy_source", ""),
+            "split": "test",
+            "kind": "benchmark table",
+        }
+        model, card = trained_entry(trainer, arch, name, devices, table, found)
+        log(f"  test accuracy {card['accuracy']['value']:.2f}% on {card['dataset']}")
+    else:
+        accuracy = {
+            "value": r.accuracy,
+            "source": r.attrs.get("accuracy_source", ""),
+            "split": "test",
+            "kind": "benchmark table",
+        }
+        model, card = random_entry(space, arch, s.dataset, name, accuracy, devices, found)
+    write_entry(folder / name, model, card)
+    return f"{name}/{CARD_FILE}"
 
 
 def device_costs(
