@@ -52,12 +52,11 @@ def check_cmd(device, runtime, tracker, key, target, trials):
 
 
 def _list(store, as_json: bool = False, show_all: bool = False):
+    import numpy as np
     from rich.console import Console
     from rich.markup import escape
 
     from hwnas.cli.render import print_json, print_table
-    import numpy as np
-
     from hwnas.devices import broken_profiles, get_device, list_devices, profiles
     from hwnas.errors import HwnasError
     from hwnas.paths import default_store_path

@@ -187,7 +187,8 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
             writer = csv.writer(fh)
             writer.writerow(["index", "arch", metric])
             for row in np.flatnonzero(np.isfinite(column)):
-                writer.writerow([int(row), indexed.arch_at(int(row)).text, repr(float(column[row]))])
+                arch = indexed.arch_at(int(row)).text
+                writer.writerow([int(row), arch, repr(float(column[row]))])
         tmp.replace(folder / name)
         per_space[metric] = {"file": name, "column": metric}
         have = int(np.isfinite(column).sum())

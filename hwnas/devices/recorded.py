@@ -4,8 +4,9 @@ hardware that is not at hand.
 A table is a CSV file (optionally gzip) with one row per architecture of an indexed space
 (NAS-Bench-201, FBNet, OFA: any space whose architectures have an index) and a value column in
 ms or mJ. Rows are keyed by an ``index`` column (the space's indices) or, without one, an
-``arch`` column (arch strings, or indices); a table with neither lists every architecture in index order. Architectures missing
-from a keyed table have no value (NaN): a search leaves them out. The format is documented for
+``arch`` column (arch strings, or indices); a table with neither lists every architecture in
+index order. Architectures missing from a keyed table have no value (NaN): a search leaves
+them out. The format is documented for
 users in ``docs/devices.md``.
 """
 
@@ -54,9 +55,7 @@ def keyed_column(path: Path, column: str, space_name: str) -> np.ndarray:
 
     table = read_table(path)
     if column not in table:
-        raise HwnasError(
-            f"table {path} has no column '{column}' (columns: {', '.join(table)})"
-        )
+        raise HwnasError(f"table {path} has no column '{column}' (columns: {', '.join(table)})")
     values = np.asarray(table[column], dtype=float) if table[column].dtype != object else None
     if values is None:
         raise HwnasError(f"table {path}: column '{column}' holds text, not numbers")

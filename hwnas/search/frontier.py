@@ -458,8 +458,9 @@ class FrontierSampler(PoolSampler):
             target = y[within].max() if within.any() else y.max()
             take(log_ndtr((mu - target) / sd), n_focus)
         n_ehvi = int(round(self.ehvi * n))
-        if n_ehvi:
-            self._take_ehvi(rows, y, mu, sd, free & ~chosen, n_ehvi, picks, chosen)
+        if n_ehvi:  # candidates with no real chance of beating the front add nothing
+            hopeful = free & ~chosen & (log_ndtr((mu - front) / sd) > math.log(1e-6))
+            self._take_ehvi(rows, y, mu, sd, hopeful, n_ehvi, picks, chosen)
         n_spread = int(round(self.spread * n))
         if n_spread:
             pnd = log_ndtr((mu - front) / sd)
