@@ -99,9 +99,7 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
         "    latency_ms: {file: tables/missing.csv}\n"
     )
     (profiles / "odd.yaml").write_text("name: odd\nkind: toaster\n")
-    (profiles / "bad-batch.yaml").write_text(
-        "name: bad-batch\nkind: recorded\nbatch_size: many\n"
-    )
+    (profiles / "bad-batch.yaml").write_text("name: bad-batch\nkind: recorded\nbatch_size: many\n")
     (profiles / "notyaml.yaml").write_text("name: [unclosed\n")
     status, out, err = cli("devices", "--json", profiles=profiles)
     assert status == 0, err
