@@ -20,13 +20,23 @@ of ``batch`` queries:
    queried front to the whole pool, so that a crowd of near-equal cheap candidates shares one
    expected front point instead of each claiming one (which, with latencies tied across
    hundreds of architectures, would spend the budget on one tier).
-3. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
+3. In the first ``ehvi_horizon`` queries, takes a share ``ehvi`` of the batch by expected
+   hypervolume improvement over the front found so far (:func:`expected_hv_improvement`; costs
+   scaled to [0, 1] over the pool, reference point 10% beyond the costliest candidate and below
+   the cheapest front point), one candidate at a time, each next one scored as if the previous
+   had their predicted accuracy (the Kriging believer, Ginsbourger et al., 2010). Hypervolume
+   rewards a candidate by the area it would add, so cheap architectures that beat the front at
+   a wide range of costs come first: the front is covered early (the first 100 queries reach
+   about 98-99.5% of the true front's hypervolume on NAS-Bench-201, against 86-99% without);
+   afterwards the probability of being on the true front (step 2) completes it.
+4. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
    of that many cost quantiles (the front is explored across the whole cost range even where
    the model underrates it), and the rest as the candidates with the highest probability of
    being on the front.
-4. Under a latency limit (the pool is then the candidates whose known or predicted latency
+5. Under a latency limit (the pool is then the candidates whose known or predicted latency
    meets it) what the user gets is the most accurate architecture within the limit, so a share
-   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found.
+   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found
+   (and none by hypervolume).
 
 The first ``init`` queries are one random architecture per cost quantile. The model's fit and
 the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
@@ -303,6 +313,9 @@ class FrontierSampler(PoolSampler):
         quantile: accuracies below this quantile of the queried ones are compressed.
         focus: under a latency limit, share of a round that goes to the candidates most likely
             to beat the best accuracy found.
+        ehvi: share of a round taken by expected hypervolume improvement (none under a
+            latency limit).
+        ehvi_horizon: queries after which rounds take no candidate by hypervolume.
         grid: bins of the accuracy grid of :func:`log_prob_front`.
         max_pool: candidate pool size for spaces that are not enumerable.
 
@@ -321,7 +334,8 @@ class FrontierSampler(PoolSampler):
         spread: float = 0.3,
         quantile: float = 0.7,
         focus: float = 0.5,
-        ehvi: float = 0.0,
+        ehvi: float = 0.5,
+        ehvi_horizon: int = 100,
         grid: int = 48,
         max_pool: int = 20000,
     ):
@@ -335,7 +349,8 @@ class FrontierSampler(PoolSampler):
         self.spread = spread
         self.quantile = quantile
         self.focus = focus if context.max_latency is not None else 0.0
-        self.ehvi = ehvi
+        self.ehvi = ehvi if context.max_latency is None else 0.0  # a limit: one best, no front
+        self.ehvi_horizon = ehvi_horizon
         self.grid = grid
         self.max_pool = max_pool
         self.shuffle = False
@@ -457,7 +472,7 @@ class FrontierSampler(PoolSampler):
             within = self._within[rows]
             target = y[within].max() if within.any() else y.max()
             take(log_ndtr((mu - target) / sd), n_focus)
-        n_ehvi = int(round(self.ehvi * n))
+        n_ehvi = int(round(self.ehvi * n)) if len(rows) < self.ehvi_horizon else 0
         if n_ehvi:  # candidates with no real chance of beating the front add nothing
             hopeful = free & ~chosen & (log_ndtr((mu - front) / sd) > math.log(1e-6))
             self._take_ehvi(rows, y, mu, sd, hopeful, n_ehvi, picks, chosen)
