@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -349,6 +350,14 @@ def main() -> None:
     parser.add_argument("--costs", choices=["table", "predicted"], default="table")
     parser.add_argument("--json", default=None, help="Also write every run's scores here.")
     parser.add_argument(
+        "--runs",
+        default=None,
+        metavar="JSONL",
+        help="Append each search's query order here as it ends, and reuse the searches already "
+        "there (same device, strategy, budget, seed and costs): an interrupted run resumes, and "
+        "tables of several invocations combine.",
+    )
+    parser.add_argument(
         "--cap",
         nargs="*",
         default=["st-ehvi=100"],
@@ -368,8 +377,22 @@ def main() -> None:
         for seed in range(args.seeds)
     ]
     t0 = time.time()
+    runs, done = [], set()
+    if args.runs and os.path.exists(args.runs):
+        with open(args.runs) as fh:
+            for line in fh:
+                r = json.loads(line)
+                key = (r["device"], r["strategy"], r["budget"], r["seed"], r.get("costs", "table"))
+                if key in set(jobs) and key not in done:
+                    runs.append(r)
+                    done.add(key)
+    todo = [j for j in jobs if j not in done]
     with ProcessPoolExecutor(args.workers) as pool:
-        runs = list(pool.map(one_run, jobs, chunksize=1))
+        for r in pool.map(one_run, todo, chunksize=1):
+            runs.append(r)
+            if args.runs:
+                with open(args.runs, "a") as fh:
+                    fh.write(json.dumps({**r, "costs": args.costs}) + "\n")
 
     rows: dict[tuple[str, str, int], list[dict]] = {}
     for r in runs:
@@ -434,7 +457,10 @@ def main() -> None:
                 q = [goal_text([x["q99"] for x in rows[(d, s, last)]], last) for d in args.devices]
                 table.add_row(s, "q99", *q, "", "", "")
         console.print(table)
-    print(f"{len(jobs)} searches in {time.time() - t0:.0f} s with {args.workers} workers")
+    print(
+        f"{len(todo)} searches in {time.time() - t0:.0f} s with {args.workers} workers"
+        f" ({len(jobs) - len(todo)} read from {args.runs})"
+    )
     if args.json:
         out = [
             {"device": d, "strategy": s, "budget": b, **x}
