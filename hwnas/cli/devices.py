@@ -52,11 +52,13 @@ def check_cmd(device, runtime, tracker, key, target, trials):
 
 
 def _list(store, as_json: bool = False, show_all: bool = False):
+    import numpy as np
     from rich.console import Console
     from rich.markup import escape
 
     from hwnas.cli.render import print_json, print_table
-    from hwnas.devices import broken_profiles, get_device, list_devices
+    from hwnas.devices import broken_profiles, get_device, list_devices, profiles
+    from hwnas.errors import HwnasError
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
 
@@ -66,14 +68,19 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         with MeasurementStore(path) as st:
             counts = st.counts()
     rows, listed = [], []
+    broken = {str(p): why for p, why in broken_profiles().items()}
     for name in list_devices():
-        dev = get_device(name)
-        ok, why = dev.status()
-        tables = {}
-        if dev.table_spaces:
+        try:  # a profile that parses but cannot be used is listed as broken, not fatal
+            dev = get_device(name)
+            ok, why = dev.status()
+            tables = {}
             for space in dev.table_spaces:
                 columns = [dev.table(space, m) for m in dev.metrics]
-                tables[space] = next(len(c) for c in columns if c is not None)
+                tables[space] = max(int(np.isfinite(c).sum()) for c in columns if c is not None)
+        except HwnasError as exc:
+            broken[profiles()[name].get("_path", name)] = str(exc)
+            continue
+        if tables:
             stored = ", ".join(f"{s} {n}" for s, n in tables.items()) + " (table)"
         else:
             stored = str(counts.get(name, 0))
@@ -91,7 +98,6 @@ def _list(store, as_json: bool = False, show_all: bool = False):
                 "description": dev.description,
             }
         )
-    broken = {str(p): why for p, why in broken_profiles().items()}
     if as_json:
         print_json({"measurement_store": str(path), "devices": listed, "broken_profiles": broken})
         return

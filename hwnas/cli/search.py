@@ -336,6 +336,21 @@ def _print_front(result, console) -> None:
         )
 
 
+UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
+
+
+def cost_text(record: dict, metric: str) -> str:
+    """A record's costs with their units, the searched ``metric`` first ("1.234 mJ  (latency
+    5.678 ms)")."""
+    text = f"{record[metric]:.3f} {UNITS[metric]}" if metric in record else f"no {metric}"
+    others = [
+        f"{m.split('_')[0]} {record[m]:.3f} {u}"
+        for m, u in UNITS.items()
+        if m != metric and record.get(m) is not None
+    ]
+    return text + (f"  ({', '.join(others)})" if others else "")
+
+
 def _print_summary(result, summary, out: Path, console) -> None:
     """The best architecture, counts, and where the run folder and study are (all printed
     literally: arch strings and paths are not markup)."""
@@ -345,8 +360,8 @@ def _print_summary(result, summary, out: Path, console) -> None:
     m = summary["measurements"]
     if best:
         console.print(
-            f"best ({summary['best_rule']}): {best['arch']}  "
-            f"{best['accuracy']:.2f}%  {best.get('latency_ms', float('nan')):.3f} ms"
+            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%  "
+            + cost_text(best, s.metric)
         )
     else:
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")

@@ -144,7 +144,10 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         cls = DEVICE_KINDS.get(profile["kind"])
     except UnknownNameError as exc:
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
-    device = cls(profile)
+    try:
+        device = cls(profile)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # malformed profile values
+        raise HwnasError(f"device profile {profile['_path']} is broken: {exc!r}") from None
     if runtime is not None and device.runtime_name != runtime:
         raise HwnasError(
             f"device '{name}' ({profile['kind']}) has no runtime choice: --runtime applies to "

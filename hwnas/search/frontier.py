@@ -20,13 +20,23 @@ of ``batch`` queries:
    queried front to the whole pool, so that a crowd of near-equal cheap candidates shares one
    expected front point instead of each claiming one (which, with latencies tied across
    hundreds of architectures, would spend the budget on one tier).
-3. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
+3. In the first ``ehvi_horizon`` queries, takes a share ``ehvi`` of the batch by expected
+   hypervolume improvement over the front found so far (:func:`expected_hv_improvement`; costs
+   scaled to [0, 1] over the pool, reference point 10% beyond the costliest candidate and below
+   the cheapest front point), one candidate at a time, each next one scored as if the previous
+   had their predicted accuracy (the Kriging believer, Ginsbourger et al., 2010). Hypervolume
+   rewards a candidate by the area it would add, so cheap architectures that beat the front at
+   a wide range of costs come first: the front is covered early (the first 100 queries reach
+   about 98-99.5% of the true front's hypervolume on NAS-Bench-201, against 86-99% without);
+   afterwards the probability of being on the true front (step 2) completes it.
+4. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
    of that many cost quantiles (the front is explored across the whole cost range even where
    the model underrates it), and the rest as the candidates with the highest probability of
    being on the front.
-4. Under a latency limit (the pool is then the candidates whose known or predicted latency
+5. Under a latency limit (the pool is then the candidates whose known or predicted latency
    meets it) what the user gets is the most accurate architecture within the limit, so a share
-   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found.
+   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found
+   (and none by hypervolume).
 
 The first ``init`` queries are one random architecture per cost quantile. The model's fit and
 the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
@@ -239,6 +249,47 @@ def log_prob_front(
     return out
 
 
+def expected_hv_improvement(
+    x: np.ndarray,
+    mu: np.ndarray,
+    sd: np.ndarray,
+    front_x: np.ndarray,
+    front_y: np.ndarray,
+    ref_x: float,
+    ref_y: float,
+) -> np.ndarray:
+    """Expected hypervolume improvement of each candidate over a 2-D staircase (Emmerich et
+    al., 2006; here the cost is known exactly, so the expectation is over accuracy alone).
+
+    The staircase is the found front: accuracies ``front_y`` (rising) at costs ``front_x``
+    (rising); the dominated region is bounded by the reference point (``ref_x``, ``ref_y``)
+    (a cost above every candidate's, an accuracy below the front's). A candidate at cost x with
+    accuracy a adds ``sum_k w_k max(0, a - g_k)``, g_k the staircase level over the cost
+    segment k to its right and w_k the segment's width, so its expectation under N(mu, sd) is
+    ``sum_k w_k (d_k Phi(d_k / sd) + sd phi(d_k / sd))`` with d_k = mu - g_k.
+
+    Args:
+        x: (N,) candidates' costs (any unit, the same as ``front_x`` and ``ref_x``).
+        mu: (N,) predictive means of accuracy.
+        sd: (N,) predictive standard deviations.
+        front_x: (M,) costs of the found front, rising.
+        front_y: (M,) its accuracies, rising.
+        ref_x: reference cost (>= every cost).
+        ref_y: reference accuracy (<= every front accuracy).
+
+    Returns:
+        (N,) expected improvements (cost unit x accuracy unit), >= 0.
+    """
+    knots = np.concatenate(([-np.inf], front_x, [ref_x]))  # segment k: [knots[k], knots[k+1])
+    levels = np.concatenate(([ref_y], front_y))  # (M+1,)
+    left = np.maximum(knots[None, :-1], x[:, None])
+    width = np.clip(knots[None, 1:] - left, 0.0, None)  # (N, M+1)
+    d = mu[:, None] - levels[None, :]
+    z = d / sd[:, None]
+    gain = d * ndtr(z) + sd[:, None] * np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    return (width * np.maximum(gain, 0.0)).sum(axis=1)
+
+
 def staircase(cost_q: np.ndarray, acc_q: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """Best queried accuracy at cost <= each of ``cost`` (-inf where nothing is that cheap)."""
     order = np.argsort(cost_q, kind="stable")
@@ -262,6 +313,9 @@ class FrontierSampler(PoolSampler):
         quantile: accuracies below this quantile of the queried ones are compressed.
         focus: under a latency limit, share of a round that goes to the candidates most likely
             to beat the best accuracy found.
+        ehvi: share of a round taken by expected hypervolume improvement (none under a
+            latency limit).
+        ehvi_horizon: queries after which rounds take no candidate by hypervolume.
         grid: bins of the accuracy grid of :func:`log_prob_front`.
         max_pool: candidate pool size for spaces that are not enumerable.
 
@@ -280,6 +334,8 @@ class FrontierSampler(PoolSampler):
         spread: float = 0.3,
         quantile: float = 0.7,
         focus: float = 0.5,
+        ehvi: float = 0.5,
+        ehvi_horizon: int = 100,
         grid: int = 48,
         max_pool: int = 20000,
     ):
@@ -293,6 +349,8 @@ class FrontierSampler(PoolSampler):
         self.spread = spread
         self.quantile = quantile
         self.focus = focus if context.max_latency is not None else 0.0
+        self.ehvi = ehvi if context.max_latency is None else 0.0  # a limit: one best, no front
+        self.ehvi_horizon = ehvi_horizon
         self.grid = grid
         self.max_pool = max_pool
         self.shuffle = False
@@ -414,6 +472,10 @@ class FrontierSampler(PoolSampler):
             within = self._within[rows]
             target = y[within].max() if within.any() else y.max()
             take(log_ndtr((mu - target) / sd), n_focus)
+        n_ehvi = int(round(self.ehvi * n)) if len(rows) < self.ehvi_horizon else 0
+        if n_ehvi:  # candidates with no real chance of beating the front add nothing
+            hopeful = free & ~chosen & (log_ndtr((mu - front) / sd) > math.log(1e-6))
+            self._take_ehvi(rows, y, mu, sd, hopeful, n_ehvi, picks, chosen)
         n_spread = int(round(self.spread * n))
         if n_spread:
             pnd = log_ndtr((mu - front) / sd)
@@ -424,3 +486,34 @@ class FrontierSampler(PoolSampler):
         if len(picks) < n:  # the front is settled: the most probably non-dominated ones
             take(log_ndtr((mu - front) / sd), n - len(picks))
         return picks
+
+    def _take_ehvi(self, rows, y, mu, sd, free, k, picks, chosen) -> None:
+        """Add ``k`` candidates by greedy expected hypervolume improvement, each next one
+        against the front as if the previous picks had their predicted accuracy (the Kriging
+        believer of Ginsbourger et al., 2010). Costs are scaled to [0, 1] over the pool, the
+        reference point is 10% beyond the costliest candidate and below the front."""
+        lo, hi = float(self._cost.min()), float(self._cost.max())
+        x = (self._cost - lo) / max(hi - lo, 1e-12)
+        qx, qy = list(x[rows]), list(y)
+        cand = np.flatnonzero(free)
+        for _ in range(k):
+            if len(cand) == 0:
+                return
+            order = np.lexsort((-np.asarray(qy), np.asarray(qx)))
+            fx, fy, best = [], [], -np.inf
+            for j in order:
+                if qy[j] > best:
+                    fx.append(qx[j])
+                    fy.append(qy[j])
+                    best = qy[j]
+            span = max(fy[-1] - fy[0], float(np.std(qy)), 1e-6)
+            gain = expected_hv_improvement(
+                x[cand], mu[cand], sd[cand], np.array(fx), np.array(fy), 1.1, fy[0] - 0.1 * span
+            )
+            j = int(np.argmax(gain))
+            row = int(cand[j])
+            picks.append(row)
+            chosen[row] = True
+            qx.append(float(x[row]))
+            qy.append(float(mu[row]))
+            cand = np.delete(cand, j)
