@@ -60,3 +60,66 @@ def overheads(profiler) -> tuple[float, float]:
     one = profiler.measure(overhead_workload(1), "latency_ms", allow_flagged=True).value
     many = profiler.measure(overhead_workload(65), "latency_ms", allow_flagged=True).value
     return float(one), float(max(0.0, (many - one) / 64))
+
+
+@dataclass
+class KernelCounts:
+    """What timing kernels cost.
+
+    Attributes:
+        measured: kernels timed now (new to the store).
+        reused: kernels found in the store.
+        failed: kernels the runtime could not run alone (left to the regressors).
+    """
+
+    measured: int = 0
+    reused: int = 0
+    failed: int = 0
+
+
+def time_kernels(
+    profiler,
+    kernels: Iterable[Kernel],
+    metric: str = "latency_ms",
+    on_kernel: Callable[[Kernel], None] | None = None,
+) -> tuple[dict[str, Measurement], KernelCounts]:
+    """Measure each distinct kernel through ``profiler`` (from the store when it has it).
+
+    A kernel that stays too noisy is kept with its flagged measurement (kernel times are
+    short and many; the predictor's interval accounts for their noise).
+
+    Returns:
+        (kernel key -> measurement, counts). Kernels the runtime rejects alone are left out.
+    """
+    out: dict[str, Measurement] = {}
+    counts = KernelCounts()
+    for kernel in {k.key: k for k in kernels}.values():
+        before = profiler.counts.taken
+        try:
+            m = profiler.measure(kernel_workload(kernel), metric, allow_flagged=True)
+        except CandidateError:
+            counts.failed += 1
+            continue
+        if profiler.counts.taken > before:
+            counts.measured += 1
+        else:
+            counts.reused += 1
+        out[kernel.key] = m
+        if on_kernel is not None:
+            on_kernel(kernel)
+    return out, counts
+
+
+def stored_kernels(
+    store, device: str, runtime: str, metric: str = "latency_ms"
+) -> dict[str, tuple[Kernel, Measurement]]:
+    """Every kernel timed alone on ``device`` (and runtime) in the store: key -> (kernel,
+    measurement); the kernel re-created from the description stored with it."""
+    if store is None:
+        return {}
+    out = {}
+    for m in store.measurements(device, metric):
+        record = m.extra.get("workload", {}).get("kernel") if m.runtime == runtime else None
+        if record is not None:
+            out[m.model_hash] = (Kernel.from_record(record), m)
+    return out
