@@ -157,13 +157,13 @@ class Predictors:
 def meta_predictions(rows, refs) -> np.ndarray | None:
     """The fbnet artifact adapted on the reference networks (graph features of their ONNX
     export), predicting ``rows``; None when the networks cannot be exported here."""
+    import onnx
+
     from hwnas.known_networks import network_workload
     from hwnas.measure import arch_workload
     from hwnas.predictors import DECLARED_ARTIFACT, load_predictor
     from hwnas.predictors.graph import GraphModel, onnx_graph_features
     from hwnas.spaces import get_space
-
-    import onnx
 
     def model(r):
         if r["family"] == "known":
@@ -198,12 +198,12 @@ def main() -> None:
         r["role"] = "reference" if r["family"] != "known" and seen[r["family"]] <= 10 else "test"
     P = Predictors(rows, lists, kernels, card)
     refs = P.refs
+    n_sampled = sum(1 for k in kernels.values() if "sampled" in (k[3], k[4]))
     console.print(
         f"ground truth: {len(rows)} networks on {card['machine']['cpu_model']} "
         f"(ONNX Runtime {card['runtime'].get('onnxruntime')}, {card['runtime'].get('threads')} "
-        f"thread), median of {len(passes)} passes; {sum(1 for k in kernels.values() if k[3] == 'sampled' or k[4] == 'sampled')} "
-        f"sampled kernels, regressors for {len(P.regressors.models)} kernel types; load average "
-        f"now {os.getloadavg()}"
+        f"thread), median of {len(passes)} passes; {n_sampled} sampled kernels, regressors for "
+        f"{len(P.regressors.models)} kernel types; load average now {os.getloadavg()}"
     )
     meta = None
     if not args.no_meta:
@@ -227,15 +227,19 @@ def main() -> None:
         if meta is not None:
             fam_rows["meta-learned (fbnet)"] = scores([meta[r["model_hash"]] for r in test], y)
         summary[fam] = {"test_retest": retest, **fam_rows}
+        r = retest
         table.append((fam, f"test-retest (pass 1 vs 2), {len(test)} networks",
-                      f"{retest['rho']:.3f}", f"{retest['within10']:.3f}", "", f"{retest['mape']:.1f}", ""))  # fmt: skip
+                      f"{r['rho']:.3f}", f"{r['within10']:.3f}", f"{r['within15']:.3f}",
+                      f"{r['mape']:.1f}", ""))  # fmt: skip
         for name, s in fam_rows.items():
             table.append((fam, name, f"{s['rho']:.3f}", f"{s['within10']:.3f}",
                           f"{s['within15']:.3f}", f"{s['mape']:.1f}",
                           f"{s['cover90']:.3f}" if "cover90" in s else "-"))  # fmt: skip
         if fam == "known":
-            console.print("well-known networks (measured kernels): " + ", ".join(
-                f"{r['network']} {100 * (m / r['truth'] - 1):+.1f}%" for r, m in zip(test, mid)))  # fmt: skip
+            errors = ", ".join(
+                f"{r['network']} {100 * (m / r['truth'] - 1):+.1f}%" for r, m in zip(test, mid)
+            )
+            console.print(f"well-known networks (measured kernels): {errors}")
     print_table(
         console,
         "Latency at 224x224 on this CPU: predictors against the median of the passes "

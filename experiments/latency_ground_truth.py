@@ -262,8 +262,10 @@ def export(args) -> None:
             "spearman_rho": round(float(spearmanr(a, b)[0]), 4),
             "within_10pct": round(float(np.mean(np.abs(a - b) <= 0.1 * b)), 4),
             "median_abs_rel_diff": round(float(np.median(np.abs(a - b) / b)), 4),
-            "latency_ms_range": [round(float(min(a.min(), b.min())), 3),
-                                 round(float(max(a.max(), b.max())), 3)],  # fmt: skip
+            "latency_ms_range": [
+                round(float(min(a.min(), b.min())), 3),
+                round(float(max(a.max(), b.max())), 3),
+            ],  # fmt: skip
         }
     sample = next(iter(passes[0].values()))
     card = {
@@ -349,9 +351,7 @@ def main() -> None:
     home = args.folder / "home"  # this campaign's own hwnas home (export cache)
     home.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HWNAS_HOME", str(home.resolve()))
-    {"measure": measure, "kernels": kernels, "sample": sample, "export": export}[
-        args.command
-    ](args)
+    {"measure": measure, "kernels": kernels, "sample": sample, "export": export}[args.command](args)
 
 
 if __name__ == "__main__":

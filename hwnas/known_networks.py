@@ -429,7 +429,8 @@ class _FusedIB(nn.Module):
     def __init__(self, c_in, c_out, k, stride, expand):
         super().__init__()
         self.body = nn.Sequential(
-            _cba(c_in, _div(c_in * expand), k, stride), _cba(_div(c_in * expand), c_out, 1, act=None)
+            _cba(c_in, _div(c_in * expand), k, stride),
+            _cba(_div(c_in * expand), c_out, 1, act=None),
         )
 
     def forward(self, x):

@@ -102,7 +102,8 @@ class OnnxRuntime(Runtime):
         feeds = [(inputs[0].name, rng.standard_normal(input_shape).astype(np.float32))]
         for extra in inputs[1:]:  # a kernel timed alone (two-input Add, MatMul...): static
             shape = extra.shape
-            if not all(isinstance(d, int) and d > 0 for d in shape) or extra.type != "tensor(float)":
+            static = all(isinstance(d, int) and d > 0 for d in shape)
+            if not static or extra.type != "tensor(float)":
                 raise CandidateError(
                     f"input '{extra.name}' needs a static float32 shape to be bound, has "
                     f"{extra.type} {shape}"

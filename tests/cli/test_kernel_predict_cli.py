@@ -91,7 +91,9 @@ def _odd_model(path):
     hidden, feats = 32, 16
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, feats)).astype(np.float32), "W")
-    r = numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32), "R")
+    r = numpy_helper.from_array(
+        rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32), "R"
+    )
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 1, feats])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 1, 1, hidden])
     node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden)

@@ -105,8 +105,8 @@ def test_a_model_unlike_any_seen_gets_a_warning_and_a_wide_interval():
     """Without a device to time them, kernels of a type never timed are guessed: the predictor
     says so in one line and widens the interval; a model of known kernels gets neither."""
     kernels, times = _add_kernels()
-    kp = KernelPredictor(None, regressors=KernelRegressors(min_samples=5).fit(kernels, times, 0.001),
-                         budget=0)  # fmt: skip
+    regressors = KernelRegressors(min_samples=5).fit(kernels, times, 0.001)
+    kp = KernelPredictor(None, regressors=regressors, budget=0)
     kp.set_overheads(0.001, 0.0002)
     known = GraphModel("add.onnx", np.zeros(1), _sum_model("Add", (1, 32, 8, 8)))
     odd = GraphModel("odd.onnx", np.zeros(1), _sum_model("Pow", (1, 32, 8, 8)))

@@ -46,7 +46,7 @@ ACTIVATIONS = {"": 0, "Relu": 1, "Clip": 2, "HardSigmoid": 3, "Sigmoid": 4, "Lea
 
 
 def conv_kind(kernel: Kernel) -> str:
-    """"depthwise" (one input channel per group, groups > 1), "grouped", "pointwise" (1x1)
+    """ "depthwise" (one input channel per group, groups > 1), "grouped", "pointwise" (1x1)
     or "dense"."""
     a = kernel.attr
     w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) == 4), None)

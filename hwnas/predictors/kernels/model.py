@@ -308,9 +308,13 @@ class KernelPredictor(Predictor):
         rel = float(np.sqrt(c.rel_std**2 + e.rel_std**2))
         notes = []
         if e.unseen:
-            notes.append(f"{e.unseen} kernel(s) of type(s) never timed ({', '.join(e.unseen_types)})")
+            notes.append(
+                f"{e.unseen} kernel(s) of type(s) never timed ({', '.join(e.unseen_types)})"
+            )
         if e.extrapolated:
-            notes.append(f"{e.extrapolated} kernel(s) outside the range the regressors were fitted on")
+            notes.append(
+                f"{e.extrapolated} kernel(s) outside the range the regressors were fitted on"
+            )
         if c.log_sum_range is not None:
             lo_r, hi_r = c.log_sum_range
             ls = np.log(max(e.total_ms, 1e-6))
@@ -326,11 +330,17 @@ class KernelPredictor(Predictor):
         half = c.q * rel
         note = ""
         if notes:
-            note = "unlike the networks this predictor knows: " + "; ".join(notes) + " (interval widened)"
+            note = (
+                "unlike the networks this predictor knows: "
+                + "; ".join(notes)
+                + " (interval widened)"
+            )
         return mid * float(np.exp(-half)), mid, mid * float(np.exp(half)), note
 
 
-def fit_correction(total: np.ndarray, y: np.ndarray, kernel_rel: np.ndarray, alpha: float = 0.1) -> Correction:
+def fit_correction(
+    total: np.ndarray, y: np.ndarray, kernel_rel: np.ndarray, alpha: float = 0.1
+) -> Correction:
     """Fit ``y = a * total`` (least squares on relative errors) and the conformal factor.
 
     A scale alone, no bias: the correction is fitted on 224x224 networks and must hold for a

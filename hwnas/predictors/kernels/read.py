@@ -265,7 +265,9 @@ def _input_shapes(model, input_shape: tuple[int, ...] | None) -> dict[str, tuple
     out: dict[str, tuple[int, ...]] = {}
     for k, inp in enumerate(inputs):
         if inp.type.tensor_type.elem_type != TensorProto.FLOAT:
-            raise HwnasError(f"input '{inp.name}' is not float32; kernels are read for float models")
+            raise HwnasError(
+                f"input '{inp.name}' is not float32; kernels are read for float models"
+            )
         if k == 0 and input_shape is not None:
             out[inp.name] = tuple(int(d) for d in input_shape)
             continue
@@ -276,7 +278,9 @@ def _input_shapes(model, input_shape: tuple[int, ...] | None) -> dict[str, tuple
             elif i == 0:
                 dims.append(1)
             else:
-                raise HwnasError(f"input '{inp.name}' has a dynamic axis {i}; only the batch may be")
+                raise HwnasError(
+                    f"input '{inp.name}' has a dynamic axis {i}; only the batch may be"
+                )
         out[inp.name] = tuple(dims)
     return out
 
@@ -299,7 +303,6 @@ def read_kernels(
             has a dynamic axis other than the batch.
     """
     import onnx
-    from onnx import helper, numpy_helper
 
     model = optimise(onnx_bytes, threads)
     shapes = _input_shapes(model, input_shape)
@@ -366,10 +369,14 @@ def _kernel(node, op: str, weights, values, opsets) -> Kernel:
         arr = values[name]
         if arr.dtype == np.float32:
             specs.append(TensorSpec(new, tuple(arr.shape), "float32", "x"))
-            graph_inputs.append(helper.make_tensor_value_info(new, onnx.TensorProto.FLOAT, arr.shape))
+            graph_inputs.append(
+                helper.make_tensor_value_info(new, onnx.TensorProto.FLOAT, arr.shape)
+            )
         else:  # a computed shape or index: a constant of the kernel
             specs.append(
-                TensorSpec(new, tuple(arr.shape), arr.dtype.name, "c", tuple(arr.reshape(-1).tolist()))
+                TensorSpec(
+                    new, tuple(arr.shape), arr.dtype.name, "c", tuple(arr.reshape(-1).tolist())
+                )
             )
             initializers.append(numpy_helper.from_array(arr, new))
     outs, out_shapes = [], []
@@ -399,8 +406,8 @@ def _kernel(node, op: str, weights, values, opsets) -> Kernel:
         default=str,
     )
     key = content_hash("kernel", identity)
-    return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, _label(op, attrs, specs, out_shapes),
-                  proto.SerializeToString())  # fmt: skip
+    label = _label(op, attrs, specs, out_shapes)
+    return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, label, proto.SerializeToString())
 
 
 def _round(vals: tuple) -> tuple:

@@ -170,7 +170,9 @@ def conv_pattern(rng: np.random.Generator) -> Pattern:
     # keep the work within what one kernel of a network does (<= ~2 GMACs)
     while side > 2 and side * side * cout * (cin // group) * k * k > 2e9:
         side = max(2, side // 2)
-    act = str(rng.choice(["none", "relu", "relu6", "hswish", "silu"], p=[0.3, 0.35, 0.1, 0.15, 0.1]))
+    act = str(
+        rng.choice(["none", "relu", "relu6", "hswish", "silu"], p=[0.3, 0.35, 0.1, 0.15, 0.1])
+    )
     residual = stride == 1 and cin == cout and rng.random() < 0.4
     b = _Builder(rng)
     x = b.input((1, cin, side, side))
@@ -293,12 +295,18 @@ def layout_pattern(rng: np.random.Generator) -> Pattern:
         y = b.op("Transpose", [y], perm=[0, 2, 1])
         return Pattern("layout", (kind, c, side), b.model([y]), (1, c, side, side))
     if kind in ("heads", "merge"):
-        heads, dim, tokens = int(rng.integers(1, 17)), int(rng.choice([32, 64])), _side(rng, 1, 1024)
+        heads, dim, tokens = (
+            int(rng.integers(1, 17)),
+            int(rng.choice([32, 64])),
+            _side(rng, 1, 1024),
+        )
         if kind == "heads":
             x = b.input((1, tokens, 3 * heads * dim))
             y = b.op("Reshape", [x, b.weight((5,), [1, tokens, 3, heads, dim], np.int64)])
             y = b.op("Transpose", [y], perm=[2, 0, 3, 1, 4])
-            return Pattern("layout", (kind, heads, dim, tokens), b.model([y]), (1, tokens, 3 * heads * dim))
+            return Pattern(
+                "layout", (kind, heads, dim, tokens), b.model([y]), (1, tokens, 3 * heads * dim)
+            )
         x = b.input((1, heads, tokens, dim))
         y = b.op("Transpose", [x], perm=[0, 2, 1, 3])
         y = b.op("Reshape", [y, b.weight((3,), [1, tokens, heads * dim], np.int64)])
