@@ -155,6 +155,14 @@ class KernelPredictor(Predictor):
                 )
             self._load_store()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a supernet search hands its cost model to every process): without the
+        profiler and its store connection, and without the kernels read (their one-node
+        models hold weights); the kernel times are kept, so predictions need no device."""
+        state = dict(self.__dict__)
+        state.update(profiler=None, on_kernel=None, _kernels={})
+        return state
+
     # -- kernel times ---------------------------------------------------------------------
 
     def _load_store(self) -> None:
