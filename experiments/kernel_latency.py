@@ -25,7 +25,12 @@ reference networks are left out of the scores. Then, for point 4 of issue 20, th
 table a supernet search fits on the kernel-level predictions (``cost=kernel``) scored against
 the measured networks (R^2).
 
-    python experiments/kernel_latency.py [--data devices/data/cpu_ground_truth]
+    python experiments/kernel_latency.py [--data devices/data/cpu_ground_truth] [--no-meta]
+    taskset -c 1 python experiments/kernel_latency.py --small   # live, uncalibrated, small nets
+
+``--small`` times small versions of well-known networks on this machine's live ``cpu`` device
+with the kernel-level predictor before any calibration network is measured (the correction's
+prior), each against the whole network measured before and after the prediction.
 """
 
 from __future__ import annotations
@@ -285,5 +290,52 @@ def lut_fit(rows, P) -> list[str]:
     return lines
 
 
+SMALL = (
+    ("shufflenet_v2", 96, 0.5), ("resnext50", 96, 0.5), ("resnext50", 128, 0.25),
+    ("resnext50", 64, 0.5), ("vit_tiny", 64, 0.5), ("efficientnet_b0", 64, 0.5),
+    ("resnet18", 64, 0.5), ("mobilenet_v3_small", 64, 0.5),
+)  # fmt: skip
+"""Small versions of well-known networks (name, input side, width) for ``--small``."""
+
+
+def small(folder: Path) -> None:
+    """The kernel-level predictor on this machine's live ``cpu`` device with no calibration
+    network (the correction's prior), against the whole network measured before and after the
+    prediction: what a user (and the tests) get on a machine hwnas was not calibrated on."""
+    from hwnas.devices import get_device
+    from hwnas.known_networks import network_workload
+    from hwnas.measure import Profiler
+    from hwnas.predictors.graph import load_graph_model
+    from hwnas.predictors.kernels.device import kernel_predictor
+    from hwnas.store import MeasurementStore
+
+    folder.mkdir(parents=True, exist_ok=True)
+    dev = get_device("cpu")
+    print(f"load average {os.getloadavg()}")
+    with MeasurementStore(folder / "small_kernels.db") as st:
+        kp, note = kernel_predictor(Profiler(dev, st))
+        print(note)
+        for name, side, width in SMALL:
+            wl = network_workload(name, side=side, width=width)
+            path = folder / f"{name}-{side}-{width:g}.onnx"
+            path.write_bytes(wl.onnx_bytes())
+            before = dev.measure(wl).value
+            lo, mid, hi, _ = kp.interval(kp.estimate(load_graph_model(path)))
+            after = dev.measure(wl).value
+            y = (before + after) / 2
+            print(
+                f"{name} {side}x{side} width {width:g}: predicted {mid:.3f} ms (90% interval "
+                f"{lo:.3f}-{hi:.3f}), measured {before:.3f} / {after:.3f} ms: "
+                f"{100 * (mid / y - 1):+.1f}%"
+            )
+    print(f"load average {os.getloadavg()}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--small" in sys.argv:  # live: time on this machine (pin it: taskset -c 1)
+        os.environ.setdefault("HWNAS_HOME", str(ROOT / "runs" / "kernel_latency" / "home"))
+        small(ROOT / "runs" / "kernel_latency")
+    else:
+        main()

@@ -279,7 +279,7 @@ def export(args) -> None:
             "pinned_to_core": "1 (taskset -c 1, nice -10); core 0 ran other people's work",
         },
         "runtime": sample.versions,
-        "device_profile": device.profile,
+        "device_profile": {k: v for k, v in device.profile.items() if not k.startswith("_")},
         "protocol": (
             "hwnas Profiler on device 'cpu': ONNX Runtime CPU execution provider, all graph "
             "optimisations, 1 intra-op thread, sequential execution, I/O bound once; 30 warm-up "
