@@ -128,6 +128,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     sp = get_space(space or "nasbench201")
     onnx_models = [replace(load_graph_model(p), label=str(p)) for p in onnx_files]
     arch_models = [parse_model(sp, t, Path.cwd(), "--arch") for t in arch_texts]
+    shown = {id(m) for m in onnx_models + arch_models}  # printed; --archs rows go to --out
     if archs is not None:
         arch_models += read_archs(archs, sp)
     dev = None
@@ -184,9 +185,8 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         )  # fmt: skip
         click.echo(f"{len(results)} prediction(s) -> {out}", err=True)
     unit = "ms" if cal_metric == "latency_ms" else "mJ"
-    shown = {str(p) for p in onnx_files} | {t for t in arch_texts}
     for m, v, s, lo, hi in results:
-        if str(m) not in shown and getattr(m, "text", None) not in shown:
+        if id(m) not in shown:
             continue
         interval = f"; 90% interval {lo:.4g}-{hi:.4g} {unit}" if lo is not None else ""
         click.echo(f"{m}: {v:.4g} {unit} (std {s:.2g} {unit}{interval})")

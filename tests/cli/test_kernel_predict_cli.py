@@ -50,12 +50,14 @@ def device(hwnas_home):
 
 @pytest.mark.parametrize(
     ("name", "side", "width"),
-    [("shufflenet_v2", 96, 0.5), ("resnext50", 96, 0.5)],  # channel shuffle; 32 groups
+    [("shufflenet_v2", 96, 0.5), ("resnext50", 32, 0.375)],  # channel shuffle; 32 groups
 )
 def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path, capsys):
     """The kernel-level prediction (kernels timed alone, the correction's prior) against the
-    whole network measured the same way, once before and twice after it: CI runs tests side by
-    side on 2 cores, so the truth is the median of the three (one burst of load is dropped)."""
+    whole network measured the same way, once before and twice after it. CI runs tests side by
+    side on 2 cores: load from other tests only adds time to a measurement, and more to a whole
+    network (a call of a millisecond is preempted, a kernel of microseconds rarely is), so the
+    truth is the fastest of the three."""
     model = tmp_path / f"{name}.onnx"
     model.write_bytes(network_workload(name, side=side, width=width).onnx_bytes())
     measured = []
@@ -71,7 +73,7 @@ def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path,
                               "--store", tmp_path / f"whole{k}.db"], capsys)  # fmt: skip
         assert code == 0, err
         measured.append(measured_ms(out, model.name))
-    y = sorted(measured)[1]
+    y = min(measured)
     pred, std = float(m["ms"]), float(m["std"])
     assert float(m["lo"]) < pred < float(m["hi"])
     assert abs(pred / y - 1) <= 0.15, (pred, measured)
