@@ -127,6 +127,10 @@ def prepare(
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
+    if settings.option("cost") == "kernel":  # the one cost model refused on what it is given
+        from hwnas.predictors.kernels.cost import check_kernel_cost
+
+        check_kernel_cost(device, settings.metric)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
     if cls.spaces is not None and space.name not in cls.spaces:
         raise HwnasError(

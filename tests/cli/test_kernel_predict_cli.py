@@ -145,3 +145,13 @@ def test_onnx_on_a_recorded_phone_does_not_depend_on_space(tmp_path, capsys):
     code, _out, err = run(["predict", "--device", "pixel3", "--space", "fbnet", "--arch", "0"],
                           capsys)  # fmt: skip
     assert code == 0, err
+
+
+def test_cost_kernel_where_no_kernel_can_be_timed_is_refused_before_any_work(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["search", "--strategy", "oneshot", "--space", "nasbench201", "--device", "pixel3"]
+    code, _out, err = run([*args, "--set", "cost=kernel", "--out", out], capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert "cost=kernel times ONNX Runtime kernels; device 'pixel3'" in lines[0]
+    assert not out.exists()

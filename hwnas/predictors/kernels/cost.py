@@ -65,6 +65,21 @@ def _r2(pred: np.ndarray, true: np.ndarray) -> float:
     return float(1 - ((pred - true) ** 2).sum() / max(((true - true.mean()) ** 2).sum(), 1e-12))
 
 
+def check_kernel_cost(device: Any, metric: str) -> None:
+    """Refuse ``cost=kernel`` where it cannot work, before any work.
+
+    Raises:
+        HwnasError: not latency, or a device that does not run ONNX Runtime models.
+    """
+    if metric != "latency_ms":
+        raise HwnasError("cost=kernel predicts latency_ms, not " + metric)
+    if getattr(device, "runtime_name", None) != "ort" or not device.runs_models:
+        raise HwnasError(
+            f"cost=kernel times ONNX Runtime kernels; device '{device.name}' runs "
+            f"{device.runtime or 'no runtime'} (use cost=table, predicted or flops)"
+        )
+
+
 def kernel_model(request: CostRequest) -> CostModel:
     """``kernel``: the kernel-level predictor of a live ONNX Runtime device, calibrated on the
     space's reference set at deployment size (measured once through the profiler); for a
@@ -78,13 +93,7 @@ def kernel_model(request: CostRequest) -> CostModel:
     from hwnas.predictors.kernels.device import calibration_networks, kernel_predictor
 
     space, device, profiler = request.space, request.device, request.profiler
-    if request.metric != "latency_ms":
-        raise HwnasError("cost=kernel predicts latency_ms, not " + request.metric)
-    if getattr(device, "runtime_name", None) != "ort" or not device.runs_models:
-        raise HwnasError(
-            f"cost=kernel times ONNX Runtime kernels; device '{device.name}' runs "
-            f"{device.runtime or 'no runtime'} (use cost=table, predicted or flops)"
-        )
+    check_kernel_cost(device, request.metric)
     log = request.extra.get("log") or (lambda _m: None)
     refs = space.reference_archs()
     log(f"kernel-level cost: measuring the {len(refs)} reference networks of {space.name} at "
