@@ -14,7 +14,7 @@ stored measurement is measured again the next time it is asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import CandidateError, HwnasError
@@ -192,6 +192,11 @@ class Profiler:
             if not any(m.flagged for m in results.values()):
                 break
             self.counts.flagged += 1
+        if workload.info:  # what was measured, kept with it (a kernel's description)
+            results = {
+                k: replace(m, extra={**m.extra, "workload": workload.info})
+                for k, m in results.items()
+            }
         for m in results.values():
             self.store.append(m)
         self.counts.taken += 1

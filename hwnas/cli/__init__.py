@@ -31,6 +31,7 @@ def _register() -> None:
         measure_import,  # noqa: F401 - adds `import` to the measure group
         predict,
         predictor,
+        predictor_kernels,  # noqa: F401 - adds `kernels` to the predictor group
         refset,
         runs,
         search,

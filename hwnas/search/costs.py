@@ -14,6 +14,9 @@ expected cost under independent categorical distributions over the decisions
 - ``measured``: a supernet's blocks (or subnets) timed on a live device
   (:func:`hwnas.supernet.cost.measured_model`).
 - ``flops``: multiply-accumulates of a supernet's subnets (:func:`hwnas.supernet.cost.flops_lut`).
+- ``kernel``: the kernel-level predictor of a live ONNX Runtime device, at the space's
+  deployment size (:func:`hwnas.predictors.kernels.cost.kernel_model`; the default for declared
+  spaces' latency on such a device).
 
 Cost-aware strategies (``frontier``, ``surrogate``) choose which architectures to query by
 their cost, so they receive the cost model in a :class:`CostContext` (a live device's is
@@ -212,16 +215,23 @@ COST_MODELS.register("table", table_model)
 COST_MODELS.register("predicted", predicted_model)
 COST_MODELS.register("measured", "hwnas.supernet.cost:measured_model")
 COST_MODELS.register("flops", "hwnas.supernet.cost:flops_model")
+COST_MODELS.register("kernel", "hwnas.predictors.kernels.cost:kernel_model")
 
 
 def auto_kind(space: SearchSpace, device: Device, metric: str) -> str:
-    """The cost model used when none is named: the device's table where it has one, else
-    measurements."""
-    return "table" if device.table(space.name, metric) is not None else "measured"
+    """The cost model used when none is named: the device's table where it has one; the
+    kernel-level predictor at deployment size for a declared space's latency on a live ONNX
+    Runtime device; else measurements."""
+    if device.table(space.name, metric) is not None:
+        return "table"
+    live_ort = getattr(device, "runtime_name", None) == "ort" and device.runs_models
+    if metric == "latency_ms" and live_ort and space.supernet_name == "declared":
+        return "kernel"
+    return "measured"
 
 
 def make_cost_model(kind: str, request: CostRequest) -> CostModel:
-    """The cost model ``kind`` ("auto", "table", "predicted", "measured", "flops").
+    """The cost model ``kind`` ("auto", "table", "predicted", "measured", "flops", "kernel").
 
     Raises:
         UnknownNameError: an unknown kind.

@@ -553,7 +553,7 @@ def measured_subnet_lut(
     return lut
 
 
-COST_KINDS = ("auto", "table", "measured", "flops", "predicted")
+COST_KINDS = ("auto", "table", "measured", "flops", "predicted", "kernel")
 """``--set cost=`` values of a supernet search (:data:`hwnas.search.costs.COST_MODELS` and
 ``auto``)."""
 
@@ -634,18 +634,22 @@ def cost_model_for(
     metric: str = "latency_ms",
     kind: str = "auto",
     predictor: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> CostModel:
     """The cost model of a supernet search (:func:`hwnas.search.costs.make_cost_model` with the
     supernet): a fitted table LUT for recorded devices, a measured LUT for live ones, FLOPs when
-    asked (``kind="flops"``), or the LUT fitted on a meta-learned predictor calibrated on the
-    reference set (``kind="predicted"``).
+    asked (``kind="flops"``), the LUT fitted on a meta-learned predictor calibrated on the
+    reference set (``kind="predicted"``), or on the kernel-level predictor at the space's
+    deployment size (``kind="kernel"``, the default for declared spaces on a live ONNX Runtime
+    device); ``log`` receives progress lines.
 
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
     """
     if kind not in COST_KINDS:
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
-    request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet)
+    request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet,
+                          extra={"log": log} if log else {})  # fmt: skip
     return make_cost_model(kind, request)
 
 

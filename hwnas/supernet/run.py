@@ -127,6 +127,10 @@ def prepare(
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
+    if settings.option("cost") == "kernel":  # the one cost model refused on what it is given
+        from hwnas.predictors.kernels.cost import check_kernel_cost
+
+        check_kernel_cost(device, settings.metric)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
     if cls.spaces is not None and space.name not in cls.spaces:
         raise HwnasError(
@@ -216,10 +220,13 @@ def search(
                 s.metric,
                 str(s.option("cost")),
                 str(s.option("predictor")) or None,
+                log=log,
             )
         except HwnasError as exc:
             cost = exc
     cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
+    if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
+        log(_fit_line(cost))
     if s.latency_target is not None and cost.metric == "mflops":
         raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
     uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
@@ -267,6 +274,18 @@ def search(
     candidates = strategy.finish(evaluator.inherited_val_accuracy)
     derived = candidates[0]
     log(f"derived: {derived.text}")
+    from hwnas.predictors.kernels.cost import deployed_report
+
+    deployed = deployed_report(cost, space, job.profiler, derived)
+    if deployed is not None:
+        lo, hi = deployed["interval_90_ms"]
+        log(
+            f"deployed network ({deployed['deployment']}): predicted "
+            f"{deployed['predicted_ms']:.3f} ms, 90% interval {lo:.3f}-{hi:.3f} ms; measured "
+            f"{deployed['measured_ms']:.3f} ms ("
+            + ("inside" if deployed["inside"] else "OUTSIDE")
+            + " the interval)"
+        )
     with torch.no_grad():  # the distribution's own argmax, before any target constraint
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
@@ -358,6 +377,7 @@ def search(
         "torch_device": str(tdev),
         "checkpoint": str(ckpt),
         "distribution_argmax": argmax_info,
+        **({"deployed": deployed} if deployed is not None else {}),
         "candidates": [d for d in described if d is not None],
         "zoo_models": len(cards),
     }
@@ -368,6 +388,21 @@ def search(
 
     publish_run(job.storage, job.settings.study, out, summary, artifact_dir)
     return result, summary
+
+
+def _fit_line(cost) -> str:
+    """One line on a cost model's fit against networks measured on the device."""
+    f = cost.fit
+    parts = [f"cost model {cost.source}"]
+    if "r2" in f:
+        parts.append(f"table R^2 {f['r2']:.3f} on held-out predictions")
+    parts.append(
+        f"R^2 {f['truth_r2']:.3f} against {f.get('truth_networks', '?')} networks measured at "
+        f"{f.get('deployment', 'deployment size')}"
+    )
+    if "correction" in f:
+        parts.append(str(f["correction"]))
+    return "; ".join(parts)
 
 
 def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:

@@ -269,7 +269,7 @@ JOB_SETTINGS = (
         str,
         "auto",
         "cost model",
-        choices=("auto", "table", "measured", "flops", "predicted"),
+        choices=("auto", "table", "measured", "flops", "predicted", "kernel"),
     ),  # fmt: skip
     Setting("predictor", str, "", "predictor artifact for cost=predicted (default: the space's)"),
     _positive("finetune_lr", 0.02, "learning rate of fine-tuning extracted subnets"),
