@@ -398,7 +398,7 @@ def run_search(
     ledger = open_ledger(shared._storage, shared._study_id, settings.study)
     history = ledger.load()
     _fail_orphans(ledger)
-    history += ledger.refresh()
+    history = sorted(history + ledger.refresh(), key=lambda t: t.number)
     limit = settings.max_latency
     if proposals is not None:
         held = set(ledger.state.completed)
@@ -587,9 +587,25 @@ def _tell(study, trial, state, values, attrs) -> None:
 
 def _feed(study, trials) -> None:
     """Copy finished trials of the shared study (earlier runs, other workers) into the
-    sampler's in-memory study."""
+    sampler's in-memory study, leaving out the interrupted ones (:func:`_decided`).
+
+    On resume the sampler's study so holds the decisions of the earlier runs in their order,
+    as the uninterrupted run's sampler held them: a sampler whose proposal is a function of
+    (seed, its study's trials) (:mod:`hwnas.search.seeding`) goes on as if never stopped."""
+    trials = [t for t in trials if _decided(t)]
     if trials:
         study.add_trials(trials)
+
+
+def _decided(trial) -> bool:
+    """Whether a finished trial is a decision of a sampler: not a FAIL without a reason (a
+    claim whose worker was killed or interrupted, failed by :func:`_fail_orphans`, a stale
+    heartbeat or Ctrl-C). Its architecture is proposed again, as the run would have gone on."""
+    from optuna.trial import TrialState
+
+    if trial.state != TrialState.FAIL:
+        return True
+    return any(k in trial.user_attrs for k in ("noisy", "failed"))
 
 
 def _finish(ledger, study, trial, claim, ev, settings, record):
