@@ -101,6 +101,9 @@ class MeasurementStore:
         if str(path).startswith("sqlite:///"):
             path = str(path).removeprefix("sqlite:///")
         self.path = Path(path).expanduser()
+        from hwnas.db import check_sqlite_file
+
+        check_sqlite_file(self.path, "measurement store")  # not a new store beside a lost one
         existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import sys
 import click
 
 from hwnas import __version__
-from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.errors import EXIT_USAGE, HwnasError, out_of_space
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -71,6 +71,22 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Exception as exc:
+        from hwnas.db import damaged_database
+
+        full, damaged = out_of_space(exc), damaged_database(exc)
+        if full is None and damaged is None:  # a bug in hwnas: keep the traceback
+            raise
+        if full is not None:
+            click.echo(
+                f"error: {full}; free some space and run the same command again (what was "
+                "done is kept: studies and measurements are written in transactions, files "
+                "whole)",
+                err=True,
+            )
+        else:
+            click.echo(f"error: {damaged}", err=True)
+        return EXIT_USAGE
     # a command's `ctx.exit(N)` (`hwnas zoo verify`: 1 when an entry fails) comes back as N
     return status if isinstance(status, int) else 0
 

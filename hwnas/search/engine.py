@@ -166,6 +166,10 @@ def open_storage(url: str):
     url = normalize_url(url)
     check_driver(url)
     db_file = sqlite_file(url)
+    if db_file is not None:  # an empty or truncated file is not a new study
+        from hwnas.db import check_sqlite_file
+
+        check_sqlite_file(db_file, "study storage")
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:

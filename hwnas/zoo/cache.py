@@ -68,9 +68,12 @@ def store(key: str, model: ExportedModel) -> None:
     """Keep ``model`` (random weights only) under ``key``; a failure to write is ignored (the
     cache is an optimisation)."""
     root = cache_root()
-    tmp = root / f".{key}.{os.getpid()}.tmp"
+    from hwnas.paths import sweep_temporaries, temporary
+
+    tmp = temporary(root / key)
     try:
         tmp.mkdir(parents=True, exist_ok=True)
+        sweep_temporaries(root)  # what killed writers left
         (tmp / "model.onnx").write_bytes(model.onnx_bytes)
         meta = {"params": model.params, "flops": model.flops,
                 "input_shape": list(model.input_shape)}  # fmt: skip

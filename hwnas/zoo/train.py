@@ -420,9 +420,12 @@ def _store_cached(key: str, model, training: dict) -> None:
     import torch
 
     root = training_cache()
-    tmp = root / f".{key}.{os.getpid()}.tmp"
+    from hwnas.paths import sweep_temporaries, temporary
+
+    tmp = temporary(root / key)
     try:
         tmp.mkdir(parents=True, exist_ok=True)
+        sweep_temporaries(root)  # what killed writers left
         torch.save(model.state_dict(), tmp / "weights.pt")
         (tmp / "training.json").write_text(json.dumps(training, indent=1))
         os.rename(tmp, root / key)
