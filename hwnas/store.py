@@ -25,6 +25,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from hwnas.db import check_sqlite_file
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
 from hwnas.paths import file_lock
@@ -101,14 +102,16 @@ class MeasurementStore:
         if str(path).startswith("sqlite:///"):
             path = str(path).removeprefix("sqlite:///")
         self.path = Path(path).expanduser()
-        from hwnas.db import check_sqlite_file
-
-        check_sqlite_file(self.path, "measurement store")  # not a new store beside a lost one
         existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            with file_lock(self.path.with_name(self.path.name + ".hwnas-lock")):
+                # an empty or truncated file is not a new store (checked while no other
+                # process is creating one)
+                check_sqlite_file(self.path, "measurement store")
+                existed = self.path.exists()
+                self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(SCHEMA)
             self._migrate()

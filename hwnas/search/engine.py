@@ -159,24 +159,22 @@ def open_storage(url: str):
     import optuna
     import sqlalchemy
 
-    from hwnas.db import check_driver, connect_error, normalize_url, redact
+    from hwnas.db import check_driver, check_sqlite_file, connect_error, normalize_url, redact
     from hwnas.search.workers import creation_lock, sqlite_file
 
     shown = redact(url)
     url = normalize_url(url)
     check_driver(url)
     db_file = sqlite_file(url)
-    if db_file is not None:  # an empty or truncated file is not a new study
-        from hwnas.db import check_sqlite_file
-
-        check_sqlite_file(db_file, "study storage")
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:
             with creation_lock(url), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                if db_file is not None and not db_file.exists():
-                    _create_wal_database(db_file)
+                if db_file is not None:  # an empty or truncated file is not a new study
+                    check_sqlite_file(db_file, "study storage")  # (not while one is created)
+                    if not db_file.exists():
+                        _create_wal_database(db_file)
                 storage = optuna.storages.RDBStorage(
                     url,
                     engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None,
@@ -184,6 +182,8 @@ def open_storage(url: str):
                     grace_period=GRACE_S,
                 )
             break
+        except HwnasError:
+            raise
         except Exception as exc:  # sqlalchemy errors, bad URLs, missing drivers
             # several workers creating Optuna's tables in a fresh server database at once: the
             # losers see "already exists" / unique violations; the tables are there next time

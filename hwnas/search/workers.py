@@ -75,6 +75,7 @@ def study_lock(storage: Any, study_name: str) -> Iterator[None]:
     Raises:
         sqlalchemy.exc.OperationalError: the database server went away while locking.
     """
+    storage = getattr(storage, "_backend", storage)  # behind Optuna's cache
     url = str(getattr(storage, "url", ""))
     path = sqlite_file(url)
     if path is not None:

@@ -25,12 +25,14 @@ import numpy as np
 from hwnas.devices import Device
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
-from hwnas.search.engine import SearchSettings, run_search
+from hwnas.paths import temporary
+from hwnas.search.engine import SearchSettings, load_study, run_search
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
 from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
+from hwnas.supernet.turn import TrainingTurn
 
 
 @dataclass
@@ -191,6 +193,15 @@ def search(
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
+    # one worker of the study trains; the others wait and reuse its checkpoint (turn.py)
+    turn = TrainingTurn.take(
+        load_study(s, job.storage, s.metric) if ranks.main else None,
+        out / "supernet.pt",
+        _fingerprint(s),
+        s.epochs,
+        log,
+        ranks.main,
+    )
     net_cfg = supernet_config(s.options, space.name)
     net = build_supernet(space.name, data.num_classes, data.image_shape, net_cfg).to(tdev)
     if tdev.type == "cuda":
@@ -252,7 +263,7 @@ def search(
             f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
         )
         if ranks.main:
-            tmp = ckpt.with_suffix(".tmp")
+            tmp = temporary(ckpt)
             torch.save(
                 {
                     "fingerprint": _fingerprint(s),
@@ -264,6 +275,7 @@ def search(
                 tmp,
             )
             tmp.replace(ckpt)
+    turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         distributed.stop()
         strategy.net = net
