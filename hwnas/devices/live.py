@@ -20,6 +20,8 @@ Profile keys shared by live devices::
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +29,7 @@ from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.devices.meters import METERS, Meter
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.runtimes import get_runtime
-from hwnas.runtimes.timing import TimingProtocol, time_callable
+from hwnas.runtimes.timing import TimingProtocol, patient, time_callable
 
 
 class LiveDevice(Device):
@@ -75,6 +77,22 @@ class LiveDevice(Device):
     @property
     def max_cv(self) -> float | None:
         return self.protocol.max_cv
+
+    @property
+    def quiet_wait_s(self) -> float:
+        """Seconds a flagged measurement may wait for a quieter moment (``timing.quiet_wait_s``)."""
+        return float(self.protocol.quiet_wait_s)
+
+    @contextlib.contextmanager
+    def more_rounds(self, factor: int = 2) -> Iterator[None]:
+        """Measure with ``factor`` times the protocol's rounds inside the block
+        (:func:`hwnas.runtimes.timing.patient`)."""
+        saved = self.protocol
+        self.protocol = patient(saved, factor)
+        try:
+            yield
+        finally:
+            self.protocol = saved
 
     # -- reachability -------------------------------------------------------------------------
 
