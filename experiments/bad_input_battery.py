@@ -61,8 +61,8 @@ class Case:
 
     Attributes:
         name: what it is.
-        args: the command line after ``hwnas`` ({tmp} is the case's fixture folder, {port} a
-            port in use).
+        args: the command line after ``hwnas`` ({tmp} is the fixture folder, {case} the case's
+            own folder with ``empty.db`` and ``garbage.db``, {port} a port in use).
         expect: "refuse" or "ok".
         check: for "ok": (stdout, stderr, fixture folder) -> whether the result is right.
         env: extra environment ({tmp} filled in).
@@ -103,7 +103,9 @@ SPACE_VARIANTS = {
     "expand_zero": TINY.replace("expand: {choices: [2, 4]}", "expand: 0"),
     "expand_negative": TINY.replace("expand: {choices: [2, 4]}", "expand: {choices: [-2, 4]}"),
     "expand_1e9": TINY.replace("expand: {choices: [2, 4]}", "expand: {choices: [2, 1000000000]}"),
-    "depth_max_1e6": TINY.replace("depth: {choices: [1, 2]}", "depth: {min: 1, max: 1000000}"),
+    "depth_max_1e6": TINY.replace(
+        "depth: {choices: [1, 2]}", "depth: {min: 1, max: 1000000, step: 1}"
+    ),
     "depth_step_0": TINY.replace("depth: {choices: [1, 2]}", "depth: {min: 1, max: 4, step: 0}"),
     "depth_min_gt_max": TINY.replace("depth: {choices: [1, 2]}", "depth: {min: 4, max: 1}"),
     "depth_negative": TINY.replace("depth: {choices: [1, 2]}", "depth: -1"),
@@ -148,6 +150,8 @@ tvm: {trials_per_task: 0}
 PROFILE_VARIANTS = {
     "energy_none": PROFILE + "energy: none\n",
     "energy_number": PROFILE + "energy: 5\n",
+    "energy_list": PROFILE + "energy: [none]\n",
+    "energy_unknown_meter": PROFILE + "energy: {meter: joulemeter}\n",
     "warmup_many": PROFILE.replace("warmup: 3", "warmup: many"),
     "warmup_negative": PROFILE.replace("warmup: 3", "warmup: -1"),
     "rounds_zero": PROFILE.replace("rounds: 3", "rounds: 0"),
@@ -166,7 +170,6 @@ PROFILE_VARIANTS = {
     "runtime_unknown": PROFILE.replace("runtime: ort", "runtime: warp-drive"),
     "kind_unknown": PROFILE.replace("kind: local", "kind: quantum"),
     "tvm_trials_negative": PROFILE.replace("trials_per_task: 0", "trials_per_task: -4"),
-    "batch_size_zero": PROFILE + "batch_size: 0\n",
 }
 
 
@@ -267,8 +270,6 @@ def fixtures(tmp: Path) -> None:
     (tmp / "data_empty").mkdir()
     (tmp / "data_garbage").mkdir()
     (tmp / "data_garbage" / "data_batch_1").write_bytes(b"")
-    (tmp / "empty.db").write_bytes(b"")
-    (tmp / "garbage.db").write_text("not a database\n" * 20)
 
 
 def _exit0_and(pattern: str) -> Callable[[str, str, Path], bool]:
@@ -306,8 +307,8 @@ def cases() -> list[Case]:
         [*TABLE, "--storage", "sqlite:////nonexistent-hwnas/deep/studies.db"])  # fmt: skip
     add("search --storage not a URL", [*TABLE, "--storage", "studies.db"])
     add("search --storage unknown scheme", [*TABLE, "--storage", "nosuchdb://x"])
-    add("search --storage empty file", [*TABLE, "--storage", "sqlite:///{tmp}/empty.db"])
-    add("search --storage not a database", [*TABLE, "--storage", "sqlite:///{tmp}/garbage.db"])
+    add("search --storage empty file", [*TABLE, "--storage", "sqlite:///{case}/empty.db"])
+    add("search --storage not a database", [*TABLE, "--storage", "sqlite:///{case}/garbage.db"])
     add("search --storage a folder", [*TABLE, "--storage", "sqlite:///{tmp}/data_empty"])
     add("search --storage unreachable postgres",
         [*TABLE, "--storage", "postgresql://u:secret@127.0.0.1:1/db"])  # fmt: skip
@@ -369,14 +370,20 @@ def cases() -> list[Case]:
     for name in ("width_1e9", "depth_max_1e6", "expand_inf", "kernel_even", "input_huge"):
         add(
             f"space file: {name} (refset export)",
-            ["refset", "export", "--space", f"{{tmp}}/space_{name}.yaml", "--out", "{tmp}/rs"],
+            ["refset", "export", "--space", f"{{tmp}}/space_{name}.yaml", "--out", "{case}/rs"],
         )
-    add("space file: ok (control)", ["arch", "--space", "{tmp}/space_ok.yaml", "0"],
-        expect="ok", check=_exit0_and(r"a\.d="))  # fmt: skip
+    add("space file: ok (control)",
+        ["arch", "--space", "{tmp}/space_ok.yaml", "a.d=1 a.out=8 a.0=3/2"],
+        expect="ok", check=_exit0_and(r"params"))  # fmt: skip
 
     # device profiles
     profiles = {"HWNAS_DEVICES_PATH": "{tmp}/profiles"}
     for name in PROFILE_VARIANTS:
+        if name == "energy_none":  # no meter, as leaving the key out: measured, no energy
+            add("device profile: energy_none (no meter)",
+                ["measure", "-d", "p_energy_none", "--arch", SMALL], env=profiles,
+                expect="ok", check=_exit0_and(r"1 measured"))  # fmt: skip
+            continue
         add(f"device profile: {name}", ["measure", "-d", f"p_{name}", "--arch", SMALL],
             env=profiles)  # fmt: skip
 
@@ -405,10 +412,12 @@ def cases() -> list[Case]:
         ["measure", "-d", "cpu", "--runtime", "tvm", "--arch", SMALL, "--target", "{{{"],
     )
     add("measure --store empty file",
-        ["measure", "-d", "cpu", "--arch", SMALL, "--store", "{tmp}/empty.db"])  # fmt: skip
+        ["measure", "-d", "cpu", "--arch", SMALL, "--store", "{case}/empty.db"])  # fmt: skip
     add("measure --store under a file",
         ["measure", "-d", "cpu", "--arch", SMALL, "--store", "{tmp}/afile/m.db"])  # fmt: skip
-    add("measure -d pixel3 (recorded)", ["measure", "-d", "pixel3", "--arch", SMALL])
+    add("measure -d pixel3 (recorded: read from its table)",
+        ["measure", "-d", "pixel3", "--arch", SMALL], expect="ok",
+        check=_exit0_and(r"recorded"))  # fmt: skip
 
     # calibration files
     for name in ("1e308", "nan", "inf", "negative", "zero", "text", "empty", "one_row",
@@ -425,8 +434,9 @@ def cases() -> list[Case]:
         add(f"predict --predictor weights: {name}",
             ["predict", "-d", "pixel3", "--predictor", f"{{tmp}}/predictors/{name}",
              "--arch", ARCH])  # fmt: skip
-    add("predict --onnx 1x3x100000x100000",
-        ["predict", "-d", "pixel3", "--onnx", "{tmp}/onnx/huge.onnx"])  # fmt: skip
+    add("predict --onnx 1x3x100000x100000 (graph features only: nothing allocated)",
+        ["predict", "-d", "pixel3", "--onnx", "{tmp}/onnx/huge.onnx"], expect="ok",
+        check=_exit0_and(r"\d+\.\d+"))  # fmt: skip
     add("predict --metric energy (no energy table)",
         ["predict", "-d", "pixel3", "--metric", "energy_mj", "--arch", ARCH])  # fmt: skip
 
@@ -435,7 +445,7 @@ def cases() -> list[Case]:
         add(f"dashboard --port {port}", ["dashboard", "--port", port], timeout=30)
     add("dashboard --port in use", ["dashboard", "--port", "{port}"], timeout=30)
     add("dashboard --storage empty file",
-        ["dashboard", "--storage", "sqlite:///{tmp}/empty.db"], timeout=30)  # fmt: skip
+        ["dashboard", "--storage", "sqlite:///{case}/empty.db"], timeout=30)  # fmt: skip
 
     # hwnas arch, train, predictor, zoo, runs, refset
     add("arch -1", ["arch", "-1"])
@@ -448,22 +458,26 @@ def cases() -> list[Case]:
         ("--threads", "100000"), ("--seed", "-1"),
     ):  # fmt: skip
         add(f"train {option} {value}",
-            ["train", SMALL, "--data", "digits", option, value, "--out", "{tmp}/t"])  # fmt: skip
+            ["train", SMALL, "--data", "digits", option, value, "--out", "{case}/t"])  # fmt: skip
     add("train --data missing", ["train", SMALL, "--data", "{tmp}/nope"])
     for option, value in (("--steps", "0"), ("--steps", "-1"), ("--seed", "-1"),
                           ("--devices", "nope"), ("--name", "")):  # fmt: skip
         add(f"predictor train {option} {value}",
             ["predictor", "train", "--space", "nasbench201", "--devices", "pixel3,raspi4",
-             "--name", "x", "--root", "{tmp}/pred", option, value])  # fmt: skip
+             "--name", "x", "--root", "{case}/pred", option, value])  # fmt: skip
     add("predictor eval unknown", ["predictor", "eval", "nonexistent"])
     add("zoo show missing", ["zoo", "show", "{tmp}/nope"])
     add("zoo list missing", ["zoo", "list", "{tmp}/nope"])
     add("zoo verify missing", ["zoo", "verify", "{tmp}/nope"])
     add("runs show unknown study", ["runs", "show", "nope"])
-    add("runs list --storage empty file", ["runs", "list", "--storage", "sqlite:///{tmp}/empty.db"])
+    add(
+        "runs list --storage empty file", ["runs", "list", "--storage", "sqlite:///{case}/empty.db"]
+    )
     add("refset export --out under a file", ["refset", "export", "--out", "{tmp}/afile/x"])
-    add("refset measure recorded device", ["refset", "measure", "-d", "pixel3", "--out", "{tmp}/r"])
-    add("devices --store not a database", ["devices", "--store", "{tmp}/garbage.db"])
+    add("refset measure recorded device (read from its table)",
+        ["refset", "measure", "-d", "pixel3", "--out", "{case}/r"], expect="ok",
+        check=lambda out, err, tmp: "calibration.csv" in out + err)  # fmt: skip
+    add("devices --store not a database", ["devices", "--store", "{case}/garbage.db"])
     return c
 
 
@@ -500,7 +514,11 @@ def _limit(memory_gb: float) -> Callable[[], None]:
 def run_case(case: Case, base: Path, timeout: float, port: int, memory_gb: float = 6.0) -> dict:
     tmp = base / "fixtures"
     work = Path(tempfile.mkdtemp(prefix="case-", dir=base))
-    fill = lambda s: s.replace("{tmp}", str(tmp)).replace("{port}", str(port))  # noqa: E731
+    (work / "empty.db").write_bytes(b"")  # files a case may change: one of each per case
+    (work / "garbage.db").write_text("not a database\n" * 20)
+    fill = lambda s: (  # noqa: E731
+        s.replace("{tmp}", str(tmp)).replace("{case}", str(work)).replace("{port}", str(port))
+    )
     env = {**os.environ, "HWNAS_HOME": str(work / "home"), "COLUMNS": "120"}
     env.update({k: fill(v) for k, v in case.env.items()})
     args = [fill(a) for a in case.args]

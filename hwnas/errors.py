@@ -62,3 +62,22 @@ def out_of_space(exc: BaseException) -> str | None:
             return "no space left on the device (" + str(exc).strip().splitlines()[0][:200] + ")"
         exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
     return None
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The one-line message for ``exc`` if it, or an exception it was raised from, says memory
+    ran out (Python's MemoryError, PyTorch's and ONNX Runtime's failed allocations); None
+    otherwise. The limits of :mod:`hwnas.limits` refuse what is plainly too large before any
+    work; this names what still did not fit on this machine."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc).lower()
+        if isinstance(exc, MemoryError) or any(
+            needle in text
+            for needle in ("can't allocate memory", "failed to allocate memory", "out of memory")
+        ):
+            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+            return "not enough memory" + (f" ({first})" if first else "")
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import CandidateError, HwnasError
 from hwnas.export import content_hash
+from hwnas.limits import input_size
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.store import MeasurementStore
 
@@ -49,6 +50,7 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     shape = (batch_size, *space.input_shape(arch, dataset))
+    input_size(f"{space.name} network for {dataset} at batch size {batch_size}", shape)
     key = content_hash(space.name, arch.text, dataset, "x".join(map(str, shape)))
 
     def factory() -> bytes:  # exported once per model hash, shared with the model zoo
@@ -114,6 +116,7 @@ def onnx_workload(path, batch_size: int = 1) -> Workload:
             shape.append(int(batch_size))
         else:
             raise HwnasError(f"{path}: input axis {i} is dynamic; only the batch axis may be")
+    input_size(str(path), shape)  # before an input of that size is allocated
     data = path.read_bytes()
     key = content_hash(data, "x".join(map(str, shape)))
     return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)

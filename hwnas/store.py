@@ -118,7 +118,8 @@ class MeasurementStore:
         except (OSError, sqlite3.Error) as exc:
             if not existed:  # a full disk must not leave an empty database behind
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        Path(f"{self.path}{suffix}").unlink()
             raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
 
     def _open_postgres(self, url: str) -> None:

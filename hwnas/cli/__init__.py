@@ -10,7 +10,7 @@ import sys
 import click
 
 from hwnas import __version__
-from hwnas.errors import EXIT_USAGE, HwnasError, out_of_space
+from hwnas.errors import EXIT_USAGE, HwnasError, out_of_memory, out_of_space
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -66,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 130
+    except click.UsageError as exc:  # one line, like every other mistake
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help
+            exc.show()
+            return exc.exit_code
+        command = exc.ctx.command_path if exc.ctx is not None else "hwnas"
+        click.echo(f"error: {exc.format_message()} ({command} --help)", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
@@ -74,9 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from hwnas.db import damaged_database
 
-        full, damaged = out_of_space(exc), damaged_database(exc)
-        if full is None and damaged is None:  # a bug in hwnas: keep the traceback
+        full, damaged, memory = out_of_space(exc), damaged_database(exc), out_of_memory(exc)
+        if full is None and damaged is None and memory is None:  # a bug: keep the traceback
             raise
+        if memory is not None:
+            click.echo(
+                f"error: {memory}: the network, input or batch is too large for this machine",
+                err=True,
+            )
+            return EXIT_USAGE
         if full is not None:
             click.echo(
                 f"error: {full}; free some space and run the same command again (what was "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import math
 import os
 import random
 import socket
@@ -70,7 +71,9 @@ class SearchSettings:
             )
         if self.budget < 1:
             raise HwnasError(f"--budget must be at least 1, got {self.budget}")
-        if self.max_latency is not None and not self.max_latency > 0:
+        if self.max_latency is not None and not (
+            self.max_latency > 0 and math.isfinite(self.max_latency)
+        ):
             raise HwnasError(
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
@@ -131,6 +134,9 @@ class SearchResult:
         failed_skipped: candidates this run skipped because measuring them failed (the
             runtime rejected the model or crashed on it); their trials are FAIL with the reason
             in the ``failed`` attribute.
+        stopped: why the search stopped before the budget (the strategy has no architecture
+            left to propose: the space, or the part of it within the latency limit, is
+            exhausted), or None.
     """
 
     settings: SearchSettings
@@ -141,6 +147,14 @@ class SearchResult:
     new_trials: int
     noisy_skipped: int = 0
     failed_skipped: int = 0
+    stopped: str | None = None
+
+
+REPEATS_IN_A_ROW = 2000
+"""A search stops when its strategy proposes this many architectures in a row that the study
+already holds (or that failed): the strategy finds nothing new, the space (or the part of it it
+searches) is exhausted. A sampler that knows it has nothing left says so at once
+(``exhausted``)."""
 
 
 def open_storage(url: str):
@@ -166,6 +180,10 @@ def open_storage(url: str):
     url = normalize_url(url)
     check_driver(url)
     db_file = sqlite_file(url)
+    if db_file is not None and not db_file.parent.is_dir():  # a typo must not create folders
+        raise HwnasError(
+            f"cannot open study storage {shown}: the folder {db_file.parent} does not exist"
+        )
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:
@@ -192,7 +210,8 @@ def open_storage(url: str):
                 continue
             if not existed:  # a full disk must not leave an empty database behind
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        Path(f"{db_file}{suffix}").unlink()
             why = connect_error(url, exc) if "postgres" in url else str(exc).splitlines()[0]
             raise HwnasError(f"cannot open study storage {shown}: {why}") from None
     if url.startswith("sqlite:"):
@@ -425,8 +444,9 @@ def run_search(
     dims = space.choices()
     worker = f"{socket.gethostname()}:{os.getpid()}"
     joined = datetime.datetime.now()
-    new = asked = 0
+    new = asked = repeats = 0
     max_asks = 20 * settings.budget  # bound on duplicate proposals
+    stopped: str | None = None
     skipped = {"noisy": 0, "failed": 0}
     in_a_row = 0
     failed_archs: set[str] = set()  # not proposed again by this run
@@ -467,6 +487,10 @@ def run_search(
                 continue
             if isinstance(sampler, ProposalSampler) and not _proposals_left(sampler, state):
                 break  # every proposal is scored, being scored, or failed
+            if getattr(sampler, "exhausted", False) or repeats >= REPEATS_IN_A_ROW:
+                told = getattr(sampler, "exhausted", False)
+                stopped = _exhausted(space, settings, len(state.completed), 0 if told else repeats)
+                break
             trial = study.ask()
             asked += 1
             arch = space.from_choices(
@@ -483,6 +507,7 @@ def run_search(
                     if arch.text in failed_archs:
                         why = {"failed_before": arch.text}
                         record(trial, TrialState.PRUNED, None, why, instant)
+                        repeats += 1
                         continue
                     if holder is not None:
                         record(trial, TrialState.PRUNED, None, {"duplicate_of": holder}, instant)
@@ -511,6 +536,7 @@ def run_search(
                             )
                         )
                 if holder is not None:
+                    repeats += 1
                     if not reseeded and state.by_another_since(holder, worker, joined):
                         # another worker started with the same seed: draw from another sequence
                         sampler.reseed_rng()
@@ -520,6 +546,7 @@ def run_search(
                     continue
                 if full:
                     continue
+                repeats = 0
                 if claim is not None:
                     with _heartbeat(ledger, claim._trial_id):
                         ev = evaluate(arch)
@@ -562,6 +589,9 @@ def run_search(
                     len(ledger.state.completed),
                     TrialRecord(done.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
                 )
+        else:
+            if len(ledger.state.completed) < settings.budget:  # max_asks proposals made
+                stopped = _exhausted(space, settings, len(ledger.state.completed), repeats)
     finally:
         hold.release()  # writes what it decided, even when interrupted
 
@@ -569,7 +599,24 @@ def run_search(
     records = completed_records(ledger)
     result = summarise(settings, records, len(ledger.trials), new)
     return dataclasses.replace(
-        result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
+        result,
+        noisy_skipped=skipped["noisy"],
+        failed_skipped=skipped["failed"],
+        stopped=stopped,
+    )
+
+
+def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeats: int) -> str:
+    """Why a search stopped short of its budget: its strategy has nothing new to propose."""
+    within = " within --max-latency" if settings.max_latency is not None else ""
+    how = (
+        f"proposed {repeats} architectures in a row that the study already holds"
+        if repeats
+        else "has no architecture left to propose"
+    )
+    return (
+        f"stopped at {scored} of --budget {settings.budget} scored architectures: strategy "
+        f"'{settings.strategy}' {how}; the space '{space.name}'{within} is exhausted for it"
     )
 
 

@@ -74,6 +74,7 @@ class PoolSampler(optuna.samplers.BaseSampler):
         self._taken: set[int] = set()  # pool rows held by a trial (scored, claimed, failed)
         self._rows: list[int] = []  # pool rows of the completed trials, in trial order
         self._acc: list[float] = []  # their accuracies (%)
+        self.exhausted = False  # every candidate of the pool is taken (the engine stops)
 
     def reseed_rng(self) -> None:
         """Another worker runs with the same seed: take each planned round in random order."""
@@ -115,8 +116,11 @@ class PoolSampler(optuna.samplers.BaseSampler):
         for t in trials[self._slots : trial.number]:
             self._take(t)
         self._fill()
-        if not self._queue:  # every candidate is taken
-            return {}
+        if not self._queue:  # every candidate is taken: propose a taken one (a duplicate,
+            self.exhausted = True  # never an unplanned architecture) and say so
+            return (
+                self.context.space.to_choices(self._pool[min(self._taken)]) if self._taken else {}
+            )
         pick = int(self.shuffle.integers(len(self._queue))) if self.shuffle is not None else 0
         return self.context.space.to_choices(self._pool[self._queue[pick]])
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from hwnas.devices import Device
 from hwnas.errors import HwnasError
+from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
 from hwnas.paths import temporary
 from hwnas.search.engine import SearchSettings, load_study, run_search
@@ -67,17 +68,24 @@ class SupernetSettings(SearchSettings):
         self.options = parse_options(dict(self.options), self.strategy, self.space)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
+        bounded("--epochs", self.epochs, 1, MAX_EPOCHS, integer=True)
         if self.finetune_epochs < 0:
             raise HwnasError(f"--finetune-epochs must be >= 0, got {self.finetune_epochs}")
+        bounded("--finetune-epochs", self.finetune_epochs, 0, MAX_EPOCHS, integer=True)
         if self.batch_size < 2:
             raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
+        bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
         if self.latency_target is not None and not self.latency_target > 0:
             raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
+        if self.latency_target is not None:
+            bounded("--latency-target", self.latency_target, 0, low_open=True)
         if self.latency_weight is not None and self.latency_weight < 0:
             raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
-        if self.max_latency is not None and not self.max_latency > 0:
+        if self.latency_weight is not None:
+            bounded("--latency-weight", self.latency_weight, 0)
+        if self.max_latency is not None and not (0 < self.max_latency < float("inf")):
             raise HwnasError(
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
