@@ -329,3 +329,39 @@ def test_temporaries_of_killed_writers_are_removed_by_the_next_writer(tmp_path):
     removed = sweep_temporaries(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, other_host.name])
     assert len(removed) == 2
+
+
+def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
+    tmp_path, monkeypatch
+):
+    """A budget above what the strategy can find (a small declared space searched at random):
+    after REPEATS_IN_A_ROW proposals the study already holds, the search stops and says so,
+    instead of asking 20 x budget times."""
+    from hwnas.search import engine
+    from hwnas.search.engine import SearchSettings, run_search
+    from hwnas.search.evaluate import Evaluation
+    from hwnas.spaces import get_space
+
+    (tmp_path / "tiny.yaml").write_text(
+        "name: tiny\ndatasets:\n  digits: {classes: 10, input_shape: [3, 16, 16]}\n"
+        "stem:\n  - {block: conv, out: 8, kernel: 3}\nstages:\n  - name: a\n"
+        "    out: {choices: [8, 16]}\n    depth: {choices: [1, 2]}\n"
+        "    layer: {block: mbconv, kernel: {choices: [3, 5]}, expand: 2}\n"
+        "head:\n  - {block: pool}\n"
+    )
+    space = get_space(str(tmp_path / "tiny.yaml"))
+    monkeypatch.setattr(engine, "REPEATS_IN_A_ROW", 60)
+    settings = SearchSettings(
+        space=space.name, device="pixel3", budget=5000, strategy="random", study="r"
+    )
+
+    def evaluate(arch):
+        return Evaluation(arch, 50.0, "test", {"latency_ms": 1.0}, {"latency_ms": "test"})
+
+    result = run_search(settings, space, evaluate)
+    assert 0 < len(result.records) < 5000
+    assert len({r.arch for r in result.records}) == len(result.records)
+    assert result.stopped and "60 architectures in a row that the study already holds" in (
+        result.stopped
+    )
+    assert result.trials_total < 20 * 5000
