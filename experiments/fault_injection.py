@@ -17,7 +17,7 @@ For a recorded device (no measurement runs, so the uninterrupted search is repro
 larger count, as in issue 18: 21, 101, 161) before the final rerun.
 
     python experiments/fault_injection.py [--kills 10] [--budget 300] [--device pixel3]
-        [--strategy frontier] [--seed 0] [--chain]
+        [--strategy frontier] [--seed 0] [--chain] [--at 21,101,161]
 
 It prints one line per kill (count, trials lost to the kill, identical or not) and a total;
 exit status 1 if any resumed search differs from the reference.
@@ -102,6 +102,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the kill moments")
     ap.add_argument("--search-seed", type=int, default=0, help="hwnas search --seed")
     ap.add_argument("--chain", action="store_true", help="kill one search at every count")
+    ap.add_argument("--at", default=None, help="kill counts instead of random ones: 21,101,161")
     a = ap.parse_args()
 
     base = ["search", "--device", a.device, "--budget", str(a.budget), "--no-zoo"]
@@ -109,11 +110,12 @@ def main() -> int:
     if a.strategy:
         base += ["--strategy", a.strategy]
     rng = random.Random(a.seed)
-    counts = (
-        sorted(rng.sample(range(1, a.budget), a.kills))
-        if a.chain
-        else [rng.randrange(1, a.budget) for _ in range(a.kills)]
-    )
+    if a.at:
+        counts = [int(c) for c in a.at.split(",")]
+    elif a.chain:
+        counts = sorted(rng.sample(range(1, a.budget), a.kills))
+    else:
+        counts = [rng.randrange(1, a.budget) for _ in range(a.kills)]
     print(f"hwnas {' '.join(base)}; kill counts {counts}; load {os.getloadavg()[0]:.2f}")
     bad = 0
     with tempfile.TemporaryDirectory(prefix="hwnas-faults-") as tmp:
