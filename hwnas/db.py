@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from pathlib import Path
 
 from hwnas.errors import HwnasError
 
@@ -150,3 +151,66 @@ def connect_error(url: str, exc: BaseException) -> str:
 def lock_key(name: str) -> int:
     """A signed 64-bit integer for ``name`` (PostgreSQL advisory lock keys are bigint)."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: str | Path, what: str) -> None:
+    """Refuse an existing file that is not a whole SQLite database, before SQLite would take an
+    empty file for a new database (and a search would start afresh beside a lost study).
+
+    Checks the 100-byte header (https://www.sqlite.org/fileformat.html): its magic string, a
+    file size that is a whole number of pages, and at least the pages the header declares
+    (a truncated copy). A missing file is fine (it is created).
+
+    Args:
+        path: the database file.
+        what: how the user knows it ("study storage", "measurement store").
+
+    Raises:
+        HwnasError: one line naming the file and what is wrong with it.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+    fix = "restore it from a backup, or move it away to start afresh"
+    if path.is_dir():
+        raise HwnasError(f"{what} {path} is a folder, not an SQLite database")
+    if size == 0:
+        raise HwnasError(f"{what} {path} is empty (0 bytes), not an SQLite database: {fix}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+    if not head.startswith(SQLITE_HEADER):
+        raise HwnasError(f"{what} {path} is not an SQLite database: {fix}")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    declared_valid = pages > 0 and head[24:28] == head[92:96]
+    if len(head) < 100 or size % page or (declared_valid and size < pages * page):
+        expected = f" of the {pages * page} its header declares" if declared_valid else ""
+        raise HwnasError(f"{what} {path} is truncated ({size} bytes{expected}): {fix}")
+
+
+def damaged_database(exc: BaseException) -> str | None:
+    """One line for an SQLite error saying a database file is damaged (a file that is not a
+    database, or a malformed one found while reading), or None for any other exception."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc).lower()
+        if "database disk image is malformed" in text or "file is not a database" in text:
+            first = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
+            return (
+                f"a database file is damaged ({first}): restore it from a backup, or move "
+                "it away to start afresh"
+            )
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
+    return None

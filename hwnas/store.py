@@ -25,6 +25,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from hwnas.db import check_sqlite_file
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
 from hwnas.paths import confined, file_lock
@@ -104,15 +105,21 @@ class MeasurementStore:
         existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            with file_lock(self.path.with_name(self.path.name + ".hwnas-lock")):
+                # an empty or truncated file is not a new store (checked while no other
+                # process is creating one)
+                check_sqlite_file(self.path, "measurement store")
+                existed = self.path.exists()
+                self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(SCHEMA)
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
             if not existed:  # a full disk must not leave an empty database behind
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        Path(f"{self.path}{suffix}").unlink()
             raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
 
     def _open_postgres(self, url: str) -> None:

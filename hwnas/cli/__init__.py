@@ -12,7 +12,7 @@ import traceback
 import click
 
 from hwnas import __version__
-from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.errors import EXIT_USAGE, HwnasError, out_of_memory, out_of_space
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -76,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 130
+    except click.UsageError as exc:  # one line, like every other mistake
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help
+            exc.show()
+            return exc.exit_code
+        command = exc.ctx.command_path if exc.ctx is not None else "hwnas"
+        click.echo(scrub(f"error: {exc.format_message()} ({command} --help)"), err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         shown = io.StringIO()
         exc.show(file=shown)
@@ -83,11 +90,31 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except Exception:  # a bug: its traceback, but never with a password in it
-        if not secrets_seen():
-            raise
-        sys.stderr.write(scrub(traceback.format_exc()))
-        return 1
+    except Exception as exc:
+        from hwnas.db import damaged_database
+
+        full, damaged, memory = out_of_space(exc), damaged_database(exc), out_of_memory(exc)
+        if full is None and damaged is None and memory is None:
+            if not secrets_seen():  # a bug: its traceback, but never with a password in it
+                raise
+            sys.stderr.write(scrub(traceback.format_exc()))
+            return 1
+        if memory is not None:
+            click.echo(
+                f"error: {memory}: the network, input or batch is too large for this machine",
+                err=True,
+            )
+            return EXIT_USAGE
+        if full is not None:
+            click.echo(
+                f"error: {full}; free some space and run the same command again (what was "
+                "done is kept: studies and measurements are written in transactions, files "
+                "whole)",
+                err=True,
+            )
+        else:
+            click.echo(scrub(f"error: {damaged}"), err=True)
+        return EXIT_USAGE
     # a command's `ctx.exit(N)` (`hwnas zoo verify`: 1 when an entry fails) comes back as N
     return status if isinstance(status, int) else 0
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from hwnas.cli.options import artifact_option, storage_option
+from hwnas.cli.options import PORT, artifact_option, port_free, storage_option
 
 
 @click.command("dashboard")
 @storage_option
 @artifact_option
-@click.option("--port", type=int, default=8080, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=PORT, default=8080, show_default=True, help="Port on 127.0.0.1.")
 def dashboard_cmd(storage, artifact_dir, port):
     """Serve optuna-dashboard for the studies in STORAGE on 127.0.0.1, with each run's
     pareto.png, cards and ONNX files downloadable (the study's Artifacts) and its settings,
@@ -20,6 +20,7 @@ def dashboard_cmd(storage, artifact_dir, port):
     from hwnas.paths import default_storage_url
     from hwnas.search.publish import default_artifact_dir
 
+    port_free(port)  # before any work, not after the storage and notes
     url = storage or default_storage_url()
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
     if url.startswith("sqlite:///"):
@@ -42,6 +43,12 @@ def dashboard_cmd(storage, artifact_dir, port):
     artifact_dir.mkdir(parents=True, exist_ok=True)
     click.echo(f"optuna-dashboard for {n} studies in {shown}; artifacts in {artifact_dir}")
     click.echo(f"open http://127.0.0.1:{port}/dashboard/  (Ctrl-C to stop)", nl=True)
-    optuna_dashboard.run_server(
-        rdb, host="127.0.0.1", port=port, artifact_store=FileSystemArtifactStore(str(artifact_dir))
-    )
+    try:
+        optuna_dashboard.run_server(
+            rdb,
+            host="127.0.0.1",
+            port=port,
+            artifact_store=FileSystemArtifactStore(str(artifact_dir)),
+        )
+    except OSError as exc:  # taken by another program since the check
+        raise HwnasError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import artifact_option, storage_option, store_option
+from hwnas.cli.options import SEED, artifact_option, storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.errors import HwnasError
 from hwnas.spaces import space_option
@@ -77,7 +77,7 @@ from hwnas.spaces import space_option
     default=None,
     help="Run folder. Default: runs/<study name>.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampler seed.")
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
 @click.option(
@@ -142,6 +142,9 @@ def search_cmd(
 
     from hwnas.search.strategies import pipeline_of
 
+    for flag, value in (("--dataset", dataset), ("--space", space), ("--strategy", strategy)):
+        if value is not None and not value.strip():
+            raise HwnasError(f"{flag} is empty; leave it out for the default")
     if strategy is None:
         strategy = _default_strategy(
             device, space, objective, runtime, predictor, measurement_budget
@@ -187,6 +190,7 @@ def search_cmd(
     from hwnas.search.run import prepare, search
 
     refuse_processes(strategy, supernet["nproc"])
+    _refuse_supernet_options(strategy, train_zoo)
 
     space = space or "nasbench201"
     dataset = dataset or "cifar100"
@@ -269,6 +273,45 @@ def search_cmd(
         from hwnas.cli.render import print_json
 
         print_json({**summary, "run_folder": str(out)})
+
+
+SUPERNET_ONLY = {
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "data": "--data",
+    "finetune_epochs": "--finetune-epochs",
+    "latency_target": "--latency-target",
+    "latency_weight": "--latency-weight",
+    "settings": "--set",
+}
+"""Options a table search does not read (``--epochs``, ``--batch-size`` and ``--data`` are read
+with ``--train-zoo``)."""
+
+
+def _refuse_supernet_options(strategy: str, train_zoo: bool) -> None:
+    """Refuse supernet options given to a table search, which would be ignored silently.
+
+    Raises:
+        HwnasError: one line naming the options.
+    """
+    ctx = click.get_current_context()
+    read_by_zoo = ("epochs", "batch_size", "data") if train_zoo else ()
+    given = [
+        flag
+        for name, flag in SUPERNET_ONLY.items()
+        if name not in read_by_zoo
+        and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        zoo = (
+            " (--epochs, --batch-size and --data apply to --train-zoo)"
+            if {"--epochs", "--batch-size", "--data"} & set(given)
+            else ""
+        )
+        raise HwnasError(
+            f"{', '.join(given)} applies to supernet strategies, not to table strategy "
+            f"'{strategy}'{zoo}"
+        )
 
 
 def _zoo_trainer(job, options: dict, no_zoo: bool):
@@ -378,6 +421,8 @@ def _print_summary(result, summary, out: Path, console) -> None:
         f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "
         f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
     )
+    if summary.get("stopped"):
+        console.print(summary["stopped"])
     p = summary.get("profiling", {})
     if p.get("noisy_skipped"):
         console.print(

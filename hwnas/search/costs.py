@@ -182,15 +182,24 @@ def table_model(request: CostRequest) -> CostModel:
     return TableCostModel(request.space, request.device, request.metric)
 
 
+MIN_CLEAN_REFERENCES = 6
+"""A reference network whose live measurement stays too noisy (after the profiler's waits and
+retries) is left out of the calibration while at least this many of the reference set are
+clean; with fewer, the noisy values are used as measured (a flagged median still orders the
+networks by cost; every architecture a search queries is measured itself). Either way the
+cost model's ``fit`` says so, and the search goes on."""
+
+
 def predicted_model(request: CostRequest) -> CostModel:
     """``predicted``: the predictor calibrated on the device's reference-set values, taken
     through the profiler (10 networks timed live, or read from a recorded table); for a
     supernet, the lookup table fitted on its predictions (:func:`hwnas.supernet.cost.lut_of`).
+    Reference measurements that stay too noisy do not stop it (:data:`MIN_CLEAN_REFERENCES`).
 
     Raises:
         HwnasError: a space without a reference set, a device that cannot give those values.
     """
-    from hwnas.measure import arch_workload
+    from hwnas.measure import NoisyMeasurementError, arch_workload
     from hwnas.predictors import load_predictor
     from hwnas.predictors.calibration import reference_archs
     from hwnas.predictors.featurize import get_featurizer
@@ -199,10 +208,22 @@ def predicted_model(request: CostRequest) -> CostModel:
     predictor = load_predictor(request.predictor or space.name, space.name)
     dataset = get_featurizer(space.name).dataset  # the networks the features describe
     refs = reference_archs(space)
-    values = np.array(
-        [request.profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
-    )
-    model = calibrate(predictor, space, refs, values, metric)
+    values, noisy = [], []
+    for i, a in enumerate(refs):
+        try:
+            values.append(request.profiler.measure(arch_workload(space, a, dataset), metric).value)
+        except NoisyMeasurementError as exc:  # stayed too noisy: see MIN_CLEAN_REFERENCES
+            values.append(exc.measurement.value)
+            noisy.append(i)
+    note: dict[str, Any] = {}
+    if noisy and len(refs) - len(noisy) >= MIN_CLEAN_REFERENCES:
+        keep = [i for i in range(len(refs)) if i not in noisy]
+        refs, values = [refs[i] for i in keep], [values[i] for i in keep]
+        note = {"noisy_references": f"{len(noisy)} left out (too noisy to use)"}
+    elif noisy:
+        note = {"noisy_references": f"{len(noisy)} used as measured (flagged noisy)"}
+    model = calibrate(predictor, space, refs, np.array(values), metric)
+    model.fit.update(note)
     if request.supernet is None:
         return model
     from hwnas.supernet.cost import lut_of

@@ -40,9 +40,11 @@ of ``batch`` queries:
 
 The first ``init`` queries are one random architecture per cost quantile. The model's fit and
 the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
-Several workers on one study each plan batches from the study they read (completed trials and
-claims carry the ``arch`` attribute); a worker told that another shares its seed
-(``reseed_rng``) takes its batch in random order, so the workers' claims rarely collide.
+Rounds are planned at fixed points of the study's trial sequence, each with a generator seeded
+from (seed, round) (:class:`hwnas.search.pool.PoolSampler`), so a search killed and resumed
+plans what the uninterrupted one did. Several workers on one study each plan batches from the
+study they read; a worker told that another shares its seed (``reseed_rng``) takes its batch in
+random order, so the workers' claims rarely collide.
 """
 
 from __future__ import annotations
@@ -55,7 +57,6 @@ import numpy as np
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostContext
 from hwnas.search.pool import PoolSampler, candidate_pool
-from hwnas.spaces.base import Arch
 
 
 def frontier(seed: int | None, context: CostContext, **options: Any) -> FrontierSampler:
@@ -341,8 +342,7 @@ class FrontierSampler(PoolSampler):
     ):
         if context.cost is None:
             raise HwnasError(NEEDS_COSTS_MESSAGE.format(name=self.name))
-        self.context = context
-        self.rng = np.random.default_rng(seed)
+        self._start(context, seed)
         scale = context.budget // 15
         self.init = init if init is not None else min(max(scale, 10), 20)
         self.batch = batch if batch is not None else min(max(scale, 5), 20)
@@ -353,23 +353,12 @@ class FrontierSampler(PoolSampler):
         self.ehvi_horizon = ehvi_horizon
         self.grid = grid
         self.max_pool = max_pool
-        self.shuffle = False
-        self._queue: list[int] = []
-        self._pool: list[Arch] | None = None
-        self._taken: set[int] = set()  # pool rows scored, claimed or proposed
-        self._done: dict[int, tuple[int, float]] = {}  # trial number -> (pool row, accuracy)
-        self._finished: set[int] = set()  # trial numbers read in a finished state
-
-    def reseed_rng(self) -> None:
-        """Another worker runs with the same seed: take planned batches in random order."""
-        self.rng = np.random.default_rng()
-        self.shuffle = True
 
     # -- candidate pool -----------------------------------------------------------------------
 
     def _setup(self) -> None:
         space = self.context.space
-        pool, cost, keep = candidate_pool(self.context, self.rng, self.max_pool)
+        pool, cost, keep = candidate_pool(self.context, self.pool_generator(), self.max_pool)
         limit = self.context.max_latency
         lat = cost
         if limit is not None:
@@ -392,46 +381,13 @@ class FrontierSampler(PoolSampler):
         self._row = {a.text: i for i, a in enumerate(self._pool)}
         self._order = np.argsort(self._cost, kind="stable")
 
-    # -- Optuna sampler interface ------------------------------------------------------------
-
-    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
-        if not search_space:
-            return {}
-        if self._pool is None:
-            self._setup()
-        self._read(study.get_trials(deepcopy=False))
-        self._queue = [i for i in self._queue if i not in self._taken]
-        if not self._queue:
-            done = [self._done[n] for n in sorted(self._done)]
-            self._queue = self._plan([r for r, _a in done], [a for _r, a in done])
-        if not self._queue:  # every candidate queried
-            return {}
-        pick = int(self.rng.integers(len(self._queue))) if self.shuffle else 0
-        row = self._queue.pop(pick)
-        self._taken.add(row)  # this worker's proposal, claimed or not
-        return self.context.space.to_choices(self._pool[row])
-
-    def _read(self, trials: list) -> None:
-        """Take in the study's trials: those that hold an architecture (completed, or claimed
-        by a running trial of any worker) and the completed ones' accuracy. Trials read as
-        finished are not read again; running ones are, until they finish."""
-        from optuna.trial import TrialState
-
-        fresh = [t for t in trials if t.number not in self._finished]
-        for t in fresh:
-            row = self._row.get(t.user_attrs.get("arch"))
-            if row is not None:
-                self._taken.add(row)
-                if t.state == TrialState.COMPLETE:
-                    self._done[t.number] = (row, float(t.values[0]))
-            if t.state.is_finished():
-                self._finished.add(t.number)
-
     # -- the strategy -------------------------------------------------------------------------
 
-    def _plan(self, rows: list[int], accuracies: list[float]) -> list[int]:
+    def _plan(
+        self, rows: list[int], accuracies: list[float], rng: np.random.Generator
+    ) -> list[int]:
         """The next round of candidate rows (see the module docstring), from the pool rows
-        scored so far and their accuracies (%)."""
+        scored so far and their accuracies (%); ``rng`` draws the initial design."""
         free = np.ones(len(self._pool), dtype=bool)
         free[list(self._taken)] = False
         if len(rows) < self.init:
@@ -439,7 +395,7 @@ class FrontierSampler(PoolSampler):
             for s in np.array_split(self._order, self.init):
                 s = s[free[s]]
                 if len(s):
-                    picks.append(int(self.rng.choice(s)))
+                    picks.append(int(rng.choice(s)))
             return picks
         rows = np.array(rows)
         acc = np.array(accuracies, dtype=float)

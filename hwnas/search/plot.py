@@ -103,10 +103,17 @@ def draw_front(spec: dict, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=9)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
-    os.replace(tmp, path)
+    from hwnas.paths import temporary
+
+    tmp = temporary(path)
+    try:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
 
 
 class PlotProcess:

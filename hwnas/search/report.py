@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from hwnas.paths import write_atomic
 from hwnas.search.engine import SearchResult, TrialRecord
 from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
 from hwnas.zoo.read import zoo_manifest
@@ -55,20 +56,14 @@ def pareto_rows(
     return rows
 
 
-def _temporary(path: Path) -> Path:
-    """A sibling of ``path`` to write first and rename over it, so that a reader (or another
-    worker writing the same run folder) never sees a half-written file."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` as CSV to ``path`` atomically (header from the first row)."""
-    tmp = _temporary(path)
-    with open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    """Write ``rows`` as CSV to ``path`` whole or not at all (header from the first row;
+    :func:`hwnas.paths.write_atomic`)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, buffer.getvalue())
 
 
 def plot_front(
@@ -124,7 +119,5 @@ def write_summary(
         "zoo_files": zoo_manifest(path.parent),
         **extra,
     }
-    tmp = _temporary(path)
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(summary, indent=2) + "\n")
     return summary

@@ -98,8 +98,14 @@ def prepare(
             the metric or space; unusable measurement store or study storage; unknown
             predictor or one of another space; a measurement budget below 4.
     """
-    if ability(get_space(settings.space), TabulatedSpace) is None:
+    tabulated = ability(get_space(settings.space), TabulatedSpace)
+    if tabulated is None:
         raise HwnasError(f"space '{settings.space}' has no accuracy table to search over")
+    if settings.budget > len(tabulated):  # a budget no search can spend would never end
+        raise HwnasError(
+            f"--budget {settings.budget} is more than the {len(tabulated)} architectures of "
+            f"space '{settings.space}'; --budget {len(tabulated)} scores every one"
+        )
     space, device = resolve(settings)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
@@ -279,6 +285,7 @@ def search(
         "zoo_models": len(cards),
         "zoo_weights": "trained" if trainer is not None else "random",
         "zoo_s": round(time.time() - zoo_started, 2),
+        "stopped": result.stopped,
         **fewshot_extra,
     }
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)

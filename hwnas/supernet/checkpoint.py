@@ -39,7 +39,9 @@ def save_checkpoint(
     """
     import torch
 
-    tmp = path.with_suffix(".tmp")
+    from hwnas.paths import temporary
+
+    tmp = temporary(path)  # named by host and process: workers never share one
     torch.save(
         {
             "format": FORMAT,

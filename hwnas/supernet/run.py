@@ -24,13 +24,15 @@ import numpy as np
 
 from hwnas.devices import Device
 from hwnas.errors import HwnasError
+from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
-from hwnas.search.engine import SearchSettings, run_search
+from hwnas.search.engine import SearchSettings, load_study, run_search
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
 from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
+from hwnas.supernet.turn import TrainingTurn
 
 
 @dataclass
@@ -65,17 +67,24 @@ class SupernetSettings(SearchSettings):
         self.options = parse_options(dict(self.options), self.strategy, self.space)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
+        bounded("--epochs", self.epochs, 1, MAX_EPOCHS, integer=True)
         if self.finetune_epochs < 0:
             raise HwnasError(f"--finetune-epochs must be >= 0, got {self.finetune_epochs}")
+        bounded("--finetune-epochs", self.finetune_epochs, 0, MAX_EPOCHS, integer=True)
         if self.batch_size < 2:
             raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
+        bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
         if self.latency_target is not None and not self.latency_target > 0:
             raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
+        if self.latency_target is not None:
+            bounded("--latency-target", self.latency_target, 0, low_open=True)
         if self.latency_weight is not None and self.latency_weight < 0:
             raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
-        if self.max_latency is not None and not self.max_latency > 0:
+        if self.latency_weight is not None:
+            bounded("--latency-weight", self.latency_weight, 0)
+        if self.max_latency is not None and not (0 < self.max_latency < float("inf")):
             raise HwnasError(
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
@@ -196,7 +205,16 @@ def search(
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
+    # one worker of the study trains; the others wait and reuse its checkpoint (turn.py)
     ckpt = out / "supernet.pt"
+    turn = TrainingTurn.take(
+        load_study(s, job.storage, s.metric) if ranks.main else None,
+        ckpt,
+        _fingerprint(s),
+        s.epochs,
+        log,
+        ranks.main,
+    )
     state: Any = None
     if ranks.main:  # before any work: a file that is no safe checkpoint stops the search here
         try:
@@ -264,6 +282,7 @@ def search(
             save_checkpoint(
                 ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(), history
             )
+    turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         distributed.stop()
         strategy.net = net

@@ -88,9 +88,12 @@ def store(key: str, model: ExportedModel) -> None:
     """Keep ``model`` (random weights only) under ``key``; a failure to write is ignored (the
     cache is an optimisation)."""
     root = cache_root()
-    tmp = root / f".{key}.{os.getpid()}.tmp"
+    from hwnas.paths import sweep_temporaries, temporary
+
+    tmp = temporary(root / key)
     try:
         tmp.mkdir(parents=True, exist_ok=True)
+        sweep_temporaries(root)  # what killed writers left
         buffer = io.BytesIO()
         np.savez(buffer, input=model.test_input, output=model.test_output)
         test_bytes = buffer.getvalue()

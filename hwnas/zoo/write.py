@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwnas.paths import sweep_temporaries, temporary
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.zoo.card import (
@@ -111,6 +112,7 @@ def write_zoo(
         HwnasError: training failed on a user error.
     """
     folder.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(folder.parent)  # what a killed export left
     tmp = _temporary(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -125,8 +127,9 @@ def write_zoo(
 
 
 def _temporary(path: Path) -> Path:
-    """A hidden sibling of ``path`` to write first and rename over it."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """A hidden sibling of ``path`` to write first and rename over it
+    (:func:`hwnas.paths.temporary`)."""
+    return temporary(path)
 
 
 def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
@@ -134,7 +137,7 @@ def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
     may be replacing at the same moment)."""
     import errno
 
-    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    old = temporary(folder, "old")
     for attempt in range(attempts):
         try:
             if folder.exists():

