@@ -22,7 +22,7 @@ sensitive to other processes than wall time), per-trial milliseconds of the sear
 (the plain script times its loop itself; for hwnas see the breakdown), and the ratios to the
 plain loop (the CPU time of hwnas includes the child process that draws pareto.png while the
 search runs, :mod:`hwnas.search.plot`); then where an hwnas search spends its time, from a run
-of the same command in a wrapper that times the phases of :mod:`hwnas.search.run` (import of
+of the same command in a wrapper that times the phases of :mod:`hwnas.jobs.table` (import of
 the CLI, ``prepare``: names, device, tables and storage; ``trials``:
 :func:`~hwnas.search.engine.run_search`; ``report``: pareto.csv, pareto.png, summary.json).
 
@@ -89,7 +89,7 @@ PHASES = """
 import json, sys, time
 t0 = time.perf_counter()
 import hwnas.cli as cli
-import hwnas.search.run as run
+import hwnas.jobs.table as run
 times = {"import": time.perf_counter() - t0}
 def timed(name, key):
     inner = getattr(run, name)
@@ -199,7 +199,7 @@ def main() -> None:
         cpu_ratio = f"{cpu / plain_cpu:.2f}x" if ours else "-"
         print(f"{label:<22}{wall:>9.2f}{cpu:>9.2f}{trial:>10}{ratio:>12}{cpu_ratio:>11}")
     print()
-    print("hwnas search, phases (median seconds; a wrapper times hwnas.search.run's functions):")
+    print("hwnas search, phases (median seconds; a wrapper times hwnas.jobs.table's functions):")
     keys = ["import", "prepare", "trials", "report", "total"]
     print("  " + "".join(f"{k:>10}" for k in keys))
     print("  " + "".join(f"{statistics.median(p[k] for p in phases):>10.2f}" for k in keys))

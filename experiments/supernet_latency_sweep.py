@@ -1,7 +1,7 @@
 """Supernet target mode: the derived architecture's latency against the target, for every
 differentiable strategy, judged by the device's recorded latency.
 
-Each row is a full ``hwnas search`` job (the product path: :mod:`hwnas.supernet.run`) on
+Each row is a full ``hwnas search`` job (the product path: :mod:`hwnas.jobs.supernet`) on
 digits with ``--latency-target T``: supernet training, derivation, extraction, batch-norm
 recalibration, fine-tuning, the held-out test accuracy. "derived ms" is the derived
 architecture's latency on the device: the recorded table's value where the table has the
@@ -52,7 +52,7 @@ CASES = {
 
 
 def run_one(args, tmp: Path, strategy, space, device, **hw) -> dict:
-    from hwnas.supernet.run import SupernetSettings, prepare, search
+    from hwnas.jobs.supernet import SupernetSettings, prepare, search
 
     options = dict(args.set)
     if space == "nasbench201":

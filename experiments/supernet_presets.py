@@ -1,7 +1,7 @@
 """Paper defaults vs the ``small-data`` preset: the derived architecture of each supernet
 strategy on digits, a few seeds each.
 
-Each row is a full ``hwnas search`` job (the product path: :mod:`hwnas.supernet.run`) with the
+Each row is a full ``hwnas search`` job (the product path: :mod:`hwnas.jobs.supernet`) with the
 command-line defaults (``--epochs 5``, ``--finetune-epochs 2``, ``--batch-size 64``, no hardware
 term: ``hwnas search --strategy gdas --device pixel3 --data digits`` is the default use), once
 with the declared defaults (``preset=paper``: each method's published settings) and once with
@@ -33,7 +33,7 @@ DEVICE = {"nasbench201": "pixel3", "fbnet": "pixel3", "ofa": "v100_64"}
 def run_one(tmp: Path, strategy: str, preset: str, seed: int, epochs: int, finetune: int) -> dict:
     import torch
 
-    from hwnas.supernet.run import SupernetSettings, prepare, search
+    from hwnas.jobs.supernet import SupernetSettings, prepare, search
 
     space = SPACE[strategy]
     s = SupernetSettings(

@@ -37,7 +37,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
 
     from hwnas.export import count_params_flops, export_onnx
     from hwnas.measure import WEIGHT_SEED
-    from hwnas.search.run import recorded_latencies
+    from hwnas.zoo.write import recorded_latencies
     from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
 
     sp = get_space(space)

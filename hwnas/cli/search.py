@@ -187,7 +187,7 @@ def search_cmd(
     from hwnas.cli.supernet_search import refuse_processes
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.search.engine import SearchSettings
-    from hwnas.search.run import prepare, search
+    from hwnas.jobs.table import prepare, search
 
     refuse_processes(strategy, supernet["nproc"])
     _refuse_supernet_options(strategy, train_zoo)

@@ -184,7 +184,7 @@ def run_supernet_search(
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.spaces import get_space
     from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
-    from hwnas.supernet.run import SupernetSettings, prepare, search
+    from hwnas.jobs.supernet import SupernetSettings, prepare, search
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
     ranks = ranks_from_env()

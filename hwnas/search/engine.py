@@ -80,7 +80,7 @@ class SearchSettings:
         if pipeline_of(self.strategy) != "table":  # unknown strategy -> UnknownNameError
             raise HwnasError(
                 f"strategy '{self.strategy}' trains a supernet: it runs as a supernet search "
-                "(hwnas search --strategy NAME, or hwnas.supernet.run)"
+                "(hwnas search --strategy NAME, or hwnas.jobs)"
             )
         if not self.study:
             self.study = default_study_name(self)

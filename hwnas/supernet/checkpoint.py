@@ -31,7 +31,7 @@ def save_checkpoint(
 
     Args:
         path: ``supernet.pt`` in the run folder.
-        fingerprint: the search's settings (:func:`hwnas.supernet.run._fingerprint`).
+        fingerprint: the search's settings (:func:`hwnas.jobs.supernet._fingerprint`).
         epoch: epochs done.
         supernet: the supernet's ``state_dict()``.
         strategy: the strategy's ``state_dict()`` (tensors, numbers, strings, dicts, lists).

@@ -132,7 +132,7 @@ def _entry_task(folder: Path) -> TrainTask:
 
 def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None) -> TrainTask:
     from hwnas.measure import arch_workload
-    from hwnas.search.run import recorded_latencies
+    from hwnas.zoo.write import recorded_latencies
 
     space = get_space(space_name)
     arch = space.parse(text)

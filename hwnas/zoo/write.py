@@ -466,3 +466,33 @@ def subnet_entry(
         **found,
     )
     return model, card
+
+
+def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str, dict[str, dict]]:
+    """Latency of ``archs`` on every recorded device with a table for the space (architectures
+    not in the recorded tables get none).
+
+    Returns:
+        arch -> device -> {"value": ms, "source": ...}.
+    """
+    from hwnas.devices import get_device, list_devices
+    from hwnas.errors import HwnasError
+    from hwnas.spaces import get_space
+
+    space = get_space(space_name)
+    out: dict[str, dict[str, dict]] = {a: {} for a in archs}
+    rows = {}
+    for a in archs:  # architectures outside the recorded sample have no recorded latency
+        try:
+            rows[a] = space.index(space.parse(a))
+        except HwnasError:
+            continue
+    for name in list_devices():
+        dev = get_device(name)
+        column = None if name == skip else dev.table(space_name, "latency_ms")
+        if column is None:
+            continue
+        source = dev.table_source(space_name, "latency_ms")
+        for a, i in rows.items():
+            out[a][name] = {"value": float(column[i]), "source": source}
+    return out

@@ -64,7 +64,7 @@ def test_surrogate_searches_on_predicted_costs_never_the_devices_table():
 
 
 def test_a_recorded_device_searched_as_new_hands_strategies_no_table_costs(tmp_path):
-    from hwnas.search.run import prepare
+    from hwnas.jobs.table import prepare
 
     settings = SearchSettings(space="nasbench201", device="eyeriss", strategy="surrogate")
     storage = f"sqlite:///{tmp_path / 'studies.db'}"

@@ -94,7 +94,7 @@ def test_a_latency_limit_keeps_every_query_within_it_and_finds_the_best():
 
 
 def test_a_cost_aware_strategy_without_any_way_to_know_costs_is_one_line(tmp_path, monkeypatch):
-    from hwnas.search import run
+    from hwnas.jobs import table as run
 
     monkeypatch.setattr(run, "can_predict", lambda space: False)  # a space without a predictor
     settings = SearchSettings(space="nasbench201", device="cpu-fast", strategy="frontier")

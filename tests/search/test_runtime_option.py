@@ -6,7 +6,7 @@ from __future__ import annotations
 from helpers import hwnas_cli
 
 from hwnas.search.engine import SearchSettings
-from hwnas.search.run import prepare
+from hwnas.jobs.table import prepare
 
 
 def test_runtime_option_reaches_the_device_and_names_the_study(tmp_path):

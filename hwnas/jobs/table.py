@@ -40,32 +40,6 @@ def device_metrics(device, settings: SearchSettings) -> list[str]:
     return [m for m in dict.fromkeys(wanted) if m in device.metrics]
 
 
-def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str, dict[str, dict]]:
-    """Latency of ``archs`` on every recorded device with a table for the space (architectures
-    not in the recorded tables get none).
-
-    Returns:
-        arch -> device -> {"value": ms, "source": ...}.
-    """
-    space = get_space(space_name)
-    out: dict[str, dict[str, dict]] = {a: {} for a in archs}
-    rows = {}
-    for a in archs:  # architectures outside the recorded sample have no recorded latency
-        try:
-            rows[a] = space.index(space.parse(a))
-        except HwnasError:
-            continue
-    for name in list_devices():
-        dev = get_device(name)
-        column = None if name == skip else dev.table(space_name, "latency_ms")
-        if column is None:
-            continue
-        source = dev.table_source(space_name, "latency_ms")
-        for a, i in rows.items():
-            out[a][name] = {"value": float(column[i]), "source": source}
-    return out
-
-
 @dataclass
 class PreparedSearch:
     """A search whose names are resolved and whose device, store and storage are open."""
@@ -246,6 +220,7 @@ def search(
             store.close()
 
     from hwnas.zoo import write_zoo, zoo_columns
+    from hwnas.zoo.write import recorded_latencies
 
     out.mkdir(parents=True, exist_ok=True)
     columns = zoo_columns(result.pareto, space.dataset(settings.dataset).num_classes, zoo)
