@@ -15,7 +15,8 @@ two commits gives their before/after table. What each row counts:
 - function-level imports: ``import`` statements inside a function (all; and those of hwnas
   modules).
 - study name built: assignments to an attribute ``study`` whose value is computed (an f-string,
-  a call, an operation), and functions whose name ends in ``study_name``.
+  a call, an operation), and functions whose name ends in ``study_name`` (an assignment of a
+  call of such a function is a use of that place, not another one).
 - ``isinstance(..., MultilinearLUT)``: type checks on the lookup-table class.
 - settings re-cast after parsing: ``int(...)``, ``float(...)``, ``str(...)``, ``bool(...)`` of
   ``X.option(...)`` or of ``options[...]`` / ``options.get(...)`` (a typed setting cast again).
@@ -195,6 +196,7 @@ class Visitor(ast.NodeVisitor):
                 isinstance(t, ast.Attribute)
                 and t.attr == "study"
                 and isinstance(node.value, (ast.JoinedStr, ast.Call, ast.BinOp))
+                and not _calls_study_name(node.value)
             ):
                 self.study_names.append(node.lineno)
         self.generic_visit(node)
@@ -213,6 +215,15 @@ class Visitor(ast.NodeVisitor):
     visit_List = _literal
     visit_Tuple = _literal
     visit_Set = _literal
+
+
+def _calls_study_name(node: ast.AST) -> bool:
+    """``node`` is a call of a function named ``...study_name``."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return name.endswith("study_name")
 
 
 def analyse(root: Path) -> dict:
