@@ -187,7 +187,7 @@ def search_cmd(
     from hwnas.cli.supernet_search import refuse_processes
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.search.engine import SearchSettings
-    from hwnas.jobs.table import prepare, search
+    from hwnas.jobs import prepare, run
 
     refuse_processes(strategy, supernet["nproc"])
     _refuse_supernet_options(strategy, train_zoo)
@@ -211,19 +211,20 @@ def search_cmd(
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     if artifact_dir is not None:
         check_writable(artifact_dir, "--artifact-dir")
-    trainer = _zoo_trainer(job, supernet, no_zoo) if train_zoo else None
-    if job.fewshot is not None:
-        described = job.fewshot.describe()
+    trainer = _zoo_trainer(job.prepared, supernet, no_zoo) if train_zoo else None
+    fewshot = job.prepared.fewshot
+    if fewshot is not None:
+        described = fewshot.describe()
         Console(stderr=True).print(
             f"few-shot search: predictor {described['name']} ({described['path']}), "
-            f"at most {job.fewshot.budget} measurements on {settings.device}"
+            f"at most {fewshot.budget} measurements on {settings.device}"
         )
     from hwnas.cli.progress import TerminalReporter
 
     console = Console(stderr=True)
     out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
     reporter = TerminalReporter(console)
-    counts = job.profiler.counts
+    counts = job.prepared.profiler.counts
     state = {"best": None, "now": "", "noisy": 0, "failed": 0}
 
     def status() -> str:
@@ -257,17 +258,18 @@ def search_cmd(
             reporter.note(f"zoo: {out / 'zoo'}")
 
     with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
-        result, summary = search(
+        done = run(
             job,
             out,
-            on_trial,
+            reporter,
             zoo=not no_zoo,
-            on_front=on_front,
-            trainer=trainer,
-            on_candidate=on_candidate,
             artifact_dir=artifact_dir,
-            reporter=reporter,
+            trainer=trainer,
+            on_trial=on_trial,
+            on_front=on_front,
+            on_candidate=on_candidate,
         )
+    result, summary = done.result, done.summary
     _print_summary(result, summary, out, out_console)
     if as_json:
         from hwnas.cli.render import print_json

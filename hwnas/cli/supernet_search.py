@@ -184,7 +184,9 @@ def run_supernet_search(
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.spaces import get_space
     from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
-    from hwnas.jobs.supernet import SupernetSettings, prepare, search
+    from hwnas.cli.progress import TerminalReporter
+    from hwnas.jobs import prepare, run
+    from hwnas.jobs.supernet import SupernetSettings
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
     ranks = ranks_from_env()
@@ -228,9 +230,8 @@ def run_supernet_search(
             if code:
                 raise SystemExit(code)  # rank 0 has said why
             return None
-        result, summary = search(
-            job, out, log=lambda m: text_line(err, m), zoo=not no_zoo, artifact_dir=artifact_dir
-        )
+        done = run(job, out, TerminalReporter(err), zoo=not no_zoo, artifact_dir=artifact_dir)
+        result, summary = done.result, done.summary
     except HwnasError:
         if ranks.main:
             raise
@@ -242,7 +243,7 @@ def run_supernet_search(
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = err if as_json else Console()  # --json: stdout holds the JSON alone
-    columns = ("role", "arch", f"{job.data.name} test acc %", s.metric, "source")
+    columns = ("role", "arch", f"{job.prepared.data.name} test acc %", s.metric, "source")
     rows = [
         (
             c["role"],

@@ -24,8 +24,10 @@ import numpy as np
 
 from hwnas.devices import Device
 from hwnas.errors import HwnasError
+from hwnas.jobs.output import RunOutput, write_run
 from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
+from hwnas.progress import SILENT, Reporter
 from hwnas.search.engine import SearchSettings, load_study, run_search
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
@@ -170,6 +172,7 @@ def search(
     log: Callable[[str], None] | None = None,
     zoo: bool = True,
     artifact_dir: Path | None = None,
+    reporter: Reporter = SILENT,
 ) -> tuple[Any, dict[str, Any]]:
     """Train, derive, evaluate and report a supernet search; writes the run folder.
 
@@ -186,12 +189,10 @@ def search(
     """
     import torch
 
-    from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
     from hwnas.supernet import build_supernet, distributed
     from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
-    from hwnas.zoo import write_zoo, zoo_columns
 
     ranks = distributed.ranks_from_env()
     log = (log if ranks.main else None) or (lambda _m: None)
@@ -343,70 +344,63 @@ def search(
     if derived_record not in zoo_records:
         zoo_records.append(derived_record)
     zoo_records = [r for r in zoo_records if r.arch in trained]
-    columns = zoo_columns(zoo_records, data.num_classes, zoo)
-    write_csv(out / "pareto.csv", pareto_rows(result, columns))
-    plot_front(
-        result,
-        out / "pareto.png",
-        job.device.name,
-        accuracy_label=f"{data.name} held-out test accuracy (%)",
-        num_classes=data.num_classes,
-    )
-    cards = []
-    if zoo:
-        cards = write_zoo(
-            out / "zoo",
-            result,
-            space,
-            {},
-            records=zoo_records,
-            trained={
-                a: {
-                    "model": e["model"],
-                    "input_shape": (1, *e["input_shape"]),
-                    "num_classes": data.num_classes,
-                    "dataset": data.name,
-                    "weights": e["weights_note"],
-                    "data": data,
-                }
-                for a, e in trained.items()
-            },
-        )
     store = job.profiler.store
     best = _best_summary(derived_record, s, data)
-    extra = {
-        "best": best,
-        "device": {
-            "name": job.device.name,
-            "kind": job.device.kind,
-            "description": job.device.description,
-        },
-        "storage": job.storage_url,
-        "measurement_store": str(store.path) if store is not None else None,
-        "measurements": {
-            "taken": job.profiler.counts.taken,
-            "reused_from_store": job.profiler.counts.reused,
-            "read_from_table": job.profiler.counts.read,
-        },
-        "data": data.describe(),
-        "supernet": net.describe(),
-        "strategy": strategy.describe(),
-        "hardware_term": hw.describe(),
-        "epochs": history,
-        "torch_device": str(tdev),
-        "checkpoint": str(ckpt),
-        "distribution_argmax": argmax_info,
-        **({"deployed": deployed} if deployed is not None else {}),
-        "candidates": [d for d in described if d is not None],
-        "zoo_models": len(cards),
-    }
-    if store is not None:
-        store.close()
-    summary = write_summary(out / "summary.json", result, extra, time.time() - started)
-    from hwnas.search.publish import publish_run
 
-    publish_run(job.storage, job.settings.study, out, summary, artifact_dir)
-    return result, summary
+    def summary(zoo_models: int, _zoo_s: float) -> dict[str, Any]:
+        return {
+            "best": best,
+            "device": {
+                "name": job.device.name,
+                "kind": job.device.kind,
+                "description": job.device.description,
+            },
+            "storage": job.storage_url,
+            "measurement_store": str(store.path) if store is not None else None,
+            "measurements": {
+                "taken": job.profiler.counts.taken,
+                "reused_from_store": job.profiler.counts.reused,
+                "read_from_table": job.profiler.counts.read,
+            },
+            "data": data.describe(),
+            "supernet": net.describe(),
+            "strategy": strategy.describe(),
+            "hardware_term": hw.describe(),
+            "epochs": history,
+            "torch_device": str(tdev),
+            "checkpoint": str(ckpt),
+            "distribution_argmax": argmax_info,
+            **({"deployed": deployed} if deployed is not None else {}),
+            "candidates": [d for d in described if d is not None],
+            "zoo_models": zoo_models,
+        }
+
+    output = RunOutput(
+        result,
+        space,
+        job.device.name,
+        data.num_classes,
+        job.storage,
+        job.settings.study,
+        started,
+        summary,
+        zoo_records=zoo_records,
+        others={},
+        trained={
+            a: {
+                "model": e["model"],
+                "input_shape": (1, *e["input_shape"]),
+                "num_classes": data.num_classes,
+                "dataset": data.name,
+                "weights": e["weights_note"],
+                "data": data,
+            }
+            for a, e in trained.items()
+        },
+        accuracy_label=f"{data.name} held-out test accuracy (%)",
+        close=store.close if store is not None else None,
+    )
+    return result, write_run(out, output, zoo, reporter, artifact_dir=artifact_dir)
 
 
 def _fit_line(cost) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from hwnas.devices import Device, get_device, list_devices
 from hwnas.errors import HwnasError
+from hwnas.jobs.output import RunOutput, write_run
 from hwnas.measure import Profiler
 from hwnas.progress import SILENT, Reporter
 from hwnas.registry import load
@@ -26,9 +27,8 @@ from hwnas.search.engine import (
 )
 from hwnas.search.evaluate import TableEvaluator
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
-from hwnas.search.plot import PlotProcess, front_spec
+from hwnas.search.plot import PlotProcess
 from hwnas.search.problem import open_problem, resolve
-from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
 from hwnas.search.strategies import FALLBACK, TABLE_STRATEGIES, can_predict
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 
@@ -219,52 +219,45 @@ def search(
         if store is not None:
             store.close()
 
-    from hwnas.zoo import write_zoo, zoo_columns
-    from hwnas.zoo.write import recorded_latencies
+    def summary(zoo_models: int, zoo_s: float) -> dict[str, Any]:
+        return {
+            "device": {"name": device.name, "kind": device.kind, "description": device.description},
+            "storage": job.storage_url,
+            "measurement_store": str(store.path) if store is not None else None,
+            "measurements": {
+                "taken": profiler.counts.taken,
+                "reused_from_store": profiler.counts.reused,
+                "read_from_table": profiler.counts.read,
+            },
+            "profiling": {
+                "runtime": device.runtime,
+                "flagged_attempts": profiler.counts.flagged,
+                "noisy_skipped": result.noisy_skipped,
+                "failed_skipped": result.failed_skipped,
+                "tvm_workloads_tuned": profiler.counts.tuned_workloads,
+                "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
+                "compile_s": round(profiler.counts.compile_s, 1),
+            },
+            "accuracy_queries_this_run": evaluator.accuracy_queries,
+            "selection_costs": job.costs.cost.describe() if job.costs.cost is not None else None,
+            "zoo_models": zoo_models,
+            "zoo_weights": "trained" if trainer is not None else "random",
+            "zoo_s": zoo_s,
+            "stopped": result.stopped,
+            **fewshot_extra,
+        }
 
-    out.mkdir(parents=True, exist_ok=True)
-    columns = zoo_columns(result.pareto, space.dataset(settings.dataset).num_classes, zoo)
-    write_csv(out / "pareto.csv", pareto_rows(result, columns))
-    classes = space.dataset(settings.dataset).num_classes
-    if not plotter.draw(front_spec(result, device.name, num_classes=classes), out / "pareto.png"):
-        plot_front(result, out / "pareto.png", device.name, num_classes=classes)
-    if on_front is not None:
-        on_front(result)
-    cards, zoo_started = [], time.time()
-    if zoo:
-        others = recorded_latencies(space.name, [r.arch for r in result.pareto], device.name)
-        log = trainer.log if trainer is not None else None
-        cards = write_zoo(
-            out / "zoo", result, space, others, trainer=trainer, log=log, reporter=reporter
-        )
-    extra = {
-        "device": {"name": device.name, "kind": device.kind, "description": device.description},
-        "storage": job.storage_url,
-        "measurement_store": str(store.path) if store is not None else None,
-        "measurements": {
-            "taken": profiler.counts.taken,
-            "reused_from_store": profiler.counts.reused,
-            "read_from_table": profiler.counts.read,
-        },
-        "profiling": {
-            "runtime": device.runtime,
-            "flagged_attempts": profiler.counts.flagged,
-            "noisy_skipped": result.noisy_skipped,
-            "failed_skipped": result.failed_skipped,
-            "tvm_workloads_tuned": profiler.counts.tuned_workloads,
-            "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
-            "compile_s": round(profiler.counts.compile_s, 1),
-        },
-        "accuracy_queries_this_run": evaluator.accuracy_queries,
-        "selection_costs": job.costs.cost.describe() if job.costs.cost is not None else None,
-        "zoo_models": len(cards),
-        "zoo_weights": "trained" if trainer is not None else "random",
-        "zoo_s": round(time.time() - zoo_started, 2),
-        "stopped": result.stopped,
-        **fewshot_extra,
-    }
-    summary = write_summary(out / "summary.json", result, extra, time.time() - started)
-    from hwnas.search.publish import publish_run
-
-    publish_run(job.storage, settings.study, out, summary, artifact_dir)
-    return result, summary
+    output = RunOutput(
+        result,
+        space,
+        device.name,
+        space.dataset(settings.dataset).num_classes,
+        job.storage,
+        settings.study,
+        started,
+        summary,
+        trainer=trainer,
+        plotter=plotter,
+    )
+    summary_written = write_run(out, output, zoo, reporter, on_front, artifact_dir)
+    return result, summary_written

@@ -1,0 +1,142 @@
+"""The run folder of every search, written from this one place.
+
+A search stage (:mod:`hwnas.jobs.table` for table and few-shot searches,
+:mod:`hwnas.jobs.supernet` for supernet searches) ends with a :class:`RunOutput`: the result,
+what its zoo is made of and the summary fields only it knows. :func:`write_run` then writes
+``pareto.csv``, ``pareto.png``, the zoo, ``summary.json`` and records the run in its study
+(:func:`hwnas.search.publish.publish_run`), in that order, for all of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwnas.progress import SILENT, Reporter
+from hwnas.search.engine import SearchResult, TrialRecord
+from hwnas.search.plot import PlotProcess, front_spec
+from hwnas.search.publish import publish_run
+from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
+from hwnas.spaces import SearchSpace
+from hwnas.zoo import write_zoo, zoo_columns
+
+
+@dataclass
+class RunOutput:
+    """What a search stage hands to :func:`write_run`.
+
+    Attributes:
+        result: the search's result over its study.
+        space: the space searched.
+        device_name: the device, as the plot names it.
+        num_classes: classes of the dataset whose accuracy is on the front (chance level).
+        storage: the study's Optuna storage (the run is recorded there).
+        study: the study's name.
+        started: ``time.time()`` when the job started (summary.json's ``elapsed_s``).
+        summary: the summary fields only this stage knows, given the number of zoo models
+            written and the seconds the zoo took (in summary.json's key order).
+        zoo_records: the records whose zoo entries are written (default: the Pareto front).
+        others: arch -> device -> {"value": ms, "source"}: other devices' recorded latencies
+            for the zoo cards (``None``: computed from the recorded devices when the zoo is
+            written).
+        trained: arch -> trained model handed to the zoo (supernet subnets), or None.
+        trainer: a :class:`hwnas.zoo.train.ZooTrainer` training each zoo model, or None.
+        accuracy_label: the plot's accuracy axis label (None: the table's).
+        plotter: a :class:`~hwnas.search.plot.PlotProcess` started with the search, or None.
+        close: called after the zoo and before summary.json (the measurement store), or None.
+    """
+
+    result: SearchResult
+    space: SearchSpace
+    device_name: str
+    num_classes: int
+    storage: Any
+    study: str
+    started: float
+    summary: Callable[[int, float], dict[str, Any]]
+    zoo_records: list[TrialRecord] | None = None
+    others: dict[str, dict[str, dict[str, Any]]] | None = None
+    trained: dict[str, dict[str, Any]] | None = None
+    trainer: Any = None
+    accuracy_label: str | None = None
+    plotter: PlotProcess | None = None
+    close: Callable[[], None] | None = None
+
+
+def write_run(
+    out: Path,
+    o: RunOutput,
+    zoo: bool = True,
+    reporter: Reporter = SILENT,
+    on_front: Callable[[SearchResult], None] | None = None,
+    artifact_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Write the run folder ``out`` of a finished search stage and record it in its study.
+
+    Args:
+        out: run folder (created).
+        o: the stage's output.
+        zoo: export the zoo (``--no-zoo``: not).
+        reporter: shows the zoo export's progress (:mod:`hwnas.progress`).
+        on_front: called with the result once ``pareto.csv`` and ``pareto.png`` are written,
+            before the zoo (the CLI prints the front there).
+        artifact_dir: the study's artifact store (:mod:`hwnas.search.publish`).
+
+    Returns:
+        The summary written to ``summary.json``.
+
+    Raises:
+        HwnasError: a zoo entry that cannot be written (full disk), an unusable artifact store.
+    """
+    result, space = o.result, o.space
+    out.mkdir(parents=True, exist_ok=True)
+    records = o.zoo_records if o.zoo_records is not None else result.pareto
+    columns = zoo_columns(records, o.num_classes, zoo)
+    write_csv(out / "pareto.csv", pareto_rows(result, columns))
+    _plot(out / "pareto.png", o)
+    if on_front is not None:
+        on_front(result)
+    cards: list[Path] = []
+    zoo_started = time.time()
+    if zoo:
+        others = o.others
+        if others is None:
+            from hwnas.zoo.write import recorded_latencies
+
+            others = recorded_latencies(space.name, [r.arch for r in result.pareto], o.device_name)
+        cards = write_zoo(
+            out / "zoo",
+            result,
+            space,
+            others,
+            records=o.zoo_records,
+            trained=o.trained,
+            trainer=o.trainer,
+            log=o.trainer.log if o.trainer is not None else None,
+            reporter=reporter,
+        )
+    extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
+    if o.close is not None:
+        o.close()
+    summary = write_summary(out / "summary.json", result, extra, time.time() - o.started)
+    publish_run(o.storage, o.study, out, summary, artifact_dir)
+    return summary
+
+
+def _plot(path: Path, o: RunOutput) -> None:
+    """``pareto.png``: drawn by the plot process started with the search where there is one
+    (matplotlib imported while the search ran), else here."""
+    if o.plotter is not None:
+        spec = front_spec(o.result, o.device_name, num_classes=o.num_classes)
+        if o.plotter.draw(spec, path):
+            return
+    plot_front(
+        o.result,
+        path,
+        o.device_name,
+        accuracy_label=o.accuracy_label,
+        num_classes=o.num_classes,
+    )
