@@ -28,7 +28,7 @@ from hwnas.jobs.output import RunOutput, write_run
 from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
 from hwnas.progress import SILENT, Reporter
-from hwnas.search.engine import SearchSettings, load_study, run_search
+from hwnas.search.engine import SearchSettings, load_study, run_search, study_name
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
@@ -91,18 +91,23 @@ class SupernetSettings(SearchSettings):
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
         if not self.study:
-            hw = (
-                f"-target{self.latency_target:g}"
-                if self.latency_target is not None
-                else f"-weight{self.latency_weight:g}"
-                if self.latency_weight is not None
-                else ""
-            )
-            data = Path(self.data).name if self.data != "digits" else "digits"
-            self.study = (
-                f"{self.space}-{data}-{self.device}-{self.objective}{hw}-{self.strategy}"
-                f"-e{self.epochs}-seed{self.seed}"
-            )
+            self.study = study_name(self)
+
+    def name_parts(self) -> list[str]:
+        """What tells this search's study apart (:func:`~hwnas.search.engine.study_name`):
+        space, data, device, objective and hardware term, strategy, epochs, seed."""
+        hw = (
+            f"-target{self.latency_target:g}"
+            if self.latency_target is not None
+            else f"-weight{self.latency_weight:g}"
+            if self.latency_weight is not None
+            else ""
+        )
+        data = Path(self.data).name if self.data != "digits" else "digits"
+        return [
+            self.space, data, self.device, f"{self.objective}{hw}", self.strategy,
+            f"e{self.epochs}", f"seed{self.seed}",
+        ]  # fmt: skip
 
     def option(self, key: str) -> Any:
         """A job setting (``--set``): the given value or its declared default."""

@@ -83,7 +83,7 @@ class SearchSettings:
                 "(hwnas search --strategy NAME, or hwnas.jobs)"
             )
         if not self.study:
-            self.study = default_study_name(self)
+            self.study = study_name(self)
 
     @property
     def metric(self) -> str:
@@ -93,12 +93,27 @@ class SearchSettings:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def name_parts(self) -> list[str]:
+        """What tells this search's study apart, in the order of its default name (see
+        :func:`study_name`): space, dataset, device (and runtime), objective (and latency
+        limit), strategy, seed."""
+        limit = f"-max{self.max_latency:g}ms" if self.max_latency is not None else ""
+        device = f"{self.device}-{self.runtime}" if self.runtime else self.device
+        return [
+            self.space, self.dataset, device, f"{self.objective}{limit}", self.strategy,
+            f"seed{self.seed}",
+        ]  # fmt: skip
 
-def default_study_name(s: SearchSettings) -> str:
-    """A study name that is the same for the same search, so re-running it resumes."""
-    limit = f"-max{s.max_latency:g}ms" if s.max_latency is not None else ""
-    device = f"{s.device}-{s.runtime}" if s.runtime else s.device
-    return f"{s.space}-{s.dataset}-{device}-{s.objective}{limit}-{s.strategy}-seed{s.seed}"
+
+def study_name(s: SearchSettings, *qualifiers: str) -> str:
+    """The default study name: the same for the same search, so re-running it resumes.
+
+    The one place a study's name is built, for every kind of search: the settings'
+    :meth:`~SearchSettings.name_parts` (a supernet search's add its data, hardware term and
+    epochs), then ``qualifiers`` (a few-shot search: its predictor and measurement budget),
+    joined by ``-``.
+    """
+    return "-".join([*s.name_parts(), *qualifiers])
 
 
 @dataclass

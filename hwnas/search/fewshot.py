@@ -446,7 +446,7 @@ def plan_fewshot(
             :data:`MIN_MEASUREMENT_BUDGET`, a device without values for the space.
     """
     from hwnas.predictors import load_predictor
-    from hwnas.search.engine import default_study_name
+    from hwnas.search.engine import study_name
 
     can_measure = device.can_measure
     if predictor is None and measurement_budget is None and can_measure:
@@ -467,6 +467,6 @@ def plan_fewshot(
     if settings.max_latency is not None and "latency_ms" not in metrics:
         metrics.append("latency_ms")
     budget = measurement_budget or DEFAULT_MEASUREMENT_BUDGET
-    if settings.study == default_study_name(settings):
-        settings.study = f"{settings.study}-predicted-{pred.name}-m{budget}"
+    if settings.study == study_name(settings):
+        settings.study = study_name(settings, "predicted", pred.name, f"m{budget}")
     return FewShotPlan(pred, predictor or space.name, budget, metrics)
