@@ -33,6 +33,11 @@ class Registry(Generic[T]):
         self._targets[name] = target
         self._info[name] = dict(info)
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a plugin's or a test's entry); no error when it is not there."""
+        self._targets.pop(name, None)
+        self._info.pop(name, None)
+
     def info(self, name: str) -> dict[str, Any]:
         """What ``name`` was registered with (``register``'s keywords).
 

@@ -7,6 +7,58 @@ from pathlib import Path
 import click
 
 
+class Registered(click.ParamType):
+    """A name registered in a registry (:class:`hwnas.registry.Registry`), checked when the
+    command line is parsed: the choices (and the ``[a|b]`` in ``--help``) are whatever is
+    registered then, so a runtime or strategy added by registration is accepted everywhere
+    without editing a list here.
+
+    Args:
+        registry: ``"module:attribute"`` of the registry (imported when first needed).
+    """
+
+    def __init__(self, registry: str):
+        self.registry = registry
+        self.name = registry.rsplit(":", 1)[-1].lower()
+
+    def _names(self) -> list[str]:
+        from hwnas.registry import load
+
+        return load(self.registry).names()
+
+    def get_metavar(self, param, ctx=None) -> str:  # noqa: D102 (click's)
+        return "[" + "|".join(self._names()) + "]"
+
+    def convert(self, value, param, ctx):  # noqa: D102 (click's)
+        from hwnas.registry import load
+
+        registry = load(self.registry)
+        if value in registry:
+            return value
+        from hwnas.errors import UnknownNameError
+
+        self.fail(str(UnknownNameError(registry.kind, value, registry.names())), param, ctx)
+
+
+class LiveHelp(click.Option):
+    """An option whose help text is computed when ``--help`` shows it (from a registry: what
+    is registered then), by ``help_from``, a ``"module:function"`` returning the text."""
+
+    def __init__(self, *args, help_from: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help_from = help_from
+
+    def get_help_record(self, ctx):  # noqa: D102 (click's)
+        from hwnas.registry import load
+
+        self.help = load(self.help_from)()
+        return super().get_help_record(ctx)
+
+
+RUNTIME = Registered("hwnas.runtimes:RUNTIMES")
+"""``--runtime``: a registered runtime (:data:`hwnas.runtimes.RUNTIMES`)."""
+
+
 def _store_value(_ctx, _param, value):
     """A database URL stays a string; anything else is a file path."""
     if value is None or "://" in value:
@@ -49,7 +101,7 @@ def device_options(f):
     options = [
         click.option(
             "--runtime",
-            type=click.Choice(["ort", "tvm"]),
+            type=RUNTIME,
             default=None,
             help="Runtime replacing the device profile's (live devices).",
         ),

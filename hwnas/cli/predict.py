@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import store_option
+from hwnas.cli.options import RUNTIME, store_option
 
 
 @click.command("predict")
@@ -41,7 +41,7 @@ from hwnas.cli.options import store_option
 )
 @click.option(
     "--runtime",
-    type=click.Choice(["ort", "tvm"]),
+    type=RUNTIME,
     default=None,
     help="With --device: the runtime whose stored measurements to use (live devices).",
 )

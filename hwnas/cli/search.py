@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import SEED, artifact_option, storage_option, store_option
+from hwnas.cli.options import RUNTIME, SEED, LiveHelp, artifact_option, storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.errors import HwnasError
 from hwnas.spaces import space_option
@@ -52,15 +52,13 @@ from hwnas.spaces import space_option
 )
 @click.option(
     "--strategy",
+    cls=LiveHelp,
     default=None,
-    help="Table search: frontier, surrogate, exact, nsga2, nsga3, tpe, gp, aging, random. Supernet "
-    "search: darts, gdas, fbnet, proxyless, singlepath, oneshot. Default: frontier wherever "
-    "every candidate's cost can be known before its accuracy is queried (a recorded table, a "
-    "few-shot search, or a live device's reference set measured first), else nsga3.",
+    help_from="hwnas.search.strategies:strategy_help",
 )
 @click.option(
     "--runtime",
-    type=click.Choice(["ort", "tvm"]),
+    type=RUNTIME,
     default=None,
     help="Runtime replacing the device profile's (live devices; TVM tunes once per workload).",
 )

@@ -29,7 +29,7 @@ from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.devices.meters import METERS, Meter
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.limits import MAX_THREADS, bounded
-from hwnas.runtimes import get_runtime
+from hwnas.runtimes import RUNTIMES, get_runtime
 from hwnas.runtimes.timing import TimingProtocol, patient, time_callable
 
 
@@ -41,8 +41,9 @@ class LiveDevice(Device):
     """
 
     default_runtime = "ort"
-    runtimes: tuple[str, ...] = ("ort", "tvm")
-    """Runtimes the device can use (``--runtime`` must be one of them)."""
+    runtimes: tuple[str, ...] = ()
+    """Runtimes the device can use (``--runtime`` must be one of them); empty: every runtime
+    registered in :data:`hwnas.runtimes.RUNTIMES`."""
     default_target: Any = "host"
     default_provider = "cpu"
     auto_meter: str | None = None
@@ -51,10 +52,11 @@ class LiveDevice(Device):
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
         self.runtime_name = str(profile.get("runtime") or self.default_runtime)
-        if self.runtime_name not in self.runtimes:
+        usable = self.runtimes or tuple(RUNTIMES.names())
+        if self.runtime_name not in usable:
             raise HwnasError(
                 f"device '{self.name}' cannot use runtime '{self.runtime_name}' "
-                f"(it can use: {', '.join(self.runtimes)})"
+                f"(it can use: {', '.join(usable)})"
             )
         self.protocol = timing_protocol(profile.get("timing"), self.where)
         _check_energy(profile.get("energy"), self.where)

@@ -6,6 +6,10 @@ A runtime has a ``key`` (its part of a measurement's store key: "ort", "ort:cuda
 ``versions()`` names what did the work. Timing is shared by all runtimes
 (:func:`hwnas.runtimes.timing.time_callable`).
 
+A new runtime is a module with a :class:`~hwnas.runtimes.base.Runtime` subclass and one
+``RUNTIMES.register(name, target, description=...)``: the CLI's ``--runtime`` choices and the
+live devices' usable runtimes are read from this registry.
+
 Registered: ``ort`` (ONNX Runtime, CPU or CUDA execution provider) and ``tvm`` (Apache TVM
 Relax, tuned with MetaSchedule, run locally or over TVM RPC). TVM is imported only when a TVM
 model is compiled.
@@ -16,8 +20,16 @@ from __future__ import annotations
 from hwnas.registry import Registry
 
 RUNTIMES: Registry = Registry("runtime")
-RUNTIMES.register("ort", "hwnas.runtimes.onnxruntime:OnnxRuntime")
-RUNTIMES.register("tvm", "hwnas.runtimes.tvm:TvmRuntime")
+RUNTIMES.register(
+    "ort",
+    "hwnas.runtimes.onnxruntime:OnnxRuntime",
+    description="ONNX Runtime (CPU, or CUDA with onnxruntime-gpu)",
+)
+RUNTIMES.register(
+    "tvm",
+    "hwnas.runtimes.tvm:TvmRuntime",
+    description="Apache TVM Relax, tuned with MetaSchedule (locally or over RPC)",
+)
 
 
 def get_runtime(name: str, **options):

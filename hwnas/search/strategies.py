@@ -125,17 +125,43 @@ def gp(seed: int | None, context: object = None, n_startup_trials: int = 10):
     )
 
 
-STRATEGIES.register("nsga2", nsga2, pipeline="table")
-STRATEGIES.register("random", random, pipeline="table")
-STRATEGIES.register("nsga3", nsga3, pipeline="table")
-STRATEGIES.register("tpe", tpe, pipeline="table")
-STRATEGIES.register("gp", gp, pipeline="table")
-STRATEGIES.register("aging", "hwnas.search.evolution:aging", pipeline="table")
 STRATEGIES.register(
-    "frontier", "hwnas.search.frontier:frontier", pipeline="table", needs_costs=True
+    "nsga2", nsga2, pipeline="table",
+    description="NSGA-II (Deb et al. 2002), constrained domination under a latency limit",
 )
 STRATEGIES.register(
-    "surrogate", "hwnas.search.surrogate:surrogate", pipeline="table", needs_costs=True
+    "random", random, pipeline="table",
+    description="uniform random search (Bergstra & Bengio 2012), the baseline",
+)
+STRATEGIES.register(
+    "nsga3", nsga3, pipeline="table",
+    description="NSGA-III, Optuna's sampler",
+)
+STRATEGIES.register(
+    "tpe", tpe, pipeline="table",
+    description="multi-objective TPE, Optuna's sampler",
+)
+STRATEGIES.register(
+    "gp", gp, pipeline="table",
+    description="Gaussian-process sampler, Optuna's",
+)
+STRATEGIES.register(
+    "aging", "hwnas.search.evolution:aging", pipeline="table",
+    description="aging evolution (Real et al. 2019), Pareto-rank tournament",
+)
+STRATEGIES.register(
+    "frontier",
+    "hwnas.search.frontier:frontier",
+    pipeline="table",
+    needs_costs=True,
+    description="Bayesian accuracy model, queries the likeliest front members (needs costs)",
+)
+STRATEGIES.register(
+    "surrogate",
+    "hwnas.search.surrogate:surrogate",
+    pipeline="table",
+    needs_costs=True,
+    description="random-forest accuracy surrogate, non-domination acquisition (needs costs)",
 )
 STRATEGIES.register(
     "exact",
@@ -143,23 +169,73 @@ STRATEGIES.register(
     pipeline="table",
     needs_costs=True,
     check="hwnas.search.exact:check",
+    description="the exact front from full accuracy and cost tables",
 )
 _SUPERNET = "hwnas.supernet.strategies"
-STRATEGIES.register("darts", f"{_SUPERNET}.darts:Darts", pipeline="supernet", space="nasbench201")
-STRATEGIES.register("gdas", f"{_SUPERNET}.gdas:Gdas", pipeline="supernet", space="nasbench201")
-STRATEGIES.register("fbnet", f"{_SUPERNET}.fbnet:FBNetDnas", pipeline="supernet", space="fbnet")
 STRATEGIES.register(
-    "proxyless", f"{_SUPERNET}.proxyless:ProxylessNas", pipeline="supernet", space="ofa"
+    "darts",
+    f"{_SUPERNET}.darts:Darts",
+    pipeline="supernet",
+    space="nasbench201",
+    description="DARTS (Liu et al. 2019), differentiable relaxation",
 )
 STRATEGIES.register(
-    "singlepath", f"{_SUPERNET}.singlepath:SinglePathNas", pipeline="supernet", space="ofa"
+    "gdas",
+    f"{_SUPERNET}.gdas:Gdas",
+    pipeline="supernet",
+    space="nasbench201",
+    description="GDAS (Dong & Yang 2019), Gumbel-softmax sampled paths",
 )
 STRATEGIES.register(
-    "oneshot", f"{_SUPERNET}.oneshot:OneShotEvolution", pipeline="supernet", space="nasbench201"
+    "fbnet",
+    f"{_SUPERNET}.fbnet:FBNetDnas",
+    pipeline="supernet",
+    space="fbnet",
+    description="FBNet (Wu et al. 2019), latency-aware differentiable search",
+)
+STRATEGIES.register(
+    "proxyless",
+    f"{_SUPERNET}.proxyless:ProxylessNas",
+    pipeline="supernet",
+    space="ofa",
+    description="ProxylessNAS (Cai et al. 2019), binarized paths, latency loss",
+)
+STRATEGIES.register(
+    "singlepath",
+    f"{_SUPERNET}.singlepath:SinglePathNas",
+    pipeline="supernet",
+    space="ofa",
+    description="Single-Path NAS (Stamoulis et al. 2019), superkernel thresholds",
+)
+STRATEGIES.register(
+    "oneshot",
+    f"{_SUPERNET}.oneshot:OneShotEvolution",
+    pipeline="supernet",
+    space="nasbench201",
+    description="SPOS (Guo et al. 2020): one-shot supernet, then evolution",
 )
 
 TABLE_STRATEGIES: Registry = STRATEGIES.select("table strategy", pipeline="table")
 """The table strategies (Optuna sampler factories)."""
+
+
+def strategy_help() -> str:
+    """``--strategy``'s help: every registered strategy with the one-line description it was
+    registered with, table strategies first, and the default."""
+    lines = []
+    for pipeline, title in (("table", "Table search"), ("supernet", "Supernet search")):
+        entries = [
+            f"{name}: {STRATEGIES.info(name).get('description', '')}"
+            for name in STRATEGIES.names()
+            if STRATEGIES.info(name)["pipeline"] == pipeline
+        ]
+        lines.append(f"{title}: " + "; ".join(entries) + ".")
+    lines.append(
+        f"Default: {DEFAULT} wherever every candidate's cost can be known before its accuracy "
+        "is queried (a recorded table, a few-shot search, or a live device's reference set "
+        f"measured first), else {FALLBACK}."
+    )
+    return " ".join(lines)
 
 
 def pipeline_of(name: str) -> str:
