@@ -138,72 +138,31 @@ def search_cmd(
     """
     from rich.console import Console
 
-    from hwnas.search.strategies import pipeline_of
+    from hwnas.jobs.settings import build_settings
 
-    for flag, value in (("--dataset", dataset), ("--space", space), ("--strategy", strategy)):
-        if value is not None and not value.strip():
-            raise HwnasError(f"{flag} is empty; leave it out for the default")
-    if strategy is None:
-        strategy = _default_strategy(
-            device, space, objective, runtime, predictor, measurement_budget
-        )
-    if pipeline_of(strategy) == "supernet":
+    ctx = click.get_current_context()
+    given = {
+        name
+        for name in ctx.params
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    }
+    settings = build_settings(ctx.params, given)
+    if settings.pipeline == "supernet":
         from hwnas.cli.supernet_search import run_supernet_search
 
-        if train_zoo:
-            raise HwnasError(
-                f"--train-zoo applies to table search; supernet strategy '{strategy}' already "
-                "puts its fine-tuned subnets in the zoo"
-            )
-
-        budget_given = click.get_current_context().get_parameter_source("budget")
         return run_supernet_search(
-            device=device,
-            space=space,
-            dataset=dataset,
-            objective=objective,
-            max_latency=max_latency,
-            strategy=strategy,
+            settings,
             storage=storage,
-            study=study,
             out=out,
-            seed=seed,
             store=store,
             no_zoo=no_zoo,
+            nproc=supernet["nproc"],
             as_json=as_json,
             artifact_dir=artifact_dir,
-            table_only={
-                "--runtime": runtime,
-                "--predictor": predictor,
-                "--measurement-budget": measurement_budget,
-                "--budget": budget
-                if budget_given == click.core.ParameterSource.COMMANDLINE
-                else None,
-            },
-            **supernet,
         )
-    from hwnas.cli.supernet_search import refuse_processes
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
-    from hwnas.search.engine import SearchSettings
     from hwnas.jobs import prepare, run
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
 
-    refuse_processes(strategy, supernet["nproc"])
-    _refuse_supernet_options(strategy, train_zoo)
-
-    space = space or "nasbench201"
-    dataset = dataset or "cifar100"
-    settings = SearchSettings(
-        space=space,
-        device=device,
-        dataset=dataset,
-        objective=objective,
-        budget=budget,
-        strategy=strategy,
-        seed=seed,
-        max_latency=max_latency,
-        study=study or "",
-        runtime=runtime,
-    )
     job = prepare(settings, storage, store, predictor, measurement_budget)
     out = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
@@ -273,45 +232,6 @@ def search_cmd(
         from hwnas.cli.render import print_json
 
         print_json({**summary, "run_folder": str(out)})
-
-
-SUPERNET_ONLY = {
-    "epochs": "--epochs",
-    "batch_size": "--batch-size",
-    "data": "--data",
-    "finetune_epochs": "--finetune-epochs",
-    "latency_target": "--latency-target",
-    "latency_weight": "--latency-weight",
-    "settings": "--set",
-}
-"""Options a table search does not read (``--epochs``, ``--batch-size`` and ``--data`` are read
-with ``--train-zoo``)."""
-
-
-def _refuse_supernet_options(strategy: str, train_zoo: bool) -> None:
-    """Refuse supernet options given to a table search, which would be ignored silently.
-
-    Raises:
-        HwnasError: one line naming the options.
-    """
-    ctx = click.get_current_context()
-    read_by_zoo = ("epochs", "batch_size", "data") if train_zoo else ()
-    given = [
-        flag
-        for name, flag in SUPERNET_ONLY.items()
-        if name not in read_by_zoo
-        and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
-    if given:
-        zoo = (
-            " (--epochs, --batch-size and --data apply to --train-zoo)"
-            if {"--epochs", "--batch-size", "--data"} & set(given)
-            else ""
-        )
-        raise HwnasError(
-            f"{', '.join(given)} applies to supernet strategies, not to table strategy "
-            f"'{strategy}'{zoo}"
-        )
 
 
 def _zoo_trainer(job, options: dict, no_zoo: bool):
@@ -509,20 +429,3 @@ def _chance_level_rows(path: Path) -> int:
             return sum(row.get("chance_level") == "true" for row in csv.DictReader(fh))
     except OSError:
         return 0
-
-
-def _default_strategy(device, space, objective, runtime, predictor, measurement_budget) -> str:
-    """The table strategy run when ``--strategy`` is not given
-    (:func:`hwnas.search.strategies.default_strategy`).
-
-    Raises:
-        HwnasError: unknown device, space or runtime (the same one-line errors as the search).
-    """
-    from hwnas.devices import get_device
-    from hwnas.search.evaluate import OBJECTIVES
-    from hwnas.search.strategies import default_strategy
-    from hwnas.spaces import get_space
-
-    dev = get_device(device, runtime=runtime)
-    fewshot = predictor is not None or measurement_budget is not None or not dev.can_measure
-    return default_strategy(get_space(space or "nasbench201"), dev, OBJECTIVES[objective], fewshot)

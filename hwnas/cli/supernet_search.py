@@ -72,42 +72,6 @@ def supernet_options(f):
     return f
 
 
-def parse_settings(items: tuple[str, ...]) -> dict[str, str]:
-    """``KEY=VALUE`` strings -> {key: value string}; the values are typed and checked against
-    the declared settings by :func:`hwnas.supernet.settings.parse_options`.
-
-    Raises:
-        HwnasError: an item without '=', or a key given twice.
-    """
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise HwnasError(f"--set needs KEY=VALUE, got '{item}'")
-        if key.strip() in out:
-            raise HwnasError(f"--set {key.strip()} is given twice")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def refuse_processes(strategy: str, nproc: int | None) -> None:
-    """Stop a table search given ``--nproc`` or started by torchrun with several processes.
-
-    Raises:
-        HwnasError: when ``nproc`` is given or ``WORLD_SIZE`` is above 1 (on rank 0; the other
-            ranks exit with status 2 without a word).
-    """
-    import os
-
-    if nproc is not None or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
-        if int(os.environ.get("RANK", "0") or 0) > 0:
-            raise SystemExit(EXIT_USAGE)  # rank 0 says it, once
-        raise HwnasError(
-            f"--nproc and torchrun train supernets; table strategy '{strategy}' runs in one "
-            "process (for more, start several workers on one study: README 'Several workers')"
-        )
-
-
 def command_line(ctx: click.Context, leave_out: tuple[str, ...] = ()) -> list[str]:
     """The options given on the command line to ``ctx``'s command, as arguments again
     (without those named in ``leave_out``), preceded by the command's name."""
@@ -130,92 +94,27 @@ def command_line(ctx: click.Context, leave_out: tuple[str, ...] = ()) -> list[st
 
 
 def run_supernet_search(
-    *,
-    device,
-    space,
-    dataset,
-    objective,
-    max_latency,
-    strategy,
-    storage,
-    study,
-    out,
-    seed,
-    store,
-    no_zoo,
-    data,
-    epochs,
-    latency_target,
-    latency_weight,
-    batch_size,
-    finetune_epochs,
-    settings,
-    nproc=None,
-    table_only=None,
-    as_json=False,
-    artifact_dir=None,
+    s, *, storage, out, store, no_zoo, nproc=None, as_json=False, artifact_dir=None
 ):
-    """Run a supernet search from the CLI's options and print its result.
+    """Run a supernet search of settings ``s`` (:func:`hwnas.jobs.settings.build_settings`)
+    and print its result.
 
     With ``nproc`` above 1, the same command (less ``--nproc``) runs in ``nproc`` processes
     started by torchrun's launcher, after every check here has passed. Under torchrun, every
     process trains and only rank 0 prints.
 
     Raises:
-        HwnasError: a table-search option was given (``table_only``: option -> value or None),
-            a bad process count, or any settings, device or data problem (before training
-            starts).
+        HwnasError: any device, data or storage problem (before training starts).
     """
-    given = [name for name, value in (table_only or {}).items() if value is not None]
-    if given:
-        hint = (
-            "; for a supernet cost model from a predictor use --set cost=predicted "
-            "--set predictor=NAME"
-            if {"--predictor", "--measurement-budget"} & set(given)
-            else ""
-        )
-        raise HwnasError(
-            f"{', '.join(given)} applies to table search, not to supernet strategy "
-            f"'{strategy}'{hint}"
-        )
     from rich.console import Console
 
-    from hwnas.cli.render import print_json, print_table, text_line
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
-    from hwnas.spaces import get_space
-    from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
     from hwnas.cli.progress import TerminalReporter
+    from hwnas.cli.render import print_json, print_table, text_line
     from hwnas.jobs import prepare, run
-    from hwnas.jobs.supernet import SupernetSettings
-    from hwnas.supernet.strategies import DEFAULT_SPACE
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
+    from hwnas.supernet.distributed import INTERRUPTED, launch, ranks_from_env
 
     ranks = ranks_from_env()
-    if nproc is not None:
-        if ranks.many:
-            raise HwnasError("--nproc starts torchrun itself: give it, or run under torchrun")
-        check_processes(batch_size, nproc)
-
-    space = space or DEFAULT_SPACE[strategy]
-    if dataset is None:
-        known = get_space(space).datasets()
-        dataset = "cifar100" if "cifar100" in known else known[0]
-    s = SupernetSettings(
-        space=space,
-        device=device,
-        dataset=dataset,
-        objective=objective,
-        strategy=strategy,
-        seed=seed,
-        max_latency=max_latency,
-        study=study or "",
-        data=data,
-        epochs=epochs,
-        latency_target=latency_target,
-        latency_weight=latency_weight,
-        batch_size=batch_size,
-        finetune_epochs=finetune_epochs,
-        options=parse_settings(settings),
-    )
     err = Console(stderr=True)
     try:
         job = prepare(s, storage, store)
@@ -256,7 +155,7 @@ def run_supernet_search(
     ]
     print_table(
         console,
-        f"{strategy} on {space}: subnets handed out (device {device})",
+        f"{s.strategy} on {s.space}: subnets handed out (device {s.device})",
         columns,
         rows,
         keys=("arch",),

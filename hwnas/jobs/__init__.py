@@ -1,7 +1,8 @@
 """Search jobs: every search is prepared, run and reported here (issue 19).
 
 One :func:`prepare` and one :func:`run` for every kind of search; the kind is the pipeline its
-strategy is registered with (:func:`hwnas.search.strategies.pipeline_of`):
+strategy is registered with (:func:`hwnas.search.strategies.pipeline_of`), which its settings
+type declares (``settings.pipeline``; :func:`hwnas.jobs.settings.build_settings` makes them):
 
 - ``table`` (:mod:`hwnas.jobs.table`): the engine over a space's accuracy table; a few-shot
   search (a predictor calibrated on a few measurements) is the same job with a calibration
@@ -100,9 +101,8 @@ def prepare(
             few-shot option given to a supernet search (one line each, before any work).
     """
     from hwnas.errors import HwnasError
-    from hwnas.search.strategies import pipeline_of
 
-    pipeline = pipeline_of(settings.strategy)
+    pipeline = settings.pipeline
     if pipeline == "table":
         prepared = _module(pipeline).prepare(
             settings, storage, store, predictor, measurement_budget

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -59,6 +59,8 @@ class SupernetSettings(SearchSettings):
     batch_size: int = 64
     finetune_epochs: int = 2
     options: dict[str, Any] = field(default_factory=dict)
+
+    pipeline: ClassVar[str] = "supernet"
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -63,6 +63,9 @@ class SearchSettings:
     max_latency: float | None = None
     study: str = ""
     runtime: str | None = None
+
+    pipeline: ClassVar[str] = "table"
+    """The kind of search these settings are for (:data:`hwnas.jobs.PIPELINES`)."""
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:

@@ -1,0 +1,219 @@
+"""One search's settings from the options of ``hwnas search``: the CLI's and ``hwnas.search``'s.
+
+:func:`build_settings` is the one place where the options a user gives (on the command line, or
+as keyword arguments of :func:`hwnas.search`) become a search's settings: the empty and
+misplaced options refused, the default strategy resolved, the table or supernet settings type
+made (each checks its own values). The CLI and the Python API both call it, so the same
+options give the same search.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from hwnas.errors import EXIT_USAGE, HwnasError
+
+SUPERNET_ONLY = {
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "data": "--data",
+    "finetune_epochs": "--finetune-epochs",
+    "latency_target": "--latency-target",
+    "latency_weight": "--latency-weight",
+    "settings": "--set",
+}
+"""Options a table search does not read (``--epochs``, ``--batch-size`` and ``--data`` are read
+with ``--train-zoo``)."""
+
+TABLE_ONLY = {
+    "runtime": "--runtime",
+    "predictor": "--predictor",
+    "measurement_budget": "--measurement-budget",
+    "budget": "--budget",
+}
+"""Options a supernet search does not read."""
+
+
+def default_strategy(
+    device: str,
+    space: str | None,
+    objective: str,
+    runtime: str | None,
+    predictor: str | None,
+    measurement_budget: int | None,
+) -> str:
+    """The table strategy run when no strategy is given
+    (:func:`hwnas.search.strategies.default_strategy`: ``frontier`` where every candidate's
+    cost can be known before its accuracy, else ``nsga3``).
+
+    Raises:
+        HwnasError: unknown device, space or runtime (the same one-line errors as the search).
+    """
+    from hwnas.devices import get_device
+    from hwnas.search.evaluate import OBJECTIVES
+    from hwnas.search.strategies import default_strategy as resolve
+    from hwnas.spaces import get_space
+
+    dev = get_device(device, runtime=runtime)
+    fewshot = predictor is not None or measurement_budget is not None or not dev.can_measure
+    return resolve(get_space(space or "nasbench201"), dev, OBJECTIVES[objective], fewshot)
+
+
+def parse_settings(items: Collection[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (``--set``), or a mapping (the Python API), -> {key: value}; the
+    values are typed and checked against the declared settings by
+    :func:`hwnas.supernet.settings.parse_options`.
+
+    Raises:
+        HwnasError: an item without '=', or a key given twice.
+    """
+    if isinstance(items, Mapping):
+        return dict(items)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise HwnasError(f"--set needs KEY=VALUE, got '{item}'")
+        if key.strip() in out:
+            raise HwnasError(f"--set {key.strip()} is given twice")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def refuse_processes(strategy: str, nproc: int | None) -> None:
+    """Stop a table search given ``--nproc`` or started by torchrun with several processes.
+
+    Raises:
+        HwnasError: when ``nproc`` is given or ``WORLD_SIZE`` is above 1 (on rank 0; the other
+            ranks exit with status 2 without a word).
+    """
+    if nproc is not None or int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        if int(os.environ.get("RANK", "0") or 0) > 0:
+            raise SystemExit(EXIT_USAGE)  # rank 0 says it, once
+        raise HwnasError(
+            f"--nproc and torchrun train supernets; table strategy '{strategy}' runs in one "
+            "process (for more, start several workers on one study: README 'Several workers')"
+        )
+
+
+def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
+    """The settings of the search ``options`` describe.
+
+    Args:
+        options: ``hwnas search``'s options by parameter name (``device``, ``space``,
+            ``dataset``, ``objective``, ``max_latency``, ``budget``, ``strategy``, ``runtime``,
+            ``study``, ``seed``, ``predictor``, ``measurement_budget``, ``train_zoo``, and the
+            supernet options ``data``, ``epochs``, ``latency_target``, ``latency_weight``,
+            ``batch_size``, ``finetune_epochs``, ``nproc``, ``settings``), defaults included.
+        given: the names the user gave (an option of the other kind of search given is
+            refused; one left at its default is not).
+
+    Returns:
+        A :class:`hwnas.search.engine.SearchSettings` (table strategies) or a
+        :class:`hwnas.jobs.supernet.SupernetSettings` (supernet strategies).
+
+    Raises:
+        HwnasError: an empty name, an option of the other kind of search, an unknown
+            strategy, device, space or runtime, a bad value (one line each).
+    """
+    from hwnas.search.strategies import pipeline_of
+
+    o = dict(options)
+    for flag, key in (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy")):
+        if o.get(key) is not None and not str(o[key]).strip():
+            raise HwnasError(f"{flag} is empty; leave it out for the default")
+    strategy = o.get("strategy") or default_strategy(
+        o["device"],
+        o.get("space"),
+        o["objective"],
+        o.get("runtime"),
+        o.get("predictor"),
+        o.get("measurement_budget"),
+    )
+    if pipeline_of(strategy) == "supernet":
+        return _supernet_settings(o, given, strategy)
+    return _table_settings(o, given, strategy)
+
+
+def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
+    from hwnas.search.engine import SearchSettings
+
+    refuse_processes(strategy, o.get("nproc"))
+    read_by_zoo = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
+    wrong = [flag for name, flag in SUPERNET_ONLY.items() if name in given and name not in read_by_zoo]
+    if wrong:
+        zoo = (
+            " (--epochs, --batch-size and --data apply to --train-zoo)"
+            if {"--epochs", "--batch-size", "--data"} & set(wrong)
+            else ""
+        )
+        raise HwnasError(
+            f"{', '.join(wrong)} applies to supernet strategies, not to table strategy "
+            f"'{strategy}'{zoo}"
+        )
+    return SearchSettings(
+        space=o.get("space") or "nasbench201",
+        device=o["device"],
+        dataset=o.get("dataset") or "cifar100",
+        objective=o["objective"],
+        budget=o["budget"],
+        strategy=strategy,
+        seed=o["seed"],
+        max_latency=o.get("max_latency"),
+        study=o.get("study") or "",
+        runtime=o.get("runtime"),
+    )
+
+
+def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
+    from hwnas.jobs.supernet import SupernetSettings
+    from hwnas.spaces import get_space
+    from hwnas.supernet.distributed import check_processes, ranks_from_env
+    from hwnas.supernet.strategies import DEFAULT_SPACE
+
+    if o.get("train_zoo"):
+        raise HwnasError(
+            f"--train-zoo applies to table search; supernet strategy '{strategy}' already "
+            "puts its fine-tuned subnets in the zoo"
+        )
+    wrong = [flag for name, flag in TABLE_ONLY.items() if name in given and o.get(name) is not None]
+    if wrong:
+        hint = (
+            "; for a supernet cost model from a predictor use --set cost=predicted "
+            "--set predictor=NAME"
+            if {"--predictor", "--measurement-budget"} & set(wrong)
+            else ""
+        )
+        raise HwnasError(
+            f"{', '.join(wrong)} applies to table search, not to supernet strategy "
+            f"'{strategy}'{hint}"
+        )
+    nproc = o.get("nproc")
+    if nproc is not None:
+        if ranks_from_env().many:
+            raise HwnasError("--nproc starts torchrun itself: give it, or run under torchrun")
+        check_processes(o["batch_size"], nproc)
+    space = o.get("space") or DEFAULT_SPACE[strategy]
+    dataset = o.get("dataset")
+    if dataset is None:
+        known = get_space(space).datasets()
+        dataset = "cifar100" if "cifar100" in known else known[0]
+    return SupernetSettings(
+        space=space,
+        device=o["device"],
+        dataset=dataset,
+        objective=o["objective"],
+        strategy=strategy,
+        seed=o["seed"],
+        max_latency=o.get("max_latency"),
+        study=o.get("study") or "",
+        data=o["data"],
+        epochs=o["epochs"],
+        latency_target=o.get("latency_target"),
+        latency_weight=o.get("latency_weight"),
+        batch_size=o["batch_size"],
+        finetune_epochs=o["finetune_epochs"],
+        options=parse_settings(o.get("settings") or ()),
+    )
