@@ -13,6 +13,11 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY: dict[str, tuple[str, str | None]] = {
+    "search": ("hwnas.search", None),  # the package, callable as hwnas.api.search
+    "SearchRun": ("hwnas.api", "SearchRun"),
+    "get_space": ("hwnas.spaces", "get_space"),
+    "get_device": ("hwnas.devices", "get_device"),
+    "HwnasError": ("hwnas.errors", "HwnasError"),
     "elastic": ("hwnas.spaces.module", "elastic"),
     "register_space": ("hwnas.spaces", "register_space"),
     "nn": ("hwnas.nn", None),

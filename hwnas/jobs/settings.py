@@ -98,6 +98,23 @@ def refuse_processes(strategy: str, nproc: int | None) -> None:
         )
 
 
+def _defaults(cls) -> dict[str, Any]:
+    """The defaults a settings type declares (the options a caller left out take them)."""
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _default(cls, name: str) -> Any:
+    return _defaults(cls)[name]
+
+
 def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
     """The settings of the search ``options`` describe.
 
@@ -106,7 +123,8 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
             ``dataset``, ``objective``, ``max_latency``, ``budget``, ``strategy``, ``runtime``,
             ``study``, ``seed``, ``predictor``, ``measurement_budget``, ``train_zoo``, and the
             supernet options ``data``, ``epochs``, ``latency_target``, ``latency_weight``,
-            ``batch_size``, ``finetune_epochs``, ``nproc``, ``settings``), defaults included.
+            ``batch_size``, ``finetune_epochs``, ``nproc``, ``settings``); one left out takes
+            the default its settings type declares.
         given: the names the user gave (an option of the other kind of search given is
             refused; one left at its default is not).
 
@@ -118,9 +136,11 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
         HwnasError: an empty name, an option of the other kind of search, an unknown
             strategy, device, space or runtime, a bad value (one line each).
     """
+    from hwnas.search.engine import SearchSettings
     from hwnas.search.strategies import pipeline_of
 
     o = dict(options)
+    o.setdefault("objective", _default(SearchSettings, "objective"))
     for flag, key in (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy")):
         if o.get(key) is not None and not str(o[key]).strip():
             raise HwnasError(f"{flag} is empty; leave it out for the default")
@@ -140,6 +160,7 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
 def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
     from hwnas.search.engine import SearchSettings
 
+    o = {**_defaults(SearchSettings), **o}
     refuse_processes(strategy, o.get("nproc"))
     read_by_zoo = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
     wrong = [flag for name, flag in SUPERNET_ONLY.items() if name in given and name not in read_by_zoo]
@@ -173,6 +194,7 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
     from hwnas.supernet.distributed import check_processes, ranks_from_env
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
+    o = {**_defaults(SupernetSettings), **o}
     if o.get("train_zoo"):
         raise HwnasError(
             f"--train-zoo applies to table search; supernet strategy '{strategy}' already "

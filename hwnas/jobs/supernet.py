@@ -53,7 +53,7 @@ class SupernetSettings(SearchSettings):
     """
 
     data: str = "digits"
-    epochs: int = 1
+    epochs: int = 5
     latency_target: float | None = None
     latency_weight: float | None = None
     batch_size: int = 64

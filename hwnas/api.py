@@ -1,0 +1,145 @@
+"""hwnas from Python: :func:`search` is ``hwnas search`` as a function (issue 22).
+
+It takes the CLI's options as keyword arguments (``--max-latency`` is ``max_latency=``, ``--set``
+is ``settings={...}``), with the same defaults, builds the settings in the same place as the CLI
+(:func:`hwnas.jobs.settings.build_settings`), runs the same job (:mod:`hwnas.jobs`) and returns
+a :class:`SearchRun`. Bad input raises the same one-line :class:`hwnas.errors.HwnasError` the CLI
+prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.progress import SILENT, Reporter
+
+OPTIONS = (
+    "space", "dataset", "objective", "max_latency", "budget", "strategy", "runtime", "study",
+    "seed", "predictor", "measurement_budget", "data", "epochs", "latency_target",
+    "latency_weight", "batch_size", "finetune_epochs", "settings",
+)  # fmt: skip
+"""Keyword options of :func:`search`: ``hwnas search``'s search options by parameter name."""
+
+
+@dataclass
+class SearchRun:
+    """A finished (or resumed) search.
+
+    Attributes:
+        result: the :class:`hwnas.search.engine.SearchResult` (records, Pareto front, best).
+        summary: what ``summary.json`` holds.
+        out: the run folder.
+        storage: the Optuna storage the study lives in.
+        study_name: the study's name.
+    """
+
+    result: Any
+    summary: dict[str, Any]
+    out: Path
+    storage: Any
+    study_name: str
+
+    @property
+    def study(self):
+        """The Optuna study (``optuna.Study``), loaded from its storage."""
+        import optuna
+
+        return optuna.load_study(study_name=self.study_name, storage=self.storage)
+
+    @property
+    def front(self):
+        """The Pareto front as a ``pandas.DataFrame`` with ``pareto.csv``'s columns (accuracy
+        in %, latency in ms, energy in mJ, with their sources).
+
+        Raises:
+            HwnasError: pandas is not installed (``pip install 'hwnas[api]'``).
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise HwnasError(
+                "SearchRun.front is a pandas DataFrame: pip install 'hwnas[api]' (or read "
+                f"{self.out / 'pareto.csv'})"
+            ) from None
+        return pd.read_csv(self.out / "pareto.csv")
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        """The best architecture under the run's ``best_rule`` (``summary.json``'s ``best``:
+        arch string, accuracy %, cost), or None when none met ``max_latency``."""
+        return self.summary.get("best")
+
+    @property
+    def zoo(self) -> list[Path]:
+        """The run's zoo entry folders (load one with :func:`hwnas.zoo.load`)."""
+        from hwnas.zoo import entry_folders
+
+        folder = self.out / "zoo"
+        return entry_folders(folder) if folder.is_dir() else []
+
+
+def search(
+    device: str,
+    *,
+    out: str | Path | None = None,
+    storage: str | None = None,
+    store: str | Path | None = None,
+    zoo: bool = True,
+    artifact_dir: str | Path | None = None,
+    reporter: Reporter = SILENT,
+    **options: Any,
+) -> SearchRun:
+    """Search a space for its accuracy/latency (or energy) Pareto front on ``device``:
+    ``hwnas search`` as a function, with the same defaults and the same run folder.
+
+    Args:
+        device: device name (``hwnas devices``).
+        out: run folder (default ``runs/<study name>``).
+        storage: Optuna storage URL (default ``studies.db`` in the hwnas home).
+        store: measurement store, a SQLite path or a PostgreSQL URL.
+        zoo: export the front's models (ONNX + card each).
+        artifact_dir: the study's artifact store (default ``artifacts/`` in the hwnas home).
+        reporter: where progress goes (:mod:`hwnas.progress`; default: nowhere).
+        **options: ``hwnas search``'s options by name (:data:`OPTIONS`): ``space``,
+            ``dataset``, ``objective`` ("latency" in ms or "energy" in mJ), ``max_latency``
+            (ms), ``budget``, ``strategy``, ``seed``, ``predictor``, ``measurement_budget``,
+            the supernet options ``data``, ``epochs``, ``latency_target``, ... and
+            ``settings`` (a dict: ``--set``).
+
+    Returns:
+        The :class:`SearchRun`.
+
+    Raises:
+        HwnasError: an unknown option or any bad input the CLI refuses, with its message.
+    """
+    from hwnas.jobs import prepare, run
+    from hwnas.jobs.settings import build_settings
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
+
+    for name in options:
+        if name not in OPTIONS:
+            raise UnknownNameError("option of hwnas.search", name, list(OPTIONS))
+    settings = build_settings({"device": device, **options}, given=set(options))
+    job = prepare(
+        settings,
+        storage,
+        Path(store) if store is not None and "://" not in str(store) else store,
+        options.get("predictor"),
+        options.get("measurement_budget"),
+    )
+    folder = (
+        Path(out)
+        if out is not None
+        else confined(Path("runs"), settings.study, what="study name (the default out)")
+    )
+    check_writable(folder, "out", ZOO_MIN_FREE_MB)
+    artifacts = Path(artifact_dir) if artifact_dir is not None else None
+    if artifacts is not None:
+        check_writable(artifacts, "artifact_dir")
+    done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
+    if done.result is None:  # pragma: no cover - a torchrun rank other than 0
+        raise HwnasError("this process is not rank 0 of its torchrun job: rank 0 reports")
+    return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)

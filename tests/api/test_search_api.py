@@ -1,0 +1,89 @@
+"""``hwnas.search(...)``: the CLI's search as a function, with the CLI's defaults (issue 22)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import hwnas
+from hwnas.cli import main
+
+
+def _trials(study) -> list[tuple]:
+    return [(t.number, t.state.name, t.params, t.values) for t in study.trials]
+
+
+@pytest.mark.parametrize(
+    ("options", "args"),
+    [
+        ({}, []),
+        ({"objective": "energy", "max_latency": 8.0}, ["--objective", "energy", "--max-latency", "8"]),
+        ({"strategy": "gdas"}, ["--strategy", "gdas"]),
+    ],
+)
+def test_python_and_the_cli_build_the_same_settings(options, args, monkeypatch, capsys):
+    """The same options (and defaults: none given) give the same settings, study name included."""
+    import hwnas.jobs
+
+    seen = []
+
+    def stop(settings, *rest):
+        seen.append(settings)
+        raise hwnas.HwnasError("stop before any work")
+
+    monkeypatch.setattr(hwnas.jobs, "prepare", stop)
+    with pytest.raises(hwnas.HwnasError, match="stop before any work"):
+        hwnas.search(device="pixel3", **options)
+    assert main(["search", "--device", "pixel3", *args]) == 2
+    assert "stop before any work" in capsys.readouterr().err
+    python, cli = seen
+    assert type(python) is type(cli) and python.as_dict() == cli.as_dict()
+    if not options:
+        assert python.strategy == "frontier" and python.budget == 300
+
+
+def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
+    api = hwnas.search(
+        device="pixel3",
+        budget=40,
+        storage=f"sqlite:///{tmp_path / 'api.db'}",
+        out=tmp_path / "api",
+        zoo=False,
+    )
+    cli_storage = f"sqlite:///{tmp_path / 'cli.db'}"
+    code = main(
+        ["search", "--device", "pixel3", "--budget", "40", "--storage", cli_storage, "--out",
+         str(tmp_path / "cli"), "--no-zoo"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    cli_summary = json.loads((tmp_path / "cli" / "summary.json").read_text())
+
+    assert api.summary["settings"] == cli_summary["settings"]
+    csv = "pareto.csv"
+    assert (tmp_path / "api" / csv).read_bytes() == (tmp_path / "cli" / csv).read_bytes()
+    import optuna
+
+    cli_study = optuna.load_study(study_name=api.study_name, storage=cli_storage)
+    assert len(api.study.trials) == 40 and _trials(api.study) == _trials(cli_study)
+    front = api.front
+    assert list(front.columns)[:4] == ["arch", "accuracy", "accuracy_source", "latency_ms"]
+    assert list(front["arch"]) == [r.arch for r in api.result.pareto]
+    assert api.best == cli_summary["best"] and api.best["arch"] in set(front["arch"])
+    assert api.zoo == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"budgte": 3}, "unknown option of hwnas.search 'budgte'; did you mean budget?"),
+        ({"budget": 0}, "--budget must be at least 1, got 0"),
+        ({"strategy": "gdas", "budget": 5}, "--budget applies to table search"),
+        ({"space": "nasbench201", "strategy": "nsga9"}, "unknown strategy 'nsga9'"),
+    ],
+)
+def test_bad_options_raise_the_clis_one_line_errors(options, message, tmp_path):
+    with pytest.raises(hwnas.HwnasError) as info:
+        hwnas.search(device="pixel3", out=tmp_path / "run", **options)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "run").exists()  # refused before any work
