@@ -30,7 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -53,6 +53,12 @@ class CostModel(ABC):
     metric: str = "latency_ms"
     source: str = ""
     fit: dict[str, Any]
+
+    lookup_table: ClassVar[bool] = False
+    """The lookup-table ability: the cost is a sum of per-choice terms, so the model gives
+    :meth:`expected` costs under choice probabilities (a supernet's hardware term) and judges
+    candidates against a target (``min_cost``, ``indices``, ``judged``, ``margin``:
+    :class:`hwnas.supernet.cost.MultilinearLUT`). Declared by the class, not type-checked."""
 
     @abstractmethod
     def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
@@ -170,15 +176,10 @@ class CostRequest:
 
 
 def table_model(request: CostRequest) -> CostModel:
-    """``table``: the device's recorded values (a fitted lookup table for a supernet)."""
-    if request.supernet is not None:
-        from hwnas.supernet.cost import fit_table_lut
-
-        if request.device.table(request.space.name, request.metric) is None:
-            raise HwnasError(
-                f"device '{request.device.name}' has no recorded table; use cost=measured"
-            )
-        return fit_table_lut(request.space, request.device, request.metric)
+    """``table``: the device's recorded values (a supernet search fits its lookup table on
+    them: :func:`hwnas.supernet.cost.cost_model_for`)."""
+    if request.supernet is not None and request.device.table(request.space.name, request.metric) is None:
+        raise HwnasError(f"device '{request.device.name}' has no recorded table; use cost=measured")
     return TableCostModel(request.space, request.device, request.metric)
 
 
@@ -192,8 +193,8 @@ cost model's ``fit`` says so, and the search goes on."""
 
 def predicted_model(request: CostRequest) -> CostModel:
     """``predicted``: the predictor calibrated on the device's reference-set values, taken
-    through the profiler (10 networks timed live, or read from a recorded table); for a
-    supernet, the lookup table fitted on its predictions (:func:`hwnas.supernet.cost.lut_of`).
+    through the profiler (10 networks timed live, or read from a recorded table); a supernet
+    search fits its lookup table on its predictions (:func:`hwnas.supernet.cost.cost_model_for`).
     Reference measurements that stay too noisy do not stop it (:data:`MIN_CLEAN_REFERENCES`).
 
     Raises:
@@ -224,11 +225,7 @@ def predicted_model(request: CostRequest) -> CostModel:
         note = {"noisy_references": f"{len(noisy)} used as measured (flagged noisy)"}
     model = calibrate(predictor, space, refs, np.array(values), metric)
     model.fit.update(note)
-    if request.supernet is None:
-        return model
-    from hwnas.supernet.cost import lut_of
-
-    return lut_of(model, space, seed=request.seed)
+    return model
 
 
 COST_MODELS: Registry = Registry("cost model")

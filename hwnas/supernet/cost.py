@@ -63,6 +63,8 @@ class MultilinearLUT(CostModel):
         source: where the weights come from.
     """
 
+    lookup_table = True  # the ability (hwnas.search.costs.CostModel.lookup_table)
+
     space: SearchSpace
     terms: list[Term]
     weights: np.ndarray
@@ -650,7 +652,13 @@ def cost_model_for(
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
     request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet,
                           extra={"log": log} if log else {})  # fmt: skip
-    return make_cost_model(kind, request)
+    model = make_cost_model(kind, request)
+    if model.lookup_table:  # measured, flops, kernel: fitted for the supernet already
+        return model
+    # a supernet's hardware term needs the expected cost, which only a lookup table gives
+    if model.full_table() is not None:  # the device's table: fitted on its every value
+        return fit_table_lut(supernet.space, device, metric)
+    return lut_of(model, supernet.space, seed=request.seed)
 
 
 # -- the hardware loss ----------------------------------------------------------------------
@@ -782,7 +790,7 @@ def check_form(hw: HardwareLoss) -> None:
     Raises:
         HwnasError: the form cannot be used with this cost model.
     """
-    if hw.active_form == "additive" or not isinstance(hw.model, MultilinearLUT):
+    if hw.active_form == "additive" or not hw.model.lookup_table:
         return
     low = hw.model.min_cost()
     if hw.reference <= 1.0 or low <= 1.0:

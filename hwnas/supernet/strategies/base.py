@@ -25,7 +25,7 @@ from torch import nn
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch
 from hwnas.supernet.base import Choice, Path, Supernet
-from hwnas.supernet.cost import HardwareLoss, MultilinearLUT, check_form, constrained_choice
+from hwnas.supernet.cost import HardwareLoss, check_form, constrained_choice
 from hwnas.supernet.settings import resolve_strategy_options
 
 
@@ -136,7 +136,7 @@ class SupernetStrategy:
         if (
             self.hw is not None
             and self.hw.target is not None
-            and isinstance(self.hw.model, MultilinearLUT)
+            and self.hw.model.lookup_table
         ):
             tol = self.options["target_tolerance"]
             choice = constrained_choice(logp, self.hw.model, self.hw.target, tol)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from hwnas.supernet.base import one_hot_path
-from hwnas.supernet.cost import MultilinearLUT, in_band
+from hwnas.supernet.cost import in_band
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
@@ -131,7 +131,7 @@ class OneShotEvolution(SupernetStrategy):
             cost = np.array([r[2] for r in evaluated])
             exact = np.zeros(len(cost), dtype=bool)
             margin = 0.0
-            if isinstance(model, MultilinearLUT):
+            if model.lookup_table:
                 space = self.supernet.space
                 cost, exact = model.judged(model.indices([space.parse(r[0]) for r in evaluated]))
                 margin = model.margin
