@@ -112,7 +112,8 @@ class SupernetSettings(SearchSettings):
         ]  # fmt: skip
 
     def option(self, key: str) -> Any:
-        """A job setting (``--set``): the given value or its declared default."""
+        """A job setting (``--set``): the given value or its declared default, typed (int,
+        float or str, as :data:`hwnas.supernet.settings.JOB_SETTINGS` declares it)."""
         return job_value(self.options, key)
 
 
@@ -155,12 +156,12 @@ def prepare(
             f"strategy '{settings.strategy}' works on the {', '.join(cls.spaces)} space, "
             f"not '{space.name}'"
         )
-    image_size = int(settings.option("image_size")) or (32 if space.name == "ofa" else 16)
+    image_size = settings.option("image_size") or (32 if space.name == "ofa" else 16)
     data = load_data(
         settings.data,
-        seed=int(settings.option("data_seed")),
+        seed=settings.option("data_seed"),
         image_size=image_size,
-        limit=int(settings.option("limit")) or None,
+        limit=settings.option("limit") or None,
     )
     problem = open_problem(settings, space, device, storage, store_path)
     return PreparedSupernetSearch(
@@ -205,7 +206,7 @@ def search(
     log = (log if ranks.main else None) or (lambda _m: None)
     started = time.time()
     s, space, data = job.settings, job.space, job.data
-    torch.set_num_threads(max(1, int(s.option("threads"))))
+    torch.set_num_threads(max(1, s.option("threads")))
     torch.manual_seed(s.seed)
     tdev = resolve_device(s.option("torch_device") or None)
     if ranks.many:
@@ -244,8 +245,8 @@ def search(
                 job.device,
                 job.profiler,
                 s.metric,
-                str(s.option("cost")),
-                str(s.option("predictor")) or None,
+                s.option("cost"),
+                s.option("predictor") or None,
                 log=log,
             )
         except HwnasError as exc:
@@ -260,7 +261,7 @@ def search(
         cost,
         weight=s.latency_weight,
         target=s.latency_target,
-        strength=float(s.option("hw_strength")),
+        strength=s.option("hw_strength"),
         reference=float(cost.expected(uniform)),
     )
     strategy_opts = strategy_options(s.options, s.strategy)
@@ -525,7 +526,7 @@ class SubnetEvaluator:
             model,
             merge(data.train, data.val),
             s.finetune_epochs,
-            lr=float(s.option("finetune_lr")),
+            lr=s.option("finetune_lr"),
             batch_size=s.batch_size,
             seed=s.seed,
             device=self.tdev,

@@ -55,6 +55,14 @@ class Setting:
     pattern: str | None = None
     pattern_help: str = ""
 
+    def __post_init__(self) -> None:
+        """A default of the declared type (an int default of a float setting becomes a float),
+        so that a setting is typed whether given or not: no caller casts it again."""
+        if self.type is float and type(self.default) is int:
+            object.__setattr__(self, "default", float(self.default))
+        elif self.default is not None and not isinstance(self.default, self.type):
+            raise TypeError(f"setting {self.key}: default {self.default!r} is not {self.type.__name__}")
+
     def parse(self, value: Any) -> Any:
         """``value`` (a string from the command line, or a typed value) as this setting's type.
 
@@ -435,9 +443,9 @@ def _check_together(options: dict[str, Any], space: str) -> None:
     Raises:
         HwnasError: NAS-Bench-201 ``channels`` not a multiple of ``partial_channels``.
     """
-    if space == "nasbench201" and int(options.get("partial_channels", 1)) > 1:
-        k = int(options["partial_channels"])
-        c = int(options.get("channels", supernet_defaults(space)["channels"]))
+    if space == "nasbench201" and options.get("partial_channels", 1) > 1:
+        k = options["partial_channels"]
+        c = options.get("channels", supernet_defaults(space)["channels"])
         if c % k:
             raise HwnasError(f"--set partial_channels={k}: channels ({c}) must be a multiple of it")
 
