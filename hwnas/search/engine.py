@@ -30,7 +30,13 @@ from hwnas.errors import CandidateError, HwnasError
 from hwnas.measure import NoisyMeasurementError
 from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
-from hwnas.search.ledger import StudyLedger, make_trial, open_ledger
+from hwnas.search.ledger import (
+    StudyLedger,
+    frozen_trial,
+    make_trial,
+    study_ledger,
+    trial_id,
+)
 from hwnas.search.pareto import pareto_order
 from hwnas.search.strategies import TABLE_STRATEGIES, pipeline_of
 from hwnas.spaces.base import Arch, SearchSpace
@@ -338,7 +344,7 @@ def _fail_orphans(ledger: StudyLedger) -> None:
             continue
         h, _, pid = str(t.user_attrs.get("worker", "")).partition(":")
         if h == host and pid.isdigit() and not _alive(int(pid)):
-            ledger.fail(t._trial_id)
+            ledger.fail(trial_id(t))
 
 
 def _alive(pid: int) -> bool:
@@ -394,23 +400,7 @@ def run_search(
     instant: bool = False,
 ) -> SearchResult:
     """Run (or resume, or join) a search until ``settings.budget`` distinct architectures are
-    scored in the study.
-
-    With ``proposals`` (the candidates a supernet strategy derived), those architectures are
-    scored in order instead of asking the strategy's sampler, and the budget is the study's
-    scored architectures plus the proposals it does not hold yet.
-
-    The strategy's sampler runs on an in-memory Optuna study; the study in ``storage`` is the
-    durable record every worker shares (:mod:`hwnas.search.ledger`): each trial is written
-    there once decided, and the other workers' finished trials are copied into the sampler's
-    study as they appear.
-
-    Any number of workers (processes running this function on the same study, on one machine
-    or many) share the budget exactly: an architecture is *claimed* before it is scored
-    (:mod:`hwnas.search.workers`), so none is scored twice and the study never holds more than
-    ``budget`` scored architectures. A worker whose share is done waits for the others' running
-    trials, so every worker returns the same, complete result. A rerun with a larger budget
-    extends the study; a smaller one than the study holds is refused.
+    scored in the study (how workers share it: :class:`_Loop`).
 
     Args:
         settings: what to search.
@@ -424,7 +414,9 @@ def run_search(
         sampler_options: extra keyword arguments for the strategy.
         costs: what is known of candidates' costs before measuring (for cost-aware strategies);
             default: nothing.
-        proposals: architectures to score, in order, instead of the strategy's proposals.
+        proposals: architectures to score, in order, instead of the strategy's proposals
+            (a supernet strategy's candidates); the budget is then the study's scored
+            architectures plus the proposals it does not hold yet.
         instant: ``evaluate`` is a table lookup (milliseconds, no side effects): a candidate
             is scored first and recorded complete in one write, under the study lock, instead
             of being claimed (one write), scored with heartbeats, then finished (another).
@@ -438,52 +430,116 @@ def run_search(
         KeyboardInterrupt: propagated after the running trial is told (COMPLETE if it was
             scored, FAIL otherwise), so the study is consistent and resumable.
     """
-    import optuna
-    from optuna.trial import TrialState
+    loop = _Loop.open(settings, space, evaluate, storage, sampler_options, costs, proposals)
+    loop.on_trial, loop.instant = on_trial, instant
+    # table lookups keep the lock across trials and write them together (see HOLD_S)
+    loop.hold = _Hold(loop.ledger, loop.study, HOLD_S if instant else 0.0)
+    try:
+        while loop.asked < loop.max_asks:
+            go = loop.claim_next()
+            if go is None:
+                break
+            if go:
+                loop.step()
+        else:
+            if len(loop.ledger.state.completed) < loop.settings.budget:  # max_asks proposals made
+                loop.stopped = _exhausted(
+                    space, loop.settings, len(loop.ledger.state.completed), loop.repeats
+                )
+    finally:
+        loop.hold.release()  # writes what it decided, even when interrupted
+    return loop.result()
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if isinstance(storage, str):
-        storage = open_storage(storage)
-    shared = load_study(settings, storage, settings.metric)
-    ledger = open_ledger(shared._storage, shared._study_id, settings.study)
-    history = ledger.load()
-    _fail_orphans(ledger)
-    history = sorted(history + ledger.refresh(), key=lambda t: t.number)
-    limit = settings.max_latency
-    if proposals is not None:
-        held = set(ledger.state.completed)
-        wanted = list(dict.fromkeys(a.text for a in proposals))
-        settings = dataclasses.replace(settings, budget=len(held | set(wanted)))
-        sampler: Any = ProposalSampler(space, [a for a in proposals if a.text in wanted])
-    else:
-        check_budget(ledger, settings)
-        if costs is None:
-            costs = CostContext(
-                space, max_latency=limit, budget=settings.budget, dataset=settings.dataset
-            )
-        sampler = TABLE_STRATEGIES.get(settings.strategy)(
-            settings.seed, costs, **(sampler_options or {})
-        )
-    if isinstance(sampler, ProposalSampler):  # skip what any worker scored or claimed
-        sampler.taken = lambda: set(ledger.state.completed) | set(ledger.state.claimed)
-    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
-    _feed(study, history)
-    dims = space.choices()
-    worker = f"{socket.gethostname()}:{os.getpid()}"
-    joined = datetime.datetime.now()
-    new = asked = repeats = 0
-    max_asks = 20 * settings.budget  # bound on duplicate proposals
+
+@dataclass
+class _Loop:
+    """The search loop of one worker: claim a proposal, score it, record it.
+
+    The strategy's sampler runs on an in-memory Optuna study (``study``); the study in the
+    storage is the durable record every worker shares (``ledger``, :mod:`hwnas.search.ledger`):
+    each trial is written there once decided, and the other workers' finished trials are
+    copied into the sampler's study as they appear.
+
+    Any number of workers (processes running :func:`run_search` on the same study, on one
+    machine or many) share the budget exactly: an architecture is *claimed* before it is
+    scored (:mod:`hwnas.search.workers`), so none is scored twice and the study never holds
+    more than ``budget`` scored architectures. A worker whose share is done waits for the
+    others' running trials, so every worker returns the same, complete result. A rerun with a
+    larger budget extends the study; a smaller one than the study holds is refused.
+    """
+
+    settings: SearchSettings
+    space: SearchSpace
+    evaluate: Callable[[Arch], Evaluation]
+    shared: Any
+    ledger: StudyLedger
+    sampler: Any
+    study: Any
+    dims: dict[str, Any]
+    on_trial: Callable[[int, TrialRecord | None], None] | None = None
+    instant: bool = False
+    hold: Any = None
+    worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    joined: datetime.datetime = field(default_factory=datetime.datetime.now)
+    new: int = 0
+    asked: int = 0
+    repeats: int = 0
     stopped: str | None = None
-    skipped = {"noisy": 0, "failed": 0}
-    in_a_row = 0
-    failed_archs: set[str] = set()  # not proposed again by this run
-    reseeded = False
+    skipped: dict[str, int] = field(default_factory=lambda: {"noisy": 0, "failed": 0})
+    in_a_row: int = 0
+    failed_archs: set[str] = field(default_factory=set)  # not proposed again by this run
+    reseeded: bool = False
 
-    def record(trial, state, values=None, attrs=None, defer=False):
+    @property
+    def max_asks(self) -> int:
+        """Bound on proposals (duplicates included)."""
+        return 20 * self.settings.budget
+
+    @classmethod
+    def open(cls, settings, space, evaluate, storage, sampler_options, costs, proposals) -> _Loop:
+        """Load the shared study, fail this host's orphans, make the sampler and its study.
+
+        Raises:
+            HwnasError: storage problems, another search's study, a budget below the study's.
+        """
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        if isinstance(storage, str):
+            storage = open_storage(storage)
+        shared = load_study(settings, storage, settings.metric)
+        ledger = study_ledger(shared, settings.study)
+        history = ledger.load()
+        _fail_orphans(ledger)
+        history = sorted(history + ledger.refresh(), key=lambda t: t.number)
+        if proposals is not None:
+            held = set(ledger.state.completed)
+            wanted = list(dict.fromkeys(a.text for a in proposals))
+            settings = dataclasses.replace(settings, budget=len(held | set(wanted)))
+            sampler: Any = ProposalSampler(space, [a for a in proposals if a.text in wanted])
+        else:
+            check_budget(ledger, settings)
+            if costs is None:
+                costs = CostContext(
+                    space,
+                    max_latency=settings.max_latency,
+                    budget=settings.budget,
+                    dataset=settings.dataset,
+                )
+            sampler = TABLE_STRATEGIES.get(settings.strategy)(
+                settings.seed, costs, **(sampler_options or {})
+            )
+        if isinstance(sampler, ProposalSampler):  # skip what any worker scored or claimed
+            sampler.taken = lambda: set(ledger.state.completed) | set(ledger.state.claimed)
+        study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+        _feed(study, history)
+        return cls(settings, space, evaluate, shared, ledger, sampler, study, space.choices())
+
+    def record(self, trial, state, values=None, attrs=None, defer=False):
         """Write a decided trial to the study (under the lock) and tell the sampler's study."""
-        frozen = study._storage.get_trial(trial._trial_id)
-        attrs = {"worker": worker, **(attrs or {})}
-        written = ledger.add(
+        frozen = frozen_trial(self.study, trial)
+        attrs = {"worker": self.worker, **(attrs or {})}
+        written = self.ledger.add(
             make_trial(
                 state,
                 values,
@@ -495,142 +551,165 @@ def run_search(
             ),
             defer=defer,
         )
-        _tell(study, trial, state, values, attrs)
+        _tell(self.study, trial, state, values, attrs)
         return written
 
-    # table lookups keep the lock across trials and write them together (see HOLD_S)
-    hold = _Hold(ledger, study, HOLD_S if instant else 0.0)
-    try:
-        while asked < max_asks:
-            state = ledger.state
-            if len(state.completed) >= settings.budget:
-                break
-            if state.taken >= settings.budget:  # the rest is being scored by other workers
-                hold.release()
-                time.sleep(POLL_S)
-                _fail_orphans(ledger)
-                _fail_stale(shared)  # a worker that died on another machine
-                _feed(study, ledger.refresh())
-                continue
-            if isinstance(sampler, ProposalSampler) and not _proposals_left(sampler, state):
-                break  # every proposal is scored, being scored, or failed
-            if getattr(sampler, "exhausted", False) or repeats >= REPEATS_IN_A_ROW:
-                told = getattr(sampler, "exhausted", False)
-                stopped = _exhausted(space, settings, len(state.completed), 0 if told else repeats)
-                break
-            trial = study.ask()
-            asked += 1
-            arch = space.from_choices(
-                {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
-            )
-            ev: Evaluation | None = None
-            claim = None  # this worker's RUNNING trial in the study, while it is scored
-            done = None  # the COMPLETE trial, once recorded
-            try:
-                with hold.held():  # the study as every worker left it, and only this one writes
-                    state = ledger.state
-                    holder = state.holder(arch.text)
-                    full = holder is None and state.taken >= settings.budget
-                    if arch.text in failed_archs:
-                        why = {"failed_before": arch.text}
-                        record(trial, TrialState.PRUNED, None, why, instant)
-                        repeats += 1
-                        continue
-                    if holder is not None:
-                        record(trial, TrialState.PRUNED, None, {"duplicate_of": holder}, instant)
-                    elif full:
-                        record(trial, TrialState.PRUNED, None, {"budget_reached": True}, instant)
-                    elif instant:  # scored at once and recorded complete: no claim needed
-                        ev = evaluate(arch)
-                        if limit is not None:  # feasible when <= 0 (constrained domination)
-                            trial.set_constraint(
-                                "latency_over_limit_ms", ev.costs["latency_ms"] - limit
-                            )
-                        done = record(
-                            trial, TrialState.COMPLETE, _values(ev, settings), ev.attrs(), True
-                        )
-                    else:  # the claim
-                        frozen = study._storage.get_trial(trial._trial_id)
-                        claim = ledger.add(
-                            make_trial(
-                                TrialState.RUNNING,
-                                None,
-                                frozen.params,
-                                frozen.distributions,
-                                {"worker": worker, "arch": arch.text},
-                                frozen.system_attrs,
-                                started=frozen.datetime_start,
-                            )
-                        )
-                if holder is not None:
-                    repeats += 1
-                    if not reseeded and state.by_another_since(holder, worker, joined):
-                        # another worker started with the same seed: draw from another sequence
-                        sampler.reseed_rng()
-                        reseeded = True
-                    if on_trial:
-                        on_trial(len(ledger.state.completed), None)
-                    continue
-                if full:
-                    continue
-                repeats = 0
-                if claim is not None:
-                    with _heartbeat(ledger, claim._trial_id):
-                        ev = evaluate(arch)
-                    if limit is not None:
-                        trial.set_constraint(
-                            "latency_over_limit_ms", ev.costs["latency_ms"] - limit
-                        )
-                    done = _finish(ledger, study, trial, claim, ev, settings, record)
-                    claim = None
-            except CandidateError as exc:
-                # one candidate that cannot be measured (too noisy, rejected or crashed the
-                # runtime) must not end a long search: record why, skip it and go on
-                reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
-                attrs = {"arch": arch.text, reason: str(exc)}
-                if claim is not None:
-                    ledger.finish(claim._trial_id, TrialState.FAIL, None, attrs)
-                    _tell(study, trial, TrialState.FAIL, None, attrs)
-                    claim = None
-                else:
-                    with hold.held():
-                        record(trial, TrialState.FAIL, None, attrs, instant)
-                skipped[reason] += 1
-                in_a_row += 1
-                if reason == "failed":
-                    failed_archs.add(arch.text)
-                if in_a_row >= MAX_NOISY_IN_A_ROW:
-                    raise HwnasError(
-                        f"{in_a_row} candidates in a row could not be measured; last: {exc}"
-                    ) from None
-                continue
-            finally:
-                if claim is not None:  # interrupted (Ctrl-C) or a bug: never leave it RUNNING
-                    _tell_interrupted(ledger, claim, ev, settings)
-            in_a_row = 0
-            if done is None:  # recorded as a duplicate after all (see _finish)
-                continue
-            new += 1
-            if on_trial:
-                on_trial(
-                    len(ledger.state.completed),
-                    TrialRecord(done.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
-                )
-        else:
-            if len(ledger.state.completed) < settings.budget:  # max_asks proposals made
-                stopped = _exhausted(space, settings, len(ledger.state.completed), repeats)
-    finally:
-        hold.release()  # writes what it decided, even when interrupted
+    def claim_next(self) -> bool | None:
+        """Whether this worker may propose now: None when the search is over (budget met,
+        proposals or strategy exhausted), False after waiting for other workers, True to go."""
+        state = self.ledger.state
+        if len(state.completed) >= self.settings.budget:
+            return None
+        if state.taken >= self.settings.budget:  # the rest is being scored by other workers
+            self.hold.release()
+            time.sleep(POLL_S)
+            _fail_orphans(self.ledger)
+            _fail_stale(self.shared)  # a worker that died on another machine
+            _feed(self.study, self.ledger.refresh())
+            return False
+        if isinstance(self.sampler, ProposalSampler) and not _proposals_left(self.sampler, state):
+            return None  # every proposal is scored, being scored, or failed
+        told = getattr(self.sampler, "exhausted", False)
+        if told or self.repeats >= REPEATS_IN_A_ROW:
+            scored = len(state.completed)
+            self.stopped = _exhausted(self.space, self.settings, scored, 0 if told else self.repeats)
+            return None
+        return True
 
-    ledger.refresh()
-    records = completed_records(ledger)
-    result = summarise(settings, records, len(ledger.trials), new)
-    return dataclasses.replace(
-        result,
-        noisy_skipped=skipped["noisy"],
-        failed_skipped=skipped["failed"],
-        stopped=stopped,
-    )
+    def step(self) -> None:
+        """Ask the sampler for one architecture, then claim, score and record it (or record
+        why not: a duplicate, the budget reached, a candidate that cannot be measured)."""
+        trial = self.study.ask()
+        self.asked += 1
+        arch = self.space.from_choices(
+            {d: trial.suggest_categorical(d, list(o)) for d, o in self.dims.items()}
+        )
+        limit = self.settings.max_latency
+        got: dict[str, Any] = {"ev": None, "claim": None, "done": None}
+        try:
+            decision, state, holder = self._decide(trial, arch, got)
+            if decision == "duplicate":
+                self._duplicate(state, holder)
+                return
+            if decision in ("full", "failed_before"):
+                return
+            self.repeats = 0
+            claim = got["claim"]
+            if claim is not None:
+                with _heartbeat(self.ledger, trial_id(claim)):
+                    got["ev"] = ev = self.evaluate(arch)
+                if limit is not None:
+                    trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
+                got["done"] = _finish(
+                    self.ledger, self.study, trial, claim, ev, self.settings, self.record
+                )
+                got["claim"] = None
+        except CandidateError as exc:
+            self._skip(trial, arch, got, exc)
+            return
+        finally:
+            if got["claim"] is not None:  # interrupted (Ctrl-C) or a bug: never left RUNNING
+                _tell_interrupted(self.ledger, got["claim"], got["ev"], self.settings)
+        self.in_a_row = 0
+        done, ev = got["done"], got["ev"]
+        if done is None:  # recorded as a duplicate after all (see _finish)
+            return
+        self.new += 1
+        if self.on_trial:
+            record = TrialRecord(done.number, arch.text, ev.accuracy, ev.costs, ev.attrs())
+            self.on_trial(len(self.ledger.state.completed), record)
+
+    def _decide(self, trial, arch: Arch, got: dict[str, Any]) -> tuple[str, Any, Any]:
+        """Under the study lock, with the study as every worker left it: record ``arch`` as
+        pruned (failed before, a duplicate, the budget reached), or score and record it at
+        once (``instant``), or claim it (a RUNNING trial: ``got["claim"]``)."""
+        from optuna.trial import TrialState
+
+        limit, instant = self.settings.max_latency, self.instant
+        with self.hold.held():  # the study as every worker left it, and only this one writes
+            state = self.ledger.state
+            holder = state.holder(arch.text)
+            full = holder is None and state.taken >= self.settings.budget
+            if arch.text in self.failed_archs:
+                self.record(trial, TrialState.PRUNED, None, {"failed_before": arch.text}, instant)
+                self.repeats += 1
+                return "failed_before", state, holder
+            if holder is not None:
+                self.record(trial, TrialState.PRUNED, None, {"duplicate_of": holder}, instant)
+                return "duplicate", state, holder
+            if full:
+                self.record(trial, TrialState.PRUNED, None, {"budget_reached": True}, instant)
+                return "full", state, holder
+            if instant:  # scored at once and recorded complete: no claim needed
+                got["ev"] = ev = self.evaluate(arch)
+                if limit is not None:  # feasible when <= 0 (constrained domination)
+                    trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
+                values = _values(ev, self.settings)
+                got["done"] = self.record(trial, TrialState.COMPLETE, values, ev.attrs(), True)
+                return "scored", state, holder
+            frozen = frozen_trial(self.study, trial)  # the claim
+            got["claim"] = self.ledger.add(
+                make_trial(
+                    TrialState.RUNNING,
+                    None,
+                    frozen.params,
+                    frozen.distributions,
+                    {"worker": self.worker, "arch": arch.text},
+                    frozen.system_attrs,
+                    started=frozen.datetime_start,
+                )
+            )
+            return "claimed", state, holder
+
+    def _duplicate(self, state, holder: str) -> None:
+        """After a proposal another trial holds: count it, and reseed once when another
+        worker started with the same seed (draw from another sequence)."""
+        self.repeats += 1
+        if not self.reseeded and state.by_another_since(holder, self.worker, self.joined):
+            self.sampler.reseed_rng()
+            self.reseeded = True
+        if self.on_trial:
+            self.on_trial(len(self.ledger.state.completed), None)
+
+    def _skip(self, trial, arch: Arch, got: dict[str, Any], exc: CandidateError) -> None:
+        """One candidate that cannot be measured (too noisy, rejected or crashed the runtime)
+        must not end a long search: record why, skip it and go on.
+
+        Raises:
+            HwnasError: :data:`MAX_NOISY_IN_A_ROW` candidates in a row could not be measured.
+        """
+        from optuna.trial import TrialState
+
+        reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
+        attrs = {"arch": arch.text, reason: str(exc)}
+        claim = got["claim"]
+        if claim is not None:
+            self.ledger.finish(trial_id(claim), TrialState.FAIL, None, attrs)
+            _tell(self.study, trial, TrialState.FAIL, None, attrs)
+            got["claim"] = None
+        else:
+            with self.hold.held():
+                self.record(trial, TrialState.FAIL, None, attrs, self.instant)
+        self.skipped[reason] += 1
+        self.in_a_row += 1
+        if reason == "failed":
+            self.failed_archs.add(arch.text)
+        if self.in_a_row >= MAX_NOISY_IN_A_ROW:
+            raise HwnasError(
+                f"{self.in_a_row} candidates in a row could not be measured; last: {exc}"
+            ) from None
+
+    def result(self) -> SearchResult:
+        """The :class:`SearchResult` over every completed trial of the study."""
+        self.ledger.refresh()
+        records = completed_records(self.ledger)
+        result = summarise(self.settings, records, len(self.ledger.trials), self.new)
+        return dataclasses.replace(
+            result,
+            noisy_skipped=self.skipped["noisy"],
+            failed_skipped=self.skipped["failed"],
+            stopped=self.stopped,
+        )
 
 
 def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeats: int) -> str:
@@ -692,8 +771,8 @@ def _finish(ledger, study, trial, claim, ev, settings, record):
     from optuna.trial import TrialState
 
     values = _values(ev, settings)
-    system = study._storage.get_trial(trial._trial_id).system_attrs
-    done = ledger.finish(claim._trial_id, TrialState.COMPLETE, values, ev.attrs(), system)
+    system = frozen_trial(study, trial).system_attrs
+    done = ledger.finish(trial_id(claim), TrialState.COMPLETE, values, ev.attrs(), system)
     if done is not None:
         _tell(study, trial, TrialState.COMPLETE, values, ev.attrs())
         return done
@@ -852,9 +931,9 @@ def _tell_interrupted(
 
     try:
         if ev is not None and settings.metric in ev.costs:
-            ledger.finish(claim._trial_id, TrialState.COMPLETE, _values(ev, settings), ev.attrs())
+            ledger.finish(trial_id(claim), TrialState.COMPLETE, _values(ev, settings), ev.attrs())
         else:
-            ledger.finish(claim._trial_id, TrialState.FAIL, None, {})
+            ledger.finish(trial_id(claim), TrialState.FAIL, None, {})
     except Exception:  # the storage is gone: the rerun fails it as an orphan
         pass
 

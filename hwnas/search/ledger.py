@@ -450,3 +450,19 @@ def open_ledger(storage: Any, study_id: int, study_name: str) -> StudyLedger:
     if isinstance(storage, optuna.storages.RDBStorage):
         return RdbLedger(storage, study_id, study_name)
     return StudyLedger(storage, study_id, study_name)
+
+
+def study_ledger(study: Any, study_name: str) -> StudyLedger:
+    """The ledger of an Optuna study object (:func:`open_ledger` on its storage)."""
+    return open_ledger(study._storage, study._study_id, study_name)
+
+
+def frozen_trial(study: Any, trial: Any) -> Any:
+    """The ``FrozenTrial`` of a live ``optuna.Trial`` of ``study`` (params, distributions,
+    system attributes as the sampler left them)."""
+    return study._storage.get_trial(trial._trial_id)
+
+
+def trial_id(trial: Any) -> int:
+    """The storage id of an Optuna trial (live or frozen): what the ledger's writes take."""
+    return trial._trial_id
