@@ -466,3 +466,13 @@ def frozen_trial(study: Any, trial: Any) -> Any:
 def trial_id(trial: Any) -> int:
     """The storage id of an Optuna trial (live or frozen): what the ledger's writes take."""
     return trial._trial_id
+
+
+def storage_of(study: Any) -> Any:
+    """The storage object an Optuna study lives in (its locks are taken on it)."""
+    return study._storage
+
+
+def set_study_system_attr(study: Any, key: str, value: Any) -> None:
+    """Set a study system attribute (what optuna-dashboard's artifact records are)."""
+    study._storage.set_study_system_attr(study._study_id, key, value)

@@ -90,6 +90,7 @@ class TrainingTurn:
         """
         if not main:
             return cls(study, None, fingerprint)
+        from hwnas.search.ledger import storage_of
         from hwnas.search.workers import study_lock
 
         stack = contextlib.ExitStack()
@@ -103,7 +104,7 @@ class TrainingTurn:
         note.daemon = True
         note.start()
         try:
-            stack.enter_context(study_lock(study._storage, f"{study.study_name}:supernet"))
+            stack.enter_context(study_lock(storage_of(study), f"{study.study_name}:supernet"))
         finally:
             note.cancel()
         turn = cls(study, stack, fingerprint)
