@@ -141,7 +141,9 @@ class Visitor(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         base = self._resolve(node)
         # "from hwnas.x import y": y may be a module
-        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in self.known else base for a in node.names]
+        names = [
+            f"{base}.{a.name}" if f"{base}.{a.name}" in self.known else base for a in node.names
+        ]
         self._add_import(names, node)
         if base.startswith("optuna") and any(p.startswith("_") for p in base.split(".")):
             self.optuna_private.append(node.lineno)
@@ -264,15 +266,16 @@ def analyse(root: Path) -> dict:
         lm = layer_of(mod)
         for target, sites in targets.items():
             lt = layer_of(target)
-            own_package = v.is_package is False and mod.startswith(target + ".") and target != "hwnas"
-            own_package |= v.is_package and mod.startswith(target + ".") and target != "hwnas"
+            own_package = mod.startswith(target + ".") and target != "hwnas"
             climbs = lm is not None and lt is not None and lt > lm
             if own_package or climbs:
                 for line, inside in sites:
                     upward.append((f"{rel(p)}:{line}", target, inside))
     out["upward imports"] = len(upward)
     out["upward imports inside functions"] = sum(u[2] for u in upward)
-    out["details"]["upward"] = [f"{a} -> {t}{' (in a function)' if i else ''}" for a, t, i in sorted(upward)]
+    out["details"]["upward"] = [
+        f"{a} -> {t}{' (in a function)' if i else ''}" for a, t, i in sorted(upward)
+    ]
 
     out["function-level imports"] = sum(v.function_imports for _p, v in visitors.values())
     out["function-level imports of hwnas modules"] = sum(

@@ -35,7 +35,8 @@ def _defined_names() -> set[str]:
     names: set[str] = set()
     for path in (REPO / "hwnas").rglob("*.py"):
         for node in ast.parse(path.read_text()).body:
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            one = [getattr(node, "target", None)]
+            targets = node.targets if isinstance(node, ast.Assign) else one
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return names
 
@@ -55,7 +56,8 @@ def test_every_interface_rows_files_and_names_exist():
             file, _, name = ref.partition(":")
             assert (REPO / file).exists(), (row[0], file)
             if name:
-                assert re.search(rf"\b(def|class) {name}\b|^{name}\b", (REPO / file).read_text(), re.M), ref
+                text = (REPO / file).read_text()
+                assert re.search(rf"\b(def|class) {name}\b|^{name}\b", text, re.M), ref
 
 
 def test_every_registry_in_the_table_is_one():

@@ -163,7 +163,7 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
     o = {**_defaults(SearchSettings), **o}
     refuse_processes(strategy, o.get("nproc"))
     read_by_zoo = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
-    wrong = [flag for name, flag in SUPERNET_ONLY.items() if name in given and name not in read_by_zoo]
+    wrong = [f for name, f in SUPERNET_ONLY.items() if name in given and name not in read_by_zoo]
     if wrong:
         zoo = (
             " (--epochs, --batch-size and --data apply to --train-zoo)"

@@ -184,6 +184,12 @@ def search(
 ) -> tuple[Any, dict[str, Any]]:
     """Train, derive, evaluate and report a supernet search; writes the run folder.
 
+    The steps: :func:`_train` (the supernet, its cost model and hardware term, the strategy's
+    epochs, resumed from the checkpoint), :func:`_derive` (the candidates, the deployed
+    network's report, the distribution's argmax), :func:`_score` (the candidates through the
+    engine: fine-tuned, measured, recorded), then the run folder
+    (:func:`hwnas.jobs.output.write_run`).
+
     Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
     supernet together (:mod:`hwnas.supernet.distributed`), then rank 0 alone derives,
     evaluates and writes, and the others return at once.
@@ -195,6 +201,50 @@ def search(
         (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary), or
         (None, {}) on a rank other than 0.
     """
+    from hwnas.supernet import distributed
+
+    ranks = distributed.ranks_from_env()
+    log = (log if ranks.main else None) or (lambda _m: None)
+    started = time.time()
+    t = _train(job, out, log, ranks)
+    if t is None:  # a rank other than 0: rank 0 reports
+        return None, {}
+    d = _derive(job, t, log)
+    result, evaluated, derived_record, described = _score(job, t, d, zoo)
+    output = _output(job, t, d, result, evaluated, derived_record, described, started)
+    return result, write_run(out, output, zoo, reporter, artifact_dir=artifact_dir)
+
+
+@dataclass
+class _Trained:
+    """What :func:`_train` leaves: the trained supernet and what trained it."""
+
+    net: Any
+    strategy: Any
+    cost: Any
+    hw: Any
+    history: list[dict[str, Any]]
+    tdev: Any
+    ckpt: Path
+
+
+@dataclass
+class _Derived:
+    """What :func:`_derive` leaves: the candidates (the derived one first) and the reports."""
+
+    evaluator: Any
+    candidates: list[Any]
+    derived: Any
+    deployed: dict[str, Any] | None
+    argmax_info: dict[str, Any]
+
+
+def _train(
+    job: PreparedSupernetSearch, out: Path, log: Callable[[str], None], ranks
+) -> _Trained | None:
+    """Build the supernet, its cost model and hardware term, and train it (resuming from the
+    run folder's checkpoint; one worker of the study trains, the others reuse it). None on a
+    torchrun rank other than 0 once training is done."""
     import torch
 
     from hwnas.supernet import build_supernet, distributed
@@ -202,9 +252,6 @@ def search(
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
 
-    ranks = distributed.ranks_from_env()
-    log = (log if ranks.main else None) or (lambda _m: None)
-    started = time.time()
     s, space, data = job.settings, job.space, job.data
     torch.set_num_threads(max(1, s.option("threads")))
     torch.manual_seed(s.seed)
@@ -296,8 +343,18 @@ def search(
         distributed.stop()
         strategy.net = net
         if not ranks.main:
-            return None, {}
+            return None
 
+    return _Trained(net, strategy, cost, hw, history, tdev, ckpt)
+
+
+def _derive(job: PreparedSupernetSearch, t: _Trained, log: Callable[[str], None]) -> _Derived:
+    """The strategy's candidates (the derived architecture first), the deployed network's
+    predicted-vs-measured report, and the distribution's own argmax."""
+    import torch
+
+    s, space = job.settings, job.space
+    net, strategy, cost, tdev = t.net, t.strategy, t.cost, t.tdev
     evaluator = SubnetEvaluator(job, net, cost, tdev)
     candidates = strategy.finish(evaluator.inherited_val_accuracy)
     derived = candidates[0]
@@ -319,6 +376,19 @@ def search(
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
     if not job.device.runs_models:  # a recorded table
         argmax_info[s.metric], argmax_info["source"], _ = evaluator._device_cost(argmax, None)
+    return _Derived(evaluator, candidates, derived, deployed, argmax_info)
+
+
+def _score(job: PreparedSupernetSearch, t: _Trained, d: _Derived, zoo: bool):
+    """The candidates through the engine like any strategy's proposals (claimed, fine-tuned
+    and measured once, recorded; workers share the study); returns (the result, this run's
+    evaluations by arch, the derived architecture's record, the candidates' descriptions).
+
+    Raises:
+        HwnasError: the derived architecture could not be measured.
+    """
+    s, space = job.settings, job.space
+    evaluator, candidates, derived = d.evaluator, d.candidates, d.derived
     roles: dict[str, str] = {}
     for i, a in enumerate(candidates):
         roles.setdefault(a.text, "derived" if i == 0 else "candidate")
@@ -347,6 +417,15 @@ def search(
         for a in dict.fromkeys(candidates)
     ]
 
+    return result, evaluated, derived_record, described
+
+
+def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, described, started):
+    """The supernet search's :class:`~hwnas.jobs.output.RunOutput`: its zoo of fine-tuned
+    subnets (the front and the derived architecture) and its summary fields."""
+    s, space, data = job.settings, job.space, job.data
+    net, strategy, hw, history, tdev, ckpt = t.net, t.strategy, t.hw, t.history, t.tdev, t.ckpt
+    deployed, argmax_info = d.deployed, d.argmax_info
     trained = dict(evaluated)
     zoo_records = list(result.pareto)
     if derived_record not in zoo_records:
@@ -408,7 +487,9 @@ def search(
         accuracy_label=f"{data.name} held-out test accuracy (%)",
         close=store.close if store is not None else None,
     )
-    return result, write_run(out, output, zoo, reporter, artifact_dir=artifact_dir)
+    return output
+
+
 
 
 def _fit_line(cost) -> str:

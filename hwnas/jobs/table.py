@@ -7,12 +7,13 @@ in-memory study.
 from __future__ import annotations
 
 import time
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwnas.devices import Device, get_device, list_devices
+from hwnas.devices import Device
 from hwnas.errors import HwnasError
 from hwnas.jobs.output import RunOutput, write_run
 from hwnas.measure import Profiler
@@ -219,34 +220,6 @@ def search(
         if store is not None:
             store.close()
 
-    def summary(zoo_models: int, zoo_s: float) -> dict[str, Any]:
-        return {
-            "device": {"name": device.name, "kind": device.kind, "description": device.description},
-            "storage": job.storage_url,
-            "measurement_store": str(store.path) if store is not None else None,
-            "measurements": {
-                "taken": profiler.counts.taken,
-                "reused_from_store": profiler.counts.reused,
-                "read_from_table": profiler.counts.read,
-            },
-            "profiling": {
-                "runtime": device.runtime,
-                "flagged_attempts": profiler.counts.flagged,
-                "noisy_skipped": result.noisy_skipped,
-                "failed_skipped": result.failed_skipped,
-                "tvm_workloads_tuned": profiler.counts.tuned_workloads,
-                "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
-                "compile_s": round(profiler.counts.compile_s, 1),
-            },
-            "accuracy_queries_this_run": evaluator.accuracy_queries,
-            "selection_costs": job.costs.cost.describe() if job.costs.cost is not None else None,
-            "zoo_models": zoo_models,
-            "zoo_weights": "trained" if trainer is not None else "random",
-            "zoo_s": zoo_s,
-            "stopped": result.stopped,
-            **fewshot_extra,
-        }
-
     output = RunOutput(
         result,
         space,
@@ -255,9 +228,49 @@ def search(
         job.storage,
         settings.study,
         started,
-        summary,
+        partial(_summary, job, result, evaluator, trainer is not None, fewshot_extra),
         trainer=trainer,
         plotter=plotter,
     )
     summary_written = write_run(out, output, zoo, reporter, on_front, artifact_dir)
     return result, summary_written
+
+
+def _summary(
+    job: PreparedSearch,
+    result: SearchResult,
+    evaluator: Any,
+    trained: bool,
+    fewshot_extra: dict[str, Any],
+    zoo_models: int,
+    zoo_s: float,
+) -> dict[str, Any]:
+    """The table search's own summary.json fields (device, measurements, profiling, the
+    selection costs, the zoo's size and time, the few-shot plan's), in their order."""
+    device, profiler, store = job.device, job.profiler, job.profiler.store
+    return {
+        "device": {"name": device.name, "kind": device.kind, "description": device.description},
+        "storage": job.storage_url,
+        "measurement_store": str(store.path) if store is not None else None,
+        "measurements": {
+            "taken": profiler.counts.taken,
+            "reused_from_store": profiler.counts.reused,
+            "read_from_table": profiler.counts.read,
+        },
+        "profiling": {
+            "runtime": device.runtime,
+            "flagged_attempts": profiler.counts.flagged,
+            "noisy_skipped": result.noisy_skipped,
+            "failed_skipped": result.failed_skipped,
+            "tvm_workloads_tuned": profiler.counts.tuned_workloads,
+            "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
+            "compile_s": round(profiler.counts.compile_s, 1),
+        },
+        "accuracy_queries_this_run": evaluator.accuracy_queries,
+        "selection_costs": job.costs.cost.describe() if job.costs.cost is not None else None,
+        "zoo_models": zoo_models,
+        "zoo_weights": "trained" if trained else "random",
+        "zoo_s": zoo_s,
+        "stopped": result.stopped,
+        **fewshot_extra,
+    }

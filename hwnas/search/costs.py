@@ -178,8 +178,9 @@ class CostRequest:
 def table_model(request: CostRequest) -> CostModel:
     """``table``: the device's recorded values (a supernet search fits its lookup table on
     them: :func:`hwnas.supernet.cost.cost_model_for`)."""
-    if request.supernet is not None and request.device.table(request.space.name, request.metric) is None:
-        raise HwnasError(f"device '{request.device.name}' has no recorded table; use cost=measured")
+    device = request.device
+    if request.supernet is not None and device.table(request.space.name, request.metric) is None:
+        raise HwnasError(f"device '{device.name}' has no recorded table; use cost=measured")
     return TableCostModel(request.space, request.device, request.metric)
 
 

@@ -572,7 +572,8 @@ class _Loop:
         told = getattr(self.sampler, "exhausted", False)
         if told or self.repeats >= REPEATS_IN_A_ROW:
             scored = len(state.completed)
-            self.stopped = _exhausted(self.space, self.settings, scored, 0 if told else self.repeats)
+            repeats = 0 if told else self.repeats
+            self.stopped = _exhausted(self.space, self.settings, scored, repeats)
             return None
         return True
 

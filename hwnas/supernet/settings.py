@@ -61,7 +61,8 @@ class Setting:
         if self.type is float and type(self.default) is int:
             object.__setattr__(self, "default", float(self.default))
         elif self.default is not None and not isinstance(self.default, self.type):
-            raise TypeError(f"setting {self.key}: default {self.default!r} is not {self.type.__name__}")
+            kind = self.type.__name__
+            raise TypeError(f"setting {self.key}: default {self.default!r} is not {kind}")
 
     def parse(self, value: Any) -> Any:
         """``value`` (a string from the command line, or a typed value) as this setting's type.

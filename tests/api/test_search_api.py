@@ -18,7 +18,10 @@ def _trials(study) -> list[tuple]:
     ("options", "args"),
     [
         ({}, []),
-        ({"objective": "energy", "max_latency": 8.0}, ["--objective", "energy", "--max-latency", "8"]),
+        (
+            {"objective": "energy", "max_latency": 8.0},
+            ["--objective", "energy", "--max-latency", "8"],
+        ),
         ({"strategy": "gdas"}, ["--strategy", "gdas"]),
     ],
 )

@@ -5,7 +5,6 @@ by a module alone), and ``--strategy``'s help is the registered strategies' desc
 from __future__ import annotations
 
 import importlib
-import json
 
 import pytest
 
