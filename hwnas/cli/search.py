@@ -161,9 +161,51 @@ def search_cmd(
             artifact_dir=artifact_dir,
         )
     from hwnas.jobs import prepare, run
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
 
     job = prepare(settings, storage, store, predictor, measurement_budget)
+    out, trainer = _before_run(job, out, artifact_dir, train_zoo, supernet, no_zoo)
+    from hwnas.cli.progress import TerminalReporter
+
+    console = Console(stderr=True)
+    out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
+    reporter = TerminalReporter(console)
+    progress = _Progress(job.prepared.profiler.counts, reporter, out_console, out, no_zoo)
+    with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
+        progress.step = step
+        done = run(
+            job,
+            out,
+            reporter,
+            zoo=not no_zoo,
+            artifact_dir=artifact_dir,
+            trainer=trainer,
+            on_trial=progress.on_trial,
+            on_front=progress.on_front,
+            on_candidate=progress.on_candidate,
+        )
+    result, summary = done.result, done.summary
+    _print_summary(result, summary, out, out_console)
+    if as_json:
+        from hwnas.cli.render import print_json
+
+        print_json({**summary, "run_folder": str(out)})
+
+
+def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo: bool):
+    """The run folder (default ``runs/<study>``) and artifact store checked writable, the
+    ``--train-zoo`` trainer made, the few-shot plan said: before the first trial.
+
+    Returns:
+        (the run folder, the zoo trainer or None).
+
+    Raises:
+        HwnasError: a folder that cannot be written, bad ``--train-zoo`` options.
+    """
+    from rich.console import Console
+
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
+
+    settings = job.settings
     out = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     if artifact_dir is not None:
@@ -176,15 +218,21 @@ def search_cmd(
             f"few-shot search: predictor {described['name']} ({described['path']}), "
             f"at most {fewshot.budget} measurements on {settings.device}"
         )
-    from hwnas.cli.progress import TerminalReporter
+    return out, trainer
 
-    console = Console(stderr=True)
-    out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
-    reporter = TerminalReporter(console)
-    counts = job.prepared.profiler.counts
-    state = {"best": None, "now": "", "noisy": 0, "failed": 0}
 
-    def status() -> str:
+class _Progress:
+    """The table search's progress line (best accuracy, measurements, skipped candidates,
+    the candidate being measured) and the front printed as soon as it is known."""
+
+    def __init__(self, counts, reporter, out_console, out: Path, no_zoo: bool):
+        self.counts, self.reporter, self.out_console = counts, reporter, out_console
+        self.out, self.no_zoo = out, no_zoo
+        self.state = {"best": None, "now": "", "noisy": 0, "failed": 0}
+        self.step = None
+
+    def status(self) -> str:
+        state, counts = self.state, self.counts
         parts = [f"best {state['best']:.2f}%"] if state["best"] is not None else []
         parts.append(f"measured {counts.taken} reused {counts.reused}")
         if counts.read:
@@ -196,42 +244,24 @@ def search_cmd(
             parts.append(f"now {state['now']}")
         return " | ".join(parts)
 
-    def on_trial(done, record):
+    def on_trial(self, done, record) -> None:
+        state = self.state
         if record is not None and (state["best"] is None or record.accuracy > state["best"]):
             state["best"] = record.accuracy
-        step.update(done, status())
+        self.step.update(done, self.status())
 
-    def on_candidate(arch, event):
+    def on_candidate(self, arch, event) -> None:
         if event in ("noisy", "failed"):
-            state[event] += 1
-        state["now"] = arch if event == "measuring" else ""
-        step.update(status=status())
+            self.state[event] += 1
+        self.state["now"] = arch if event == "measuring" else ""
+        self.step.update(status=self.status())
 
-    def on_front(result):
-        step.update(len(result.records), status())
-        step.close()
-        _print_front(result, out_console)
-        if not no_zoo and result.pareto:
-            reporter.note(f"zoo: {out / 'zoo'}")
-
-    with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
-        done = run(
-            job,
-            out,
-            reporter,
-            zoo=not no_zoo,
-            artifact_dir=artifact_dir,
-            trainer=trainer,
-            on_trial=on_trial,
-            on_front=on_front,
-            on_candidate=on_candidate,
-        )
-    result, summary = done.result, done.summary
-    _print_summary(result, summary, out, out_console)
-    if as_json:
-        from hwnas.cli.render import print_json
-
-        print_json({**summary, "run_folder": str(out)})
+    def on_front(self, result) -> None:
+        self.step.update(len(result.records), self.status())
+        self.step.close()
+        _print_front(result, self.out_console)
+        if not self.no_zoo and result.pareto:
+            self.reporter.note(f"zoo: {self.out / 'zoo'}")
 
 
 def _zoo_trainer(job, options: dict, no_zoo: bool):

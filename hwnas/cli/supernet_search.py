@@ -109,7 +109,7 @@ def run_supernet_search(
     from rich.console import Console
 
     from hwnas.cli.progress import TerminalReporter
-    from hwnas.cli.render import print_json, print_table, text_line
+    from hwnas.cli.render import print_json
     from hwnas.jobs import prepare, run
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.supernet.distributed import INTERRUPTED, launch, ranks_from_env
@@ -142,7 +142,16 @@ def run_supernet_search(
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = err if as_json else Console()  # --json: stdout holds the JSON alone
-    columns = ("role", "arch", f"{job.prepared.data.name} test acc %", s.metric, "source")
+    _print_result(s, job.prepared.data.name, summary, out, console)
+    if as_json:
+        print_json({**summary, "run_folder": str(out)})
+
+
+def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
+    """The subnets handed out, the derived architecture, the run folder and the study."""
+    from hwnas.cli.render import print_table, text_line
+
+    columns = ("role", "arch", f"{data_name} test acc %", s.metric, "source")
     rows = [
         (
             c["role"],
@@ -172,5 +181,3 @@ def run_supernet_search(
         f"zoo/ with {summary['zoo_models']} trained ONNX models)",
     )
     text_line(console, f"study '{s.study}' in {summary['storage']}")
-    if as_json:
-        print_json({**summary, "run_folder": str(out)})

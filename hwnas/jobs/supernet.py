@@ -249,7 +249,6 @@ def _train(
 
     from hwnas.supernet import build_supernet, distributed
     from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
-    from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
 
     s, space, data = job.settings, job.space, job.data
@@ -283,34 +282,7 @@ def _train(
     if tdev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
 
-    log(f"cost model for {job.device.name} ({s.option('cost')})")
-    cost: Any = None
-    if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
-        try:
-            cost = cost_model_for(
-                net,
-                job.device,
-                job.profiler,
-                s.metric,
-                s.option("cost"),
-                s.option("predictor") or None,
-                log=log,
-            )
-        except HwnasError as exc:
-            cost = exc
-    cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
-    if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
-        log(_fit_line(cost))
-    if s.latency_target is not None and cost.metric == "mflops":
-        raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
-    uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
-    hw = HardwareLoss(
-        cost,
-        weight=s.latency_weight,
-        target=s.latency_target,
-        strength=s.option("hw_strength"),
-        reference=float(cost.expected(uniform)),
-    )
+    cost, hw = _hardware(job, net, ranks, log)
     strategy_opts = strategy_options(s.options, s.strategy)
     steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
     cls = SUPERNET_STRATEGIES.get(s.strategy)
@@ -346,6 +318,50 @@ def _train(
             return None
 
     return _Trained(net, strategy, cost, hw, history, tdev, ckpt)
+
+
+def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None]):
+    """The supernet's cost model (made on rank 0, shared with the others) and its hardware
+    term; returns (cost model, :class:`~hwnas.supernet.cost.HardwareLoss`).
+
+    Raises:
+        HwnasError: the cost model cannot be made, or FLOPs under a latency target.
+    """
+    import torch
+
+    from hwnas.supernet import distributed
+    from hwnas.supernet.cost import HardwareLoss, cost_model_for
+
+    s, space = job.settings, job.space
+    log(f"cost model for {job.device.name} ({s.option('cost')})")
+    cost: Any = None
+    if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
+        try:
+            cost = cost_model_for(
+                net,
+                job.device,
+                job.profiler,
+                s.metric,
+                s.option("cost"),
+                s.option("predictor") or None,
+                log=log,
+            )
+        except HwnasError as exc:
+            cost = exc
+    cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
+    if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
+        log(_fit_line(cost))
+    if s.latency_target is not None and cost.metric == "mflops":
+        raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
+    uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
+    hw = HardwareLoss(
+        cost,
+        weight=s.latency_weight,
+        target=s.latency_target,
+        strength=s.option("hw_strength"),
+        reference=float(cost.expected(uniform)),
+    )
+    return cost, hw
 
 
 def _derive(job: PreparedSupernetSearch, t: _Trained, log: Callable[[str], None]) -> _Derived:

@@ -331,16 +331,39 @@ def verify(
     plan: FewShotPlan,
     can_measure: bool,
 ) -> tuple[list[dict[str, Any]], TrialRecord | None]:
-    """Measure final candidates within the budget (see the module docstring).
+    """Measure final candidates within the budget (see the module docstring): under a latency
+    limit :func:`_verify_within_limit`, else the front, most accurate first.
 
     Returns:
         (one entry per verified architecture, the verified best under a latency limit or None).
     """
-    space = evaluator.space
-    log: list[dict[str, Any]] = []
-    by_arch = {r.arch: r for r in result.records}
+    check = _Check(settings, evaluator.space, result, budget, can_measure)
+    if settings.max_latency is not None:
+        return _verify_within_limit(settings, result, evaluator, budget, plan, can_measure, check)
+    front = sorted(result.pareto, key=lambda r: -r.accuracy)
+    for r in front:
+        if budget.left <= 0 and r.arch not in budget.values:
+            break
+        check(r.arch, {m: r.costs[m] for m in plan.metrics if m in r.costs})
+    return check.log, None
 
-    def check(arch_text: str, predicted: dict[str, float]) -> dict[str, tuple[float, str]] | None:
+
+class _Check:
+    """Measures one candidate within the budget (or reads it, on a device that cannot
+    measure) and logs it; calling it returns {metric: (value, source)} or None (budget spent,
+    too noisy, or not available)."""
+
+    def __init__(self, settings, space, result: SearchResult, budget, can_measure: bool):
+        self.settings, self.space, self.budget = settings, space, budget
+        self.can_measure = can_measure
+        self.by_arch = {r.arch: r for r in result.records}
+        self.log: list[dict[str, Any]] = []
+
+    def __call__(
+        self, arch_text: str, predicted: dict[str, float]
+    ) -> dict[str, tuple[float, str]] | None:
+        settings, space, budget = self.settings, self.space, self.budget
+        can_measure, by_arch, log = self.can_measure, self.by_arch, self.log
         arch = space.parse(arch_text)
         got = budget.values.get(arch_text)
         if got is None and can_measure:
@@ -367,64 +390,62 @@ def verify(
         log.append(entry)
         return got
 
-    if settings.max_latency is not None:
-        limit = settings.max_latency
-        tried: set[str] = set()
-        archs = [space.parse(r.arch) for r in result.records]
-        best: TrialRecord | None = None
-        while True:  # 1. the most accurate candidate predicted within the limit, until one is
-            lat, sd = evaluator.predictors["latency_ms"].predict(archs)
-            candidates = []
-            for i, r in enumerate(result.records):
-                known = budget.values.get(r.arch)
-                feasible = known["latency_ms"][0] <= limit if known else lat[i] <= limit
-                if r.arch not in tried and feasible:
-                    candidates.append((r.accuracy, -lat[i], r.arch))
-            if not candidates:
-                break
-            _acc, neg_lat, arch_text = max(candidates)
-            tried.add(arch_text)
-            got = check(arch_text, {"latency_ms": -neg_lat})
-            if got is None:  # budget spent, or an imported device without this architecture
-                found = _with_measured(by_arch[arch_text], budget)
-                return log, None if can_measure else dataclasses.replace(
-                    found, attrs={**found.attrs, "verified": False}
-                )
-            if can_measure:  # learn from every measurement before choosing the next candidate
-                evaluator.predictors = adapt_all(plan, budget)
-            if got["latency_ms"][0] <= limit:
-                best = _with_measured(by_arch[arch_text], budget)
-                break
-        # 2. with the measurements left, more accurate candidates that may meet the limit
-        # (the predictor's error is larger on some devices than its spread says), the
-        # largest expected gain first: (accuracy gain) x P(latency <= limit)
-        while can_measure and best is not None and budget.left > 0:
-            lat, sd = evaluator.predictors["latency_ms"].predict(archs)
-            p_ok = ndtr((limit - lat) / np.maximum(sd, 1e-9))
-            gain = [
-                ((r.accuracy - best.accuracy) * p_ok[i], i)
-                for i, r in enumerate(result.records)
-                if r.arch not in tried and r.accuracy > best.accuracy and p_ok[i] >= MIN_P_FEASIBLE
-            ]
-            if not gain:
-                break
-            _g, i = max(gain)
-            arch_text = result.records[i].arch
-            tried.add(arch_text)
-            got = check(arch_text, {"latency_ms": float(lat[i])})
-            if got is None:
-                break
-            evaluator.predictors = adapt_all(plan, budget)
-            if got["latency_ms"][0] <= limit:
-                best = _with_measured(by_arch[arch_text], budget)
-        return log, best
 
-    front = sorted(result.pareto, key=lambda r: -r.accuracy)
-    for r in front:
-        if budget.left <= 0 and r.arch not in budget.values:
+def _verify_within_limit(settings, result, evaluator, budget, plan, can_measure, check):
+    """Under ``--max-latency``: (1) the most accurate candidate predicted within the limit,
+    measured, until one is; (2) with the measurements left, more accurate candidates that may
+    meet it, the largest expected gain first. Returns (the log, the verified best or None)."""
+    space, by_arch, log = evaluator.space, check.by_arch, check.log
+    limit = settings.max_latency
+    tried: set[str] = set()
+    archs = [space.parse(r.arch) for r in result.records]
+    best: TrialRecord | None = None
+    while True:  # 1. the most accurate candidate predicted within the limit, until one is
+        lat, sd = evaluator.predictors["latency_ms"].predict(archs)
+        candidates = []
+        for i, r in enumerate(result.records):
+            known = budget.values.get(r.arch)
+            feasible = known["latency_ms"][0] <= limit if known else lat[i] <= limit
+            if r.arch not in tried and feasible:
+                candidates.append((r.accuracy, -lat[i], r.arch))
+        if not candidates:
             break
-        check(r.arch, {m: r.costs[m] for m in plan.metrics if m in r.costs})
-    return log, None
+        _acc, neg_lat, arch_text = max(candidates)
+        tried.add(arch_text)
+        got = check(arch_text, {"latency_ms": -neg_lat})
+        if got is None:  # budget spent, or an imported device without this architecture
+            found = _with_measured(by_arch[arch_text], budget)
+            return log, None if can_measure else dataclasses.replace(
+                found, attrs={**found.attrs, "verified": False}
+            )
+        if can_measure:  # learn from every measurement before choosing the next candidate
+            evaluator.predictors = adapt_all(plan, budget)
+        if got["latency_ms"][0] <= limit:
+            best = _with_measured(by_arch[arch_text], budget)
+            break
+    # 2. with the measurements left, more accurate candidates that may meet the limit
+    # (the predictor's error is larger on some devices than its spread says), the
+    # largest expected gain first: (accuracy gain) x P(latency <= limit)
+    while can_measure and best is not None and budget.left > 0:
+        lat, sd = evaluator.predictors["latency_ms"].predict(archs)
+        p_ok = ndtr((limit - lat) / np.maximum(sd, 1e-9))
+        gain = [
+            ((r.accuracy - best.accuracy) * p_ok[i], i)
+            for i, r in enumerate(result.records)
+            if r.arch not in tried and r.accuracy > best.accuracy and p_ok[i] >= MIN_P_FEASIBLE
+        ]
+        if not gain:
+            break
+        _g, i = max(gain)
+        arch_text = result.records[i].arch
+        tried.add(arch_text)
+        got = check(arch_text, {"latency_ms": float(lat[i])})
+        if got is None:
+            break
+        evaluator.predictors = adapt_all(plan, budget)
+        if got["latency_ms"][0] <= limit:
+            best = _with_measured(by_arch[arch_text], budget)
+    return log, best
 
 
 def plan_fewshot(
