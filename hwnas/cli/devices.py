@@ -46,6 +46,7 @@ def check_cmd(device, runtime, tracker, key, target, trials):
 
 
 def _list(store, as_json: bool = False):
+    import numpy as np
     from rich.console import Console
     from rich.markup import escape
 
@@ -67,7 +68,8 @@ def _list(store, as_json: bool = False):
         if dev.table_spaces:
             for space in dev.table_spaces:
                 columns = [dev.table(space, m) for m in dev.metrics]
-                tables[space] = next(len(c) for c in columns if c is not None)
+                # architectures with a value (a table may leave some out: no measurement)
+                tables[space] = next(int(np.isfinite(c).sum()) for c in columns if c is not None)
             stored = ", ".join(f"{s} {n}" for s, n in tables.items()) + " (table)"
         else:
             stored = str(counts.get(name, 0))
