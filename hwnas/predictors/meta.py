@@ -428,9 +428,11 @@ def adapt(
     score = np.where(ok, score, -np.inf)
     # hyper-prior: every prior family (alpha value) equally likely a priori, then its settings
     # equally likely; a uniform prior over grid points would favour the families with the
-    # most settings (the mixture ones have one per tau)
+    # most settings (the mixture ones have one per tau). "evidence" keeps the uniform prior
+    # over grid points it was measured with: cards written before the families predict as then
     _, family, count = np.unique(mode, return_inverse=True, return_counts=True)
-    score = score - np.log(count[family])
+    if select != "evidence":
+        score = score - np.log(count[family])
     if select in ("family-loo", "hybrid"):
         # settings weighted by their evidence within their family; families weighted by the
         # leave-one-out predictive density of their evidence-weighted mixture (pseudo-BMA)
