@@ -250,29 +250,99 @@ def _digits() -> tuple[np.ndarray, np.ndarray, list[str], str]:
     return x, d.target.astype(np.int64), [str(c) for c in d.target_names], "sklearn:load_digits"
 
 
+class _Refused(pickle.UnpicklingError):
+    """What a CIFAR batch must not hold (its message names it)."""
+
+
+def _numpy_globals() -> dict[tuple[str, str], object]:
+    """The callables a CIFAR pickle names, by (module, name): how numpy 1 (the files as
+    published, written by Python 2) and numpy 2 rebuild arrays, their dtypes and scalars."""
+    try:
+        from numpy._core import multiarray, numeric
+    except ImportError:  # numpy 1
+        from numpy.core import multiarray, numeric
+
+    def dtype(*args):  # an array of Python objects would unpickle each item as an object
+        d = np.dtype(*args)
+        if d.hasobject:
+            raise _Refused("an array of Python objects")
+        return d
+
+    def latin1(text, encoding="utf-8"):  # bytes pickled by Python 3 at protocol 2
+        if str(encoding).lower().replace("_", "-") not in ("latin1", "latin-1"):
+            raise _Refused(f"_codecs.encode to {encoding}")
+        return text.encode("latin1")
+
+    out: dict[tuple[str, str], object] = {
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): dtype,
+        ("_codecs", "encode"): latin1,
+    }
+    for module in ("numpy.core", "numpy._core"):
+        out[(f"{module}.multiarray", "_reconstruct")] = multiarray._reconstruct
+        out[(f"{module}.multiarray", "scalar")] = multiarray.scalar
+        out[(f"{module}.numeric", "_frombuffer")] = numeric._frombuffer
+    return out
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: dicts, lists, tuples, strings, bytes, numbers (pickle's own
+    opcodes) and numpy arrays of numbers; any other global (a function, a class: what makes a
+    pickle run code) is refused."""
+
+    allowed: dict[tuple[str, str], object] = {}
+
+    def find_class(self, module: str, name: str):
+        if not self.allowed:
+            type(self).allowed = _numpy_globals()
+        found = self.allowed.get((module, name))
+        if found is None:
+            raise _Refused(f"{module}.{name}")
+        return found
+
+
 def _unpickle(path: Path) -> dict:
+    """A CIFAR batch file through :class:`_CifarUnpickler`.
+
+    Raises:
+        HwnasError: unreadable, truncated, or holding anything but plain data (one line).
+    """
     try:
         with open(path, "rb") as fh:
-            return pickle.load(fh, encoding="latin1")
+            data = _CifarUnpickler(fh, encoding="latin1").load()
+    except _Refused as exc:
+        raise HwnasError(
+            f"cannot read CIFAR batch {path}: it holds {exc}, which a CIFAR batch does not "
+            "(refused: unpickling it could run code); only dicts, lists, strings, numbers and "
+            "numpy arrays of numbers are read"
+        ) from None
     except Exception as exc:  # truncated or foreign files
-        raise HwnasError(f"cannot read CIFAR batch {path}: {exc}") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HwnasError(f"cannot read CIFAR batch {path}: {first}") from None
+    if not isinstance(data, dict):
+        raise HwnasError(f"cannot read CIFAR batch {path}: not a dict (a {type(data).__name__})")
+    return data
 
 
-def _cifar_images(batch: dict) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-    labels = batch.get("labels", batch.get("fine_labels"))
-    return x.astype(np.float32) / 255.0, np.asarray(labels, dtype=np.int64)
+def _cifar_images(batch: dict, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        x = np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+        labels = np.asarray(batch.get("labels", batch.get("fine_labels")), dtype=np.int64)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HwnasError(f"{path} is not a CIFAR batch: {exc}") from None
+    if labels.shape != (len(x),):
+        raise HwnasError(f"{path} is not a CIFAR batch: {len(x)} images, {labels.size} labels")
+    return x.astype(np.float32) / 255.0, labels
 
 
 def _cifar(path: Path):
     """(name, x, y, (test_x, test_y), classes) for a CIFAR pickle folder, else None."""
     for sub in (path, path / "cifar-10-batches-py", path / "cifar-100-python"):
         if (sub / "data_batch_1").is_file() and (sub / "test_batch").is_file():
-            batches = [_unpickle(p) for p in sorted(sub.glob("data_batch_*"))]
-            parts = [_cifar_images(b) for b in batches]
+            parts = [_cifar_images(_unpickle(p), p) for p in sorted(sub.glob("data_batch_*"))]
             x = np.concatenate([p[0] for p in parts])
             y = np.concatenate([p[1] for p in parts])
-            test = _cifar_images(_unpickle(sub / "test_batch"))
+            test = _cifar_images(_unpickle(sub / "test_batch"), sub / "test_batch")
             meta = sub / "batches.meta"
             classes = (
                 list(_unpickle(meta)["label_names"])
@@ -281,8 +351,8 @@ def _cifar(path: Path):
             )
             return "cifar10", x, y, test, classes
         if (sub / "train").is_file() and (sub / "test").is_file():
-            x, y = _cifar_images(_unpickle(sub / "train"))
-            test = _cifar_images(_unpickle(sub / "test"))
+            x, y = _cifar_images(_unpickle(sub / "train"), sub / "train")
+            test = _cifar_images(_unpickle(sub / "test"), sub / "test")
             meta = sub / "meta"
             classes = (
                 list(_unpickle(meta)["fine_label_names"])

@@ -5,12 +5,15 @@ that, which hwnas does not install. :func:`normalize_url` names psycopg 3 (``pip
 'hwnas[postgres]'``) for bare PostgreSQL URLs and leaves explicit drivers alone
 (``postgresql+psycopg2://`` keeps working where psycopg2 is installed). :func:`connect_error`
 turns a driver's connection error into one line that says what failed, without the password.
+:func:`redact` is the one way a URL is shown or written: without its password and secret
+parameters; a URL it cannot parse is refused, never echoed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+from pathlib import Path
 
 from hwnas.errors import HwnasError
 
@@ -34,14 +37,64 @@ def normalize_url(url: str) -> str:
     return str(url)
 
 
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages)."""
-    try:
-        from sqlalchemy.engine import make_url
+SECRET_PARAMETERS = ("password", "passwd", "pwd", "secret", "token")
+"""Query parameters whose values are secrets (libpq's ``?password=``, ``sslpassword``...): any
+parameter whose name contains one of these."""
 
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not a URL SQLAlchemy can parse: show it as given
+_SECRETS: set[str] = set()
+"""Every secret :func:`redact` has seen in this process (what :func:`scrub` removes)."""
+
+
+def redact(url: str) -> str:
+    """``url`` without its secrets, for anything hwnas writes or shows (files, the study, logs,
+    the terminal, messages): the password and any secret query parameter become ``***``.
+    The secrets are remembered, so that :func:`scrub` removes them from any other text (a
+    driver's error message).
+
+    Raises:
+        HwnasError: a URL that SQLAlchemy cannot parse: refused without echoing it (it may
+            hold a password in a place hwnas cannot tell).
+    """
+    from urllib.parse import quote
+
+    from sqlalchemy.engine import make_url
+
+    try:
+        u = make_url(str(url))
+    except Exception:
+        raise HwnasError(
+            "cannot parse the database URL given (not shown: it may hold a password); write it "
+            "as dialect[+driver]://user:password@host:port/database"
+        ) from None
+    found = [u.password] if u.password else []
+    hidden = {}
+    for key, value in u.query.items():
+        if any(word in key.lower() for word in SECRET_PARAMETERS):
+            found += [value] if isinstance(value, str) else list(value)
+            hidden[key] = "***"
+    if not found:  # nothing to hide: the URL as given (rendering would re-quote a file name)
         return str(url)
+    for secret in found:
+        if secret:
+            _SECRETS.update({str(secret), quote(str(secret), safe=""), quote(str(secret))})
+    if hidden:
+        u = u.update_query_dict(hidden)
+    return u.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+
+def secrets_seen() -> bool:
+    """Whether :func:`redact` has seen a secret in this process."""
+    return bool(_SECRETS)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every secret :func:`redact` has seen replaced by ``***`` (a backstop for
+    messages hwnas does not write itself: a driver's error that quotes its connection
+    string)."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if len(secret) >= 3:
+            text = text.replace(secret, "***")
+    return text
 
 
 def driver_installed(module: str) -> bool:
@@ -73,14 +126,15 @@ def connect_error(url: str, exc: BaseException) -> str:
     connection, authentication, missing database; else the driver's first line."""
     from sqlalchemy.engine import make_url
 
-    text = str(getattr(exc, "orig", None) or exc).strip()
+    redact(url)  # its secrets are known to scrub()
+    text = scrub(str(getattr(exc, "orig", None) or exc).strip())
     low = text.lower()
     try:
         u = make_url(url)
         where = f"{u.host or 'localhost'}:{u.port or 5432}"
         database = u.database or ""
-    except Exception:
-        where, database = redact(url), ""
+    except Exception:  # not reached: redact() above refused it
+        where, database = "the server", ""
     if "connection refused" in low or "could not connect" in low or "timeout" in low:
         why = f"cannot connect to the database server at {where} (connection refused)"
     elif "password authentication failed" in low or "authentication" in low:
@@ -97,3 +151,66 @@ def connect_error(url: str, exc: BaseException) -> str:
 def lock_key(name: str) -> int:
     """A signed 64-bit integer for ``name`` (PostgreSQL advisory lock keys are bigint)."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: str | Path, what: str) -> None:
+    """Refuse an existing file that is not a whole SQLite database, before SQLite would take an
+    empty file for a new database (and a search would start afresh beside a lost study).
+
+    Checks the 100-byte header (https://www.sqlite.org/fileformat.html): its magic string, a
+    file size that is a whole number of pages, and at least the pages the header declares
+    (a truncated copy). A missing file is fine (it is created).
+
+    Args:
+        path: the database file.
+        what: how the user knows it ("study storage", "measurement store").
+
+    Raises:
+        HwnasError: one line naming the file and what is wrong with it.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+    fix = "restore it from a backup, or move it away to start afresh"
+    if path.is_dir():
+        raise HwnasError(f"{what} {path} is a folder, not an SQLite database")
+    if size == 0:
+        raise HwnasError(f"{what} {path} is empty (0 bytes), not an SQLite database: {fix}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+    if not head.startswith(SQLITE_HEADER):
+        raise HwnasError(f"{what} {path} is not an SQLite database: {fix}")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    declared_valid = pages > 0 and head[24:28] == head[92:96]
+    if len(head) < 100 or size % page or (declared_valid and size < pages * page):
+        expected = f" of the {pages * page} its header declares" if declared_valid else ""
+        raise HwnasError(f"{what} {path} is truncated ({size} bytes{expected}): {fix}")
+
+
+def damaged_database(exc: BaseException) -> str | None:
+    """One line for an SQLite error saying a database file is damaged (a file that is not a
+    database, or a malformed one found while reading), or None for any other exception."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc).lower()
+        if "database disk image is malformed" in text or "file is not a database" in text:
+            first = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
+            return (
+                f"a database file is damaged ({first}): restore it from a backup, or move "
+                "it away to start afresh"
+            )
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
+    return None

@@ -15,12 +15,17 @@ class HwnasError(Exception):
 
 
 class UnknownNameError(HwnasError, KeyError):
-    """A name that is not in a registry (device, space, strategy, dataset...)."""
+    """A name that is not in a registry (device, space, strategy, dataset...); the message
+    offers the closest known names (``difflib``) and lists the known ones."""
 
     def __init__(self, kind: str, name: str, known: list[str]):
+        import difflib
+
         shown = ", ".join(sorted(known)[:40])
         more = "" if len(known) <= 40 else f", ... ({len(known)} in all)"
-        super().__init__(f"unknown {kind} '{name}'; known: {shown}{more}")
+        close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+        hint = f" did you mean {' or '.join(close)}?" if close else ""
+        super().__init__(f"unknown {kind} '{name}';{hint} known: {shown}{more}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
@@ -38,3 +43,46 @@ class CandidateError(HwnasError):
 class NativeCrashError(CandidateError):
     """A native library crashed (a signal such as SIGSEGV) or hung in an isolated step
     (:func:`hwnas.isolate.run_isolated`); the message names the library versions."""
+
+
+NO_SPACE_ERRNOS = (28, 122, 27)
+"""ENOSPC (no space left on device), EDQUOT (disk quota exceeded), EFBIG (file too large)."""
+
+
+def out_of_space(exc: BaseException) -> str | None:
+    """The one-line message for ``exc`` if it, or an exception it was raised from, says the
+    disk (or the user's quota) is full; None otherwise.
+
+    Recognises an ``OSError`` with ENOSPC, EDQUOT or EFBIG, SQLite's "database or disk is full"
+    (also wrapped by SQLAlchemy), and PyTorch's failed checkpoint writes on a full disk.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
+            where = f" writing {exc.filename}" if exc.filename else ""
+            return f"no space left on the device{where} ({exc.strerror or exc})"
+        text = str(exc).lower()
+        if "database or disk is full" in text or "no space left on device" in text:
+            return "no space left on the device (" + str(exc).strip().splitlines()[0][:200] + ")"
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
+    return None
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The one-line message for ``exc`` if it, or an exception it was raised from, says memory
+    ran out (Python's MemoryError, PyTorch's and ONNX Runtime's failed allocations); None
+    otherwise. The limits of :mod:`hwnas.limits` refuse what is plainly too large before any
+    work; this names what still did not fit on this machine."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc).lower()
+        if isinstance(exc, MemoryError) or any(
+            needle in text
+            for needle in ("can't allocate memory", "failed to allocate memory", "out of memory")
+        ):
+            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+            return "not enough memory" + (f" ({first})" if first else "")
+        exc = exc.__cause__ or exc.__context__
+    return None

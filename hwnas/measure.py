@@ -7,20 +7,35 @@ resumed one measures nothing twice. A device that gives several metrics in one r
 energy) has all of them stored at once.
 
 A *flagged* measurement (its CV exceeded the device's ``timing.max_cv``) is measured again, up
-to :attr:`Profiler.attempts` times; if every attempt is flagged, it is stored flagged (with its
-samples) and :class:`NoisyMeasurementError` is raised, so no search uses it silently. A flagged
-stored measurement is measured again the next time it is asked for.
+to :attr:`Profiler.attempts` times: before each new attempt the profiler waits for a quieter
+moment (the machine's load average per CPU below :data:`QUIET_LOAD`), at most the device's
+``timing.quiet_wait_s`` seconds in all (default 60), and the new attempt takes twice the rounds
+(:func:`hwnas.runtimes.timing.patient`). If every attempt is flagged, it is stored flagged (with
+its samples) and :class:`NoisyMeasurementError` is raised, so no search uses it silently: a
+search skips that candidate (``docs/robustness.md``). A flagged stored measurement is measured
+again the next time it is asked for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import os
+import time
+from dataclasses import dataclass, replace
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import CandidateError, HwnasError
 from hwnas.export import content_hash
+from hwnas.limits import input_size
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.store import MeasurementStore
+
+QUIET_LOAD = 0.9
+"""A machine whose 1-minute load average per CPU is below this counts as quiet enough to measure
+again (a measurement run itself adds about one busy process)."""
+
+WAIT_STEP_S = 5.0
+"""Seconds between looks at the load while waiting for a quieter moment."""
 
 WEIGHT_SEED = 0
 """Seed of the random weights of exported networks (latency does not depend on the values)."""
@@ -30,12 +45,15 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     """The workload of ``arch`` built for ``dataset`` at ``batch_size``.
 
     Its model hash depends only on (space, arch string, dataset, input shape), so it is stable
-    across library versions; the ONNX model is exported only if a device needs to run it.
+    across library versions (the space by :attr:`SearchSpace.identity`: its name, plus a hash
+    of its structure for spaces made from a Python module); the ONNX model is exported only
+    if a device needs to run it.
     """
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     shape = (batch_size, *space.input_shape(arch, dataset))
-    key = content_hash(space.name, arch.text, dataset, "x".join(map(str, shape)))
+    input_size(f"{space.name} network for {dataset} at batch size {batch_size}", shape)
+    key = content_hash(space.identity, arch.text, dataset, "x".join(map(str, shape)))
 
     def factory() -> bytes:  # exported once per model hash, shared with the model zoo
         from hwnas.zoo.models import export_random
@@ -100,6 +118,7 @@ def onnx_workload(path, batch_size: int = 1) -> Workload:
             shape.append(int(batch_size))
         else:
             raise HwnasError(f"{path}: input axis {i} is dynamic; only the batch axis may be")
+    input_size(str(path), shape)  # before an input of that size is allocated
     data = path.read_bytes()
     key = content_hash(data, "x".join(map(str, shape)))
     return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
@@ -135,12 +154,23 @@ class Profiler:
         device: where to measure.
         store: where measurements are kept; may be None for recorded devices.
         attempts: how many times a flagged (too noisy) measurement is taken before giving up.
+        quiet_wait_s: seconds a flagged measurement may wait in all for a quieter moment
+            (default: the device's ``timing.quiet_wait_s``, 0 for devices without one).
     """
 
-    def __init__(self, device: Device, store: MeasurementStore | None, attempts: int = 2):
+    def __init__(
+        self,
+        device: Device,
+        store: MeasurementStore | None,
+        attempts: int = 3,
+        quiet_wait_s: float | None = None,
+    ):
         self.device = device
         self.store = store
         self.attempts = max(1, attempts)
+        if quiet_wait_s is None:
+            quiet_wait_s = float(getattr(device, "quiet_wait_s", 0.0))
+        self.quiet_wait_s = max(0.0, quiet_wait_s)
         self.counts = ProfilerCounts()
 
     def measure(
@@ -183,13 +213,24 @@ class Profiler:
         return found
 
     def _take(self, workload: Workload) -> dict[str, Measurement]:
-        """Measure every metric of the device (re-measuring flagged results), store them."""
-        for _ in range(self.attempts):
-            results = self.device.measure_all(workload)
+        """Measure every metric of the device (re-measuring flagged results after waiting for a
+        quieter moment, with more rounds), store them."""
+        deadline = time.monotonic() + self.quiet_wait_s
+        for attempt in range(self.attempts):
+            if attempt:
+                wait_for_quiet(deadline)
+            more = getattr(self.device, "more_rounds", None)
+            with more() if attempt and more is not None else contextlib.nullcontext():
+                results = self.device.measure_all(workload)
             self._count_build(results)
             if not any(m.flagged for m in results.values()):
                 break
             self.counts.flagged += 1
+        if workload.info:  # what was measured, kept with it (a kernel's description)
+            results = {
+                k: replace(m, extra={**m.extra, "workload": workload.info})
+                for k, m in results.items()
+            }
         for m in results.values():
             self.store.append(m)
         self.counts.taken += 1
@@ -200,3 +241,22 @@ class Profiler:
         self.counts.tuned_workloads += int(extra.get("tuned_workloads", 0))
         self.counts.tuning_s += float(extra.get("tuning_s", 0.0))
         self.counts.compile_s += float(extra.get("compile_s", 0.0))
+
+
+def wait_for_quiet(deadline: float) -> float:
+    """Sleep until the machine is quiet (1-minute load average per CPU below
+    :data:`QUIET_LOAD`) or ``deadline`` (``time.monotonic()``) passes; returns the seconds
+    slept."""
+    slept = 0.0
+    cpus = os.cpu_count() or 1
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            busy = os.getloadavg()[0] / cpus >= QUIET_LOAD
+        except OSError:  # no load average on this system: wait no longer
+            busy = False
+        if not busy or left <= 0:
+            return slept
+        step = min(WAIT_STEP_S, left)
+        time.sleep(step)
+        slept += step

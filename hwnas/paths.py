@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +31,63 @@ def default_store_path() -> Path:
 def default_storage_url() -> str:
     """Default Optuna storage URL: one SQLite file holding every study."""
     return f"sqlite:///{(hwnas_home() / 'studies.db').resolve()}"
+
+
+MAX_NAME_CHARS = 200
+"""Longest name accepted as one path component (file systems allow 255 bytes; a name is
+often part of a longer file name: ``<name>.lock``, ``<name>.yaml``)."""
+
+
+def safe_name(name: object, what: str) -> str:
+    """``name`` if it can be used as one path component: a device, study, space, predictor
+    or zoo entry name that becomes a folder or file name.
+
+    Refused: an empty name, ``.`` and ``..``, a path separator (``/`` or ``\\``), a control
+    character (NUL, tab, newline...), or more than :data:`MAX_NAME_CHARS` characters. Spaces,
+    dots and any other printable character are kept.
+
+    Args:
+        name: the user's string.
+        what: how the user knows it, for the message ("device name", "--study").
+
+    Raises:
+        HwnasError: one line naming ``what`` and the reason.
+    """
+    from hwnas.errors import HwnasError
+
+    text = name if isinstance(name, str) else str(name)
+    shown = repr(text[:60] + ("..." if len(text) > 60 else ""))
+    if not text.strip():
+        why = "is empty"
+    elif text in (".", ".."):
+        why = "names a folder, not a file"
+    elif "/" in text or "\\" in text:
+        why = "contains a path separator"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in text):
+        why = "contains a control character"
+    elif len(text) > MAX_NAME_CHARS:
+        why = f"is longer than {MAX_NAME_CHARS} characters"
+    else:
+        return text
+    raise HwnasError(f"{what} {shown} {why}: it must be usable as one file or folder name")
+
+
+def confined(base: str | Path, *names: str, what: str = "name") -> Path:
+    """``base / names[0] / names[1] ...``, each name checked by :func:`safe_name`, and the
+    result checked to stay inside ``base`` once symbolic links are resolved.
+
+    Raises:
+        HwnasError: a name that is not one path component, or a path that leads out of
+            ``base`` (through a link).
+    """
+    from hwnas.errors import HwnasError
+
+    base = Path(base)
+    path = base.joinpath(*(safe_name(n, what) for n in names))
+    root = base.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise HwnasError(f"{what} {'/'.join(names)!r} leads out of {base} (a symbolic link)")
+    return path
 
 
 ZOO_MIN_FREE_MB = 50
@@ -73,18 +131,129 @@ def check_writable(path: str | Path, what: str, min_free_mb: float = 0.0) -> Non
         )
 
 
+_HELD: dict[str, list] = {}
+"""Lock files this process holds: path -> [thread lock, depth, open file]."""
+_HELD_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def file_lock(path: str | Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``path`` (created with its folder if missing), held for the
     ``with`` block; the system releases it when the holder exits, even if killed. Processes on
-    one machine only."""
+    one machine only.
+
+    Re-entrant within a process: a thread that holds ``path`` may take it again (nested locks
+    that share a file, such as :func:`hwnas.search.workers.study_lock`'s buckets, never
+    deadlock on themselves), and other threads of the process wait as other processes do.
+    """
     import fcntl
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    key = str(Path(path).absolute())
+    with _HELD_GUARD:
+        held = _HELD.setdefault(key, [threading.RLock(), 0, None])
+    held[0].acquire()
+    try:
+        if held[1] == 0:
+            Path(key).parent.mkdir(parents=True, exist_ok=True)
+            fh = open(key, "a")  # noqa: SIM115 - kept open while held
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            except BaseException:
+                fh.close()
+                raise
+            held[2] = fh
+        held[1] += 1
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            held[1] -= 1
+            if held[1] == 0:
+                fh, held[2] = held[2], None
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+    finally:
+        held[0].release()
+
+
+# -- files written whole or not at all ------------------------------------------------------------
+# Every file and folder hwnas writes for others to read (run folder, zoo, caches, artifacts) is
+# written under a hidden temporary name in the same folder and renamed into place, so a reader,
+# a worker writing the same folder, a full disk or a kill never sees or leaves a half-written one.
+# A kill (SIGKILL, power cut) still leaves the temporary: its name carries the host and the
+# process id, and the next writer of that folder removes those of processes gone from this host.
+
+
+def temporary(path: str | Path, suffix: str = "tmp") -> Path:
+    """A hidden sibling of ``path`` to write first and rename over it:
+    ``.<name>.<host>.<pid>.<suffix>`` (``suffix``: ``tmp`` or ``old``, optionally with an
+    extension a writer needs, ``tmp.so``; see :func:`sweep_temporaries`)."""
+    import socket
+
+    path = Path(path)
+    host = socket.gethostname().split(".")[0].replace(".", "-") or "host"
+    return path.with_name(f".{path.name}.{host}.{os.getpid()}.{suffix}")
+
+
+def sweep_temporaries(folder: str | Path) -> list[Path]:
+    """Remove the temporaries (:func:`temporary`) that processes of this host which no longer
+    run left in ``folder`` (killed while writing). Those of live processes, and of other hosts
+    sharing the folder, are left alone.
+
+    Returns:
+        What was removed.
+    """
+    import re
+    import shutil
+    import socket
+
+    host = socket.gethostname().split(".")[0].replace(".", "-") or "host"
+    pattern = re.compile(rf"^\..+\.{re.escape(host)}\.(\d+)\.(?:tmp|old)(?:\.\w+)?$")
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None or _running(int(m.group(1))):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+        removed.append(entry)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary renamed into place; removed
+    if the write fails, e.g. on a full disk).
+
+    Raises:
+        OSError: the file could not be written (``path`` is then unchanged).
+    """
+    path = Path(path)
+    tmp = temporary(path)
+    try:
+        if isinstance(data, str):
+            tmp.write_text(data)
+        else:
+            tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise

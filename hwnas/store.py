@@ -25,9 +25,10 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from hwnas.db import check_sqlite_file
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
-from hwnas.paths import file_lock
+from hwnas.paths import confined, file_lock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS measurements (
@@ -104,23 +105,29 @@ class MeasurementStore:
         existed = self.path.exists()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            with file_lock(self.path.with_name(self.path.name + ".hwnas-lock")):
+                # an empty or truncated file is not a new store (checked while no other
+                # process is creating one)
+                check_sqlite_file(self.path, "measurement store")
+                existed = self.path.exists()
+                self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(SCHEMA)
             self._migrate()
         except (OSError, sqlite3.Error) as exc:
             if not existed:  # a full disk must not leave an empty database behind
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        Path(f"{self.path}{suffix}").unlink()
             raise HwnasError(f"measurement store {self.path} is not usable: {exc}") from None
 
     def _open_postgres(self, url: str) -> None:
         from hwnas.db import check_driver, connect_error, normalize_url, redact
 
         url = normalize_url(url)
+        self.path = redact(url)  # type: ignore[assignment]  # refuses an unparseable URL
         check_driver(url)
-        self.path = redact(url)  # type: ignore[assignment]
         self._conninfo = "postgresql://" + url.partition("://")[2]
         import psycopg
 
@@ -259,7 +266,8 @@ class MeasurementStore:
                 with self._advisory(f"hwnas-device:{device}", conn):
                     yield
             return
-        with file_lock(self.path.parent / (self.path.name + ".locks") / f"{device}.lock"):
+        locks = self.path.parent / (self.path.name + ".locks")
+        with file_lock(confined(locks, f"{device}.lock", what="device name")):
             yield
 
 

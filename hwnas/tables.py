@@ -89,9 +89,12 @@ def _load(path: Path) -> dict[str, np.ndarray] | None:
 def _save(path: Path, columns: dict[str, np.ndarray]) -> None:
     """Write the cache atomically (a reader never sees half a file); failures are ignored."""
     arrays = {k: v.astype(str) if v.dtype == object else v for k, v in columns.items()}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    from hwnas.paths import sweep_temporaries, temporary
+
+    tmp = temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_temporaries(path.parent)
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
         os.replace(tmp, path)

@@ -43,6 +43,8 @@ def test_wheel_ships_assets_and_works_outside_the_repo(tmp_path):
         "hwnas/_assets/latency_predictors/nasbench201-help/card.json",
         "hwnas/_assets/latency_predictors/nasbench201-help/weights.npz",
         "hwnas/_assets/latency_predictors/fbnet/weights.npz",
+        "hwnas/_assets/devices/data/cpu_ground_truth/card.json",
+        "hwnas/_assets/devices/data/cpu_ground_truth/networks.csv",
     ):
         assert asset in names
     assert any(n.endswith("NOTICE") for n in names)

@@ -59,9 +59,9 @@ def test_append_lookup_roundtrip_and_first_measurement_wins(location):
 def test_unreadable_store_is_a_one_line_error(tmp_path):
     bad = tmp_path / "bad.db"
     bad.write_text("this is not sqlite " * 100)
-    with pytest.raises(HwnasError, match="measurement store .*bad.db is not usable"):
+    with pytest.raises(HwnasError, match="measurement store .*bad.db is not an SQLite database"):
         MeasurementStore(bad)
-    with pytest.raises(HwnasError, match="not usable"):
+    with pytest.raises(HwnasError, match="is a folder, not an SQLite database"):
         MeasurementStore(tmp_path)  # a folder
 
 

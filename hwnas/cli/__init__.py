@@ -5,12 +5,14 @@ Any :class:`hwnas.errors.HwnasError` becomes one line on stderr and exit status 
 
 from __future__ import annotations
 
+import io
 import sys
+import traceback
 
 import click
 
 from hwnas import __version__
-from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.errors import EXIT_USAGE, HwnasError, out_of_memory, out_of_space
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -29,9 +31,11 @@ def _register() -> None:
         measure_import,  # noqa: F401 - adds `import` to the measure group
         predict,
         predictor,
+        predictor_kernels,  # noqa: F401 - adds `kernels` to the predictor group
         refset,
         runs,
         search,
+        spaces,
         train,
         zoo,
     )
@@ -40,6 +44,7 @@ def _register() -> None:
     app.add_command(measure.measure_group)
     app.add_command(arch.arch_cmd)
     app.add_command(devices.devices_cmd)
+    app.add_command(spaces.spaces_cmd)
     app.add_command(dashboard.dashboard_cmd)
     app.add_command(predictor.predictor_group)
     app.add_command(predict.predict_cmd)
@@ -53,11 +58,16 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``hwnas`` script; returns the exit status."""
+    """Entry point of the ``hwnas`` script; returns the exit status.
+
+    Every message goes through :func:`hwnas.db.scrub`: no password of a URL given to this
+    process is printed, even where a library quotes it."""
+    from hwnas.db import scrub, secrets_seen
+
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
     except HwnasError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(scrub(f"error: {exc}"), err=True)
         return EXIT_USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         click.echo(
@@ -66,11 +76,45 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 130
+    except click.UsageError as exc:  # one line, like every other mistake
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help
+            exc.show()
+            return exc.exit_code
+        command = exc.ctx.command_path if exc.ctx is not None else "hwnas"
+        click.echo(scrub(f"error: {exc.format_message()} ({command} --help)"), err=True)
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)
+        sys.stderr.write(scrub(shown.getvalue()))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Exception as exc:
+        from hwnas.db import damaged_database
+
+        full, damaged, memory = out_of_space(exc), damaged_database(exc), out_of_memory(exc)
+        if full is None and damaged is None and memory is None:
+            if not secrets_seen():  # a bug: its traceback, but never with a password in it
+                raise
+            sys.stderr.write(scrub(traceback.format_exc()))
+            return 1
+        if memory is not None:
+            click.echo(
+                f"error: {memory}: the network, input or batch is too large for this machine",
+                err=True,
+            )
+            return EXIT_USAGE
+        if full is not None:
+            click.echo(
+                f"error: {full}; free some space and run the same command again (what was "
+                "done is kept: studies and measurements are written in transactions, files "
+                "whole)",
+                err=True,
+            )
+        else:
+            click.echo(scrub(f"error: {damaged}"), err=True)
+        return EXIT_USAGE
     # a command's `ctx.exit(N)` (`hwnas zoo verify`: 1 when an entry fails) comes back as N
     return status if isinstance(status, int) else 0
 

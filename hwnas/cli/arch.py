@@ -41,6 +41,10 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
 
     sp = get_space(space)
+    if onnx_out is not None:  # before the network is built
+        from hwnas.paths import check_writable
+
+        check_writable(onnx_out.parent, "--onnx's folder")
     if dataset is None:
         dataset = "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
     spec = sp.dataset(dataset)

@@ -9,15 +9,21 @@ from hwnas.cli.options import device_options, store_option
 
 @click.group("devices", invoke_without_command=True)
 @store_option
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Every column (class, description) and why each unreachable device cannot measure.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
 @click.pass_context
-def devices_cmd(ctx, store, as_json):
+def devices_cmd(ctx, store, show_all, as_json):
     """List every device: kind, whether it is reachable now, and stored measurements.
 
     `hwnas devices check DEVICE` runs a tiny model on it to prove it works."""
     if ctx.invoked_subcommand is not None:
         return
-    _list(store, as_json)
+    _list(store, as_json, show_all)
 
 
 @devices_cmd.command("check")
@@ -45,13 +51,14 @@ def check_cmd(device, runtime, tracker, key, target, trials):
         )
 
 
-def _list(store, as_json: bool = False):
+def _list(store, as_json: bool = False, show_all: bool = False):
     import numpy as np
     from rich.console import Console
     from rich.markup import escape
 
     from hwnas.cli.render import print_json, print_table
-    from hwnas.devices import broken_profiles, get_device, list_devices
+    from hwnas.devices import broken_profiles, get_device, list_devices, profiles
+    from hwnas.errors import HwnasError
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
 
@@ -61,20 +68,24 @@ def _list(store, as_json: bool = False):
         with MeasurementStore(path) as st:
             counts = st.counts()
     rows, listed = [], []
+    broken = {str(p): why for p, why in broken_profiles().items()}
     for name in list_devices():
-        dev = get_device(name)
-        ok, why = dev.status()
-        tables = {}
-        if dev.table_spaces:
+        try:  # a profile that parses but cannot be used is listed as broken, not fatal
+            dev = get_device(name)
+            ok, why = dev.status()
+            tables = {}
             for space in dev.table_spaces:
                 columns = [dev.table(space, m) for m in dev.metrics]
-                # architectures with a value (a table may leave some out: no measurement)
-                tables[space] = next(int(np.isfinite(c).sum()) for c in columns if c is not None)
+                tables[space] = max(int(np.isfinite(c).sum()) for c in columns if c is not None)
+        except HwnasError as exc:
+            broken[profiles()[name].get("_path", name)] = str(exc)
+            continue
+        if tables:
             stored = ", ".join(f"{s} {n}" for s, n in tables.items()) + " (table)"
         else:
             stored = str(counts.get(name, 0))
         kind_class = dev.profile.get("class", "")
-        rows.append((name, dev.kind, kind_class, "yes" if ok else "no", stored, dev.description))
+        rows.append((name, dev.kind, "yes" if ok else "no", stored, kind_class, dev.description))
         listed.append(
             {
                 "device": name,
@@ -87,19 +98,23 @@ def _list(store, as_json: bool = False):
                 "description": dev.description,
             }
         )
-    broken = {str(p): why for p, why in broken_profiles().items()}
     if as_json:
         print_json({"measurement_store": str(path), "devices": listed, "broken_profiles": broken})
         return
     console = Console()
-    print_table(
-        console,
-        f"devices (measurement store: {path})",
-        ("device", "kind", "class", "ready", "stored", "description"),
-        rows,
-        keys=("device",),
-    )
-    for d in listed:  # notes hold install hints such as pip install 'hwnas[tvm]': not markup
+    columns = ("device", "kind", "ready", "stored", "class", "description")
+    if not show_all:  # compact: what a user picks a device by
+        columns, rows = columns[:4], [r[:4] for r in rows]
+    print_table(console, f"devices (measurement store: {path})", columns, rows, keys=("device",))
+    unreachable = [d for d in listed if not d["reachable"]]
+    if unreachable and not show_all:
+        console.print(
+            f"{len(unreachable)} device(s) cannot measure now: "
+            f"{escape(', '.join(d['device'] for d in unreachable))} (why: hwnas devices --all)",
+            soft_wrap=True,
+            highlight=False,
+        )
+    for d in unreachable if show_all else ():  # install hints such as pip install 'hwnas[tvm]'
         if not d["reachable"]:
             console.print(
                 f"[bold]unreachable[/bold] {escape(d['device'])}: {escape(d['why_unreachable'])}",

@@ -137,7 +137,6 @@ def parse_target(text: str):
 def _measure(dev, workloads, store_path) -> None:
     from rich.console import Console
 
-    from hwnas.errors import HwnasError
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.store import MeasurementStore
@@ -201,8 +200,11 @@ def _measure(dev, workloads, store_path) -> None:
             f"compile {c.compile_s:.1f} s (database: {dev.engine.folder / 'tuning'})",
             markup=False,
         )
-    if flagged:
-        raise HwnasError(
-            f"{flagged} measurement(s) flagged: CV above {dev.protocol.max_cv:.0%}; they are "
-            "stored flagged and measured again next time (quiet the machine and re-run)"
+    if flagged:  # the values are shown with their flag: what was asked for, honestly marked
+        console.print(
+            f"{flagged} measurement(s) FLAGGED: CV above {dev.protocol.max_cv:.0%} after "
+            "waiting for a quieter moment and measuring again; the values above are the "
+            "medians measured, stored flagged and measured again next time (quiet the "
+            "machine, or raise timing.max_cv in the device profile)",
+            markup=False,
         )

@@ -11,19 +11,32 @@ from hwnas.cli.options import store_option
 
 
 @measure_group.command("import")
-@click.option("--device", "-d", required=True, help="Device name (new, or an imported one).")
+@click.option(
+    "--device", "-d", required=True, help="Device name (new, or an imported one of yours)."
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--table",
+    "as_table",
+    is_flag=True,
+    help="FILES are the device's table: make it a recorded device searched on these values "
+    "(the default when they cover every architecture of the space).",
+)
 @click.option(
     "--dataset",
     default=None,
     help="Dataset the timed networks were built for (default: as hwnas refset export).",
 )
 @store_option
-def import_cmd(device, files, space, dataset, store):
+def import_cmd(device, files, space, as_table, dataset, store):
     """Import FILES (CSV: arch and latency_ms or energy_mj, as for hwnas predict
-    --calibration) as measurements of DEVICE, creating its profile (kind imported) in the hwnas
-    home if it has none, so that `hwnas search --device DEVICE` can use them."""
+    --calibration) as measurements of DEVICE, creating its profile in the hwnas home if it has
+    none, so that `hwnas search --device DEVICE` can use them.
+
+    A few values (kind imported) calibrate a predictor of the others. Values of every
+    architecture of the space, or any FILES with --table, make DEVICE a recorded device whose
+    table (copied to <hwnas home>/devices/tables/) is searched on its own values."""
     import time
 
     import yaml
@@ -34,7 +47,7 @@ def import_cmd(device, files, space, dataset, store):
     from hwnas.devices.imported import ImportedDevice
     from hwnas.errors import HwnasError
     from hwnas.measure import arch_workload
-    from hwnas.paths import default_store_path, hwnas_home
+    from hwnas.paths import confined, default_store_path, hwnas_home
     from hwnas.predictors.calibration import read_calibration
     from hwnas.predictors.featurize import get_featurizer
     from hwnas.spaces import Arch, get_space
@@ -46,11 +59,6 @@ def import_cmd(device, files, space, dataset, store):
     if not device.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise HwnasError(f"device name '{device}' may only use letters, digits, '-', '_', '.'")
     existing = profiles().get(device)
-    if existing is not None and not isinstance(get_device(device), ImportedDevice):
-        raise HwnasError(
-            f"device '{device}' is a {existing['kind']} device ({existing['_path']}); import "
-            "into a new device name"
-        )
     cals = [read_calibration(f, sp) for f in files]  # validate every file before storing
     for cal in cals:
         for m in cal.models:
@@ -59,6 +67,14 @@ def import_cmd(device, files, space, dataset, store):
                     f"{cal.path}: '{m}' is an ONNX file; the store keeps architectures of a "
                     "space: name them by arch string"
                 )
+    if as_table or _covers_space(cals, sp):
+        _import_table(device, sp, cals, existing)
+        return
+    if existing is not None and not isinstance(get_device(device), ImportedDevice):
+        raise HwnasError(
+            f"device '{device}' is a {existing['kind']} device ({existing['_path']}); import "
+            "into a new device name"
+        )
     new = kept = 0
     with MeasurementStore(store or default_store_path()) as st:
         for cal in cals:
@@ -93,13 +109,107 @@ def import_cmd(device, files, space, dataset, store):
         spaces=spaces,
         sources=sources,
     )
-    path = Path(existing["_path"]) if existing else hwnas_home() / "devices" / f"{device}.yaml"
+    folder = hwnas_home() / "devices"
+    path = Path(existing["_path"]) if existing else confined(folder, f"{device}.yaml")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()
     Console(stderr=True).print(
         f"device '{device}': {new} measurements imported, {kept} already stored "
         f"(kept); profile {path}; store {st.path}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _covers_space(cals, space) -> bool:
+    """Whether the files give one metric of every architecture of an indexed space."""
+    from hwnas.spaces import IndexedSpace, ability
+
+    indexed = ability(space, IndexedSpace)
+    if indexed is None:
+        return False
+    for metric in {c.metric for c in cals}:
+        rows = {indexed.index(m) for c in cals if c.metric == metric for m in c.models}
+        if len(rows) == len(indexed):
+            return True
+    return False
+
+
+def _import_table(device: str, space, cals, existing: dict | None) -> None:
+    """Write the files' values as DEVICE's table(s) and its ``kind: recorded`` profile.
+
+    Raises:
+        HwnasError: the space has no architecture index; an architecture is given twice; the
+            device name belongs to a profile outside the hwnas home.
+    """
+    import csv
+
+    import numpy as np
+    import yaml
+    from rich.console import Console
+
+    from hwnas.devices import reload_profiles
+    from hwnas.errors import HwnasError
+    from hwnas.paths import hwnas_home
+    from hwnas.spaces import IndexedSpace, ability
+
+    indexed = ability(space, IndexedSpace)
+    if indexed is None:
+        raise HwnasError(
+            f"space '{space.name}' has no architecture index: a device table needs one "
+            "(import without --table to calibrate a predictor instead)"
+        )
+    folder = hwnas_home() / "devices"
+    if existing is not None and Path(existing["_path"]).parent.resolve() != folder.resolve():
+        raise HwnasError(
+            f"device '{device}' is defined by {existing['_path']}; import its table into a new "
+            "device name"
+        )
+    values: dict[str, np.ndarray] = {}
+    for cal in cals:
+        column = values.setdefault(cal.metric, np.full(len(indexed), np.nan))
+        for arch, value in zip(cal.models, cal.values):
+            row = indexed.index(arch)
+            if np.isfinite(column[row]):
+                raise HwnasError(f"{cal.path}: {arch.text} is also in another imported file")
+            column[row] = value
+    profile = dict(existing or {}) if (existing or {}).get("kind") == "recorded" else {}
+    profile.pop("_path", None)
+    tables = dict(profile.get("tables") or {})
+    per_space = dict(tables.get(space.name) or {})
+    (folder / "tables").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for metric, column in values.items():
+        name = f"tables/{device}.{space.name}.{metric}.csv"
+        tmp = folder / f"{name}.tmp"
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["index", "arch", metric])
+            for row in np.flatnonzero(np.isfinite(column)):
+                arch = indexed.arch_at(int(row)).text
+                writer.writerow([int(row), arch, repr(float(column[row]))])
+        tmp.replace(folder / name)
+        per_space[metric] = {"file": name, "column": metric}
+        have = int(np.isfinite(column).sum())
+        lines.append(f"{metric} of {have} of {len(indexed)} {space.name} architectures")
+    tables[space.name] = per_space
+    sources = sorted({*profile.get("sources", []), *(str(c.path.resolve()) for c in cals)})
+    profile.update(
+        name=device,
+        kind="recorded",
+        description=profile.get("description") or f"table imported from {cals[0].path.name}",
+        source=f"imported with hwnas measure import ({', '.join(sources)})",
+        sources=sources,
+        tables=tables,
+    )
+    path = folder / f"{device}.yaml"
+    path.write_text(yaml.safe_dump(profile, sort_keys=False))
+    reload_profiles()
+    Console(stderr=True).print(
+        f"device '{device}': recorded table, {'; '.join(lines)}; profile {path} (searched on "
+        "these values: hwnas search --device " + device + ")",
         markup=False,
         highlight=False,
         soft_wrap=True,

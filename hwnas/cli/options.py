@@ -76,3 +76,37 @@ def device_options(f):
     for option in reversed(options):
         f = option(f)
     return f
+
+
+SEED = click.IntRange(0, 2**32 - 1)
+"""A seed: what NumPy, PyTorch and Optuna all accept (0 to 2**32 - 1)."""
+
+PORT = click.IntRange(1, 65535)
+"""A TCP port."""
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> None:
+    """Refuse, before any work, a port another program listens on.
+
+    Raises:
+        HwnasError: one line naming the port.
+    """
+    import errno
+    import socket
+
+    from hwnas.errors import HwnasError
+
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise HwnasError(
+                    f"port {port} on {host} is in use by another program; give another --port"
+                ) from None
+            if exc.errno == errno.EACCES:
+                raise HwnasError(
+                    f"port {port} on {host} needs privileges this user lacks; give a port "
+                    "above 1023"
+                ) from None
+            raise HwnasError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

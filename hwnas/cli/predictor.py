@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hwnas.cli.options import SEED
+
 
 @click.group("predictor")
 def predictor_group():
@@ -40,14 +42,14 @@ def predictor_group():
     "space's recorded table), e.g. the ones you measured; default: every one.",
 )
 @click.option("--steps", type=int, default=3000, show_default=True, help="Steps per encoder.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed):
     """Meta-train artifacts NAMES (default: every shipped one: nasbench201, nasbench201-help,
     fbnet, fbnet-help, ofa), or a custom one with --space/--devices/--name."""
     from rich.console import Console
 
     from hwnas.errors import HwnasError
-    from hwnas.paths import hwnas_home
+    from hwnas.paths import confined, hwnas_home
     from hwnas.predictors.recipes import RECIPES, build, build_custom, get_recipe
 
     console = Console(stderr=True)
@@ -66,7 +68,7 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
         for k in keys:
             get_column(space, k)  # unknown columns fail before any training
         rows = _rows(archs_file, [space])
-        out = root / custom_name
+        out = confined(root, custom_name, what="--name")
         log, source = console.print, _source(archs_file)
         cards = [build_custom(custom_name, space, keys, out, steps, seed, log, rows, source)]
     else:

@@ -55,6 +55,9 @@ def export_cmd(space, dataset, out):
     if dataset is None:  # the predictors' dataset, else the space's own reference dataset
         dataset = get_featurizer(space).dataset if space in FEATURIZERS else sp.reference_dataset
     sp.dataset(dataset)
+    from hwnas.paths import check_writable
+
+    check_writable(out, "--out")  # before any network is built
     archs = sp.reference_archs()
     out.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -16,16 +16,19 @@ from hwnas.cli.options import storage_option
 
 
 def _storage(storage: str | None):
-    """The study storage, refusing a missing default database before any work."""
+    """(the storage URL to show: without its password, the opened storage), refusing a missing
+    default database before any work."""
+    from hwnas.db import redact
     from hwnas.errors import HwnasError
     from hwnas.paths import default_storage_url
 
     url = storage or default_storage_url()
+    shown = redact(url)  # an unparseable URL is refused here, without echoing it
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
-        raise HwnasError(f"no study database at {url}; run `hwnas search` first")
+        raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     from hwnas.search.engine import open_storage
 
-    return url, open_storage(url)
+    return shown, open_storage(url)
 
 
 def run_rows(storage: Any) -> list[dict[str, Any]]:
@@ -58,6 +61,47 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
+    """The run of ``rows`` (:func:`run_rows`) that ``ref`` names: ``latest`` (the most recently
+    finished search), a study name, a unique prefix of one, or a word that names one run only
+    (a device, a space: ``raspi4``). ``latest:WORD`` is the most recent run whose name has WORD.
+
+    Raises:
+        HwnasError: no run, or several runs, match (the message lists them).
+    """
+    from hwnas.errors import HwnasError
+
+    def recent(r: dict[str, Any]) -> str:
+        return r["finished_at"] or ""
+
+    def named(word: str) -> list[dict[str, Any]]:
+        exact = [r for r in rows if r["study"] == word]
+        prefix = [r for r in rows if r["study"].startswith(word)]
+        parts = [r for r in rows if word in r["study"].split("-") or word in r["study"]]
+        return exact or prefix or parts
+
+    if not rows:
+        raise HwnasError(f"no searches in {url} yet: run `hwnas search`")
+    if ref == "latest" or ref.startswith("latest:"):
+        word = ref.partition(":")[2]
+        found = named(word) if word else rows
+        finished = [r for r in found if r["finished_at"]]
+        if not finished:
+            raise HwnasError(f"no finished search matches '{ref}' in {url}")
+        return max(finished, key=recent)
+    found = named(ref)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        known = ", ".join(sorted(r["study"] for r in rows))
+        raise HwnasError(f"no study matches '{ref}' in {url}; studies: {known} (or: latest)")
+    names = ", ".join(sorted(r["study"] for r in found))
+    raise HwnasError(
+        f"'{ref}' matches {len(found)} studies: {names}; give more of the name, or "
+        f"latest:{ref} for the most recent of them"
+    )
 
 
 def _best_cell(best: dict[str, Any] | None) -> str:
@@ -116,11 +160,14 @@ def list_cmd(storage, as_json):
 
 
 @runs_group.command("show")
-@click.argument("study")
+@click.argument("study", default="latest")
 @storage_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
 def show_cmd(study, storage, as_json):
-    """Show the search STUDY: its settings, best architecture, counts, run folder and zoo."""
+    """Show the search STUDY: its settings, best architecture, counts, run folder and zoo.
+
+    STUDY is a study name, a unique prefix of one, a word naming one run (a device: raspi4),
+    `latest` (the default: the most recent search) or `latest:WORD`."""
     import json
 
     from rich.console import Console
@@ -129,11 +176,8 @@ def show_cmd(study, storage, as_json):
     from hwnas.errors import HwnasError
 
     url, rdb = _storage(storage)
-    rows = {r["study"]: r for r in run_rows(rdb)}
-    if study not in rows:
-        known = ", ".join(sorted(rows)) or "none"
-        raise HwnasError(f"no study '{study}' in {url}; studies: {known}")
-    row = rows[study]
+    row = find_run(study, run_rows(rdb), url)
+    study = row["study"]
     import optuna
 
     attrs = optuna.load_study(study_name=study, storage=rdb).user_attrs
@@ -150,7 +194,8 @@ def show_cmd(study, storage, as_json):
     line = lambda *p: text_line(console, *p)  # noqa: E731
     line(f"study      {study}  ({url})")
     for key, value in (attrs.get("settings") or {}).items():
-        line(f"  {key:<12} {value}")
+        if value is not None:  # unset options (a recorded device has no runtime)
+            line(f"  {key:<12} {value}")
     line(f"trials     {row['trials']}")
     best = row["best"]
     if best:

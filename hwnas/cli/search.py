@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import artifact_option, storage_option, store_option
+from hwnas.cli.options import SEED, artifact_option, storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.errors import HwnasError
 from hwnas.spaces import space_option
@@ -77,7 +77,7 @@ from hwnas.spaces import space_option
     default=None,
     help="Run folder. Default: runs/<study name>.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampler seed.")
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
 @click.option(
@@ -139,17 +139,12 @@ def search_cmd(
     architecture) to the run folder, and keeps the Optuna study in STORAGE.
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from hwnas.search.strategies import pipeline_of
 
+    for flag, value in (("--dataset", dataset), ("--space", space), ("--strategy", strategy)):
+        if value is not None and not value.strip():
+            raise HwnasError(f"{flag} is empty; leave it out for the default")
     if strategy is None:
         strategy = _default_strategy(
             device, space, objective, runtime, predictor, measurement_budget
@@ -190,11 +185,12 @@ def search_cmd(
             **supernet,
         )
     from hwnas.cli.supernet_search import refuse_processes
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search
 
     refuse_processes(strategy, supernet["nproc"])
+    _refuse_supernet_options(strategy, train_zoo)
 
     space = space or "nasbench201"
     dataset = dataset or "cifar100"
@@ -211,7 +207,7 @@ def search_cmd(
         runtime=runtime,
     )
     job = prepare(settings, storage, store, predictor, measurement_budget)
-    out = out or Path("runs") / settings.study
+    out = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     if artifact_dir is not None:
         check_writable(artifact_dir, "--artifact-dir")
@@ -222,19 +218,11 @@ def search_cmd(
             f"few-shot search: predictor {described['name']} ({described['path']}), "
             f"at most {job.fewshot.budget} measurements on {settings.device}"
         )
+    from hwnas.cli.progress import TerminalReporter
+
     console = Console(stderr=True)
     out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}", markup=False),
-        console=console,
-        transient=False,
-    )
+    reporter = TerminalReporter(console)
     counts = job.profiler.counts
     state = {"best": None, "now": "", "noisy": 0, "failed": 0}
 
@@ -253,30 +241,22 @@ def search_cmd(
     def on_trial(done, record):
         if record is not None and (state["best"] is None or record.accuracy > state["best"]):
             state["best"] = record.accuracy
-        progress.update(task, completed=done, status=status())
+        step.update(done, status())
 
     def on_candidate(arch, event):
         if event in ("noisy", "failed"):
             state[event] += 1
         state["now"] = arch if event == "measuring" else ""
-        progress.update(task, status=status())
+        step.update(status=status())
 
     def on_front(result):
-        progress.update(task, completed=len(result.records), status=status())
-        progress.stop()
+        step.update(len(result.records), status())
+        step.close()
         _print_front(result, out_console)
         if not no_zoo and result.pareto:
-            verb = "training" if trainer is not None else "exporting"
-            console.print(
-                f"{verb} {len(result.pareto)} Pareto models to {out / 'zoo'} ...",
-                markup=False,
-                highlight=False,
-            )
+            reporter.note(f"zoo: {out / 'zoo'}")
 
-    with progress:
-        from rich.markup import escape
-
-        task = progress.add_task(escape(f"search {settings.device}"), total=budget, status=status())
+    with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
         result, summary = search(
             job,
             out,
@@ -286,12 +266,52 @@ def search_cmd(
             trainer=trainer,
             on_candidate=on_candidate,
             artifact_dir=artifact_dir,
+            reporter=reporter,
         )
     _print_summary(result, summary, out, out_console)
     if as_json:
         from hwnas.cli.render import print_json
 
         print_json({**summary, "run_folder": str(out)})
+
+
+SUPERNET_ONLY = {
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "data": "--data",
+    "finetune_epochs": "--finetune-epochs",
+    "latency_target": "--latency-target",
+    "latency_weight": "--latency-weight",
+    "settings": "--set",
+}
+"""Options a table search does not read (``--epochs``, ``--batch-size`` and ``--data`` are read
+with ``--train-zoo``)."""
+
+
+def _refuse_supernet_options(strategy: str, train_zoo: bool) -> None:
+    """Refuse supernet options given to a table search, which would be ignored silently.
+
+    Raises:
+        HwnasError: one line naming the options.
+    """
+    ctx = click.get_current_context()
+    read_by_zoo = ("epochs", "batch_size", "data") if train_zoo else ()
+    given = [
+        flag
+        for name, flag in SUPERNET_ONLY.items()
+        if name not in read_by_zoo
+        and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        zoo = (
+            " (--epochs, --batch-size and --data apply to --train-zoo)"
+            if {"--epochs", "--batch-size", "--data"} & set(given)
+            else ""
+        )
+        raise HwnasError(
+            f"{', '.join(given)} applies to supernet strategies, not to table strategy "
+            f"'{strategy}'{zoo}"
+        )
 
 
 def _zoo_trainer(job, options: dict, no_zoo: bool):
@@ -359,6 +379,21 @@ def _print_front(result, console) -> None:
         )
 
 
+UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
+
+
+def cost_text(record: dict, metric: str) -> str:
+    """A record's costs with their units, the searched ``metric`` first ("1.234 mJ  (latency
+    5.678 ms)")."""
+    text = f"{record[metric]:.3f} {UNITS[metric]}" if metric in record else f"no {metric}"
+    others = [
+        f"{m.split('_')[0]} {record[m]:.3f} {u}"
+        for m, u in UNITS.items()
+        if m != metric and record.get(m) is not None
+    ]
+    return text + (f"  ({', '.join(others)})" if others else "")
+
+
 def _print_summary(result, summary, out: Path, console) -> None:
     """The best architecture, counts, and where the run folder and study are (all printed
     literally: arch strings and paths are not markup)."""
@@ -368,8 +403,8 @@ def _print_summary(result, summary, out: Path, console) -> None:
     m = summary["measurements"]
     if best:
         console.print(
-            f"best ({summary['best_rule']}): {best['arch']}  "
-            f"{best['accuracy']:.2f}%  {best.get('latency_ms', float('nan')):.3f} ms"
+            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%  "
+            + cost_text(best, s.metric)
         )
     else:
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
@@ -386,6 +421,8 @@ def _print_summary(result, summary, out: Path, console) -> None:
         f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "
         f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
     )
+    if summary.get("stopped"):
+        console.print(summary["stopped"])
     p = summary.get("profiling", {})
     if p.get("noisy_skipped"):
         console.print(

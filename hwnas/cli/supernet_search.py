@@ -181,7 +181,7 @@ def run_supernet_search(
     from rich.console import Console
 
     from hwnas.cli.render import print_json, print_table, text_line
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.spaces import get_space
     from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
     from hwnas.supernet.run import SupernetSettings, prepare, search
@@ -217,7 +217,7 @@ def run_supernet_search(
     err = Console(stderr=True)
     try:
         job = prepare(s, storage, store)
-        out = out or Path("runs") / s.study
+        out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
         if ranks.main:
             check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
             if artifact_dir is not None:

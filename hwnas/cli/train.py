@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hwnas.cli.options import SEED
+
 
 @click.command("train")
 @click.argument("target", metavar="ARCH|ZOO_DIR")
@@ -38,7 +40,7 @@ import click
 @click.option(
     "--lr", type=float, default=None, help="Initial learning rate (default the recipe's)."
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Initialisation seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Initialisation seed.")
 @click.option(
     "--threads", type=int, default=1, show_default=True, help="torch CPU threads while training."
 )

@@ -14,28 +14,90 @@ def zoo_group() -> None:
     `hwnas train`."""
 
 
+def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
+    """The folder that ``ref`` names: a path as it is (an existing one, or one that is
+    absolute, starts with ``.`` or ``~`` or lies in an existing folder); else a run (``latest``, a
+    study name, a unique prefix, a word naming one run: :func:`hwnas.cli.runs.find_run`) whose
+    zoo it is, or with ``entry``, ``RUN/PREFIX`` or ``PREFIX`` (the latest run's zoo) for
+    the entry whose folder name starts with PREFIX (``latest/00``, ``03``).
+
+    Raises:
+        HwnasError: nothing, or more than one entry, matches.
+    """
+    from hwnas.cli.runs import _storage, find_run, run_rows
+    from hwnas.errors import HwnasError
+
+    path = Path(ref).expanduser()
+    first = Path(ref.split("/", 1)[0]).expanduser()
+    if path.exists() or path.is_absolute() or ref.startswith((".", "~")) or (
+        "/" in ref and first.is_dir()
+    ):  # a path (a missing one is refused as such by the command)
+        return path
+    url, rdb = _storage(storage)
+    rows = run_rows(rdb)
+    run_ref, _, prefix = ref.rpartition("/") if entry else (ref, "", "")
+    if entry and not run_ref:
+        run_ref = "latest"
+    try:
+        row = find_run(run_ref, rows, url)
+    except HwnasError:
+        if entry and "/" not in ref:  # a single word: maybe a run's zoo after all
+            row, prefix = find_run(ref, rows, url), ""
+        else:
+            raise
+    if not row["folder_exists"]:
+        raise HwnasError(f"the run folder of study '{row['study']}' is missing: {row['folder']}")
+    zoo = Path(row["folder"]) / "zoo"
+    if not zoo.is_dir():
+        raise HwnasError(f"the run of study '{row['study']}' has no zoo ({zoo}): it ran with --no-zoo")
+    if not prefix:
+        return zoo
+    found = sorted(p for p in zoo.iterdir() if p.is_dir() and p.name.startswith(prefix))
+    if len(found) != 1:
+        names = ", ".join(sorted(p.name for p in zoo.iterdir() if p.is_dir())) or "none"
+        what = "no entry" if not found else f"{len(found)} entries"
+        raise HwnasError(f"{what} of {zoo} start with '{prefix}'; entries: {names}")
+    return found[0]
+
+
 @zoo_group.command("verify")
-@click.argument("path", metavar="DIR", type=click.Path(path_type=Path))
-def verify_cmd(path: Path) -> None:
-    """Check every entry of the zoo folder DIR (or the one entry DIR) as a deployment would:
+@click.argument("ref", metavar="DIR|RUN", default="latest")
+@click.option(
+    "--storage",
+    default=None,
+    metavar="URL",
+    help="Optuna storage of RUN and of the studies whose records are checked (default: "
+    "studies.db in the hwnas home).",
+)
+def verify_cmd(ref: str, storage: str | None) -> None:
+    """Check every entry of the zoo folder DIR (or the one entry DIR; or the zoo of RUN:
+    `latest`, the default, a study name or a unique part of one) as a deployment would:
     each file's sha256 against card.json, the card's keys in the ONNX metadata, and ONNX
-    Runtime's output on test_data_set_0/input_0.pb against output_0.pb within the card's
-    tolerance. One line per entry; exit status 1 if any entry fails, 2 on bad input."""
+    Runtime's output on test_data_set_0/input_0.pb against output_0.pb (within 1e-3 relative /
+    1e-4 absolute, or the card's tolerance where tighter). Then against records the entry does
+    not hold: the run's summary.json and the study that published the run. Each line says
+    which records matched, or that the entry's provenance is not proven. Exit status 1 if any
+    entry fails, 2 on bad input."""
     from hwnas.zoo.verify import verify
 
-    verdicts = verify(path)  # HwnasError (not a zoo) -> one line, exit 2
+    verdicts = verify(zoo_path(ref, storage), storage)  # HwnasError (not a zoo): one line, exit 2
     for v in verdicts:
         click.echo(v.line())
     failed = sum(not v.ok for v in verdicts)
-    click.echo(f"{len(verdicts) - failed} of {len(verdicts)} entries verified")
+    proven = sum(v.ok and v.proven for v in verdicts)
+    click.echo(
+        f"{len(verdicts) - failed} of {len(verdicts)} entries verified"
+        + (f", {proven} of them proven by their study's record" if len(verdicts) > failed else "")
+    )
     if failed:
         raise click.exceptions.Exit(1)
 
 
-def _zoo_folders(path: Path | None, storage: str | None) -> list[Path]:
-    """The zoo folder PATH, or with none, the zoo of every finished run in STORAGE."""
-    if path is not None:
-        return [path]
+def _zoo_folders(ref: str | None, storage: str | None) -> list[Path]:
+    """The zoo that REF names (a folder or a run, :func:`zoo_path`), or with none, the zoo of
+    every finished run in STORAGE."""
+    if ref is not None:
+        return [zoo_path(ref, storage)]
     from hwnas.cli.runs import _storage, run_rows
 
     _, rdb = _storage(storage)
@@ -66,7 +128,7 @@ def entry_row(e: dict) -> dict:
 
 
 @zoo_group.command("list")
-@click.argument("path", metavar="[DIR]", required=False, type=click.Path(path_type=Path))
+@click.argument("path", metavar="[DIR|RUN]", required=False)
 @click.option(
     "--storage",
     default=None,
@@ -76,7 +138,8 @@ def entry_row(e: dict) -> dict:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON on stdout.")
 def list_cmd(path, storage, as_json):
-    """List the entries of the zoo folder DIR (or, without DIR, of every run's zoo): the
+    """List the entries of the zoo folder DIR or of RUN's zoo (`latest`, a study name or a unique
+    part of one; without either, of every run's zoo, each entry named RUN/ENTRY): the
     architecture, accuracy and its source, latency and its source, and whether the weights are
     trained or random. Arch strings are printed whole."""
     from rich.console import Console
@@ -91,12 +154,14 @@ def list_cmd(path, storage, as_json):
         return
     console = Console()
     rows = []
+    many = len(zoos) > 1  # entry folders repeat across runs: name them by run too
     for e in entries:
         acc = "" if e["accuracy"] is None else f"{e['accuracy']:.2f}"
         lat = "" if e["latency_ms"] is None else f"{e['latency_ms']:.3f} {e['device']}"
+        entry = Path(e["entry"])
         rows.append(
             (
-                Path(e["entry"]).name,
+                f"{entry.parent.parent.name}/{entry.name}" if many else entry.name,
                 e["arch"],
                 f"{acc}{' chance' if e['chance_level'] else ''} ({e['accuracy_source']})",
                 f"{lat} ({e['latency_source']})" if lat else "",
@@ -117,17 +182,21 @@ def list_cmd(path, storage, as_json):
 
 
 @zoo_group.command("show")
-@click.argument("path", metavar="ENTRY", type=click.Path(path_type=Path))
+@click.argument("ref", metavar="ENTRY")
+@click.option("--storage", default=None, metavar="URL", help="Study storage for RUN/PREFIX.")
 @click.option("--json", "as_json", is_flag=True, help="Print the card as JSON on stdout.")
-def show_cmd(path, as_json):
+def show_cmd(ref, storage, as_json):
     """Show one zoo entry: architecture, accuracy and latencies with their sources, weights,
-    preprocessing, input and output, and its files."""
+    preprocessing, input and output, and its files. ENTRY is the entry's folder, or RUN/PREFIX
+    (`latest/00`, a study name or a unique part of one, then the start of the entry's folder
+    name), or PREFIX alone for the latest run's zoo."""
     from rich.console import Console
 
     from hwnas.cli.render import print_json, text_line
     from hwnas.errors import HwnasError
     from hwnas.zoo import is_entry, read_entry
 
+    path = zoo_path(ref, storage, entry=True)
     if not is_entry(path):
         raise HwnasError(f"{path} is not a zoo entry (no card.json); list them: hwnas zoo list")
     e = read_entry(path)

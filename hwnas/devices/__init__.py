@@ -23,7 +23,7 @@ import yaml
 from hwnas.assets import asset_path, read_yaml
 from hwnas.devices.base import METRICS, Device, Measurement, Workload
 from hwnas.errors import HwnasError, UnknownNameError
-from hwnas.paths import hwnas_home
+from hwnas.paths import hwnas_home, safe_name
 from hwnas.registry import Registry
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "Workload",
     "get_device",
     "list_devices",
+    "offline_routes",
 ]
 
 DEVICE_KINDS: Registry = Registry("device kind")
@@ -64,11 +65,16 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
                 profile = read_yaml(path)
-            except (OSError, yaml.YAMLError) as exc:
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 problems[path] = " ".join(str(exc).split())
                 continue
             if not isinstance(profile, dict) or "name" not in profile or "kind" not in profile:
                 problems[path] = "it needs at least 'name' and 'kind'"
+                continue
+            try:  # the name becomes folder and file names (locks, caches, projects)
+                safe_name(profile["name"], "name")
+            except HwnasError as exc:
+                problems[path] = str(exc)
                 continue
             profile["_path"] = str(path)
             profiles[str(profile["name"])] = profile
@@ -124,6 +130,7 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     """
     known = profiles()
     if name not in known:
+        safe_name(name, "device name")  # '../x': say why no profile can have that name
         for path, why in broken_profiles().items():
             if path.stem == name:
                 raise HwnasError(f"device profile {path} is broken: {why}")
@@ -137,10 +144,53 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         cls = DEVICE_KINDS.get(profile["kind"])
     except UnknownNameError as exc:
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
-    device = cls(profile)
+    try:
+        device = cls(profile)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # malformed profile values
+        raise HwnasError(f"device profile {profile['_path']} is broken: {exc!r}") from None
     if runtime is not None and device.runtime_name != runtime:
         raise HwnasError(
             f"device '{name}' ({profile['kind']}) has no runtime choice: --runtime applies to "
             "live devices (local, cuda, rpc, android)"
         )
     return device
+
+
+def nearest_recorded(device: Device, space: str) -> str | None:
+    """The recorded device most like ``device`` with a table of ``space``: the same ``class``
+    (phone, gpu, cpu, board, ...) where one exists, then the closest name (``difflib``), so
+    ``pixel8`` gives ``pixel3``. None when no recorded device has a table of ``space``."""
+    import difflib
+
+    candidates = []
+    for name, profile in profiles().items():
+        if profile.get("kind") != "recorded" or name == device.name:
+            continue
+        try:
+            other = get_device(name)
+        except HwnasError:
+            continue
+        if space in other.table_spaces:
+            candidates.append((profile.get("class") == device.profile.get("class"), name))
+    if not candidates:
+        return None
+    same = [n for same_class, n in candidates if same_class] or [n for _, n in candidates]
+    return max(same, key=lambda n: (difflib.SequenceMatcher(None, device.name, n).ratio(), n))
+
+
+def offline_routes(device: Device, space: str) -> str:
+    """What a user can do when the live ``device`` cannot be reached, as one clause: search the
+    nearest recorded device, or time the reference set where the device is and import it
+    (a few-shot search on an ``imported`` device needs no connection)."""
+    routes = []
+    near = nearest_recorded(device, space)
+    if near is not None:
+        routes.append(f"search the nearest recorded device: hwnas search --device {near}")
+    routes.append(
+        f"or time the reference set on the device itself (hwnas refset measure --device "
+        f"{device.name} when it is attached, or hwnas refset export --space {space} --out "
+        f"refset/ and time the 10 ONNX files with any tool), then hwnas measure import --device "
+        f"{device.name}-refset refset/calibration.csv and hwnas search --device "
+        f"{device.name}-refset (few-shot: predicted latency)"
+    )
+    return "; ".join(routes)

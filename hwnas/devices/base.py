@@ -37,6 +37,7 @@ class Workload:
             look it up by architecture).
         dataset: the dataset the network was built for ("cifar100"), when from a space.
         onnx_factory: returns the serialised ONNX model; called only by devices that run it.
+        info: JSON-able description stored with its measurements (see below).
     """
 
     model_hash: str
@@ -45,6 +46,9 @@ class Workload:
     arch: Arch | None = None
     dataset: str | None = None
     onnx_factory: Callable[[], bytes] | None = field(default=None, compare=False, repr=False)
+    info: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What the workload is, kept with its measurements (``Measurement.extra["workload"]``):
+    a kernel timed alone records its description here."""
 
     @property
     def batch_size(self) -> int:

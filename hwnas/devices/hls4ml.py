@@ -115,11 +115,10 @@ class Hls4mlDevice(Device):
 
     def project_dir(self, workload: Workload) -> Path:
         """Folder of the workload's hls4ml project (under the hwnas home)."""
-        from hwnas.paths import hwnas_home
+        from hwnas.paths import confined, hwnas_home
 
-        return (
-            hwnas_home() / "hls4ml" / self.name / self.runtime.split(":")[1] / workload.model_hash
-        )
+        parts = (self.name, self.runtime.split(":")[1], workload.model_hash)
+        return confined(hwnas_home() / "hls4ml", *parts, what="hls4ml project name")
 
     def convert(self, onnx_bytes: bytes, out: Path):
         """Write the hls4ml project of an ONNX model to ``out`` (no HLS toolchain needed).

@@ -20,14 +20,17 @@ Profile keys shared by live devices::
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.devices.meters import METERS, Meter
 from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.limits import MAX_THREADS, bounded
 from hwnas.runtimes import get_runtime
-from hwnas.runtimes.timing import TimingProtocol, time_callable
+from hwnas.runtimes.timing import TimingProtocol, patient, time_callable
 
 
 class LiveDevice(Device):
@@ -53,9 +56,20 @@ class LiveDevice(Device):
                 f"device '{self.name}' cannot use runtime '{self.runtime_name}' "
                 f"(it can use: {', '.join(self.runtimes)})"
             )
-        self.protocol = TimingProtocol(**profile.get("timing", {}))
+        self.protocol = timing_protocol(profile.get("timing"), self.where)
+        _check_energy(profile.get("energy"), self.where)
+        tvm = profile.get("tvm") or {}
+        if not isinstance(tvm, dict):
+            raise HwnasError(f"{self.where}: tvm must be a mapping, got {tvm!r}")
+        if "trials_per_task" in tvm:
+            bounded(f"{self.where}: tvm.trials_per_task", tvm["trials_per_task"], 0, 10**5, True)
         self.engine = get_runtime(self.runtime_name, **self.runtime_options())
         self.runtime = self.engine.key
+
+    @property
+    def where(self) -> str:
+        """How the user knows this profile (its file, else its name), for messages."""
+        return str(self.profile.get("_path") or f"device '{self.name}'")
 
     def runtime_options(self) -> dict[str, Any]:
         """Keyword arguments of the runtime, from the profile."""
@@ -75,6 +89,22 @@ class LiveDevice(Device):
     @property
     def max_cv(self) -> float | None:
         return self.protocol.max_cv
+
+    @property
+    def quiet_wait_s(self) -> float:
+        """Seconds a flagged measurement may wait for a quieter moment (``timing.quiet_wait_s``)."""
+        return float(self.protocol.quiet_wait_s)
+
+    @contextlib.contextmanager
+    def more_rounds(self, factor: int = 2) -> Iterator[None]:
+        """Measure with ``factor`` times the protocol's rounds inside the block
+        (:func:`hwnas.runtimes.timing.patient`)."""
+        saved = self.protocol
+        self.protocol = patient(saved, factor)
+        try:
+            yield
+        finally:
+            self.protocol = saved
 
     # -- reachability -------------------------------------------------------------------------
 
@@ -102,6 +132,8 @@ class LiveDevice(Device):
         energy = self.profile.get("energy")
         if not energy:
             return None, {}, "no energy meter in the profile"
+        if str(energy).lower() in NO_METER:
+            return None, {}, "no energy meter in the profile"
         if energy == "auto":
             name, options = self.auto_meter, {}
             if name is None:
@@ -113,6 +145,8 @@ class LiveDevice(Device):
             meter = METERS.get(name)(**options, **self.meter_options())
         except DeviceUnavailableError as exc:
             return None, {}, str(exc)
+        except (TypeError, ValueError) as exc:  # an option the meter does not take
+            raise HwnasError(f"{self.where}: energy meter '{name}': {exc}") from None
         return name, options, f"energy from {meter.name}"
 
     def make_meter(self) -> Meter | None:
@@ -202,3 +236,62 @@ class LiveDevice(Device):
                 **common,
             )
         return out
+
+
+NO_METER = ("none", "off", "false", "no")
+"""``energy:`` values that mean no meter (as leaving the key out does)."""
+
+_TIMING_BOUNDS: dict[str, tuple[float | None, float | None, bool, bool]] = {
+    # field: (low, high, integer, low excluded)
+    "warmup": (0, 10**6, True, False),
+    "calls_per_round": (1, 10**6, True, False),
+    "min_rounds": (1, 10**4, True, False),
+    "max_rounds": (1, 10**4, True, False),
+    "rounds": (1, 10**4, True, False),
+    "target_rel_ci": (0, 1, False, True),
+    "max_seconds": (0, 3600, False, True),
+    "max_cv": (0, 100, False, False),
+    "threads": (1, MAX_THREADS, True, False),
+    "quiet_wait_s": (0, 3600, False, False),
+}
+
+
+def timing_protocol(raw: Any, where: str) -> TimingProtocol:
+    """The profile's ``timing:`` section as a :class:`TimingProtocol`, every value checked
+    (a type or range mistake in a profile is one line naming the file and key).
+
+    Raises:
+        HwnasError: not a mapping, an unknown key, a value of the wrong type or range.
+    """
+    if raw is None:
+        return TimingProtocol()
+    if not isinstance(raw, dict):
+        raise HwnasError(f"{where}: timing must be a mapping of protocol keys, got {raw!r}")
+    values = {}
+    for key, value in raw.items():
+        if key not in _TIMING_BOUNDS:
+            known = ", ".join(_TIMING_BOUNDS)
+            raise HwnasError(f"{where}: unknown timing key '{key}'; known: {known}")
+        low, high, integer, low_open = _TIMING_BOUNDS[key]
+        values[key] = bounded(f"{where}: timing.{key}", value, low, high, integer, low_open)
+    try:
+        return TimingProtocol(**values)
+    except HwnasError as exc:
+        raise HwnasError(f"{where}: {exc}") from None
+
+
+def _check_energy(raw: Any, where: str) -> None:
+    """Refuse an ``energy:`` value that is neither absent, ``auto``, ``none`` nor a mapping
+    naming a known meter.
+
+    Raises:
+        HwnasError: one line naming the file.
+    """
+    if not raw or raw == "auto" or str(raw).lower() in NO_METER:
+        return
+    if not isinstance(raw, dict) or "meter" not in raw:
+        raise HwnasError(
+            f"{where}: energy must be auto, none, or {{meter: NAME, ...}} "
+            f"(meters: {', '.join(METERS.names())}), got {raw!r}"
+        )
+    METERS.get(str(raw["meter"]))  # an unknown meter: one line listing the known ones

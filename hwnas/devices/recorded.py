@@ -1,8 +1,19 @@
-"""Recorded devices: published measurement tables stand in for hardware we do not have."""
+"""Recorded devices: measurement tables (published ones, or a user's own) stand in for
+hardware that is not at hand.
+
+A table is a CSV file (optionally gzip) with one row per architecture of an indexed space
+(NAS-Bench-201, FBNet, OFA: any space whose architectures have an index) and a value column in
+ms or mJ. Rows are keyed by an ``index`` column (the space's indices) or, without one, an
+``arch`` column (arch strings, or indices); a table with neither lists every architecture in
+index order. Architectures missing from a keyed table have no value (NaN): a search leaves
+them out. The format is documented for
+users in ``docs/devices.md``.
+"""
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,12 +23,84 @@ from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import HwnasError
 from hwnas.tables import read_table
 
+KEY_COLUMNS = ("index", "arch")
+"""Columns that name a table row's architecture, the first present is used (indices are read
+faster than arch strings)."""
+
+
+def table_path(file: str, profile_path: str | None) -> Path:
+    """Where a profile's table ``file`` is: an absolute path as is; a relative one beside the
+    profile's YAML file, else among the shipped tables (``devices/``, which is where the
+    shipped profiles are, so their relative paths resolve the same way)."""
+    path = Path(file).expanduser()
+    if path.is_absolute():
+        return path
+    if profile_path:
+        local = Path(profile_path).parent / path
+        if local.exists() or not asset_path("devices", file).exists():
+            return local
+    return asset_path("devices", file)
+
+
+@lru_cache(maxsize=64)
+def keyed_column(path: Path, column: str, space_name: str) -> np.ndarray:
+    """Values of ``column`` of the table at ``path``, in ``space_name``'s index order (NaN for
+    architectures the table lacks), shape (len(space),), ms or mJ.
+
+    Raises:
+        HwnasError: unreadable table, missing column, unknown or duplicate architectures, or an
+            unkeyed table whose row count is not the space's size.
+    """
+    from hwnas.spaces import IndexedSpace, ability, get_space
+
+    table = read_table(path)
+    if column not in table:
+        raise HwnasError(f"table {path} has no column '{column}' (columns: {', '.join(table)})")
+    values = np.asarray(table[column], dtype=float) if table[column].dtype != object else None
+    if values is None:
+        raise HwnasError(f"table {path}: column '{column}' holds text, not numbers")
+    space = ability(get_space(space_name), IndexedSpace)
+    if space is None:
+        raise HwnasError(f"space '{space_name}' has no architecture index for a device table")
+    size = len(space)
+    key = next((k for k in KEY_COLUMNS if k in table), None)
+    if key is None:
+        if len(values) != size:
+            raise HwnasError(
+                f"table {path} has {len(values)} rows and no 'arch' or 'index' column; rows in "
+                f"index order need one per architecture of {space_name} ({size})"
+            )
+        return values
+    cells = table[key]
+    if cells.dtype != object:  # indices
+        if np.any(cells != np.round(cells)) or np.any((cells < 0) | (cells >= size)):
+            raise HwnasError(f"table {path}: '{key}' holds indices outside 0..{size - 1}")
+        rows = cells.astype(np.intp)
+    else:
+        rows = np.empty(len(cells), dtype=np.intp)
+        for i, cell in enumerate(cells):
+            text = str(cell).strip()
+            try:
+                rows[i] = int(text) if text.isdigit() else space.index(space.parse(text))
+            except (HwnasError, ValueError) as exc:
+                raise HwnasError(f"table {path}, row {i + 2}: {exc}") from None
+    if len(np.unique(rows)) != len(rows):
+        dup = int(rows[np.flatnonzero(np.bincount(rows, minlength=size) > 1)[0]])
+        raise HwnasError(f"table {path}: architecture {dup} appears more than once")
+    if len(rows) == size and np.array_equal(rows, np.arange(size)):
+        return values
+    out = np.full(size, np.nan)
+    out[rows] = values
+    return out
+
 
 class RecordedDevice(Device):
-    """A device whose values come from a table column, one row per architecture of a space.
+    """A device whose values come from tables, one value per architecture of a space.
 
-    Profile keys: ``tables: {space: {metric: {file, column}}}`` where ``file`` is relative to
-    ``devices/`` and rows follow the space's index; ``batch_size``; ``source``.
+    Profile keys: ``tables: {space: {metric: {file, column}}}`` where ``file`` is a CSV table
+    (see the module docstring), absolute or relative to the profile's folder, and ``column``
+    its value column (default: the metric's name, ``latency_ms`` or ``energy_mj``);
+    ``batch_size``; ``source``.
     """
 
     kind = "recorded"
@@ -56,14 +139,17 @@ class RecordedDevice(Device):
                 f"device '{self.name}' has no recorded {metric} for space '{space}' "
                 f"(it has: {have})"
             ) from None
-        table = read_table(asset_path("devices", entry["file"]))
-        if entry["column"] not in table:
-            raise HwnasError(f"column {entry['column']} missing from {entry['file']}")
-        return table[entry["column"]]
+        if not isinstance(entry, dict) or not entry.get("file"):
+            raise HwnasError(
+                f"device profile {self.profile.get('_path', self.name)}: tables.{space}."
+                f"{metric} needs 'file' (and optionally 'column')"
+            )
+        path = table_path(str(entry["file"]), self.profile.get("_path"))
+        return keyed_column(path, str(entry.get("column") or metric), space)
 
     def source(self, space: str, metric: str) -> str:
         entry = self.tables[space][metric]
-        return f"recorded:{entry['file']}:{entry['column']}"
+        return f"recorded:{entry['file']}:{entry.get('column') or metric}"
 
     @property
     def table_spaces(self) -> tuple[str, ...]:

@@ -1,8 +1,9 @@
 """Latency and energy predictors, by name.
 
 :data:`PREDICTORS` holds the predictor kinds: ``flops`` (zero-shot FLOPs/params proxy),
-``regressor`` (per-device scikit-learn regressor for devices with many measurements) and
-``meta`` (the meta-learned few-shot predictor, loaded from an artifact). Artifacts live in
+``regressor`` (per-device scikit-learn regressor for devices with many measurements),
+``meta`` (the meta-learned few-shot predictor, loaded from an artifact) and ``kernel`` (the
+kernel-level predictor of a live ONNX Runtime device, :mod:`hwnas.predictors.kernels`). Artifacts live in
 ``latency_predictors/<name>/`` (shipped) and ``<hwnas home>/latency_predictors/<name>/``
 (user-trained), each a ``card.json`` and ``weights.npz``; ``--predictor`` takes an artifact name,
 a folder path or a predictor kind.
@@ -34,6 +35,7 @@ PREDICTORS: Registry = Registry("predictor")
 PREDICTORS.register("flops", "hwnas.predictors.proxy:FlopsProxy")
 PREDICTORS.register("regressor", "hwnas.predictors.regressor:DeviceRegressor")
 PREDICTORS.register("meta", "hwnas.predictors.meta:MetaPredictor")
+PREDICTORS.register("kernel", "hwnas.predictors.kernels.model:KernelPredictor")
 
 
 DECLARED_ARTIFACT = "fbnet"

@@ -19,6 +19,7 @@ import numpy as np
 
 from hwnas.devices.base import METRICS
 from hwnas.errors import HwnasError
+from hwnas.limits import MAX_COST
 from hwnas.predictors.base import MIN_CALIBRATION, Model
 from hwnas.predictors.graph import load_graph_model
 from hwnas.spaces import Arch, IndexedSpace, SearchSpace, ability
@@ -121,6 +122,11 @@ def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
             raise HwnasError(f"{where}: {metric} '{cell}' is not a number") from None
         if not np.isfinite(value) or value <= 0:
             raise HwnasError(f"{where}: {metric} must be positive, got {cell}")
+        if value > MAX_COST[metric]:
+            raise HwnasError(
+                f"{where}: {metric} {cell} is implausible for one inference (at most "
+                f"{MAX_COST[metric]:g})"
+            )
         models.append(model)
         values.append(value)
     if len(models) < MIN_CALIBRATION:

@@ -17,7 +17,7 @@ shape bookkeeping nodes have no cost here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -134,10 +134,13 @@ class GraphModel:
     Attributes:
         label: a name for tables and errors (the file name).
         features: its graph features, shape (len(GRAPH_COLUMNS),).
+        onnx: the serialised model, when read from a file (what the kernel-level predictor
+            reads its kernels from); empty otherwise.
     """
 
     label: str
     features: np.ndarray
+    onnx: bytes = field(default=b"", repr=False, compare=False)
 
     def __str__(self) -> str:
         return self.label
@@ -177,7 +180,11 @@ def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
 def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
     """Graph features of an ONNX model at batch 1, shape (len(GRAPH_COLUMNS),).
 
-    Runs ONNX shape inference; a dynamic (symbolic) batch dimension counts as 1.
+    Runs ONNX shape inference; a dynamic (symbolic) batch dimension counts as 1. Shapes it
+    cannot propagate (a channel split's Slice bounds computed by Shape/Gather/Div) are read
+    from one run of the model by ONNX Runtime on a random input
+    (:func:`hwnas.predictors.kernels.read.probe_shapes`), so every operator ONNX Runtime runs
+    is read.
 
     Raises:
         HwnasError: the graph has a convolution or Gemm whose shapes cannot be inferred.
@@ -193,6 +200,12 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
             shapes[vi.name] = dims
     for init in graph.initializer:
         shapes[init.name] = list(init.dims)
+    missing = [o for node in graph.node for o in node.output if o and o not in shapes]
+    if missing:  # shapes ONNX inference cannot propagate (a chunk's computed Slice bounds)
+        from hwnas.predictors.kernels.read import probe_shapes
+
+        for name, shape in probe_shapes(model).items():
+            shapes.setdefault(name, shape)
     initializers = {init.name for init in graph.initializer}
     constants = set(initializers)
     for node in graph.node:  # Constant nodes make weights too (some exporters)
@@ -273,4 +286,4 @@ def load_graph_model(path: str | Path) -> GraphModel:
         features = onnx_graph_features(model)
     except HwnasError as exc:
         raise HwnasError(f"{path}: {exc}") from None
-    return GraphModel(Path(path).name, features)
+    return GraphModel(Path(path).name, features, Path(path).read_bytes())

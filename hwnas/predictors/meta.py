@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -173,6 +174,27 @@ class Encoder:
         out[f"{prefix}out_w"], out[f"{prefix}out_b"] = self.out
         out[f"{prefix}lin_w"], out[f"{prefix}lin_b"] = self.linear
         return out
+
+    def problem(self) -> str | None:
+        """What is inconsistent in the arrays (shapes that do not chain, values that are not
+        finite), or None."""
+        p = self.mean.shape[0] if self.mean.ndim == 1 else -1
+        if p < 1 or self.scale.shape != (p,):
+            return f"mean {self.mean.shape} and scale {self.scale.shape} must be (p,) alike"
+        width = p
+        for i, (w, b) in enumerate([*self.hidden, self.out]):
+            if w.ndim != 2 or w.shape[0] != width or b.shape != (w.shape[1],):
+                name = f"h{i}" if i < len(self.hidden) else "out"
+                return f"{name} weights {w.shape} and bias {b.shape} do not follow width {width}"
+            width = w.shape[1]
+        lin_w, lin_b = self.linear
+        if lin_w.shape != (p, width) or lin_b.shape != (width,):
+            return f"linear weights {lin_w.shape} and bias {lin_b.shape}, expected ({p}, {width})"
+        arrays = [self.mean, self.scale, *(a for pair in self.hidden for a in pair)]
+        arrays += [*self.out, *self.linear]
+        if not all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays):
+            return "values that are not finite"
+        return None
 
     @classmethod
     def from_arrays(cls, data: Any, prefix: str) -> Encoder:
@@ -495,16 +517,36 @@ class MetaPredictor(Predictor):
         self.name = self.card["name"]
         self.space_name: str = self.card["space"]
         try:
-            with np.load(self.path / "weights.npz") as data:
+            with np.load(self.path / "weights.npz", allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise HwnasError(f"cannot read predictor weights in {self.path}: {exc}") from None
-        self.enc_space = Encoder.from_arrays(arrays, "space_")
-        self.enc_graph = Encoder.from_arrays(arrays, "graph_")
-        self.prior_space = AdditivePrior(arrays["space_prior_mean"], arrays["space_prior_cov"])
-        self.prior_graph = AdditivePrior(arrays["graph_prior_mean"], arrays["graph_prior_cov"])
-        self.graph_keep = arrays["graph_keep"].astype(np.int64)
-        self.graph_scale = arrays["graph_scale"]
+        where = f"predictor weights {self.path / 'weights.npz'}"
+        try:
+            self.enc_space = Encoder.from_arrays(arrays, "space_")
+            self.enc_graph = Encoder.from_arrays(arrays, "graph_")
+            self.prior_space = AdditivePrior(arrays["space_prior_mean"], arrays["space_prior_cov"])
+            self.prior_graph = AdditivePrior(arrays["graph_prior_mean"], arrays["graph_prior_cov"])
+            self.graph_keep = arrays["graph_keep"].astype(np.int64)
+            self.graph_scale = arrays["graph_scale"]
+        except KeyError as exc:
+            raise HwnasError(f"{where} lack the array {exc}") from None
+        for name, enc in (("space", self.enc_space), ("graph", self.enc_graph)):
+            why = enc.problem()
+            if why is not None:
+                raise HwnasError(f"{where}: the {name} encoder has {why}")
+        for name, prior in (("space", self.prior_space), ("graph", self.prior_graph)):
+            f = prior.mean.shape[0] if prior.mean.ndim == 1 else -1
+            if prior.cov.shape != (f, f) or not np.all(np.isfinite(prior.cov)):
+                raise HwnasError(
+                    f"{where}: the {name} prior has mean {prior.mean.shape} and covariance "
+                    f"{prior.cov.shape}; expected (f,) and (f, f), finite"
+                )
+        if self.graph_keep.ndim != 1 or self.graph_scale.shape != self.graph_keep.shape:
+            raise HwnasError(
+                f"{where}: graph_keep {self.graph_keep.shape} and graph_scale "
+                f"{self.graph_scale.shape} must be (g,) alike"
+            )
         self.additive: list[str] = list(self.card["model"]["additive_features"])
         self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}

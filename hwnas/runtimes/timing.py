@@ -53,6 +53,8 @@ class TimingProtocol:
         max_seconds: stop adding rounds after this much timed time (s), once 2 rounds exist.
         max_cv: flag the measurement when the CV of round medians exceeds this (0.05 = 5%).
         threads: intra-op threads the runtime may use.
+        quiet_wait_s: how long, in seconds, a flagged measurement may wait in all for a
+            quieter moment before it is measured again (:class:`hwnas.measure.Profiler`).
 
     The default costs 30 + 6..12 x 30 calls (210-390 calls): about 330 x latency per model
     on a shared 2-core VM, fewer on a quiet machine.
@@ -67,6 +69,7 @@ class TimingProtocol:
     max_seconds: float = 30.0
     max_cv: float = 0.05
     threads: int = 1
+    quiet_wait_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.rounds is not None:
@@ -203,4 +206,19 @@ def time_callable(
     t = summarise(samples, rounds, protocol.max_cv)
     return Timing(
         t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, t.flagged, seconds, energy
+    )
+
+
+def patient(protocol: TimingProtocol, factor: int = 2) -> TimingProtocol:
+    """``protocol`` with ``factor`` times the rounds and timed seconds: a measurement taken
+    again after it was flagged gets more round medians, so a burst of load in a few rounds
+    weighs less in its median."""
+    import dataclasses
+
+    return dataclasses.replace(
+        protocol,
+        rounds=None,
+        min_rounds=protocol.min_rounds,
+        max_rounds=protocol.max_rounds * factor,
+        max_seconds=protocol.max_seconds * factor,
     )

@@ -298,7 +298,9 @@ class TvmRuntime(Runtime):
     @property
     def folder(self) -> Path:
         """This device's and key's cache folder."""
-        return self.cache_root / self.device / self.key.split(":", 1)[1]
+        from hwnas.paths import confined
+
+        return confined(self.cache_root, self.device, self.key.split(":", 1)[1], what="device name")
 
     @property
     def is_remote(self) -> bool:
@@ -416,8 +418,11 @@ class TvmRuntime(Runtime):
         if self.trials_per_task > 0:
             self._tune(mod, target, info)
         executable = self._compile(mod, target)
+        from hwnas.paths import sweep_temporaries, temporary
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.so")
+        sweep_temporaries(path.parent)  # what a killed build left
+        tmp = temporary(path, "tmp.so")
         try:
             executable.export_library(str(tmp), fcompile=_fcompile(self._export_kind(), self.cc))
         except Exception as exc:

@@ -14,6 +14,9 @@ expected cost under independent categorical distributions over the decisions
 - ``measured``: a supernet's blocks (or subnets) timed on a live device
   (:func:`hwnas.supernet.cost.measured_model`).
 - ``flops``: multiply-accumulates of a supernet's subnets (:func:`hwnas.supernet.cost.flops_lut`).
+- ``kernel``: the kernel-level predictor of a live ONNX Runtime device, at the space's
+  deployment size (:func:`hwnas.predictors.kernels.cost.kernel_model`; the default for declared
+  spaces' latency on such a device).
 
 Cost-aware strategies (``frontier``, ``surrogate``) choose which architectures to query by
 their cost, so they receive the cost model in a :class:`CostContext` (a live device's is
@@ -179,15 +182,24 @@ def table_model(request: CostRequest) -> CostModel:
     return TableCostModel(request.space, request.device, request.metric)
 
 
+MIN_CLEAN_REFERENCES = 6
+"""A reference network whose live measurement stays too noisy (after the profiler's waits and
+retries) is left out of the calibration while at least this many of the reference set are
+clean; with fewer, the noisy values are used as measured (a flagged median still orders the
+networks by cost; every architecture a search queries is measured itself). Either way the
+cost model's ``fit`` says so, and the search goes on."""
+
+
 def predicted_model(request: CostRequest) -> CostModel:
     """``predicted``: the predictor calibrated on the device's reference-set values, taken
     through the profiler (10 networks timed live, or read from a recorded table); for a
     supernet, the lookup table fitted on its predictions (:func:`hwnas.supernet.cost.lut_of`).
+    Reference measurements that stay too noisy do not stop it (:data:`MIN_CLEAN_REFERENCES`).
 
     Raises:
         HwnasError: a space without a reference set, a device that cannot give those values.
     """
-    from hwnas.measure import arch_workload
+    from hwnas.measure import NoisyMeasurementError, arch_workload
     from hwnas.predictors import load_predictor
     from hwnas.predictors.calibration import reference_archs
     from hwnas.predictors.featurize import get_featurizer
@@ -196,10 +208,22 @@ def predicted_model(request: CostRequest) -> CostModel:
     predictor = load_predictor(request.predictor or space.name, space.name)
     dataset = get_featurizer(space.name).dataset  # the networks the features describe
     refs = reference_archs(space)
-    values = np.array(
-        [request.profiler.measure(arch_workload(space, a, dataset), metric).value for a in refs]
-    )
-    model = calibrate(predictor, space, refs, values, metric)
+    values, noisy = [], []
+    for i, a in enumerate(refs):
+        try:
+            values.append(request.profiler.measure(arch_workload(space, a, dataset), metric).value)
+        except NoisyMeasurementError as exc:  # stayed too noisy: see MIN_CLEAN_REFERENCES
+            values.append(exc.measurement.value)
+            noisy.append(i)
+    note: dict[str, Any] = {}
+    if noisy and len(refs) - len(noisy) >= MIN_CLEAN_REFERENCES:
+        keep = [i for i in range(len(refs)) if i not in noisy]
+        refs, values = [refs[i] for i in keep], [values[i] for i in keep]
+        note = {"noisy_references": f"{len(noisy)} left out (too noisy to use)"}
+    elif noisy:
+        note = {"noisy_references": f"{len(noisy)} used as measured (flagged noisy)"}
+    model = calibrate(predictor, space, refs, np.array(values), metric)
+    model.fit.update(note)
     if request.supernet is None:
         return model
     from hwnas.supernet.cost import lut_of
@@ -212,16 +236,23 @@ COST_MODELS.register("table", table_model)
 COST_MODELS.register("predicted", predicted_model)
 COST_MODELS.register("measured", "hwnas.supernet.cost:measured_model")
 COST_MODELS.register("flops", "hwnas.supernet.cost:flops_model")
+COST_MODELS.register("kernel", "hwnas.predictors.kernels.cost:kernel_model")
 
 
 def auto_kind(space: SearchSpace, device: Device, metric: str) -> str:
-    """The cost model used when none is named: the device's table where it has one, else
-    measurements."""
-    return "table" if device.table(space.name, metric) is not None else "measured"
+    """The cost model used when none is named: the device's table where it has one; the
+    kernel-level predictor at deployment size for a declared space's latency on a live ONNX
+    Runtime device; else measurements."""
+    if device.table(space.name, metric) is not None:
+        return "table"
+    live_ort = getattr(device, "runtime_name", None) == "ort" and device.runs_models
+    if metric == "latency_ms" and live_ort and space.supernet_name == "declared":
+        return "kernel"
+    return "measured"
 
 
 def make_cost_model(kind: str, request: CostRequest) -> CostModel:
-    """The cost model ``kind`` ("auto", "table", "predicted", "measured", "flops").
+    """The cost model ``kind`` ("auto", "table", "predicted", "measured", "flops", "kernel").
 
     Raises:
         UnknownNameError: an unknown kind.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import math
 import os
 import random
 import socket
@@ -70,7 +71,9 @@ class SearchSettings:
             )
         if self.budget < 1:
             raise HwnasError(f"--budget must be at least 1, got {self.budget}")
-        if self.max_latency is not None and not self.max_latency > 0:
+        if self.max_latency is not None and not (
+            self.max_latency > 0 and math.isfinite(self.max_latency)
+        ):
             raise HwnasError(
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
@@ -131,6 +134,9 @@ class SearchResult:
         failed_skipped: candidates this run skipped because measuring them failed (the
             runtime rejected the model or crashed on it); their trials are FAIL with the reason
             in the ``failed`` attribute.
+        stopped: why the search stopped before the budget (the strategy has no architecture
+            left to propose: the space, or the part of it within the latency limit, is
+            exhausted), or None.
     """
 
     settings: SearchSettings
@@ -141,6 +147,14 @@ class SearchResult:
     new_trials: int
     noisy_skipped: int = 0
     failed_skipped: int = 0
+    stopped: str | None = None
+
+
+REPEATS_IN_A_ROW = 2000
+"""A search stops when its strategy proposes this many architectures in a row that the study
+already holds (or that failed): the strategy finds nothing new, the space (or the part of it it
+searches) is exhausted. A sampler that knows it has nothing left says so at once
+(``exhausted``)."""
 
 
 def open_storage(url: str):
@@ -159,20 +173,33 @@ def open_storage(url: str):
     import optuna
     import sqlalchemy
 
-    from hwnas.db import check_driver, connect_error, normalize_url, redact
+    from hwnas.db import (
+        check_driver,
+        check_sqlite_file,
+        connect_error,
+        normalize_url,
+        redact,
+        scrub,
+    )
     from hwnas.search.workers import creation_lock, sqlite_file
 
-    shown = redact(url)
+    shown = redact(url)  # an unparseable URL is refused here, without echoing it
     url = normalize_url(url)
     check_driver(url)
     db_file = sqlite_file(url)
+    if db_file is not None and not db_file.parent.is_dir():  # a typo must not create folders
+        raise HwnasError(
+            f"cannot open study storage {shown}: the folder {db_file.parent} does not exist"
+        )
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:
             with creation_lock(url), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                if db_file is not None and not db_file.exists():
-                    _create_wal_database(db_file)
+                if db_file is not None:  # an empty or truncated file is not a new study
+                    check_sqlite_file(db_file, "study storage")  # (not while one is created)
+                    if not db_file.exists():
+                        _create_wal_database(db_file)
                 storage = optuna.storages.RDBStorage(
                     url,
                     engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None,
@@ -180,6 +207,8 @@ def open_storage(url: str):
                     grace_period=GRACE_S,
                 )
             break
+        except HwnasError:
+            raise
         except Exception as exc:  # sqlalchemy errors, bad URLs, missing drivers
             # several workers creating Optuna's tables in a fresh server database at once: the
             # losers see "already exists" / unique violations; the tables are there next time
@@ -188,9 +217,10 @@ def open_storage(url: str):
                 continue
             if not existed:  # a full disk must not leave an empty database behind
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+                    with contextlib.suppress(OSError):
+                        Path(f"{db_file}{suffix}").unlink()
             why = connect_error(url, exc) if "postgres" in url else str(exc).splitlines()[0]
-            raise HwnasError(f"cannot open study storage {shown}: {why}") from None
+            raise HwnasError(f"cannot open study storage {shown}: {scrub(why)}") from None
     if url.startswith("sqlite:"):
 
         def pragmas(dbapi_connection, _record) -> None:
@@ -262,7 +292,9 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
             load_if_exists=True,
         )
     except Exception as exc:  # sqlalchemy / optuna storage errors
-        raise HwnasError(f"cannot open study storage: {str(exc).splitlines()[0]}") from None
+        from hwnas.db import scrub
+
+        raise HwnasError(f"cannot open study storage: {scrub(str(exc).splitlines()[0])}") from None
     saved = study.user_attrs.get("settings")
     mine = {k: v for k, v in settings.as_dict().items() if k != "budget"}
     if saved is None:
@@ -398,7 +430,7 @@ def run_search(
     ledger = open_ledger(shared._storage, shared._study_id, settings.study)
     history = ledger.load()
     _fail_orphans(ledger)
-    history += ledger.refresh()
+    history = sorted(history + ledger.refresh(), key=lambda t: t.number)
     limit = settings.max_latency
     if proposals is not None:
         held = set(ledger.state.completed)
@@ -421,8 +453,9 @@ def run_search(
     dims = space.choices()
     worker = f"{socket.gethostname()}:{os.getpid()}"
     joined = datetime.datetime.now()
-    new = asked = 0
+    new = asked = repeats = 0
     max_asks = 20 * settings.budget  # bound on duplicate proposals
+    stopped: str | None = None
     skipped = {"noisy": 0, "failed": 0}
     in_a_row = 0
     failed_archs: set[str] = set()  # not proposed again by this run
@@ -463,6 +496,10 @@ def run_search(
                 continue
             if isinstance(sampler, ProposalSampler) and not _proposals_left(sampler, state):
                 break  # every proposal is scored, being scored, or failed
+            if getattr(sampler, "exhausted", False) or repeats >= REPEATS_IN_A_ROW:
+                told = getattr(sampler, "exhausted", False)
+                stopped = _exhausted(space, settings, len(state.completed), 0 if told else repeats)
+                break
             trial = study.ask()
             asked += 1
             arch = space.from_choices(
@@ -479,6 +516,7 @@ def run_search(
                     if arch.text in failed_archs:
                         why = {"failed_before": arch.text}
                         record(trial, TrialState.PRUNED, None, why, instant)
+                        repeats += 1
                         continue
                     if holder is not None:
                         record(trial, TrialState.PRUNED, None, {"duplicate_of": holder}, instant)
@@ -507,6 +545,7 @@ def run_search(
                             )
                         )
                 if holder is not None:
+                    repeats += 1
                     if not reseeded and state.by_another_since(holder, worker, joined):
                         # another worker started with the same seed: draw from another sequence
                         sampler.reseed_rng()
@@ -516,6 +555,7 @@ def run_search(
                     continue
                 if full:
                     continue
+                repeats = 0
                 if claim is not None:
                     with _heartbeat(ledger, claim._trial_id):
                         ev = evaluate(arch)
@@ -558,6 +598,9 @@ def run_search(
                     len(ledger.state.completed),
                     TrialRecord(done.number, arch.text, ev.accuracy, ev.costs, ev.attrs()),
                 )
+        else:
+            if len(ledger.state.completed) < settings.budget:  # max_asks proposals made
+                stopped = _exhausted(space, settings, len(ledger.state.completed), repeats)
     finally:
         hold.release()  # writes what it decided, even when interrupted
 
@@ -565,7 +608,24 @@ def run_search(
     records = completed_records(ledger)
     result = summarise(settings, records, len(ledger.trials), new)
     return dataclasses.replace(
-        result, noisy_skipped=skipped["noisy"], failed_skipped=skipped["failed"]
+        result,
+        noisy_skipped=skipped["noisy"],
+        failed_skipped=skipped["failed"],
+        stopped=stopped,
+    )
+
+
+def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeats: int) -> str:
+    """Why a search stopped short of its budget: its strategy has nothing new to propose."""
+    within = " within --max-latency" if settings.max_latency is not None else ""
+    how = (
+        f"proposed {repeats} architectures in a row that the study already holds"
+        if repeats
+        else "has no architecture left to propose"
+    )
+    return (
+        f"stopped at {scored} of --budget {settings.budget} scored architectures: strategy "
+        f"'{settings.strategy}' {how}; the space '{space.name}'{within} is exhausted for it"
     )
 
 
@@ -587,9 +647,25 @@ def _tell(study, trial, state, values, attrs) -> None:
 
 def _feed(study, trials) -> None:
     """Copy finished trials of the shared study (earlier runs, other workers) into the
-    sampler's in-memory study."""
+    sampler's in-memory study, leaving out the interrupted ones (:func:`_decided`).
+
+    On resume the sampler's study so holds the decisions of the earlier runs in their order,
+    as the uninterrupted run's sampler held them: a sampler whose proposal is a function of
+    (seed, its study's trials) (:mod:`hwnas.search.seeding`) goes on as if never stopped."""
+    trials = [t for t in trials if _decided(t)]
     if trials:
         study.add_trials(trials)
+
+
+def _decided(trial) -> bool:
+    """Whether a finished trial is a decision of a sampler: not a FAIL without a reason (a
+    claim whose worker was killed or interrupted, failed by :func:`_fail_orphans`, a stale
+    heartbeat or Ctrl-C). Its architecture is proposed again, as the run would have gone on."""
+    from optuna.trial import TrialState
+
+    if trial.state != TrialState.FAIL:
+        return True
+    return any(k in trial.user_attrs for k in ("noisy", "failed"))
 
 
 def _finish(ledger, study, trial, claim, ev, settings, record):

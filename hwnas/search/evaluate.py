@@ -1,8 +1,15 @@
-"""Scoring an architecture for search: its accuracy and its cost on the device."""
+"""Scoring an architecture for search: its accuracy and its cost on the device.
+
+Accuracy comes from a table (:class:`TableEvaluator`: NAS-Bench-201) or from the user's own
+function (:class:`FunctionEvaluator`, the evaluator protocol :data:`AccuracyFunction`); costs
+from the device through the profiler and its store (:func:`device_costs`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hwnas.devices.base import METRICS
 from hwnas.measure import Profiler, arch_workload
@@ -90,16 +97,179 @@ class TableEvaluator:
         self.accuracy_queries += 1
         accuracy = float(self._accuracy[self.space.index(arch)])
         workload = arch_workload(self.space, arch, self.dataset)
-        costs, sources, precision = {}, {}, {}
-        protocol = getattr(self.profiler.device, "protocol", None)
-        for metric in self.metrics:
-            m = self.profiler.measure(workload, metric)
-            costs[metric], sources[metric] = m.value, m.source
-            # a timed value: did it reach the precision the profile asks for?
-            if metric == "latency_ms" and "rel_ci" in m.extra:
-                target = m.extra.get("target_rel_ci", getattr(protocol, "target_rel_ci", None))
-                if target is not None:
-                    precision[metric] = (m.extra["rel_ci"], float(target))
+        costs, sources, precision = device_costs(self.profiler, workload, self.metrics)
         return Evaluation(
             arch, accuracy, self._source, costs, sources, workload.model_hash, precision
         )
+
+
+def device_costs(profiler: Profiler, workload, metrics: list[str]):
+    """Every metric of ``workload`` through ``profiler`` (store-cached): (values, sources,
+    precision) as :class:`Evaluation` holds them."""
+    costs, sources, precision = {}, {}, {}
+    protocol = getattr(profiler.device, "protocol", None)
+    for metric in metrics:
+        m = profiler.measure(workload, metric)
+        costs[metric], sources[metric] = m.value, m.source
+        # a timed value: did it reach the precision the profile asks for?
+        if metric == "latency_ms" and "rel_ci" in m.extra:
+            target = m.extra.get("target_rel_ci", getattr(protocol, "target_rel_ci", None))
+            if target is not None:
+                precision[metric] = (m.extra["rel_ci"], float(target))
+    return costs, sources, precision
+
+
+# -- accuracy from the user's function -------------------------------------------------------
+
+AccuracyFunction = Callable[..., float]
+"""The evaluator protocol: a function scoring one network, returning top-1 accuracy in % (0-100).
+
+Two forms, told apart by how many positional parameters the function takes:
+
+- ``fn(model, arch) -> float``: ``model`` is the candidate as a ``torch.nn.Module`` (eval mode,
+  on the CPU: its inherited weights for a supernet or an elastic model, batch norm recalibrated
+  where hwnas has training data), ``arch`` the :class:`~hwnas.spaces.base.Arch` (``arch.text``
+  is its arch string). The function owns its data (a ``torch.utils.data.DataLoader`` it closes
+  over, a validation set, a remote evaluation).
+- ``fn(model, arch, data) -> float``: also given the search's
+  :class:`hwnas.datasets.DataSplits` (numpy ``data.train``, ``data.val``, ``data.test`` with
+  ``.x`` (N, C, H, W) float32 and ``.y`` (N,) int64;
+  :func:`hwnas.supernet.train.batches` gives torch mini-batches).
+
+It may train the model (a short fine-tune: :func:`hwnas.supernet.train.finetune_subnet`) before
+scoring it. A value outside [0, 100] or not a finite number is refused (a fraction such as
+0.93 is read as 0.93 %, so return percent)."""
+
+
+def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
+    """``fn`` (either form of :data:`AccuracyFunction`) as ``(model, arch, data) -> float`` with
+    its result checked.
+
+    Raises:
+        HwnasError: ``fn`` is not callable or takes neither 2 nor 3 positional arguments
+            (now); a result that is not a finite number in [0, 100] (when called; the message
+            names the function and the architecture).
+    """
+    import inspect
+    import math
+
+    from hwnas.errors import HwnasError
+
+    if not callable(fn):
+        raise HwnasError(f"the accuracy function must be callable, got {type(fn).__name__}")
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        params = None
+    takes_data = True
+    if params is not None:
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        star = any(p.kind == p.VAR_POSITIONAL for p in params)
+        required = [p for p in positional if p.default is p.empty]
+        if not star and not (len(required) <= 2 <= len(positional) or len(required) == 3):
+            raise HwnasError(
+                f"the accuracy function {name} must take (model, arch) or (model, arch, data); "
+                f"it takes {len(positional)} positional argument(s)"
+            )
+        takes_data = star or len(positional) >= 3
+
+    def call(model: Any, arch: Arch, data: Any = None) -> float:
+        value = fn(model, arch, data) if takes_data else fn(model, arch)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not math.isfinite(number) or not 0.0 <= number <= 100.0:
+            raise HwnasError(
+                f"the accuracy function {name} returned {value!r} for {arch.text}: it must "
+                "return top-1 accuracy in % (a number from 0 to 100)"
+            )
+        return number
+
+    call.label = name  # type: ignore[attr-defined]
+    return call
+
+
+class FunctionEvaluator:
+    """Accuracy from the user's function (:data:`AccuracyFunction`), costs from a device via a
+    profiler: a table search's evaluator for spaces without an accuracy table, and for a
+    user's own model made elastic (:func:`hwnas.elastic`).
+
+    The candidate is the space's network of the architecture: its subnet with the inherited
+    weights where the space has them (:class:`hwnas.spaces.InheritedSpace`), else a freshly
+    built one (``space.build``; the function then trains it); with ``data``, batch norm is
+    recalibrated on its training split first (Once-for-All's step before scoring a subnet).
+
+    Args:
+        space: the search space.
+        accuracy: the user's function.
+        profiler: device + store.
+        metrics: device metrics to obtain for each architecture (the objective's first).
+        dataset: the space's dataset whose network is measured.
+        data: the data handed to the function (``fn(model, arch, data)``) and used for batch
+            norm recalibration, or None.
+        recalibrate: recalibrate batch norm on ``data.train`` before calling the function.
+
+    Attributes:
+        instant: False (the function runs).
+        accuracy_queries: calls of the function so far.
+        scores: architecture string -> accuracy (%) as the function returned it.
+    """
+
+    instant = False
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        accuracy: Any,
+        profiler: Profiler,
+        metrics: list[str],
+        dataset: str,
+        data: Any = None,
+        recalibrate: bool = True,
+    ):
+        from hwnas.spaces import InheritedSpace, ability
+
+        self.space = space
+        self.fn = accuracy_function(accuracy)
+        self.profiler = profiler
+        self.metrics = [m for m in metrics if m in METRICS]
+        self.dataset = dataset
+        self.data = data
+        self.recalibrate = recalibrate
+        self._inherited = ability(space, InheritedSpace)
+        self.accuracy_queries = 0
+        self.scores: dict[str, float] = {}
+
+    def model(self, arch: Arch):
+        """The candidate network of ``arch`` as the function gets it (see the class doc)."""
+        from hwnas.supernet.train import recalibrate_bn
+
+        if self._inherited is not None:
+            model = self._inherited.subnet(arch)
+        else:
+            model = self.space.build(arch, self.dataset)
+        if self.data is not None and self.recalibrate:
+            recalibrate_bn(model, model, self.data.train)
+        return model.eval()
+
+    def source(self) -> str:
+        """Where the accuracy comes from, for ``accuracy_source``."""
+        weights = "inherited weights" if self._inherited is not None else "a fresh network"
+        recal = (
+            f", batch norm recalibrated on {len(self.data.train)} {self.data.name} images"
+            if self.data is not None and self.recalibrate
+            else ""
+        )
+        return f"function:{self.fn.label} on {weights}{recal}"  # type: ignore[attr-defined]
+
+    def evaluate(self, arch: Arch) -> Evaluation:
+        """Call the function on the candidate once and obtain every metric (store-cached)."""
+        model = self.model(arch)
+        self.accuracy_queries += 1
+        acc = self.fn(model, arch, self.data)
+        self.scores[arch.text] = acc
+        workload = arch_workload(self.space, arch, self.dataset)
+        costs, sources, precision = device_costs(self.profiler, workload, self.metrics)
+        return Evaluation(arch, acc, self.source(), costs, sources, workload.model_hash, precision)

@@ -8,6 +8,11 @@ objective; for hwnas's two (accuracy up, cost down) "best" is Pareto rank within
 (non-dominated sorting, Deb et al. 2002), ties broken by accuracy; under a latency limit,
 feasible members rank before infeasible ones (constrained domination). Until ``population``
 architectures are scored, children are uniform random architectures.
+
+Age is the trial number (the order architectures were taken for scoring), and every draw for
+trial ``n`` comes from a generator seeded with (seed, n) (:mod:`hwnas.search.seeding`): a child
+is a function of the seed and the trials before it, so a resumed search proposes what the
+uninterrupted one did.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from typing import Any
 
 import numpy as np
 import optuna
+
+from hwnas.search.seeding import INDEPENDENT, TRIAL, generator
 
 
 def aging(seed: int | None, context: object = None, population: int = 50, sample: int = 10):
@@ -33,12 +40,13 @@ class AgingEvolutionSampler(optuna.samplers.BaseSampler):
     """
 
     def __init__(self, seed: int | None = None, population: int = 50, sample: int = 10):
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
         self.population = population
         self.sample = sample
 
     def reseed_rng(self) -> None:
-        self.rng = np.random.default_rng()
+        """Another worker shares the seed: draw from fresh entropy from now on."""
+        self.seed = None
 
     def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
         from optuna.search_space import intersection_search_space
@@ -57,20 +65,21 @@ class AgingEvolutionSampler(optuna.samplers.BaseSampler):
         done = [t for t in done if all(p in t.params for p in search_space)]
         if len(done) < self.population:
             return {}  # uniform random (sample_independent) until the population is full
-        alive = sorted(done, key=lambda t: t.datetime_complete or t.datetime_start)
-        alive = alive[-self.population :]
-        drawn = [alive[i] for i in self.rng.choice(len(alive), self.sample, replace=False)]
+        rng = generator(self.seed, TRIAL, trial.number)
+        alive = sorted(done, key=lambda t: t.number)[-self.population :]
+        drawn = [alive[i] for i in rng.choice(len(alive), self.sample, replace=False)]
         parent = drawn[_best(drawn)]
         child = {name: parent.params[name] for name in search_space}
-        name = list(search_space)[int(self.rng.integers(len(search_space)))]
+        name = list(search_space)[int(rng.integers(len(search_space)))]
         others = [c for c in search_space[name].choices if c != child[name]]
         if others:
-            child[name] = others[int(self.rng.integers(len(others)))]
+            child[name] = others[int(rng.integers(len(others)))]
         return child
 
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
         choices = param_distribution.choices
-        return choices[int(self.rng.integers(len(choices)))]
+        rng = generator(self.seed, INDEPENDENT, trial.number, param_name)
+        return choices[int(rng.integers(len(choices)))]
 
 
 def _best(trials: list) -> int:

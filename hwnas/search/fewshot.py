@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError
-from hwnas.measure import Profiler, arch_workload
+from hwnas.measure import NoisyMeasurementError, Profiler, arch_workload
 from hwnas.predictors import Predictor
 from hwnas.predictors.calibration import reference_archs
 from hwnas.search.costs import CostContext, PredictorCostModel, calibrate
@@ -270,7 +270,10 @@ def run_fewshot(
     cal = calibration_archs(space, budget, can_measure)
     say(f"calibration: {len(cal)} reference architectures on {device.name}")
     for arch in cal:
-        budget.measure(arch)
+        try:
+            budget.measure(arch)
+        except NoisyMeasurementError:  # stayed too noisy: calibrate on the others
+            say(f"calibration: {arch.text} left out (too noisy to measure)")
     if budget.used < 3:
         raise HwnasError(
             f"device '{device.name}' gave {budget.used} calibration values for space "
@@ -343,7 +346,7 @@ def verify(
         if got is None and can_measure:
             try:
                 got = budget.measure(arch)
-            except BudgetSpent:
+            except (BudgetSpent, NoisyMeasurementError):  # unverified, not fatal
                 return None
         elif got is None:
             got = budget.stored(arch)

@@ -20,19 +20,31 @@ of ``batch`` queries:
    queried front to the whole pool, so that a crowd of near-equal cheap candidates shares one
    expected front point instead of each claiming one (which, with latencies tied across
    hundreds of architectures, would spend the budget on one tier).
-3. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
+3. In the first ``ehvi_horizon`` queries, takes a share ``ehvi`` of the batch by expected
+   hypervolume improvement over the front found so far (:func:`expected_hv_improvement`; costs
+   scaled to [0, 1] over the pool, reference point 10% beyond the costliest candidate and below
+   the cheapest front point), one candidate at a time, each next one scored as if the previous
+   had their predicted accuracy (the Kriging believer, Ginsbourger et al., 2010). Hypervolume
+   rewards a candidate by the area it would add, so cheap architectures that beat the front at
+   a wide range of costs come first: the front is covered early (the first 100 queries reach
+   about 98-99.5% of the true front's hypervolume on NAS-Bench-201, against 86-99% without);
+   afterwards the probability of being on the true front (step 2) completes it.
+4. Takes a share ``spread`` of the batch as the most probably non-dominated candidate of each
    of that many cost quantiles (the front is explored across the whole cost range even where
    the model underrates it), and the rest as the candidates with the highest probability of
    being on the front.
-4. Under a latency limit (the pool is then the candidates whose known or predicted latency
+5. Under a latency limit (the pool is then the candidates whose known or predicted latency
    meets it) what the user gets is the most accurate architecture within the limit, so a share
-   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found.
+   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found
+   (and none by hypervolume).
 
 The first ``init`` queries are one random architecture per cost quantile. The model's fit and
 the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
-Several workers on one study each plan batches from the study they read (completed trials and
-claims carry the ``arch`` attribute); a worker told that another shares its seed
-(``reseed_rng``) takes its batch in random order, so the workers' claims rarely collide.
+Rounds are planned at fixed points of the study's trial sequence, each with a generator seeded
+from (seed, round) (:class:`hwnas.search.pool.PoolSampler`), so a search killed and resumed
+plans what the uninterrupted one did. Several workers on one study each plan batches from the
+study they read; a worker told that another shares its seed (``reseed_rng``) takes its batch in
+random order, so the workers' claims rarely collide.
 """
 
 from __future__ import annotations
@@ -45,7 +57,6 @@ import numpy as np
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostContext
 from hwnas.search.pool import PoolSampler, candidate_pool
-from hwnas.spaces.base import Arch
 
 
 def frontier(seed: int | None, context: CostContext, **options: Any) -> FrontierSampler:
@@ -239,6 +250,47 @@ def log_prob_front(
     return out
 
 
+def expected_hv_improvement(
+    x: np.ndarray,
+    mu: np.ndarray,
+    sd: np.ndarray,
+    front_x: np.ndarray,
+    front_y: np.ndarray,
+    ref_x: float,
+    ref_y: float,
+) -> np.ndarray:
+    """Expected hypervolume improvement of each candidate over a 2-D staircase (Emmerich et
+    al., 2006; here the cost is known exactly, so the expectation is over accuracy alone).
+
+    The staircase is the found front: accuracies ``front_y`` (rising) at costs ``front_x``
+    (rising); the dominated region is bounded by the reference point (``ref_x``, ``ref_y``)
+    (a cost above every candidate's, an accuracy below the front's). A candidate at cost x with
+    accuracy a adds ``sum_k w_k max(0, a - g_k)``, g_k the staircase level over the cost
+    segment k to its right and w_k the segment's width, so its expectation under N(mu, sd) is
+    ``sum_k w_k (d_k Phi(d_k / sd) + sd phi(d_k / sd))`` with d_k = mu - g_k.
+
+    Args:
+        x: (N,) candidates' costs (any unit, the same as ``front_x`` and ``ref_x``).
+        mu: (N,) predictive means of accuracy.
+        sd: (N,) predictive standard deviations.
+        front_x: (M,) costs of the found front, rising.
+        front_y: (M,) its accuracies, rising.
+        ref_x: reference cost (>= every cost).
+        ref_y: reference accuracy (<= every front accuracy).
+
+    Returns:
+        (N,) expected improvements (cost unit x accuracy unit), >= 0.
+    """
+    knots = np.concatenate(([-np.inf], front_x, [ref_x]))  # segment k: [knots[k], knots[k+1])
+    levels = np.concatenate(([ref_y], front_y))  # (M+1,)
+    left = np.maximum(knots[None, :-1], x[:, None])
+    width = np.clip(knots[None, 1:] - left, 0.0, None)  # (N, M+1)
+    d = mu[:, None] - levels[None, :]
+    z = d / sd[:, None]
+    gain = d * ndtr(z) + sd[:, None] * np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    return (width * np.maximum(gain, 0.0)).sum(axis=1)
+
+
 def staircase(cost_q: np.ndarray, acc_q: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """Best queried accuracy at cost <= each of ``cost`` (-inf where nothing is that cheap)."""
     order = np.argsort(cost_q, kind="stable")
@@ -262,6 +314,9 @@ class FrontierSampler(PoolSampler):
         quantile: accuracies below this quantile of the queried ones are compressed.
         focus: under a latency limit, share of a round that goes to the candidates most likely
             to beat the best accuracy found.
+        ehvi: share of a round taken by expected hypervolume improvement (none under a
+            latency limit).
+        ehvi_horizon: queries after which rounds take no candidate by hypervolume.
         grid: bins of the accuracy grid of :func:`log_prob_front`.
         max_pool: candidate pool size for spaces that are not enumerable.
 
@@ -280,38 +335,30 @@ class FrontierSampler(PoolSampler):
         spread: float = 0.3,
         quantile: float = 0.7,
         focus: float = 0.5,
+        ehvi: float = 0.5,
+        ehvi_horizon: int = 100,
         grid: int = 48,
         max_pool: int = 20000,
     ):
         if context.cost is None:
             raise HwnasError(NEEDS_COSTS_MESSAGE.format(name=self.name))
-        self.context = context
-        self.rng = np.random.default_rng(seed)
+        self._start(context, seed)
         scale = context.budget // 15
         self.init = init if init is not None else min(max(scale, 10), 20)
         self.batch = batch if batch is not None else min(max(scale, 5), 20)
         self.spread = spread
         self.quantile = quantile
         self.focus = focus if context.max_latency is not None else 0.0
+        self.ehvi = ehvi if context.max_latency is None else 0.0  # a limit: one best, no front
+        self.ehvi_horizon = ehvi_horizon
         self.grid = grid
         self.max_pool = max_pool
-        self.shuffle = False
-        self._queue: list[int] = []
-        self._pool: list[Arch] | None = None
-        self._taken: set[int] = set()  # pool rows scored, claimed or proposed
-        self._done: dict[int, tuple[int, float]] = {}  # trial number -> (pool row, accuracy)
-        self._finished: set[int] = set()  # trial numbers read in a finished state
-
-    def reseed_rng(self) -> None:
-        """Another worker runs with the same seed: take planned batches in random order."""
-        self.rng = np.random.default_rng()
-        self.shuffle = True
 
     # -- candidate pool -----------------------------------------------------------------------
 
     def _setup(self) -> None:
         space = self.context.space
-        pool, cost, keep = candidate_pool(self.context, self.rng, self.max_pool)
+        pool, cost, keep = candidate_pool(self.context, self.pool_generator(), self.max_pool)
         limit = self.context.max_latency
         lat = cost
         if limit is not None:
@@ -337,46 +384,13 @@ class FrontierSampler(PoolSampler):
         self._row = {a.text: i for i, a in enumerate(self._pool)}
         self._order = np.argsort(self._cost, kind="stable")
 
-    # -- Optuna sampler interface ------------------------------------------------------------
-
-    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
-        if not search_space:
-            return {}
-        if self._pool is None:
-            self._setup()
-        self._read(study.get_trials(deepcopy=False))
-        self._queue = [i for i in self._queue if i not in self._taken]
-        if not self._queue:
-            done = [self._done[n] for n in sorted(self._done)]
-            self._queue = self._plan([r for r, _a in done], [a for _r, a in done])
-        if not self._queue:  # every candidate queried
-            return {}
-        pick = int(self.rng.integers(len(self._queue))) if self.shuffle else 0
-        row = self._queue.pop(pick)
-        self._taken.add(row)  # this worker's proposal, claimed or not
-        return self.context.space.to_choices(self._pool[row])
-
-    def _read(self, trials: list) -> None:
-        """Take in the study's trials: those that hold an architecture (completed, or claimed
-        by a running trial of any worker) and the completed ones' accuracy. Trials read as
-        finished are not read again; running ones are, until they finish."""
-        from optuna.trial import TrialState
-
-        fresh = [t for t in trials if t.number not in self._finished]
-        for t in fresh:
-            row = self._row.get(t.user_attrs.get("arch"))
-            if row is not None:
-                self._taken.add(row)
-                if t.state == TrialState.COMPLETE:
-                    self._done[t.number] = (row, float(t.values[0]))
-            if t.state.is_finished():
-                self._finished.add(t.number)
-
     # -- the strategy -------------------------------------------------------------------------
 
-    def _plan(self, rows: list[int], accuracies: list[float]) -> list[int]:
+    def _plan(
+        self, rows: list[int], accuracies: list[float], rng: np.random.Generator
+    ) -> list[int]:
         """The next round of candidate rows (see the module docstring), from the pool rows
-        scored so far and their accuracies (%)."""
+        scored so far and their accuracies (%); ``rng`` draws the initial design."""
         free = np.ones(len(self._pool), dtype=bool)
         free[list(self._taken)] = False
         if len(rows) < self.init:
@@ -384,7 +398,7 @@ class FrontierSampler(PoolSampler):
             for s in np.array_split(self._order, self.init):
                 s = s[free[s]]
                 if len(s):
-                    picks.append(int(self.rng.choice(s)))
+                    picks.append(int(rng.choice(s)))
             return picks
         rows = np.array(rows)
         acc = np.array(accuracies, dtype=float)
@@ -417,6 +431,10 @@ class FrontierSampler(PoolSampler):
             within = self._within[rows]
             target = y[within].max() if within.any() else y.max()
             take(log_ndtr((mu - target) / sd), n_focus)
+        n_ehvi = int(round(self.ehvi * n)) if len(rows) < self.ehvi_horizon else 0
+        if n_ehvi:  # candidates with no real chance of beating the front add nothing
+            hopeful = free & ~chosen & (log_ndtr((mu - front) / sd) > math.log(1e-6))
+            self._take_ehvi(rows, y, mu, sd, hopeful, n_ehvi, picks, chosen)
         n_spread = int(round(self.spread * n))
         if n_spread:
             pnd = log_ndtr((mu - front) / sd)
@@ -427,3 +445,34 @@ class FrontierSampler(PoolSampler):
         if len(picks) < n:  # the front is settled: the most probably non-dominated ones
             take(log_ndtr((mu - front) / sd), n - len(picks))
         return picks
+
+    def _take_ehvi(self, rows, y, mu, sd, free, k, picks, chosen) -> None:
+        """Add ``k`` candidates by greedy expected hypervolume improvement, each next one
+        against the front as if the previous picks had their predicted accuracy (the Kriging
+        believer of Ginsbourger et al., 2010). Costs are scaled to [0, 1] over the pool, the
+        reference point is 10% beyond the costliest candidate and below the front."""
+        lo, hi = float(self._cost.min()), float(self._cost.max())
+        x = (self._cost - lo) / max(hi - lo, 1e-12)
+        qx, qy = list(x[rows]), list(y)
+        cand = np.flatnonzero(free)
+        for _ in range(k):
+            if len(cand) == 0:
+                return
+            order = np.lexsort((-np.asarray(qy), np.asarray(qx)))
+            fx, fy, best = [], [], -np.inf
+            for j in order:
+                if qy[j] > best:
+                    fx.append(qx[j])
+                    fy.append(qy[j])
+                    best = qy[j]
+            span = max(fy[-1] - fy[0], float(np.std(qy)), 1e-6)
+            gain = expected_hv_improvement(
+                x[cand], mu[cand], sd[cand], np.array(fx), np.array(fy), 1.1, fy[0] - 0.1 * span
+            )
+            j = int(np.argmax(gain))
+            row = int(cand[j])
+            picks.append(row)
+            chosen[row] = True
+            qx.append(float(x[row]))
+            qy.append(float(mu[row]))
+            cand = np.delete(cand, j)

@@ -20,20 +20,34 @@ UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
 LABELS = {"latency_ms": "latency", "energy_mj": "energy per inference"}
 
 
-def front_spec(result: Any, device_label: str, accuracy_label: str | None = None) -> dict:
+def front_spec(
+    result: Any,
+    device_label: str,
+    accuracy_label: str | None = None,
+    num_classes: int | None = None,
+) -> dict:
     """What :func:`draw_front` draws for a :class:`hwnas.search.engine.SearchResult`.
 
     Args:
-        result: the search result (all trials and the front).
+        result: the search result (all trials, the front and the best architecture).
         device_label: the device's name, for the x axis.
         accuracy_label: replaces the default y-axis label (accuracy measured on a user's data).
+        num_classes: classes of the accuracy's dataset: trials at chance level
+            (:func:`hwnas.zoo.card.is_chance_level`) are drawn apart, below the axis, so that
+            a 1% point does not squeeze the useful band.
 
     Returns:
-        A JSON-able dict: the trials' and the front's (cost, accuracy %) points and the labels.
+        A JSON-able dict: the trials' and the front's (cost, accuracy %) points, the best
+        point, the chance threshold (%) and the labels.
     """
+    from hwnas.zoo.card import CHANCE_FACTOR, chance_accuracy
+
     s = result.settings
     metric = s.metric
+    best = result.best
     return {
+        "best": None if best is None else [best.costs[metric], best.accuracy],
+        "chance": None if num_classes is None else CHANCE_FACTOR * chance_accuracy(num_classes),
         "xs": [r.costs[metric] for r in result.records],
         "ys": [r.accuracy for r in result.records],
         "fx": [r.costs[metric] for r in result.pareto],
@@ -56,27 +70,50 @@ def draw_front(spec: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    xs, ys, fx, fy = spec["xs"], spec["ys"], spec["fx"], spec["fy"]
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    ax.scatter(xs, ys, s=10, color="0.7", label=f"trials ({len(xs)})")
-    ax.step(fx, fy, where="post", color="C3", lw=1.2)
-    ax.scatter(fx, fy, s=28, color="C3", zorder=3, label=f"Pareto front ({len(fx)})")
+    xs, ys, fx, fy = (np.asarray(spec[k], dtype=float) for k in ("xs", "ys", "fx", "fy"))
+    unit = UNITS[spec["metric"]]
+    chance = spec.get("chance")
+    low_t = ys <= chance + 1e-9 if chance is not None else np.zeros(len(ys), bool)
+    low_f = fy <= chance + 1e-9 if chance is not None else np.zeros(len(fy), bool)
+    plt.rcParams.update({"font.size": 11})
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=150)
+    ax.scatter(xs[~low_t], ys[~low_t], s=12, color="0.65", label=f"trials ({len(xs)})")
+    ax.step(fx[~low_f], fy[~low_f], where="post", color="C3", lw=1.4)
+    ax.scatter(fx[~low_f], fy[~low_f], s=32, color="C3", zorder=3,
+               label=f"Pareto front ({len(fx)})")  # fmt: skip
+    useful = ys[~low_t]
+    if len(useful):  # the axis spans the useful band; chance-level trials sit below it
+        bottom = float(np.percentile(useful, 1)) - 2.0
+        ax.set_ylim(bottom=max(0.0, bottom), top=float(useful.max()) + 1.5)
+    if low_t.any():
+        floor = ax.get_ylim()[0]
+        ax.scatter(xs[low_t], np.full(low_t.sum(), floor), marker="v", s=30, color="0.3",
+                   clip_on=False, zorder=4,
+                   label=f"chance level ({low_t.sum()}, <= {chance:g}%: not to scale)")  # fmt: skip
+    best = spec.get("best")
+    if best is not None and not (chance is not None and best[1] <= chance):
+        ax.scatter([best[0]], [best[1]], marker="*", s=260, color="gold", edgecolor="black",
+                   zorder=5, label=f"best: {best[1]:.2f}% at {best[0]:.3g} {unit}")  # fmt: skip
     limit = spec["max_latency"]
     if limit is not None and spec["metric"] == "latency_ms":
-        ax.axvline(limit, color="C0", ls="--", lw=1, label=f"max latency {limit:g} ms")
-    if ys:  # keep degenerate networks (chance accuracy) from flattening the interesting part
-        low = float(np.percentile(ys, 2))
-        ax.set_ylim(bottom=max(0.0, low - 2.0), top=max(ys) + 1.0)
+        ax.axvline(limit, color="C0", ls="--", lw=1.2, label=f"max latency {limit:g} ms")
     ax.set_xlabel(spec["x_label"])
     ax.set_ylabel(spec["y_label"])
-    ax.set_title(spec["title"])
+    ax.set_title(spec["title"], fontsize=11)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", fontsize=9)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
-    plt.close(fig)
-    os.replace(tmp, path)
+    from hwnas.paths import temporary
+
+    tmp = temporary(path)
+    try:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
 
 
 class PlotProcess:

@@ -10,6 +10,7 @@ import numpy as np
 import optuna
 
 from hwnas.search.costs import CostContext
+from hwnas.search.seeding import INDEPENDENT, PLAN, POOL, generator
 from hwnas.spaces import TabulatedSpace, ability
 from hwnas.spaces.base import Arch
 
@@ -40,10 +41,63 @@ def candidate_pool(
 
 class PoolSampler(optuna.samplers.BaseSampler):
     """Base of samplers that propose whole architectures (``sample_relative``) over the space's
-    choices; a parameter Optuna asks for outside them is drawn uniformly from ``self.rng``."""
+    choices from a planned queue of candidate rows.
+
+    The queue is a function of the seed and the sampler's study, re-derived on resume: the
+    sampler takes in the study's trials in number order as *slots* (each trial took the slot
+    of one proposal). At a slot where the queue, less the candidates already taken, is empty,
+    a new round is planned (:meth:`_plan`) from the trials completed before it, with a
+    generator seeded from (seed, round) (:mod:`hwnas.search.seeding`); the trial in the slot
+    then takes its candidate off the queue. A fresh sampler on a study of ``n`` trials so ends
+    in the state the sampler that proposed them was in, and proposes the same trial ``n``.
+
+    A parameter Optuna asks for outside the choices is drawn from a generator seeded from
+    (seed, trial number, parameter).
+
+    Subclasses set ``context`` (and may call :meth:`_start` for the rest), implement
+    :meth:`_setup` (sets ``_pool``, the candidate architectures, and ``_row``, arch string ->
+    pool row) and :meth:`_plan`.
+    """
 
     context: CostContext
-    rng: np.random.Generator
+    seed: int | None
+
+    def _start(self, context: CostContext, seed: int | None) -> None:
+        self.context = context
+        self.seed = seed
+        self.shuffle: np.random.Generator | None = None  # see reseed_rng
+        self._pool: list[Arch] | None = None
+        self._row: dict[str, int] = {}
+        self._queue: list[int] = []  # planned pool rows, in order
+        self._round = 0  # rounds planned
+        self._slots = 0  # trials of the sampler's study taken in
+        self._taken: set[int] = set()  # pool rows held by a trial (scored, claimed, failed)
+        self._rows: list[int] = []  # pool rows of the completed trials, in trial order
+        self._acc: list[float] = []  # their accuracies (%)
+        self.exhausted = False  # every candidate of the pool is taken (the engine stops)
+
+    def reseed_rng(self) -> None:
+        """Another worker runs with the same seed: take each planned round in random order."""
+        self.shuffle = np.random.default_rng()
+
+    def pool_generator(self) -> np.random.Generator:
+        """The generator that draws the candidate pool of a space that cannot be enumerated."""
+        return generator(self.seed, POOL)
+
+    def _setup(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _plan(
+        self, rows: list[int], accuracies: list[float], rng: np.random.Generator
+    ) -> list[int]:
+        """The next round of pool rows to propose (free rows only: not in ``self._taken``).
+
+        Args:
+            rows: pool rows of the completed trials, in trial order.
+            accuracies: their accuracies (%).
+            rng: this round's generator.
+        """
+        raise NotImplementedError  # pragma: no cover - abstract
 
     def infer_relative_search_space(self, study, trial) -> dict[str, Any]:
         from optuna.distributions import CategoricalDistribution
@@ -53,6 +107,58 @@ class PoolSampler(optuna.samplers.BaseSampler):
             for d, opts in self.context.space.choices().items()
         }
 
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        if self._pool is None:
+            self._setup()
+        trials = study.get_trials(deepcopy=False)
+        for t in trials[self._slots : trial.number]:
+            self._take(t)
+        self._fill()
+        if not self._queue:  # every candidate is taken: propose a taken one (a duplicate,
+            self.exhausted = True  # never an unplanned architecture) and say so
+            return (
+                self.context.space.to_choices(self._pool[min(self._taken)]) if self._taken else {}
+            )
+        pick = int(self.shuffle.integers(len(self._queue))) if self.shuffle is not None else 0
+        return self.context.space.to_choices(self._pool[self._queue[pick]])
+
+    def _fill(self) -> None:
+        """Drop the taken rows from the queue; plan the next round when it is empty."""
+        self._queue = [r for r in self._queue if r not in self._taken]
+        if not self._queue:
+            rng = generator(self.seed, PLAN, self._round)
+            self._queue = [
+                r for r in self._plan(self._rows, self._acc, rng) if r not in self._taken
+            ]
+            self._round += bool(self._queue)  # an empty plan (nothing free) is not a round
+
+    def _take(self, trial: Any) -> None:
+        """Take in the trial of the next slot (see the class docstring)."""
+        from optuna.trial import TrialState
+
+        self._fill()  # the queue this slot's proposal was taken from
+        row = self._row.get(self._arch_text(trial))
+        if row is not None:
+            if row in self._queue:
+                self._queue.remove(row)
+            self._taken.add(row)
+            if trial.state == TrialState.COMPLETE and trial.values:
+                self._rows.append(row)
+                self._acc.append(float(trial.values[0]))
+        self._slots = trial.number + 1
+
+    def _arch_text(self, trial: Any) -> str | None:
+        arch = trial.user_attrs.get("arch")
+        if arch is not None:
+            return arch
+        try:  # a trial recorded without one (a duplicate): its choices name it
+            return self.context.space.from_choices(trial.params).text
+        except Exception:
+            return None
+
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
         choices = param_distribution.choices
-        return choices[int(self.rng.integers(len(choices)))]
+        rng = generator(self.seed, INDEPENDENT, trial.number, param_name)
+        return choices[int(rng.integers(len(choices)))]

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwnas.devices import Device, get_device
-from hwnas.errors import HwnasError
+from hwnas.db import redact
+from hwnas.devices import Device, get_device, offline_routes
+from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
 from hwnas.search.engine import SearchSettings, open_storage
@@ -31,7 +32,8 @@ class Problem:
         space: the search space.
         device: the device (reachable).
         profiler: the device and the measurement store (None for a recorded table).
-        storage_url: the study storage URL.
+        storage_url: the study storage URL without its password (:func:`hwnas.db.redact`):
+            what run folders and the terminal show.
         storage: the opened Optuna storage.
     """
 
@@ -54,7 +56,10 @@ def resolve(settings: SearchSettings) -> tuple[SearchSpace, Device]:
     space = get_space(settings.space)
     space.dataset(settings.dataset)
     device = get_device(settings.device, runtime=settings.runtime)
-    device.require_reachable()
+    try:
+        device.require_reachable()
+    except DeviceUnavailableError as exc:
+        raise DeviceUnavailableError(f"{exc}; {offline_routes(device, space.name)}") from None
     device.check_metric(settings.metric)
     if settings.max_latency is not None:
         device.check_metric("latency_ms")
@@ -88,4 +93,5 @@ def open_problem(
     if storage is None:
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    return Problem(settings, space, device, Profiler(device, store), storage, open_storage(storage))
+    rdb = open_storage(storage)
+    return Problem(settings, space, device, Profiler(device, store), redact(storage), rdb)

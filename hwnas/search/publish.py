@@ -24,9 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Any
+
+from hwnas.paths import sweep_temporaries, temporary
 
 ARTIFACT_FILES = ("pareto.png", "pareto.csv", "summary.json")
 """Run-folder files uploaded as artifacts (with each zoo entry's :data:`ZOO_FILES`)."""
@@ -191,14 +193,17 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
     artifacts were in another store)."""
     from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 
-    from hwnas.errors import HwnasError
+    from hwnas.errors import HwnasError, out_of_space
 
-    store = FileSystemArtifactStore(str(artifact_dir))
+    store = _WholeFiles(FileSystemArtifactStore(str(artifact_dir)))
     known: dict[str, dict[str, str]] = (
         {} if fresh else dict(study.user_attrs.get("artifacts") or {})
     )
     uploaded, kept = [], []
-    with tempfile.TemporaryDirectory(prefix="hwnas-artifacts-") as tmp:
+    sweep_temporaries(artifact_dir)  # links a killed upload left
+    links = temporary(artifact_dir / "links")
+    links.mkdir()
+    try:
         for rel in run_files(out):
             path = out / rel
             digest = _sha256(path)
@@ -207,21 +212,52 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
                 kept.append(rel)
                 continue
             # the dashboard names an artifact by its file name: make it say where it is from
-            link = Path(tmp) / rel.replace("/", "__")
+            link = links / rel.replace("/", "__")
             os.symlink(path, link)
             try:
                 artifact_id = upload_artifact(
                     artifact_store=store, file_path=str(link), study_or_trial=study
                 )
             except OSError as exc:
-                raise HwnasError(f"cannot write artifact folder {artifact_dir}: {exc}") from None
+                if store.failed is not None:  # its record names a file that is not there
+                    _forget(study, store.failed)
+                why = out_of_space(exc) or exc.strerror or exc
+                raise HwnasError(f"cannot write artifact folder {artifact_dir}: {why}") from None
             if old and not fresh:  # a changed file: the new version replaces the old one
                 _remove(study, store, old["id"])
             known[rel] = {"id": artifact_id, "sha256": digest}
             uploaded.append(rel)
-    if uploaded:
-        study.set_user_attr("artifacts", known)
+            # recorded at once: a later failure (a full disk) keeps what is uploaded
+            study.set_user_attr("artifacts", known)
+    finally:
+        shutil.rmtree(links, ignore_errors=True)
     return {"artifact_dir": str(artifact_dir), "uploaded": uploaded, "kept": kept}
+
+
+class _WholeFiles:
+    """An artifact store whose files are whole or absent: a write that fails part-way (a full
+    disk) removes what it wrote, so no partial, unrecorded artifact stays in the folder."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self.failed: str | None = None  # the artifact whose write failed
+
+    def write(self, artifact_id: str, content_body: Any) -> None:
+        try:
+            self.store.write(artifact_id, content_body)
+        except BaseException:
+            self.failed = artifact_id
+            try:
+                self.store.remove(artifact_id)
+            except Exception:
+                pass
+            raise
+
+    def open_reader(self, artifact_id: str) -> Any:
+        return self.store.open_reader(artifact_id)
+
+    def remove(self, artifact_id: str) -> None:
+        self.store.remove(artifact_id)
 
 
 def _remove(study: Any, store: Any, artifact_id: str) -> None:
@@ -232,6 +268,11 @@ def _remove(study: Any, store: Any, artifact_id: str) -> None:
         store.remove(artifact_id)
     except ArtifactNotFound:
         pass
+    _forget(study, artifact_id)
+
+
+def _forget(study: Any, artifact_id: str) -> None:
+    """Drop the study's record of an artifact (as optuna-dashboard's delete does)."""
     study._storage.set_study_system_attr(
         study._study_id, f"artifacts:{artifact_id}", json.dumps(None)
     )

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from hwnas.paths import write_atomic
 from hwnas.search.engine import SearchResult, TrialRecord
 from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
+from hwnas.zoo.read import zoo_manifest
 
 
 def pareto_rows(
@@ -54,33 +56,32 @@ def pareto_rows(
     return rows
 
 
-def _temporary(path: Path) -> Path:
-    """A sibling of ``path`` to write first and rename over it, so that a reader (or another
-    worker writing the same run folder) never sees a half-written file."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` as CSV to ``path`` atomically (header from the first row)."""
-    tmp = _temporary(path)
-    with open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    """Write ``rows`` as CSV to ``path`` whole or not at all (header from the first row;
+    :func:`hwnas.paths.write_atomic`)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(path, buffer.getvalue())
 
 
 def plot_front(
-    result: SearchResult, path: Path, device_label: str, accuracy_label: str | None = None
+    result: SearchResult,
+    path: Path,
+    device_label: str,
+    accuracy_label: str | None = None,
+    num_classes: int | None = None,
 ) -> None:
-    """Scatter of all trials with the Pareto front highlighted; axes carry units
-    (:mod:`hwnas.search.plot`).
+    """Scatter of all trials with the Pareto front and the best architecture highlighted, and
+    chance-level trials set apart; axes carry units (:mod:`hwnas.search.plot`).
 
-    ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data).
+    ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data);
+    ``num_classes`` is the accuracy's dataset's (for the chance level).
     """
     from hwnas.search.plot import draw_front, front_spec
 
-    draw_front(front_spec(result, device_label, accuracy_label), path)
+    draw_front(front_spec(result, device_label, accuracy_label, num_classes), path)
 
 
 def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
@@ -95,7 +96,8 @@ def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
 def write_summary(
     path: Path, result: SearchResult, extra: dict[str, Any], elapsed_s: float
 ) -> dict[str, Any]:
-    """``summary.json``: settings, counts, the Pareto set size and ``best``."""
+    """``summary.json``: settings, counts, the Pareto set size, ``best``, and ``zoo_files``
+    (the sha256 of each zoo entry's card and model: :func:`hwnas.zoo.read.zoo_manifest`)."""
     summary = {
         "settings": result.settings.as_dict(),
         "trials": {
@@ -113,9 +115,9 @@ def write_summary(
         ),
         "elapsed_s": round(elapsed_s, 2),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # what the run wrote to its zoo: `hwnas zoo verify` checks each entry against it
+        "zoo_files": zoo_manifest(path.parent),
         **extra,
     }
-    tmp = _temporary(path)
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(summary, indent=2) + "\n")
     return summary

@@ -15,6 +15,7 @@ from typing import Any
 from hwnas.devices import Device, get_device, list_devices
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
+from hwnas.progress import SILENT, Reporter
 from hwnas.registry import load
 from hwnas.search.costs import CalibratedOnUse, CostContext, CostRequest, table_costs
 from hwnas.search.engine import (
@@ -97,8 +98,14 @@ def prepare(
             the metric or space; unusable measurement store or study storage; unknown
             predictor or one of another space; a measurement budget below 4.
     """
-    if ability(get_space(settings.space), TabulatedSpace) is None:
+    tabulated = ability(get_space(settings.space), TabulatedSpace)
+    if tabulated is None:
         raise HwnasError(f"space '{settings.space}' has no accuracy table to search over")
+    if settings.budget > len(tabulated):  # a budget no search can spend would never end
+        raise HwnasError(
+            f"--budget {settings.budget} is more than the {len(tabulated)} architectures of "
+            f"space '{settings.space}'; --budget {len(tabulated)} scores every one"
+        )
     space, device = resolve(settings)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
@@ -184,6 +191,7 @@ def search(
     trainer: Any = None,
     on_candidate: Callable[[str, str], None] | None = None,
     artifact_dir: Path | None = None,
+    reporter: Reporter = SILENT,
 ) -> tuple[SearchResult, dict[str, Any]]:
     """Run or resume a prepared search and write its run folder.
 
@@ -201,6 +209,7 @@ def search(
             ``failed`` (skipped: the runtime failed). The CLI's progress line.
         artifact_dir: the study's artifact store (:mod:`hwnas.search.publish`; default
             ``artifacts/`` in the hwnas home), where the run's files are uploaded.
+        reporter: shows the zoo export's progress (:mod:`hwnas.progress`).
 
     Returns:
         (the result, the summary written to ``summary.json``).
@@ -241,15 +250,18 @@ def search(
     out.mkdir(parents=True, exist_ok=True)
     columns = zoo_columns(result.pareto, space.dataset(settings.dataset).num_classes, zoo)
     write_csv(out / "pareto.csv", pareto_rows(result, columns))
-    if not plotter.draw(front_spec(result, device.name), out / "pareto.png"):
-        plot_front(result, out / "pareto.png", device.name)
+    classes = space.dataset(settings.dataset).num_classes
+    if not plotter.draw(front_spec(result, device.name, num_classes=classes), out / "pareto.png"):
+        plot_front(result, out / "pareto.png", device.name, num_classes=classes)
     if on_front is not None:
         on_front(result)
     cards, zoo_started = [], time.time()
     if zoo:
         others = recorded_latencies(space.name, [r.arch for r in result.pareto], device.name)
         log = trainer.log if trainer is not None else None
-        cards = write_zoo(out / "zoo", result, space, others, trainer=trainer, log=log)
+        cards = write_zoo(
+            out / "zoo", result, space, others, trainer=trainer, log=log, reporter=reporter
+        )
     extra = {
         "device": {"name": device.name, "kind": device.kind, "description": device.description},
         "storage": job.storage_url,
@@ -273,6 +285,7 @@ def search(
         "zoo_models": len(cards),
         "zoo_weights": "trained" if trainer is not None else "random",
         "zoo_s": round(time.time() - zoo_started, 2),
+        "stopped": result.stopped,
         **fewshot_extra,
     }
     summary = write_summary(out / "summary.json", result, extra, time.time() - started)

@@ -19,7 +19,10 @@ their paper, searched when ``--space`` is not given).
   cost before measuring it (a recorded table or a predictor).
 
 A strategy is a factory ``(seed, context, **options) -> optuna sampler``; ``context`` is a
-:class:`hwnas.search.surrogate.CostContext` (the space and what is known of costs).
+:class:`hwnas.search.surrogate.CostContext` (the space and what is known of costs). Its
+sampler's proposal for a trial must be a function of the seed and the study's trials before it
+(:mod:`hwnas.search.seeding`), so a search killed and resumed ends as the uninterrupted one;
+Optuna's samplers are wrapped in :class:`hwnas.search.seeding.TrialSeeded` for that.
 """
 
 from __future__ import annotations
@@ -42,14 +45,21 @@ def nsga2(seed: int | None, context: object = None, population_size: int = 20):
     """
     import optuna
 
-    return optuna.samplers.NSGAIISampler(population_size=population_size, seed=seed)
+    from hwnas.search.seeding import TrialSeeded, genetic
+
+    return TrialSeeded(
+        lambda s: genetic(optuna.samplers.NSGAIISampler, seed, s, population_size=population_size),
+        seed,
+    )
 
 
 def random(seed: int | None, context: object = None):
     """Uniform random sampling of the choices."""
     import optuna
 
-    return optuna.samplers.RandomSampler(seed=seed)
+    from hwnas.search.seeding import TrialSeeded
+
+    return TrialSeeded(lambda s: optuna.samplers.RandomSampler(seed=s), seed)
 
 
 def nsga3(seed: int | None, context: object = None, population_size: int = 20):
@@ -66,9 +76,14 @@ def nsga3(seed: int | None, context: object = None, population_size: int = 20):
 
     import optuna
 
-    with warnings.catch_warnings():  # "experimental" is Optuna's label, not news for a user
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.samplers.NSGAIIISampler(population_size=population_size, seed=seed)
+    from hwnas.search.seeding import TrialSeeded, genetic
+
+    def make(s: int | None):
+        with warnings.catch_warnings():  # "experimental" is Optuna's label, not news for a user
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return genetic(optuna.samplers.NSGAIIISampler, seed, s, population_size=population_size)
+
+    return TrialSeeded(make, seed)
 
 
 def tpe(seed: int | None, context: object = None, n_startup_trials: int = 10):
@@ -83,7 +98,11 @@ def tpe(seed: int | None, context: object = None, n_startup_trials: int = 10):
     """
     import optuna
 
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup_trials)
+    from hwnas.search.seeding import TrialSeeded
+
+    return TrialSeeded(
+        lambda s: optuna.samplers.TPESampler(seed=s, n_startup_trials=n_startup_trials), seed
+    )
 
 
 def gp(seed: int | None, context: object = None, n_startup_trials: int = 10):
@@ -99,7 +118,11 @@ def gp(seed: int | None, context: object = None, n_startup_trials: int = 10):
     """
     import optuna
 
-    return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+    from hwnas.search.seeding import TrialSeeded
+
+    return TrialSeeded(
+        lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=n_startup_trials), seed
+    )
 
 
 STRATEGIES.register("nsga2", nsga2, pipeline="table")

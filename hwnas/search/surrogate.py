@@ -29,7 +29,6 @@ import numpy as np
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostContext
 from hwnas.search.pool import PoolSampler, candidate_pool
-from hwnas.spaces.base import Arch
 
 
 def surrogate(seed: int | None, context: CostContext, **options: Any) -> SurrogateSampler:
@@ -74,23 +73,19 @@ class SurrogateSampler(PoolSampler):
     ):
         if context.cost is None:
             raise HwnasError(NEEDS_COSTS_MESSAGE)
-        self.context = context
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
+        self._start(context, seed)
         self.bins = bins
         self.init = init if init is not None else max(bins, context.budget // 10)
         self.trees = trees
         self.noise = noise
         self.max_pool = max_pool
         self.focus = focus if context.max_latency is not None else 0.0
-        self._queue: list[int] = []
-        self._pool: list[Arch] | None = None
 
     # -- candidate pool -----------------------------------------------------------------------
 
     def _setup(self) -> None:
         space = self.context.space
-        pool, cost, keep = candidate_pool(self.context, self.rng, self.max_pool)
+        pool, cost, keep = candidate_pool(self.context, self.pool_generator(), self.max_pool)
         limit = self.context.max_latency
         if limit is not None:
             latency = self.context.latency
@@ -107,53 +102,30 @@ class SurrogateSampler(PoolSampler):
         self._strata = [s for s in np.array_split(order, self.bins) if len(s)]
         self._init_strata = [s for s in np.array_split(order, self.init) if len(s)]
 
-    # -- Optuna sampler interface ------------------------------------------------------------
-
-    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
-        if not search_space:
-            return {}
-        if self._pool is None:
-            self._setup()
-        from optuna.trial import TrialState
-
-        trials = study.get_trials(deepcopy=False)
-        taken = {
-            self._row[t.user_attrs["arch"]] for t in trials if t.user_attrs.get("arch") in self._row
-        }
-        while self._queue and self._queue[0] in taken:
-            self._queue.pop(0)
-        if not self._queue:
-            done = [
-                t
-                for t in trials
-                if t.state == TrialState.COMPLETE and t.user_attrs.get("arch") in self._row
-            ]
-            self._queue = self._plan(done, taken)
-        if not self._queue:  # every candidate queried
-            return {}
-        i = self._queue.pop(0)
-        return self.context.space.to_choices(self._pool[i])
-
     # -- the strategy -------------------------------------------------------------------------
 
-    def _plan(self, done: list, taken: set[int]) -> list[int]:
-        """The next round of candidate rows (one per cost bin, or the initial design)."""
+    def _plan(
+        self, rows: list[int], accuracies: list[float], rng: np.random.Generator
+    ) -> list[int]:
+        """The next round of candidate rows (one per cost bin, or the initial design), from the
+        pool rows scored so far and their accuracies (%); ``rng`` draws the initial design and
+        seeds the forest."""
         free = np.ones(len(self._pool), dtype=bool)
-        free[list(taken)] = False
-        if len(done) < self.init:
+        free[list(self._taken)] = False
+        if len(rows) < self.init:
             picks = []
             for s in self._init_strata:
                 s = s[free[s]]
                 if len(s):
-                    picks.append(int(self.rng.choice(s)))
+                    picks.append(int(rng.choice(s)))
             return picks
         from scipy.stats import norm
         from sklearn.ensemble import RandomForestRegressor
 
-        rows = np.array([self._row[t.user_attrs["arch"]] for t in done])
-        acc = np.array([t.values[0] for t in done])
+        rows = np.array(rows)
+        acc = np.array(accuracies, dtype=float)
         forest = RandomForestRegressor(
-            self.trees, random_state=int(self.rng.integers(2**31)), n_jobs=1
+            self.trees, random_state=int(rng.integers(2**31)), n_jobs=1
         ).fit(self._x[rows], acc)
         per_tree = np.stack([t.predict(self._x) for t in forest.estimators_])
         mu = per_tree.mean(0)

@@ -63,6 +63,9 @@ def creation_lock(url: str) -> Iterator[None]:
 
 _LOCAL_LOCKS: dict[str, threading.Lock] = {}
 
+LOCK_BUCKETS = 16
+"""Lock files (``<database>.locks/NN.lock``) shared by the studies of one SQLite database."""
+
 
 @contextlib.contextmanager
 def study_lock(storage: Any, study_name: str) -> Iterator[None]:
@@ -75,10 +78,14 @@ def study_lock(storage: Any, study_name: str) -> Iterator[None]:
     Raises:
         sqlalchemy.exc.OperationalError: the database server went away while locking.
     """
+    storage = getattr(storage, "_backend", storage)  # behind Optuna's cache
     url = str(getattr(storage, "url", ""))
     path = sqlite_file(url)
     if path is not None:
-        with file_lock(path.with_name(f"{path.name}.{lock_key(study_name) & 0xFFFFFFFF:x}.lock")):
+        # a few lock files per database, reused by every study in it (a file per study piled
+        # up in the hwnas home): two names sharing a bucket only wait for each other briefly
+        bucket = lock_key(study_name) % LOCK_BUCKETS
+        with file_lock(path.with_name(f"{path.name}.locks") / f"{bucket:02d}.lock"):
             yield
     elif url.startswith("postgresql"):
         from sqlalchemy import text

@@ -5,31 +5,46 @@ A space is a folder ``search_spaces/<name>/space.yaml`` shipped with hwnas, a fi
 path (``--space path/to/space.yaml``). A file with an ``implementation`` key (shipped spaces only)
 names a hand-written class; every other file is a space of the declarative language
 (:mod:`hwnas.spaces.declared`).
+
+A space written in Python (:mod:`hwnas.nn`, :func:`hwnas.elastic`; :mod:`hwnas.spaces.module`) is
+named ``path/to/file.py:attribute`` (the file is imported: it is the user's own code) or handed
+over as the object and registered (:func:`register_space`); either way it is then found by its
+name for the rest of the process.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
-
-from hwnas.assets import asset_path
+from hwnas.assets import asset_path, read_yaml
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.registry import load
-from hwnas.spaces.base import Arch, DatasetSpec, IndexedSpace, SearchSpace, TabulatedSpace
+from hwnas.spaces.base import (
+    Arch,
+    CostTermsSpace,
+    DatasetSpec,
+    IndexedSpace,
+    InheritedSpace,
+    SearchSpace,
+    TabulatedSpace,
+)
 
 T = TypeVar("T")
 
 __all__ = [
     "Arch",
+    "CostTermsSpace",
     "DatasetSpec",
     "IndexedSpace",
+    "InheritedSpace",
     "SearchSpace",
     "TabulatedSpace",
     "ability",
     "get_space",
     "list_spaces",
+    "register_space",
     "reload_spaces",
     "space_option",
 ]
@@ -41,8 +56,9 @@ _FILES: dict[str, SearchSpace] = {}
 
 
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
-    """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`) if it has
-    that optional ability, else None: the one place where abilities are looked up."""
+    """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`,
+    :class:`InheritedSpace`, :class:`CostTermsSpace`) if it has that optional ability, else
+    None: the one place where abilities are looked up."""
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 
 
@@ -77,11 +93,16 @@ def _is_path(text: str) -> bool:
 
 
 def _load(path: Path, expected: str | None) -> SearchSpace:
-    shipped = path.is_relative_to(asset_path("search_spaces"))
+    # a hand-written class is named only by the files installed with hwnas (resolved: a user
+    # path such as search_spaces/../../x.yaml is not one of them), and only within hwnas
+    shipped = path.resolve().is_relative_to(asset_path("search_spaces").resolve())
     if shipped:
-        config = yaml.safe_load(path.read_text())
-        if "implementation" in config:
-            return load(config["implementation"])(config, path.parent)
+        config = read_yaml(path)
+        impl = config.get("implementation") if isinstance(config, dict) else None
+        if impl is not None:
+            if not str(impl).startswith("hwnas.spaces."):
+                raise HwnasError(f"{path}: implementation '{impl}' is not a space class of hwnas")
+            return load(impl)(config, path.parent)
     from hwnas.spaces.declared import load_declared
 
     space = load_declared(path)
@@ -93,17 +114,106 @@ def _load(path: Path, expected: str | None) -> SearchSpace:
     return space
 
 
-def get_space(name: str) -> SearchSpace:
-    """The search space called ``name``, or the declared space in the file ``name`` (a path:
-    it is then known by its own name for the rest of the process). One instance per name.
+CODE = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+"""``path/to/file.py:attribute``: a space written in Python."""
+
+_OBJECTS: dict[str, SearchSpace] = {}
+"""Spaces registered as objects (:func:`register_space`), by name."""
+
+
+def register_space(space: SearchSpace) -> SearchSpace:
+    """Make ``space`` (an object, such as :func:`hwnas.elastic`'s) findable by its name in this
+    process, so every search, supernet and zoo function that takes a space name finds it. A
+    space registered earlier under the same name is replaced (a notebook cell run again);
+    a name of a space file (shipped or the user's) is refused.
+
+    Returns:
+        ``space``.
 
     Raises:
-        UnknownNameError: no space of that name.
+        HwnasError: not a :class:`SearchSpace`, or a name that a space file uses.
+    """
+    if not isinstance(space, SearchSpace):
+        raise HwnasError(
+            f"expected a search space (hwnas.nn.space, hwnas.elastic), got {type(space).__name__}"
+        )
+    taken = _SPACES.get(space.name)
+    if taken is not None and taken is not space and _OBJECTS.get(space.name) is not taken:
+        raise HwnasError(f"space name '{space.name}' is taken by a space file; pick another name")
+    if space.name in space_files():
+        raise HwnasError(
+            f"space name '{space.name}' is taken by {space_files()[space.name]}; pick another name"
+        )
+    _OBJECTS[space.name] = _SPACES[space.name] = space
+    return space
+
+
+def _load_code(text: str, file: str, attr: str) -> SearchSpace:
+    """The space ``attr`` of the Python file ``file`` (imported once per process; a function
+    there is called with no argument)."""
+    import importlib.util
+    import sys
+
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise HwnasError(f"space file not found: {path}")
+    key = f"{path.resolve()}:{attr}"
+    if key in _FILES:
+        return _FILES[key]
+    from hwnas.export import content_hash
+
+    module_name = f"hwnas_space_{content_hash(str(path.resolve()))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise HwnasError(f"{path}: not a Python file hwnas can import")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except HwnasError as exc:
+            del sys.modules[module_name]
+            raise HwnasError(f"{path}: {exc}") from None
+        except Exception as exc:  # the user's code: any error, in one line
+            del sys.modules[module_name]
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise HwnasError(
+                f"{path}: importing it failed: {type(exc).__name__}: {first}"
+            ) from None
+    if not hasattr(module, attr):
+        names = [n for n in vars(module) if not n.startswith("_")]
+        raise UnknownNameError(f"attribute of {path}", attr, names)
+    obj = getattr(module, attr)
+    if callable(obj) and not isinstance(obj, SearchSpace) and not hasattr(obj, "forward"):
+        obj = obj()
+    if not isinstance(obj, SearchSpace):
+        raise HwnasError(
+            f"{text} is a {type(obj).__name__}, not a search space: make one with "
+            "hwnas.nn.space(model, example_input) or hwnas.elastic(model, example_input)"
+        )
+    register_space(obj)
+    _FILES[key] = obj
+    return obj
+
+
+def get_space(name: str) -> SearchSpace:
+    """The search space called ``name``, the declared space in the file ``name`` (a path),
+    or the space ``attribute`` of the Python file ``path/to/file.py:attribute`` (imported: it
+    is the user's code); a space given by path is then known by its own name for the rest of
+    the process. One instance per name.
+
+    Raises:
+        UnknownNameError: no space of that name (or no such attribute in the Python file).
         HwnasError: a space file that cannot be read or is invalid (one line: file, line, key),
-            or a file whose space reuses the name of another file's space.
+            a file whose space reuses the name of another file's space, a Python file that
+            fails to import or whose attribute is not a space.
     """
     if name in _SPACES:
         return _SPACES[name]
+    code = CODE.match(name)
+    if code is not None:
+        return _load_code(name, code["file"], code["attr"])
     if _is_path(name):
         path = Path(name).expanduser()
         if not path.is_file():
@@ -131,11 +241,14 @@ def get_space(name: str) -> SearchSpace:
 
 
 def reload_spaces() -> None:
-    """Forget the spaces loaded from user files and paths (shipped ones stay): after
-    ``HWNAS_HOME`` changes (tests)."""
+    """Forget the spaces loaded from user files and paths and those registered as objects
+    (shipped ones stay): after ``HWNAS_HOME`` changes (tests)."""
     shipped = asset_path("search_spaces").resolve()
+    for name in list(_OBJECTS):
+        if _SPACES.get(name) is _OBJECTS.pop(name):
+            del _SPACES[name]
     for key, space in list(_FILES.items()):
-        if not Path(key).is_relative_to(shipped):
+        if not Path(key.rsplit(":", 1)[0] if CODE.match(key) else key).is_relative_to(shipped):
             del _FILES[key]
             if _SPACES.get(space.name) is space:
                 del _SPACES[space.name]

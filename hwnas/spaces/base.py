@@ -8,7 +8,7 @@ architecture. Everything else (tables, supernets) is an optional ability of a co
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -97,6 +97,14 @@ class SearchSpace(ABC):
     # -- derived abilities ------------------------------------------------------------------
 
     @property
+    def identity(self) -> str:
+        """What measurement-store keys and export caches name the space by: its name here;
+        spaces made from a Python object add a hash of their structure
+        (:class:`hwnas.spaces.module.ModuleSpace`), so two different models given one name
+        never share a measurement."""
+        return self.name
+
+    @property
     def supernet_name(self) -> str:
         """Name of the space's supernet in :data:`hwnas.supernet.SUPERNETS` (its own name;
         every declared space shares ``declared``)."""
@@ -175,6 +183,48 @@ class SearchSpace(ABC):
         return out
 
 
+def spread_archs(
+    space: SearchSpace,
+    labels: Sequence[Sequence[str]],
+    make: Callable[[dict[int, str]], Arch],
+    n: int = 10,
+    seed: int = 20240614,
+) -> list[Arch]:
+    """``n`` distinct architectures spread over a space, the same on every machine (a
+    reference set): the first takes every decision's first value, the last every decision's
+    last value (choices are listed smallest first by convention), those between take for each
+    decision the value at their quantile with seeded jitter, so costs spread from smallest to
+    largest and decisions do not move in lockstep.
+
+    Args:
+        space: the space (its :meth:`SearchSpace.sample` fills a tiny space).
+        labels: every decision's labels, in decision order.
+        make: decision index -> label, to the architecture (canonical).
+        n: how many.
+        seed: the jitter's seed.
+    """
+    rng = np.random.default_rng(seed)
+    out: dict[str, Arch] = {}
+    tries = 0
+    while len(out) < n and tries < 50 * n:
+        k = len(out)
+        q = k / max(1, n - 1)
+        chosen = {}
+        for d, opts in enumerate(labels):
+            m = len(opts)
+            jitter = 0.0 if k in (0, n - 1) else rng.normal(0.0, 0.3 + 0.1 * (tries // n))
+            i = int(np.clip(round(q * (m - 1) + jitter * m), 0, m - 1))
+            chosen[d] = opts[i]
+        arch = make(chosen)
+        out.setdefault(arch.text, arch)
+        tries += 1
+    for arch in space.sample(rng, 20 * n):  # a tiny space: fill with random ones
+        if len(out) >= n:
+            break
+        out.setdefault(arch.text, arch)
+    return list(out.values())[:n]
+
+
 # -- optional abilities, declared as typed protocols ---------------------------------------------
 # A space has an ability when it implements the protocol's methods; code asks for one with
 # :func:`hwnas.spaces.ability` (which returns the space, typed, or None) instead of probing.
@@ -209,4 +259,25 @@ class TabulatedSpace(IndexedSpace, Protocol):
 
     def accuracy_source(self, dataset: str, epochs: int = 200) -> str:
         """Where :meth:`table_accuracy` comes from ("nasbench201-table:cifar100_test_200ep")."""
+        ...
+
+
+@runtime_checkable
+class InheritedSpace(Protocol):
+    """A space whose architectures come with inherited weights: the subnets of a trained module
+    (:func:`hwnas.elastic`). Evaluators score those rather than fresh networks."""
+
+    def subnet(self, arch: Arch, num_classes: int | None = None) -> torch.nn.Module:
+        """The standalone network of ``arch`` with the space's weights (eval mode)."""
+        ...
+
+
+@runtime_checkable
+class CostTermsSpace(Protocol):
+    """A space that says how its cost decomposes: the term structure of a supernet's lookup
+    table (:class:`hwnas.supernet.cost.MultilinearLUT`), such as a layer's decisions counting
+    only while its stage is deep enough. Spaces without it get one term per candidate."""
+
+    def lut_terms(self) -> list:
+        """Terms: tuples of (decision index, per-candidate factor array), multiplied."""
         ...

@@ -23,6 +23,7 @@ SUPERNETS.register("nasbench201", "hwnas.supernet.nasbench201:NasBench201Superne
 SUPERNETS.register("fbnet", "hwnas.supernet.fbnet:FBNetSupernet")
 SUPERNETS.register("ofa", "hwnas.supernet.ofa:OFASupernet")
 SUPERNETS.register("declared", "hwnas.supernet.declared:DeclaredSupernet")
+SUPERNETS.register("module", "hwnas.supernet.module:ModuleSupernet")
 
 
 def supernet_class(space_name: str):

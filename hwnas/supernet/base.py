@@ -121,6 +121,35 @@ class Supernet(nn.Module):
         self.dims: list[str] = list(choices)
         self.options: list[tuple[str, ...]] = [choices[d] for d in self.dims]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every concrete ``extract`` tags the module it returns with :meth:`build_info`
+        (``hwnas_build``), so a zoo card can say how to rebuild it for ``weights.pt``."""
+        super().__init_subclass__(**kwargs)
+        inner = cls.__dict__.get("extract")
+        if inner is None or getattr(inner, "__isabstractmethod__", False):
+            return
+
+        def extract(self: Supernet, arch: Arch) -> nn.Module:
+            module = inner(self, arch)
+            module.hwnas_build = self.build_info(arch)
+            return module
+
+        extract.__doc__ = inner.__doc__
+        extract.__name__ = inner.__name__
+        cls.extract = extract  # type: ignore[method-assign]
+
+    def build_info(self, arch: Arch) -> dict[str, Any]:
+        """How to rebuild the extracted subnet of ``arch`` (:func:`hwnas.zoo.load`): build this
+        supernet (space, classes, image shape, config) and extract ``arch``."""
+        return {
+            "kind": "supernet",
+            "space": self.space.name,
+            "arch": arch.text,
+            "num_classes": int(self.num_classes),
+            "image_shape": [int(v) for v in self.image_shape],
+            "config": dict(self.config),
+        }
+
     @classmethod
     def check_config(cls, space: SearchSpace, config: dict[str, Any]) -> None:
         """Check size settings against ``space`` before any work (default: nothing to check;

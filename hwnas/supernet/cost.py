@@ -42,7 +42,7 @@ import numpy as np
 
 from hwnas.errors import HwnasError
 from hwnas.search.costs import CostModel, CostRequest, TableCostModel, make_cost_model
-from hwnas.spaces import IndexedSpace, ability
+from hwnas.spaces import CostTermsSpace, IndexedSpace, ability
 from hwnas.spaces.base import Arch, SearchSpace
 
 Factor = tuple[int, np.ndarray]
@@ -300,16 +300,15 @@ def pairwise_terms(space: SearchSpace) -> list[Term]:
 
 
 def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
-    """The term structure used for ``space``: OFA's; a declared space's (depth- and
-    resolution-aware indicators, :mod:`hwnas.supernet.declared_cost`); else additive, plus the
+    """The term structure used for ``space``: its own where it has one
+    (:class:`hwnas.spaces.CostTermsSpace`: OFA's :func:`ofa_terms`, a declared space's depth- and
+    resolution-aware indicators, :mod:`hwnas.supernet.declared_cost`, a module space's
+    depth-aware ones); else additive, plus the
     pairwise terms when ``pairs`` (the number of measured architectures to fit on) is at least
     20 per term (NAS-Bench-201's full tables: latency on phones depends on which edges meet)."""
-    if space.name == "ofa":
-        return ofa_terms(space)
-    if space.supernet_name == "declared":
-        from hwnas.supernet.declared_cost import declared_terms
-
-        return declared_terms(space)
+    own = ability(space, CostTermsSpace)
+    if own is not None:  # OFA's, declared spaces', module spaces' own structure
+        return own.lut_terms()
     terms = additive_terms(space)
     pairwise = pairwise_terms(space) if len(space.choices()) <= 8 else []
     if pairwise and pairs >= 20 * (len(terms) + len(pairwise)):
@@ -430,7 +429,7 @@ def subnet_workload(supernet: Any, arch: Arch, model: Any = None):
 
     key = content_hash(
         "supernet-subnet",
-        supernet.space.name,
+        supernet.space.identity,
         arch.text,
         json.dumps(supernet.config, sort_keys=True),
         str(supernet.num_classes),
@@ -554,7 +553,7 @@ def measured_subnet_lut(
     return lut
 
 
-COST_KINDS = ("auto", "table", "measured", "flops", "predicted")
+COST_KINDS = ("auto", "table", "measured", "flops", "predicted", "kernel")
 """``--set cost=`` values of a supernet search (:data:`hwnas.search.costs.COST_MODELS` and
 ``auto``)."""
 
@@ -635,18 +634,22 @@ def cost_model_for(
     metric: str = "latency_ms",
     kind: str = "auto",
     predictor: str | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> CostModel:
     """The cost model of a supernet search (:func:`hwnas.search.costs.make_cost_model` with the
     supernet): a fitted table LUT for recorded devices, a measured LUT for live ones, FLOPs when
-    asked (``kind="flops"``), or the LUT fitted on a meta-learned predictor calibrated on the
-    reference set (``kind="predicted"``).
+    asked (``kind="flops"``), the LUT fitted on a meta-learned predictor calibrated on the
+    reference set (``kind="predicted"``), or on the kernel-level predictor at the space's
+    deployment size (``kind="kernel"``, the default for declared spaces on a live ONNX Runtime
+    device); ``log`` receives progress lines.
 
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
     """
     if kind not in COST_KINDS:
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
-    request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet)
+    request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet,
+                          extra={"log": log} if log else {})  # fmt: skip
     return make_cost_model(kind, request)
 
 

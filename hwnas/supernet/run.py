@@ -24,13 +24,15 @@ import numpy as np
 
 from hwnas.devices import Device
 from hwnas.errors import HwnasError
+from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
-from hwnas.search.engine import SearchSettings, run_search
+from hwnas.search.engine import SearchSettings, load_study, run_search
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
 from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
+from hwnas.supernet.turn import TrainingTurn
 
 
 @dataclass
@@ -65,17 +67,24 @@ class SupernetSettings(SearchSettings):
         self.options = parse_options(dict(self.options), self.strategy, self.space)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
+        bounded("--epochs", self.epochs, 1, MAX_EPOCHS, integer=True)
         if self.finetune_epochs < 0:
             raise HwnasError(f"--finetune-epochs must be >= 0, got {self.finetune_epochs}")
+        bounded("--finetune-epochs", self.finetune_epochs, 0, MAX_EPOCHS, integer=True)
         if self.batch_size < 2:
             raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
+        bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
         if self.latency_target is not None and not self.latency_target > 0:
             raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
+        if self.latency_target is not None:
+            bounded("--latency-target", self.latency_target, 0, low_open=True)
         if self.latency_weight is not None and self.latency_weight < 0:
             raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
-        if self.max_latency is not None and not self.max_latency > 0:
+        if self.latency_weight is not None:
+            bounded("--latency-weight", self.latency_weight, 0)
+        if self.max_latency is not None and not (0 < self.max_latency < float("inf")):
             raise HwnasError(
                 f"--max-latency must be a positive number of ms, got {self.max_latency}"
             )
@@ -127,6 +136,10 @@ def prepare(
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
+    if settings.option("cost") == "kernel":  # the one cost model refused on what it is given
+        from hwnas.predictors.kernels.cost import check_kernel_cost
+
+        check_kernel_cost(device, settings.metric)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
     if cls.spaces is not None and space.name not in cls.spaces:
         raise HwnasError(
@@ -175,6 +188,7 @@ def search(
 
     from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
     from hwnas.supernet import build_supernet, distributed
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
     from hwnas.supernet.train import resolve_device, search_epoch
     from hwnas.zoo import write_zoo, zoo_columns
@@ -191,6 +205,23 @@ def search(
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
+    # one worker of the study trains; the others wait and reuse its checkpoint (turn.py)
+    ckpt = out / "supernet.pt"
+    turn = TrainingTurn.take(
+        load_study(s, job.storage, s.metric) if ranks.main else None,
+        ckpt,
+        _fingerprint(s),
+        s.epochs,
+        log,
+        ranks.main,
+    )
+    state: Any = None
+    if ranks.main:  # before any work: a file that is no safe checkpoint stops the search here
+        try:
+            state = read_checkpoint(ckpt, _fingerprint(s))
+        except HwnasError as exc:
+            state = exc
+    state = distributed.share(state, ranks)  # rank 0 reads it, every rank resumes from it
     net_cfg = supernet_config(s.options, space.name)
     net = build_supernet(space.name, data.num_classes, data.image_shape, net_cfg).to(tdev)
     if tdev.type == "cuda":
@@ -207,10 +238,13 @@ def search(
                 s.metric,
                 str(s.option("cost")),
                 str(s.option("predictor")) or None,
+                log=log,
             )
         except HwnasError as exc:
             cost = exc
     cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
+    if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
+        log(_fit_line(cost))
     if s.latency_target is not None and cost.metric == "mflops":
         raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
     uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
@@ -226,19 +260,12 @@ def search(
     cls = SUPERNET_STRATEGIES.get(s.strategy)
     strategy = cls(net, hw, strategy_opts, s.epochs * steps_per_epoch, s.seed)
 
-    ckpt = out / "supernet.pt"
     history: list[dict[str, Any]] = []
     start_epoch = 0
-    state = None
-    if ranks.main and ckpt.is_file():  # rank 0 reads the checkpoint, every rank resumes from it
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
-        if state.get("fingerprint") != _fingerprint(s):
-            state = None
-    state = distributed.share(state, ranks)
     if state is not None:
         net.load_state_dict(state["supernet"])
         strategy.load_state_dict(state["strategy"])
-        start_epoch, history = int(state["epoch"]), list(state["history"])
+        start_epoch, history = state["epoch"], state["history"]
         log(f"resuming from {ckpt} after epoch {start_epoch}")
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
@@ -252,18 +279,10 @@ def search(
             f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
         )
         if ranks.main:
-            tmp = ckpt.with_suffix(".tmp")
-            torch.save(
-                {
-                    "fingerprint": _fingerprint(s),
-                    "epoch": epoch + 1,
-                    "supernet": net.state_dict(),
-                    "strategy": strategy.state_dict(),
-                    "history": history,
-                },
-                tmp,
+            save_checkpoint(
+                ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(), history
             )
-            tmp.replace(ckpt)
+    turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         distributed.stop()
         strategy.net = net
@@ -274,6 +293,18 @@ def search(
     candidates = strategy.finish(evaluator.inherited_val_accuracy)
     derived = candidates[0]
     log(f"derived: {derived.text}")
+    from hwnas.predictors.kernels.cost import deployed_report
+
+    deployed = deployed_report(cost, space, job.profiler, derived)
+    if deployed is not None:
+        lo, hi = deployed["interval_90_ms"]
+        log(
+            f"deployed network ({deployed['deployment']}): predicted "
+            f"{deployed['predicted_ms']:.3f} ms, 90% interval {lo:.3f}-{hi:.3f} ms; measured "
+            f"{deployed['measured_ms']:.3f} ms ("
+            + ("inside" if deployed["inside"] else "OUTSIDE")
+            + " the interval)"
+        )
     with torch.no_grad():  # the distribution's own argmax, before any target constraint
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
@@ -319,6 +350,7 @@ def search(
         out / "pareto.png",
         job.device.name,
         accuracy_label=f"{data.name} held-out test accuracy (%)",
+        num_classes=data.num_classes,
     )
     cards = []
     if zoo:
@@ -364,6 +396,7 @@ def search(
         "torch_device": str(tdev),
         "checkpoint": str(ckpt),
         "distribution_argmax": argmax_info,
+        **({"deployed": deployed} if deployed is not None else {}),
         "candidates": [d for d in described if d is not None],
         "zoo_models": len(cards),
     }
@@ -374,6 +407,21 @@ def search(
 
     publish_run(job.storage, job.settings.study, out, summary, artifact_dir)
     return result, summary
+
+
+def _fit_line(cost) -> str:
+    """One line on a cost model's fit against networks measured on the device."""
+    f = cost.fit
+    parts = [f"cost model {cost.source}"]
+    if "r2" in f:
+        parts.append(f"table R^2 {f['r2']:.3f} on held-out predictions")
+    parts.append(
+        f"R^2 {f['truth_r2']:.3f} against {f.get('truth_networks', '?')} networks measured at "
+        f"{f.get('deployment', 'deployment size')}"
+    )
+    if "correction" in f:
+        parts.append(str(f["correction"]))
+    return "; ".join(parts)
 
 
 def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:

@@ -13,10 +13,16 @@ Importing this module imports neither torch nor any strategy.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from hwnas.errors import HwnasError
+from hwnas.limits import MAX_LEARNING_RATE, MAX_THREADS
+
+MAX_WIDTH = 8.0
+"""Largest width multiplier of a supernet (8x the declared widths)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class Setting:
         high: largest allowed value (numbers), or None.
         low_open: ``low`` itself is not allowed (a value must exceed it).
         strategies: the only strategies that read it (None: every strategy).
+        pattern: a regular expression a string value must match whole, and
+            ``pattern_help``, what it means for the user.
     """
 
     key: str
@@ -44,6 +52,8 @@ class Setting:
     high: float | None = None
     low_open: bool = False
     strategies: tuple[str, ...] | None = None
+    pattern: str | None = None
+    pattern_help: str = ""
 
     def parse(self, value: Any) -> Any:
         """``value`` (a string from the command line, or a typed value) as this setting's type.
@@ -58,6 +68,10 @@ class Setting:
         except (TypeError, ValueError):
             kind = {int: "an integer", float: "a number", str: "a string"}[self.type]
             raise HwnasError(f"--set {self.key}={value}: {self.key} must be {kind}") from None
+        if self.type is float and not math.isfinite(out):  # nan would pass every bound
+            raise HwnasError(f"--set {self.key}={value}: {self.key} must be a finite number")
+        if self.pattern is not None and not re.fullmatch(self.pattern, str(out)):
+            raise HwnasError(f"--set {self.key}={value}: {self.key} must be {self.pattern_help}")
         if self.choices is not None and out not in self.choices:
             allowed = ", ".join(map(str, self.choices))
             raise HwnasError(f"--set {self.key}={value}: {self.key} must be one of {allowed}")
@@ -69,20 +83,25 @@ class Setting:
         return out
 
 
-def _positive(key: str, default: float, help: str) -> Setting:
-    return Setting(key, float, default, help, low=0.0, low_open=True)
+def _positive(key: str, default: float, help: str, high: float | None = None) -> Setting:
+    return Setting(key, float, default, help, low=0.0, high=high, low_open=True)
+
+
+def _rate(key: str, default: float, help: str) -> Setting:
+    """A learning rate: positive, at most :data:`hwnas.limits.MAX_LEARNING_RATE`."""
+    return _positive(key, default, help, high=MAX_LEARNING_RATE)
 
 
 HW_FORM_NAMES = ("additive", "fbnet", "proxyless")
 """Forms of the weight-mode hardware term (:data:`hwnas.supernet.cost.HW_FORMS`)."""
 
 STRATEGY_BASE = (
-    _positive("lr", 0.025, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
+    _rate("lr", 0.025, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
     Setting("lr_min", float, 0.001, "weight SGD learning rate at the end", low=0.0),
     Setting("momentum", float, 0.9, "weight SGD momentum", low=0.0, high=0.999),
     Setting("nesterov", int, 0, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)),
     Setting("weight_decay", float, 3e-4, "weight decay of the supernet weights", low=0.0),
-    _positive("arch_lr", 3e-4, "Adam learning rate of the architecture parameters"),
+    _rate("arch_lr", 3e-4, "Adam learning rate of the architecture parameters"),
     Setting(
         "arch_beta1", float, 0.5, "Adam beta1 of the architecture parameters", low=0, high=0.999
     ),
@@ -123,7 +142,7 @@ weight decay 3e-4; architecture Adam 3e-4, betas (0.5, 0.999), weight decay 1e-3
 Each strategy's own settings replace them with its paper's values."""
 
 _TODAY = (  # hwnas's weight settings before the paper defaults (SPOS, Single-Path keep them)
-    _positive("lr", 0.05, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
+    _rate("lr", 0.05, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
     Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
     Setting("nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)),
 )
@@ -141,10 +160,10 @@ STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
     "fbnet": (  # Wu et al., CVPR 2019, section 4.1
         _positive("tau_max", 5.0, "Gumbel-softmax temperature at the start"),
         _positive("tau_min", 0.087, "Gumbel-softmax temperature at the end (5 * exp(-0.045 * 90))"),
-        _positive("lr", 0.1, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
+        _rate("lr", 0.1, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
         Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
         Setting("weight_decay", float, 1e-4, "weight decay of the supernet weights", low=0.0),
-        _positive("arch_lr", 0.01, "Adam learning rate of the architecture parameters"),
+        _rate("arch_lr", 0.01, "Adam learning rate of the architecture parameters"),
         Setting(
             "arch_beta1", float, 0.9, "Adam beta1 of the architecture parameters", low=0, high=0.999
         ),
@@ -162,7 +181,7 @@ STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
             "nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)
         ),
         Setting("weight_decay", float, 4e-5, "weight decay of the supernet weights", low=0.0),
-        _positive("arch_lr", 1e-3, "Adam learning rate of the architecture parameters"),
+        _rate("arch_lr", 1e-3, "Adam learning rate of the architecture parameters"),
         Setting(
             "arch_beta1", float, 0.0, "Adam beta1 of the architecture parameters", low=0, high=0.999
         ),
@@ -171,20 +190,24 @@ STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
         Setting(
             "hw_form", str, "proxyless", "form of the --latency-weight term", choices=HW_FORM_NAMES
         ),
-        Setting("arch_every", int, 5, "weight steps per architecture step", low=1),
+        Setting("arch_every", int, 5, "weight steps per architecture step", low=1, high=10**4),
     ),
     "singlepath": (
         *_TODAY,
         Setting("margin", float, 1.0, "initial threshold margin of the superkernel", low=0.0),
         _positive("sigmoid_tau", 0.5, "temperature of the threshold sigmoid"),
-        _positive("arch_lr", 0.01, "Adam learning rate of the thresholds"),
+        _rate("arch_lr", 0.01, "Adam learning rate of the thresholds"),
     ),
     "oneshot": (
         *_TODAY,
         Setting("sampling", str, "uniform", "path sampling", choices=("uniform", "sandwich")),
-        Setting("evolution_trials", int, 60, "NSGA-II subnets scored after training", low=1),
-        Setting("population", int, 20, "NSGA-II population", low=2),
-        Setting("candidates", int, 4, "Pareto subnets handed out for fine-tuning", low=1),
+        Setting(
+            "evolution_trials", int, 60, "NSGA-II subnets scored after training", low=1, high=10**5
+        ),
+        Setting("population", int, 20, "NSGA-II population", low=2, high=10**4),
+        Setting(
+            "candidates", int, 4, "Pareto subnets handed out for fine-tuning", low=1, high=1000
+        ),
     ),
 }
 """Each strategy's own settings (a key also in :data:`STRATEGY_BASE` replaces its default):
@@ -218,8 +241,8 @@ then the strategy's own entry). Explicit ``--set`` values override a preset."""
 
 SUPERNET_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "nasbench201": (
-        Setting("channels", int, 8, "channels of the first stage", low=1),
-        Setting("cells", int, 1, "cells per stage", low=1),
+        Setting("channels", int, 8, "channels of the first stage", low=1, high=1024),
+        Setting("cells", int, 1, "cells per stage", low=1, high=64),
         Setting(
             "partial_channels",
             int,
@@ -227,25 +250,30 @@ SUPERNET_SETTINGS: dict[str, tuple[Setting, ...]] = {
             "PC-DARTS: 1/K of each edge's channels go through the mixed operation, the rest "
             "bypass it, then a channel shuffle; with edge normalisation (1: off)",
             low=1,
+            high=64,
             strategies=("darts", "gdas"),
         ),
     ),
     "fbnet": (
-        _positive("width", 0.25, "width multiplier of every layer"),
+        _positive("width", 0.25, "width multiplier of every layer", high=MAX_WIDTH),
         Setting("profile", str, "cifar100", "macro skeleton", choices=("cifar100", "imagenet")),
     ),
     "ofa": (
-        _positive("width", 0.5, "width multiplier of every layer"),
-        _positive("resolution_scale", 0.25, "input resolution scale"),
+        _positive("width", 0.5, "width multiplier of every layer", high=MAX_WIDTH),
+        _positive("resolution_scale", 0.25, "input resolution scale", high=4.0),
     ),
     "declared": (
-        _positive("width", 0.25, "width multiplier of every layer"),
-        _positive("resolution_scale", 0.25, "input resolution scale (spaces with resolution)"),
+        _positive("width", 0.25, "width multiplier of every layer", high=MAX_WIDTH),
+        _positive(
+            "resolution_scale", 0.25, "input resolution scale (spaces with resolution)", high=4.0
+        ),
         Setting("profile", str, "", "dataset skeleton (default: the smallest images)"),
     ),
+    "module": (),
 }
 """Size settings of each space's supernet (defaults sized for a CPU); ``declared`` is the
-supernet of every space written in the space language."""
+supernet of every space written in the space language; ``module`` (spaces made from a PyTorch
+module: the module as written) has none."""
 
 
 def space_settings(space: str) -> tuple[Setting, ...]:
@@ -267,16 +295,25 @@ JOB_SETTINGS = (
         str,
         "auto",
         "cost model",
-        choices=("auto", "table", "measured", "flops", "predicted"),
+        choices=("auto", "table", "measured", "flops", "predicted", "kernel"),
     ),  # fmt: skip
     Setting("predictor", str, "", "predictor artifact for cost=predicted (default: the space's)"),
-    _positive("finetune_lr", 0.02, "learning rate of fine-tuning extracted subnets"),
+    _rate("finetune_lr", 0.02, "learning rate of fine-tuning extracted subnets"),
     Setting("hw_strength", float, 2.0, "target-mode strength of the hardware term", low=0.0),
     Setting("limit", int, 0, "use at most this many training images (0: all)", low=0),
-    Setting("threads", int, 1, "torch CPU threads", low=1),
-    Setting("torch_device", str, "", "torch device (default: cuda if available, else cpu)"),
-    Setting("image_size", int, 0, "image side in pixels (0: the space's default)", low=0),
-    Setting("data_seed", int, 0, "seed of the train/validation/test split"),
+    Setting("threads", int, 1, "torch CPU threads", low=1, high=MAX_THREADS),
+    Setting(
+        "torch_device",
+        str,
+        "",
+        "torch device (default: cuda if available, else cpu)",
+        pattern=r"(cpu|cuda(:\d+)?|mps)?",
+        pattern_help="cpu, cuda, cuda:N or mps",
+    ),
+    Setting(
+        "image_size", int, 0, "image side in pixels (0: the space's default)", low=0, high=4096
+    ),
+    Setting("data_seed", int, 0, "seed of the train/validation/test split", low=0, high=2**32 - 1),
 )
 """Settings the job reads (cost model, fine-tuning, data, threads)."""
 
@@ -446,6 +483,8 @@ def help_text() -> str:
     small = PRESETS["small-data"]["*"]
     parts.append("preset=small-data sets " + ", ".join(f"{k}={_show(v)}" for k, v in small.items()))
     for name, own in SUPERNET_SETTINGS.items():
+        if not own:
+            continue
         who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
         shown = [
             f"{s.key} ({s.default!r}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"

@@ -265,3 +265,46 @@ def resized_forward(model: nn.Module, side: int) -> Callable[[torch.Tensor], tor
         return model(x)
 
     return forward
+
+
+def finetune_subnet(
+    model: nn.Module,
+    data,
+    epochs: int = 1,
+    lr: float = 0.02,
+    batch_size: int = 64,
+    seed: int = 0,
+    device: torch.device | None = None,
+) -> nn.Module:
+    """A short fine-tune of an extracted subnet (inherited weights), as a supernet search does
+    before scoring its candidates: batch norm recalibrated on the training split
+    (:func:`recalibrate_bn`), then :func:`finetune` on the training and validation splits
+    (SGD, Nesterov momentum, cosine schedule). In place; returned in eval mode on the CPU.
+
+    Args:
+        model: the subnet: (B, C, H, W) images of ``data``'s shape -> (B, classes) logits.
+        data: :class:`hwnas.datasets.DataSplits`.
+        epochs: passes over train + validation (0: recalibration only).
+        lr: initial learning rate.
+        batch_size: mini-batch size.
+        seed: shuffling seed.
+        device: torch device (default: the CPU).
+
+    Raises:
+        hwnas.errors.HwnasError: images of another shape than the model takes.
+    """
+    from hwnas.errors import HwnasError
+
+    device = device or torch.device("cpu")
+    model = model.to(device)
+    try:
+        with torch.no_grad():
+            model.eval()(to_device(data.train.x[:2], device))
+    except RuntimeError as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise HwnasError(
+            f"the subnet does not take {data.name}'s images of shape {data.image_shape}: {first}"
+        ) from None
+    recalibrate_bn(model, model, data.train, device=device)
+    finetune(model, merge(data.train, data.val), epochs, lr, batch_size, seed, device)
+    return model.cpu().eval()

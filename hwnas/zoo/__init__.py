@@ -11,14 +11,17 @@ expected output, ONNX Model Zoo layout) and, for trained weights, ``weights.pt``
 - :mod:`hwnas.zoo.cache`: random-weight exports reused by model hash;
 - :mod:`hwnas.zoo.train`, :mod:`hwnas.zoo.recipes`: training from scratch with the space's
   recipe; :mod:`hwnas.zoo.jobs`: ``hwnas train ARCH|ZOO_DIR``;
-- :mod:`hwnas.zoo.read`, :mod:`hwnas.zoo.verify`: reading and checking entries.
+- :mod:`hwnas.zoo.read`, :mod:`hwnas.zoo.verify`: reading and checking entries;
+- :mod:`hwnas.zoo.load`: an entry as an ONNX Runtime session or a PyTorch module
+  (:func:`load`).
 
 Importing this package imports neither torch nor onnx.
 """
 
 from __future__ import annotations
 
+from hwnas.zoo.load import load
 from hwnas.zoo.read import entry_folders, is_entry, read_entry
 from hwnas.zoo.write import write_zoo, zoo_columns
 
-__all__ = ["entry_folders", "is_entry", "read_entry", "write_zoo", "zoo_columns"]
+__all__ = ["entry_folders", "is_entry", "load", "read_entry", "write_zoo", "zoo_columns"]

@@ -8,13 +8,18 @@ exported it, so they are exported once and read back after: a cached zoo entry c
 import, no network build and no export.
 
 Layout: ``$HWNAS_HOME/cache/onnx/<key>/`` with ``model.onnx``, ``meta.json`` (parameters,
-FLOPs, input shape) and ``test.npz`` (the test input and PyTorch's output on it). Entries are
-written into a temporary folder and renamed into place, so concurrent workers never read a
-partial one; the folder may be deleted at any time.
+FLOPs, input shape, and the sha256 of the two other files) and ``test.npz`` (the test input and
+PyTorch's output on it). Entries are written into a temporary folder and renamed into place, so
+concurrent workers never read a partial one; the folder may be deleted at any time.
+
+An entry is used only when its files have the sha256 its ``meta.json`` recorded; any other
+entry (a flipped bit, a truncated or replaced file) is deleted and the network exported again,
+so a damaged cache never reaches a zoo or a measurement.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -28,7 +33,8 @@ from hwnas.export import OPSET, content_hash
 from hwnas.paths import hwnas_home
 from hwnas.zoo.entry import ExportedModel
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+"""Layout of an entry (2: ``meta.json`` holds the files' sha256; entries of 1 are not read)."""
 
 
 def cache_root() -> Path:
@@ -49,35 +55,55 @@ def cache_key(model_hash: str, weight_seed: int) -> str:
     )  # fmt: skip
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def load(key: str) -> ExportedModel | None:
-    """The cached export under ``key``, or None (missing, or unreadable: then re-exported)."""
+    """The cached export under ``key``, or None: missing, or damaged (files that do not have
+    the sha256 recorded in its ``meta.json``, unreadable): a damaged entry is deleted, and the
+    caller exports the network again."""
     folder = cache_root() / key
+    if not folder.is_dir():
+        return None
     try:
         meta = json.loads((folder / "meta.json").read_text())
         onnx_bytes = (folder / "model.onnx").read_bytes()
-        with np.load(folder / "test.npz") as test:
+        test_bytes = (folder / "test.npz").read_bytes()
+        digests = meta["sha256"]
+        if digests != {"model.onnx": _sha256(onnx_bytes), "test.npz": _sha256(test_bytes)}:
+            raise ValueError("sha256 differs from meta.json")
+        with np.load(io.BytesIO(test_bytes), allow_pickle=False) as test:
             x, y = test["input"], test["output"]
-    except (OSError, ValueError, KeyError):
+        model = ExportedModel(
+            onnx_bytes, int(meta["params"]), int(meta["flops"]), tuple(meta["input_shape"]), x, y
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        shutil.rmtree(folder, ignore_errors=True)  # re-exported and stored again by the caller
         return None
-    return ExportedModel(
-        onnx_bytes, int(meta["params"]), int(meta["flops"]), tuple(meta["input_shape"]), x, y
-    )
+    return model
 
 
 def store(key: str, model: ExportedModel) -> None:
     """Keep ``model`` (random weights only) under ``key``; a failure to write is ignored (the
     cache is an optimisation)."""
     root = cache_root()
-    tmp = root / f".{key}.{os.getpid()}.tmp"
+    from hwnas.paths import sweep_temporaries, temporary
+
+    tmp = temporary(root / key)
     try:
         tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / "model.onnx").write_bytes(model.onnx_bytes)
-        meta = {"params": model.params, "flops": model.flops,
-                "input_shape": list(model.input_shape)}  # fmt: skip
-        (tmp / "meta.json").write_text(json.dumps(meta))
+        sweep_temporaries(root)  # what killed writers left
         buffer = io.BytesIO()
         np.savez(buffer, input=model.test_input, output=model.test_output)
-        (tmp / "test.npz").write_bytes(buffer.getvalue())
+        test_bytes = buffer.getvalue()
+        (tmp / "model.onnx").write_bytes(model.onnx_bytes)
+        (tmp / "test.npz").write_bytes(test_bytes)
+        meta = {"params": model.params, "flops": model.flops,
+                "input_shape": list(model.input_shape),
+                "sha256": {"model.onnx": _sha256(model.onnx_bytes),
+                           "test.npz": _sha256(test_bytes)}}  # fmt: skip
+        (tmp / "meta.json").write_text(json.dumps(meta))
         os.rename(tmp, root / key)  # fails if another process put the same key first
     except OSError:
         pass

@@ -141,6 +141,7 @@ def card_for(
     test_label: int | None = None,
     study: str | None = None,
     trial: int | None = None,
+    build: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The card of one entry (``card.json`` without ``files``; :func:`hwnas.zoo.entry.
     write_entry` adds the checksums).
@@ -169,6 +170,11 @@ def card_for(
             by ``hwnas train``.
         test_label: the true label of the stored test input (a real image), if known.
         study, trial: the search that found it.
+        build: how to rebuild the PyTorch module of the entry's weights (:func:`hwnas.zoo.load`):
+            ``{"kind": "space", "space", "arch", "dataset", "num_classes", "seed"}`` (the
+            space's network; ``seed``: the torch seed of random weights) or ``{"kind":
+            "supernet", "space", "arch", "num_classes", "image_shape", "config"}`` (extracted
+            from that supernet).
     """
     card: dict[str, Any] = {
         "format_version": CARD_VERSION,
@@ -219,6 +225,8 @@ def card_for(
             "atol": ATOL,
         },
     }
+    if build is not None:
+        card["build"] = build
     if table_accuracy is not None:
         card["table_accuracy"] = {"unit": "%", **table_accuracy}
     if training is not None:

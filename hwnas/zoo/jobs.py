@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.errors import HwnasError
+from hwnas.paths import sweep_temporaries
 from hwnas.spaces import Arch, TabulatedSpace, ability, get_space
 from hwnas.zoo.read import entry_folders, is_entry, read_entry
 from hwnas.zoo.train import TrainSettings, ZooTrainer
@@ -185,6 +186,7 @@ def run_training(plan: TrainingPlan, log: Callable[[str], None] | None = None) -
         from hwnas.zoo.entry import write_entry
 
         task.folder.parent.mkdir(parents=True, exist_ok=True)
+        sweep_temporaries(task.folder.parent)
         tmp = _temporary(task.folder)
         shutil.rmtree(tmp, ignore_errors=True)
         try:

@@ -5,6 +5,7 @@ Only ``json`` is imported: listing a zoo costs no torch or ONNX import.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,29 @@ def read_entry(path: str | Path) -> dict[str, Any]:
         "latency_ms": latency.get("value") if latency else None,
         "latency_source": latency.get("source", "") if latency else "",
     }
+
+
+MANIFEST_FILES = ("card.json", "model.onnx")
+"""Files of each entry whose sha256 a run's ``summary.json`` records (``zoo_files``): the
+card pins every other file of its entry by its own checksums."""
+
+
+def zoo_manifest(run_folder: str | Path) -> dict[str, str]:
+    """``{"zoo/<entry>/card.json": sha256, "zoo/<entry>/model.onnx": sha256, ...}`` for every
+    entry of the run folder's zoo (empty without one): the run's record of what it wrote,
+    which ``hwnas zoo verify`` checks entries against."""
+    zoo = Path(run_folder) / "zoo"
+    for _attempt in range(5):  # another worker may swap its (identical) zoo in meanwhile
+        out: dict[str, str] = {}
+        try:
+            if not zoo.is_dir():
+                return out
+            for entry in sorted(p for p in zoo.iterdir() if p.is_dir() and is_entry(p)):
+                for name in MANIFEST_FILES:
+                    if (entry / name).is_file():
+                        digest = hashlib.sha256((entry / name).read_bytes()).hexdigest()
+                        out[f"zoo/{entry.name}/{name}"] = digest
+            return out
+        except OSError:
+            continue
+    return {}

@@ -11,10 +11,12 @@ the hwnas home keyed by everything that determines them, so a rerun (a killed se
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
 import os
+import pickle
 import shutil
 import time
 from collections.abc import Callable
@@ -71,16 +73,31 @@ class TrainSettings:
 
     def check(self) -> None:
         """Raises HwnasError: an out-of-range number (one line, before any work)."""
+        from hwnas.limits import (
+            MAX_BATCH_SIZE,
+            MAX_EPOCHS,
+            MAX_LEARNING_RATE,
+            MAX_THREADS,
+            bounded,
+        )
+
         if self.epochs is not None and self.epochs < 1:
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
+        if self.epochs is not None:
+            bounded("--epochs", self.epochs, 1, MAX_EPOCHS, integer=True)
         if self.batch_size is not None and self.batch_size < 2:
             raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
+        if self.batch_size is not None:
+            bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.lr is not None and not self.lr > 0:
             raise HwnasError(f"--lr must be positive, got {self.lr}")
+        if self.lr is not None:
+            bounded("--lr", self.lr, 0, MAX_LEARNING_RATE, low_open=True)
         if self.limit is not None and self.limit < 10:
             raise HwnasError(f"--limit must be at least 10 images, got {self.limit}")
         if self.threads < 1:
             raise HwnasError(f"--threads must be at least 1, got {self.threads}")
+        bounded("--threads", self.threads, 1, MAX_THREADS, integer=True)
         if self.torch_device not in (None, "cpu", "cuda"):
             raise HwnasError(f"torch device must be cpu or cuda, got '{self.torch_device}'")
 
@@ -408,10 +425,17 @@ def _load_cached(key: str):
     import torch
 
     folder = training_cache() / key
+    if not folder.is_dir():
+        return None
     try:
         training = json.loads((folder / "training.json").read_text())
-        state = torch.load(io.BytesIO((folder / "weights.pt").read_bytes()), weights_only=True)
-    except (OSError, ValueError, RuntimeError, KeyError):
+        blob = (folder / "weights.pt").read_bytes()
+        # a damaged entry (a flipped bit still loads) is trained again, never put in a zoo
+        if (folder / "weights.sha256").read_text().strip() != hashlib.sha256(blob).hexdigest():
+            raise ValueError("weights.pt sha256 differs")
+        state = torch.load(io.BytesIO(blob), weights_only=True)
+    except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError):
+        shutil.rmtree(folder, ignore_errors=True)
         return None
     return state, training
 
@@ -420,10 +444,15 @@ def _store_cached(key: str, model, training: dict) -> None:
     import torch
 
     root = training_cache()
-    tmp = root / f".{key}.{os.getpid()}.tmp"
+    from hwnas.paths import sweep_temporaries, temporary
+
+    tmp = temporary(root / key)
     try:
         tmp.mkdir(parents=True, exist_ok=True)
+        sweep_temporaries(root)  # what killed writers left
         torch.save(model.state_dict(), tmp / "weights.pt")
+        digest = hashlib.sha256((tmp / "weights.pt").read_bytes()).hexdigest()
+        (tmp / "weights.sha256").write_text(digest + "\n")
         (tmp / "training.json").write_text(json.dumps(training, indent=1))
         os.rename(tmp, root / key)
     except OSError:

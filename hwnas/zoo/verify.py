@@ -1,20 +1,45 @@
-"""``hwnas zoo verify``: check zoo entries as a deployment would use them.
+"""``hwnas zoo verify``: check zoo entries as a deployment would use them, and say how far
+each can be trusted.
 
-For each entry: every file listed in ``card.json`` exists with its sha256; ``model.onnx``
-loads, passes the ONNX checker and carries the card's keys (but ``files``) with the same
-values in its ``metadata_props``; ONNX Runtime's output on ``test_data_set_0/input_0.pb`` is
-within the card's tolerance of ``output_0.pb`` (the PyTorch module's output before export).
+An entry is first checked against itself: every file listed in ``card.json`` exists with its
+sha256 (the listed files must include ``model.onnx`` and the test data); ``model.onnx`` loads,
+passes the ONNX checker and carries the card's keys (but ``files``) with the same values in its
+``metadata_props``; ONNX Runtime's output on ``test_data_set_0/input_0.pb`` is within the
+tolerance of ``output_0.pb`` (the PyTorch module's output before export). The tolerance is
+:data:`~hwnas.zoo.card.RTOL` / :data:`~hwnas.zoo.card.ATOL` or the card's, whichever is
+tighter: a card cannot loosen it.
+
+Anyone who can edit the entry can make it consistent with itself (new weights, new test
+output, new checksums), so the entry is then checked against records it does not hold:
+
+1. the run's ``summary.json`` (``zoo_files``: the sha256 of each entry's ``card.json`` and
+   ``model.onnx`` when the run wrote it), for an entry inside a run folder's ``zoo/``;
+2. the Optuna study that published the run (its ``artifacts`` attribute: each uploaded file's
+   sha256 at publish time), found in the study storage (``--storage``, default the hwnas
+   home's ``studies.db``) by its run folder or by the study the card names.
+
+The verdict says which records the entry matched. A run folder rewritten as a whole matches
+its own summary.json; only the study, kept elsewhere, proves it was not. An entry that no
+record covers (copied alone, another machine's storage) is reported as consistent with its own
+card, provenance not proven.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from hwnas.zoo.card import MODEL_FILE, TEST_DATA, metadata_props, sha256_file
-from hwnas.zoo.read import entry_folders
+from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props, sha256_file
+from hwnas.zoo.read import MANIFEST_FILES, entry_folders
+
+REQUIRED_FILES = (MODEL_FILE, f"{TEST_DATA}/input_0.pb", f"{TEST_DATA}/output_0.pb")
+"""Files every card must list with their sha256 (what the checks read)."""
 
 
 @dataclass(frozen=True)
@@ -25,30 +50,45 @@ class Verdict:
         folder: the entry.
         ok: every check passed.
         detail: what was checked (ok), or the first failure.
+        provenance: which records outside the entry it matched, or that none did.
+        proven: whether a study's record (kept outside the run folder) matched.
     """
 
     folder: Path
     ok: bool
     detail: str
+    provenance: str = ""
+    proven: bool = False
 
     def line(self) -> str:
         """One line for the terminal."""
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.folder.name}: {self.detail}"
+        tail = f"; {self.provenance}" if self.provenance else ""
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.folder.name}: {self.detail}{tail}"
 
 
-def verify(path: str | Path) -> list[Verdict]:
+def verify(path: str | Path, storage: str | None = None) -> list[Verdict]:
     """Verify a zoo folder (each entry) or one entry.
 
+    Args:
+        path: a zoo folder or one entry.
+        storage: the Optuna storage URL whose studies' records are checked (default: the
+            hwnas home's ``studies.db``, where it exists).
+
     Raises:
-        HwnasError: ``path`` is missing or is neither a zoo folder nor an entry.
+        HwnasError: ``path`` is missing or is neither a zoo folder nor an entry; ``storage``
+            cannot be opened.
     """
-    return [verify_entry(folder) for folder in entry_folders(path)]
+    folders = entry_folders(path)
+    records = StudyRecords(storage)
+    return [verify_entry(folder, records) for folder in folders]
 
 
-def verify_entry(folder: Path) -> Verdict:
+def verify_entry(folder: Path, records: StudyRecords | None = None) -> Verdict:
     """Verify one entry (see the module doc); never raises on a broken entry."""
     try:
-        return Verdict(folder, True, _check(folder))
+        card, detail = _check(folder)
+        provenance, proven = _provenance(folder, card, records or StudyRecords(None))
+        return Verdict(folder, True, detail, provenance, proven)
     except _Failed as exc:
         return Verdict(folder, False, str(exc))
 
@@ -57,20 +97,38 @@ class _Failed(Exception):
     pass
 
 
-def _check(folder: Path) -> str:
-    import json
+def _tolerance(test: dict[str, Any], key: str, limit: float) -> float:
+    """The card's tolerance where it is tighter than ``limit``, else ``limit``."""
+    try:
+        value = float(test.get(key, limit))
+    except (TypeError, ValueError):
+        return limit
+    return value if math.isfinite(value) and 0 <= value < limit else limit
+
+
+def _check(folder: Path) -> tuple[dict[str, Any], str]:
+    """The entry against itself: (its card, what was checked)."""
+    from hwnas.errors import HwnasError
+    from hwnas.paths import confined
 
     try:
         card = json.loads((folder / "card.json").read_text())
     except (OSError, ValueError) as exc:
         raise _Failed(f"card.json unreadable: {exc}") from None
-    files = card.get("files")
+    files = card.get("files") if isinstance(card, dict) else None
     if not isinstance(files, dict) or MODEL_FILE not in files:
         raise _Failed("card.json lists no checksums (written by an older hwnas?)")
+    unlisted = [f for f in REQUIRED_FILES if f not in files]
+    if unlisted:
+        raise _Failed(f"card.json lists no checksum of {', '.join(unlisted)}")
     for name, digest in files.items():
-        if not (folder / name).is_file():
+        try:  # a name such as ../../x would check files outside the entry
+            path = confined(folder, *str(name).split("/"), what="card.json file")
+        except HwnasError as exc:
+            raise _Failed(str(exc)) from None
+        if not path.is_file():
             raise _Failed(f"{name} is missing")
-        if sha256_file(folder / name) != digest:
+        if sha256_file(path) != digest:
             raise _Failed(f"{name} sha256 differs from card.json")
     model = _load_model(folder / MODEL_FILE)
     props = {p.key: p.value for p in model.metadata_props}
@@ -81,10 +139,10 @@ def _check(folder: Path) -> str:
     differing = sorted(k for k in expected if props[k] != expected[k])
     if differing:
         raise _Failed(f"model.onnx metadata differs from card.json in {', '.join(differing[:5])}")
-    test = card.get("test_data") or {}
-    rtol, atol = float(test.get("rtol", 1e-3)), float(test.get("atol", 1e-4))
+    test = card.get("test_data") if isinstance(card.get("test_data"), dict) else {}
+    rtol, atol = _tolerance(test, "rtol", RTOL), _tolerance(test, "atol", ATOL)
     diff = _run_test_data(folder, model, rtol, atol)
-    return (
+    return card, (
         f"{len(files)} files' sha256 match, {len(expected)} metadata keys, ONNX Runtime output "
         f"within rtol {rtol:g} / atol {atol:g} (max |diff| {diff:.1e})"
     )
@@ -124,9 +182,152 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
     if got.shape != y.shape:
         raise _Failed(f"ONNX Runtime output shape {got.shape} != stored {y.shape}")
     diff = float(np.max(np.abs(got - y))) if got.size else 0.0
-    if not np.allclose(got, y, rtol=rtol, atol=atol):
+    if not np.allclose(got, y, rtol=rtol, atol=atol) or not np.isfinite(diff):
         raise _Failed(
             f"ONNX Runtime output differs from {TEST_DATA}/output_0.pb: max |diff| {diff:.3g} "
             f"beyond rtol {rtol:g} / atol {atol:g}"
         )
     return diff
+
+
+# -- records outside the entry ---------------------------------------------------------------
+
+
+class StudyRecords:
+    """The studies of one Optuna storage, read once: what each published run recorded.
+
+    Args:
+        storage: a storage URL, or None for the hwnas home's ``studies.db`` (skipped where it
+            does not exist: then no study records anything).
+    """
+
+    def __init__(self, storage: str | None):
+        self.storage = storage
+        self._studies: list[tuple[str, dict[str, Any]]] | None = None
+        self.shown = ""
+
+    def studies(self) -> list[tuple[str, dict[str, Any]]]:
+        """(study name, user attributes) of every study (opened on first use).
+
+        Raises:
+            HwnasError: a ``storage`` given by the user that cannot be opened.
+        """
+        if self._studies is not None:
+            return self._studies
+        from hwnas.db import redact
+        from hwnas.errors import HwnasError
+        from hwnas.paths import default_storage_url
+
+        url = self.storage or default_storage_url()
+        self.shown = redact(url)
+        self._studies = []
+        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+            if self.storage is not None:
+                raise HwnasError(f"no study database at {self.shown}")
+            return self._studies
+        import optuna
+
+        from hwnas.search.engine import open_storage
+
+        rdb = open_storage(url)
+        self._studies = [
+            (s.study_name, dict(s.user_attrs))
+            for s in optuna.get_all_study_summaries(rdb, include_best_trial=False)
+        ]
+        return self._studies
+
+    def find(self, run_folder: Path | None, names: list[str]) -> tuple[str, dict] | None:
+        """The study that published ``run_folder``, else the first study named in ``names``
+        that recorded any artifact: (name, user attributes), or None."""
+        studies = self.studies()
+        if run_folder is not None:
+            where = str(run_folder.resolve())
+            for name, attrs in studies:
+                if attrs.get("run_folder") == where and attrs.get("artifacts"):
+                    return name, attrs
+        for wanted in names:
+            for name, attrs in studies:
+                if name == wanted and attrs.get("artifacts"):
+                    return name, attrs
+        return None
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _compare(folder: Path, recorded: dict[str, str], prefix: str, by: str) -> bool:
+    """Check the entry's :data:`MANIFEST_FILES` against ``recorded`` (rel path -> sha256),
+    which ``by`` (words: "the run's summary.json (PATH) records") holds.
+
+    Returns:
+        Whether ``recorded`` covers the entry at all.
+
+    Raises:
+        _Failed: a file differs from the record.
+    """
+    covered = False
+    for name in MANIFEST_FILES:
+        digest = recorded.get(f"{prefix}/{name}")
+        if digest is None:
+            continue
+        covered = True
+        if _sha256(folder / name) != digest:
+            raise _Failed(f"{name} is not the file that {by}")
+    return covered
+
+
+def _provenance(folder: Path, card: dict[str, Any], records: StudyRecords) -> tuple[str, bool]:
+    """Check the entry against its run's summary.json and its study: (what it matched,
+    whether a study's record proves it).
+
+    Raises:
+        _Failed: a record differs, or the run's records do not list the entry.
+    """
+    run, summary = None, {}
+    if folder.parent.name == "zoo" and (folder.parent.parent / "summary.json").is_file():
+        run = folder.parent.parent
+        try:
+            summary = json.loads((run / "summary.json").read_text())
+        except (OSError, ValueError):
+            raise _Failed(f"the run's {run / 'summary.json'} is unreadable") from None
+        summary = summary if isinstance(summary, dict) else {}
+    matched = []
+    prefix = f"zoo/{folder.name}"
+    manifest = summary.get("zoo_files")
+    if run is not None and isinstance(manifest, dict):
+        where = f"the run's summary.json ({run / 'summary.json'})"
+        if not _compare(folder, manifest, prefix, f"{where} records"):
+            raise _Failed(f"not an entry of this run: {where} does not list it")
+        matched.append("the run's summary.json")
+    names = [str(n) for n in (((summary.get("settings") or {}).get("study")), card.get("study"))
+             if n]  # fmt: skip
+    study = records.find(run, names)
+    if study is not None:
+        name, attrs = study
+        artifacts = attrs.get("artifacts") or {}
+        recorded = {rel: v.get("sha256") for rel, v in artifacts.items() if isinstance(v, dict)}
+        where = f"study '{name}' ({records.shown})"
+        own = prefix if any(k.startswith(prefix + "/") for k in recorded) else None
+        if own is None and card.get("name"):
+            own = f"zoo/{card['name']}"
+        if _compare(folder, recorded, own or prefix, f"{where} recorded at publish time"):
+            matched.append(f"study '{name}' in {records.shown} (sha256 recorded at publish time)")
+            return "provenance: card and model match " + " and ".join(matched), True
+        if run is not None and attrs.get("run_folder") == str(run.resolve()):
+            raise _Failed(f"not an entry of this run: {where} does not list it")
+    if matched:
+        return (
+            "provenance: card and model match the run's summary.json; not proven by a study "
+            f"(none in {records.shown or 'the study storage'} published this run: give "
+            "--storage), and a run folder rewritten as a whole would match its own summary",
+            False,
+        )
+    return (
+        "provenance not proven: consistent with its own card only (no run folder or study "
+        "records this entry)",
+        False,
+    )

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwnas.paths import sweep_temporaries, temporary
+from hwnas.progress import SILENT, Reporter
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.zoo.card import (
     BENCHMARK_PREPROCESSING,
@@ -38,8 +40,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def entry_name(rank: int, record: TrialRecord) -> str:
-    """Folder name of a zoo entry: its row in the exported list and its model hash."""
-    return f"{rank:02d}-{record.attrs.get('model_hash') or rank}"
+    """Folder name of a zoo entry: its row in the exported list and its model hash.
+
+    Raises:
+        HwnasError: a trial whose ``model_hash`` attribute (read from the study, which other
+            workers write) would not make one folder name.
+    """
+    from hwnas.paths import safe_name
+
+    return safe_name(f"{rank:02d}-{record.attrs.get('model_hash') or rank}", "zoo entry name")
 
 
 def zoo_columns(
@@ -73,6 +82,7 @@ def write_zoo(
     trained: dict[str, dict[str, Any]] | None = None,
     trainer: ZooTrainer | None = None,
     log: Callable[[str], None] | None = None,
+    reporter: Reporter = SILENT,
 ) -> list[Path]:
     """One folder per Pareto architecture (see the module doc), written into a temporary
     sibling and renamed into place when complete: an export that fails part-way (a full disk,
@@ -92,6 +102,7 @@ def write_zoo(
         trainer: train each architecture from scratch with its space's recipe instead of
             exporting random weights (``--train-zoo``).
         log: one line per entry.
+        reporter: shows the export as a step, one unit per entry (:mod:`hwnas.progress`).
 
     Returns:
         The card paths (inside ``folder``).
@@ -101,10 +112,13 @@ def write_zoo(
         HwnasError: training failed on a user error.
     """
     folder.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temporaries(folder.parent)  # what a killed export left
     tmp = _temporary(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        names = _write_zoo_into(tmp, result, space, other_latencies, records, trained, trainer, log)
+        names = _write_zoo_into(
+            tmp, result, space, other_latencies, records, trained, trainer, log, reporter
+        )
         _swap_in(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -113,8 +127,9 @@ def write_zoo(
 
 
 def _temporary(path: Path) -> Path:
-    """A hidden sibling of ``path`` to write first and rename over it."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """A hidden sibling of ``path`` to write first and rename over it
+    (:func:`hwnas.paths.temporary`)."""
+    return temporary(path)
 
 
 def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
@@ -122,7 +137,7 @@ def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
     may be replacing at the same moment)."""
     import errno
 
-    old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+    old = temporary(folder, "old")
     for attempt in range(attempts):
         try:
             if folder.exists():
@@ -147,6 +162,7 @@ def _write_zoo_into(
     trained: dict[str, dict[str, Any]] | None,
     trainer: ZooTrainer | None,
     log: Callable[[str], None] | None,
+    reporter: Reporter = SILENT,
 ) -> list[str]:
     """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it."""
     log = log or (lambda _m: None)
@@ -161,36 +177,48 @@ def _write_zoo_into(
             r.accuracy, (trained or {}).get(r.arch, {}).get("num_classes", spec.num_classes)
         )
     ]
-    for i, (rank, r) in enumerate(todo):
-        arch = space.parse(r.arch)
-        name = entry_name(rank, r)
-        devices = device_costs(r, s.device, other_latencies.get(r.arch, {}))
-        found = {"study": s.study, "trial": r.number, "device": s.device}
-        own = (trained or {}).get(r.arch)
-        if own is not None:
-            model, card = subnet_entry(space, arch, s.dataset, name, r, own, devices, found)
-        elif trainer is not None:
-            log(f"training {i + 1}/{len(todo)}: {r.arch}")
-            table = {
-                "value": r.accuracy,
-                "source": r.attrs.get("accuracy_source", ""),
-                "split": "test",
-                "kind": "benchmark table",
-            }
-            model, card = trained_entry(trainer, arch, name, devices, table, found)
-            log(f"  test accuracy {card['accuracy']['value']:.2f}% on {card['dataset']}")
-        else:
-            accuracy = {
-                "value": r.accuracy,
-                "source": r.attrs.get("accuracy_source", ""),
-                "split": "test",
-                "kind": "benchmark table",
-            }
-            model, card = random_entry(space, arch, s.dataset, name, accuracy, devices, found)
-        write_entry(folder / name, model, card)
-        cards.append(f"{name}/{CARD_FILE}")
+    verb = "writing" if trained else "training" if trainer is not None else "exporting"
+    with reporter.step(f"zoo {verb}", total=len(todo), unit="models") as step:
+        for i, (rank, r) in enumerate(todo):
+            step.update(status=f"now {r.arch}")
+            cards.append(
+                _write_one(folder, space, s, rank, i, len(todo), r, other_latencies, trained,
+                           trainer, log)  # fmt: skip
+            )
+            step.advance(status="")
     folder.mkdir(parents=True, exist_ok=True)  # an empty front still gives a zoo folder
     return cards
+
+
+def _write_one(folder, space, s, rank, i, n, r, other_latencies, trained, trainer, log) -> str:
+    """One entry of :func:`_write_zoo_into` (the ``i``-th of ``n``); its card path."""
+    arch = space.parse(r.arch)
+    name = entry_name(rank, r)
+    devices = device_costs(r, s.device, other_latencies.get(r.arch, {}))
+    found = {"study": s.study, "trial": r.number, "device": s.device}
+    own = (trained or {}).get(r.arch)
+    if own is not None:
+        model, card = subnet_entry(space, arch, s.dataset, name, r, own, devices, found)
+    elif trainer is not None:
+        log(f"training {i + 1}/{n}: {r.arch}")
+        table = {
+            "value": r.accuracy,
+            "source": r.attrs.get("accuracy_source", ""),
+            "split": "test",
+            "kind": "benchmark table",
+        }
+        model, card = trained_entry(trainer, arch, name, devices, table, found)
+        log(f"  test accuracy {card['accuracy']['value']:.2f}% on {card['dataset']}")
+    else:
+        accuracy = {
+            "value": r.accuracy,
+            "source": r.attrs.get("accuracy_source", ""),
+            "split": "test",
+            "kind": "benchmark table",
+        }
+        model, card = random_entry(space, arch, s.dataset, name, accuracy, devices, found)
+    write_entry(folder / name, model, card)
+    return f"{name}/{CARD_FILE}"
 
 
 def device_costs(
@@ -279,6 +307,14 @@ def random_entry(
         devices=devices,
         devices_note=_benchmark_note(space, dataset),
         test_label=None,
+        build={
+            "kind": "space",
+            "space": space.name,
+            "arch": arch.text,
+            "dataset": dataset,
+            "num_classes": spec.num_classes,
+            "seed": WEIGHT_SEED,
+        },
         **found,
     )
     return model, card
@@ -341,6 +377,13 @@ def trained_entry(
         table_accuracy=table_accuracy,
         training=t.training,
         test_label=t.test_label,
+        build={
+            "kind": "space",
+            "space": space.name,
+            "arch": arch.text,
+            "dataset": trainer.dataset,
+            "num_classes": data.num_classes,
+        },
         **found,
     )
     return model, card
@@ -419,6 +462,7 @@ def subnet_entry(
         ),
         table_accuracy=table,
         test_label=label,
+        build=getattr(own["model"], "hwnas_build", None),
         **found,
     )
     return model, card

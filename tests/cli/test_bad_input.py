@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from helpers import hwnas_cli
@@ -25,8 +26,8 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
             ["search", "--device", "pixel3", "--storage", "nosuchdb://x"],
             "cannot open study storage",
         ),
-        (["search", "--device", "cpu", "--store", "{bad_store}"], "is not usable"),
-        (["devices", "--store", "{bad_store}"], "is not usable"),
+        (["search", "--device", "cpu", "--store", "{bad_store}"], "is not an SQLite database"),
+        (["devices", "--store", "{bad_store}"], "is not an SQLite database"),
         (["arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
         (["arch", "99999"], "out of range"),
         (["dashboard", "--storage", "sqlite:///{tmp}/none.db"], "no study database"),
@@ -205,3 +206,156 @@ def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkey
         write_zoo(tmp_path / "zoo", result, space, {})
     assert sorted(p.name for p in (tmp_path / "zoo").iterdir()) == before  # the old zoo stays
     assert [p.name for p in tmp_path.iterdir()] == ["zoo"]
+
+
+TINY_SPACE = """\
+name: tiny
+datasets:
+  digits: {classes: 10, input_shape: [3, 16, 16]}
+stem:
+  - {block: conv, out: 8, kernel: 3}
+stages:
+  - name: a
+    out: {choices: [8, 16]}
+    stride: 2
+    depth: {choices: [1, 2]}
+    layer: {block: mbconv, kernel: {choices: [3, 5]}, expand: {choices: [2, 4]}, se: 0.25}
+head:
+  - {block: pool}
+"""
+
+PROFILE = """\
+name: NAME
+kind: local
+class: cpu
+description: a test profile
+runtime: ort
+timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0}
+"""
+
+SPACES = {  # file -> (what replaces what in TINY_SPACE)
+    "width": ("out: {choices: [8, 16]}", "out: {choices: [8, 1000000000]}"),
+    "expand_inf": ("expand: {choices: [2, 4]}", "expand: .inf"),
+    "depth": ("depth: {choices: [1, 2]}", "depth: {min: 1, max: 1000000, step: 1}"),
+    "even_kernel": ("kernel: {choices: [3, 5]}", "kernel: {choices: [3, 4]}"),
+    "input": ("[3, 16, 16]", "[3, 100000, 100000]"),
+}
+PROFILES = {
+    "energy_none": ("description: a test profile", "description: x\nenergy: [none]"),
+    "warmup_many": ("warmup: 3", "warmup: many"),
+    "max_cv_nan": ("max_cv: 10.0", "max_cv: .nan"),
+}
+TABLE = ["search", "-d", "pixel3", "--budget", "5", "--no-zoo"]
+GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([*TABLE, "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range"),
+        ([*TABLE, "--max-latency", "inf"], "--max-latency must be a positive number of ms"),
+        (["search", "-d", "pixel3", "--budget", "1000000000"],
+         "--budget 1000000000 is more than the 15625 architectures of space 'nasbench201'"),
+        ([*TABLE, "--epochs", "0"], "--epochs applies to supernet strategies, not to table"),
+        ([*TABLE, "--set", "lr=0.1"], "--set applies to supernet strategies"),
+        ([*TABLE, "--storage", "sqlite:///{tmp}/nowhere/deeper/s.db"],
+         "the folder {tmp}/nowhere/deeper does not exist"),
+        ([*GDAS, "--set", "lr=nan"], "--set lr=nan: lr must be a finite number"),
+        ([*GDAS, "--set", "lr=1e308"], "lr must be <= 100"),
+        ([*GDAS, "--set", "channels=100000"], "channels must be <= 1024"),
+        ([*GDAS, "--latency-weight", "inf"], "--latency-weight must be a finite number"),
+        ([*GDAS, "--epochs", "1000000000"], "--epochs must be at most 10000"),
+        (["search", "-d", "pixel3", "--strategy", "fbnet", "--set", "width=1e9"],
+         "width must be <= 8"),
+        (["arch", "--space", "{tmp}/width.yaml", "0"], "must be <= 16384, got 1000000000"),
+        (["arch", "--space", "{tmp}/expand_inf.yaml", "0"], "must be a finite number, got inf"),
+        (["arch", "--space", "{tmp}/depth.yaml", "0"], "stages[0].depth.max: must be <= 256, got 1000000"),
+        (["arch", "--space", "{tmp}/even_kernel.yaml", "0"], "must be an odd kernel size"),
+        (["arch", "--space", "{tmp}/input.yaml", "0"], "at most 16384 channels and 16384 pixels"),
+        (["measure", "-d", "energy_none", "--arch", SMALL], "energy must be auto, none, or"),
+        (["measure", "-d", "warmup_many", "--arch", SMALL],
+         "timing.warmup must be an integer, got 'many'"),
+        (["measure", "-d", "max_cv_nan", "--arch", SMALL],
+         "timing.max_cv must be a finite number"),
+        (["measure", "-d", "cpu-fast", "--onnx", "{tmp}/huge.onnx"],
+         "input shape 1x3x100000x100000 has 3e+10 elements"),
+        (["measure", "-d", "cpu-fast", "--arch", SMALL, "--batch-size", "1000000000"],
+         "elements, more than the"),
+        (["predict", "--calibration", "{tmp}/cal_1e308.csv", "--arch", SMALL],
+         "latency_ms 1e308 is implausible for one inference"),
+        (["predict", "-d", "pixel3", "--predictor", "{tmp}/missing_key", "--arch", SMALL],
+         "lack the array"),
+        (["predict", "-d", "pixel3", "--predictor", "{tmp}/wrong_shape", "--arch", SMALL],
+         "encoder has"),
+        (["dashboard", "--port", "70000"], "Invalid value for '--port': 70000 is not in the"),
+        (["dashboard", "--port", "{port}"], "is in use by another program"),
+    ],
+)  # fmt: skip
+def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypatch, capsys):
+    """The cases of issue 18's battery (experiments/bad_input_battery.py runs them all, and
+    more, through subprocesses), in-process through the CLI's entry point."""
+    import socket
+
+    import numpy as np
+
+    from hwnas.cli import main
+    from hwnas.devices import reload_profiles
+
+    for name, (old, new) in SPACES.items():
+        (tmp_path / f"{name}.yaml").write_text(TINY_SPACE.replace(old, new))
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    for name, (old, new) in PROFILES.items():
+        text = PROFILE.replace("NAME", name).replace(old, new)
+        (profiles / f"{name}.yaml").write_text(text)
+    monkeypatch.setenv("HWNAS_DEVICES_PATH", str(profiles))
+    reload_profiles()
+    _identity_onnx(tmp_path / "huge.onnx", [1, 3, 100000, 100000])
+    cal = ["arch,latency_ms"] + [f"{i},{1 + 0.1 * i}" for i in range(10)]
+    cal[1] = "0,1e308"
+    (tmp_path / "cal_1e308.csv").write_text("\n".join(cal) + "\n")
+    src = Path(__file__).resolve().parents[2] / "latency_predictors" / "nasbench201"
+    with np.load(src / "weights.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    for name, changed in (
+        ("missing_key", {k: v for k, v in arrays.items() if k != "space_out_w"}),
+        ("wrong_shape", {**arrays, "space_out_w": np.zeros((3, 1), dtype=np.float32)}),
+    ):
+        shutil.copytree(src, tmp_path / name)
+        np.savez(tmp_path / name / "weights.npz", **changed)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = [a.format(tmp=tmp_path, port=port) for a in args]
+        monkeypatch.chdir(tmp_path)
+        code = main(args)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert expected.format(tmp=tmp_path) in lines[0], err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "nowhere").exists()
+    reload_profiles()
+
+
+def _identity_onnx(path: Path, shape: list[int]) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(helper.make_model(graph), path)
+
+
+def test_a_table_search_stops_when_its_strategy_has_nothing_left_and_says_so(tmp_path, capsys):
+    """Under a latency limit the frontier's candidates run out before the budget: the search
+    stops there, exits 0 and says why (it never loops on duplicates)."""
+    from hwnas.cli import main
+
+    args = ["search", "-d", "pixel3", "--max-latency", "0.8", "--budget", "400", "--no-zoo"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "stopped at 280 of --budget 400 scored architectures" in out
+    assert "is exhausted" in out

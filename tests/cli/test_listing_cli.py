@@ -75,13 +75,32 @@ def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwna
     assert changed <= {"summary.json", "pareto.png", "pareto.csv"}, changed  # replaced
     shown = _cli("runs", "show", study).stdout
     assert summary["best"]["arch"] in shown and f"{len(uploaded)} files" in shown
+    assert "None" not in shown  # unset settings (a recorded device has no runtime) left out
+
+    # finding runs and entries without their full names: latest, a unique prefix or word
+    other = tmp_path / "other"
+    _cli("search", "--device", "raspi4", "--budget", "3", "--out", str(other), "--no-zoo")
+    assert f"folder     {other.resolve()}" in _cli("runs", "show").stdout  # latest by default
+    assert f"folder     {out.resolve()}" in _cli("runs", "show", "pixel3").stdout
+    r = hwnas_cli("runs", "show", "nasbench201", env=NARROW)
+    assert r.returncode == 2 and "'nasbench201' matches 2 studies" in r.stderr
+    assert "latest:nasbench201" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    first = entries[0]
+    shown = _cli("zoo", "show", f"pixel3/{first[:2]}").stdout
+    assert f"entry     {out / 'zoo' / first}" in shown
+    r = hwnas_cli("zoo", "show", first[:2], env=NARROW)  # the latest run has no zoo
+    assert r.returncode == 2 and "ran with --no-zoo" in r.stderr
+    # lock files are reused by every study of the database (no pile of them in the home)
+    locks = sorted(p.name for p in hwnas_home.iterdir() if "lock" in p.name)
+    assert locks == ["studies.db.hwnas-lock", "studies.db.locks"], locks
+    assert len(list((hwnas_home / "studies.db.locks").iterdir())) <= 2  # two studies so far
 
 
 def test_devices_show_the_extra_in_install_hints_and_json():
     # hls4ml hidden, as on an install without the fpga extra: the hint names hwnas[fpga]
     code = "import sys; sys.modules['hls4ml'] = None; from hwnas.cli import main; sys.exit(main())"
     r = subprocess.run(
-        [sys.executable, "-c", code, "devices"],
+        [sys.executable, "-c", code, "devices", "--all"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -92,6 +111,9 @@ def test_devices_show_the_extra_in_install_hints_and_json():
     assert "pip install 'hwnas[fpga]'" in hint, hint
     assert "pi5_torchmobile" in r.stdout and "titan_rtx_256" in r.stdout  # names whole
     assert max(len(ln) for ln in r.stdout.splitlines() if ln.startswith(("┃", "│", "┏"))) <= 80
+    compact = _cli("devices").stdout  # by default: what a device is picked by, one row each
+    assert "unreachable vu9p_hls4ml" not in compact and "(why: hwnas devices --all)" in compact
+    assert len(compact.splitlines()) < len(r.stdout.splitlines()) // 2
     listed = json.loads(_cli("devices", "--json").stdout)
     by_name = {d["device"]: d for d in listed["devices"]}
     assert by_name["pixel3"]["reachable"] and by_name["pixel3"]["table_rows"]["nasbench201"]

@@ -275,7 +275,8 @@ def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, c
     assert code == 0, err
     from_file = _printed_ms(out, str(model))
     assert "adapted on 10 latency_ms values" in err
-    code, out, err = run(["predict", "--device", "cpu-fast", "--onnx", model], capsys)
+    code, out, err = run(["predict", "--device", "cpu-fast", "--predictor", "nasbench201",
+                          "--onnx", model], capsys)  # fmt: skip
     assert code == 0, err
     assert _printed_ms(out, str(model)) == from_file > 0  # the same 10 values, from the store
     assert "from the store" in err

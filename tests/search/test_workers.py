@@ -229,31 +229,44 @@ def test_postgresql_without_its_driver_names_the_extra(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_workers_of_one_supernet_search_record_each_candidate_once(tmp_path):
+def test_three_workers_of_one_supernet_search_train_it_once_and_record_each_candidate_once(
+    tmp_path,
+):
+    """Two workers share a run folder, a third has its own: one trains the supernet, the others
+    wait for its final checkpoint (the third copies it into its run folder) and then score
+    their share of the candidates; no two write the same temporary checkpoint."""
     import optuna
 
     storage = f"sqlite:///{tmp_path / 's.db'}"
     args = ["search", "--strategy", "oneshot", "--device", "pixel3", "--epochs", "1"]
     args += ["--set", "limit=300", "--set", "evolution_trials=12", "--finetune-epochs", "1"]
     args += ["--storage", storage, "--study", "sn", "--no-zoo"]
+    outs = [tmp_path / "shared", tmp_path / "shared", tmp_path / "own"]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "hwnas", *args, "--out", str(tmp_path / f"run{w}")],
+            [sys.executable, "-m", "hwnas", *args, "--out", str(out)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for w in range(2)
+        for out in outs
     ]
     outputs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
+    trained = [err for _out, err in outputs if "epoch 1/1" in err]
+    assert len(trained) == 1, outputs  # the supernet is trained once
+    assert any("using the supernet another worker trained" in err for _out, err in outputs)
+    assert (tmp_path / "own" / "supernet.pt").read_bytes() == (
+        tmp_path / "shared" / "supernet.pt"
+    ).read_bytes()
     study = optuna.load_study(study_name="sn", storage=storage)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     archs = [t.user_attrs["arch"] for t in complete]
     assert len(archs) == len(set(archs)) >= 1
     assert [t.user_attrs["role"] for t in complete].count("derived") == 1
-    summaries = [json.loads((tmp_path / f"run{w}" / "summary.json").read_text()) for w in (0, 1)]
-    assert sum(s["trials"]["completed_this_run"] for s in summaries) == len(archs)
+    summaries = [json.loads((out / "summary.json").read_text()) for out in outs[1:]]
+    assert all(s["trials"]["completed"] == len(archs) for s in summaries)
+    assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
 
 
 def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_path, monkeypatch):

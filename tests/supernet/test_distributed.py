@@ -58,7 +58,7 @@ class Halves(nn.Module):
 
 
 def _state(out):
-    state = torch.load(out / "supernet.pt", map_location="cpu", weights_only=False)
+    state = torch.load(out / "supernet.pt", map_location="cpu", weights_only=True)
     alphas = torch.cat([a.flatten() for a in state["strategy"]["alphas"]])
     buffers = ("running_mean", "running_var", "num_batches_tracked")  # per rank, not trained
     weights = {k: v for k, v in state["supernet"].items() if not k.endswith(buffers)}

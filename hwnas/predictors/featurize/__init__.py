@@ -12,7 +12,8 @@ or exporting a network:
 
 Featurizers are found in :data:`FEATURIZERS` by the space's ``featurizer_name`` (its own name;
 ``declared`` for every declared space, whose graph features are read from each layer's ONNX
-export: :mod:`hwnas.predictors.featurize.declared`).
+export: :mod:`hwnas.predictors.featurize.declared`; ``module`` for spaces made from a PyTorch
+module, read from each subnet's export: :mod:`hwnas.predictors.featurize.module`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ FEATURIZERS.register("nasbench201", "hwnas.predictors.featurize.nasbench201:NasB
 FEATURIZERS.register("fbnet", "hwnas.predictors.featurize.fbnet:FBNetFeaturizer")
 FEATURIZERS.register("ofa", "hwnas.predictors.featurize.ofa:OFAFeaturizer")
 FEATURIZERS.register("declared", "hwnas.predictors.featurize.declared:DeclaredFeaturizer")
+FEATURIZERS.register("module", "hwnas.predictors.featurize.module:ModuleFeaturizer")
 
 
 class Featurizer(ABC):

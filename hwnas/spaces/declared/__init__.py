@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError, UnknownNameError
-from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
+from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace, spread_archs
 from hwnas.spaces.declared.schema import ByDataset, Choices, LayerSpec, SpaceSpec, read_space_file
 
 
@@ -162,6 +162,12 @@ class DeclaredSpace(SearchSpace):
 
     def choices(self) -> dict[str, tuple[str, ...]]:
         return dict(self._choices)
+
+    def lut_terms(self) -> list:
+        """The lookup-table terms (:func:`hwnas.supernet.declared_cost.declared_terms`)."""
+        from hwnas.supernet.declared_cost import declared_terms
+
+        return declared_terms(self)
 
     def parse(self, text: str) -> Arch:
         """Parse ``TOKEN=VALUE`` tokens (any order) and canonicalise.
@@ -324,31 +330,15 @@ class DeclaredSpace(SearchSpace):
     # -- reference set ----------------------------------------------------------------------------
 
     def reference_archs(self, n: int = 10) -> list[Arch]:
-        """``n`` distinct architectures spread over the space, the same on every machine: the
-        first takes every decision's first value, the last every decision's last value (choices
-        are listed smallest first by convention), those between take for each decision the
-        value at their quantile with seeded jitter, so costs spread from smallest to largest
-        and decisions do not move in lockstep."""
-        rng = np.random.default_rng(20240614)
-        out: dict[str, Arch] = {}
-        tries = 0
-        while len(out) < n and tries < 50 * n:
-            k = len(out)
-            q = k / max(1, n - 1)
-            labels = {}
-            for d in self.decisions:
-                m = len(d.values)
-                jitter = 0.0 if k in (0, n - 1) else rng.normal(0.0, 0.3 + 0.1 * (tries // n))
-                i = int(np.clip(round(q * (m - 1) + jitter * m), 0, m - 1))
-                labels[d.key] = d.labels[i]
-            arch = self._arch(labels)
-            out.setdefault(arch.text, arch)
-            tries += 1
-        for arch in self.sample(rng, 20 * n):  # a tiny space: fill with random ones
-            if len(out) >= n:
-                break
-            out.setdefault(arch.text, arch)
-        return list(out.values())[:n]
+        """``n`` distinct architectures spread from the smallest to the largest
+        (:func:`hwnas.spaces.base.spread_archs`)."""
+        keys = [d.key for d in self.decisions]
+        return spread_archs(
+            self,
+            [d.labels for d in self.decisions],
+            lambda chosen: self._arch({keys[i]: v for i, v in chosen.items()}),
+            n,
+        )
 
     def describe(self) -> dict[str, Any]:
         """Name, file, decisions and their sizes (for cards and ``hwnas arch``)."""

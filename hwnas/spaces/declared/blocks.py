@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwnas.limits import MAX_CHANNELS, MAX_EXPAND, MAX_INPUT_SIDE, MAX_KERNEL
 from hwnas.registry import Registry
 
 ACTIVATIONS = ("relu", "relu6", "h_swish", "swish", "gelu", "none")
@@ -34,6 +35,9 @@ class Param:
         low: smallest allowed number.
         help: one line.
         scales: a width that a supernet's width multiplier scales (like channel counts).
+        high: largest allowed number (:mod:`hwnas.limits`).
+        odd: an odd number (a kernel: "same" padding keeps the feature map's size), or 0 where
+            ``low`` is 0 (no such convolution).
     """
 
     type: type
@@ -43,6 +47,8 @@ class Param:
     low: float | None = None
     help: str = ""
     scales: bool = False
+    high: float | None = None
+    odd: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,14 +115,22 @@ def _check_uib(values: dict[str, set], strides: set[int]) -> tuple[str, str] | N
 
 
 _ACT = Param(str, "relu", allowed=ACTIVATIONS, help="activation")
-_KERNEL = Param(int, 3, elastic=True, low=1, help="depthwise kernel size (odd)")
+_KERNEL = Param(
+    int, 3, elastic=True, low=1, high=MAX_KERNEL, odd=True, help="depthwise kernel size (odd)"
+)
+_EXPAND = dict(elastic=True, low=1, high=MAX_EXPAND, help="expansion ratio")
+_DIVISOR = Param(
+    int, 8, low=1, high=MAX_CHANNELS, help="hidden widths rounded to a multiple of this"
+)
 
 register(
     BlockType(
         "conv",
         f"{_MOD}:ConvBlock",
         {
-            "kernel": Param(int, 1, elastic=True, low=1, help="kernel size (odd)"),
+            "kernel": Param(
+                int, 1, elastic=True, low=1, high=MAX_KERNEL, odd=True, help="kernel size (odd)"
+            ),
             "act": _ACT,
             "bn": Param(bool, True, help="batch norm after the convolution"),
             "bias": Param(bool, False, help="convolution bias"),
@@ -130,13 +144,15 @@ register(
         f"{_MOD}:MBConvBlock",
         {
             "kernel": _KERNEL,
-            "expand": Param(float, 6.0, elastic=True, low=1, help="expansion ratio"),
+            "expand": Param(float, 6.0, **_EXPAND),
             "act": _ACT,
             "se": Param(
-                float, 0.0, low=0, help="squeeze-excite ratio of the hidden width (0: none)"
+                float, 0.0, low=0, high=1, help="squeeze-excite ratio of the hidden width (0: none)"
             ),
-            "groups": Param(int, 1, low=1, help="groups of the 1x1 convs (+ channel shuffle)"),
-            "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
+            "groups": Param(
+                int, 1, low=1, high=MAX_CHANNELS, help="groups of the 1x1 convs (+ channel shuffle)"
+            ),
+            "divisor": _DIVISOR,
             "expand_at_1": Param(bool, False, help="keep the 1x1 expansion conv at ratio 1"),
         },
         check=_check_mbconv,
@@ -149,11 +165,27 @@ register(
         "uib",
         f"{_MOD}:UIBBlock",
         {
-            "start_kernel": Param(int, 0, elastic=True, low=0, help="start depthwise (0: none)"),
-            "mid_kernel": Param(int, 3, elastic=True, low=0, help="middle depthwise (0: none)"),
-            "expand": Param(float, 4.0, elastic=True, low=1, help="expansion ratio"),
+            "start_kernel": Param(
+                int,
+                0,
+                elastic=True,
+                low=0,
+                high=MAX_KERNEL,
+                odd=True,
+                help="start depthwise (0: none)",
+            ),
+            "mid_kernel": Param(
+                int,
+                3,
+                elastic=True,
+                low=0,
+                high=MAX_KERNEL,
+                odd=True,
+                help="middle depthwise (0: none)",
+            ),
+            "expand": Param(float, 4.0, **_EXPAND),
             "act": _ACT,
-            "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
+            "divisor": _DIVISOR,
         },
         check=_check_uib,
         summary="Universal Inverted Bottleneck (MobileNetV4): ExtraDW (start+mid), IB (mid), "
@@ -165,10 +197,12 @@ register(
         "fused_ib",
         f"{_MOD}:FusedIBBlock",
         {
-            "kernel": Param(int, 3, elastic=True, low=1, help="expansion conv kernel"),
-            "expand": Param(float, 4.0, elastic=True, low=1, help="expansion ratio"),
+            "kernel": Param(
+                int, 3, elastic=True, low=1, high=MAX_KERNEL, odd=True, help="expansion conv kernel"
+            ),
+            "expand": Param(float, 4.0, **_EXPAND),
             "act": _ACT,
-            "divisor": Param(int, 8, low=1, help="hidden widths rounded to a multiple of this"),
+            "divisor": _DIVISOR,
         },
         summary="fused inverted bottleneck (EdgeResidual; MobileNetV4-M stem stage)",
     )
@@ -187,7 +221,15 @@ register(
     BlockType(
         "patch_embed",
         f"{_MOD}:PatchEmbedBlock",
-        {"patch": Param(int, 4, low=1, help="patch side in pixels (conv kernel = stride)")},
+        {
+            "patch": Param(
+                int,
+                4,
+                low=1,
+                high=MAX_INPUT_SIDE,
+                help="patch side in pixels (conv kernel = stride)",
+            )
+        },
         tokens_out=True,
         width_mixable=False,
         fixed_input=True,
@@ -200,9 +242,13 @@ register(
         "transformer",
         f"{_MOD}:TransformerBlock",
         {
-            "heads": Param(int, 4, elastic=True, low=1, help="attention heads"),
-            "head_dim": Param(int, 64, low=1, help="width of one head", scales=True),
-            "mlp_ratio": Param(float, 4.0, elastic=True, low=0.25, help="MLP hidden / width"),
+            "heads": Param(int, 4, elastic=True, low=1, high=1024, help="attention heads"),
+            "head_dim": Param(
+                int, 64, low=1, high=MAX_CHANNELS, help="width of one head", scales=True
+            ),
+            "mlp_ratio": Param(
+                float, 4.0, elastic=True, low=0.25, high=MAX_EXPAND, help="MLP hidden / width"
+            ),
             "act": Param(str, "gelu", allowed=ACTIVATIONS, help="MLP activation"),
         },
         tokens_in=True,

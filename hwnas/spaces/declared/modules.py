@@ -27,6 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from hwnas.spaces.ofa.model import make_divisible
+from hwnas.spaces.slicing import DBN, DConv, DLayerNorm, DLinear
+
+__all__ = ["DBN", "DConv", "DLayerNorm", "DLinear"]  # re-exported: the shared primitives
 
 Active = list[tuple[Any, Any]]
 """Active candidates of one parameter: (value, weight tensor or None for a fixed value)."""
@@ -45,81 +48,6 @@ _ACTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gelu": F.gelu,
     "none": lambda x: x,
 }
-
-
-# -- sliceable primitives ----------------------------------------------------------------------
-
-
-class DConv(nn.Conv2d):
-    """A convolution runnable on its first input/output channels and its centre kernel.
-
-    Depthwise convolutions (``groups == in_channels > 1``) follow their input's channel count;
-    grouped convolutions run at full size only.
-    """
-
-    def forward(self, x: torch.Tensor, out: int | None = None, kernel: int | None = None):
-        c_in, k_full = x.shape[1], self.kernel_size[0]
-        out = out or self.out_channels
-        k = kernel or k_full
-        if c_in == self.in_channels and out == self.out_channels and k == k_full:
-            return super().forward(x)
-        w = self.weight
-        if self.groups == self.in_channels and self.groups > 1:  # depthwise
-            w, groups, out = w[:c_in], c_in, c_in
-        elif self.groups == 1:
-            w, groups = w[:out, :c_in], 1
-        else:
-            raise RuntimeError("a grouped convolution runs at its full size only")
-        if k != k_full:
-            lo = (k_full - k) // 2
-            w = w[:, :, lo : lo + k, lo : lo + k]
-        pad = k // 2 if self.padding[0] == k_full // 2 else self.padding
-        bias = self.bias[:out] if self.bias is not None else None
-        return F.conv2d(x, w, bias, self.stride, pad, self.dilation, groups)
-
-
-class DBN(nn.BatchNorm2d):
-    """Batch norm over the first channels of its input (running statistics shared)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = x.shape[1]
-        if n == self.num_features:
-            return super().forward(x)
-        momentum = self.momentum
-        if self.training and momentum is None:  # cumulative average (recalibration)
-            self.num_batches_tracked += 1
-            momentum = 1.0 / float(self.num_batches_tracked)
-        return F.batch_norm(
-            x,
-            self.running_mean[:n],
-            self.running_var[:n],
-            self.weight[:n],
-            self.bias[:n],
-            self.training,
-            momentum if momentum is not None else 0.1,
-            self.eps,
-        )
-
-
-class DLinear(nn.Linear):
-    """A linear layer runnable on its first input/output features: (..., n_in) -> (..., out)."""
-
-    def forward(self, x: torch.Tensor, out: int | None = None) -> torch.Tensor:
-        n_in, out = x.shape[-1], out or self.out_features
-        if n_in == self.in_features and out == self.out_features:
-            return super().forward(x)
-        bias = self.bias[:out] if self.bias is not None else None
-        return F.linear(x, self.weight[:out, :n_in], bias)
-
-
-class DLayerNorm(nn.LayerNorm):
-    """Layer norm over the first features of its input: (..., n) -> (..., n)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = x.shape[-1]
-        if n == self.normalized_shape[0]:
-            return super().forward(x)
-        return F.layer_norm(x, (n,), self.weight[:n], self.bias[:n], self.eps)
 
 
 class ConvBN(nn.Module):

@@ -35,6 +35,7 @@ differ between CIFAR and ImageNet).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,16 @@ from typing import Any
 import yaml
 
 from hwnas.errors import HwnasError
+from hwnas.limits import (
+    MAX_CHANNELS,
+    MAX_CHOICES,
+    MAX_CLASSES,
+    MAX_DEPTH,
+    MAX_INPUT_SIDE,
+    MAX_STRIDE,
+)
 from hwnas.spaces.declared.blocks import BLOCKS, BlockType, Param
+from hwnas.yamlfile import load_yaml
 
 Where = tuple[Any, ...]
 
@@ -145,12 +155,7 @@ class _Reader:
         except (OSError, UnicodeDecodeError) as exc:
             raise HwnasError(f"space file {path} cannot be read: {exc}") from None
         try:
-            loader = yaml.SafeLoader(text)
-            try:
-                node = loader.get_single_node()
-                self.data = loader.construct_document(node) if node is not None else None
-            finally:
-                loader.dispose()
+            self.data, node = load_yaml(text, nodes=True)  # aliases bounded, no self-reference
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else 0
@@ -183,6 +188,9 @@ class _Reader:
 
 # -- validation --------------------------------------------------------------------------------
 
+_WIDTH = Param(int, None, low=1, high=MAX_CHANNELS)
+_STRIDE = Param(int, 1, low=1, high=MAX_STRIDE)
+_DEPTH = Param(int, 1, low=1, high=MAX_DEPTH)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _TYPE_WORD = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -220,11 +228,21 @@ class _Validator:
             raise self.r.fail(where, f"must be {_TYPE_WORD[t]}, got {value!r}")
         if t is float:
             value = float(value)
+        if t is float and not math.isfinite(value):
+            raise self.r.fail(where, f"must be a finite number, got {value!r}")
         if param.allowed is not None and value not in param.allowed:
             allowed = ", ".join(map(str, param.allowed))
             raise self.r.fail(where, f"must be one of {allowed}, got {value!r}")
         if param.low is not None and value < param.low:
             raise self.r.fail(where, f"must be >= {param.low:g}, got {value!r}")
+        if param.high is not None and value > param.high:
+            raise self.r.fail(where, f"must be <= {param.high:g}, got {value!r}")
+        if param.odd and value % 2 == 0 and not (value == 0 and param.low == 0):
+            zero = "0 or " if param.low == 0 else ""
+            raise self.r.fail(
+                where,
+                f"must be {zero}an odd kernel size (same padding keeps the size), got {value}",
+            )
         return value
 
     def value(self, value: Any, where: Where, param: Param, elastic: bool, by_dataset: bool):
@@ -236,6 +254,10 @@ class _Validator:
                 items = value["choices"]
                 if not isinstance(items, list) or not items:
                     raise self.r.fail((*where, "choices"), "must be a non-empty list")
+                if len(items) > MAX_CHOICES:
+                    raise self.r.fail(
+                        (*where, "choices"), f"lists {len(items)} values, more than {MAX_CHOICES}"
+                    )
                 vals = tuple(
                     self.scalar(v, (*where, "choices", i), param) for i, v in enumerate(items)
                 )
@@ -247,6 +269,9 @@ class _Validator:
                 st = self.scalar(value["step"], (*where, "step"), Param(int, 1, low=1))
                 if st < 1 or hi < lo:
                     raise self.r.fail(where, "needs min <= max and step >= 1")
+                count = (hi - lo) // st + 1
+                if count > MAX_CHOICES:
+                    raise self.r.fail(where, f"gives {count} values, more than {MAX_CHOICES}")
                 vals = tuple(range(lo, hi + 1, st))
                 return Choices(vals) if len(vals) > 1 else vals[0]
             if keys == {"by_dataset"} and by_dataset:
@@ -311,15 +336,13 @@ class _Validator:
                 params[key] = p.default
         out = None
         if "out" in raw:
-            out = self.value(
-                raw["out"], (*where, "out"), Param(int, None, low=1), not in_stage, True
-            )
+            out = self.value(raw["out"], (*where, "out"), _WIDTH, not in_stage, True)
         return LayerSpec(name, params, None, out, self._stride(raw, where), dotted(where), where)
 
     def _stride(self, raw: dict, where: Where):
         if "stride" not in raw:
             return None
-        return self.value(raw["stride"], (*where, "stride"), Param(int, 1, low=1), False, True)
+        return self.value(raw["stride"], (*where, "stride"), _STRIDE, False, True)
 
     def layer_list(self, raw: Any, where: Where) -> list[LayerSpec]:
         if raw is None:
@@ -339,12 +362,10 @@ class _Validator:
             raise self.r.fail((*where, "name"), f"bad stage name {name!r} (letters, digits, _ -)")
         out = None
         if "out" in raw:
-            out = self.value(raw["out"], (*where, "out"), Param(int, None, low=1), True, True)
+            out = self.value(raw["out"], (*where, "out"), _WIDTH, True, True)
         stride = 1
         if "stride" in raw:
-            stride = self.value(
-                raw["stride"], (*where, "stride"), Param(int, 1, low=1), False, True
-            )
+            stride = self.value(raw["stride"], (*where, "stride"), _STRIDE, False, True)
         if ("layer" in raw) == ("layers" in raw):
             raise self.r.fail(where, "give exactly one of 'layer' (with 'depth') or 'layers'")
         if "layers" in raw:
@@ -357,9 +378,7 @@ class _Validator:
             layers = [self.layer(x, (*where, "layers", i), True) for i, x in enumerate(items)]
             depth: int | Choices = len(layers)
         else:
-            depth = self.value(
-                raw.get("depth", 1), (*where, "depth"), Param(int, 1, low=1), True, False
-            )
+            depth = self.value(raw.get("depth", 1), (*where, "depth"), _DEPTH, True, False)
             top = max(depth.values) if isinstance(depth, Choices) else depth
             template = raw["layer"]
             layers = []
@@ -403,7 +422,9 @@ class _Validator:
             if not isinstance(name, str) or not _NAME.match(name):
                 raise self.r.fail(w, f"bad dataset name {name!r}")
             self.mapping(spec, w, {"classes", "input_shape"}, {"classes", "input_shape"})
-            classes = self.scalar(spec["classes"], (*w, "classes"), Param(int, None, low=1))
+            classes = self.scalar(
+                spec["classes"], (*w, "classes"), Param(int, None, low=1, high=MAX_CLASSES)
+            )
             shape = spec["input_shape"]
             if (
                 not isinstance(shape, list)
@@ -412,6 +433,12 @@ class _Validator:
             ):
                 raise self.r.fail(
                     (*w, "input_shape"), f"must be [C, H, W] (3 positive integers), got {shape!r}"
+                )
+            if shape[0] > MAX_CHANNELS or max(shape[1:]) > MAX_INPUT_SIDE:
+                raise self.r.fail(
+                    (*w, "input_shape"),
+                    f"must have at most {MAX_CHANNELS} channels and {MAX_INPUT_SIDE} pixels a "
+                    f"side, got {shape!r}",
                 )
             out[name] = (classes, tuple(shape))
         self.datasets = list(out)
@@ -465,7 +492,13 @@ def read_space_file(path: str | Path) -> SpaceSpec:
     divisor = v.scalar(data.get("channel_divisor", 8), ("channel_divisor",), Param(int, 8, low=1))
     resolution = None
     if "resolution" in data:
-        res = v.value(data["resolution"], ("resolution",), Param(int, None, low=8), True, False)
+        res = v.value(
+            data["resolution"],
+            ("resolution",),
+            Param(int, None, low=8, high=MAX_INPUT_SIDE),
+            True,
+            False,
+        )
         if not isinstance(res, Choices):
             raise r.fail(
                 ("resolution",), "must be {choices: [...]} or {min, max, step} with 2+ values"

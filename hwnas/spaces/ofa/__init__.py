@@ -125,6 +125,12 @@ class OFASpace(SearchSpace):
         """The arch of a decoded config (validated)."""
         return self.parse(cfg.text())
 
+    def lut_terms(self) -> list:
+        """The lookup-table terms (:func:`hwnas.supernet.cost.ofa_terms`)."""
+        from hwnas.supernet.cost import ofa_terms
+
+        return ofa_terms(self)
+
     def choices(self) -> dict[str, tuple[str, ...]]:
         out: dict[str, tuple[str, ...]] = {}
         for i in range(self.num_blocks):

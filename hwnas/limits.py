@@ -1,0 +1,122 @@
+"""Limits that keep a command's memory and time bounded, checked before any work.
+
+A number a user types or a file declares is refused in one line (:func:`bounded`) when it is
+not finite or lies outside the range hwnas can honour in bounded memory and time: widths of
+1e9 channels would allocate terabytes, an input of 100000 x 100000 pixels 120 GB, a depth of a
+million layers takes minutes to even describe. The bounds are far above any published network
+and any sensible run (``docs/robustness.md`` lists them); what they keep out are typos and
+hostile files.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hwnas.errors import HwnasError
+
+MAX_EPOCHS = 10_000
+"""Training or fine-tuning epochs of one run."""
+
+MAX_BATCH_SIZE = 65_536
+"""Mini-batch size (training) and batch size (measuring)."""
+
+MAX_THREADS = 256
+"""CPU threads a run may ask for."""
+
+MAX_INPUT_ELEMENTS = 64 * 2**20
+"""Elements of one input tensor, batch included (256 MiB of float32): 1x3x4096x4096 is 50M."""
+
+MAX_INPUT_SIDE = 16_384
+"""Pixels of one side of an input image."""
+
+MAX_CHANNELS = 16_384
+"""Channels (width) of one layer of a declared space."""
+
+MAX_KERNEL = 31
+"""Kernel size of a convolution of a declared space."""
+
+MAX_STRIDE = 16
+"""Stride of a layer of a declared space."""
+
+MAX_DEPTH = 256
+"""Layers of one stage of a declared space."""
+
+MAX_EXPAND = 64.0
+"""Expansion ratio (or MLP ratio) of a block of a declared space."""
+
+MAX_CLASSES = 1_000_000
+"""Classes of a dataset."""
+
+MAX_CHOICES = 1024
+"""Options of one decision of a declared space."""
+
+MAX_LEARNING_RATE = 100.0
+"""A learning rate (any larger one diverges at once)."""
+
+MAX_COST = {"latency_ms": 3.6e6, "energy_mj": 3.6e9}
+"""A measured cost of one inference a user file may give: an hour of latency (ms), a
+kilowatt-hour of energy (mJ); a value beyond (1e308) is a typo, and would overflow a fit."""
+
+
+def bounded(
+    what: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    integer: bool = False,
+    low_open: bool = False,
+) -> Any:
+    """``value`` if it is a finite number within [``low``, ``high``] (``low`` excluded when
+    ``low_open``), an integer where ``integer``; else a one-line error.
+
+    Args:
+        what: how the user knows the value ("--epochs", "timing.warmup in cpu.yaml").
+        value: the value (a number, or anything YAML gave).
+        low: the least value allowed (None: no bound).
+        high: the largest value allowed (None: no bound).
+        integer: whether it must be a whole number.
+        low_open: whether ``low`` itself is refused (a positive number: ``low=0``).
+
+    Returns:
+        The value (an int where ``integer``).
+
+    Raises:
+        HwnasError: not a number, not finite, not whole, or out of range.
+    """
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise HwnasError(f"{what} must be {kind}, got {value!r}")
+    if not math.isfinite(value):
+        raise HwnasError(f"{what} must be a finite number, got {value}")
+    if integer:
+        if value != int(value):
+            raise HwnasError(f"{what} must be an integer, got {value}")
+        value = int(value)
+    if low is not None and (value < low or (low_open and value == low)):
+        rule = f"above {low:g}" if low_open else f"at least {low:g}"
+        if high is not None:
+            rule += f" and at most {high:g}"
+        raise HwnasError(f"{what} must be {rule}, got {value}")
+    if high is not None and value > high:
+        raise HwnasError(f"{what} must be at most {high:g}, got {value}")
+    return value
+
+
+def input_size(what: str, shape: tuple[int, ...] | list[int]) -> None:
+    """Refuse an input tensor shape too large to allocate (:data:`MAX_INPUT_ELEMENTS`) or with
+    an empty axis.
+
+    Raises:
+        HwnasError: one line naming the shape.
+    """
+    dims = [int(d) for d in shape]
+    if any(d < 1 for d in dims):
+        raise HwnasError(f"{what}: input shape {'x'.join(map(str, dims))} has an empty axis")
+    elements = math.prod(dims)
+    if elements > MAX_INPUT_ELEMENTS:
+        raise HwnasError(
+            f"{what}: input shape {'x'.join(map(str, dims))} has {elements:.3g} elements, more "
+            f"than the {MAX_INPUT_ELEMENTS:.3g} hwnas allocates for one input "
+            f"({4 * elements / 2**30:.3g} GiB of float32)"
+        )

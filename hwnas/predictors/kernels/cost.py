@@ -1,0 +1,180 @@
+"""``cost=kernel``: the kernel-level predictor as a search's cost model, at deployment size.
+
+A supernet is trained small (a CIFAR-sized skeleton, a fraction of the width) but the network
+a search deploys is the space's full network at its deployment size (a declared space's
+``reference_dataset``: 224x224 ImageNet networks for ``mobilenetv4`` and ``vit``). This cost
+model predicts *that* network's latency on a live ONNX Runtime device whatever size the
+supernet is trained at: the kernel-level predictor (:mod:`hwnas.predictors.kernels.model`)
+times each distinct kernel of the deployed networks once (through the store), its
+network-level correction is calibrated on the space's reference set measured at deployment
+size (10 whole networks, taken once per device), and for a supernet a lookup table
+(:func:`hwnas.supernet.cost.fit_lut`, the space's own terms) is fitted on the predictions of
+sampled architectures, so the hardware term's expectation stays exact and differentiable.
+The fit is reported two ways: the table against the kernel-level predictions of held-out
+architectures (``r2``), and against the measured reference networks (``truth_r2``,
+leave-one-out for the correction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+from hwnas.search.costs import CostModel, CostRequest
+from hwnas.spaces.base import Arch, SearchSpace
+
+SAMPLES = 160
+"""Architectures whose kernel-level predictions a supernet's lookup table is fitted on."""
+
+
+class KernelCostModel(CostModel):
+    """Latency (ms) of a space's deployed networks on a live device, from their kernels.
+
+    Args:
+        predictor: the calibrated :class:`~hwnas.predictors.kernels.model.KernelPredictor`.
+        space: the search space.
+        note: how the correction was calibrated (one line).
+    """
+
+    metric = "latency_ms"
+
+    def __init__(self, predictor: Any, space: SearchSpace, note: str):
+        self.predictor, self.space, self.note = predictor, space, note
+        dev = predictor.profiler.device.name
+        self.deployment = _deployment(space)
+        self.source = f"kernel:{dev}:{self.deployment}"
+        self.fit: dict[str, Any] = {"deployment": self.deployment, "correction": note}
+
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        return self.predictor.predict(list(archs))
+
+    def interval(self, arch: Arch) -> tuple[float, float, float, str]:
+        """(low, mean, high, warning) of the deployed network's latency: its 90% interval."""
+        return self.predictor.interval(self.predictor.estimate(arch))
+
+
+def _deployment(space: SearchSpace) -> str:
+    ds = space.reference_dataset
+    return f"{ds} {'x'.join(map(str, space.dataset(ds).input_shape))}"
+
+
+def _r2(pred: np.ndarray, true: np.ndarray) -> float:
+    return float(1 - ((pred - true) ** 2).sum() / max(((true - true.mean()) ** 2).sum(), 1e-12))
+
+
+def check_kernel_cost(device: Any, metric: str) -> None:
+    """Refuse ``cost=kernel`` where it cannot work, before any work.
+
+    Raises:
+        HwnasError: not latency, or a device that does not run ONNX Runtime models.
+    """
+    if metric != "latency_ms":
+        raise HwnasError("cost=kernel predicts latency_ms, not " + metric)
+    if getattr(device, "runtime_name", None) != "ort" or not device.runs_models:
+        raise HwnasError(
+            f"cost=kernel times ONNX Runtime kernels; device '{device.name}' runs "
+            f"{device.runtime or 'no runtime'} (use cost=table, predicted or flops)"
+        )
+
+
+def kernel_model(request: CostRequest) -> CostModel:
+    """``kernel``: the kernel-level predictor of a live ONNX Runtime device, calibrated on the
+    space's reference set at deployment size (measured once through the profiler); for a
+    supernet, the lookup table fitted on its predictions of :data:`SAMPLES` architectures.
+
+    Raises:
+        HwnasError: not latency, a device that does not run ONNX Runtime models, or a space
+            without a reference set.
+    """
+    from hwnas.measure import arch_workload
+    from hwnas.predictors.kernels.device import calibration_networks, kernel_predictor
+
+    space, device, profiler = request.space, request.device, request.profiler
+    check_kernel_cost(device, request.metric)
+    log = request.extra.get("log") or (lambda _m: None)
+    refs = space.reference_archs()
+    log(f"kernel-level cost: measuring the {len(refs)} reference networks of {space.name} at "
+        f"deployment size ({_deployment(space)}) once")  # fmt: skip
+    ref_values = np.array(
+        [
+            profiler.measure(arch_workload(space, a, space.reference_dataset), "latency_ms",
+                             allow_flagged=True).value
+            for a in refs
+        ]
+    )  # fmt: skip
+    kp, note = kernel_predictor(profiler)
+    archs, values = calibration_networks(device, profiler.store)
+    known = {a.text for a in archs if a.space == space.name}
+    extra = [(a, v) for a, v in zip(refs, ref_values) if a.text not in known]
+    if extra:  # flagged reference values are not in calibration_networks: use them anyway
+        archs = [*archs, *(a for a, _ in extra)]
+        values = np.concatenate([values, [v for _, v in extra]])
+    kp.fit(archs, values)
+    c = kp.correction
+    note = (
+        f"correction calibrated on {len(values)} reference networks measured on {device.name} "
+        f"(x{c.scale:.3f} {c.bias_ms:+.3f} ms, residual {100 * c.rel_std:.1f}%)"
+    )
+    model = KernelCostModel(kp, space, note)
+    ref_pred = kp.predict(refs)[0]
+    model.fit.update(
+        truth_networks=len(refs),
+        truth_r2=_r2(ref_pred, ref_values),
+        kernels_timed=kp.counts["measured"],
+    )
+    if request.supernet is None:
+        return model
+    from hwnas.supernet.cost import fit_lut
+
+    rng = np.random.default_rng(request.seed)
+    pool = list(dict.fromkeys([*refs, *space.sample(rng, SAMPLES)]))
+    log(f"kernel-level cost: predicting {len(pool)} deployed networks for the lookup table")
+    mean = kp.predict(pool)[0]
+    lut = fit_lut(space, pool, mean, "latency_ms", f"lut-fit:{model.source}:{len(pool)}-archs",
+                  seed=request.seed)  # fmt: skip
+    lut.truth = model
+    lut_refs = lut.predict(refs)[0]
+    lut.fit.update(
+        deployment=model.deployment,
+        correction=note,
+        truth_networks=len(refs),
+        truth_r2=_r2(lut_refs, ref_values),
+        truth_rho=float(_spearman(lut_refs, ref_values)),
+        kernel_model_truth_r2=model.fit["truth_r2"],
+        kernels_timed=kp.counts["measured"],
+    )
+    return lut
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b)[0])
+
+
+def deployed_report(cost: CostModel, space: SearchSpace, profiler: Any, arch: Arch) -> dict | None:
+    """The deployed network of ``arch`` under a kernel-level cost model: its predicted latency
+    with the 90% interval and, on a live device, its measured latency; None for any other
+    cost model."""
+    from hwnas.measure import arch_workload
+
+    model = getattr(cost, "truth", None) or cost
+    interval = getattr(model, "interval", None)
+    if interval is None or not hasattr(model, "deployment"):
+        return None
+    lo, mid, hi, warn = interval(arch)
+    out: dict[str, Any] = {
+        "deployment": model.deployment,
+        "predicted_ms": mid,
+        "interval_90_ms": [lo, hi],
+        "source": model.source,
+    }
+    if warn:
+        out["warning"] = warn
+    m = profiler.measure(arch_workload(space, arch, space.reference_dataset), "latency_ms",
+                         allow_flagged=True)  # fmt: skip
+    out.update(measured_ms=m.value, inside=bool(lo <= m.value <= hi), measured_source=m.source)
+    return out

@@ -1,0 +1,80 @@
+"""The kernel-level predictor of one live device, calibrated on what its store holds.
+
+:func:`kernel_predictor` makes the :class:`~hwnas.predictors.kernels.model.KernelPredictor` of
+a live ONNX Runtime device: every kernel the store holds for the device (timed by earlier
+predictions, searches, ``hwnas predictor kernels``) and its per-type regressors, and the
+network-level correction fitted on the *calibration networks* the store holds: the reference
+sets of the declared spaces at their deployment size (``hwnas refset measure --device D
+--space mobilenetv4``, ``--space vit``: 224x224 networks, what users deploy). With fewer than
+3 of them the correction is the prior (:data:`PRIOR`, fitted on this project's reference CPU)
+and the interval is wider; the returned note says which, and the command that calibrates it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hwnas.predictors.kernels.model import Correction, KernelPredictor
+
+PRIOR = Correction(scale=1.16, bias_ms=0.0, rel_std=0.10, q=1.6448536, networks=0)
+"""Correction before any calibration network is measured on the device: the median ratio of
+whole-network latency to the kernel sum on the reference CPU (AMD EPYC, ONNX Runtime 1.32,
+1 thread: 1.16 over 431 networks at 224x224, 1.08-1.30 across families;
+``devices/data/cpu_ground_truth/``), with a 10% relative standard deviation."""
+
+CALIBRATION_SPACES = ("mobilenetv4", "vit")
+"""Spaces whose reference sets, at their deployment size, calibrate the correction."""
+
+
+def calibration_networks(device, store, spaces=CALIBRATION_SPACES):
+    """(architectures, latency in ms) of the calibration networks the store holds for
+    ``device`` (unflagged measurements only; measures nothing)."""
+    from hwnas.predictors.calibration import stored_reference_set
+    from hwnas.spaces import get_space
+
+    archs, values = [], []
+    for name in spaces:
+        space = get_space(name)
+        for v in stored_reference_set(device, store, space, space.reference_dataset, "latency_ms"):
+            if np.isfinite(v.value) and v.value > 0 and not v.flagged:
+                archs.append(v.arch)
+                values.append(v.value)
+    return archs, np.array(values)
+
+
+def kernel_predictor(
+    profiler, budget: int = 2000, on_kernel: Callable | None = None
+) -> tuple[KernelPredictor, str]:
+    """The kernel-level predictor of ``profiler``'s device and one line saying how its
+    network-level correction was calibrated.
+
+    Args:
+        profiler: :class:`hwnas.measure.Profiler` of a live ONNX Runtime device with a store.
+        budget: new kernels each prediction may time.
+        on_kernel: called with each kernel timed.
+
+    Raises:
+        HwnasError: the device does not run ONNX Runtime models.
+    """
+    kp = KernelPredictor(profiler, budget=budget, on_kernel=on_kernel)
+    dev = profiler.device
+    archs, values = calibration_networks(dev, profiler.store)
+    if len(values) >= 3:
+        kp.fit(archs, values)
+        c = kp.correction
+        note = (
+            f"network-level correction calibrated on {len(values)} reference networks "
+            f"measured on {dev.name} (x{c.scale:.3f} {c.bias_ms:+.3f} ms, residual "
+            f"{100 * c.rel_std:.1f}%)"
+        )
+    else:
+        kp.correction = Correction(**PRIOR.__dict__)
+        spaces = " and ".join(f"`hwnas refset measure --device {dev.name} --space {s}`"
+                              for s in CALIBRATION_SPACES)  # fmt: skip
+        note = (
+            f"network-level correction not calibrated on {dev.name} (prior x{PRIOR.scale:g} "
+            f"from the reference CPU, wider interval); calibrate it with {spaces}"
+        )
+    return kp, note

@@ -1,0 +1,122 @@
+"""Kernel types and the numeric description of a kernel's configuration.
+
+nn-Meter (Zhang et al., MobiSys 2021) fits one regressor per kernel type on the kernel's
+configuration (input size, channels, kernel size, stride...). Here a kernel's *type* is its
+operator (``com.microsoft.nchwc:Conv``, ``MatMul``, ``Softmax``...), convolutions split by
+kind (dense, pointwise, depthwise, grouped: their costs scale differently), and its
+*features* are one fixed-length vector for every type (:data:`FEATURES`): the work and memory
+it touches (multiply-accumulates, input, output and weight elements, all log-scaled), the last
+four dimensions of its first input and output, and the attributes that change the code path
+(kernel size, stride, groups, fused activation, a fused residual input, a transpose's
+permutation). A regressor of one type sees the columns that vary within it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hwnas.predictors.kernels.read import Kernel
+
+FEATURES: tuple[str, ...] = (
+    "log_macs",
+    "log_in_elems",
+    "log_out_elems",
+    "log_weight_elems",
+    "x_inputs",
+    "log_in_d0",
+    "log_in_d1",
+    "log_in_d2",
+    "log_in_d3",
+    "log_out_d0",
+    "log_out_d1",
+    "log_out_d2",
+    "log_out_d3",
+    "kernel",
+    "stride",
+    "log_group",
+    "activation",
+    "perm",
+)
+"""Names of the feature columns, in order."""
+
+CONV_OPS = frozenset({"Conv", "com.microsoft:FusedConv", "com.microsoft.nchwc:Conv"})
+MATMUL_OPS = frozenset({"MatMul", "Gemm", "com.microsoft:FusedMatMul", "com.microsoft:FusedGemm"})
+ACTIVATIONS = {"": 0, "Relu": 1, "Clip": 2, "HardSigmoid": 3, "Sigmoid": 4, "LeakyRelu": 5,
+               "Tanh": 6, "HardSwish": 7}  # fmt: skip
+
+
+def conv_kind(kernel: Kernel) -> str:
+    """ "depthwise" (one input channel per group, groups > 1), "grouped", "pointwise" (1x1)
+    or "dense"."""
+    a = kernel.attr
+    w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) == 4), None)
+    group = int(a.get("group", 1))
+    if group > 1 and w is not None and w.shape[1] == 1:
+        return "depthwise"
+    if group > 1:
+        return "grouped"
+    ks = a.get("kernel_shape") or (w.shape[2:] if w is not None else (1, 1))
+    return "pointwise" if all(int(k) == 1 for k in ks) else "dense"
+
+
+def kernel_type(kernel: Kernel) -> str:
+    """The kernel's type: its op, and for convolutions their kind ("Conv/depthwise")."""
+    if kernel.op in CONV_OPS:
+        return f"{kernel.op}/{conv_kind(kernel)}"
+    return kernel.op
+
+
+def macs(kernel: Kernel) -> float:
+    """Multiply-accumulates of a convolution or matrix product; the larger of input and
+    output elements for any other kernel (what a memory-bound kernel touches)."""
+    out = float(np.prod(kernel.outputs[0])) if kernel.outputs else 0.0
+    if kernel.op in CONV_OPS:
+        w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) == 4), None)
+        if w is not None:
+            return out * w.shape[1] * w.shape[2] * w.shape[3]
+    if kernel.op in MATMUL_OPS and kernel.inputs:
+        a = kernel.inputs[0].shape
+        k = a[-1] if a else 1
+        if kernel.op in ("Gemm", "com.microsoft:FusedGemm") and int(kernel.attr.get("transA", 0)):
+            k = a[0]
+        return out * k
+    ins = sum(t.elems for t in kernel.x_inputs)
+    return float(max(ins, out))
+
+
+def _dims(shape: tuple[int, ...]) -> list[float]:
+    last = list(shape[-4:])
+    return [0.0] * (4 - len(last)) + [float(np.log1p(d)) for d in last]
+
+
+def features(kernel: Kernel) -> np.ndarray:
+    """The kernel's feature vector, shape (len(FEATURES),)."""
+    a = kernel.attr
+    x = kernel.x_inputs
+    first_in = x[0].shape if x else ()
+    first_out = kernel.outputs[0] if kernel.outputs else ()
+    ks = a.get("kernel_shape") or ()
+    strides = a.get("strides") or ()
+    act = str(a.get("activation", "")) if kernel.op in CONV_OPS else ""
+    perm = a.get("perm") or ()
+    row = [
+        np.log1p(macs(kernel)),
+        np.log1p(sum(t.elems for t in x)),
+        np.log1p(sum(float(np.prod(s)) for s in kernel.outputs)),
+        np.log1p(sum(t.elems for t in kernel.inputs if t.role == "w")),
+        float(len(x)),
+        *_dims(first_in),
+        *_dims(first_out),
+        float(max(ks)) if ks else 0.0,
+        float(max(strides)) if strides else 0.0,
+        float(np.log1p(int(a.get("group", 1)))),
+        float(ACTIVATIONS.get(act, 8)),
+        float(int("".join(str(int(p)) for p in perm[:9]) or 0)) if perm else 0.0,
+    ]
+    return np.asarray(row, dtype=np.float64)
+
+
+def feature_matrix(kernels) -> np.ndarray:
+    """Features of many kernels, shape (n, len(FEATURES))."""
+    rows = [features(k) for k in kernels]
+    return np.stack(rows) if rows else np.zeros((0, len(FEATURES)))

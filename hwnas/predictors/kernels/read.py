@@ -1,0 +1,430 @@
+"""The kernels a runtime actually runs for a model, read from the runtime's own optimised graph.
+
+nn-Meter (Zhang et al., MobiSys 2021) showed that a network's latency on a device is the sum of
+the latencies of the *kernels* the runtime executes, where a kernel is what the runtime makes
+of the graph after its fusions (conv + batch norm + activation, conv + residual add, ...), not
+an operator of the exported graph. Rather than re-implementing ONNX Runtime's fusion rules,
+:func:`read_kernels` asks ONNX Runtime: it optimises the model exactly as the ``ort`` runtime
+does before timing (all graph optimisations, :mod:`hwnas.runtimes.onnxruntime`), saves the
+optimised graph (``SessionOptions.optimized_model_filepath``) and reads its nodes: fused
+convolutions (``FusedConv``, the NCHWc layout's ``com.microsoft.nchwc:Conv`` with its fused
+activation and residual input), layout reorders, ``FusedMatMul``, ``BiasGelu``,
+``LayerNormalization``... Shapes and the values of computed shape tensors (a channel shuffle's
+``Shape -> Gather -> Concat -> Reshape``) come from running the optimised graph once on a
+random input with every intermediate tensor as an output, so every operator ONNX Runtime can
+run is read, whatever its domain.
+
+A node is a *kernel* when it reads and writes float tensors of the network (not only weights);
+nodes that only compute shapes (``Shape``, ``Gather`` of a shape, ``Unsqueeze``...) are
+*bookkeeping*, counted but not timed (their cost is a dispatch, which the network-level
+correction of :mod:`hwnas.predictors.kernels.model` accounts for). Each kernel can be written
+as a one-node ONNX model (:meth:`Kernel.onnx_bytes`: its float inputs as graph inputs, weights
+and computed shape values as initializers) that ONNX Runtime runs unchanged (re-optimising a
+one-node optimised graph leaves it as it is), so it can be timed alone on the device.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+from hwnas.export import content_hash
+
+SMALL_CONSTANT = 64
+"""Constant inputs with at most this many elements (or not float) are part of a kernel's
+identity by value (a Reshape's target shape, a Clip's bounds); larger ones (weights) by shape."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input of a kernel.
+
+    Attributes:
+        name: the tensor's name in the one-node model.
+        shape: its shape.
+        dtype: numpy dtype name ("float32", "int64").
+        role: "x" (a float tensor fed at run time), "w" (a weight: its shape matters, not its
+            values) or "c" (a small or non-float constant: its values matter).
+        values: the values of a "c" tensor (a flat tuple), else ().
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str
+    values: tuple = ()
+
+    @property
+    def elems(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel of a model as the runtime runs it.
+
+    Attributes:
+        op: ``domain:op_type`` ("com.microsoft.nchwc:Conv"; the default ONNX domain is left
+            out: "MatMul").
+        attrs: the node's attributes, as sorted (name, value) pairs of JSON-able values.
+        inputs: its inputs (:class:`TensorSpec`), in the node's order ("" inputs left out).
+        outputs: the shapes of its outputs.
+        key: content hash of everything above (what identifies the kernel in the store).
+        label: a short readable description ("nchwc:Conv k3 s2 g1 1x3x224x224->1x32x112x112").
+    """
+
+    op: str
+    attrs: tuple[tuple[str, Any], ...]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[tuple[int, ...], ...]
+    key: str
+    label: str
+    model: bytes = field(default=b"", repr=False, compare=False)
+    """The serialised one-node ONNX model (empty for kernels re-created from a record)."""
+
+    @property
+    def attr(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+    @property
+    def x_inputs(self) -> tuple[TensorSpec, ...]:
+        """The inputs fed at run time."""
+        return tuple(t for t in self.inputs if t.role == "x")
+
+    def onnx_bytes(self) -> bytes:
+        """The one-node ONNX model that times this kernel alone.
+
+        Raises:
+            HwnasError: the kernel was re-created from a record and has no model.
+        """
+        if not self.model:
+            raise HwnasError(f"kernel {self.label} has no ONNX model (re-created from a record)")
+        return self.model
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-able description (everything but the model), for data sets."""
+        return {
+            "op": self.op,
+            "attrs": [list(a) for a in self.attrs],
+            "inputs": [
+                [t.name, list(t.shape), t.dtype, t.role, list(t.values)] for t in self.inputs
+            ],
+            "outputs": [list(s) for s in self.outputs],
+            "key": self.key,
+            "label": self.label,
+        }
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Kernel:
+        """Inverse of :meth:`record` (without the model)."""
+        return cls(
+            op=rec["op"],
+            attrs=tuple((a, _freeze(v)) for a, v in rec["attrs"]),
+            inputs=tuple(
+                TensorSpec(n, tuple(s), d, r, tuple(v)) for n, s, d, r, v in rec["inputs"]
+            ),
+            outputs=tuple(tuple(s) for s in rec["outputs"]),
+            key=rec["key"],
+            label=rec["label"],
+        )
+
+
+@dataclass(frozen=True)
+class ModelKernels:
+    """What a runtime runs for one model.
+
+    Attributes:
+        kernels: the timed kernels, in execution order (repeats included).
+        bookkeeping: how many shape-only nodes run besides them.
+        ops: op -> count over every node (kernels and bookkeeping).
+    """
+
+    kernels: tuple[Kernel, ...]
+    bookkeeping: int
+    ops: dict[str, int]
+
+    def distinct(self) -> dict[str, Kernel]:
+        """Kernel key -> kernel, one per distinct kernel."""
+        return {k.key: k for k in self.kernels}
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+def _attr_value(a) -> Any:
+    from onnx import helper
+
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, (list, tuple)):
+        return tuple(x.decode() if isinstance(x, bytes) else x for x in v)
+    if hasattr(v, "dims"):  # a tensor attribute: its shape and a digest of its values
+        from onnx import numpy_helper
+
+        arr = numpy_helper.to_array(v)
+        return ("tensor", tuple(arr.shape), content_hash(arr.tobytes()))
+    if isinstance(v, float):
+        return round(v, 6)
+    return v
+
+
+def _op_name(node) -> str:
+    return f"{node.domain}:{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+
+
+def optimise(onnx_bytes: bytes, threads: int = 1) -> Any:
+    """The ``onnx.ModelProto`` of ``onnx_bytes`` after ONNX Runtime's optimisations, as the
+    ``ort`` runtime makes them (all levels, CPU execution provider, ``threads`` threads).
+
+    Raises:
+        HwnasError: ONNX Runtime cannot load the model.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 4  # a model it cannot run is reported by the caller
+    with tempfile.TemporaryDirectory(prefix="hwnas-kernels-") as tmp:
+        path = Path(tmp) / "optimised.onnx"
+        options.optimized_model_filepath = str(path)
+        try:
+            ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise HwnasError(f"ONNX Runtime cannot load the model: {first}") from None
+        return onnx.load(str(path))
+
+
+def _tensor_values(model, input_shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Every tensor of ``model`` (an optimised graph) on a random input: name -> array."""
+    import onnx
+    import onnxruntime as ort
+
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    have = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for out in node.output:
+            if out and out not in have:
+                probe.graph.output.append(onnx.ValueInfoProto(name=out))
+                have.add(out)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 4  # a model it cannot run is reported by the caller
+    session = ort.InferenceSession(
+        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for inp in session.get_inputs():
+        shape = input_shapes[inp.name]
+        feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
+    names = [o.name for o in session.get_outputs()]
+    values = dict(zip(names, session.run(names, feeds)))
+    values.update(feeds)
+    return values
+
+
+def probe_shapes(model) -> dict[str, list[int]]:
+    """Shape of every tensor of ``model`` (an ``onnx.ModelProto``, not optimised) at batch 1,
+    from one ONNX Runtime run on a random input; {} when ONNX Runtime cannot run it (the
+    caller reports what it still cannot read)."""
+    try:
+        values = _tensor_values(model, _input_shapes(model, None))
+    except Exception:  # noqa: BLE001 (the reader names the node it cannot read)
+        return {}
+    return {name: list(v.shape) for name, v in values.items()}
+
+
+def _input_shapes(model, input_shape: tuple[int, ...] | None) -> dict[str, tuple[int, ...]]:
+    """Shape of each graph input: ``input_shape`` for the first, declared ones (a dynamic
+    batch axis as 1) for the others.
+
+    Raises:
+        HwnasError: an input with a dynamic axis other than the batch, or not float32.
+    """
+    from onnx import TensorProto
+
+    weights = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in weights]
+    out: dict[str, tuple[int, ...]] = {}
+    for k, inp in enumerate(inputs):
+        if inp.type.tensor_type.elem_type != TensorProto.FLOAT:
+            raise HwnasError(
+                f"input '{inp.name}' is not float32; kernels are read for float models"
+            )
+        if k == 0 and input_shape is not None:
+            out[inp.name] = tuple(int(d) for d in input_shape)
+            continue
+        dims = []
+        for i, d in enumerate(inp.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(int(d.dim_value))
+            elif i == 0:
+                dims.append(1)
+            else:
+                raise HwnasError(
+                    f"input '{inp.name}' has a dynamic axis {i}; only the batch may be"
+                )
+        out[inp.name] = tuple(dims)
+    return out
+
+
+def read_kernels(
+    onnx_bytes: bytes, input_shape: tuple[int, ...] | None = None, threads: int = 1
+) -> ModelKernels:
+    """The kernels ONNX Runtime runs for a model (see the module docstring).
+
+    Args:
+        onnx_bytes: the serialised model (as it would be timed).
+        input_shape: the first input's shape (a dynamic batch axis is 1 otherwise).
+        threads: intra-op threads of the session (some fusions depend on it).
+
+    Returns:
+        The model's kernels, bookkeeping count and op counts.
+
+    Raises:
+        HwnasError: ONNX Runtime cannot load or run the model, or an input is not float32 or
+            has a dynamic axis other than the batch.
+    """
+    import onnx
+
+    model = optimise(onnx_bytes, threads)
+    shapes = _input_shapes(model, input_shape)
+    try:
+        values = _tensor_values(model, shapes)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HwnasError(f"ONNX Runtime cannot run the optimised model: {first}") from None
+    weights = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:  # Constant nodes are weights too
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value":
+                    t = onnx.TensorProto()
+                    t.CopyFrom(a.t)
+                    t.name = node.output[0]
+                    weights[node.output[0]] = t
+    opsets = [o for o in model.opset_import]
+    kernels, bookkeeping, ops = [], 0, {}
+    for node in model.graph.node:
+        op = _op_name(node)
+        ops[op] = ops.get(op, 0) + 1
+        if node.op_type == "Constant":
+            bookkeeping += 1
+            continue
+        floats_in = [
+            i for i in node.input
+            if i and i not in weights and i in values and values[i].dtype == np.float32
+        ]  # fmt: skip
+        floats_out = [o for o in node.output if o in values and values[o].dtype == np.float32]
+        if not floats_in or not floats_out or node.op_type == "Shape":
+            bookkeeping += 1
+            continue
+        kernels.append(_kernel(node, op, weights, values, opsets))
+    return ModelKernels(tuple(kernels), bookkeeping, ops)
+
+
+def _kernel(node, op: str, weights, values, opsets) -> Kernel:
+    """One :class:`Kernel` (its one-node model built from the optimised graph)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    specs: list[TensorSpec] = []
+    graph_inputs, initializers, renamed = [], [], {}
+    for k, name in enumerate(node.input):
+        if not name:
+            continue
+        if name in renamed:
+            continue
+        new = f"in{k}"
+        renamed[name] = new
+        if name in weights:
+            t = weights[name]
+            arr_shape = tuple(int(d) for d in t.dims)
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
+            small = int(np.prod(arr_shape)) <= SMALL_CONSTANT or dtype != "float32"
+            vals = tuple(numpy_helper.to_array(t).reshape(-1).tolist()) if small else ()
+            specs.append(TensorSpec(new, arr_shape, dtype, "c" if small else "w", _round(vals)))
+            init = onnx.TensorProto()
+            init.CopyFrom(t)
+            init.name = new
+            initializers.append(init)
+            continue
+        arr = values[name]
+        if arr.dtype == np.float32:
+            specs.append(TensorSpec(new, tuple(arr.shape), "float32", "x"))
+            graph_inputs.append(
+                helper.make_tensor_value_info(new, onnx.TensorProto.FLOAT, arr.shape)
+            )
+        else:  # a computed shape or index: a constant of the kernel
+            specs.append(
+                TensorSpec(
+                    new, tuple(arr.shape), arr.dtype.name, "c", tuple(arr.reshape(-1).tolist())
+                )
+            )
+            initializers.append(numpy_helper.from_array(arr, new))
+    outs, out_shapes = [], []
+    for k, name in enumerate(node.output):
+        if not name:
+            continue
+        arr = values[name]
+        out_shapes.append(tuple(int(d) for d in arr.shape))
+        outs.append(
+            helper.make_tensor_value_info(
+                f"out{k}", helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape
+            )
+        )
+    single = onnx.NodeProto()
+    single.CopyFrom(node)
+    single.name = "kernel"
+    del single.input[:]
+    single.input.extend(renamed.get(i, "") for i in node.input)
+    del single.output[:]
+    single.output.extend(f"out{k}" if o else "" for k, o in enumerate(node.output))
+    graph = helper.make_graph([single], "kernel", graph_inputs, outs, initializers)
+    proto = helper.make_model(graph, opset_imports=opsets)
+    proto.ir_version = min(proto.ir_version, 8)
+    attrs = tuple(sorted((a.name, _attr_value(a)) for a in node.attribute))
+    identity = json.dumps(
+        [op, attrs, [(t.shape, t.dtype, t.role, t.values) for t in specs], out_shapes],
+        default=str,
+    )
+    key = content_hash("kernel", identity)
+    label = _label(op, attrs, specs, out_shapes)
+    return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, label, proto.SerializeToString())
+
+
+def _round(vals: tuple) -> tuple:
+    return tuple(round(v, 6) if isinstance(v, float) else v for v in vals)
+
+
+def _label(op, attrs, specs, out_shapes) -> str:
+    a = dict(attrs)
+    parts = [op.replace("com.microsoft.", "").replace("com.microsoft:", "ms:")]
+    if "kernel_shape" in a:
+        parts.append("k" + "x".join(map(str, a["kernel_shape"])))
+    if "strides" in a and any(s != 1 for s in a["strides"]):
+        parts.append("s" + "x".join(map(str, a["strides"])))
+    if a.get("group", 1) != 1:
+        parts.append(f"g{a['group']}")
+    if a.get("activation"):
+        parts.append(str(a["activation"]))
+    ins = ",".join("x".join(map(str, t.shape)) for t in specs if t.role == "x")
+    outs = ",".join("x".join(map(str, s)) for s in out_shapes)
+    return " ".join(parts) + f" {ins}->{outs}"

@@ -1,0 +1,176 @@
+"""One regressor per kernel type, with its uncertainty and its range (nn-Meter's kernel models).
+
+Each kernel type (:func:`~hwnas.predictors.kernels.features.kernel_type`) with enough timed
+kernels gets a random forest on the log of the kernel's time alone less the runtime's per-call
+overhead (what the kernel costs inside a network; Zhang et al., MobiSys 2021, use random
+forests too). Predictions are medians (``exp`` of the predicted log). A prediction carries
+
+- a standard deviation of its log: the spread of the forest's trees around their mean plus the
+  forest's out-of-bag residual spread (what it gets wrong on kernels it did not see), and
+- a status: ``fitted`` (every feature inside the range the type was fitted on), ``extrapolated``
+  (a feature outside it, or a value of a column that never varied: a kernel size or activation
+  the type was never timed with; trees cannot extrapolate, so the standard deviation is widened
+  by how far outside the range it lies) or ``unseen`` (a type without a regressor).
+
+This is what adaptive sampling asks (:mod:`hwnas.predictors.kernels.sampling`: time where the
+prediction is least certain) and what the network-level predictor turns into warnings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hwnas.predictors.kernels.features import feature_matrix, kernel_type
+from hwnas.predictors.kernels.read import Kernel
+
+MIN_SAMPLES = 8
+"""Fewest timed kernels of a type to fit its regressor."""
+
+RANGE_SLACK = 0.15
+"""How far (in the log-scaled feature units, about 16% of a size) a feature may lie outside
+the fitted range before a kernel counts as extrapolated."""
+
+EXTRAPOLATION_STD = 0.35
+"""Standard deviation (of the log) added per unit of distance outside the fitted range."""
+
+MAX_STD = 2.0
+"""Largest standard deviation of the log a prediction is given."""
+
+FLOOR_MS = 1e-4
+"""Smallest in-network kernel time (ms) a regressor is fitted on (0.1 microseconds)."""
+
+
+@dataclass
+class TypeModel:
+    """The regressor of one kernel type.
+
+    Attributes:
+        forest: the fitted ``RandomForestRegressor`` (log ms).
+        low: per feature, the smallest fitted value, shape (F,).
+        high: per feature, the largest, shape (F,).
+        resid_std: out-of-bag residual standard deviation of the log.
+        samples: timed kernels it was fitted on.
+    """
+
+    forest: object
+    low: np.ndarray
+    high: np.ndarray
+    resid_std: float
+    samples: int
+
+
+@dataclass
+class KernelPrediction:
+    """Predictions for kernels, arrays of shape (n,).
+
+    Attributes:
+        log_mean: predicted log of the time alone (log ms); NaN for unseen types.
+        log_std: its standard deviation; NaN for unseen types.
+        status: "fitted", "extrapolated" or "unseen" per kernel.
+        distance: how far outside the fitted range (0 inside), in feature units.
+    """
+
+    log_mean: np.ndarray
+    log_std: np.ndarray
+    status: list[str]
+    distance: np.ndarray
+
+    overhead_ms: float = 0.0
+
+    @property
+    def median_ms(self) -> np.ndarray:
+        """Predicted time inside a network in ms (the median, ``exp(log_mean)``)."""
+        return np.exp(self.log_mean)
+
+    @property
+    def alone_ms(self) -> np.ndarray:
+        """Predicted time alone in ms (the median plus the per-call overhead)."""
+        return np.exp(self.log_mean) + self.overhead_ms
+
+
+@dataclass
+class KernelRegressors:
+    """Per-type regressors of kernel times.
+
+    Args:
+        min_samples: fewest kernels of a type to fit it.
+        trees: trees per forest.
+        seed: random seed of the forests.
+    """
+
+    min_samples: int = MIN_SAMPLES
+    trees: int = 64
+    seed: int = 0
+    models: dict[str, TypeModel] = field(default_factory=dict)
+    overhead_ms: float = 0.0
+
+    def fit(
+        self, kernels: Sequence[Kernel], values_ms: Sequence[float], overhead_ms: float = 0.0
+    ) -> KernelRegressors:
+        """Fit one forest per type with at least ``min_samples`` kernels.
+
+        Args:
+            kernels: timed kernels.
+            values_ms: their times alone (ms > 0).
+            overhead_ms: the runtime's per-call overhead, subtracted from every time.
+        """
+        from sklearn.ensemble import RandomForestRegressor
+
+        self.overhead_ms = float(overhead_ms)
+        net = np.asarray(values_ms, dtype=np.float64) - self.overhead_ms
+        y_all = np.log(np.maximum(net, FLOOR_MS))
+        types = [kernel_type(k) for k in kernels]
+        x_all = feature_matrix(kernels)
+        self.models = {}
+        for t in sorted(set(types)):
+            rows = np.array([i for i, tt in enumerate(types) if tt == t])
+            if len(rows) < self.min_samples:
+                continue
+            x, y = x_all[rows], y_all[rows]
+            forest = RandomForestRegressor(
+                n_estimators=self.trees,
+                min_samples_leaf=1,
+                max_features=0.6,
+                oob_score=True,
+                random_state=self.seed,
+                n_jobs=1,
+            ).fit(x, y)
+            oob = getattr(forest, "oob_prediction_", None)
+            resid = float(np.sqrt(np.mean((oob - y) ** 2))) if oob is not None else 0.1
+            self.models[t] = TypeModel(forest, x.min(0), x.max(0), resid, len(rows))
+        return self
+
+    def counts(self) -> dict[str, int]:
+        """Kernel type -> kernels its regressor was fitted on."""
+        return {t: m.samples for t, m in self.models.items()}
+
+    def predict(self, kernels: Sequence[Kernel]) -> KernelPrediction:
+        """Predicted log time, its standard deviation and status of each kernel."""
+        n = len(kernels)
+        log_mean, log_std = np.full(n, np.nan), np.full(n, np.nan)
+        distance = np.zeros(n)
+        status = ["unseen"] * n
+        if not n:
+            return KernelPrediction(log_mean, log_std, status, distance, self.overhead_ms)
+        types = [kernel_type(k) for k in kernels]
+        x_all = feature_matrix(kernels)
+        for t in set(types):
+            model = self.models.get(t)
+            if model is None:
+                continue
+            rows = np.array([i for i, tt in enumerate(types) if tt == t])
+            x = x_all[rows]
+            per_tree = np.stack([tree.predict(x) for tree in model.forest.estimators_])
+            mu, spread = per_tree.mean(0), per_tree.std(0)
+            below = np.maximum(model.low - RANGE_SLACK - x, 0)
+            above = np.maximum(x - model.high - RANGE_SLACK, 0)
+            dist = np.max(np.maximum(below, above), axis=1)
+            std = np.sqrt(spread**2 + model.resid_std**2) + EXTRAPOLATION_STD * dist
+            log_mean[rows], log_std[rows] = mu, np.minimum(std, MAX_STD)
+            distance[rows] = dist
+            for r, d in zip(rows, dist):
+                status[r] = "extrapolated" if d > 0 else "fitted"
+        return KernelPrediction(log_mean, log_std, status, distance, self.overhead_ms)

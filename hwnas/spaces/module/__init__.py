@@ -1,0 +1,724 @@
+"""Search spaces made from a PyTorch module: a space written with :mod:`hwnas.nn` choice points,
+or the user's own trained model made elastic.
+
+Both are a :class:`ModuleSpace`: the module, traced once (:mod:`.analysis`), is the weight-sharing
+supernet; its decisions are channel widths (one per channel group, kept consistent across
+residual additions and concatenations), kernel sizes (a centre crop), block depths (a stage's
+last blocks dropped) and operations (:class:`hwnas.nn.Choice`). From that a space gets arch
+strings, sampling, encodings, a supernet with exact subnet extraction
+(:class:`hwnas.supernet.module.ModuleSupernet`), ONNX export, cost models and zoo entries, like a
+declared space.
+
+- :func:`module_space` (also ``hwnas.nn.space``): the decisions the module declares with
+  :class:`hwnas.nn.ValueChoice` / :class:`hwnas.nn.Choice` / :class:`hwnas.nn.Repeat`;
+- :func:`elastic` (also ``hwnas.elastic``): every decision that is safe in an ordinary
+  ``nn.Module`` (its trained weights inherited: channels ordered by importance once, a smaller
+  kernel the centre of the trained one, a shallower stage its first blocks), as NVIDIA
+  ModelOpt's FastNAS and Once-for-All do, plus any choice points it declares.
+
+Arch strings: one ``KEY=VALUE`` per decision, in the order of the network: ``layer1.0.conv1.w=32
+layer2.d=1 layer2.0.dw.k=3 ...`` (``.w`` a width in channels, ``.k`` a kernel size, ``.d`` a
+depth, ``.op`` an operation; a :class:`hwnas.nn.ValueChoice` / :class:`hwnas.nn.Choice` with a
+label is written by its label). Decisions that only concern dropped blocks take their first
+value and may be left out.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace, spread_archs
+
+NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+WIDTHS = (0.25, 0.5, 0.75, 1.0)
+"""Default width ratios of :func:`elastic` (of each group's trained width)."""
+KERNELS = (3, 5, 7)
+"""Default kernel sizes of :func:`elastic` (those up to each depthwise conv's own)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of a module space.
+
+    Attributes:
+        key: its name in arch strings.
+        kind: ``width`` (channels), ``kernel``, ``depth`` (blocks) or ``op``.
+        values: the candidate values (ints; candidate names for ``op``), smallest first.
+        sites: what it sets: group ids (width), conv names (kernel), stage paths (depth),
+            Choice names (op).
+        layers: the layers it concerns (to know when they are all dropped).
+    """
+
+    key: str
+    kind: str
+    values: tuple[Any, ...]
+    sites: tuple[Any, ...]
+    layers: tuple[str, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(str(v) for v in self.values)
+
+
+class ModuleSpace(SearchSpace):
+    """The space of a module's subnets (see the module doc). Made by :func:`module_space` or
+    :func:`elastic`, not directly.
+
+    Attributes:
+        name: the space's name.
+        net: the converted module (every subnet runnable; the supernet's starting weights).
+        analysis: what tracing found (:class:`hwnas.spaces.module.analysis.Analysis`).
+        decisions: the decisions, in network order.
+    """
+
+    supernet_name = "module"
+    featurizer_name = "module"
+    language = "PyTorch module"
+
+    def __init__(
+        self,
+        name: str,
+        net: Any,
+        analysis: Any,
+        decisions: list[Decision],
+        dataset: DatasetSpec,
+        description: str = "",
+        inherited: bool = False,
+    ):
+        self.name = name
+        self.net = net
+        self.analysis = analysis
+        self.decisions = decisions
+        self.by_key = {d.key: d for d in decisions}
+        self._dataset = dataset
+        self.description = description
+        self.inherited = inherited
+        self._choices = {d.key: d.labels for d in decisions}
+        self._conditions = self._depth_conditions()
+
+    # -- identity -------------------------------------------------------------------------------
+
+    @cached_property
+    def identity(self) -> str:
+        """The space's name plus a hash of its structure (layers, parameter shapes, decisions,
+        input): what measurement-store keys use, so two different models given the same name
+        never share a measured latency."""
+        from hwnas.export import content_hash
+
+        shapes = [f"{k}:{tuple(v.shape)}" for k, v in self.net.state_dict().items()]
+        layers = [f"{k}:{v}" for k, v in self.analysis.layers.items()]
+        decisions = [f"{d.key}:{d.kind}:{d.values}:{d.sites}" for d in self.decisions]
+        shape = "x".join(map(str, self._dataset.input_shape))
+        return f"{self.name}@" + content_hash(*shapes, *layers, *decisions, shape)
+
+    # -- decisions ------------------------------------------------------------------------------
+
+    def _depth_conditions(self) -> dict[str, list[tuple[str, int]]]:
+        """layer -> [(depth decision key, block index)]: the layer runs when every such depth
+        is above its index."""
+        depth_of = {}
+        for d in self.decisions:
+            if d.kind == "depth":
+                for path in d.sites:
+                    depth_of[path] = d.key
+        out: dict[str, list[tuple[str, int]]] = {}
+        for layer in self.analysis.layers:
+            conds = []
+            for path, key in depth_of.items():
+                for i, child in enumerate(self.analysis.stages[path].children):
+                    if layer.startswith(child + "."):
+                        conds.append((key, i))
+            out[layer] = conds
+        return out
+
+    def _active(self, values: dict[str, Any], d: Decision) -> bool:
+        if not d.layers:
+            return True
+        for layer in d.layers:
+            conds = self._conditions.get(layer, [])
+            if all(int(values[key]) > i for key, i in conds if key in values):
+                return True
+        return False
+
+    def choices(self) -> dict[str, tuple[str, ...]]:
+        return dict(self._choices)
+
+    def lut_terms(self) -> list:
+        """The lookup-table terms of a supernet's cost model: one indicator per candidate of
+        every decision, times ``1[stage depth > block index]`` where all the layers a decision
+        concerns sit in one droppable block (a dropped block costs nothing), as declared
+        spaces' terms do."""
+        import numpy as np
+
+        index = {d.key: i for i, d in enumerate(self.decisions)}
+        terms = []
+        for i, d in enumerate(self.decisions):
+            conds = {tuple(self._conditions.get(layer, [])) for layer in d.layers}
+            extra = []
+            if d.kind != "depth" and len(conds) == 1 and len(next(iter(conds))) == 1:
+                key, block = next(iter(conds))[0]
+                values = self.by_key[key].values
+                g = np.array([1.0 if int(v) > block else 0.0 for v in values])
+                if not g.all():
+                    extra.append((index[key], g))
+            for c in range(len(d.values)):
+                terms.append(((i, np.eye(len(d.values))[c]), *extra))
+        return terms
+
+    def _value(self, d: Decision, label: str) -> Any:
+        return d.values[d.labels.index(label)]
+
+    def _arch(self, labels: dict[str, str]) -> Arch:
+        values = {k: self._value(self.by_key[k], v) for k, v in labels.items()}
+        parts = []
+        for d in self.decisions:
+            label = labels[d.key] if self._active(values, d) else d.labels[0]
+            parts.append(f"{d.key}={label}")
+        return Arch(self.name, " ".join(parts))
+
+    def parse(self, text: str) -> Arch:
+        """Parse ``KEY=VALUE`` tokens (any order) and canonicalise.
+
+        Raises:
+            HwnasError: a malformed or unknown token, a value not among the choices, a missing
+                or repeated token (one line naming it).
+        """
+        if not isinstance(text, str):
+            raise HwnasError(f"arch must be a string, got {type(text).__name__}")
+        labels: dict[str, str] = {}
+        for tok in text.split():
+            key, sep, val = tok.partition("=")
+            if not sep:
+                raise HwnasError(
+                    f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE"
+                )
+            if key not in self.by_key:
+                keys = list(self.by_key)
+                more = ", ..." if len(keys) > 12 else ""
+                raise HwnasError(
+                    f"malformed {self.name} arch string: unknown key '{key}'; keys: "
+                    f"{', '.join(keys[:12])}{more}"
+                )
+            if key in labels:
+                raise HwnasError(f"malformed {self.name} arch string: '{key}' given twice")
+            d = self.by_key[key]
+            if val not in d.labels:
+                raise HwnasError(
+                    f"malformed {self.name} arch string: {key}={val} not in {', '.join(d.labels)}"
+                )
+            labels[key] = val
+        depth_values = {
+            d.key: self._value(d, labels[d.key]) for d in self.decisions if d.key in labels
+        }
+        missing = []
+        for d in self.decisions:
+            if d.key not in labels:
+                if self._active(depth_values, d) or any(
+                    c[0] not in labels
+                    for layer in d.layers
+                    for c in self._conditions.get(layer, [])
+                ):
+                    missing.append(d.key)
+                labels[d.key] = d.labels[0]
+        if missing:
+            raise HwnasError(
+                f"malformed {self.name} arch string: missing {', '.join(missing[:5])}"
+                f"{' ...' if len(missing) > 5 else ''}"
+            )
+        return self._arch(labels)
+
+    def from_choices(self, values: dict[str, str]) -> Arch:
+        for k, opts in self._choices.items():
+            if k not in values:
+                raise HwnasError(f"{self.name}: no value for {k}")
+            if str(values[k]) not in opts:
+                raise HwnasError(f"{self.name}: {k}={values[k]} not in {', '.join(opts)}")
+        return self._arch({k: str(values[k]) for k in self._choices})
+
+    def to_choices(self, arch: Arch) -> dict[str, str]:
+        if arch.space != self.name:
+            raise HwnasError(f"architecture of space '{arch.space}' given to {self.name}")
+        out = {}
+        for tok in arch.text.split():
+            key, _, val = tok.partition("=")
+            out[key] = val
+        return {d.key: out.get(d.key, d.labels[0]) for d in self.decisions}
+
+    def values(self, arch: Arch) -> dict[str, Any]:
+        """Decision key -> the architecture's value (an int, or a candidate name)."""
+        return {k: self._value(self.by_key[k], v) for k, v in self.to_choices(arch).items()}
+
+    def subnet_of(self, arch: Arch, weights: Sequence[Any] | None = None):
+        """The :class:`hwnas.spaces.module.network.Subnet` of ``arch`` (with ``weights``, one
+        tensor per decision, for the Choice mixtures of a supernet path)."""
+        from hwnas.spaces.module.network import Subnet
+
+        sub = Subnet()
+        for d, v in zip(self.decisions, self.values(arch).values()):
+            if d.kind == "width":
+                sub.widths.update({gid: int(v) for gid in d.sites})
+            elif d.kind == "kernel":
+                sub.kernels.update({name: int(v) for name in d.sites})
+            elif d.kind == "depth":
+                sub.depths.update({path: int(v) for path in d.sites})
+            else:
+                sub.ops.update({path: ((d.values.index(v),), None) for path in d.sites})
+        return sub
+
+    # -- networks -------------------------------------------------------------------------------
+
+    def dataset(self, name: str) -> DatasetSpec:
+        if name != self._dataset.name:
+            raise UnknownNameError("dataset", name, [self._dataset.name])
+        return self._dataset
+
+    def datasets(self) -> list[str]:
+        return [self._dataset.name]
+
+    def _check_classes(self, num_classes: int | None) -> None:
+        if num_classes is not None and num_classes != self._dataset.num_classes:
+            raise HwnasError(
+                f"space '{self.name}': its network outputs {self._dataset.num_classes} classes, "
+                f"not {num_classes} (change the model's classifier and make the space again)"
+            )
+
+    def subnet(self, arch: Arch, num_classes: int | None = None):
+        """The standalone network of ``arch`` with the weights of the module the space was made
+        from (an elastic model's trained weights: inherited), eval mode, float32. Input (B,
+        *input_shape), output (B, classes) logits; its batch-norm statistics are the full
+        network's (recalibrate with :func:`hwnas.supernet.train.recalibrate_bn`).
+
+        Raises:
+            HwnasError: ``num_classes`` other than the model's.
+        """
+        from hwnas.spaces.module.network import extract
+
+        self._check_classes(num_classes)
+        arch = self.parse(arch.text)
+        net = extract(self.net, self.analysis, self.subnet_of(arch))
+        net.hwnas_build = {  # how a zoo card rebuilds it (hwnas.zoo.load)
+            "kind": "space",
+            "space": self.name,
+            "arch": arch.text,
+            "dataset": self._dataset.name,
+            "num_classes": self._dataset.num_classes,
+        }
+        return net
+
+    def build(self, arch: Arch, dataset: str, num_classes: int | None = None):
+        """The network of ``arch`` with freshly initialised weights (every layer's
+        ``reset_parameters``, drawn from torch's global generator): what a random-weight export
+        measures; :meth:`subnet` keeps the inherited weights.
+
+        Raises:
+            UnknownNameError: a dataset other than the space's.
+            HwnasError: ``num_classes`` other than the model's.
+        """
+        import torch
+
+        self.dataset(dataset)
+        net = self.subnet(arch, num_classes)
+        del net.hwnas_build
+        with torch.no_grad():
+            for m in net.modules():
+                reset = getattr(m, "reset_parameters", None)
+                if callable(reset):
+                    reset()
+        return net.eval()
+
+    @property
+    def reference_dataset(self) -> str:
+        return self._dataset.name
+
+    def reference_archs(self, n: int = 10) -> list[Arch]:
+        """``n`` architectures spread from the smallest to the largest
+        (:func:`hwnas.spaces.base.spread_archs`)."""
+        keys = [d.key for d in self.decisions]
+        return spread_archs(
+            self,
+            [d.labels for d in self.decisions],
+            lambda chosen: self._arch({keys[i]: v for i, v in chosen.items()}),
+            n,
+        )
+
+    def smallest(self) -> Arch:
+        """Every decision's first (smallest) value."""
+        return self._arch({d.key: d.labels[0] for d in self.decisions})
+
+    def largest(self) -> Arch:
+        """Every decision's last (largest) value: the whole module."""
+        return self._arch({d.key: d.labels[-1] for d in self.decisions})
+
+    def describe(self) -> dict[str, Any]:
+        """Name, decisions and their sizes, what stayed fixed and why (for cards and
+        ``hwnas spaces show``)."""
+        size = 1.0
+        for d in self.decisions:
+            size *= len(d.values)
+        kinds: dict[str, int] = {}
+        for d in self.decisions:
+            kinds[d.kind] = kinds.get(d.kind, 0) + 1
+        fixed = {
+            g.name: g.frozen
+            for g in self.analysis.groups.values()
+            if g.frozen and g.producers and not g.frozen.startswith("the network's")
+        }
+        return {
+            "name": self.name,
+            "description": self.description,
+            "decisions": len(self.decisions),
+            "by_kind": kinds,
+            "size": size,
+            "inherited_weights": self.inherited,
+            "input_shape": list(self._dataset.input_shape),
+            "num_classes": self._dataset.num_classes,
+            "fixed_widths": fixed,
+        }
+
+
+# -- making spaces ------------------------------------------------------------------------------
+
+
+def module_space(
+    model: Any,
+    example_input: Any,
+    *,
+    name: str | None = None,
+    dataset: str = "custom",
+    description: str = "",
+    widths: Sequence[float] | None = None,
+    kernels: Sequence[int] | None = None,
+    depth: bool = False,
+    divisor: int = 8,
+    order: bool = False,
+) -> ModuleSpace:
+    """The search space of ``model``'s subnets.
+
+    Decisions: every :class:`hwnas.nn.ValueChoice` / :class:`hwnas.nn.Choice` /
+    :class:`hwnas.nn.Repeat` the module declares, plus, when asked, widths, kernels and
+    depths wherever they are safe (what :func:`elastic` asks for).
+
+    Args:
+        model: an ``nn.Module`` taking one float tensor and returning (batch, classes) logits;
+            it is copied (later changes to it do not reach the space).
+        example_input: a float tensor the model takes, (B, C, H, W) for images; its shape
+            without the batch is the space's input shape.
+        name: the space's name (letters, digits, ``_``, ``-``; default the model's class name
+            in lower case).
+        dataset: the name of what the networks are for (their input shape and classes).
+        description: one line for cards.
+        widths: ratios of each free channel group's width to offer (1.0 = the model's), or None.
+        kernels: kernel sizes to offer on depthwise convs with a larger odd kernel, or None.
+        depth: offer dropping the last blocks of every stage whose blocks keep their shape.
+        divisor: widths are rounded to a multiple of this (groups narrower than twice it: 1).
+        order: sort every elastic group's channels by importance first (trained weights).
+
+    Raises:
+        HwnasError: a bad argument, a model that cannot be traced or run on the input, an
+            output that is not (batch, classes), a choice point that cannot be honoured, or
+            no decision at all (each in one line naming the layer).
+    """
+    import torch
+    from torch import nn
+
+    from hwnas.spaces.module.analysis import analyse
+    from hwnas.spaces.module.network import convert, order_channels
+
+    if not isinstance(model, nn.Module):
+        raise HwnasError(f"expected a torch.nn.Module, got {type(model).__name__}")
+    label = name or type(model).__name__.lower()
+    if not NAME.match(label):
+        raise HwnasError(f"space name '{label}': use letters, digits, '_' and '-' only")
+    if not NAME.match(dataset):
+        raise HwnasError(f"dataset name '{dataset}': use letters, digits, '_' and '-' only")
+    if not isinstance(example_input, torch.Tensor) or not example_input.is_floating_point():
+        raise HwnasError("example_input must be a float tensor, (batch, C, H, W) for images")
+    if example_input.dim() < 2 or example_input.shape[0] < 1:
+        raise HwnasError(
+            f"example_input needs a batch axis, got shape {tuple(example_input.shape)}"
+        )
+    x = example_input[:1].detach().float().cpu()
+    model = copy.deepcopy(model).float().cpu()
+    _check_choices(model, x, label)
+    analysis = analyse(model, x, label)
+    if len(analysis.output_shape) != 2:
+        raise HwnasError(
+            f"{label}: the model returns {analysis.output_shape or 'no single tensor'}; hwnas "
+            "searches networks returning (batch, classes) logits"
+        )
+    decisions = _declared(model, analysis, x, label)
+    taken_groups = {gid for d in decisions if d.kind == "width" for gid in d.sites}
+    taken_convs = {c for d in decisions if d.kind == "kernel" for c in d.sites}
+    taken_stages = {p for d in decisions if d.kind == "depth" for p in d.sites}
+    modules = dict(model.named_modules())
+    if widths:
+        for gid, g in analysis.groups.items():
+            if g.frozen or not g.producers or gid in taken_groups:
+                continue
+            values = _widths(g.size, widths, divisor)
+            if len(values) > 1:
+                decisions.append(_decision(f"{g.name}.w", "width", values, (gid,), analysis))
+    if kernels:
+        for conv, k in analysis.kernels.items():
+            m = modules[conv]
+            if conv in taken_convs or not (m.groups == m.in_channels > 1):
+                continue
+            values = sorted({v for v in kernels if v % 2 == 1 and v < k} | {k})
+            if len(values) > 1:
+                decisions.append(_decision(f"{conv}.k", "kernel", values, (conv,), analysis))
+    if depth:
+        for path, stage in analysis.stages.items():
+            if path in taken_stages:
+                continue
+            values = list(range(max(1, stage.first_droppable), len(stage.children) + 1))
+            if len(values) > 1:
+                decisions.append(_decision(f"{path}.d", "depth", values, (path,), analysis))
+    if not decisions:
+        raise HwnasError(f"{label}: {_nothing_elastic(analysis, widths, kernels, depth)}")
+    seen: set[str] = set()
+    for d in decisions:
+        if d.key in seen:
+            raise HwnasError(f"{label}: two decisions are called '{d.key}'; give them labels")
+        seen.add(d.key)
+    position = {layer: i for i, layer in enumerate(analysis.layers)}
+    decisions.sort(key=lambda d: min((position.get(n, 10**9) for n in d.layers), default=10**9))
+    groups = {gid for d in decisions if d.kind == "width" for gid in d.sites}
+    convs = {c for d in decisions if d.kind == "kernel" for c in d.sites}
+    stages = {p for d in decisions if d.kind == "depth" for p in d.sites}
+    if order:
+        order_channels(model, analysis, groups)
+    net = convert(model, analysis, groups, convs, stages)
+    classes = int(analysis.output_shape[1])
+    spec = DatasetSpec(dataset, classes, tuple(int(s) for s in x.shape[1:]))  # type: ignore[arg-type]
+    return ModuleSpace(label, net, analysis, decisions, spec, description, inherited=order)
+
+
+def elastic(
+    model: Any,
+    example_input: Any,
+    *,
+    name: str | None = None,
+    dataset: str = "custom",
+    description: str = "",
+    widths: Sequence[float] | None = WIDTHS,
+    kernels: Sequence[int] | None = KERNELS,
+    depth: bool = True,
+    divisor: int = 8,
+) -> ModuleSpace:
+    """The user's own model made a searchable supernet, its trained weights inherited.
+
+    Channel widths (``widths`` of each channel group's trained width, the most important
+    channels kept: the L1 norm of the weights producing and consuming each channel, ordered
+    once), kernel sizes of depthwise convolutions (the centre of the trained kernel) and block
+    depths (the first blocks of a stage kept, where the dropped ones keep their input's shape)
+    become elastic wherever tracing shows it is safe: channel groups stay consistent across
+    residual additions, multiplications and concatenations (NVIDIA ModelOpt FastNAS's
+    dependency analysis; Once-for-All's elastic width, kernel and depth, Cai et al., ICLR 2020).
+    What stays fixed, and why, is in :meth:`ModuleSpace.describe`.
+
+    Args:
+        model: the trained ``nn.Module`` (conv/bn/linear stacks, residual blocks, inverted
+            residuals, a ViT's MLPs and blocks); not modified.
+        example_input: a float tensor the model takes (a batch of one image is enough).
+        name, dataset, description, divisor: as for :func:`module_space`.
+        widths: width ratios to offer (None: no elastic width).
+        kernels: kernel sizes to offer (None: no elastic kernel).
+        depth: offer shallower stages.
+
+    Returns:
+        A :class:`ModuleSpace` (register it with :func:`hwnas.spaces.register_space` to search
+        it by name).
+
+    Raises:
+        HwnasError: a model that cannot be traced (one line naming the layer), that fails on
+            the example input, whose output is not (batch, classes), or in which nothing can
+            be made elastic.
+    """
+    return module_space(
+        model,
+        example_input,
+        name=name,
+        dataset=dataset,
+        description=description,
+        widths=widths,
+        kernels=kernels,
+        depth=depth,
+        divisor=divisor,
+        order=True,
+    )
+
+
+def _widths(size: int, ratios: Sequence[float], divisor: int) -> list[int]:
+    from hwnas.spaces.ofa.model import make_divisible
+
+    step = divisor if size >= 2 * divisor else 1
+    out = set()
+    for r in ratios:
+        if not 0 < float(r) <= 1:
+            raise HwnasError(f"width ratios must be in (0, 1], got {r}")
+        out.add(min(size, make_divisible(size * float(r), step)))
+    out.add(size)
+    return sorted(out)
+
+
+def _decision(key, kind, values, sites, analysis) -> Decision:
+    layers: list[str] = []
+    for s in sites:
+        if kind == "width":
+            g = analysis.groups[s]
+            layers += g.producers + g.carriers + [c for c, _ in g.consumers]
+        elif kind == "depth":
+            layers += [n for n in analysis.layers if n.startswith(s + ".")]
+        else:
+            layers.append(s)
+            layers += [n for n in analysis.layers if n.startswith(s + ".")]
+    return Decision(key, kind, tuple(values), tuple(sites), tuple(dict.fromkeys(layers)))
+
+
+def _declared(model, analysis, x, label: str) -> list[Decision]:
+    """The decisions the module declares with hwnas.nn choice points."""
+    from torch import nn
+
+    from hwnas.nn import Repeat, ValueChoice
+
+    modules = dict(model.named_modules())
+    found: dict[str, dict[str, Any]] = {}
+
+    def add(key: str, kind: str, vc_values, site, where: str) -> None:
+        entry = found.setdefault(key, {"kind": kind, "values": vc_values, "sites": [], "at": where})
+        if entry["kind"] != kind or tuple(entry["values"]) != tuple(vc_values):
+            raise HwnasError(
+                f"{label}: '{where}' and '{entry['at']}' use the label '{key}' for different "
+                f"choices ({kind} {list(vc_values)} vs {entry['kind']} {list(entry['values'])})"
+            )
+        if site not in entry["sites"]:
+            entry["sites"].append(site)
+
+    group_of = {}
+    for gid, g in analysis.groups.items():
+        for p in g.producers + g.carriers:  # a depthwise conv carries its input's width
+            group_of[p] = gid
+    for path, m in modules.items():
+        out = getattr(m, "out_channels", None) if isinstance(m, nn.Conv2d) else None
+        if isinstance(m, nn.Linear):
+            out = m.out_features
+        if isinstance(out, ValueChoice):
+            gid = group_of.get(path)
+            if gid is None:
+                raise HwnasError(
+                    f"{label}: '{path}' ({type(m).__name__}): its width {out!r} cannot be "
+                    "searched: hwnas slices plain nn.Conv2d (groups 1 or depthwise) and nn.Linear "
+                    "layers only"
+                )
+            g = analysis.groups[gid]
+            if g.frozen:
+                raise HwnasError(
+                    f"{label}: '{path}': its width {out!r} cannot be searched: {g.frozen}"
+                )
+            add(out.label or f"{g.name}.w", "width", out.values, gid, path)
+        if isinstance(m, nn.Conv2d) and isinstance(m.kernel_size[0], ValueChoice):
+            vc = m.kernel_size[0]
+            if path not in analysis.kernels:
+                why = analysis.kernel_why.get(path, "it is not a plain nn.Conv2d")
+                raise HwnasError(f"{label}: '{path}': its kernel {vc!r} cannot be searched: {why}")
+            bad = [v for v in vc.values if v % 2 == 0]
+            if bad:
+                raise HwnasError(f"{label}: '{path}': kernel sizes must be odd, got {bad}")
+            add(vc.label or f"{path}.k", "kernel", vc.values, path, path)
+        if type(m) is Repeat and isinstance(m.depth, ValueChoice):
+            stage = analysis.stages.get(path)
+            least = min(m.depth.values)
+            if stage is None or least < max(1, stage.first_droppable):
+                why = stage.why if stage is not None else "its blocks change their input's shape"
+                raise HwnasError(
+                    f"{label}: '{path}': depth {m.depth!r} needs its blocks from {least} on to "
+                    f"keep their input's shape: {why or 'they do not'}"
+                )
+            add(m.depth.label or f"{path}.d", "depth", m.depth.values, path, path)
+    for path in analysis.choices:
+        m = modules[path]
+        add(m.label or f"{path}.op", "op", m.names, path, path)
+    return [
+        _decision(key, e["kind"], e["values"], tuple(e["sites"]), analysis)
+        for key, e in found.items()
+    ]
+
+
+def _check_choices(model, x, label: str) -> None:
+    """Every :class:`hwnas.nn.Choice`'s candidates run on its input and give one shape.
+
+    Raises:
+        HwnasError: a candidate fails on the input, or candidates' shapes differ.
+    """
+    import torch
+
+    from hwnas.nn import Choice
+
+    modules = dict(model.named_modules())
+    paths = [p for p, m in modules.items() if isinstance(m, Choice)]
+    if not paths:
+        return
+    inputs: dict[str, torch.Tensor] = {}
+    hooks = [
+        modules[p].register_forward_pre_hook(
+            lambda _m, a, p=p: inputs.__setitem__(p, a[0]) if a else None
+        )
+        for p in paths
+    ]
+    try:
+        with torch.no_grad():
+            model.eval()(x)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise HwnasError(
+            f"{label}: the model fails on the example input of shape {tuple(x.shape)}: {first}"
+        ) from None
+    finally:
+        for h in hooks:
+            h.remove()
+    for path in paths:
+        m = modules[path]
+        if path not in inputs:
+            raise HwnasError(f"{label}: Choice '{path}' is not called in forward")
+        shapes = []
+        for cname, cand in zip(m.names, m.candidates):
+            try:
+                with torch.no_grad():
+                    shapes.append((cname, tuple(cand.eval()(inputs[path]).shape)))
+            except Exception as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise HwnasError(
+                    f"{label}: Choice '{path}': candidate '{cname}' fails on its input: {first}"
+                ) from None
+        if len({s for _, s in shapes}) > 1:
+            listed = ", ".join(f"{n} -> {s}" for n, s in shapes)
+            raise HwnasError(
+                f"{label}: Choice '{path}': candidates give different shapes ({listed})"
+            )
+
+
+def _nothing_elastic(analysis, widths, kernels, depth) -> str:
+    if not (widths or kernels or depth):
+        return (
+            "the module declares no choice point (hwnas.nn.Choice, ValueChoice, Repeat); use "
+            "hwnas.elastic to make its widths, kernels and depths elastic"
+        )
+    reasons = sorted(
+        {
+            g.frozen
+            for g in analysis.groups.values()
+            if g.frozen and g.producers and not g.frozen.startswith("the network's")
+        }
+    )
+    why = f"; channel groups stay fixed because {'; '.join(reasons[:3])}" if reasons else ""
+    return f"nothing can be made elastic (no free channel group, kernel or stage){why}"
+
+
+__all__ = ["Decision", "ModuleSpace", "elastic", "module_space"]

@@ -1,0 +1,718 @@
+"""What can be elastic in a user's ``nn.Module``: tracing (torch.fx) and channel-group analysis.
+
+The module is traced once with :mod:`torch.fx` (its layers and :class:`hwnas.nn.Choice` as
+leaves) and the example input's shapes are propagated through the graph. Every tensor's channel
+axis carries a *layout*: the channel groups it is made of, in order (a concatenation joins
+groups; anything else keeps one). A group is a set of channels that must keep the same width:
+a convolution or linear layer *produces* a group, batch norms, layer norms and depthwise
+convolutions *carry* it, convolutions and linear layers *consume* it; residual additions,
+multiplications (squeeze-excite) and a droppable block's input and output *join* groups
+(union-find), as NVIDIA ModelOpt's FastNAS dependency analysis does. A group is *frozen* (kept at
+full width) wherever slicing its channels would be unsafe: the network's input and output,
+operations hwnas does not know (their channel semantics are unknown), parameters read directly
+in ``forward``, layers called twice, flattening that mixes channels with positions, and so on;
+each frozen group keeps the reason.
+
+Blocks whose input and output have the same shape, at the end of an ``nn.Sequential`` /
+``nn.ModuleList`` of blocks, can be dropped (elastic depth, Once-for-All); convolutions whose
+padding is half their odd kernel can run the centre of it (elastic kernel).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch import nn
+
+from hwnas.errors import HwnasError
+
+POINTWISE = {
+    "relu", "relu_", "relu6", "gelu", "silu", "sigmoid", "hardswish", "hardsigmoid", "tanh",
+    "leaky_relu", "elu", "selu", "mish", "softplus", "hardtanh", "dropout", "dropout2d",
+    "contiguous", "clone", "float", "abs", "neg", "exp", "sqrt", "rsqrt", "square", "pow",
+    "clamp", "clamp_min", "clamp_max", "detach", "type_as", "to", "sigmoid_", "erf",
+}  # fmt: skip
+"""Element-wise functions and methods: a tensor's channels pass through unchanged."""
+BINARY = {
+    "add", "sub", "mul", "truediv", "div", "iadd", "isub", "imul", "itruediv", "radd", "rmul",
+    "add_", "mul_", "maximum", "minimum",
+}  # fmt: skip
+"""Element-wise functions of two tensors: their channels are joined (residual add, SE)."""
+SPATIAL = {
+    "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "max_pool2d", "interpolate",
+    "upsample",
+}  # fmt: skip
+"""Functions over (H, W) of a (B, C, H, W) tensor: channels pass through."""
+RESHAPE = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"}
+REDUCE = {"mean", "sum", "amax", "amin"}
+NON_TENSOR = {"size", "dim", "numel", "getattr"}
+
+PASS_MODULES: tuple[type, ...] = (
+    nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Hardswish, nn.Hardsigmoid, nn.Tanh,
+    nn.LeakyReLU, nn.ELU, nn.SELU, nn.Mish, nn.Softplus, nn.Hardtanh, nn.Dropout, nn.Dropout2d,
+    nn.Identity, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.AvgPool2d, nn.MaxPool2d,
+    nn.Upsample,
+)  # fmt: skip
+"""Parameter-free layers whose output channels are their input's."""
+
+
+@dataclass
+class Group:
+    """One channel group after the analysis.
+
+    Attributes:
+        id: the group's number.
+        size: its channels.
+        producers: layers whose output channels these are (conv, linear), in graph order.
+        carriers: layers with one parameter per channel (batch norm, layer norm, depthwise
+            conv).
+        consumers: (layer, offset): layers taking these channels at ``offset`` of their input.
+        frozen: why the group keeps its full width ("" when it may be elastic).
+    """
+
+    id: int
+    size: int
+    producers: list[str] = field(default_factory=list)
+    carriers: list[str] = field(default_factory=list)
+    consumers: list[tuple[str, int]] = field(default_factory=list)
+    frozen: str = ""
+
+    @property
+    def name(self) -> str:
+        """The group's name in arch strings: its first producer's."""
+        return self.producers[0] if self.producers else f"group{self.id}"
+
+
+@dataclass
+class Stage:
+    """A container of blocks whose last ones can be dropped (elastic depth).
+
+    Attributes:
+        path: the container's module name (``layer2``, ``blocks``).
+        children: its blocks' names, in order.
+        first_droppable: index of the first block of the trailing run that keeps its input's
+            shape (the smallest depth is ``max(1, first_droppable)``).
+        why: why the block before the run cannot be dropped.
+    """
+
+    path: str
+    children: list[str]
+    first_droppable: int
+    why: str = ""
+
+
+@dataclass
+class Analysis:
+    """What tracing found.
+
+    Attributes:
+        groups: the channel groups, by id (roots of the union-find).
+        layer_in: layer -> its input layout: [(group id, channels), ...].
+        layer_out: producer layer -> its output group.
+        layers: layer name -> module type name, for every traced layer, in graph order.
+        kernels: conv name -> its kernel size where a centre crop is safe.
+        kernel_why: conv name -> why its kernel cannot be elastic.
+        stages: containers with droppable trailing blocks, by path.
+        choices: names of the :class:`hwnas.nn.Choice` modules, in graph order.
+        output_shape: the network's output shape on the example input.
+    """
+
+    groups: dict[int, Group]
+    layer_in: dict[str, list[tuple[int, int]]]
+    layer_out: dict[str, int]
+    layers: dict[str, str]
+    kernels: dict[str, int]
+    kernel_why: dict[str, str]
+    stages: dict[str, Stage]
+    choices: list[str]
+    output_shape: tuple[int, ...]
+    block_io: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
+
+    def group_of(self, layer: str) -> Group | None:
+        """The group a producer or carrier layer's output channels belong to."""
+        for g in self.groups.values():
+            if layer in g.producers or layer in g.carriers:
+                return g
+        return None
+
+
+# -- union-find over channel groups ------------------------------------------------------------
+
+
+class _Groups:
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+        self.size: list[int] = []
+        self.frozen: dict[int, str] = {}
+
+    def new(self, size: int, frozen: str = "") -> int:
+        self.parent.append(len(self.parent))
+        self.size.append(int(size))
+        g = len(self.parent) - 1
+        if frozen:
+            self.frozen[g] = frozen
+        return g
+
+    def find(self, g: int) -> int:
+        while self.parent[g] != g:
+            self.parent[g] = self.parent[self.parent[g]]
+            g = self.parent[g]
+        return g
+
+    def freeze(self, g: int, why: str) -> None:
+        r = self.find(g)
+        self.frozen.setdefault(r, why)
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        if self.size[ra] != self.size[rb]:  # cannot happen for equal shapes; stay safe
+            self.freeze(ra, "joined with a group of another width")
+            self.freeze(rb, "joined with a group of another width")
+            return
+        why = self.frozen.pop(rb, "") or self.frozen.get(ra, "")
+        self.parent[rb] = ra
+        if why:
+            self.frozen[ra] = why
+
+
+Layout = tuple[tuple[int, ...], int]
+"""(group ids in channel order, channel axis)."""
+
+
+# -- tracing ------------------------------------------------------------------------------------
+
+
+class _Tracer(fx.Tracer):
+    """torch.fx tracer that traces into :class:`hwnas.nn.Choice` (every candidate, summed) and
+    remembers the module being traced (to name it when tracing fails)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+
+    def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
+        from hwnas.nn import Choice
+
+        return not isinstance(m, Choice) and super().is_leaf_module(m, qualname)
+
+    def call_module(self, m, forward, args, kwargs):
+        self.stack.append(self.path_of_module(m) or type(m).__name__)
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.stack.pop()
+
+
+def trace(model: nn.Module, label: str) -> fx.GraphModule:
+    """The traced graph of ``model``.
+
+    Raises:
+        HwnasError: the forward cannot be traced (Python control flow on tensor values, ...):
+            one line naming the innermost layer being traced.
+    """
+    from hwnas.nn import TRACING
+
+    tracer = _Tracer()
+    TRACING[0] = True
+    try:
+        graph = tracer.trace(model)
+    except Exception as exc:  # torch.fx raises TraceError, TypeError, RuntimeError, ...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if tracer.stack:
+            where = tracer.stack[-1]
+            kind = type(model.get_submodule(where)).__name__
+            at = f"layer '{where}' ({kind})"
+        else:
+            at = f"the forward of {type(model).__name__}"
+        raise HwnasError(
+            f"{label}: cannot trace {at} with torch.fx: {first} (hwnas needs a forward "
+            "without Python control flow on tensor values)"
+        ) from None
+    finally:
+        TRACING[0] = False
+    return fx.GraphModule(model, graph)
+
+
+def _name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__name__", str(target))
+
+
+def _shape(node: Any) -> tuple[int, ...] | None:
+    if not isinstance(node, fx.Node):
+        return None
+    meta = node.meta.get("tensor_meta")
+    shape = getattr(meta, "shape", None)
+    return tuple(int(s) for s in shape) if shape is not None else None
+
+
+def _nodes(value: Any) -> list[fx.Node]:
+    out: list[fx.Node] = []
+    fx.node.map_arg(value, lambda n: out.append(n))
+    return out
+
+
+def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analysis:
+    """Trace ``model`` on ``example_input`` and find its channel groups, elastic kernels and
+    droppable blocks (see the module doc).
+
+    Args:
+        model: the network (not modified; put in eval mode for the duration).
+        example_input: one input batch, (B, C, H, W) or any shape the model takes.
+        label: how errors name the model.
+
+    Raises:
+        HwnasError: the model cannot be traced or run on the example input (one line naming
+            the layer).
+    """
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from hwnas.nn import Choice
+
+    was = model.training
+    model.eval()
+    try:
+        gm = trace(model, label)
+        calls: dict[str, int] = {}
+        io: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        hooks = _record_blocks(model, calls, io)
+        try:
+            with torch.no_grad():
+                model(example_input)
+                ShapeProp(gm).propagate(example_input)
+        except HwnasError:
+            raise
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise HwnasError(
+                f"{label}: the model fails on the example input of shape "
+                f"{tuple(example_input.shape)}: {first}"
+            ) from None
+        finally:
+            for h in hooks:
+                h.remove()
+    finally:
+        model.train(was)
+    modules = dict(model.named_modules())
+    g = _Groups()
+    layout: dict[fx.Node, Layout | None] = {}
+    layer_in: dict[str, list[tuple[int, int]]] = {}
+    layer_out: dict[str, int] = {}
+    layers: dict[str, str] = {}
+    carriers: dict[str, int] = {}
+    touched: dict[str, set[int]] = {}
+    counts: dict[str, int] = {}
+    direct: set[str] = set()
+
+    def freeze_all(values: Iterable[Any], why: str) -> None:
+        for n in values:
+            lay = layout.get(n)
+            if lay is not None:
+                for gid in lay[0]:
+                    g.freeze(gid, why)
+
+    def fresh(node: fx.Node, why: str) -> Layout | None:
+        """A new group for a tensor whose channels nothing is known of (frozen)."""
+        shape = _shape(node)
+        if shape is None or len(shape) < 2:
+            return None
+        return ((g.new(shape[1], why),), 1)
+
+    def segs(lay: Layout) -> list[tuple[int, int]]:
+        return [(gid, g.size[gid]) for gid in lay[0]]
+
+    def join(a: Layout, b: Layout, why: str) -> None:
+        if [g.size[x] for x in a[0]] == [g.size[x] for x in b[0]]:
+            for x, y in zip(a[0], b[0]):
+                g.union(x, y)
+        else:  # differently concatenated: keep both whole
+            for gid in a[0] + b[0]:
+                g.freeze(gid, why)
+
+    for node in gm.graph.nodes:
+        op, args = node.op, node.args
+        shape = _shape(node)
+        ins = [n for n in _nodes((args, node.kwargs)) if layout.get(n) is not None]
+        if op == "placeholder":
+            layout[node] = (
+                ((g.new(shape[1], "the network's input"),), 1)
+                if shape and len(shape) >= 2
+                else None
+            )
+        elif op == "get_attr":
+            direct.add(str(node.target).rsplit(".", 1)[0] if "." in str(node.target) else "")
+            layout[node] = None
+        elif op == "output":
+            freeze_all(ins, "the network's output")
+        elif op == "call_module":
+            name = str(node.target)
+            m = modules[name]
+            counts[name] = counts.get(name, 0) + 1
+            layers.setdefault(name, type(m).__name__)
+            x = args[0] if args else None
+            lay = layout.get(x) if isinstance(x, fx.Node) else None
+            xs = _shape(x)
+            result: Layout | None = None
+            if type(m) is nn.Conv2d and lay is not None and lay[1] == 1 and len(xs) == 4:
+                depthwise = m.groups == m.in_channels == m.out_channels and m.groups > 1
+                if m.groups == 1:
+                    layer_in[name] = segs(lay)
+                    result = ((g.new(m.out_channels),), 1)
+                    layer_out[name] = result[0][0]
+                elif depthwise and len(lay[0]) == 1:
+                    carriers[name] = lay[0][0]
+                    layer_in[name] = segs(lay)
+                    result = lay
+                else:
+                    freeze_all(ins, f"'{name}' is a grouped convolution")
+                    result = fresh(node, f"'{name}' is a grouped convolution")
+            elif type(m) is nn.Linear and lay is not None and lay[1] == len(xs) - 1:
+                layer_in[name] = segs(lay)
+                gid = g.new(m.out_features)
+                layer_out[name] = gid
+                result = ((gid,), len(shape) - 1) if shape else None
+            elif type(m) is nn.BatchNorm2d and lay is not None and lay[1] == 1 and len(lay[0]) == 1:
+                carriers[name] = lay[0][0]
+                layer_in[name] = segs(lay)
+                result = lay
+            elif (
+                type(m) is nn.LayerNorm
+                and lay is not None
+                and len(m.normalized_shape) == 1
+                and lay[1] == len(xs) - 1
+                and len(lay[0]) == 1
+            ):
+                carriers[name] = lay[0][0]
+                layer_in[name] = segs(lay)
+                result = lay
+            elif isinstance(m, PASS_MODULES) and lay is not None:
+                result = lay
+            elif isinstance(m, nn.Flatten) and lay is not None:
+                result = _reshaped(lay, xs, shape)
+                if result is None:
+                    freeze_all(ins, f"'{name}' flattens channels with positions")
+            else:
+                what = (
+                    f"'{name}' ({type(m).__name__}) is not a layer hwnas can slice"
+                    if lay is not None or not ins
+                    else f"'{name}' ({type(m).__name__}) takes its input in an unknown layout"
+                )
+                freeze_all(ins, what)
+                result = fresh(node, what) if shape is not None else None
+            for n in ins:
+                touched.setdefault(name, set()).update(layout[n][0])  # type: ignore[index]
+            if result is not None:
+                touched.setdefault(name, set()).update(result[0])
+            layout[node] = result
+        else:  # call_function, call_method
+            fn = _name(node.target)
+            layout[node] = _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh)
+
+    choices = [p for p, m in modules.items() if isinstance(m, Choice)]
+    for name, n in counts.items():  # shared weights: a layer used twice keeps its widths
+        if n > 1:
+            for gid in touched.get(name, ()):
+                g.freeze(gid, f"'{name}' is called {n} times (shared weights)")
+    for name in direct:  # weights read in forward (weight standardisation, ...)
+        for gid in touched.get(name, ()):
+            g.freeze(gid, f"the weights of '{name}' are read directly in forward")
+
+    stages = _stages(model, gm, layout, calls, io, join, g)
+
+    roots: dict[int, Group] = {}
+
+    def root(gid: int) -> Group:
+        r = g.find(gid)
+        if r not in roots:
+            roots[r] = Group(r, g.size[r], frozen=g.frozen.get(r, ""))
+        return roots[r]
+
+    order = list(layers)
+    for name in order:
+        if name in layer_out:
+            root(layer_out[name]).producers.append(name)
+        if name in carriers:
+            root(carriers[name]).carriers.append(name)
+        if name in layer_in and name not in carriers:
+            offset = 0
+            for gid, size in layer_in[name]:
+                root(gid).consumers.append((name, offset))
+                offset += size
+    layer_in = {k: [(g.find(a), s) for a, s in v] for k, v in layer_in.items()}
+    layer_out = {k: g.find(v) for k, v in layer_out.items()}
+    for r in list(roots):
+        roots[r].frozen = g.frozen.get(r, "")
+
+    kernels, kernel_why = {}, {}
+    for name in order:
+        m = modules[name]
+        if type(m) is nn.Conv2d:
+            why = _kernel_why(m, counts.get(name, 0))
+            if why:
+                kernel_why[name] = why
+            else:
+                kernels[name] = int(m.kernel_size[0])
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    out_shapes = [_shape(n) for n in _nodes(out_node.args)]
+    return Analysis(
+        roots,
+        layer_in,
+        layer_out,
+        layers,
+        kernels,
+        kernel_why,
+        stages,
+        choices,
+        out_shapes[0] if len(out_shapes) == 1 and out_shapes[0] else (),
+        io,
+    )
+
+
+def _kernel_why(m: nn.Conv2d, calls: int) -> str:
+    """Why a convolution's kernel cannot be cropped to its centre ("" when it can)."""
+    k = m.kernel_size
+    if calls != 1:
+        return "it is called more than once"
+    if k[0] != k[1] or k[0] % 2 == 0:
+        return f"its kernel {tuple(k)} is not square and odd"
+    if tuple(m.dilation) != (1, 1):
+        return "it is dilated"
+    if m.padding_mode != "zeros":
+        return f"its padding mode is {m.padding_mode}"
+    pad = m.padding
+    if pad != "same" and tuple(pad) != (k[0] // 2, k[0] // 2):  # type: ignore[arg-type]
+        return f"its padding {pad} is not half its kernel ({k[0] // 2})"
+    return ""
+
+
+def _reshaped(lay: Layout, before: tuple[int, ...] | None, after: tuple[int, ...] | None):
+    """The layout after a reshape that keeps the channel axis whole (same elements before and
+    after it), else None."""
+    if before is None or after is None:
+        return None
+    a = lay[1]
+    n, pre, post = before[a], math.prod(before[:a]), math.prod(before[a + 1 :])
+    for k, t in enumerate(after):
+        if t == n and math.prod(after[:k]) == pre and math.prod(after[k + 1 :]) == post:
+            return (lay[0], k)
+    return None
+
+
+def _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh):
+    """The output layout of a function or method call (see the module doc)."""
+    args = node.args
+    x = args[0] if args else None
+    lay = layout.get(x) if isinstance(x, fx.Node) else None
+    xs = _shape(x)
+    if shape is None:  # not a tensor (x.shape, x.size(), tuples)
+        if ins and fn not in NON_TENSOR and fn != "getitem":
+            freeze_all(ins, f"'{fn}' returns several tensors")
+        return None
+    if not ins:
+        return None
+    if fn in POINTWISE and lay is not None:
+        return lay
+    if fn in SPATIAL and lay is not None and lay[1] == 1 and xs and len(xs) == 4:
+        return lay
+    if fn in ("softmax", "log_softmax"):
+        dim = node.kwargs.get("dim", args[1] if len(args) > 1 else None)
+        if lay is not None and dim is not None and xs and dim % len(xs) != lay[1]:
+            return lay
+    if fn in BINARY:
+        return _binary(node, ins, layout, shape, join, freeze_all, g)
+    if fn in ("cat", "concat", "concatenate"):
+        tensors = list(args[0]) if args else []
+        dim = node.kwargs.get("dim", args[1] if len(args) > 1 else 0)
+        n = len(shape)
+        dim %= n
+        lays = [layout.get(t) for t in tensors]
+        if all(v is not None and v[1] == dim for v in lays):
+            return (tuple(gid for v in lays for gid in v[0]), dim)  # type: ignore[union-attr]
+        if all(v is None or v[1] != dim for v in lays):  # along another axis: joined
+            tracked = [v for v in lays if v is not None]
+            if len(tracked) < len(lays):
+                freeze_all(ins, "it is concatenated with a tensor of unknown channels")
+            for v in tracked[1:]:
+                join(tracked[0], v, "concatenated along another axis")
+            return tracked[0] if tracked else None
+        freeze_all(ins, "it is concatenated with a tensor of unknown channels")
+        return fresh(node, "a concatenation with a tensor of unknown channels")
+    if fn in ("transpose", "swapaxes") and lay is not None:
+        d0, d1 = (a % len(xs) for a in args[1:3])
+        return (lay[0], d1 if lay[1] == d0 else d0 if lay[1] == d1 else lay[1])
+    if fn == "permute" and lay is not None:
+        dims = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
+        dims = [d % len(xs) for d in dims]
+        return (lay[0], dims.index(lay[1]))
+    if fn in RESHAPE and lay is not None:
+        if fn in ("expand", "expand_as") and xs and len(xs) == len(shape):
+            if xs[lay[1]] == shape[lay[1]]:
+                return lay
+        else:
+            out = _reshaped(lay, xs, shape)
+            if out is not None:
+                return out
+        freeze_all(ins, f"'{fn}' mixes channels with other axes")
+        return fresh(node, f"'{fn}' mixes channels with other axes")
+    if fn in REDUCE and lay is not None:
+        dim = node.kwargs.get("dim", args[1] if len(args) > 1 else None)
+        keep = bool(node.kwargs.get("keepdim", args[2] if len(args) > 2 else False))
+        if dim is not None:
+            dims = [d % len(xs) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+            if lay[1] not in dims:
+                return (lay[0], lay[1] if keep else lay[1] - sum(d < lay[1] for d in dims))
+    if fn == "getitem" and lay is not None:
+        out = _indexed(lay, args[1], xs)
+        if out is not None:
+            return out
+    what = f"'{fn}' is not an operation hwnas knows the channels of"
+    freeze_all(ins, what)
+    return fresh(node, what)
+
+
+def _binary(node, ins, layout, shape, join, freeze_all, g):
+    """Element-wise op of two operands (broadcasting aligned from the right)."""
+    n = len(shape)
+    operands = [a for a in node.args if isinstance(a, fx.Node)]
+    tracked = [a for a in operands if layout.get(a) is not None]
+    out = None
+    positions = {}
+    for a in tracked:
+        lay, s = layout[a], _shape(a)
+        positions[a] = n - (len(s) - lay[1])  # the axis in the output
+    for a in operands:
+        s = _shape(a)
+        if a in positions or s is None:
+            continue
+        # an untracked tensor: fine where it is constant along every tracked channel axis
+        for b, p in positions.items():
+            q = len(s) - (n - p)
+            if 0 <= q < len(s) and s[q] != 1:
+                freeze_all([b], "it is combined with a per-channel tensor of unknown channels")
+    axes = set(positions.values())
+    if len(axes) > 1:
+        freeze_all(tracked, "it is combined with channels on another axis")
+    for a in tracked:
+        s = _shape(a)
+        p = positions[a]
+        if s[len(s) - (n - p)] == shape[p] and out is None:
+            out = (layout[a][0], p)
+    full = [
+        a for a in tracked if _shape(a)[len(_shape(a)) - (n - positions[a])] == shape[positions[a]]
+    ]
+    for a in full[1:]:
+        if positions[a] == positions[full[0]]:
+            join(layout[full[0]], layout[a], "added to channels concatenated otherwise")
+    return out
+
+
+def _indexed(lay: Layout, index: Any, xs: tuple[int, ...] | None):
+    """Layout after ``x[index]`` when the channel axis is taken whole, else None."""
+    if xs is None:
+        return None
+    idx = index if isinstance(index, tuple) else (index,)
+    if any(i is Ellipsis or i is None or isinstance(i, fx.Node) for i in idx):
+        return None
+    if lay[1] >= len(idx):
+        removed = sum(isinstance(i, int) for i in idx)
+        return (lay[0], lay[1] - removed)
+    i = idx[lay[1]]
+    if isinstance(i, slice) and i == slice(None):
+        removed = sum(isinstance(j, int) for j in idx[: lay[1]])
+        return (lay[0], lay[1] - removed)
+    return None
+
+
+def _record_blocks(model: nn.Module, calls: dict, io: dict) -> list:
+    """Forward hooks on every block of every container: how often each is called and its
+    input/output shapes."""
+    hooks = []
+    for path, m in model.named_modules():
+        if not isinstance(m, (nn.Sequential, nn.ModuleList)):
+            continue
+        for i, child in enumerate(m):
+            name = f"{path}.{i}" if path else str(i)
+
+            def hook(_m, inp, out, name=name):
+                calls[name] = calls.get(name, 0) + 1
+                x = inp[0] if inp else None
+                if isinstance(x, torch.Tensor) and isinstance(out, torch.Tensor):
+                    io[name] = (tuple(x.shape), tuple(out.shape))
+
+            hooks.append(child.register_forward_hook(hook))
+    return hooks
+
+
+def _is_block(m: nn.Module) -> bool:
+    """A block (not a single layer): a module holding at least one conv or linear layer
+    below it."""
+    return any(isinstance(s, (nn.Conv2d, nn.Linear)) for s in m.modules() if s is not m)
+
+
+def _stages(model, gm, layout, calls, io, join, g) -> dict[str, Stage]:
+    """Containers whose trailing blocks keep their input's shape (droppable), with each such
+    block's input and output channel groups joined."""
+    from hwnas.nn import Repeat
+
+    stack = {n: n.meta.get("nn_module_stack", {}) for n in gm.graph.nodes}
+    out: dict[str, Stage] = {}
+    for path, m in model.named_modules():
+        if type(m) not in (nn.Sequential, nn.ModuleList, Repeat) or len(m) < 2:
+            continue
+        children = [f"{path}.{i}" if path else str(i) for i in range(len(m))]
+        if not all(_is_block(c) for c in m):
+            continue
+        ends: list[tuple[fx.Node, fx.Node] | None] = []
+        for name in children:
+            inside = [n for n in gm.graph.nodes if name in stack[n] and n.op != "get_attr"]
+            inside_set = set(inside)
+            srcs = {
+                a
+                for n in inside
+                for a in _nodes((n.args, n.kwargs))
+                if a not in inside_set and a.op != "get_attr" and _shape(a) is not None
+            }
+            sinks = [n for n in inside if any(u not in inside_set for u in n.users)]
+            ok = calls.get(name) == 1 and len(srcs) == 1 and len(sinks) == 1
+            ends.append((next(iter(srcs)), sinks[0]) if ok else None)
+        first = len(children)
+        why = ""
+        for i in range(len(children) - 1, -1, -1):
+            e = ends[i]
+            shapes = io.get(children[i])
+            if e is None or shapes is None or shapes[0] != shapes[1]:
+                why = (
+                    f"'{children[i]}' changes its input's shape"
+                    if shapes is not None and shapes[0] != shapes[1]
+                    else f"'{children[i]}' is not one block with one input and one output"
+                )
+                break
+            if i > 0 and (ends[i - 1] is None or ends[i - 1][1] is not e[0]):
+                why = f"'{children[i]}' does not take the output of '{children[i - 1]}'"
+                break
+            first = i
+        if first >= len(children):
+            continue
+        for i in range(max(first, 1), len(children)):
+            src, sink = ends[i]  # type: ignore[misc]
+            a, b = layout.get(src), layout.get(sink)
+            if a is not None and b is not None and a[1] == b[1]:
+                join(a, b, "it skips a block whose channels are concatenated otherwise")
+            else:
+                for lay in (a, b):
+                    if lay is not None:
+                        for gid in lay[0]:
+                            g.freeze(gid, f"'{children[i]}' can be dropped")
+        out[path] = Stage(path, children, first, why)
+    return out
+
+
+__all__ = ["Analysis", "Group", "Stage", "analyse", "trace"]

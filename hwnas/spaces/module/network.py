@@ -1,0 +1,298 @@
+"""Running a user's module as a supernet, and cutting standalone subnets out of it.
+
+:func:`convert` makes a copy of the module whose layers can run any subnet: the plain layers of
+elastic channel groups become the sliceable layers of :mod:`hwnas.spaces.slicing` (by changing
+their class, so parameter names and values stay), the blocks that can be dropped learn to pass
+their input through. :func:`configure` sets one subnet (widths per group, kernel per conv,
+depth per stage, operation per :class:`hwnas.nn.Choice`) before a forward; :func:`extract`
+returns the subnet as an ordinary module (plain ``nn.Conv2d`` etc. of the subnet's sizes, the
+dropped blocks gone, each Choice replaced by its candidate) with the weights sliced out of the
+supernet's: the first channels of every group, the centre of every kernel (Once-for-All, Cai et
+al., ICLR 2020). :func:`order_channels` sorts each group's channels by importance (L1 norm of the
+weights producing and consuming them) once, so that the first channels are the most important
+ones (OFA's channel sorting; ModelOpt FastNAS's importance ordering), without changing what the
+full network computes.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from hwnas.spaces.module.analysis import Analysis
+from hwnas.spaces.slicing import DBN, DConv, DLayerNorm, DLinear
+
+
+class ElasticConv2d(DConv):
+    """A ``nn.Conv2d`` of a supernet: runs at the width, kernel and input channels
+    :func:`configure` set."""
+
+    hw_out: int | None = None
+    hw_kernel: int | None = None
+    hw_index: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return DConv.forward(self, x, self.hw_out, self.hw_kernel, self.hw_index)
+
+
+class ElasticLinear(DLinear):
+    """A ``nn.Linear`` of a supernet: runs at the width and input features :func:`configure`
+    set."""
+
+    hw_out: int | None = None
+    hw_index: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return DLinear.forward(self, x, self.hw_out, self.hw_index)
+
+
+ELASTIC = {nn.Conv2d: ElasticConv2d, nn.Linear: ElasticLinear, nn.BatchNorm2d: DBN,
+           nn.LayerNorm: DLayerNorm}  # fmt: skip
+"""Plain layer type -> its sliceable type (the same parameters and buffers)."""
+
+_SKIPPABLE: dict[type, type] = {}
+
+
+def skippable(cls: type) -> type:
+    """``cls`` with a forward that returns its input when the block is dropped."""
+    if cls not in _SKIPPABLE:
+
+        def forward(self, x, *args, **kwargs):
+            if self.hw_skip:
+                return x
+            return cls.forward(self, x, *args, **kwargs)
+
+        _SKIPPABLE[cls] = type(
+            cls.__name__, (cls,), {"forward": forward, "hw_skip": False, "hw_plain": cls}
+        )
+    return _SKIPPABLE[cls]
+
+
+@dataclass
+class Subnet:
+    """One subnet: what :func:`configure` sets.
+
+    Attributes:
+        widths: group id -> channels (groups not named keep their full width).
+        kernels: conv name -> kernel size.
+        depths: stage path -> blocks that run.
+        ops: Choice name -> (active candidate indices, their weights or None).
+    """
+
+    widths: dict[int, int] = field(default_factory=dict)
+    kernels: dict[str, int] = field(default_factory=dict)
+    depths: dict[str, int] = field(default_factory=dict)
+    ops: dict[str, tuple[tuple[int, ...], Any]] = field(default_factory=dict)
+
+
+def convert(model: nn.Module, analysis: Analysis, groups: set[int], kernels: set[str],
+            stages: set[str]) -> nn.Module:  # fmt: skip
+    """A copy of ``model`` that can run every subnet (see the module doc).
+
+    Args:
+        model: the user's module (not modified).
+        analysis: its analysis.
+        groups: the elastic channel groups.
+        kernels: the convolutions with an elastic kernel.
+        stages: the containers with an elastic depth.
+    """
+    net = copy.deepcopy(model)
+    modules = dict(net.named_modules())
+    for name in _sliced_layers(analysis, groups) | kernels:
+        m = modules[name]
+        m.__class__ = ELASTIC[type(m)]
+    for path in stages:
+        stage = analysis.stages[path]
+        for child in stage.children[max(1, stage.first_droppable) :]:
+            m = modules[child]
+            m.__class__ = skippable(type(m))
+    return net
+
+
+def _sliced_layers(analysis: Analysis, groups: set[int]) -> set[str]:
+    out: set[str] = set()
+    for gid in groups:
+        g = analysis.groups[gid]
+        out.update(g.producers)
+        out.update(g.carriers)
+        out.update(name for name, _ in g.consumers)
+    return out
+
+
+def _active(analysis: Analysis, sub: Subnet, segments: list[tuple[int, int]]) -> list[int]:
+    return [sub.widths.get(gid, size) for gid, size in segments]
+
+
+def _index(segments: list[tuple[int, int]], active: list[int]) -> torch.Tensor | None:
+    """Input channels of a layer fed by a concatenation, or None when they are a prefix."""
+    if len(segments) == 1 or all(a == s for (_, s), a in zip(segments, active)):
+        return None
+    parts, offset = [], 0
+    for (_, size), a in zip(segments, active):
+        parts.append(torch.arange(offset, offset + a))
+        offset += size
+    return torch.cat(parts)
+
+
+def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
+    """Set ``net`` (from :func:`convert`) to compute the subnet ``sub``."""
+    from hwnas.nn import Choice
+
+    modules = dict(net.named_modules())
+    for name, m in modules.items():
+        if isinstance(m, (ElasticConv2d, ElasticLinear)):
+            gid = analysis.layer_out.get(name)
+            m.hw_out = sub.widths.get(gid) if gid is not None else None
+            segments = analysis.layer_in.get(name, [])
+            index = _index(segments, _active(analysis, sub, segments)) if segments else None
+            m.hw_index = index.to(m.weight.device) if index is not None else None
+            if isinstance(m, ElasticConv2d):
+                m.hw_kernel = sub.kernels.get(name)
+    for path, d in sub.depths.items():
+        stage = analysis.stages[path]
+        for i, child in enumerate(stage.children):
+            m = modules[child]
+            if hasattr(m, "hw_plain"):
+                m.hw_skip = i >= d
+    for path, (active, weights) in sub.ops.items():
+        m = modules[path]
+        assert isinstance(m, Choice)
+        m.active, m.weights = tuple(active), weights
+
+
+@torch.no_grad()
+def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
+    """The subnet ``sub`` of ``net`` (from :func:`convert`) as an ordinary module with the
+    weights sliced out of ``net``'s (a copy, eval mode).
+
+    Raises:
+        ValueError: a Choice with several active candidates (a mixture is no subnet).
+    """
+    from hwnas.nn import Choice, Repeat
+
+    mixtures = [(m, m.weights) for m in net.modules() if isinstance(m, Choice)]
+    for m, _ in mixtures:  # a supernet path's weights carry gradients: not copied
+        m.weights = None
+    try:
+        out = copy.deepcopy(net)
+    finally:
+        for m, w in mixtures:
+            m.weights = w
+    modules = dict(out.named_modules())
+
+    def replace(name: str, new: nn.Module) -> None:
+        parent, _, child = name.rpartition(".")
+        setattr(out.get_submodule(parent) if parent else out, child, new)
+
+    for name, m in modules.items():
+        if type(m) in (ElasticConv2d, ElasticLinear, DBN, DLayerNorm):
+            replace(name, _plain(name, m, analysis, sub))
+    for path, d in sub.depths.items():
+        stage = out.get_submodule(path)
+        del stage[d:]
+    for m in list(out.modules()):
+        if hasattr(m, "hw_plain"):
+            m.__class__ = m.hw_plain
+            m.__dict__.pop("hw_skip", None)
+    for name, m in list(out.named_modules()):  # outermost first: inner names stay valid
+        if isinstance(m, Choice):
+            active, _ = sub.ops.get(name, (m.active, None))
+            if len(active) != 1:
+                raise ValueError(f"Choice '{name}' has {len(active)} active candidates")
+            replace(name, m.candidates[active[0]])
+    for name, m in list(out.named_modules()):
+        if type(m) is Repeat:
+            replace(name, nn.Sequential(*m))
+    return out.eval()
+
+
+def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
+    """The plain layer of ``m`` at the subnet's sizes, with ``m``'s weights sliced."""
+    segments = analysis.layer_in.get(name, [])
+    active = _active(analysis, sub, segments)
+    index = _index(segments, active)
+    n_in = sum(active) if segments else None
+    gid = analysis.layer_out.get(name)
+    if isinstance(m, ElasticConv2d):
+        k_full = m.kernel_size[0]
+        k = sub.kernels.get(name, k_full)
+        lo = (k_full - k) // 2
+        w = m.weight[:, :, lo : lo + k, lo : lo + k]
+        depthwise = m.groups == m.in_channels and m.groups > 1
+        pad = m.padding if k == k_full else (k // 2, k // 2)
+        if depthwise:
+            c = n_in if n_in is not None else m.in_channels
+            w, c_in, c_out, groups = w[:c], c, c, c
+        else:
+            c_out = sub.widths.get(gid, m.out_channels) if gid is not None else m.out_channels
+            w = w[:c_out]
+            w = w.index_select(1, index) if index is not None else w[:, : n_in or m.in_channels]
+            c_in, groups = w.shape[1], 1
+        new = nn.Conv2d(
+            c_in, c_out, k, m.stride, pad, m.dilation, groups, m.bias is not None,
+            m.padding_mode,
+        )  # fmt: skip
+        new.weight.copy_(w)
+        if m.bias is not None:
+            new.bias.copy_(m.bias[:c_out])
+        return new
+    if isinstance(m, ElasticLinear):
+        c_out = sub.widths.get(gid, m.out_features) if gid is not None else m.out_features
+        w = m.weight[:c_out]
+        w = w.index_select(1, index) if index is not None else w[:, : n_in or m.in_features]
+        new = nn.Linear(w.shape[1], c_out, m.bias is not None)
+        new.weight.copy_(w)
+        if m.bias is not None:
+            new.bias.copy_(m.bias[:c_out])
+        return new
+    n = n_in if n_in is not None else m.weight.shape[0]
+    if isinstance(m, DBN):
+        new = nn.BatchNorm2d(n, m.eps, m.momentum, m.affine, m.track_running_stats)
+        if m.affine:
+            new.weight.copy_(m.weight[:n])
+            new.bias.copy_(m.bias[:n])
+        if m.track_running_stats:
+            new.running_mean.copy_(m.running_mean[:n])
+            new.running_var.copy_(m.running_var[:n])
+            new.num_batches_tracked.copy_(m.num_batches_tracked)
+        return new
+    new = nn.LayerNorm(n, m.eps, m.elementwise_affine, bias=m.bias is not None)
+    if m.elementwise_affine:
+        new.weight.copy_(m.weight[:n])
+        if m.bias is not None:
+            new.bias.copy_(m.bias[:n])
+    return new
+
+
+@torch.no_grad()
+def order_channels(net: nn.Module, analysis: Analysis, groups: set[int]) -> None:
+    """Sort the channels of every group in ``groups`` by importance, most important first, in
+    place: the L1 norm of the weights that produce each channel plus that of the weights that
+    consume it (each layer's share normalised to mean 1). What the full network computes does
+    not change (every layer holding the channels is permuted alike)."""
+    modules = dict(net.named_modules())
+    for gid in sorted(groups):
+        g = analysis.groups[gid]
+        score = torch.zeros(g.size, dtype=torch.float64)
+        for name in g.producers:
+            w = modules[name].weight.detach().double()
+            v = w.abs().reshape(g.size, -1).mean(1)
+            score += v / v.mean().clamp_min(1e-12)
+        for name, off in g.consumers:
+            w = modules[name].weight.detach().double()[:, off : off + g.size]
+            v = w.abs().transpose(0, 1).reshape(g.size, -1).mean(1)
+            score += v / v.mean().clamp_min(1e-12)
+        perm = torch.argsort(score, descending=True, stable=True)
+        for name in g.producers + g.carriers:
+            m = modules[name]
+            for key in ("weight", "bias", "running_mean", "running_var"):
+                t = getattr(m, key, None)
+                if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == g.size:
+                    t.copy_(t[perm])
+        for name, off in g.consumers:
+            w = modules[name].weight
+            w[:, off : off + g.size] = w[:, off : off + g.size][:, perm]

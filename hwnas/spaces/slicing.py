@@ -1,0 +1,103 @@
+"""Sliceable layers: the weight-sharing primitives of every supernet built from ordinary layers.
+
+A layer here is an ordinary ``nn.Conv2d`` / ``nn.BatchNorm2d`` / ``nn.Linear`` / ``nn.LayerNorm``
+that can also run on its *first* input/output channels and, for a convolution, on the centre of
+its kernel (Once-for-All, Cai et al., ICLR 2020; AutoFormer's weight entanglement, Chen et al.,
+ICCV 2021; Single-Path NAS's superkernel, Stamoulis et al., 2019). At full size each calls the
+plain layer's forward, so a network of them exports to ONNX as ordinary layers. Declared spaces
+(:mod:`hwnas.spaces.declared.modules`) and spaces made from a user's own module
+(:mod:`hwnas.spaces.module`) both build on them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class DConv(nn.Conv2d):
+    """A convolution runnable on its first input/output channels and its centre kernel.
+
+    Depthwise convolutions (``groups == in_channels > 1``) follow their input's channel count;
+    grouped convolutions run at full size only.
+    """
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        out: int | None = None,
+        kernel: int | None = None,
+        index: torch.Tensor | None = None,
+    ):
+        """(B, c_in, H, W) -> (B, out, H', W'); ``kernel``: the centre k x k of the kernel;
+        ``index``: the weight's input channels that ``x``'s channels are, in order (an input
+        concatenated from several sliced tensors), instead of the first ``c_in``."""
+        c_in, k_full = x.shape[1], self.kernel_size[0]
+        out = out or self.out_channels
+        k = kernel or k_full
+        if index is None and c_in == self.in_channels and out == self.out_channels and k == k_full:
+            return super().forward(x)
+        w = self.weight
+        if self.groups == self.in_channels and self.groups > 1:  # depthwise
+            w, groups, out = w[:c_in], c_in, c_in
+        elif self.groups == 1:
+            w, groups = w[:out], 1
+            w = w[:, :c_in] if index is None else w.index_select(1, index)
+        else:
+            raise RuntimeError("a grouped convolution runs at its full size only")
+        if k != k_full:
+            lo = (k_full - k) // 2
+            w = w[:, :, lo : lo + k, lo : lo + k]
+        pad = k // 2 if self.padding[0] == k_full // 2 else self.padding
+        bias = self.bias[:out] if self.bias is not None else None
+        return F.conv2d(x, w, bias, self.stride, pad, self.dilation, groups)
+
+
+class DBN(nn.BatchNorm2d):
+    """Batch norm over the first channels of its input (running statistics shared)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[1]
+        if n == self.num_features:
+            return super().forward(x)
+        momentum = self.momentum
+        if self.training and momentum is None:  # cumulative average (recalibration)
+            self.num_batches_tracked += 1
+            momentum = 1.0 / float(self.num_batches_tracked)
+        return F.batch_norm(
+            x,
+            self.running_mean[:n],
+            self.running_var[:n],
+            self.weight[:n],
+            self.bias[:n],
+            self.training,
+            momentum if momentum is not None else 0.1,
+            self.eps,
+        )
+
+
+class DLinear(nn.Linear):
+    """A linear layer runnable on its first input/output features: (..., n_in) -> (..., out)."""
+
+    def forward(
+        self, x: torch.Tensor, out: int | None = None, index: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``index``: the weight's input features that ``x``'s are (see :meth:`DConv.forward`)."""
+        n_in, out = x.shape[-1], out or self.out_features
+        if index is None and n_in == self.in_features and out == self.out_features:
+            return super().forward(x)
+        bias = self.bias[:out] if self.bias is not None else None
+        w = self.weight[:out]
+        w = w[:, :n_in] if index is None else w.index_select(1, index)
+        return F.linear(x, w, bias)
+
+
+class DLayerNorm(nn.LayerNorm):
+    """Layer norm over the first features of its input: (..., n) -> (..., n)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[-1]
+        if n == self.normalized_shape[0]:
+            return super().forward(x)
+        return F.layer_norm(x, (n,), self.weight[:n], self.bias[:n], self.eps)

@@ -1,0 +1,138 @@
+"""The one reader of YAML files from users: space files, device profiles, anything else.
+
+PyYAML's safe loader builds only plain values (no object is constructed from a tag), but an
+alias (``*name``) re-uses the collection its anchor (``&name``) names, so a 1 KB file of nested
+aliases describes hundreds of millions of values (the "billion laughs"), and ``&a [*a]`` a
+list that contains itself: either hangs or crashes whatever walks the data afterwards.
+Nesting a few ten thousand levels deep crashes libyaml itself (a C stack overflow).
+
+Before building anything, :func:`load_yaml` reads the file's event stream (libyaml's C parser,
+iterative) and refuses, with the line where it happens:
+
+- an alias inside the collection it refers to (a self-reference);
+- aliases that expand the document beyond :data:`MAX_VALUES` values;
+- nesting deeper than :data:`MAX_DEPTH` levels.
+
+Aliases that stay within these bounds keep working (the shipped space files use them to
+repeat a stage's layer choices). The check costs about a third of a load, and is skipped for a
+file that plainly cannot break them (no ``*``, few nesting characters).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_VALUES = 100_000
+"""Most values (scalars and collections, counted after expanding aliases) a YAML file may
+describe: the largest shipped space expands to about 2,000."""
+
+MAX_DEPTH = 100
+"""Deepest nesting of collections a YAML file may have (shipped files: under 10)."""
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C parser: ~10x faster
+
+
+class YamlLimitError(yaml.MarkedYAMLError):
+    """A YAML file beyond hwnas's limits (a yaml.YAMLError: callers that report invalid YAML
+    report it the same way, with its line)."""
+
+    def __init__(self, problem: str, mark: Any):
+        super().__init__(problem=problem, problem_mark=mark)
+
+    def __str__(self) -> str:  # one line, like the rest of hwnas's errors
+        line = f"line {self.problem_mark.line + 1}: " if self.problem_mark is not None else ""
+        return f"{line}{self.problem}"
+
+
+def check_events(text: str) -> None:
+    """Refuse self-referencing aliases, alias expansion beyond :data:`MAX_VALUES` values and
+    nesting beyond :data:`MAX_DEPTH` levels (see the module), before anything is built.
+
+    Raises:
+        YamlLimitError: one of the above, with the line where it happens.
+        yaml.YAMLError: the text is not valid YAML.
+    """
+    sizes: dict[str, int] = {}  # anchor -> values it expands to (collections once closed)
+    frames: list[list[Any]] = [[None, 0]]  # open collections: [anchor, values so far]
+
+    def add(n: int, mark: Any) -> None:
+        frames[-1][1] += n
+        if frames[-1][1] > MAX_VALUES:
+            raise YamlLimitError(
+                f"its aliases expand to more than {MAX_VALUES} values (an alias bomb?); "
+                "write the repeated part out, or use fewer nested aliases",
+                mark,
+            )
+
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(frames) > MAX_DEPTH:
+                raise YamlLimitError(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+            frames.append([event.anchor, 1])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, n = frames.pop()
+            if anchor is not None:
+                sizes[anchor] = n
+            add(n, event.start_mark)
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            add(1, event.start_mark)
+        elif isinstance(event, yaml.AliasEvent):
+            if any(f[0] == event.anchor for f in frames):
+                raise YamlLimitError(
+                    f"the alias *{event.anchor} is inside the collection &{event.anchor} it "
+                    "refers to (a value that contains itself)",
+                    event.start_mark,
+                )
+            add(sizes.get(event.anchor, 1), event.start_mark)  # unknown: the composer says so
+
+
+def _plainly_bounded(text: str) -> bool:
+    """Whether ``text`` is within the limits without reading its events: no alias (no ``*``
+    at all), and too few characters that open a level (``[ { - : ?``: every level of nesting
+    needs one) to nest beyond :data:`MAX_DEPTH`. Most device profiles are (the check then
+    costs nothing)."""
+    if "*" in text:
+        return False
+    openers = sum(text.count(c) for c in "[{-:?")
+    return openers <= MAX_DEPTH
+
+
+def load_yaml(text: str, nodes: bool = False) -> Any:
+    """The data of one YAML document, read safely (plain values only) and within bounds.
+
+    Args:
+        text: the document.
+        nodes: also return the composed node tree (its marks give each value's line).
+
+    Returns:
+        The data (None for an empty document), or (data, root node or None) with ``nodes``.
+
+    Raises:
+        YamlLimitError: a self-referencing alias, an alias bomb, or too deep nesting.
+        yaml.YAMLError: invalid YAML.
+    """
+    if not _plainly_bounded(text):
+        check_events(text)
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return (data, node) if nodes else data
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The YAML file at ``path``, read with :func:`load_yaml`.
+
+    Raises:
+        OSError: the file cannot be read.
+        UnicodeDecodeError: it is not UTF-8 text.
+        yaml.YAMLError: invalid YAML, or beyond the limits (:class:`YamlLimitError`).
+    """
+    return load_yaml(Path(path).read_text())

@@ -1,0 +1,150 @@
+"""Loading a zoo entry to run it: an ONNX Runtime session, or the PyTorch module with its weights
+(timm's ``create_model`` for hwnas entries). Importing this module imports neither torch nor
+onnxruntime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hwnas.errors import HwnasError
+from hwnas.zoo.card import CARD_FILE, MODEL_FILE, WEIGHTS_FILE, sha256_file
+from hwnas.zoo.read import read_entry
+
+
+def entry_folder(entry: str | Path) -> Path:
+    """The entry folder of ``entry``: the folder, its ``card.json`` or its ``model.onnx``.
+
+    Raises:
+        HwnasError: no such path, or a path that is not a zoo entry.
+    """
+    path = Path(entry).expanduser()
+    if path.is_file() and path.name in (CARD_FILE, MODEL_FILE, WEIGHTS_FILE):
+        path = path.parent
+    if not path.exists():
+        raise HwnasError(f"zoo entry not found: {path}")
+    if not (path / CARD_FILE).is_file():
+        raise HwnasError(f"{path} is not a zoo entry (no {CARD_FILE}; give an entry's folder)")
+    return path
+
+
+def _checked(folder: Path, card: dict[str, Any], name: str) -> Path:
+    """``folder/name``, whose sha256 must be the card's."""
+    path = folder / name
+    if not path.is_file():
+        raise HwnasError(f"{folder}: {name} is missing")
+    want = (card.get("files") or {}).get(name)
+    if want is not None and sha256_file(path) != want:
+        raise HwnasError(
+            f"{path} has changed since the entry was written (sha256 differs from card.json); "
+            "`hwnas zoo verify` checks the entry"
+        )
+    return path
+
+
+def load(
+    entry: str | Path,
+    torch: bool = False,
+    space: Any = None,
+    providers: list[str] | None = None,
+):
+    """A zoo entry, ready to run.
+
+    Args:
+        entry: the entry's folder (``runs/<run>/zoo/00-<hash>``), or its ``card.json`` or
+            ``model.onnx``.
+        torch: return the PyTorch module (``torch.nn.Module``, eval mode, CPU) instead of an
+            ONNX Runtime session: the entry's network rebuilt from the card's ``build``
+            section (its space and arch; a supernet search's subnet extracted from that
+            supernet at the search's size) with the weights of ``weights.pt`` (loaded with
+            ``weights_only=True``: tensors only, no code), or, for a random-weight entry, the
+            same seeded random weights as ``model.onnx``.
+        space: the search space to rebuild the module with: the object (a space made in
+            Python, :func:`hwnas.elastic` / :func:`hwnas.nn.space`, is not saved with the
+            entry) or a name; default the card's space by name.
+        providers: ONNX Runtime execution providers (default ``["CPUExecutionProvider"]``).
+
+    Returns:
+        ``onnxruntime.InferenceSession`` (input ``input``: float32 (N, C, H, W); output
+        ``logits``: (N, classes)), or the ``torch.nn.Module`` taking the same input.
+
+    Raises:
+        HwnasError: not an entry, a file changed since it was written (sha256), an entry
+            without a ``build`` section (written by an older hwnas: load its ONNX model), a
+            space of another name than the card's, or a space not known in this process.
+    """
+    folder = entry_folder(entry)
+    card = read_entry(folder)
+    if not torch:
+        import onnxruntime as ort
+
+        model = _checked(folder, card, MODEL_FILE)
+        try:
+            return ort.InferenceSession(str(model), providers=providers or ["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own exception types
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise HwnasError(f"ONNX Runtime cannot load {model}: {first}") from None
+    return _module(folder, card, space)
+
+
+def _module(folder: Path, card: dict[str, Any], given: Any):
+    import torch
+
+    from hwnas.spaces import SearchSpace, get_space
+
+    build = card.get("build")
+    if not isinstance(build, dict):
+        raise HwnasError(
+            f"{folder}: the card has no 'build' section (written by an older hwnas): load its "
+            "ONNX model (hwnas.zoo.load(entry))"
+        )
+    name = build.get("space", card.get("space"))
+    if isinstance(given, SearchSpace):
+        space = given
+    else:
+        try:
+            space = get_space(given or name)
+        except HwnasError as exc:
+            raise HwnasError(
+                f"{exc}; a space made in Python is not saved with the entry: pass it, "
+                "hwnas.zoo.load(entry, torch=True, space=the_space)"
+            ) from None
+    if space.name != name:
+        raise HwnasError(f"{folder} is a model of space '{name}', not '{space.name}'")
+    weights = (card.get("weights") or {}).get("file")
+    state = None
+    if weights:
+        path = _checked(folder, card, weights)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    with torch.random.fork_rng(devices=[]):  # building draws random weights: not the user's
+        if build.get("kind") == "supernet":
+            from hwnas.supernet import SUPERNETS
+
+            cls = SUPERNETS.get(space.supernet_name)
+            shape = tuple(int(v) for v in build["image_shape"])
+            supernet = cls(space, int(build["num_classes"]), shape, dict(build["config"]))
+            module = supernet.extract(space.parse(build["arch"]))
+        else:
+            if "seed" in build:
+                torch.manual_seed(int(build["seed"]))
+            spec = space.dataset(build["dataset"])
+            classes = int(build["num_classes"])
+            module = space.build(
+                space.parse(build["arch"]),
+                build["dataset"],
+                num_classes=None if classes == spec.num_classes else classes,
+            )
+    if state is not None:
+        try:
+            module.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise HwnasError(
+                f"{folder}: {WEIGHTS_FILE} does not fit the network of space '{space.name}' "
+                f"rebuilt for this entry (was the space changed?): {first}"
+            ) from None
+    elif card.get("weights", {}).get("kind") == "trained":
+        raise HwnasError(f"{folder}: trained weights, but no {WEIGHTS_FILE} named in the card")
+    for attr in ("hwnas_build",):
+        module.__dict__.pop(attr, None)
+    return module.cpu().eval()

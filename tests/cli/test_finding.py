@@ -1,0 +1,79 @@
+"""Finding things without knowing their exact names: did-you-mean for every registry name,
+`hwnas spaces`, and an unreachable live device offering what can be searched instead."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import hwnas_cli
+
+from hwnas.cli.runs import find_run
+from hwnas.errors import HwnasError
+
+
+def _one_line_error(r, *parts):
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    for part in parts:
+        assert part in lines[0], lines[0]
+    return lines[0]
+
+
+def test_a_misspelt_name_gets_the_closest_known_ones():
+    _one_line_error(hwnas_cli("search", "--device", "pixle3"), "did you mean pixel3")
+    _one_line_error(
+        hwnas_cli("search", "--device", "pixel3", "--space", "nasbench210"),
+        "unknown search space 'nasbench210'; did you mean nasbench201",
+    )
+    _one_line_error(
+        hwnas_cli("search", "--device", "pixel3", "--strategy", "fronteir"), "did you mean frontier"
+    )
+    line = _one_line_error(hwnas_cli("search", "--device", "zzzz"), "unknown device 'zzzz'; known")
+    assert "did you mean" not in line  # nothing close: only the list
+
+
+def test_spaces_lists_and_shows_every_space(hwnas_home):
+    listed = json.loads(hwnas_cli("spaces", "--json").stdout)
+    rows = {r["space"]: r for r in listed["spaces"]}
+    assert {"nasbench201", "fbnet", "ofa", "mobilenetv4", "vit"} <= set(rows)
+    assert rows["nasbench201"]["size"] == 15625 and rows["nasbench201"]["accuracy_table"]
+    assert rows["mobilenetv4"]["language"] == "declared" and rows["fbnet"]["tabulated"] == 5000
+    (hwnas_home / "spaces").mkdir()
+    (hwnas_home / "spaces" / "broken.yaml").write_text("name: broken\nstages: [\n")
+    r = hwnas_cli("spaces", env={"COLUMNS": "80"})
+    assert r.returncode == 0 and "mobilenetv4" in r.stdout and "broken space broken" in r.stdout
+    shown = hwnas_cli("spaces", "show", "nasbench201").stdout
+    assert "15,625 architectures, 6 decisions" in shown and "nor_conv_3x3" in shown
+    assert "gdas" in shown and "example     |" in shown
+    _one_line_error(hwnas_cli("spaces", "show", "vitt"), "did you mean vit")
+
+
+def test_an_unreachable_live_device_offers_the_recorded_and_few_shot_routes(tmp_path):
+    # pixel8 is reached over adb: without a phone the one line says what can be done instead
+    line = _one_line_error(
+        hwnas_cli("search", "--device", "pixel8", cwd=tmp_path), "device 'pixel8' cannot measure"
+    )
+    assert "hwnas search --device pixel3" in line  # the nearest recorded phone
+    assert "hwnas refset measure --device pixel8" in line
+    assert "hwnas measure import --device pixel8-refset refset/calibration.csv" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_is_found_by_latest_prefix_or_a_word_that_names_it_alone():
+    rows = [
+        {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed0", "finished_at": "2026-11-24T10"},
+        {"study": "nasbench201-cifar100-raspi4-latency-frontier-seed0", "finished_at": "2026-11-24T12"},
+        {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed1", "finished_at": "2026-11-24T11"},
+        {"study": "fbnet-cifar100-pixel3-latency-frontier-seed0", "finished_at": None},
+    ]
+    assert find_run("latest", rows, "db")["study"].startswith("nasbench201-cifar100-raspi4")
+    assert find_run("raspi4", rows, "db") is rows[1]
+    assert find_run("fbnet", rows, "db") is rows[3]  # a unique prefix
+    assert find_run("latest:pixel3", rows, "db") is rows[2]  # unfinished runs are not latest
+    assert find_run(rows[0]["study"], rows, "db") is rows[0]  # exact, though a prefix of none
+    with pytest.raises(HwnasError, match="'pixel3' matches 3 studies.*latest:pixel3"):
+        find_run("pixel3", rows, "db")
+    with pytest.raises(HwnasError, match="no study matches 'pixel9'"):
+        find_run("pixel9", rows, "db")

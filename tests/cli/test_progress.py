@@ -1,0 +1,59 @@
+"""Progress a user can follow in a file or a pipe: plain, whole log lines, never a mangled bar."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+
+from helpers import hwnas_cli
+from rich.console import Console
+
+from hwnas.cli.progress import TerminalReporter, plain_line
+
+
+def test_piped_search_output_has_whole_lines_without_control_characters(tmp_path):
+    out = tmp_path / "run"
+    r = hwnas_cli("search", "--device", "pixel3", "--budget", "12", "--out", str(out),
+                  env={"COLUMNS": "80"})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = r.stdout + r.stderr
+    assert "…" not in text and "\x1b" not in text
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text)
+    lines = r.stderr.splitlines()
+    search = [ln for ln in lines if ln.startswith("search pixel3: ")]
+    assert search[0].startswith("search pixel3: 0/12 trials (0%)")
+    assert search[-1].startswith("search pixel3: 12/12 trials (100%), done in ")
+    assert any("ETA" in ln and "best " in ln for ln in search)
+    zoo = [ln for ln in lines if ln.startswith("zoo exporting: ")]
+    n = len(list((out / "zoo").iterdir()))
+    assert zoo and zoo[-1].startswith(f"zoo exporting: {n}/{n} models (100%), done in ")
+
+
+def test_plain_lines_come_at_each_tenth_and_after_a_silence(monkeypatch):
+    import hwnas.cli.progress as progress
+
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.2)
+    buf = io.StringIO()
+    reporter = TerminalReporter(Console(file=buf, width=40))  # not a terminal: plain lines
+    with reporter.step("train", total=100, unit="steps") as step:
+        for i in range(1, 101):
+            step.update(i, status=f"loss {1 / i:.3f}")
+        step.update(status="slow step")
+        time.sleep(1.5)  # no progress: the ticker still says it is alive
+    lines = buf.getvalue().splitlines()
+    counts = [int(m.group(1)) for ln in lines if (m := re.match(r"train: (\d+)/100", ln))]
+    assert counts[:11] == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert sum("slow step" in ln and "ETA" in ln for ln in lines) >= 2
+    assert lines[-1].startswith("train: 100/100 steps (100%), done in ")
+    assert all(len(ln) > 40 for ln in lines[1:])  # never cut to the console's width
+
+
+def test_a_plain_line_is_printable_ascii():
+    class S:
+        name, total, unit, done, status, elapsed = "zoo", 3, "", 1, "arch ━ é", 2.0
+
+        def eta(self):
+            return 4.0
+
+    assert plain_line(S()) == "zoo: 1/3 (33%), elapsed 0:00:02 ETA 0:00:04 | arch ? ?"

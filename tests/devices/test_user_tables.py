@@ -1,0 +1,118 @@
+"""Users' own device tables: a recorded profile with a relative CSV path, a full table imported
+with `hwnas measure import`, and broken user profiles that must not break the others."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from hwnas.cli import main
+from hwnas.devices import reload_profiles
+from hwnas.spaces import get_space
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path):
+    """``cli(*args, profiles=None)``: run the hwnas entry point in this process (as the
+    ``hwnas`` script does) from ``tmp_path``, with ``HWNAS_DEVICES_PATH`` set to ``profiles``;
+    returns (exit status, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args, profiles=None):
+        if profiles is not None:
+            monkeypatch.setenv("HWNAS_DEVICES_PATH", str(profiles))
+        reload_profiles()
+        capsys.readouterr()
+        status = main(list(args))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def _write_table(path, rows, header, values, key="arch"):
+    space = get_space("nasbench201")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        for r, v in zip(rows, values):
+            writer.writerow([space.arch_at(int(r)).text if key == "arch" else int(r), v])
+
+
+def _pareto(run_folder):
+    with open(run_folder / "pareto.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_user_device_from_a_relative_csv_is_searched_on_its_own_values(tmp_path, cli):
+    space = get_space("nasbench201")
+    rng = np.random.default_rng(3)
+    rows = rng.choice(len(space), 150, replace=False)
+    energy = np.round(rng.uniform(1.0, 9.0, len(rows)), 4)
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "data" / "board.csv", rows, ["arch", "energy_mj"], energy)
+    (profiles / "myboard.yaml").write_text(
+        "name: myboard\nkind: recorded\ndescription: my board's energy\n"
+        "tables:\n  nasbench201:\n    energy_mj: {file: data/board.csv}\n"
+    )
+    # run from tmp_path: the table's path is relative to the YAML's folder, not to this one
+    args = ["search", "--device", "myboard", "--objective", "energy", "--budget", "12"]
+    status, out, err = cli(*args, "--no-zoo", "--json", profiles=profiles)
+    assert status == 0, err
+    summary = json.loads(out)
+    table = {space.arch_at(int(i)).text: e for i, e in zip(rows, energy)}
+    front = _pareto(tmp_path / summary["run_folder"])
+    assert front and all(float(p["energy_mj"]) == table[p["arch"]] for p in front)
+    assert summary["measurements"]["read_from_table"] == 12
+    best = summary["best"]
+    assert best["energy_mj"] == table[best["arch"]]
+    # every line that gives a cost gives its unit: energy in mJ, not "nan ms"
+    assert f"{best['energy_mj']:.3f} mJ" in err and "nan" not in err
+
+
+def test_a_full_table_imported_becomes_a_recorded_device_searched_on_it(tmp_path, cli):
+    space = get_space("nasbench201")
+    n = len(space)
+    latency = np.round(1.0 + (np.arange(n) * 7919 % 1000) / 100.0, 3)  # any positive values
+    _write_table(tmp_path / "full.csv", np.arange(n), ["arch", "latency_ms"], latency, key="index")
+    status, _, err = cli("measure", "import", "--device", "lab-npu", "full.csv")
+    assert status == 0, err
+    assert "recorded table, latency_ms of 15625 of 15625" in err
+    status, out, err = cli("search", "--device", "lab-npu", "--budget", "10", "--no-zoo", "--json")
+    assert status == 0, err
+    summary = json.loads(out)
+    assert summary["measurements"]["read_from_table"] == 10  # its own values, no prediction
+    assert "predictor" not in summary
+    for p in _pareto(tmp_path / summary["run_folder"]):
+        assert float(p["latency_ms"]) == latency[space.index(space.parse(p["arch"]))]
+
+
+def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_path, cli):
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "gone.yaml").write_text(
+        "name: gone\nkind: recorded\ntables:\n  nasbench201:\n"
+        "    latency_ms: {file: tables/missing.csv}\n"
+    )
+    (profiles / "odd.yaml").write_text("name: odd\nkind: toaster\n")
+    (profiles / "bad-batch.yaml").write_text("name: bad-batch\nkind: recorded\nbatch_size: many\n")
+    (profiles / "notyaml.yaml").write_text("name: [unclosed\n")
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    listing = json.loads(out)
+    broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
+    assert set(broken) == {"gone.yaml", "odd.yaml", "bad-batch.yaml", "notyaml.yaml"}
+    assert "missing.csv" in broken["gone.yaml"] and "toaster" in broken["odd.yaml"]
+    names = {d["device"] for d in listing["devices"]}
+    assert {"fpga", "pixel3", "cpu"} <= names and not names & {"gone", "odd", "bad-batch"}
+    status, out, _ = cli("devices")
+    assert status == 0 and "broken profile" in out and "gone.yaml" in out
+    status, _, err = cli("search", "--device", "gone", "--budget", "5", "--no-zoo")
+    error = [line for line in err.splitlines() if not line.startswith("warning: skipped")]
+    assert status == 2 and len(error) == 1 and "missing.csv" in error[0]
+    status, _, err = cli("search", "--device", "fpga", "--budget", "5", "--no-zoo")
+    assert status == 0, err

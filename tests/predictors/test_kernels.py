@@ -1,0 +1,128 @@
+"""The kernel-level predictor's parts: every operator of well-known networks is read (channel
+shuffle, grouped convolutions, attention), kernels run alone unchanged, the regressors say
+where they are unsure, and the predictor warns on a model unlike any it knows."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from hwnas.known_networks import network_workload
+from hwnas.predictors.graph import GraphModel, onnx_graph_features
+from hwnas.predictors.kernels.features import FEATURES, feature_matrix, kernel_type
+from hwnas.predictors.kernels.model import Correction, KernelPredictor, fit_correction
+from hwnas.predictors.kernels.read import optimise, read_kernels
+from hwnas.predictors.kernels.regress import KernelRegressors
+
+SMALL = {"shufflenet_v2": (64, 0.5), "resnext50": (64, 0.25), "vit_tiny": (32, 0.34),
+         "mobilenet_v3_small": (64, 0.5)}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, bytes]:
+    return {n: network_workload(n, side=s, width=w).onnx_bytes() for n, (s, w) in SMALL.items()}
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_every_operator_of_well_known_networks_is_read(name, models):
+    data = models[name]
+    exported = onnx.load_from_string(data)
+    ops = {n.op_type for n in exported.graph.node}
+    if name == "shufflenet_v2":  # channel split and shuffle, as users write them
+        assert {"Slice", "Concat", "Reshape", "Transpose", "Shape", "Gather"} <= ops
+    if name == "vit_tiny":
+        assert {"MatMul", "Softmax", "LayerNormalization", "Erf", "Transpose"} <= ops
+    # the graph features read every node (the channel shuffle's Conv shapes included)
+    features = onnx_graph_features(exported)
+    assert np.all(np.isfinite(features)) and features[0] + features[1] > 0
+    # every node ONNX Runtime runs is a kernel or a shape-only node, none is dropped
+    mk = read_kernels(data)
+    assert len(mk.kernels) + mk.bookkeeping == len(optimise(data).graph.node)
+    assert sum(mk.ops.values()) == len(mk.kernels) + mk.bookkeeping
+    types = {kernel_type(k) for k in mk.kernels}
+    if name == "resnext50":
+        assert any("grouped" in t for t in types), types
+    for k in mk.kernels:
+        assert k.x_inputs and all(d > 0 for s in k.outputs for d in s), k.label
+
+
+def test_kernels_run_alone_as_they_run_in_the_network(models):
+    """A kernel's one-node model is what ONNX Runtime runs: re-optimising it changes nothing,
+    and it runs on inputs of the recorded shapes."""
+    import onnxruntime as ort
+
+    mk = read_kernels(models["shufflenet_v2"])
+    distinct = list(mk.distinct().values())
+    by_op = {}
+    for k in distinct:
+        by_op.setdefault(k.op, k)
+    for k in by_op.values():
+        again = optimise(k.onnx_bytes())
+        assert [n.op_type for n in again.graph.node] == [k.op.split(":")[-1]], k.label
+        s = ort.InferenceSession(k.onnx_bytes(), providers=["CPUExecutionProvider"])
+        feeds = {i.name: np.zeros(i.shape, np.float32) for i in s.get_inputs()}
+        outs = s.run(None, feeds)
+        assert [tuple(o.shape) for o in outs] == list(k.outputs)
+    # identical kernels share one key (timed once); different shapes do not
+    assert len({k.key for k in mk.kernels}) == len(distinct) < len(mk.kernels)
+
+
+def _sum_model(op: str, shape: tuple[int, ...]) -> bytes:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", *shape[1:]])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node(op, ["x", "x"], ["y"])], "m", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _add_kernels():
+    """Add kernels of 8-64 channels at 8x8 and their (synthetic) times alone, ms."""
+    sizes = range(8, 72, 8)
+    kernels = [read_kernels(_sum_model("Add", (1, c, 8, 8))).kernels[0] for c in sizes]
+    return kernels, [0.001 + 2e-6 * 64 * c for c in sizes]
+
+
+def test_regressors_say_where_they_are_unsure():
+    """Fitted on Add kernels of some sizes: a size inside is 'fitted', one far outside is
+    'extrapolated' with a wider standard deviation, another type is 'unseen'."""
+    kernels, times = _add_kernels()
+    reg = KernelRegressors(min_samples=5).fit(kernels, times, overhead_ms=0.001)
+    inside = read_kernels(_sum_model("Add", (1, 30, 8, 8))).kernels[0]
+    outside = read_kernels(_sum_model("Add", (1, 2048, 64, 64))).kernels[0]
+    other = read_kernels(_sum_model("Mul", (1, 30, 8, 8))).kernels[0]
+    p = reg.predict([inside, outside, other])
+    assert p.status == ["fitted", "extrapolated", "unseen"]
+    assert p.log_std[1] > p.log_std[0] and np.isnan(p.log_std[2])
+    assert abs(p.median_ms[0] / (2e-6 * 64 * 30) - 1) < 0.3
+    assert feature_matrix([inside]).shape == (1, len(FEATURES))
+
+
+def test_a_model_unlike_any_seen_gets_a_warning_and_a_wide_interval():
+    """Without a device to time them, kernels of a type never timed are guessed: the predictor
+    says so in one line and widens the interval; a model of known kernels gets neither."""
+    kernels, times = _add_kernels()
+    regressors = KernelRegressors(min_samples=5).fit(kernels, times, 0.001)
+    kp = KernelPredictor(None, regressors=regressors, budget=0)
+    kp.set_overheads(0.001, 0.0002)
+    known = GraphModel("add.onnx", np.zeros(1), _sum_model("Add", (1, 32, 8, 8)))
+    odd = GraphModel("odd.onnx", np.zeros(1), _sum_model("Pow", (1, 32, 8, 8)))
+    mean, std = kp.predict([known, odd])
+    assert len(kp.warnings) == 1 and kp.warnings[0].startswith("odd.onnx: unlike the networks")
+    assert "never timed (Pow)" in kp.warnings[0] and "\n" not in kp.warnings[0]
+    assert std[1] / mean[1] >= 0.5 > std[0] / mean[0]
+
+
+def test_correction_and_conformal_interval_cover_the_calibration_networks():
+    rng = np.random.default_rng(0)
+    total = rng.uniform(1, 40, 30)
+    y = 1.16 * total * np.exp(rng.normal(0, 0.04, 30))
+    c = fit_correction(total, y, np.full(30, 0.01))
+    assert abs(c.scale - 1.16) < 0.03 and 0.02 < c.rel_std < 0.07 and c.networks == 30
+    pred = c.apply(total)
+    half = c.q * np.sqrt(c.rel_std**2 + 0.01**2)
+    assert np.mean(np.abs(np.log(y / pred)) <= half) >= 0.85
+    assert Correction().scale == 1.0

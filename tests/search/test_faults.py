@@ -1,0 +1,367 @@
+"""Faults: a killed search resumes to the same answer, a damaged study database is refused, a
+full disk at any step is one line and loses nothing, and no temporary file survives a rerun."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hwnas.cli import main
+
+ARGS = ["search", "--device", "pixel3", "--no-zoo", "--study", "s"]
+
+KILLER = r"""
+import os, signal, sys
+kill_at = int(os.environ["HWNAS_KILL_AT"])
+from hwnas.search import evaluate
+scored = [0]
+original = evaluate.TableEvaluator.evaluate
+def evaluate_then_die(self, arch):
+    scored[0] += 1
+    if scored[0] == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(self, arch)
+evaluate.TableEvaluator.evaluate = evaluate_then_die
+from hwnas.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _study(home: Path, name: str = "s"):
+    import optuna
+
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{home / 'studies.db'}")
+
+
+def _scored(home: Path) -> list[str]:
+    """Architectures of the COMPLETE trials, in trial order."""
+    from optuna.trial import TrialState
+
+    done = _study(home).get_trials(states=(TrialState.COMPLETE,))
+    return [t.user_attrs["arch"] for t in sorted(done, key=lambda t: t.number)]
+
+
+def _front(out: Path) -> list[str]:
+    return (out / "pareto.csv").read_text().splitlines()
+
+
+def _leftovers(*folders: Path) -> list[Path]:
+    return [
+        p
+        for folder in folders
+        for p in folder.rglob("*")
+        if p.name.endswith((".tmp", ".old", "-journal")) or ".tmp." in p.name
+    ]
+
+
+def _cli(capsys, *args: str) -> tuple[int, str]:
+    code = main(list(args))
+    return code, capsys.readouterr().err
+
+
+def _one_line(code: int, err: str, expected: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("search")]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert code == 2 and len(errors) == 1 and expected in errors[0], err
+    assert "Traceback" not in err
+
+
+# -- killed at random moments ---------------------------------------------------------------------
+
+
+def test_a_search_killed_at_three_random_moments_resumes_to_the_uninterrupted_answer(
+    tmp_path, monkeypatch, capsys
+):
+    """A real SIGKILL of the CLI process when it is about to score its N-th candidate (N seeded
+    random), three times over one search, then a plain rerun: the study scores the same
+    architectures in the same order and writes the same front as a search never killed."""
+    budget = 60
+    args = [*ARGS, "--budget", str(budget)]
+    monkeypatch.setenv("HWNAS_HOME", str(tmp_path / "ref"))
+    assert _cli(capsys, *args, "--out", str(tmp_path / "ref-out"))[0] == 0
+    reference = _scored(tmp_path / "ref")
+    assert len(reference) == budget
+
+    home, out = tmp_path / "home", tmp_path / "out"
+    env = {**os.environ, "HWNAS_HOME": str(home)}
+    held = 0
+    for count in sorted(random.Random(18).sample(range(2, budget), 3)):
+        env["HWNAS_KILL_AT"] = str(max(count - held, 1))
+        r = subprocess.run(
+            [sys.executable, "-c", KILLER, *args, "--out", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert r.returncode == -signal.SIGKILL, (count, r.stderr)
+        held = len(_scored(home)) if (home / "studies.db").exists() else 0
+        assert held < budget
+    monkeypatch.setenv("HWNAS_HOME", str(home))
+    assert _cli(capsys, *args, "--out", str(out))[0] == 0
+    assert _scored(home) == reference  # the same architectures, in the same order
+    assert _front(out) == _front(tmp_path / "ref-out")
+    assert not _leftovers(home, out)
+
+
+@pytest.mark.parametrize(
+    "strategy", ["frontier", "surrogate", "nsga2", "nsga3", "tpe", "gp", "aging", "random"]
+)
+def test_every_table_strategy_proposes_the_same_after_a_restart(strategy):
+    """The sampler of a fresh process (a resumed search) proposes, for the study it finds, what
+    the sampler of the uninterrupted process proposed: the search is stopped (Ctrl-C) after a
+    seeded random number of candidates, resumed by a new run_search on the same storage, and
+    compared trial by trial with a search never stopped."""
+    import optuna
+
+    from hwnas.devices import get_device
+    from hwnas.measure import Profiler
+    from hwnas.search.costs import CostContext, table_costs
+    from hwnas.search.engine import SearchSettings, run_search
+    from hwnas.search.evaluate import TableEvaluator
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    device = get_device("pixel3")
+    budget = 11 if strategy == "gp" else 45
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=budget, strategy=strategy, seed=7
+    )
+    options = {
+        "gp": {"n_startup_trials": 6},
+        "aging": {"population": 10, "sample": 4},
+        "surrogate": {"trees": 10, "init": 10, "bins": 5},
+        "frontier": {"init": 10, "batch": 5},
+    }.get(strategy, {})
+
+    def search(storage, stop_at=None):
+        ev = TableEvaluator(space, "cifar100", Profiler(device, None), ["latency_ms"])
+        calls = [0]
+
+        def evaluate(arch):
+            calls[0] += 1
+            if calls[0] == stop_at:
+                raise KeyboardInterrupt
+            return ev.evaluate(arch)
+
+        costs = CostContext(space, cost=table_costs(space, device, "latency_ms"), budget=budget)
+        return run_search(settings, space, evaluate, storage, sampler_options=options, costs=costs)
+
+    def scored(storage):
+        return [r.arch for r in search(storage).records]
+
+    reference = scored(optuna.storages.InMemoryStorage())
+    storage = optuna.storages.InMemoryStorage()
+    for stop in random.Random(strategy).sample(range(2, max(budget // 3, 5)), 2):
+        with pytest.raises(KeyboardInterrupt):
+            search(storage, stop_at=stop)
+    assert scored(storage) == reference
+
+
+# -- damaged databases ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "is empty (0 bytes), not an SQLite database"),
+        (b"not a database\n" * 10, "is not an SQLite database"),
+        ("half", "is truncated"),
+    ],
+)
+def test_an_empty_or_damaged_study_database_is_one_line_not_a_fresh_study(
+    content, expected, hwnas_home, tmp_path, capsys
+):
+    db = hwnas_home / "studies.db"
+    if content == "half":
+        assert _cli(capsys, *ARGS, "--budget", "5", "--out", str(tmp_path / "a"))[0] == 0
+        whole = db.read_bytes()
+        content = whole[: len(whole) // 2 + 100]
+    db.write_bytes(content)
+    code, err = _cli(capsys, *ARGS, "--budget", "5", "--out", str(tmp_path / "b"))
+    _one_line(code, err, f"study storage {db} {expected}")
+    assert db.read_bytes() == content  # left as it was, for the user to restore
+    assert not (tmp_path / "b").exists()
+
+
+def test_an_empty_measurement_store_is_one_line(tmp_path, capsys):
+    (tmp_path / "m.db").write_bytes(b"")
+    code, err = _cli(capsys, "devices", "--store", str(tmp_path / "m.db"))
+    _one_line(code, err, "is empty (0 bytes), not an SQLite database")
+
+
+# -- a full disk -------------------------------------------------------------------------------
+
+
+class _FullFile:
+    """A file opened for writing on a full disk: every write fails with ENOSPC."""
+
+    def __init__(self, fh, name):
+        self._fh, self._name = fh, name
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self._name)
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+    def __iter__(self):
+        return iter(self._fh)
+
+
+def _fill_disk(monkeypatch, full) -> None:
+    """Files opened for writing whose path ``full(path)`` accepts fail on their first write."""
+    real = io.open
+
+    def opener(file, mode="r", *args, **kwargs):
+        fh = real(file, mode, *args, **kwargs)
+        if isinstance(file, (str, Path)) and set(mode) & set("wax+") and full(str(file)):
+            return _FullFile(fh, str(file))
+        return fh
+
+    monkeypatch.setattr(io, "open", opener)
+    monkeypatch.setattr(builtins, "open", opener)
+
+
+def _disk_full_db(monkeypatch, target, name, after: int = 0, sqlalchemy_error=True) -> None:
+    """``target.name`` raises SQLite's "database or disk is full" (as SQLAlchemy wraps it, or
+    as the sqlite3 module raises it) after ``after`` calls."""
+    import sqlite3
+
+    import sqlalchemy
+
+    real = getattr(target, name)
+    calls = [0]
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] > after:
+            orig = sqlite3.OperationalError("database or disk is full")
+            if not sqlalchemy_error:
+                raise orig
+            raise sqlalchemy.exc.OperationalError("INSERT INTO trials ...", {}, orig)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, failing)
+
+
+STEPS = ["study", "run folder", "zoo", "artifacts"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_full_disk_at_any_step_is_one_line_and_a_rerun_completes(
+    step, hwnas_home, tmp_path, monkeypatch, capsys
+):
+    from hwnas.search.ledger import RdbLedger
+
+    out, artifacts = tmp_path / "run", hwnas_home / "artifacts"
+    args = [*ARGS, "--budget", "12", "--out", str(out)]
+    if step == "zoo":
+        args.remove("--no-zoo")
+    with pytest.MonkeyPatch.context() as full:
+        if step == "study":  # the disk fills after 5 trials are written, one a transaction
+            from hwnas.search import engine
+
+            full.setattr(engine, "HOLD_S", 0.0)
+            _disk_full_db(full, RdbLedger, "flush", after=5)
+        elif step == "run folder":
+            _fill_disk(full, lambda p: p.startswith(str(out)))
+        elif step == "zoo":
+            _fill_disk(full, lambda p: "/.zoo." in p or "/zoo/" in p)
+        else:
+            _fill_disk(full, lambda p: p.startswith(str(artifacts)))
+        code, err = _cli(capsys, *args)
+    _one_line(code, err, "no space left on the device")
+    assert not _leftovers(tmp_path, artifacts)
+    # what was written before the disk filled is kept
+    assert len(_scored(hwnas_home)) == (5 if step == "study" else 12)
+    code, err = _cli(capsys, *args)
+    assert code == 0, err
+    assert len(_scored(hwnas_home)) == 12
+    assert (out / "summary.json").is_file() and (out / "pareto.csv").is_file()
+    if step == "zoo":
+        assert any((out / "zoo").iterdir())
+    uploaded = _study(hwnas_home).user_attrs["artifacts"]
+    assert {"summary.json", "pareto.csv", "pareto.png"} <= set(uploaded)
+    assert all((artifacts / a["id"]).is_file() for a in uploaded.values())
+    assert not _leftovers(out, hwnas_home)
+
+
+def test_a_full_measurement_store_is_one_line(monkeypatch, capsys):
+    from hwnas.store import MeasurementStore
+
+    small = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+    _disk_full_db(monkeypatch, MeasurementStore, "append", sqlalchemy_error=False)
+    code, err = _cli(capsys, "measure", "--device", "cpu-fast", "--arch", small)
+    _one_line(code, err, "no space left on the device")
+
+
+# -- temporaries of killed writers -----------------------------------------------------------
+
+
+def test_temporaries_of_killed_writers_are_removed_by_the_next_writer(tmp_path):
+    from hwnas.paths import sweep_temporaries, temporary
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    mine = temporary(tmp_path / "zoo")
+    theirs = Path(str(mine).replace(f".{os.getpid()}.", f".{dead.pid}."))
+    other_host = tmp_path / f".zoo.elsewhere.{dead.pid}.tmp"
+    for folder in (mine, theirs, other_host):
+        (folder / "entry").mkdir(parents=True)
+    (tmp_path / f".pareto.csv.{theirs.name.split('.')[-3]}.{dead.pid}.tmp").write_text("x")
+    removed = sweep_temporaries(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, other_host.name])
+    assert len(removed) == 2
+
+
+def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
+    tmp_path, monkeypatch
+):
+    """A budget above what the strategy can find (a small declared space searched at random):
+    after REPEATS_IN_A_ROW proposals the study already holds, the search stops and says so,
+    instead of asking 20 x budget times."""
+    from hwnas.search import engine
+    from hwnas.search.engine import SearchSettings, run_search
+    from hwnas.search.evaluate import Evaluation
+    from hwnas.spaces import get_space
+
+    (tmp_path / "tiny.yaml").write_text(
+        "name: tiny\ndatasets:\n  digits: {classes: 10, input_shape: [3, 16, 16]}\n"
+        "stem:\n  - {block: conv, out: 8, kernel: 3}\nstages:\n  - name: a\n"
+        "    out: {choices: [8, 16]}\n    depth: {choices: [1, 2]}\n"
+        "    layer: {block: mbconv, kernel: {choices: [3, 5]}, expand: 2}\n"
+        "head:\n  - {block: pool}\n"
+    )
+    space = get_space(str(tmp_path / "tiny.yaml"))
+    monkeypatch.setattr(engine, "REPEATS_IN_A_ROW", 60)
+    settings = SearchSettings(
+        space=space.name, device="pixel3", budget=5000, strategy="random", study="r"
+    )
+
+    def evaluate(arch):
+        return Evaluation(arch, 50.0, "test", {"latency_ms": 1.0}, {"latency_ms": "test"})
+
+    result = run_search(settings, space, evaluate)
+    assert 0 < len(result.records) < 5000
+    assert len({r.arch for r in result.records}) == len(result.records)
+    assert result.stopped and "60 architectures in a row that the study already holds" in (
+        result.stopped
+    )
+    assert result.trials_total < 20 * 5000

@@ -1,0 +1,87 @@
+"""No password of a storage or store URL is written or printed: a search on
+``postgresql://user:secret@...`` (a real PostgreSQL server, tests/conftest.py) leaves it in no
+file, study attribute or artifact, and no terminal line of `hwnas search`, `hwnas runs list`
+(and ``--json``) or `hwnas dashboard`'s start-up."""
+
+from __future__ import annotations
+
+import pytest
+
+SECRET = "s3cret-Pa55"
+
+
+def _with_password(url: str) -> str:
+    """``postgresql://postgres@host:port/db`` -> ``postgresql://postgres:SECRET@host:port/db``
+    (the test server trusts every local connection, so the password is accepted and unused)."""
+    return url.replace("postgres@", f"postgres:{SECRET}@", 1)
+
+
+def _files_with_secret(*folders) -> list[str]:
+    found = []
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file() and SECRET.encode() in path.read_bytes():
+                found.append(str(path))
+    return found
+
+
+def test_a_search_on_a_postgresql_url_with_a_password_never_shows_it(
+    tmp_path, hwnas_home, postgres_url, capsys, monkeypatch
+):
+    import optuna
+    import optuna_dashboard
+
+    from hwnas.cli import main
+    from hwnas.store import MeasurementStore
+
+    url = _with_password(postgres_url)
+    out = tmp_path / "run"
+    args = ["--device", "pixel3", "--budget", "3", "--study", "leak", "--out", str(out), "--no-zoo"]
+    assert main(["search", *args, "--storage", url]) == 0
+    cheap = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+    measure = ["measure", "--device", "cpu-fast", "--dataset", "cifar10", "--arch", cheap]
+    assert main([*measure, "--store", url]) == 0
+    printed = capsys.readouterr()
+    assert main(["runs", "list", "--storage", url]) == 0
+    assert main(["runs", "list", "--storage", url, "--json"]) == 0
+    assert main(["runs", "show", "leak", "--storage", url]) == 0
+    monkeypatch.setattr(optuna_dashboard, "run_server", lambda *a, **k: None)
+    assert main(["dashboard", "--storage", url, "--port", "8123"]) == 0
+    shown = capsys.readouterr()
+    terminal = printed.out + printed.err + shown.out + shown.err
+    assert "postgres:***@" in terminal  # the URL is shown, without its password
+    assert SECRET not in terminal
+    assert _files_with_secret(out, hwnas_home) == []
+
+    storage = optuna.storages.RDBStorage(url.replace("postgresql://", "postgresql+psycopg://"))
+    study = optuna.load_study(study_name="leak", storage=storage)
+    assert study.user_attrs["artifacts"]  # the run's files were uploaded
+    system = storage.get_study_system_attrs(study._study_id)  # notes, artifact records
+    assert SECRET not in repr(study.user_attrs) + repr(system)
+    for t in study.trials:
+        assert SECRET not in repr(t.user_attrs) + repr(t.system_attrs)
+    with MeasurementStore(url) as store:  # the measurement stored on the same server
+        (m,) = store.measurements("cpu-fast", "latency_ms")
+    assert SECRET not in repr(m)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://postgres:{SECRET}@127.0.0.1:not-a-port/db",  # SQLAlchemy cannot parse it
+        f"postgresql://postgres:{SECRET}@127.0.0.1:1/db",  # nothing listens there
+        f"postgresql://127.0.0.1:1/db?password={SECRET}",  # libpq's password parameter
+    ],
+)
+def test_a_storage_url_error_never_echoes_the_password(tmp_path, capsys, url):
+    from hwnas.cli import main
+
+    status = main(["search", "--device", "pixel3", "--budget", "2", "--storage", url,
+                   "--out", str(tmp_path / "run")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and err.startswith("error: ")
+    assert SECRET not in err
+    for cmd in (["runs", "list"], ["dashboard"]):
+        assert main([*cmd, "--storage", url]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and SECRET not in err

@@ -1,0 +1,209 @@
+"""Files from others run no code and cannot hang hwnas or write outside its folders: a pickle
+as a run folder's supernet checkpoint, a pickle as a CIFAR batch, YAML alias bombs and
+self-referencing aliases in a space file and a device profile, a device named ``../../..``.
+
+Each test is an attacker's proof of issue 18, which hwnas on main failed."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from helpers_security import CodeRunner, alias_bomb, bounded_cli
+
+from hwnas.errors import HwnasError
+
+SUPERNET = ["search", "--strategy", "darts", "--device", "pixel3", "--data", "digits",
+            "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "32",
+            "--set", "limit=100", "--set", "channels=4", "--no-zoo"]  # fmt: skip
+
+
+def test_a_pickle_as_supernet_checkpoint_of_out_runs_no_code(tmp_path, capsys):
+    """A downloaded run folder used as --out: its supernet.pt is a pickle that runs code when
+    loaded with weights_only=False (main: the code ran and the search exited 0)."""
+    from hwnas.cli import main
+
+    out, marker = tmp_path / "downloaded-run", tmp_path / "code-ran"
+    out.mkdir()
+    torch.save(CodeRunner(marker), out / "supernet.pt")
+    status = main([*SUPERNET, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert not marker.exists(), "unpickling the checkpoint ran code"
+    assert status == 2
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert "supernet.pt" in line and "delete it" in line
+    # the user's file is left alone
+    assert (out / "supernet.pt").is_file()
+
+
+def test_a_supernet_checkpoint_of_hwnas_loads_with_weights_only(tmp_path):
+    """What hwnas writes is what weights_only=True reads: state dicts, an optimiser state whose
+    learning rate a numpy schedule computed, the numpy generator's state (128-bit ints)."""
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
+
+    path = tmp_path / "supernet.pt"
+    rng = np.random.default_rng(0)
+    strategy = {
+        "w_opt": {"state": {}, "param_groups": [{"lr": np.float64(0.01), "betas": (0.9, 0.99)}]},
+        "rng": rng.bit_generator.state,
+        "generator": torch.Generator().get_state(),
+    }
+    save_checkpoint(path, "fp", 3, {"w": torch.ones(2)}, strategy, [{"loss": np.float32(0.5)}])
+    torch.load(path, weights_only=True)  # no UnpicklingError
+    state = read_checkpoint(path, "fp")
+    assert state["epoch"] == 3 and state["history"] == [{"loss": 0.5}]
+    assert state["strategy"]["w_opt"]["param_groups"][0]["lr"] == 0.01
+    assert state["strategy"]["rng"] == rng.bit_generator.state
+    assert read_checkpoint(path, "another search") is None
+
+
+def _cifar_batch(n: int, rng) -> dict:
+    return {"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+            "labels": [int(v) for v in rng.integers(0, 10, n)]}  # fmt: skip
+
+
+def _python2_pickle(obj) -> bytes:
+    """``obj`` pickled as the CIFAR files were (Python 2, protocol 2): the numpy 1 module
+    names, bytes as latin-1 strings."""
+    blob = pickle.dumps(obj, protocol=2)
+    return blob.replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
+
+
+def test_a_pickle_as_cifar_batch_runs_no_code(tmp_path):
+    """A --data folder in the CIFAR layout whose data_batch_1 runs code when unpickled (main:
+    pickle.load ran it). Real CIFAR pickles (numpy arrays, lists, strings) still load."""
+    from hwnas.datasets import load_data
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    (folder / "data_batch_1").write_bytes(_python2_pickle(_cifar_batch(30, rng)))
+    (folder / "test_batch").write_bytes(pickle.dumps(_cifar_batch(10, rng), protocol=5))
+    meta = {"label_names": [f"c{i}" for i in range(10)], "num_vis": 3072}
+    (folder / "batches.meta").write_bytes(_python2_pickle(meta))
+    d = load_data(str(tmp_path), seed=0)
+    assert d.name == "cifar10" and d.classes[9] == "c9" and len(d.test) == 10
+
+    marker = tmp_path / "code-ran"
+    (folder / "data_batch_2").write_bytes(pickle.dumps(CodeRunner(marker, value="{'data': []}")))
+    with pytest.raises(HwnasError) as caught:
+        load_data(str(tmp_path), seed=0)
+    assert not marker.exists(), "unpickling the batch ran code"
+    message = str(caught.value)
+    assert "\n" not in message and "data_batch_2" in message and "builtins.eval" in message
+    # an array of Python objects is refused too: its items would be unpickled as objects
+    objects = {"data": np.array([CodeRunner(marker)], dtype=object), "labels": [0]}
+    (folder / "data_batch_2").write_bytes(pickle.dumps(objects))
+    with pytest.raises(HwnasError, match="data_batch_2"):
+        load_data(str(tmp_path), seed=0)
+    assert not marker.exists()
+
+
+TINY_SPACE = """\
+name: tiny
+datasets:
+  digits: {classes: 10, input_shape: [3, 16, 16]}
+stem:
+  - {block: conv, out: 8, kernel: 3}
+stages:
+  - {name: a, out: 8, stride: 2, depth: 1, layer: {block: mbconv, kernel: 3, expand: 2}}
+head:
+  - {block: pool}
+"""
+
+
+def test_a_yaml_alias_bomb_in_a_space_file_is_refused_at_once(tmp_path):
+    """A 1 KB space file whose aliases expand to 387 million strings (main: hwnas hung for
+    over 120 s; here the child is bounded to 3 GiB and 60 s)."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb() + TINY_SPACE.replace("name: tiny", "name: tiny\ndescription: *l8"))
+    assert path.stat().st_size < 1024
+    r = bounded_cli("arch", "0", "--space", str(path))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"error: {path}:")
+    assert "alias" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_yaml_alias_bomb_in_a_device_profile_is_refused_at_once(hwnas_home, tmp_path):
+    """The same bomb as a user device profile's description (main: `hwnas devices` hung)."""
+    profile = "name: bomb\nkind: local\nclass: cpu\nruntime: ort\ndescription: *l8\n"
+    (hwnas_home / "devices" / "bomb.yaml").write_text(alias_bomb() + profile)
+    r = bounded_cli("search", "--device", "bomb", "--out", str(tmp_path / "run"))
+    assert r.returncode == 2, r.stderr[-2000:]
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert "bomb.yaml" in line and "alias" in line and "Traceback" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_self_referencing_alias_is_refused_in_space_files_and_profiles(hwnas_home, tmp_path):
+    """``&a [*a]``: a space file gave a RecursionError traceback on main, a profile was
+    accepted with a list that contains itself."""
+    from hwnas.devices import broken_profiles, get_device, reload_profiles
+    from hwnas.spaces import get_space
+
+    path = tmp_path / "loop.yaml"
+    path.write_text(TINY_SPACE.replace("name: tiny", "name: loop\nnotes: &n [*n]"))
+    with pytest.raises(HwnasError, match=r"loop\.yaml:2: .*alias \*n") as caught:
+        get_space(str(path))
+    assert "\n" not in str(caught.value)
+    profile = hwnas_home / "devices" / "loop.yaml"
+    profile.write_text("name: loop\nkind: local\nclass: cpu\nruntime: ort\nnotes: &n [1, *n]\n")
+    reload_profiles()
+    with pytest.raises(HwnasError, match=r"device profile .*loop\.yaml is broken: .*alias"):
+        get_device("loop")
+    assert "alias" in broken_profiles()[profile]
+    # aliases that expand to a modest size stay usable: the shipped spaces use them
+    assert get_space("fbnet_declared").name == "fbnet_declared"
+
+
+def test_yaml_nested_deeper_than_libyaml_can_compose_is_refused(tmp_path):
+    """50,000 nested lists (100 KB): libyaml's composer overflowed the C stack (main: the
+    process died of a segmentation fault)."""
+    from hwnas.spaces import get_space
+
+    path = tmp_path / "deep.yaml"
+    path.write_text(
+        TINY_SPACE.replace("name: tiny", "name: deep\nnotes: " + "[" * 50_000 + "]" * 50_000)
+    )
+    with pytest.raises(HwnasError, match=r"deep\.yaml:2: .*nested more than 100 levels"):
+        get_space(str(path))
+
+
+def test_a_device_named_dot_dot_writes_nothing_outside_the_hwnas_home(tmp_path, monkeypatch):
+    """A profile ``name: ../../../escaped`` (main: a search on it created files outside the
+    hwnas home, through the measurement store's device lock, hls4ml's and TVM's folders)."""
+    from hwnas.cli import main
+    from hwnas.devices import reload_profiles
+
+    home = tmp_path / "a" / "b" / "home"
+    (home / "devices").mkdir(parents=True)
+    monkeypatch.setenv("HWNAS_HOME", str(home))
+    profile = (
+        "name: ../../../escaped\nkind: local\nclass: cpu\nruntime: ort\n"
+        "timing: {warmup: 1, rounds: 2, calls_per_round: 2, threads: 1, max_cv: 100.0}\n"
+    )
+    (home / "devices" / "evil.yaml").write_text(profile)
+    reload_profiles()
+    out = tmp_path / "run"
+    status = main(["search", "--device", "../../../escaped", "--budget", "1", "--out", str(out)])
+    outside = [p for p in tmp_path.rglob("*") if home not in p.parents and p != home]
+    assert not [p for p in outside if "escaped" in p.name], outside
+    assert status == 2 and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["", ".", "..", "../x", "a/b", "a\\b", "/abs", "x\x00y", "tab\there", "x" * 300]
+)
+def test_a_name_that_is_not_one_path_component_is_refused(tmp_path, name):
+    from hwnas.paths import confined, safe_name
+
+    with pytest.raises(HwnasError) as caught:
+        safe_name(name, "device name")
+    assert "\n" not in str(caught.value) and str(caught.value).startswith("device name ")
+    with pytest.raises(HwnasError):
+        confined(tmp_path, "ok", name, what="device name")
+    good = confined(tmp_path, "ok", "pixel3-ort", what="device name")
+    assert good == tmp_path / "ok" / "pixel3-ort"
+    assert safe_name("MobileNet v4 (ours)", "study") == "MobileNet v4 (ours)"

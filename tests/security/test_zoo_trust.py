@@ -1,0 +1,135 @@
+"""What a zoo entry can be trusted for: a corrupted ONNX cache entry never reaches a zoo, and
+`hwnas zoo verify` does not take its checksums and tolerances from the card it checks alone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+SEARCH = ["search", "--device", "pixel3", "--budget", "3", "--seed", "2"]  # 2 front points
+
+
+def _zeroed(onnx_bytes: bytes) -> bytes:
+    """The same network with every weight set to zero (a valid ONNX model)."""
+    model = onnx.load_from_string(onnx_bytes)
+    for init in model.graph.initializer:
+        zeros = np.zeros_like(numpy_helper.to_array(init))
+        init.CopyFrom(numpy_helper.from_array(zeros, init.name))
+    return model.SerializeToString()
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_corrupted_onnx_cache_entry_is_re_exported_not_put_in_a_zoo(tmp_path, hwnas_home, capsys):
+    """Every cached export replaced by a zeroed network (valid ONNX, wrong weights): main put
+    them into every later zoo and the search reported success."""
+    from hwnas.cli import main
+
+    assert main([*SEARCH, "--out", str(tmp_path / "first")]) == 0
+    entries = sorted((hwnas_home / "cache" / "onnx").iterdir())
+    assert entries
+    for entry in entries:
+        path = entry / "model.onnx"
+        path.write_bytes(_zeroed(path.read_bytes()))
+    assert main([*SEARCH, "--study", "again", "--out", str(tmp_path / "again")]) == 0
+    capsys.readouterr()
+    first = sorted((tmp_path / "first" / "zoo").glob("*/model.onnx"))
+    again = sorted((tmp_path / "again" / "zoo").glob("*/model.onnx"))
+    assert first and [p.parent.name for p in first] == [p.parent.name for p in again]
+    for a, b in zip(first, again):  # the same weights (the cards differ: another study)
+        assert _weights(a) == _weights(b), f"{b.parent.name} came from the corrupted cache"
+    # the damaged entries were replaced by good exports
+    assert sorted(e.name for e in (hwnas_home / "cache" / "onnx").iterdir()) == [
+        e.name for e in entries
+    ]
+    good = {_weights(p) for p in first}
+    assert {_weights(e / "model.onnx") for e in entries} == good
+
+
+def _weights(path) -> str:
+    """sha256 over the initializers of an ONNX model (its weights, not its metadata)."""
+    h = hashlib.sha256()
+    for init in sorted(onnx.load(str(path)).graph.initializer, key=lambda t: t.name):
+        h.update(init.name.encode() + numpy_helper.to_array(init).tobytes())
+    return h.hexdigest()
+
+
+def _resign(entry, card: dict) -> None:
+    """Make ``entry`` consistent with ``card`` as a tamperer who knows the format would: the
+    card's checksums of every file and its keys in the ONNX metadata."""
+    from hwnas.zoo.card import metadata_props
+    from hwnas.zoo.entry import with_metadata
+
+    model = entry / "model.onnx"
+    model.write_bytes(with_metadata(model.read_bytes(), metadata_props(card), "hwnas zoo model"))
+    card["files"] = {name: _sha256(entry / name) for name in card["files"]}
+    (entry / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+
+
+def test_zoo_verify_needs_more_than_a_rewritten_card(tmp_path, capsys, monkeypatch):
+    """A zeroed model with a rewritten card (``atol: 1e30``, checksums redone) verified "ok"
+    on main. Here: the card cannot loosen the tolerance, the run's summary.json and the study
+    (recorded at publish time) pin each entry, and an entry alone is said to be unproven."""
+    from hwnas.cli import main
+    from hwnas.zoo.entry import read_tensor, write_tensor
+
+    run = tmp_path / "run"
+    assert main([*SEARCH, "--out", str(run), "--study", "pinned"]) == 0
+    capsys.readouterr()
+    entries = sorted(p for p in (run / "zoo").iterdir())
+    assert len(entries) >= 2
+    victim, other = entries[-1], entries[0]
+    assert main(["zoo", "verify", str(run / "zoo")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok   ") == len(entries) and "study 'pinned'" in out
+
+    # 1. zeroed weights, the card's tolerance opened to 1e30, every checksum redone
+    (victim / "model.onnx").write_bytes(_zeroed((victim / "model.onnx").read_bytes()))
+    card = json.loads((victim / "card.json").read_text())
+    card["test_data"]["atol"] = card["test_data"]["rtol"] = 1e30
+    _resign(victim, card)
+    assert main(["zoo", "verify", str(run / "zoo")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    bad = next(x for x in lines if victim.name in x)
+    assert bad.startswith("FAIL") and "ONNX Runtime output differs" in bad and "atol 0.0001" in bad
+    assert next(x for x in lines if other.name in x).startswith("ok   ")
+
+    # 2. the stored output rewritten too: self-consistent, but not what the run recorded
+    x = read_tensor(victim / "test_data_set_0" / "input_0.pb")
+    session = ort.InferenceSession(str(victim / "model.onnx"), providers=["CPUExecutionProvider"])
+    y = session.run(None, {session.get_inputs()[0].name: x})[0]
+    write_tensor(victim / "test_data_set_0" / "output_0.pb", y, card["output"]["name"])
+    _resign(victim, card)
+    assert main(["zoo", "verify", str(victim)]) == 1
+    (bad, _total) = capsys.readouterr().out.splitlines()
+    assert bad.startswith("FAIL") and "summary.json" in bad
+
+    # 3. the run's summary.json rewritten as well: the study's record still tells
+    summary = json.loads((run / "summary.json").read_text())
+    for rel in list(summary["zoo_files"]):
+        summary["zoo_files"][rel] = _sha256(run / rel)
+    (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    assert main(["zoo", "verify", str(victim)]) == 1
+    (bad, _total) = capsys.readouterr().out.splitlines()
+    assert bad.startswith("FAIL") and "study 'pinned'" in bad
+
+    # 4. entries copied alone: the card names its study, whose record still tells; where no
+    # study records it (another hwnas home), consistent with its own card and no more
+    for entry in (victim, other):
+        shutil.copytree(entry, tmp_path / "downloaded" / entry.name)
+    assert main(["zoo", "verify", str(tmp_path / "downloaded" / victim.name)]) == 1
+    assert "study 'pinned'" in capsys.readouterr().out
+    assert main(["zoo", "verify", str(tmp_path / "downloaded" / other.name)]) == 0
+    assert "study 'pinned'" in capsys.readouterr().out
+    monkeypatch.setenv("HWNAS_HOME", str(tmp_path / "another-home"))
+    assert main(["zoo", "verify", str(tmp_path / "downloaded" / other.name)]) == 0
+    (line, _total) = capsys.readouterr().out.splitlines()
+    assert line.startswith("ok   ") and "provenance not proven" in line

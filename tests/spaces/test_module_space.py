@@ -1,0 +1,406 @@
+"""Spaces made from PyTorch modules (hwnas.nn choice points; a user's own model made elastic):
+exact subnets across residual additions and concatenations, refusals in one line, a one-shot
+search of a space written in PyTorch code from the CLI, and a user's residual CNN made elastic
+and searched on the live CPU with the user's own evaluation function, its front written to a
+zoo that hwnas.zoo.load reads back."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers import hwnas_cli
+from torch import nn
+
+import hwnas
+import hwnas.nn as hn
+from hwnas.errors import HwnasError
+from hwnas.spaces import get_space, register_space, reload_spaces
+
+
+@pytest.fixture(autouse=True)
+def _one_thread_and_fresh_spaces():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    reload_spaces()
+    yield
+    reload_spaces()
+    torch.set_num_threads(before)
+
+
+class Residual(nn.Module):
+    """A ResNet basic block (two 3x3 convs + BN, identity shortcut)."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.c1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(c)
+        self.c2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(x + self.b2(self.c2(F.relu(self.b1(self.c1(x))))))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expand, 7x7 depthwise, squeeze-excite, 1x1 project, shortcut."""
+
+    def __init__(self, c: int, e: int = 4):
+        super().__init__()
+        h = c * e
+        self.expand = nn.Sequential(nn.Conv2d(c, h, 1, bias=False), nn.BatchNorm2d(h), nn.ReLU6())
+        self.dw = nn.Sequential(
+            nn.Conv2d(h, h, 7, padding=3, groups=h, bias=False), nn.BatchNorm2d(h), nn.ReLU6()
+        )
+        self.se1, self.se2 = nn.Conv2d(h, 8, 1), nn.Conv2d(8, h, 1)
+        self.project = nn.Sequential(nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        h = self.dw(self.expand(x))
+        h = h * torch.sigmoid(self.se2(F.relu(self.se1(h.mean((2, 3), keepdim=True)))))
+        return x + self.project(h)
+
+
+class Mixed(nn.Module):
+    """Residual stage, inverted residuals, two branches concatenated, a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16))
+        self.stage1 = nn.Sequential(Residual(16), Residual(16), Residual(16))
+        self.down = nn.Conv2d(16, 24, 3, stride=2, padding=1)
+        self.stage2 = nn.Sequential(InvertedResidual(24), InvertedResidual(24))
+        self.a, self.b = nn.Conv2d(24, 16, 1), nn.Conv2d(24, 16, 3, padding=1)
+        self.mix = nn.Conv2d(32, 32, 1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.stage2(self.down(self.stage1(F.relu(self.stem(x)))))
+        x = self.mix(torch.cat([self.a(x), self.b(x)], 1))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def _randomised(model: nn.Module) -> nn.Module:
+    """Batch-norm statistics and scales away from their defaults (as after training)."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+    return model.eval()
+
+
+def test_elastic_subnets_are_exact_across_residuals_se_and_concatenation():
+    """The full subnet computes what the model does (channels reordered by importance change
+    nothing); every sampled subnet's supernet path equals its extracted module, whose ONNX
+    export equals it too; residual groups are one decision, concatenated branches two."""
+    import onnxruntime as ort
+
+    from hwnas.export import export_onnx
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(Mixed())
+    x = torch.randn(3, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="mixed")
+    kinds = {d.key: d.kind for d in space.decisions}
+    assert kinds["stem.0.w"] == "width" and kinds["stage1.d"] == "depth"
+    assert kinds["stage2.0.dw.0.k"] == "kernel" and space.by_key["stage2.0.dw.0.k"].values == (
+        3,
+        5,
+        7,
+    )
+    assert {"a.w", "b.w", "mix.w"} <= set(kinds)  # both branches of the concatenation
+    assert not any(k.startswith(("stage1.0.c2", "stage1.1.c2")) for k in kinds)  # residual: stem's
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+        archs = [space.smallest(), *space.sample(np.random.default_rng(0), 4)]
+        for arch in archs:
+            sub = net.extract(arch)
+            assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5), arch.text
+        small = net.extract(space.smallest())
+    assert (
+        sum(p.numel() for p in small.parameters()) < sum(p.numel() for p in model.parameters()) / 4
+    )
+    session = ort.InferenceSession(export_onnx(small, (1, 3, 16, 16)))
+    got = session.run(None, {"input": x.numpy()})[0]
+    assert np.abs(got - small(x).detach().numpy()).max() < 1e-4
+    assert space.parse(archs[1].text) == archs[1]
+
+
+class Attention(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads, self.qkv, self.proj = heads, nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        a = (q @ k.transpose(-2, -1) * (c // self.heads) ** -0.5).softmax(-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class ViT(nn.Module):
+    """A small ViT: patch embedding, class token, position embeddings, pre-norm blocks."""
+
+    def __init__(self, d: int = 32, depth: int = 3):
+        super().__init__()
+        self.embed = nn.Conv2d(3, d, 4, 4)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos = nn.Parameter(torch.randn(1, 17, d) * 0.02)
+        self.blocks = nn.Sequential(*[self._block(d) for _ in range(depth)])
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, 10)
+
+    @staticmethod
+    def _block(d):
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.n1, self.attn = nn.LayerNorm(d), Attention(d, 4)
+                self.n2, self.fc1, self.fc2 = (
+                    nn.LayerNorm(d),
+                    nn.Linear(d, 4 * d),
+                    nn.Linear(4 * d, d),
+                )
+
+            def forward(self, x):
+                x = x + self.attn(self.n1(x))
+                return x + self.fc2(F.gelu(self.fc1(self.n2(x))))
+
+        return Block()
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        return self.head(self.norm(self.blocks(x))[:, 0])
+
+
+def test_a_vit_gets_elastic_mlp_widths_and_depth_with_attention_fixed():
+    torch.manual_seed(0)
+    model = ViT().eval()
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="vit_t")
+    assert {d.key: d.kind for d in space.decisions} == {
+        "blocks.d": "depth",
+        **{f"blocks.{i}.fc1.w": "width" for i in range(3)},
+    }
+    fixed = space.describe()["fixed_widths"]
+    assert "reshape" in fixed["blocks.0.attn.qkv"]  # heads are reshaped out of the channels
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        small = space.subnet(space.smallest())
+    assert len(small.blocks) == 1 and small.blocks[0].fc1.out_features == 32
+
+
+class ControlFlow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 8, 3), nn.Linear(8, 10)
+
+    def forward(self, x):
+        y = self.conv(x)
+        if y.sum() > 0:  # data-dependent: torch.fx cannot trace it
+            y = -y
+        return self.fc(y.mean((2, 3)))
+
+
+class Frozen(nn.Module):
+    """Channels flattened with positions into the classifier: nothing can be sliced."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4 * 16 * 16, 10)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).flatten(1))
+
+
+class BadChoice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.op = hn.Choice([nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(3, 8, 3)])
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(self.op(x).mean((2, 3)))
+
+
+class WidthIntoFlatten(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, hn.ValueChoice([2, 4]), 3, padding=1)
+        self.fc = nn.Linear(4 * 16 * 16, 10)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).flatten(1))
+
+
+@pytest.mark.parametrize(
+    "model, make, message",
+    [
+        (ControlFlow, hwnas.elastic, "cannot trace the forward of ControlFlow with torch.fx"),
+        (Frozen, hwnas.elastic, "nothing can be made elastic"),
+        (BadChoice, hn.space, "Choice 'op': candidates give different shapes"),
+        (WidthIntoFlatten, hn.space, "'conv': its width ValueChoice([2, 4]) cannot be searched"),
+    ],
+)
+def test_unsupported_models_are_refused_in_one_line_naming_the_layer(model, make, message):
+    with pytest.raises(HwnasError) as err:
+        make(model(), torch.zeros(1, 3, 16, 16))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_evaluator_protocol_checks_the_users_function():
+    from hwnas.search.evaluate import accuracy_function
+    from hwnas.spaces.base import Arch
+
+    arch = Arch("s", "a=1")
+    assert accuracy_function(lambda model, arch: 87.5)(None, arch) == 87.5
+    assert accuracy_function(lambda model, arch, data: data)(None, arch, 12) == 12.0
+    with pytest.raises(HwnasError, match="must take \\(model, arch\\) or \\(model, arch, data\\)"):
+        accuracy_function(lambda model: 1.0)
+
+    def fraction(model, arch):
+        return 0.9 + 1e9  # not a percentage
+
+    with pytest.raises(HwnasError, match="fraction returned .* for a=1: it must return top-1"):
+        accuracy_function(fraction)(None, arch)
+
+
+class ResCNN(nn.Module):
+    """The user's network: not from any shipped space."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU()
+        )
+        self.stage1 = nn.Sequential(Residual(32), Residual(32))
+        self.down = nn.Sequential(
+            nn.Conv2d(32, 64, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU()
+        )
+        self.stage2 = nn.Sequential(Residual(64), Residual(64))
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(self.stage2(self.down(self.stage1(self.stem(x)))).mean((2, 3)))
+
+
+def test_a_users_residual_cnn_made_elastic_is_searched_on_the_live_cpu(tmp_path):
+    """Trained a few steps on digits, made elastic, searched through run_search with the user's
+    evaluation function and live CPU latencies: inherited weights score above chance before any
+    fine-tuning, the front's measured latencies span more than 2x, and its subnets written to a
+    zoo load back (hwnas.zoo.load) as ONNX Runtime sessions and as PyTorch modules that agree."""
+    from hwnas.datasets import load_data
+    from hwnas.search.engine import SearchSettings, run_search
+    from hwnas.search.evaluate import FunctionEvaluator
+    from hwnas.search.problem import open_problem, resolve
+    from hwnas.zoo import load, write_zoo
+
+    data = load_data("digits", image_size=16)
+    torch.manual_seed(0)
+    model = ResCNN()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        idx = rng.choice(len(data.train), 64, replace=False)
+        loss = F.cross_entropy(
+            model(torch.from_numpy(data.train.x[idx])), torch.from_numpy(data.train.y[idx])
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+
+    def val_accuracy(net: nn.Module, arch, data) -> float:  # the user's evaluation function
+        with torch.no_grad():
+            pred = net(torch.from_numpy(data.val.x)).argmax(1).numpy()
+        return 100.0 * float((pred == data.val.y).mean())
+
+    space = register_space(
+        hwnas.elastic(model, torch.from_numpy(data.train.x[:1]), name="rescnn", dataset="digits")
+    )
+    settings = SearchSettings(
+        space="rescnn", device="cpu-fast", dataset="digits", strategy="random", budget=8
+    )
+    space, device = resolve(settings)
+    problem = open_problem(settings, space, device)
+    evaluator = FunctionEvaluator(
+        space, val_accuracy, problem.profiler, ["latency_ms"], "digits", data
+    )
+    result = run_search(
+        settings, space, evaluator.evaluate, problem.storage, proposals=space.reference_archs(8)
+    )
+    assert len(result.records) == 8
+    accuracies = [r.accuracy for r in result.records]
+    assert max(accuracies) > 50 and np.median(accuracies) > 1.5 * 10  # chance: 10%
+    assert all(r.attrs["accuracy_source"].startswith("function:") for r in result.records)
+    assert "inherited weights" in result.records[0].attrs["accuracy_source"]
+    latency = [r.costs["latency_ms"] for r in result.pareto]
+    assert len(result.pareto) >= 2 and max(latency) >= 2 * min(latency)
+    assert all(r.attrs["latency_ms_source"].startswith("measured:cpu-fast") for r in result.pareto)
+
+    trained = {
+        r.arch: {
+            "model": evaluator.model(space.parse(r.arch)),
+            "input_shape": (1, 3, 16, 16),
+            "num_classes": 10,
+            "dataset": "digits",
+            "weights": "inherited from the user's ResCNN, batch norm recalibrated",
+            "data": data,
+        }
+        for r in result.pareto
+    }
+    cards = write_zoo(tmp_path / "zoo", result, space, {}, trained=trained)
+    assert cards
+    x = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    for card in cards:
+        session, module = load(card.parent), load(card, torch=True)
+        assert json.loads(card.read_text())["build"]["kind"] == "space"
+        with torch.no_grad():
+            want = module(torch.from_numpy(x)).numpy()
+        assert np.abs(session.run(None, {"input": x})[0] - want).max() < 1e-4
+    reload_spaces()  # a fresh process: the space object must be handed over
+    with pytest.raises(HwnasError, match="pass it, hwnas.zoo.load\\(entry, torch=True, space="):
+        load(cards[0].parent, torch=True)
+    assert isinstance(load(cards[0].parent, torch=True, space=space), nn.Module)
+
+
+def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
+    """`hwnas search --space tests/spaces/my_space.py:space --strategy oneshot` (the file's
+    Choice / ValueChoice / Repeat space) trains its supernet, derives subnets of the space and
+    measures them on the live CPU; a misnamed attribute stops in one line."""
+    from pathlib import Path
+
+    file = Path(__file__).parent / "my_space.py"
+    out = tmp_path / "run"
+    result = hwnas_cli(
+        "search", "--space", f"{file}:space", "--strategy", "oneshot", "--device", "cpu-fast",
+        "--data", "digits", "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "50",
+        "--set", "limit=150", "--set", "cost=flops", "--set", "evolution_trials=6",
+        "--set", "population=4", "--set", "candidates=2", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    space = get_space(f"{file}:space")
+    assert summary["settings"]["space"] == "tinytorch" == space.name
+    assert summary["strategy"]["name"] == "oneshot"
+    best = summary["best"]
+    assert space.parse(best["arch"]).text == best["arch"]
+    assert best["latency_ms_source"].startswith("measured:cpu-fast")
+    assert {d.kind for d in space.decisions} == {"width", "op", "depth", "kernel"}
+    assert (
+        space.parse("depth=1 kernel=3 width=8 op=skip").text == "width=8 op=skip depth=1 kernel=3"
+    )
+    with pytest.raises(HwnasError, match="arch string: missing op$"):
+        space.parse("width=8 depth=1 kernel=3")
+    bad = hwnas_cli(
+        "search", "--space", f"{file}:spaec", "--device", "cpu-fast", "--strategy", "oneshot"
+    )
+    assert bad.returncode == 2
+    assert "unknown attribute of" in bad.stderr and "did you mean space" in bad.stderr

@@ -1,0 +1,154 @@
+"""Live measurement under load degrades, never dies: a flagged measurement waits for a quieter
+moment and is taken again with more rounds; a candidate that stays too noisy is skipped (5 in a
+row stop a search); a noisy reference network does not stop the default strategy; ``hwnas
+measure`` shows a flagged value with its flag and exits 0."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from helpers import hwnas_cli
+
+from hwnas.devices.base import Device, Measurement
+from hwnas.measure import NoisyMeasurementError, Profiler
+
+SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+
+NOISY_PROFILE = """\
+name: cpu-noisy
+kind: local
+class: cpu
+description: this machine's CPU, every measurement flagged (max_cv 0; tests only)
+runtime: ort
+timing: {warmup: 1, rounds: 2, calls_per_round: 2, threads: 1, max_cv: 0.0, quiet_wait_s: 0}
+tvm: {trials_per_task: 0}
+"""
+
+
+@pytest.fixture
+def noisy_device(hwnas_home):
+    (hwnas_home / "devices" / "cpu-noisy.yaml").write_text(NOISY_PROFILE)
+    from hwnas.devices import reload_profiles
+
+    reload_profiles()
+    yield "cpu-noisy"
+    reload_profiles()
+
+
+def test_measure_prints_a_flagged_value_with_its_flag_and_exits_0(noisy_device, tmp_path):
+    r = hwnas_cli("measure", "-d", noisy_device, "--arch", SMALL, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "FLAGGED" in r.stdout and "1 measurement(s) FLAGGED" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_a_live_search_whose_every_measurement_is_noisy_skips_and_stops_after_5(
+    noisy_device, tmp_path
+):
+    """Each candidate is measured 3 times, skipped as too noisy, and the search stops after 5
+    in a row, in one line (the reference set of the default strategy: the next test)."""
+    r = hwnas_cli(
+        "search", "-d", noisy_device, "--budget", "3", "--no-zoo", "--strategy", "random",
+        cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "5 candidates in a row could not be measured" in errors[0]
+    assert "too noisy to use" in errors[0] and "Traceback" not in r.stderr
+
+
+class Scripted(Device):
+    """A device whose successive latency measurements have the given CVs."""
+
+    kind = "test"
+    runtime = "ort"
+
+    def __init__(self, cvs, quiet_wait_s=0.0):
+        super().__init__({"name": "dev", "kind": "test", "description": "scripted"})
+        self.cvs, self.calls, self.rounds = list(cvs), 0, []
+        self.quiet_wait_s = quiet_wait_s
+        self._factor = 1
+
+    @property
+    def metrics(self):
+        return ("latency_ms",)
+
+    def status(self):
+        return True, "scripted"
+
+    def measure(self, workload, metric="latency_ms"):
+        raise AssertionError("the profiler uses measure_all")
+
+    def more_rounds(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def more():
+            self._factor = 2
+            try:
+                yield
+            finally:
+                self._factor = 1
+
+        return more()
+
+    def measure_all(self, workload):
+        cv = self.cvs[min(self.calls, len(self.cvs) - 1)]
+        self.calls += 1
+        self.rounds.append(6 * self._factor)
+        m = Measurement("dev", "ort", "latency_ms", workload.model_hash, workload.label, 1,
+                        workload.input_shape, 1.0 + self.calls, cv=cv,
+                        flagged=cv > 0.05)  # fmt: skip
+        return {"latency_ms": m}
+
+
+def test_a_flagged_measurement_waits_for_a_quieter_moment_and_takes_more_rounds(
+    tmp_path, monkeypatch
+):
+    import hwnas.measure as measure
+    from hwnas.devices.base import Workload
+    from hwnas.store import MeasurementStore
+
+    loads = iter([3.0, 3.0, 0.1, 3.0, 3.0, 3.0, 3.0, 3.0])  # busy, busy, quiet, then busy
+    monkeypatch.setattr(measure.os, "getloadavg", lambda: (next(loads) * 2, 0.0, 0.0))
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 2)
+    slept = []
+    clock = [0.0]
+    monkeypatch.setattr(
+        measure.time, "sleep", lambda s: (slept.append(s), clock.__setitem__(0, clock[0] + s))
+    )
+    monkeypatch.setattr(measure.time, "monotonic", lambda: clock[0])
+    device = Scripted([0.3, 0.2, 0.01], quiet_wait_s=12.0)
+    with MeasurementStore(tmp_path / "m.db") as store:
+        m = Profiler(device, store).measure(Workload("h", "model", (1, 3, 8, 8)))
+    assert not m.flagged and device.calls == 3
+    assert device.rounds == [6, 12, 12]  # the retries take twice the rounds
+    assert slept == [5.0, 5.0, 2.0]  # waited while busy, at most 12 s in all
+
+
+def test_reference_networks_that_stay_noisy_are_left_out_or_used_as_measured():
+    from hwnas.search import costs
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+
+    class Profiled:
+        def __init__(self, noisy):
+            self.noisy, self.calls = set(noisy), 0
+
+        def measure(self, workload, metric):
+            i, self.calls = self.calls, self.calls + 1
+            m = Measurement("dev", "ort", metric, workload.model_hash, workload.label, 1,
+                            workload.input_shape, 1.0 + 0.5 * i, cv=0.01)  # fmt: skip
+            if i in self.noisy:
+                raise NoisyMeasurementError(replace(m, cv=0.4, flagged=True), 3, 0.15)
+            return m
+
+    for noisy, note in (([1, 4], "2 left out"), ([0, 2, 4, 6, 8], "5 used as measured")):
+        request = costs.CostRequest(space, None, Profiled(noisy), "latency_ms")
+        model = costs.predicted_model(request)
+        assert model.fit["noisy_references"].startswith(note)
+        mean, _std = model.predict([space.arch_at(i) for i in range(5)])
+        assert np.all(np.isfinite(mean))
