@@ -39,6 +39,14 @@ third) and timings (``--retrain`` times a fresh ``nasbench201-help``).
     python experiments/help_protocol.py [--protocol help|all] [--spaces nasbench201 fbnet]
         [--seeds 1 2 3] [--cache runs/help_protocol] [--train-devices meta_train]
     python experiments/help_protocol.py --protocol all [--energy-loo] [--retrain]
+    python experiments/help_protocol.py --protocol nasflat [--splits ND N1 ...] [--samples 5 10 20]
+        [--samplers nasflat reference active] [--seeds 1 2 3] [--results rows.json]
+
+``--protocol nasflat`` is NASFLAT's (Akhauri & Abdelfattah, MLSys 2024): its ten device splits
+and ND/FD, 5/10/20 target samples chosen by its sampler and by hwnas's, scored its way and
+HELP's, beside its published numbers (``experiments/nasflat_protocol.py`` says how and cites
+the files). It meta-trains one artifact per split and seed (36; 20 s to 2 minutes each on one
+thread) and takes about 17 minutes more with them cached (loaded 2-core machine).
 
 ``--protocol help`` takes about 15 minutes the first time (6 trainings), 1 minute cached;
 ``--protocol all`` about 1 minute (plus about 2 minutes per training with
@@ -491,7 +499,7 @@ def main() -> None:
         "--splits", nargs="+", default=None, help="nasflat: splits (default: all twelve)"
     )
     parser.add_argument("--samples", nargs="+", type=int, default=[5, 10, 20])
-    parser.add_argument("--samplers", nargs="+", default=["nasflat", "reference"])
+    parser.add_argument("--samplers", nargs="+", default=["nasflat", "reference", "active"])
     parser.add_argument(
         "--train-archs", default=None, help="nasflat: architectures per training device: "
         "all (default), a number, or 'nasflat' (900 NAS-Bench-201, 800 FBNet: NASFLAT's)"
