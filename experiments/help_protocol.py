@@ -39,6 +39,14 @@ third) and timings (``--retrain`` times a fresh ``nasbench201-help``).
     python experiments/help_protocol.py [--protocol help|all] [--spaces nasbench201 fbnet]
         [--seeds 1 2 3] [--cache runs/help_protocol] [--train-devices meta_train]
     python experiments/help_protocol.py --protocol all [--energy-loo] [--retrain]
+    python experiments/help_protocol.py --protocol nasflat [--splits ND N1 ...] [--samples 5 10 20]
+        [--samplers nasflat reference active] [--seeds 1 2 3] [--results rows.json]
+
+``--protocol nasflat`` is NASFLAT's (Akhauri & Abdelfattah, MLSys 2024): its ten device splits
+and ND/FD, 5/10/20 target samples chosen by its sampler and by hwnas's, scored its way and
+HELP's, beside its published numbers (``experiments/nasflat_protocol.py`` says how and cites
+the files). It meta-trains one artifact per split and seed (36; 20 s to 2 minutes each on one
+thread) and takes about 17 minutes more with them cached (loaded 2-core machine).
 
 ``--protocol help`` takes about 15 minutes the first time (6 trainings), 1 minute cached;
 ``--protocol all`` about 1 minute (plus about 2 minutes per training with
@@ -127,12 +135,13 @@ def help_artifact(space: str, seed: int, train_devices: str, cache: Path, consol
     """An artifact meta-trained the HELP way: training devices' trimmed pool + reference set."""
     from hwnas.predictors.data import SPLITS, Column, get_column, reference_indices
     from hwnas.predictors.meta import read_card
-    from hwnas.predictors.train import is_current, meta_train
+    from hwnas.predictors.train import is_current, meta_train, refresh_adaptation
 
     out = cache / f"{space}-helppool-{train_devices.replace('+', '-')}-s{seed}"
     if (out / "card.json").is_file():
         try:
             if is_current(read_card(out)):
+                refresh_adaptation(out)
                 return out
         except Exception:  # noqa: BLE001 - older format: train again
             pass
@@ -478,7 +487,7 @@ def timings(console, retrain: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--protocol", choices=["help", "all"], default="help")
+    parser.add_argument("--protocol", choices=["help", "all", "nasflat"], default="help")
     parser.add_argument("--spaces", nargs="+", default=["nasbench201", "fbnet"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--cache", type=Path, default=Path("runs/help_protocol"))
@@ -486,6 +495,17 @@ def main() -> None:
         "--train-devices", choices=["meta_train", "meta_train+valid"], default="meta_train"
     )
     parser.add_argument("--energy-loo", action="store_true")
+    parser.add_argument(
+        "--splits", nargs="+", default=None, help="nasflat: splits (default: all twelve)"
+    )
+    parser.add_argument("--samples", nargs="+", type=int, default=[5, 10, 20])
+    parser.add_argument("--samplers", nargs="+", default=["nasflat", "reference", "active"])
+    parser.add_argument(
+        "--train-archs", default=None, help="nasflat: architectures per training device: "
+        "all (default), a number, or 'nasflat' (900 NAS-Bench-201, 800 FBNet: NASFLAT's)"
+    )
+    parser.add_argument("--steps", type=int, default=3000, help="nasflat: steps per encoder")
+    parser.add_argument("--results", type=Path, default=None, help="nasflat: write rows (JSON)")
     parser.add_argument("--retrain", action="store_true")
     args = parser.parse_args()
 
@@ -493,7 +513,24 @@ def main() -> None:
 
     console = Console(width=250)
     t0 = time.time()
-    if args.protocol == "help":
+    if args.protocol == "nasflat":
+        from nasflat_protocol import run as run_nasflat
+
+        from hwnas.predictors.data import NASFLAT_SPLITS
+
+        order = [s for sp in ("nasbench201", "fbnet") for s in NASFLAT_SPLITS[sp]]
+        args.splits = args.splits or order
+        args.space_of = lambda s: next(sp for sp in NASFLAT_SPLITS if s in NASFLAT_SPLITS[sp])
+        if args.train_archs not in (None, "all", "nasflat"):
+            args.train_archs = int(args.train_archs)
+        console.print(
+            "protocol nasflat: NASFLAT's device splits (device_task_list.py), "
+            f"{'/'.join(map(str, args.samples))} target samples by the "
+            f"{', '.join(args.samplers)} sampler(s), scored NASFLAT's way (every architecture) "
+            "and HELP's (1,000 trimmed)"
+        )
+        run_nasflat(args, console)
+    elif args.protocol == "help":
         console.print(
             "protocol help: HELP's own (pool, trimmed query set, 10 reference + 10 random "
             "samples per unseen device), beside HELP's published rho"

@@ -16,8 +16,9 @@ from rich.console import Console
 
 from hwnas.progress import Reporter, Step
 
-PLAIN_EVERY_S = 10.0
-"""Longest silence (s) of a running step in plain-line mode."""
+PLAIN_EVERY_S = 5.0
+"""Longest silence (s) of a running step in plain-line mode (half of the 10 s a user should
+ever wait without a line, so a tick that comes late on a loaded machine still stays under it)."""
 
 
 def clock(seconds: float | None) -> str:

@@ -37,6 +37,87 @@ SPLITS: dict[str, dict[str, tuple[str, ...]]] = {
 }  # fmt: skip
 """The standard few-shot device split (HELP, NeurIPS 2021), per space."""
 
+NASFLAT_SPLITS: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {
+    # Akhauri & Abdelfattah, "On Latency Predictors for Neural Architecture Search" (NASFLAT,
+    # MLSys 2024): correlation_trainer/device_task_list.py of abdelfattah-lab/nasflat_latency,
+    # tasks 0-5 of each space (0 = HELP's default split, 1-4 = N1-N4 / F1-F4, 5 = NA / FA),
+    # device lists copied in their order. The NAS-Bench-201 tasks 1-5 use the Eagle devices.
+    "nasbench201": {
+        "ND": {
+            "train": ("1080ti_1", "1080ti_32", "1080ti_256", "silver_4114", "silver_4210r",
+                      "samsung_a50", "pixel3", "essential_ph_1", "samsung_s7"),
+            "test": ("titan_rtx_256", "gold_6226", "fpga", "pixel2", "raspi4", "eyeriss"),
+        },
+        "N1": {
+            "train": ("embedded_tpu_edge_tpu_int8", "eyeriss",
+                      "mobile_gpu_snapdragon_675_adreno_612_int8",
+                      "mobile_gpu_snapdragon_855_adreno_640_int8", "pixel3"),
+            "test": ("1080ti_1", "titan_rtx_32", "titanxp_1", "2080ti_32", "titan_rtx_1"),
+        },
+        "N2": {
+            "train": ("1080ti_1", "1080ti_32", "titanx_32", "titanxp_1", "titanxp_32"),
+            "test": ("embedded_gpu_jetson_nano_fp16", "embedded_tpu_edge_tpu_int8",
+                     "mobile_dsp_snapdragon_675_hexagon_685_int8",
+                     "mobile_dsp_snapdragon_855_hexagon_690_int8", "pixel3"),
+        },
+        "N3": {
+            "train": ("desktop_gpu_gtx_1080ti_fp32", "embedded_gpu_jetson_nano_fp16", "eyeriss",
+                      "mobile_dsp_snapdragon_675_hexagon_685_int8",
+                      "mobile_gpu_snapdragon_855_adreno_640_int8"),
+            "test": ("1080ti_1", "2080ti_1", "titanxp_1", "2080ti_32", "titanxp_32"),
+        },
+        "N4": {
+            "train": ("desktop_cpu_core_i7_7820x_fp32", "embedded_gpu_jetson_nano_fp32",
+                      "embedded_tpu_edge_tpu_int8", "eyeriss",
+                      "mobile_cpu_snapdragon_855_kryo_485_int8",
+                      "mobile_dsp_snapdragon_675_hexagon_685_int8",
+                      "mobile_dsp_snapdragon_855_hexagon_690_int8",
+                      "mobile_gpu_snapdragon_675_adreno_612_int8",
+                      "mobile_gpu_snapdragon_855_adreno_640_int8", "pixel2"),
+            "test": ("1080ti_1", "2080ti_1", "titan_rtx_1"),
+        },
+        "NA": {
+            "train": ("titan_rtx_1", "titan_rtx_32", "titanxp_1", "2080ti_1", "titanx_1",
+                      "1080ti_1", "titanx_32", "titanxp_32", "2080ti_32", "1080ti_32",
+                      "gold_6226", "samsung_s7", "silver_4114", "gold_6240", "silver_4210r",
+                      "samsung_a50", "pixel2"),
+            "test": ("eyeriss", "desktop_gpu_gtx_1080ti_fp32", "embedded_tpu_edge_tpu_int8"),
+        },
+    },
+    "fbnet": {
+        "FD": {
+            "train": ("1080ti_1", "1080ti_32", "1080ti_64", "silver_4114", "silver_4210r",
+                      "samsung_a50", "pixel3", "essential_ph_1", "samsung_s7"),
+            "test": ("fpga", "raspi4", "eyeriss"),
+        },
+        "F1": {
+            "train": ("2080ti_1", "essential_ph_1", "silver_4114", "titan_rtx_1", "titan_rtx_32"),
+            "test": ("eyeriss", "fpga", "raspi4", "samsung_a50", "samsung_s7"),
+        },
+        "F2": {
+            "train": ("essential_ph_1", "gold_6226", "gold_6240", "pixel3", "raspi4"),
+            "test": ("1080ti_1", "1080ti_32", "2080ti_32", "titan_rtx_1", "titanxp_1"),
+        },
+        "F3": {
+            "train": ("essential_ph_1", "pixel2", "pixel3", "raspi4", "samsung_s7"),
+            "test": ("1080ti_1", "1080ti_32", "2080ti_1", "titan_rtx_1", "titan_rtx_32"),
+        },
+        "F4": {
+            "train": ("1080ti_64", "2080ti_1", "eyeriss", "gold_6226", "gold_6240", "raspi4",
+                      "samsung_s7", "silver_4210r", "titan_rtx_1", "titan_rtx_32"),
+            "test": ("1080ti_1", "pixel2", "essential_ph_1"),
+        },
+        "FA": {
+            "train": ("1080ti_1", "1080ti_32", "1080ti_64", "2080ti_1", "2080ti_32",
+                      "2080ti_64", "titan_rtx_1", "titan_rtx_32", "titan_rtx_64", "titanx_1",
+                      "titanx_32", "titanx_64", "titanxp_1", "titanxp_32", "titanxp_64"),
+            "test": ("gold_6226", "essential_ph_1", "samsung_s7", "pixel2"),
+        },
+    },
+}  # fmt: skip
+"""NASFLAT's device splits (training devices -> unseen test devices), per space: ND/FD is
+HELP's default split (meta-train devices only), N1-N4/F1-F4 and NA/FA the harder ones."""
+
 
 @dataclass(frozen=True)
 class Column:

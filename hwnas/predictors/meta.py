@@ -1,4 +1,4 @@
-"""The meta-learned few-shot predictor: a new device from about 10 measurements.
+"""The meta-learned few-shot predictor: a new device from 5-20 measurements.
 
 Model (all values divided by ``s``, the mean of the device's calibration values, so that
 latency and energy on any scale look alike; ``t(a) = y(a) / s``; each encoder output is divided
@@ -10,27 +10,41 @@ by its mean on the calibration architectures in the same way)::
   every training device's normalised value of ``a`` (so a new device is sought as a mixture of
   known ones: a GPU at batch 256 like other GPUs at batch 256, a TFLite board like a TFLite
   phone). It reads the space's one-hot encoding, structural counts and graph features; a
-  second encoder reads graph features only and serves models known by their ONNX graph. Two
-  zero-shot cost proxies (:data:`PROXIES`: multiply-accumulates, parameters) are appended to
-  ``phi`` as "virtual training devices", so a device whose costs follow FLOPs is found the
-  same way as a device like a known one.
+  second encoder reads graph features only and serves models known by their ONNX graph. Four
+  zero-shot cost proxies (:data:`PROXIES`: multiply-accumulates, parameters, operator nodes,
+  tensor elements moved) are appended to ``phi`` as "virtual training devices" (a device bound
+  by compute, weights, per-operator overhead or memory traffic), found through the hardware
+  embedding as a known device is.
 - ``f(a)`` are additive cost features (operation counts, multiply-accumulates, tensor
   elements, with an intercept): per-layer costs add up, so this part extrapolates to devices
   unlike every training device (an accelerator where pooling costs as much as convolution).
-- ``beta ~ N(alpha w(e), sigma_beta^2 I)``: ``w(e)`` weights the training devices by how close
-  their values on the calibration architectures are to the new device's (its *hardware
-  embedding* ``e``: the log values on the reference set, centred; HELP, Lee et al., NeurIPS
-  2021, conditions on the same embedding). ``gamma ~ N((1 - alpha) mu_f, sigma_gamma Sigma_f)``
-  with ``mu_f``, ``Sigma_f`` the mean and covariance of the training devices' additive costs
-  (empirical Bayes). One more setting is plain ridge regression on ``phi`` with a free
-  intercept (the cross-device baseline, with a learned encoder instead of table columns).
 
-Adaptation is exact Bayesian linear regression for each hyper-parameter setting of a small grid
-(alpha, tau, sigma_beta, sigma_gamma, sigma_n), and predictions average the settings weighted by
-their marginal likelihood on the calibration values (Bayesian model averaging), so a device
-that is a mixture of known ones and a device that is only additive each get the right prior
-without tuning on the device. The predictive standard deviation is that of the averaged
-posterior. Relative noise makes the fit minimise relative, not absolute, errors.
+The prior of the coefficients comes in families (``alpha`` in :data:`DEFAULT_GRID`):
+
+- mixture (``0 <= alpha <= 1``): ``beta ~ N(alpha w(e), sigma_beta^2 I)``: ``w(e)`` weights the
+  training devices by how close their values on the calibration architectures are to the new
+  device's (its *hardware embedding* ``e``: the log values on the calibration architectures,
+  centred; HELP, Lee et al., NeurIPS 2021, conditions on the same embedding);
+  ``gamma ~ N((1 - alpha) mu_f, sigma_gamma Sigma_f)`` with ``mu_f``, ``Sigma_f`` the mean and
+  covariance of the training devices' additive costs (empirical Bayes);
+- ridge (:data:`RIDGE`): ridge regression on ``phi`` with a free intercept (the cross-device
+  baseline, with a learned encoder instead of table columns);
+- broad (:data:`BROAD`), single-feature (:data:`SINGLE`) and relevance (:data:`ARD`): Bayesian
+  regression of the costs on the additive features standardised over the space's table, by
+  feature group (structural counts, graph features, both; one feature at a time), with one
+  prior variance per group or, for relevance, one per feature fitted to the values (automatic
+  relevance determination, only with more values than coefficients). For a device unlike
+  every training device (an edge TPU after GPUs only; NASFLAT's splits, Akhauri & Abdelfattah,
+  MLSys 2024), whose costs the training devices' covariance cannot express.
+
+Adaptation is exact Bayesian linear regression for each setting of the grid, and predictions
+average the settings (Bayesian model averaging): within a family by marginal likelihood, and
+across families (each equally likely a priori) by the mean of the family's log marginal
+likelihood and its leave-one-out log predictive density (:data:`DEFAULT_SELECT` "hybrid"): the
+marginal likelihood alone prefers a tight prior that explains the values as noise (a mixture
+of unlike devices), the leave-one-out density alone is noisy with 5 values. The predictive
+standard deviation is that of the averaged posterior. Relative noise makes the fit minimise
+relative, not absolute, errors.
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ import json
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -55,25 +70,52 @@ FORMAT_VERSION = 1
 """Version of the artifact format (``card.json`` ``format_version``); loading checks it."""
 
 DEFAULT_GRID: dict[str, tuple[float, ...]] = {
-    "alpha": (-1.0, 0.0, 0.5, 1.0),
+    "alpha": (-4.0, -3.0, -2.0, -1.0, 0.0, 0.5, 1.0),
     "tau": (0.0003, 0.001, 0.003, 0.01, 0.03, 0.1),
     "sigma_beta": (0.03, 0.1, 0.3),
     "sigma_gamma": (0.03, 0.1, 0.3, 1.0, 3.0),
     "sigma_noise": (0.01, 0.03, 0.1),
+    "sigma_broad": (0.001, 0.003, 0.01, 0.03, 0.1, 0.3),
 }
-"""Hyper-parameter grid of the Bayesian head. ``alpha`` in [0, 1] sets the prior mean (device
-mixture vs average additive costs); ``alpha = -1`` is the ridge setting (zero-mean mixture
-weights, no additive costs, a free intercept: cross-device ridge regression as a special case).
-``tau`` is the temperature of the hardware-embedding weights: small values pick the one most
-similar training device (a new column of a known runtime, another task's networks on a known
-board), large ones blend several. ``sigma_noise`` is a relative standard deviation."""
+"""Hyper-parameter grid of the Bayesian head. ``alpha`` names the prior family (see the module
+docstring): in [0, 1] the mixture prior's mean (training-device mixture vs average additive
+costs), :data:`RIDGE`, :data:`BROAD`, :data:`SINGLE`, :data:`ARD`. ``tau`` is the temperature
+of the hardware-embedding weights: small values pick the one most similar training device (a
+new column of a known runtime, another task's networks on a known board), large ones blend
+several. ``sigma_noise`` is a relative standard deviation; ``sigma_broad`` the prior variance
+of the standardised cost coefficients of the broad and single-feature families."""
 
+DEFAULT_SELECT = "hybrid"
+"""How the head weighs its prior families (see :func:`adapt`); cards record theirs (cards
+without one were written with "evidence")."""
 
-PROXIES: tuple[str, ...] = ("macs", "params")
+RIDGE = -1.0
+"""``alpha`` of the ridge setting (see :data:`DEFAULT_GRID`)."""
+ARD = -4.0
+"""``alpha`` of the relevance setting: the broad setting with one prior variance per additive
+feature, fitted to the calibration values (automatic relevance determination, MacKay 1992;
+Tipping, JMLR 2001) and charged half log n per variance (BIC), only for groups with fewer
+coefficients than values - 1: features the device's costs do not follow are pruned, so that
+the values pin down the others (a GPU at batch 1, whose costs follow operator counts)."""
+SINGLE = -3.0
+"""``alpha`` of the single-feature setting: the broad setting on one additive feature at a
+time (``t = b + c z_j``): two coefficients, for a device measured on very few architectures."""
+BROAD = -2.0
+"""``alpha`` of the broad setting: cost coefficients of one feature group (structural counts,
+graph features, or both), standardised over the space's table, independent with variance
+``sigma_broad``, a free intercept, no encoder term. For a device unlike every training device
+(an edge TPU after GPUs only), whose costs the training devices' covariance cannot express."""
+
+PROXIES: tuple[str, ...] = ("macs", "params", "nodes", "elems")
 """Zero-shot cost proxies appended to the encoder outputs as extra basis columns ("virtual
 training devices"): the multiply-accumulates and the parameters of the network, from its graph
 features. A device whose costs follow FLOPs (an FPGA pipeline, an accelerator model) finds that
 column through the hardware embedding as it finds a known device's."""
+
+
+NODE_COLUMNS = ("n_conv", "n_pool", "n_global_pool", "n_add", "n_mul", "n_act")
+ELEM_COLUMNS = ("conv_in_elems", "conv_out_elems", "pool_out_elems", "add_elems", "mul_elems",
+                "act_elems", "transpose_elems")  # fmt: skip
 
 
 def proxy_columns(g: np.ndarray, names: Sequence[str]) -> np.ndarray:
@@ -87,6 +129,10 @@ def proxy_columns(g: np.ndarray, names: Sequence[str]) -> np.ndarray:
             out.append(g[:, [i for c, i in COLUMN.items() if c.startswith("macs_")]].sum(1))
         elif name == "params":
             out.append(g[:, COLUMN["params"]])
+        elif name == "nodes":  # operator launches: a runtime bound by per-node overhead
+            out.append(g[:, [COLUMN[c] for c in NODE_COLUMNS]].sum(1))
+        elif name == "elems":  # tensor elements read and written: a memory-bound runtime
+            out.append(g[:, [COLUMN[c] for c in ELEM_COLUMNS]].sum(1))
         else:
             raise HwnasError(f"unknown cost proxy '{name}' in a predictor card")
     return np.stack(out, 1).clip(min=1.0) if out else np.zeros((len(g), 0))
@@ -213,6 +259,69 @@ def hardware_weights(phi_s: np.ndarray, t_s: np.ndarray, tau: float) -> np.ndarr
     return w / w.sum()
 
 
+@dataclass
+class BroadBasis:
+    """The broad family's additive groups: for each group, the column indices of the additive
+    features (the intercept, column 0, excluded) and the features' mean and standard deviation
+    over the space's table, so that each group's costs are regressed on standardised features.
+
+    Attributes:
+        groups: one index array per group (into the additive feature columns).
+        center: (f,) mean of each additive feature over the space's table.
+        scale: (f,) its standard deviation (> 0).
+    """
+
+    groups: list[np.ndarray]
+    center: np.ndarray
+    scale: np.ndarray
+
+    def transform(self, g: int, d: int) -> np.ndarray:
+        """(d, 1 + |group|) map from (intercept, standardised coefficients) to the raw
+        additive coefficients: t = b + sum_j c_j (f_j - m_j) / s_j."""
+        cols = self.groups[g]
+        out = np.zeros((d, 1 + len(cols)))
+        out[0, 0] = 1.0
+        out[0, 1:] = -self.center[cols] / self.scale[cols]
+        out[cols, 1 + np.arange(len(cols))] = 1.0 / self.scale[cols]
+        return out
+
+
+def ard_variances(
+    zb: np.ndarray, t: np.ndarray, sigma_noise: float, iters: int = 100
+) -> np.ndarray:
+    """Prior variances of standardised cost coefficients by automatic relevance determination
+    (MacKay's fixed-point updates of the type-II maximum likelihood; Tipping, JMLR 2001).
+
+    Model: ``t = zb @ w + e``, ``w[0] ~ N(1, 1)`` (the intercept), ``w[j] ~ N(0, lam_j)``,
+    ``e ~ N(0, diag((sigma_noise t)^2))``.
+
+    Args:
+        zb: (n, 1 + p) intercept and standardised features of the calibration architectures.
+        t: (n,) normalised values.
+        sigma_noise: relative noise standard deviation.
+
+    Returns:
+        (p,) variances in [1e-8, 10].
+    """
+    p = zb.shape[1] - 1
+    lam = np.full(p, 0.1)
+    prec = 1.0 / (sigma_noise * t) ** 2
+    a = (zb * prec[:, None]).T @ zb
+    m0 = np.zeros(p + 1)
+    m0[0] = 1.0
+    for _ in range(iters):
+        inv_prior = np.diag(np.r_[1.0, 1.0 / lam])
+        cov = np.linalg.inv(a + inv_prior)
+        mean = cov @ (inv_prior @ m0 + (zb * prec[:, None]).T @ t)
+        gamma = np.clip(1.0 - np.diag(cov)[1:] / lam, 1e-6, 1.0)
+        new = np.clip(mean[1:] ** 2 / gamma, 1e-8, 10.0)
+        if np.allclose(new, lam, rtol=1e-4, atol=1e-10):
+            lam = new
+            break
+        lam = new
+    return lam
+
+
 def adapt(
     phi_s: np.ndarray,
     f_s: np.ndarray,
@@ -220,56 +329,100 @@ def adapt(
     prior: AdditivePrior,
     grid: dict[str, Sequence[float]] | None = None,
     keep: float = 1e-4,
-    select: str = "evidence",
+    select: str = DEFAULT_SELECT,
+    broad: BroadBasis | None = None,
 ) -> BayesHead:
     """Bayesian model averaging of exact Bayesian linear regressions over the grid.
 
     Every grid setting's marginal likelihood is computed in one batch (the prior covariance is
-    block-diagonal, so the calibration kernel is ``sb^2 Phi Phi' + sg F C F' + noise``); the
-    posteriors are formed only for the settings kept.
+    block-diagonal, so the calibration kernel is ``sb^2 Phi Phi' + F A F' + noise`` with ``A``
+    the setting's additive-cost covariance); the posteriors are formed only for the settings
+    kept. Prior families (``alpha``): a mixture of training devices (0 <= alpha <= 1), the
+    ridge setting (:data:`RIDGE`) and, when ``broad`` is given, the broad, single-feature and
+    relevance ones (:data:`BROAD`, :data:`SINGLE`, :data:`ARD`). Each family is equally likely
+    a priori, then each of its settings.
 
     Args:
         phi_s: (n, K) encoder outputs of the calibration architectures.
         f_s: (n, f) their additive features (first column the intercept).
         t_s: (n,) their normalised measured values (> 0).
         prior: additive-cost prior.
-        grid: hyper-parameter values (default :data:`DEFAULT_GRID`).
+        grid: hyper-parameter values (default :data:`DEFAULT_GRID`; missing keys from it).
         keep: settings whose posterior weight is below this are dropped.
-        select: weight settings by their marginal likelihood ("evidence") or by their
-            leave-one-out predictive density ("loo", pseudo-BMA).
+        select: "evidence" (every setting by its marginal likelihood), "loo" (by its
+            leave-one-out predictive density, pseudo-BMA), "family-loo" (settings by marginal
+            likelihood within their family, families by the leave-one-out density of their
+            mixture) or "hybrid" (as family-loo, families by the mean of that density and the
+            family's log marginal likelihood).
+        broad: the additive feature groups of the broad families (None: no such family).
 
     Raises:
-        HwnasError: no setting fits (degenerate measurements).
+        HwnasError: no setting fits (degenerate measurements), or an unknown ``select``.
     """
-    grid = grid or DEFAULT_GRID
+    if select not in ("evidence", "loo", "family-loo", "hybrid"):
+        raise HwnasError(f"unknown setting weighting '{select}' in a predictor card")
+    grid = {**DEFAULT_GRID, **(grid or {})}
     n, k = phi_s.shape
+    df = f_s.shape[1]
     z = np.concatenate([phi_s, f_s], 1)
     d = z.shape[1]
-    settings = []
-    for mode, tau, sb, sg, sn in itertools.product(
-        grid["alpha"], grid["tau"], grid["sigma_beta"], grid["sigma_gamma"], grid["sigma_noise"]
-    ):
-        if mode < 0 and (sg != grid["sigma_gamma"][0] or tau != grid["tau"][0]):
-            continue  # the ridge setting has no additive costs and no mixture weights
-        if mode == 0 and tau != grid["tau"][0]:
-            continue  # no mixture in the prior mean: tau plays no part
-        settings.append((mode, tau, sb, sg, sn))
-    cfg = np.array(settings, dtype=np.float64)  # (S, 5)
-    mode, tau, sb, sg, sn = cfg.T
-    ridge = mode < 0
+    # every setting's additive-cost prior covariance (f, f), its scale included
+    add_covs: list[np.ndarray] = []
+
+    def add_cov(m: np.ndarray) -> int:
+        add_covs.append(m)
+        return len(add_covs) - 1
+
+    ridge_cov = np.zeros((df, df))
+    ridge_cov[0, 0] = 1.0
+    groups = broad.groups if broad is not None else []
+    parts = [broad.transform(g, df) for g in range(len(groups))]
+    settings = []  # (alpha, tau, sigma_beta, additive scale, sigma_noise, additive matrix)
+    for mode in grid["alpha"]:
+        if mode in (BROAD, SINGLE):
+            for g, scale in itertools.product(range(len(groups)), grid["sigma_broad"]):
+                if (len(groups[g]) == 1) != (mode == SINGLE):
+                    continue
+                tr = parts[g]  # unit variance for the intercept, ``scale`` for coefficients
+                m = add_cov(tr @ np.diag([1.0] + [scale] * (tr.shape[1] - 1)) @ tr.T)
+                settings += [(mode, grid["tau"][0], 0.0, scale, sn, m) for sn in grid["sigma_noise"]]
+        elif mode == ARD:
+            for g in range(len(groups)):
+                if not 2 <= len(groups[g]) < n - 1:
+                    continue  # fitted variances need more values than coefficients
+                for sn in grid["sigma_noise"]:
+                    lam = ard_variances(f_s @ parts[g], t_s, sn)
+                    m = add_cov(parts[g] @ np.diag(np.r_[1.0, lam]) @ parts[g].T)
+                    settings.append((mode, grid["tau"][0], 0.0, float(len(lam)), sn, m))
+        elif mode == RIDGE:
+            m = add_cov(ridge_cov)
+            settings += [(mode, grid["tau"][0], sb, 1.0, sn, m)
+                         for sb, sn in itertools.product(grid["sigma_beta"], grid["sigma_noise"])]  # fmt: skip
+        else:
+            taus = grid["tau"] if mode > 0 else grid["tau"][:1]  # tau: mixture weights only
+            for sg in grid["sigma_gamma"]:
+                m = add_cov(prior.cov * sg)
+                settings += [(mode, tau, sb, sg, sn, m) for tau, sb, sn in itertools.product(
+                    taus, grid["sigma_beta"], grid["sigma_noise"])]  # fmt: skip
+    if not settings:
+        raise HwnasError("the predictor's hyper-parameter grid has no setting")
+    cfg = np.array(settings, dtype=np.float64)  # (S, 6)
+    mode, tau, sb, sg, sn, which = cfg.T
+    which = which.astype(np.int64)
+    n_fitted = np.where(mode == ARD, sg, 0.0)  # the relevance setting keeps its p there
     weights_of = {t: hardware_weights(phi_s, t_s, t) for t in np.unique(tau)}
     mus = np.zeros((len(cfg), d))
     for i, (m, t) in enumerate(zip(mode, tau)):
-        if m >= 0:
+        if m in (BROAD, SINGLE, ARD):
+            mus[i, k] = 1.0  # the intercept: t is about 1 (values divided by their mean)
+        elif m >= 0:
             mus[i, :k] = m * weights_of[t]
             mus[i, k:] = (1 - m) * prior.mean
+    grams = np.stack([f_s @ c @ f_s.T for c in add_covs])
     gram_phi = phi_s @ phi_s.T
-    gram_f = f_s @ prior.cov @ f_s.T
-    gram_ridge = np.outer(f_s[:, 0], f_s[:, 0])  # the free intercept of the ridge setting
     kss = (
         sb[:, None, None] ** 2 * gram_phi
-        + np.where(ridge, 1.0, sg)[:, None, None]
-        * np.where(ridge[:, None, None], gram_ridge, gram_f)
+        + grams[which]
         + (sn[:, None] ** 2 * t_s**2)[:, :, None] * np.eye(n)
         + 1e-10 * np.eye(n)
     )
@@ -285,32 +438,63 @@ def adapt(
     r = t_s[None, :] - mus @ z.T  # (S, n)
     kinv = np.linalg.inv(np.where(ok[:, None, None], kss, np.eye(n)))
     a = np.einsum("sij,sj->si", kinv, r)
-    if select == "loo":
-        var = 1.0 / np.einsum("sii->si", kinv)
-        err = a * var
-        score = np.sum(-0.5 * np.log(var) - 0.5 * err**2 / var, 1)
-    else:
-        logdet = np.log(np.einsum("sii->si", chol).clip(min=1e-300)).sum(1)
-        score = -0.5 * np.einsum("si,si->s", r, a) - logdet
+    loo_var = 1.0 / np.einsum("sii->si", kinv)  # (S, n) leave-one-out predictive variance
+    loo_err = a * loo_var  # t_i minus its leave-one-out predictive mean
+    loo = -0.5 * np.log(2 * np.pi * loo_var) - 0.5 * loo_err**2 / loo_var  # (S, n) log density
+    logdet = np.log(np.einsum("sii->si", chol).clip(min=1e-300)).sum(1)
+    evidence = -0.5 * np.einsum("si,si->s", r, a) - logdet
+    # the relevance setting's variances are fitted to these values: its maximised evidence is
+    # charged the Laplace / BIC price of that fit, half log n per variance
+    evidence = evidence - np.where(mode == ARD, 0.5 * n_fitted * np.log(n), 0.0)
+    score = loo.sum(1) if select == "loo" else evidence
     score = np.where(ok, score, -np.inf)
-    w = np.exp(score - score.max())
+    # hyper-prior: every prior family (alpha value) equally likely a priori, then its settings
+    # equally likely; a uniform prior over grid points would favour the families with the
+    # most settings (the mixture ones have one per tau). "evidence" keeps the uniform prior
+    # over grid points it was measured with: cards written before the families predict as then
+    _, family, count = np.unique(mode, return_inverse=True, return_counts=True)
+    if select != "evidence":
+        score = score - np.log(count[family])
+    if select in ("family-loo", "hybrid"):
+        # settings weighted by their evidence within their family; families weighted by the
+        # leave-one-out predictive density of their evidence-weighted mixture (pseudo-BMA)
+        w = np.zeros(len(cfg))
+        fam_lpd = np.full(family.max() + 1, -np.inf)
+        for f in range(family.max() + 1):
+            rows = np.nonzero((family == f) & ok)[0]
+            if not len(rows):
+                continue
+            wf = np.exp(evidence[rows] - evidence[rows].max())
+            wf /= wf.sum()
+            w[rows] = wf
+            dens = np.log(np.einsum("s,si->i", wf, np.exp(loo[rows] - loo[rows].max(0))))
+            fam_lpd[f] = float((dens + loo[rows].max(0)).sum())
+            if select == "hybrid":  # half the family's log evidence, half its LOO density
+                ev = evidence[rows] - np.log(len(rows))
+                fam_lpd[f] = 0.5 * fam_lpd[f] + 0.5 * float(
+                    np.log(np.exp(ev - ev.max()).sum()) + ev.max()
+                )
+        wfam = np.exp(fam_lpd - fam_lpd.max())
+        w = w * (wfam / wfam.sum())[family]
+    else:
+        w = np.exp(score - score.max())
     w /= w.sum()
     kept = [int(i) for i in np.argsort(-w) if w[i] >= keep]
     coefs, covs, noise = [], [], []
     for i in kept:
         sigma = np.zeros((d, d))
         sigma[:k, :k] = np.eye(k) * sb[i] ** 2
-        if ridge[i]:
-            sigma[k, k] = 1.0
-        else:
-            sigma[k:, k:] = prior.cov * sg[i]
+        sigma[k:, k:] = add_covs[which[i]]
         sz = sigma @ z.T  # (D, n)
         coefs.append(mus[i] + sz @ a[i])
         v = np.linalg.solve(chol[i], sz.T)  # (n, D)
         covs.append(sigma - v.T @ v)
         noise.append(float(sn[i] ** 2))
     wk = w[kept] / w[kept].sum()
-    return BayesHead(wk, coefs, covs, noise, [tuple(settings[i]) for i in kept])
+    head = BayesHead(wk, coefs, covs, noise, [tuple(settings[i]) for i in kept])
+    head.log_evidence = float(np.log(np.exp(score[ok] - score[ok].max()).sum()) + score[ok].max())
+    head.loo_lpd = float(loo[ok][np.argmax(score[ok])].sum())
+    return head
 
 
 class MetaPredictor(Predictor):
@@ -366,6 +550,7 @@ class MetaPredictor(Predictor):
         self.additive: list[str] = list(self.card["model"]["additive_features"])
         self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
+        self.select: str = self.card["model"].get("select", "evidence")
         self._space_head: BayesHead | None = None
         self._graph_head: BayesHead | None = None
         self._s = 1.0
@@ -471,11 +656,36 @@ class MetaPredictor(Predictor):
             phi, f = self.space_basis([archs[i] for i in in_space])
             self._space_scale = phi.mean(0)
             phi = phi / self._space_scale
-            self._space_head = adapt(phi, f, t[in_space], self.prior_space, self.grid)
+            self._space_head = adapt(
+                phi, f, t[in_space], self.prior_space, self.grid, select=self.select,
+                broad=self._broad("space"),
+            )  # fmt: skip
         phi, fg = self.graph_basis(archs)
         self._graph_scale = phi.mean(0)
-        self._graph_head = adapt(phi / self._graph_scale, fg, t, self.prior_graph, self.grid)
+        self._graph_head = adapt(
+            phi / self._graph_scale, fg, t, self.prior_graph, self.grid, select=self.select,
+            broad=self._broad("graph"),
+        )  # fmt: skip
         return self
+
+    def _broad(self, path: str) -> BroadBasis | None:
+        """The broad family's feature groups of the space path (structural counts, graph
+        features, both) or the graph path (graph features), standardised over the artifact's
+        space table; None when the grid has no broad family."""
+        if not {BROAD, SINGLE, ARD} & set(self.grid.get("alpha", ())):
+            return None
+        center, scale, n_struct = _table_stats(self.path, self.space_name, path)
+        cols = np.arange(1, len(center))
+        if path == "graph":
+            groups = [cols]
+        else:
+            struct = cols[:n_struct]
+            graph = cols[n_struct:]
+            groups = [g for g in (struct, graph) if len(g)]
+            if len(groups) == 2:
+                groups.append(cols)
+        groups += [np.array([c]) for c in cols if scale[c] > 1e-9 * max(1.0, abs(center[c]))]
+        return BroadBasis(groups, center, scale)
 
     def predict(self, archs: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
         """Predicted value and standard deviation (ms or mJ) of each model.
@@ -507,6 +717,25 @@ class MetaPredictor(Predictor):
     def head(self) -> BayesHead | None:
         """The adapted space head (None before :meth:`fit`)."""
         return self._space_head
+
+
+@lru_cache(maxsize=16)
+def _table_stats(path: Path, space: str, which: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """(mean (f,), std (f,), number of structural columns) of an artifact's additive features
+    over every architecture of its space's table (the intercept column has mean 1, std 1)."""
+    pred = MetaPredictor(path)
+    archs = pred.featurizer.space.all_archs()
+    if which == "graph":
+        f = pred._graph_x(pred.featurizer.graph(archs))[1]
+        n_struct = 0
+    else:
+        f = pred._space_inputs(archs)[1]
+        n_struct = f.shape[1] - 1 if "structural" in pred.additive else 0
+        if "graph" in pred.additive:
+            n_struct = len(pred.featurizer.structural_names) if "structural" in pred.additive else 0
+    center, scale = f.mean(0), f.std(0)
+    center[0], scale[0] = 1.0, 1.0
+    return center, np.where(scale > 1e-12, scale, 1.0), n_struct
 
 
 # -- artifacts -------------------------------------------------------------------------------

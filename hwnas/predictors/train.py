@@ -29,7 +29,14 @@ from hwnas import __version__
 from hwnas.errors import HwnasError
 from hwnas.predictors.data import Column, reference_indices
 from hwnas.predictors.featurize import get_featurizer
-from hwnas.predictors.meta import DEFAULT_GRID, FORMAT_VERSION, PROXIES, AdditivePrior, Encoder
+from hwnas.predictors.meta import (
+    DEFAULT_GRID,
+    DEFAULT_SELECT,
+    FORMAT_VERSION,
+    PROXIES,
+    AdditivePrior,
+    Encoder,
+)
 
 DEFAULT_ADDITIVE = {
     "nasbench201": ("structural", "graph"),
@@ -172,16 +179,37 @@ def additive_prior(f: np.ndarray, targets: np.ndarray) -> AdditivePrior:
 
 
 def is_current(card: dict[str, Any]) -> bool:
-    """Whether an artifact's card was written by this hwnas's model settings (head grid,
-    additive features): experiments that cache artifacts retrain stale ones."""
+    """Whether an artifact's card was trained with this hwnas's training settings (additive
+    features, from which its cost prior is fitted): experiments that cache artifacts retrain
+    stale ones. The adaptation settings (head grid, cost proxies) are not trained:
+    :func:`refresh_adaptation` brings a cached artifact's up to date without training."""
     model = card.get("model", {})
-    grid = {k: list(v) for k, v in DEFAULT_GRID.items()}
     additive = list(DEFAULT_ADDITIVE.get(card.get("space", ""), ("graph",)))
-    return (
-        model.get("grid") == grid
-        and model.get("additive_features") == additive
-        and model.get("proxies", []) == list(PROXIES)
-    )
+    return model.get("additive_features") == additive
+
+
+def refresh_adaptation(path: Path) -> None:
+    """Write this hwnas's adaptation settings (head grid, family weighting, cost proxies) into
+    the card of the artifact at ``path`` (they are read at adaptation, not trained; scores in
+    the card are dropped when the settings change, as they no longer describe the artifact)."""
+    from hwnas.predictors.meta import read_card
+
+    card = read_card(path)
+    settings = adaptation_settings()
+    if all(card["model"].get(k) == v for k, v in settings.items()):
+        return
+    card["model"].update(settings)
+    card.pop("scores", None)
+    write_card(Path(path), card)
+
+
+def adaptation_settings() -> dict[str, Any]:
+    """The card's adaptation settings: head grid, family weighting, cost proxies."""
+    return {
+        "grid": {k: list(v) for k, v in DEFAULT_GRID.items()},
+        "select": DEFAULT_SELECT,
+        "proxies": list(PROXIES),
+    }
 
 
 def meta_train(
@@ -301,8 +329,7 @@ def meta_train(
             "additive_features": list(additive),
             "graph_features": [GRAPH_COLUMNS[i] for i in keep],
             "encoder": {"hidden": [256, 256], "steps": steps, "seed": seed},
-            "grid": {k: list(v) for k, v in DEFAULT_GRID.items()},
-            "proxies": list(PROXIES),
+            **adaptation_settings(),
         },
         "training_time_s": round(time.time() - started, 1),
         "training_threads": 1,

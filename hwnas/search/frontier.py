@@ -366,7 +366,10 @@ class FrontierSampler(PoolSampler):
             lat, lat_sd = (np.asarray(v, dtype=float) for v in model.predict(pool))
             # a predicted latency may miss by more than its spread: keep every candidate
             # with a fair chance of meeting the limit (exact tables: those that meet it)
-            keep &= ndtr((limit - lat) / np.maximum(lat_sd, 1e-12)) >= MIN_P_FEASIBLE
+            with np.errstate(invalid="ignore"):
+                z = (limit - lat) / np.maximum(lat_sd, 1e-12)
+            keep &= np.isfinite(z)  # no value (a table row never measured): not a candidate
+            keep[keep] = ndtr(z[keep]) >= MIN_P_FEASIBLE
         if not keep.any():
             raise HwnasError("no candidate architecture meets the latency limit")
         self._pool = [a for a, k in zip(pool, keep) if k]
