@@ -403,7 +403,9 @@ def _print_summary(result, summary, out: Path, console) -> None:
     m = summary["measurements"]
     if best:
         console.print(
-            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%  "
+            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%"
+            + (f" ({best['accuracy_source']})" if best.get("accuracy_source") else "")
+            + "  "
             + cost_text(best, s.metric)
         )
     else:

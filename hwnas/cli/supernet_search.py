@@ -242,7 +242,10 @@ def run_supernet_search(
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = err if as_json else Console()  # --json: stdout holds the JSON alone
-    columns = ("role", "arch", f"{job.data.name} test acc %", s.metric, "source")
+    from hwnas.cli.search import UNITS, cost_text
+
+    unit = UNITS[s.metric]
+    columns = ("role", "arch", f"{job.data.name} test acc %", f"{s.metric} ({unit})", "source")
     rows = [
         (
             c["role"],
@@ -261,11 +264,19 @@ def run_supernet_search(
         keys=("arch",),
         label="role",
     )
-    best = summary["best"]
-    line = f"derived: {best['arch']}  {best['accuracy']:.2f}% ({best['accuracy_label']})"
-    if "table_accuracy" in best:
-        line += f"; table accuracy {best['table_accuracy']:.2f}% ({best['table_accuracy_label']})"
-    text_line(console, line)
+    best, derived = summary["best"], summary["derived"]
+    if best is None:
+        text_line(console, f"no architecture met --max-latency {s.max_latency:g} ms")
+    for label, r in (("best (" + summary["best_rule"] + ")", best), (f"derived ({derived['rule']})", derived)):
+        if r is None:
+            continue
+        line = (
+            f"{label}: {r['arch']}  {r['accuracy']:.2f}% ({r['accuracy_label']})  "
+            + cost_text(r, s.metric)
+        )
+        if "table_accuracy" in r:
+            line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
+        text_line(console, line)
     text_line(
         console,
         f"run folder: {out}  (supernet.pt, pareto.csv, pareto.png, summary.json, "

@@ -327,7 +327,9 @@ def search(
     derived_record = next((r for r in reversed(records) if r.arch == derived.text), None)
     if derived_record is None:
         raise HwnasError(f"the derived architecture {derived.text} could not be measured")
-    result.best = derived_record
+    # result.best stays the engine's answer to best_rule over the front written to pareto.csv
+    # (a candidate can beat the derived architecture on both axes); the derived one is
+    # reported beside it as "derived"
     if zoo:  # candidates scored by an earlier run of this study: their trained weights again
         for a in dict.fromkeys(candidates):
             if a.text not in evaluated and any(r.arch == a.text for r in records):
@@ -373,9 +375,12 @@ def search(
             },
         )
     store = job.profiler.store
-    best = _best_summary(derived_record, s, data)
     extra = {
-        "best": best,
+        "best": _best_summary(result.best, s, data) if result.best is not None else None,
+        "derived": {**_best_summary(derived_record, s, data), "rule": _derived_rule(s)},
+        # the data the subnets were trained and scored on; table_dataset: the benchmark
+        # table's dataset (table_accuracy, recorded latencies)
+        "settings": {**s.as_dict(), "dataset": data.name, "table_dataset": s.dataset},
         "device": {
             "name": job.device.name,
             "kind": job.device.kind,
@@ -425,6 +430,8 @@ def _fit_line(cost) -> str:
 
 
 def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
+    """A scored subnet in ``summary.json``: accuracy and cost with their sources (``best``,
+    ``derived``)."""
     out: dict[str, Any] = {"arch": r.arch, "trial": r.number}
     out["accuracy"] = r.accuracy
     out["accuracy_label"] = r.attrs.get("accuracy_source", "")
@@ -441,12 +448,16 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     ):
         if k in r.attrs:
             out[k] = r.attrs[k]
-    out["rule"] = (
+    return out
+
+
+def _derived_rule(s: SupernetSettings) -> str:
+    """How the derived architecture was chosen (the ``rule`` of ``derived`` in the summary)."""
+    return (
         f"architecture derived by {s.strategy}"
         + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
         + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
     )
-    return out
 
 
 @dataclass(frozen=True)
