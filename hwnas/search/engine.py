@@ -278,7 +278,8 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
     """Create or load the study (``load_if_exists``), checking it belongs to this search.
 
     Raises:
-        HwnasError: the storage is unreachable, or the study name is used by another search.
+        HwnasError: the storage is unreachable, or the study name is used by another search
+            (settings other than :data:`NOT_IDENTITY` differ).
     """
     import optuna
 
@@ -302,12 +303,24 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # set_metric_names is experimental
             study.set_metric_names(["accuracy_pct", directions_metric])
-    elif {k: v for k, v in saved.items() if k != "budget"} != mine:
+    elif _identity(saved) != _identity(mine):
         raise HwnasError(
             f"study '{settings.study}' in this storage was made by a different search "
             f"({saved}); pick another --study name"
         )
     return study
+
+
+NOT_IDENTITY = ("budget", "seed")
+"""Settings that are not part of a study's identity: a rerun may extend the budget, and each
+worker of a named study (``--study``) may have its own ``--seed``, as Optuna's practice is (its
+proposals stay a function of its seed and the study's trials, :mod:`hwnas.search.seeding`).
+A default study name holds the seed, so there another seed is another study."""
+
+
+def _identity(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings that make a study the same search (all but :data:`NOT_IDENTITY`)."""
+    return {k: v for k, v in settings.items() if k not in NOT_IDENTITY}
 
 
 def _fail_orphans(ledger: StudyLedger) -> None:

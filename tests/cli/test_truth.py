@@ -9,11 +9,8 @@ import csv
 import json
 import re
 
-import numpy as np
 import pytest
 from helpers import hwnas_cli
-
-from hwnas.spaces import get_space
 
 UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
 
@@ -48,24 +45,9 @@ def _piped_clean(text):
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text)
 
 
-def test_table_energy_search_reports_the_fronts_best_in_mj(tmp_path, hwnas_home):
-    space = get_space("nasbench201")
-    rng = np.random.default_rng(7)
-    rows = rng.choice(len(space), 120, replace=False)
-    profiles = hwnas_home / "devices"
-    (profiles / "data").mkdir()
-    with open(profiles / "data" / "board.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["arch", "latency_ms", "energy_mj"])
-        for i in rows:
-            w.writerow([space.arch_at(int(i)).text, *np.round(rng.uniform(1, 9, 2), 4)])
-    (profiles / "board.yaml").write_text(
-        "name: board\nkind: recorded\ndescription: a board's latency and energy\ntables:\n"
-        "  nasbench201:\n    latency_ms: {file: data/board.csv, column: latency_ms}\n"
-        "    energy_mj: {file: data/board.csv, column: energy_mj}\n"
-    )
+def test_table_energy_search_reports_the_fronts_best_in_mj(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "board", "--objective", "energy", "--budget", "8",
+    r = hwnas_cli("search", "--device", "pi5_onnx", "--objective", "energy", "--budget", "8",
                   "--out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stderr
     _piped_clean(r.stdout + r.stderr)
@@ -79,14 +61,16 @@ def test_table_energy_search_reports_the_fronts_best_in_mj(tmp_path, hwnas_home)
     assert f"{best['energy_mj']:.3f} mJ  (latency " in line and "accuracy_source" not in line
     assert best["accuracy_source"] in line
     # random-weight cards: the searched metric in the title, not the table's accuracy
-    for readme in out.glob("zoo/*/README.md"):
+    readmes = sorted(out.glob("zoo/*/README.md"))
+    assert readmes
+    for readme in readmes:
         title = next(s for s in readme.read_text().splitlines() if s.startswith("# "))
         assert " mJ, random weights, untrained)" in title and "%" not in title
 
 
 def test_fewshot_search_reports_the_fronts_best(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "pixel3", "--measurement-budget", "6", "--budget", "15",
+    r = hwnas_cli("search", "--device", "pixel3", "--measurement-budget", "6", "--budget", "10",
                   "--no-zoo", "--out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stderr
     _piped_clean(r.stdout + r.stderr)

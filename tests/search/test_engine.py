@@ -127,6 +127,27 @@ def test_resume_continues_the_same_study(tmp_path):
     assert [r.arch for r in more.records[:15]] == [r.arch for r in first.records]
 
 
+def test_a_worker_with_its_own_seed_joins_a_named_study_and_replays_on_resume(tmp_path):
+    """The seed is not the study's identity (a seed per worker); a worker with its seed that
+    resumes proposes what it would have proposed without stopping (hwnas.search.seeding)."""
+
+    def run(storage, seed, budget):
+        s = SearchSettings(
+            space="nasbench201", device="pixel3", budget=budget, study="s", strategy="nsga2",
+            seed=seed,
+        )  # fmt: skip
+        return run_search(s, SPACE, evaluator().evaluate, storage)
+
+    whole, parts = (f"sqlite:///{tmp_path / name}.db" for name in ("whole", "parts"))
+    run(whole, 1, 10)
+    straight = run(whole, 2, 30)  # another seed on the same named study: accepted
+    run(parts, 1, 10)
+    run(parts, 2, 20)
+    resumed = run(parts, 2, 30)  # the seed-2 worker stopped at 20 and started again
+    assert [r.arch for r in resumed.records] == [r.arch for r in straight.records]
+    assert len({r.arch for r in straight.records}) == 30
+
+
 def test_a_study_name_cannot_be_reused_for_another_search(tmp_path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     run_search(
