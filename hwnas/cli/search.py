@@ -214,9 +214,12 @@ def search_cmd(
     trainer = _zoo_trainer(job, supernet, no_zoo) if train_zoo else None
     if job.fewshot is not None:
         described = job.fewshot.describe()
-        Console(stderr=True).print(
+        Console(stderr=True).print(  # one whole line, never folded at the pipe's width
             f"few-shot search: predictor {described['name']} ({described['path']}), "
-            f"at most {job.fewshot.budget} measurements on {settings.device}"
+            f"at most {job.fewshot.budget} measurements on {settings.device}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
     from hwnas.cli.progress import TerminalReporter
 

@@ -228,9 +228,13 @@ def run_supernet_search(
             if code:
                 raise SystemExit(code)  # rank 0 has said why
             return None
+        from hwnas.cli.progress import TerminalReporter
+
+        reporter = TerminalReporter(err)  # a live bar on a terminal, plain lines in a pipe
         result, summary = search(
-            job, out, log=lambda m: text_line(err, m), zoo=not no_zoo, artifact_dir=artifact_dir
-        )
+            job, out, log=reporter.note, zoo=not no_zoo, artifact_dir=artifact_dir,
+            reporter=reporter,
+        )  # fmt: skip
     except HwnasError:
         if ranks.main:
             raise
@@ -267,13 +271,12 @@ def run_supernet_search(
     best, derived = summary["best"], summary["derived"]
     if best is None:
         text_line(console, f"no architecture met --max-latency {s.max_latency:g} ms")
-    for label, r in (("best (" + summary["best_rule"] + ")", best), (f"derived ({derived['rule']})", derived)):
+    shown = ((f"best ({summary['best_rule']})", best), (f"derived ({derived['rule']})", derived))
+    for label, r in shown:
         if r is None:
             continue
-        line = (
-            f"{label}: {r['arch']}  {r['accuracy']:.2f}% ({r['accuracy_label']})  "
-            + cost_text(r, s.metric)
-        )
+        accuracy = f"{r['accuracy']:.2f}% ({r['accuracy_label']})"
+        line = f"{label}: {r['arch']}  {accuracy}  {cost_text(r, s.metric)}"
         if "table_accuracy" in r:
             line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
         text_line(console, line)

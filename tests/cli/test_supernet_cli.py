@@ -149,6 +149,14 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     assert any(s.startswith("best (most accurate") and " ms" in s for s in lines)
     assert any(s.startswith("derived (architecture derived by oneshot") for s in lines)
     _piped_clean(r.stdout + r.stderr)
+    # every long stage is a step: plain lines in a pipe, each ending with "done in"
+    err = r.stderr.splitlines()
+    steps = ("cost model for cpu-fast (auto): ", "supernet training: ", "derivation (oneshot): ",
+             "fine-tuning and measuring candidates on cpu-fast: ")  # fmt: skip
+    for step in steps:
+        assert any(s.startswith(step) and ", done in " in s for s in err), step
+    assert any(s.startswith("cost model for cpu-fast (auto): ") and "measured block" in s
+               for s in err)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -78,3 +78,8 @@ def test_fewshot_search_reports_the_fronts_best(tmp_path):
     best = _check_best(out, summary, "latency_ms")
     assert summary["settings"]["dataset"] == "cifar100" and summary["device_measurements"] <= 6
     assert best["latency_ms_source"]  # measured (verified) or predicted, said which
+    # calibration and verification are steps: plain lines, each ending with "done in"
+    err = r.stderr.splitlines()
+    assert any(s.startswith("few-shot search: predictor nasbench201 (") for s in err)
+    for step in ("calibration on pixel3: ", "verification on pixel3: "):
+        assert any(s.startswith(step) and ", done in " in s for s in err), step
