@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from hwnas.cli.options import default_of
 from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.supernet.run import SupernetSettings
 from hwnas.supernet.settings import help_text as settings_help
 
 
@@ -16,14 +18,18 @@ def supernet_options(f):
     options = [
         click.option(
             "--data",
-            default="digits",
+            default=default_of(SupernetSettings, "data"),
             show_default=True,
             help="Supernet strategies: training data, 'digits' (scikit-learn's bundled digits) "
             "or a folder (CIFAR-10/100 python-pickle folder, or one sub-folder of images per "
             "class).",
         ),
         click.option(
-            "--epochs", type=int, default=5, show_default=True, help="Supernet training epochs."
+            "--epochs",
+            type=int,
+            default=default_of(SupernetSettings, "epochs"),
+            show_default=True,
+            help="Supernet training epochs.",
         ),
         click.option(
             "--latency-target",
@@ -41,11 +47,16 @@ def supernet_options(f):
             help="Supernet strategies: penalty weight of the expected latency relative to "
             "the space's average (0 = accuracy only).",
         ),
-        click.option("--batch-size", type=int, default=64, show_default=True),
+        click.option(
+            "--batch-size",
+            type=int,
+            default=default_of(SupernetSettings, "batch_size"),
+            show_default=True,
+        ),
         click.option(
             "--finetune-epochs",
             type=int,
-            default=2,
+            default=default_of(SupernetSettings, "finetune_epochs"),
             show_default=True,
             help="Fine-tuning epochs of each extracted subnet before its held-out accuracy.",
         ),
@@ -184,7 +195,7 @@ def run_supernet_search(
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
     from hwnas.spaces import get_space
     from hwnas.supernet.distributed import INTERRUPTED, check_processes, launch, ranks_from_env
-    from hwnas.supernet.run import SupernetSettings, prepare, search
+    from hwnas.supernet.run import prepare, search
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
     ranks = ranks_from_env()

@@ -32,21 +32,32 @@ from hwnas.search.costs import CostContext
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.ledger import StudyLedger, make_trial, open_ledger
 from hwnas.search.pareto import pareto_order
-from hwnas.search.strategies import TABLE_STRATEGIES, pipeline_of
+from hwnas.search.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.spaces.base import Arch, SearchSpace
+
+DEFAULT_SPACE = "nasbench201"
+"""The search space of a table search when none is named (``hwnas search --space``)."""
 
 
 @dataclass
 class SearchSettings:
-    """What to search for.
+    """What to search for. The field defaults are the defaults of ``hwnas search`` (its options
+    take them from here, and ``tests/test_defaults.py`` checks README, the docs and ``--help``
+    against them).
 
     Attributes:
-        space: search-space name.
+        space: search-space name (the CLI's default: :data:`DEFAULT_SPACE`).
         device: device name.
         dataset: dataset whose accuracy is maximised.
         objective: "latency" (ms) or "energy" (mJ), minimised.
         budget: number of distinct architectures whose accuracy is queried (completed trials).
-        strategy: strategy name ("nsga2", "random").
+        strategy: strategy name; default :data:`hwnas.search.strategies.DEFAULT` (``frontier``),
+            which needs every candidate's cost before its accuracy is queried (a recorded
+            table, a few-shot predictor, or a live device's reference set measured first).
+            Where no cost can be known up front the CLI runs
+            :data:`~hwnas.search.strategies.FALLBACK` (``nsga3``) instead
+            (:func:`hwnas.search.strategies.default_strategy`), and :func:`hwnas.search.run.
+            prepare` refuses ``frontier`` in one line naming it.
         seed: sampler seed.
         max_latency: latency limit in ms, or None.
         study: Optuna study name.
@@ -58,7 +69,7 @@ class SearchSettings:
     dataset: str = "cifar100"
     objective: str = "latency"
     budget: int = 300
-    strategy: str = "nsga2"
+    strategy: str = DEFAULT
     seed: int = 0
     max_latency: float | None = None
     study: str = ""

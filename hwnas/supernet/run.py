@@ -52,7 +52,7 @@ class SupernetSettings(SearchSettings):
     """
 
     data: str = "digits"
-    epochs: int = 1
+    epochs: int = 5  # the CLI's --epochs default (hwnas.cli.supernet_search takes it from here)
     latency_target: float | None = None
     latency_weight: float | None = None
     batch_size: int = 64

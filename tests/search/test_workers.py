@@ -320,7 +320,9 @@ def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_pat
     monkeypatch.setattr(engine, "POLL_S", 0.2)
     space = get_space("nasbench201")
     storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
-    settings = SearchSettings(space="nasbench201", device="pixel3", budget=6, study="k")
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=6, study="k", strategy="nsga2"
+    )
     ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
     run_search(dataclass_replace(settings, budget=5), space, ev.evaluate, storage)
     study = optuna.load_study(study_name="k", storage=storage)
