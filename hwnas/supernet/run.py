@@ -236,7 +236,8 @@ def search(
 
     cost: Any = None
     if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
-        with reporter.step(f"cost model for {job.device.name} ({s.option('cost')})") as step:
+        costing = f"cost model for {job.device.name} ({s.option('cost')})"
+        with reporter.step(costing, unit="blocks measured") as step:
 
             def cost_log(message: str) -> None:
                 log(message)
@@ -417,8 +418,12 @@ def search(
         "best": _best_summary(result.best, s, data) if result.best is not None else None,
         "derived": {**_best_summary(derived_record, s, data), "rule": _derived_rule(s)},
         # the data the subnets were trained and scored on; table_dataset: the benchmark
-        # table's dataset (table_accuracy, recorded latencies)
-        "settings": {**s.as_dict(), "dataset": data.name, "table_dataset": s.dataset},
+        # table's dataset (table_accuracy, recorded latencies), for a space with a table
+        "settings": {
+            **s.as_dict(),
+            "dataset": data.name,
+            **({"table_dataset": s.dataset} if ability(space, TabulatedSpace) else {}),
+        },
         "device": {
             "name": job.device.name,
             "kind": job.device.kind,

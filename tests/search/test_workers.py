@@ -80,7 +80,7 @@ def test_workers_with_their_own_seeds_share_one_named_study(tmp_path):
     storage = f"sqlite:///{tmp_path / 's.db'}"
     procs = []
     for seed in (1, 2):
-        args = ["search", "--device", "pixel3", "--budget", "40", "--study", "k", "--no-zoo"]
+        args = ["search", "--device", "pixel3", "--budget", "20", "--study", "k", "--no-zoo"]
         args += ["--storage", storage, "--seed", str(seed), "--out", str(tmp_path / f"w{seed}")]
         procs.append(
             subprocess.Popen(
@@ -99,13 +99,13 @@ def test_workers_with_their_own_seeds_share_one_named_study(tmp_path):
     study = optuna.load_study(study_name="k", storage=storage)
     done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     archs = [t.user_attrs["arch"] for t in done]
-    assert len(archs) == 40 == len(set(archs))
+    assert len(archs) == 20 == len(set(archs))
     added = [
         json.loads((tmp_path / f"w{seed}" / "summary.json").read_text())["trials"]
         for seed in (1, 2)
     ]
-    assert [a["completed"] for a in added] == [40, 40]
-    assert sum(a["completed_this_run"] for a in added) == 40
+    assert [a["completed"] for a in added] == [20, 20]
+    assert sum(a["completed_this_run"] for a in added) == 20
 
 
 @pytest.mark.slow
