@@ -6,10 +6,15 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import SEED, artifact_option, storage_option, store_option
+from hwnas.cli.options import SEED, artifact_option, default_of, storage_option, store_option
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.errors import HwnasError
+from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
+from hwnas.search.strategies import DEFAULT, FALLBACK
 from hwnas.spaces import space_option
+
+DATASET = default_of(SearchSettings, "dataset")
+"""The table search's default dataset (the settings type's: one source for code and help)."""
 
 
 @click.command("search")
@@ -19,20 +24,20 @@ from hwnas.spaces import space_option
     default=None,
     callback=space_option,
     help="Search space: a name, or the path of a space file "
-    "(YAML, the space language). Default: nasbench201 (for a supernet strategy: the space of "
-    "its paper).",
+    f"(YAML, the space language). Default: {DEFAULT_SPACE} (for a supernet strategy: the "
+    "space of its paper).",
 )
 @click.option(
     "--dataset",
     default=None,
     help="Dataset of the space's tables: whose accuracy is maximised by table search "
-    "(cifar10, cifar100, imagenet16; default cifar100), and whose network the recorded "
+    f"(cifar10, cifar100, imagenet16; default {DATASET}), and whose network the recorded "
     "latencies are for.",
 )
 @click.option(
     "--objective",
     type=click.Choice(["latency", "energy"]),
-    default="latency",
+    default=default_of(SearchSettings, "objective"),
     show_default=True,
     help="Device cost to minimise (latency in ms, energy in mJ).",
 )
@@ -46,7 +51,7 @@ from hwnas.spaces import space_option
 @click.option(
     "--budget",
     type=int,
-    default=300,
+    default=default_of(SearchSettings, "budget"),
     show_default=True,
     help="Number of distinct architectures whose accuracy is queried (trials).",
 )
@@ -54,9 +59,9 @@ from hwnas.spaces import space_option
     "--strategy",
     default=None,
     help="Table search: frontier, surrogate, exact, nsga2, nsga3, tpe, gp, aging, random. Supernet "
-    "search: darts, gdas, fbnet, proxyless, singlepath, oneshot. Default: frontier wherever "
+    f"search: darts, gdas, fbnet, proxyless, singlepath, oneshot. Default: {DEFAULT} wherever "
     "every candidate's cost can be known before its accuracy is queried (a recorded table, a "
-    "few-shot search, or a live device's reference set measured first), else nsga3.",
+    f"few-shot search, or a live device's reference set measured first), else {FALLBACK}.",
 )
 @click.option(
     "--runtime",
@@ -77,7 +82,13 @@ from hwnas.spaces import space_option
     default=None,
     help="Run folder. Default: runs/<study name>.",
 )
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampler seed.")
+@click.option(
+    "--seed",
+    type=SEED,
+    default=default_of(SearchSettings, "seed"),
+    show_default=True,
+    help="Sampler seed.",
+)
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
 @click.option(
@@ -186,14 +197,13 @@ def search_cmd(
         )
     from hwnas.cli.supernet_search import refuse_processes
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
-    from hwnas.search.engine import SearchSettings
     from hwnas.search.run import prepare, search
 
     refuse_processes(strategy, supernet["nproc"])
     _refuse_supernet_options(strategy, train_zoo)
 
-    space = space or "nasbench201"
-    dataset = dataset or "cifar100"
+    space = space or DEFAULT_SPACE
+    dataset = dataset or DATASET
     settings = SearchSettings(
         space=space,
         device=device,
@@ -214,9 +224,12 @@ def search_cmd(
     trainer = _zoo_trainer(job, supernet, no_zoo) if train_zoo else None
     if job.fewshot is not None:
         described = job.fewshot.describe()
-        Console(stderr=True).print(
+        Console(stderr=True).print(  # one whole line, never folded at the pipe's width
             f"few-shot search: predictor {described['name']} ({described['path']}), "
-            f"at most {job.fewshot.budget} measurements on {settings.device}"
+            f"at most {job.fewshot.budget} measurements on {settings.device}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
     from hwnas.cli.progress import TerminalReporter
 
@@ -403,7 +416,9 @@ def _print_summary(result, summary, out: Path, console) -> None:
     m = summary["measurements"]
     if best:
         console.print(
-            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%  "
+            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%"
+            + (f" ({best['accuracy_source']})" if best.get("accuracy_source") else "")
+            + "  "
             + cost_text(best, s.metric)
         )
     else:
@@ -525,4 +540,4 @@ def _default_strategy(device, space, objective, runtime, predictor, measurement_
 
     dev = get_device(device, runtime=runtime)
     fewshot = predictor is not None or measurement_budget is not None or not dev.can_measure
-    return default_strategy(get_space(space or "nasbench201"), dev, OBJECTIVES[objective], fewshot)
+    return default_strategy(get_space(space or DEFAULT_SPACE), dev, OBJECTIVES[objective], fewshot)

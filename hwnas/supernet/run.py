@@ -26,6 +26,7 @@ from hwnas.devices import Device
 from hwnas.errors import HwnasError
 from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
+from hwnas.progress import SILENT, Reporter
 from hwnas.search.engine import SearchSettings, load_study, run_search
 from hwnas.search.evaluate import OBJECTIVES, Evaluation
 from hwnas.search.problem import open_problem, resolve
@@ -51,7 +52,7 @@ class SupernetSettings(SearchSettings):
     """
 
     data: str = "digits"
-    epochs: int = 1
+    epochs: int = 5  # the CLI's --epochs default (hwnas.cli.supernet_search takes it from here)
     latency_target: float | None = None
     latency_weight: float | None = None
     batch_size: int = 64
@@ -170,8 +171,13 @@ def search(
     log: Callable[[str], None] | None = None,
     zoo: bool = True,
     artifact_dir: Path | None = None,
+    reporter: Reporter = SILENT,
 ) -> tuple[Any, dict[str, Any]]:
     """Train, derive, evaluate and report a supernet search; writes the run folder.
+
+    ``reporter`` shows each long stage as a step (:mod:`hwnas.progress`): the cost model
+    (blocks measured), supernet training (steps, with ETA), derivation (subnets scored),
+    fine-tuning and measuring the candidates, the zoo; ``log`` gets one-off lines.
 
     Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
     supernet together (:mod:`hwnas.supernet.distributed`), then rank 0 alone derives,
@@ -195,6 +201,7 @@ def search(
 
     ranks = distributed.ranks_from_env()
     log = (log if ranks.main else None) or (lambda _m: None)
+    reporter = reporter if ranks.main else SILENT
     started = time.time()
     s, space, data = job.settings, job.space, job.data
     torch.set_num_threads(max(1, int(s.option("threads"))))
@@ -227,21 +234,28 @@ def search(
     if tdev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
 
-    log(f"cost model for {job.device.name} ({s.option('cost')})")
     cost: Any = None
     if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
-        try:
-            cost = cost_model_for(
-                net,
-                job.device,
-                job.profiler,
-                s.metric,
-                str(s.option("cost")),
-                str(s.option("predictor")) or None,
-                log=log,
-            )
-        except HwnasError as exc:
-            cost = exc
+        costing = f"cost model for {job.device.name} ({s.option('cost')})"
+        with reporter.step(costing, unit="blocks measured") as step:
+
+            def cost_log(message: str) -> None:
+                log(message)
+                step.update(status=message)
+
+            try:
+                cost = cost_model_for(
+                    net,
+                    job.device,
+                    job.profiler,
+                    s.metric,
+                    str(s.option("cost")),
+                    str(s.option("predictor")) or None,
+                    log=cost_log,
+                    on_block=lambda label: step.advance(status=f"measured block {label}"),
+                )
+            except HwnasError as exc:
+                cost = exc
     cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
     if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
         log(_fit_line(cost))
@@ -269,19 +283,27 @@ def search(
         log(f"resuming from {ckpt} after epoch {start_epoch}")
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
-    for epoch in range(start_epoch, s.epochs):
-        st = search_epoch(strategy, data.train, data.val, s.batch_size, epoch, tdev, ranks)
-        history.append(st.__dict__)
-        # strategies without architecture steps (oneshot) have no hardware term to show
-        hw_part = f", hw {st.hw_loss:.3f}" if np.isfinite(st.hw_loss) else ""
-        log(
-            f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}{hw_part}, "
-            f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
-        )
-        if ranks.main:
-            save_checkpoint(
-                ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(), history
+    training = reporter.step("supernet training", total=s.epochs * steps_per_epoch, unit="steps")
+    with training:
+        training.update(start_epoch * steps_per_epoch)
+        for epoch in range(start_epoch, s.epochs):
+            training.update(status=f"epoch {epoch + 1}/{s.epochs}")
+            st = search_epoch(
+                strategy, data.train, data.val, s.batch_size, epoch, tdev, ranks,
+                on_step=training.advance,
+            )  # fmt: skip
+            history.append(st.__dict__)
+            # strategies without architecture steps (oneshot) have no hardware term to show
+            hw_part = f", hw {st.hw_loss:.3f}" if np.isfinite(st.hw_loss) else ""
+            log(
+                f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}{hw_part}, "
+                f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
             )
+            if ranks.main:
+                save_checkpoint(
+                    ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(),
+                    history,
+                )  # fmt: skip
     turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         distributed.stop()
@@ -290,7 +312,14 @@ def search(
             return None, {}
 
     evaluator = SubnetEvaluator(job, net, cost, tdev)
-    candidates = strategy.finish(evaluator.inherited_val_accuracy)
+    with reporter.step(f"derivation ({s.strategy})", unit="subnets scored") as step:
+
+        def inherited(arch) -> float:
+            acc = evaluator.inherited_val_accuracy(arch)
+            step.advance()
+            return acc
+
+        candidates = strategy.finish(inherited)
     derived = candidates[0]
     log(f"derived: {derived.text}")
     from hwnas.predictors.kernels.cost import deployed_report
@@ -315,19 +344,30 @@ def search(
         roles.setdefault(a.text, "derived" if i == 0 else "candidate")
     evaluated: dict[str, dict[str, Any]] = {}
 
+    scoring = reporter.step(
+        f"fine-tuning and measuring candidates on {job.device.name}",
+        total=len(roles),
+        unit="subnets",
+    )
+
     def score(arch) -> SubnetEvaluation:
+        scoring.update(status=f"now {arch.text}")
         e = evaluator.evaluate(arch, role=roles[arch.text])
         evaluated[arch.text] = e
+        scoring.advance(status="")
         return SubnetEvaluation.of(e, s.metric)
 
     # the candidates go through the engine like any strategy's proposals: claimed, scored
     # once, recorded, interrupted trials told, workers sharing the study
-    result = run_search(s, space, score, job.storage, proposals=candidates)
+    with scoring:
+        result = run_search(s, space, score, job.storage, proposals=candidates)
     records = result.records
     derived_record = next((r for r in reversed(records) if r.arch == derived.text), None)
     if derived_record is None:
         raise HwnasError(f"the derived architecture {derived.text} could not be measured")
-    result.best = derived_record
+    # result.best stays the engine's answer to best_rule over the front written to pareto.csv
+    # (a candidate can beat the derived architecture on both axes); the derived one is
+    # reported beside it as "derived"
     if zoo:  # candidates scored by an earlier run of this study: their trained weights again
         for a in dict.fromkeys(candidates):
             if a.text not in evaluated and any(r.arch == a.text for r in records):
@@ -371,11 +411,19 @@ def search(
                 }
                 for a, e in trained.items()
             },
+            reporter=reporter,
         )
     store = job.profiler.store
-    best = _best_summary(derived_record, s, data)
     extra = {
-        "best": best,
+        "best": _best_summary(result.best, s, data) if result.best is not None else None,
+        "derived": {**_best_summary(derived_record, s, data), "rule": _derived_rule(s)},
+        # the data the subnets were trained and scored on; table_dataset: the benchmark
+        # table's dataset (table_accuracy, recorded latencies), for a space with a table
+        "settings": {
+            **s.as_dict(),
+            "dataset": data.name,
+            **({"table_dataset": s.dataset} if ability(space, TabulatedSpace) else {}),
+        },
         "device": {
             "name": job.device.name,
             "kind": job.device.kind,
@@ -425,6 +473,8 @@ def _fit_line(cost) -> str:
 
 
 def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
+    """A scored subnet in ``summary.json``: accuracy and cost with their sources (``best``,
+    ``derived``)."""
     out: dict[str, Any] = {"arch": r.arch, "trial": r.number}
     out["accuracy"] = r.accuracy
     out["accuracy_label"] = r.attrs.get("accuracy_source", "")
@@ -441,12 +491,16 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     ):
         if k in r.attrs:
             out[k] = r.attrs[k]
-    out["rule"] = (
+    return out
+
+
+def _derived_rule(s: SupernetSettings) -> str:
+    """How the derived architecture was chosen (the ``rule`` of ``derived`` in the summary)."""
+    return (
         f"architecture derived by {s.strategy}"
         + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
         + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
     )
-    return out
 
 
 @dataclass(frozen=True)
