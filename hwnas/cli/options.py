@@ -59,6 +59,23 @@ RUNTIME = Registered("hwnas.runtimes:RUNTIMES")
 """``--runtime``: a registered runtime (:data:`hwnas.runtimes.RUNTIMES`)."""
 
 
+def default_of(settings_type: type, name: str):
+    """The default of the field ``name`` of a settings dataclass (:class:`hwnas.search.engine.
+    SearchSettings`, :class:`hwnas.jobs.supernet.SupernetSettings`): the one source of an
+    option's default, so ``--help``, a Python caller and the docs (``tests/test_defaults.py``)
+    cannot drift apart.
+
+    Raises:
+        KeyError: the type has no such field, or it has no plain default.
+    """
+    import dataclasses
+
+    for f in dataclasses.fields(settings_type):
+        if f.name == name and f.default is not dataclasses.MISSING:
+            return f.default
+    raise KeyError(f"{settings_type.__name__}.{name} has no default")
+
+
 def _store_value(_ctx, _param, value):
     """A database URL stays a string; anything else is a file path."""
     if value is None or "://" in value:

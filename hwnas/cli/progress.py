@@ -53,6 +53,7 @@ class TerminalReporter(Reporter):
         self.console = console
         self.live = console.is_terminal
         self._bars: dict[int, tuple[object, int]] = {}
+        self._progress: object | None = None
         self._last: dict[int, tuple[float, int]] = {}
         self._open: dict[int, Step] = {}
         self._lock = threading.Lock()
@@ -63,27 +64,31 @@ class TerminalReporter(Reporter):
 
     def opened(self, step: Step) -> None:
         if self.live:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            # one live display for every open step (rich allows one at a time): a step opened
+            # inside another (few-shot calibration within a search) is a second row of it
+            if not self._bars:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
 
-            bar = Progress(
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[status]}", markup=False),
-                console=self.console,
-                transient=False,
-            )
-            bar.start()
+                self._progress = Progress(
+                    TextColumn("{task.description}", markup=False),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TextColumn("ETA"),
+                    TimeRemainingColumn(),
+                    TextColumn("{task.fields[status]}", markup=False),
+                    console=self.console,
+                    transient=False,
+                )
+                self._progress.start()
+            bar = self._progress
             self._bars[id(step)] = (bar, bar.add_task(step.name, total=step.total, status=""))
             return
         with self._lock:
@@ -121,7 +126,8 @@ class TerminalReporter(Reporter):
         if self.live:
             bar, task = self._bars.pop(id(step))
             bar.update(task, completed=step.done, status=step.status)  # type: ignore[attr-defined]
-            bar.stop()  # type: ignore[attr-defined]
+            if not self._bars:
+                bar.stop()  # type: ignore[attr-defined]
         else:
             with self._lock:
                 self._open.pop(id(step), None)

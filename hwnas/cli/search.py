@@ -6,10 +6,22 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import RUNTIME, SEED, LiveHelp, artifact_option, storage_option, store_option
+from hwnas.cli.options import (
+    RUNTIME,
+    SEED,
+    LiveHelp,
+    artifact_option,
+    default_of,
+    storage_option,
+    store_option,
+)
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.errors import HwnasError
+from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
 from hwnas.spaces import space_option
+
+DATASET = default_of(SearchSettings, "dataset")
+"""The table search's default dataset (the settings type's: one source for code and help)."""
 
 
 @click.command("search")
@@ -19,20 +31,20 @@ from hwnas.spaces import space_option
     default=None,
     callback=space_option,
     help="Search space: a name, or the path of a space file "
-    "(YAML, the space language). Default: nasbench201 (for a supernet strategy: the space of "
-    "its paper).",
+    f"(YAML, the space language). Default: {DEFAULT_SPACE} (for a supernet strategy: the "
+    "space of its paper).",
 )
 @click.option(
     "--dataset",
     default=None,
     help="Dataset of the space's tables: whose accuracy is maximised by table search "
-    "(cifar10, cifar100, imagenet16; default cifar100), and whose network the recorded "
+    f"(cifar10, cifar100, imagenet16; default {DATASET}), and whose network the recorded "
     "latencies are for.",
 )
 @click.option(
     "--objective",
     type=click.Choice(["latency", "energy"]),
-    default="latency",
+    default=default_of(SearchSettings, "objective"),
     show_default=True,
     help="Device cost to minimise (latency in ms, energy in mJ).",
 )
@@ -46,7 +58,7 @@ from hwnas.spaces import space_option
 @click.option(
     "--budget",
     type=int,
-    default=300,
+    default=default_of(SearchSettings, "budget"),
     show_default=True,
     help="Number of distinct architectures whose accuracy is queried (trials).",
 )
@@ -75,7 +87,13 @@ from hwnas.spaces import space_option
     default=None,
     help="Run folder. Default: runs/<study name>.",
 )
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampler seed.")
+@click.option(
+    "--seed",
+    type=SEED,
+    default=default_of(SearchSettings, "seed"),
+    show_default=True,
+    help="Sampler seed.",
+)
 @store_option
 @click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
 @click.option(
@@ -214,9 +232,12 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     fewshot = job.prepared.fewshot
     if fewshot is not None:
         described = fewshot.describe()
-        Console(stderr=True).print(
+        Console(stderr=True).print(  # one whole line, never folded at the pipe's width
             f"few-shot search: predictor {described['name']} ({described['path']}), "
-            f"at most {fewshot.budget} measurements on {settings.device}"
+            f"at most {fewshot.budget} measurements on {settings.device}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
     return out, trainer
 
@@ -353,7 +374,9 @@ def _print_summary(result, summary, out: Path, console) -> None:
     m = summary["measurements"]
     if best:
         console.print(
-            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%  "
+            f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%"
+            + (f" ({best['accuracy_source']})" if best.get("accuracy_source") else "")
+            + "  "
             + cost_text(best, s.metric)
         )
     else:

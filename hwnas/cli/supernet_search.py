@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from hwnas.cli.options import default_of
 from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.jobs.supernet import SupernetSettings
 from hwnas.supernet.settings import help_text as settings_help
 
 
@@ -16,14 +18,18 @@ def supernet_options(f):
     options = [
         click.option(
             "--data",
-            default="digits",
+            default=default_of(SupernetSettings, "data"),
             show_default=True,
             help="Supernet strategies: training data, 'digits' (scikit-learn's bundled digits) "
             "or a folder (CIFAR-10/100 python-pickle folder, or one sub-folder of images per "
             "class).",
         ),
         click.option(
-            "--epochs", type=int, default=5, show_default=True, help="Supernet training epochs."
+            "--epochs",
+            type=int,
+            default=default_of(SupernetSettings, "epochs"),
+            show_default=True,
+            help="Supernet training epochs.",
         ),
         click.option(
             "--latency-target",
@@ -41,11 +47,16 @@ def supernet_options(f):
             help="Supernet strategies: penalty weight of the expected latency relative to "
             "the space's average (0 = accuracy only).",
         ),
-        click.option("--batch-size", type=int, default=64, show_default=True),
+        click.option(
+            "--batch-size",
+            type=int,
+            default=default_of(SupernetSettings, "batch_size"),
+            show_default=True,
+        ),
         click.option(
             "--finetune-epochs",
             type=int,
-            default=2,
+            default=default_of(SupernetSettings, "finetune_epochs"),
             show_default=True,
             help="Fine-tuning epochs of each extracted subnet before its held-out accuracy.",
         ),
@@ -148,10 +159,13 @@ def run_supernet_search(
 
 
 def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
-    """The subnets handed out, the derived architecture, the run folder and the study."""
+    """The subnets handed out, the best (by the run's rule) and derived architectures with
+    their units, the run folder and the study."""
     from hwnas.cli.render import print_table, text_line
+    from hwnas.cli.search import UNITS, cost_text
 
-    columns = ("role", "arch", f"{data_name} test acc %", s.metric, "source")
+    unit = UNITS[s.metric]
+    columns = ("role", "arch", f"{data_name} test acc %", f"{s.metric} ({unit})", "source")
     rows = [
         (
             c["role"],
@@ -170,11 +184,18 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
         keys=("arch",),
         label="role",
     )
-    best = summary["best"]
-    line = f"derived: {best['arch']}  {best['accuracy']:.2f}% ({best['accuracy_label']})"
-    if "table_accuracy" in best:
-        line += f"; table accuracy {best['table_accuracy']:.2f}% ({best['table_accuracy_label']})"
-    text_line(console, line)
+    best, derived = summary["best"], summary["derived"]
+    if best is None:
+        text_line(console, f"no architecture met --max-latency {s.max_latency:g} ms")
+    shown = ((f"best ({summary['best_rule']})", best), (f"derived ({derived['rule']})", derived))
+    for label, r in shown:
+        if r is None:
+            continue
+        accuracy = f"{r['accuracy']:.2f}% ({r['accuracy_label']})"
+        line = f"{label}: {r['arch']}  {accuracy}  {cost_text(r, s.metric)}"
+        if "table_accuracy" in r:
+            line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
+        text_line(console, line)
     text_line(
         console,
         f"run folder: {out}  (supernet.pt, pareto.csv, pareto.png, summary.json, "

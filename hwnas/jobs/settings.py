@@ -52,13 +52,14 @@ def default_strategy(
         HwnasError: unknown device, space or runtime (the same one-line errors as the search).
     """
     from hwnas.devices import get_device
+    from hwnas.search.engine import DEFAULT_SPACE
     from hwnas.search.evaluate import OBJECTIVES
     from hwnas.search.strategies import default_strategy as resolve
     from hwnas.spaces import get_space
 
     dev = get_device(device, runtime=runtime)
     fewshot = predictor is not None or measurement_budget is not None or not dev.can_measure
-    return resolve(get_space(space or "nasbench201"), dev, OBJECTIVES[objective], fewshot)
+    return resolve(get_space(space or DEFAULT_SPACE), dev, OBJECTIVES[objective], fewshot)
 
 
 def parse_settings(items: Collection[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -158,7 +159,7 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
 
 
 def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
-    from hwnas.search.engine import SearchSettings
+    from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
 
     o = {**_defaults(SearchSettings), **o}
     refuse_processes(strategy, o.get("nproc"))
@@ -175,9 +176,9 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
             f"'{strategy}'{zoo}"
         )
     return SearchSettings(
-        space=o.get("space") or "nasbench201",
+        space=o.get("space") or DEFAULT_SPACE,
         device=o["device"],
-        dataset=o.get("dataset") or "cifar100",
+        dataset=o.get("dataset") or _default(SearchSettings, "dataset"),
         objective=o["objective"],
         budget=o["budget"],
         strategy=strategy,

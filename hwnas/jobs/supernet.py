@@ -53,7 +53,7 @@ class SupernetSettings(SearchSettings):
     """
 
     data: str = "digits"
-    epochs: int = 5
+    epochs: int = 5  # the CLI's --epochs default (hwnas.cli.supernet_search takes it from here)
     latency_target: float | None = None
     latency_weight: float | None = None
     batch_size: int = 64
@@ -190,6 +190,10 @@ def search(
     engine: fine-tuned, measured, recorded), then the run folder
     (:func:`hwnas.jobs.output.write_run`).
 
+    ``reporter`` shows each long stage as a step (:mod:`hwnas.progress`): the cost model
+    (blocks measured), supernet training (steps, with ETA), derivation (subnets scored),
+    fine-tuning and measuring the candidates, the zoo; ``log`` gets one-off lines.
+
     Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
     supernet together (:mod:`hwnas.supernet.distributed`), then rank 0 alone derives,
     evaluates and writes, and the others return at once.
@@ -205,12 +209,13 @@ def search(
 
     ranks = distributed.ranks_from_env()
     log = (log if ranks.main else None) or (lambda _m: None)
+    reporter = reporter if ranks.main else SILENT
     started = time.time()
-    t = _train(job, out, log, ranks)
+    t = _train(job, out, log, ranks, reporter)
     if t is None:  # a rank other than 0: rank 0 reports
         return None, {}
-    d = _derive(job, t, log)
-    result, evaluated, derived_record, described = _score(job, t, d, zoo)
+    d = _derive(job, t, log, reporter)
+    result, evaluated, derived_record, described = _score(job, t, d, zoo, reporter)
     output = _output(job, t, d, result, evaluated, derived_record, described, started)
     return result, write_run(out, output, zoo, reporter, artifact_dir=artifact_dir)
 
@@ -240,7 +245,7 @@ class _Derived:
 
 
 def _train(
-    job: PreparedSupernetSearch, out: Path, log: Callable[[str], None], ranks
+    job: PreparedSupernetSearch, out: Path, log: Callable[[str], None], ranks, reporter: Reporter
 ) -> _Trained | None:
     """Build the supernet, its cost model and hardware term, and train it (resuming from the
     run folder's checkpoint; one worker of the study trains, the others reuse it). None on a
@@ -282,7 +287,7 @@ def _train(
     if tdev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
 
-    cost, hw = _hardware(job, net, ranks, log)
+    cost, hw = _hardware(job, net, ranks, log, reporter)
     strategy_opts = strategy_options(s.options, s.strategy)
     steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
     cls = SUPERNET_STRATEGIES.get(s.strategy)
@@ -297,19 +302,27 @@ def _train(
         log(f"resuming from {ckpt} after epoch {start_epoch}")
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
-    for epoch in range(start_epoch, s.epochs):
-        st = search_epoch(strategy, data.train, data.val, s.batch_size, epoch, tdev, ranks)
-        history.append(st.__dict__)
-        # strategies without architecture steps (oneshot) have no hardware term to show
-        hw_part = f", hw {st.hw_loss:.3f}" if np.isfinite(st.hw_loss) else ""
-        log(
-            f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}{hw_part}, "
-            f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
-        )
-        if ranks.main:
-            save_checkpoint(
-                ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(), history
+    training = reporter.step("supernet training", total=s.epochs * steps_per_epoch, unit="steps")
+    with training:
+        training.update(start_epoch * steps_per_epoch)
+        for epoch in range(start_epoch, s.epochs):
+            training.update(status=f"epoch {epoch + 1}/{s.epochs}")
+            st = search_epoch(
+                strategy, data.train, data.val, s.batch_size, epoch, tdev, ranks,
+                on_step=training.advance,
+            )  # fmt: skip
+            history.append(st.__dict__)
+            # strategies without architecture steps (oneshot) have no hardware term to show
+            hw_part = f", hw {st.hw_loss:.3f}" if np.isfinite(st.hw_loss) else ""
+            log(
+                f"epoch {epoch + 1}/{s.epochs}: loss {st.loss:.3f}{hw_part}, "
+                f"{st.seconds:.1f} s, peak {st.peak_mib:.0f} MiB"
             )
+            if ranks.main:
+                save_checkpoint(
+                    ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(),
+                    history,
+                )  # fmt: skip
     turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         distributed.stop()
@@ -320,7 +333,7 @@ def _train(
     return _Trained(net, strategy, cost, hw, history, tdev, ckpt)
 
 
-def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None]):
+def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None], reporter):
     """The supernet's cost model (made on rank 0, shared with the others) and its hardware
     term; returns (cost model, :class:`~hwnas.supernet.cost.HardwareLoss`).
 
@@ -333,21 +346,28 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
 
     s, space = job.settings, job.space
-    log(f"cost model for {job.device.name} ({s.option('cost')})")
     cost: Any = None
     if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
-        try:
-            cost = cost_model_for(
-                net,
-                job.device,
-                job.profiler,
-                s.metric,
-                s.option("cost"),
-                s.option("predictor") or None,
-                log=log,
-            )
-        except HwnasError as exc:
-            cost = exc
+        costing = f"cost model for {job.device.name} ({s.option('cost')})"
+        with reporter.step(costing, unit="blocks measured") as step:
+
+            def cost_log(message: str) -> None:
+                log(message)
+                step.update(status=message)
+
+            try:
+                cost = cost_model_for(
+                    net,
+                    job.device,
+                    job.profiler,
+                    s.metric,
+                    s.option("cost"),
+                    s.option("predictor") or None,
+                    log=cost_log,
+                    on_block=lambda label: step.advance(status=f"measured block {label}"),
+                )
+            except HwnasError as exc:
+                cost = exc
     cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
     if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
         log(_fit_line(cost))
@@ -364,7 +384,9 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     return cost, hw
 
 
-def _derive(job: PreparedSupernetSearch, t: _Trained, log: Callable[[str], None]) -> _Derived:
+def _derive(
+    job: PreparedSupernetSearch, t: _Trained, log: Callable[[str], None], reporter: Reporter
+) -> _Derived:
     """The strategy's candidates (the derived architecture first), the deployed network's
     predicted-vs-measured report, and the distribution's own argmax."""
     import torch
@@ -372,7 +394,14 @@ def _derive(job: PreparedSupernetSearch, t: _Trained, log: Callable[[str], None]
     s, space = job.settings, job.space
     net, strategy, cost, tdev = t.net, t.strategy, t.cost, t.tdev
     evaluator = SubnetEvaluator(job, net, cost, tdev)
-    candidates = strategy.finish(evaluator.inherited_val_accuracy)
+    with reporter.step(f"derivation ({s.strategy})", unit="subnets scored") as step:
+
+        def inherited(arch) -> float:
+            acc = evaluator.inherited_val_accuracy(arch)
+            step.advance()
+            return acc
+
+        candidates = strategy.finish(inherited)
     derived = candidates[0]
     log(f"derived: {derived.text}")
     from hwnas.predictors.kernels.cost import deployed_report
@@ -395,7 +424,7 @@ def _derive(job: PreparedSupernetSearch, t: _Trained, log: Callable[[str], None]
     return _Derived(evaluator, candidates, derived, deployed, argmax_info)
 
 
-def _score(job: PreparedSupernetSearch, t: _Trained, d: _Derived, zoo: bool):
+def _score(job: PreparedSupernetSearch, t: _Trained, d: _Derived, zoo: bool, reporter: Reporter):
     """The candidates through the engine like any strategy's proposals (claimed, fine-tuned
     and measured once, recorded; workers share the study); returns (the result, this run's
     evaluations by arch, the derived architecture's record, the candidates' descriptions).
@@ -410,19 +439,30 @@ def _score(job: PreparedSupernetSearch, t: _Trained, d: _Derived, zoo: bool):
         roles.setdefault(a.text, "derived" if i == 0 else "candidate")
     evaluated: dict[str, dict[str, Any]] = {}
 
+    scoring = reporter.step(
+        f"fine-tuning and measuring candidates on {job.device.name}",
+        total=len(roles),
+        unit="subnets",
+    )
+
     def score(arch) -> SubnetEvaluation:
+        scoring.update(status=f"now {arch.text}")
         e = evaluator.evaluate(arch, role=roles[arch.text])
         evaluated[arch.text] = e
+        scoring.advance(status="")
         return SubnetEvaluation.of(e, s.metric)
 
     # the candidates go through the engine like any strategy's proposals: claimed, scored
     # once, recorded, interrupted trials told, workers sharing the study
-    result = run_search(s, space, score, job.storage, proposals=candidates)
+    with scoring:
+        result = run_search(s, space, score, job.storage, proposals=candidates)
     records = result.records
     derived_record = next((r for r in reversed(records) if r.arch == derived.text), None)
     if derived_record is None:
         raise HwnasError(f"the derived architecture {derived.text} could not be measured")
-    result.best = derived_record
+    # result.best stays the engine's answer to best_rule over the front written to pareto.csv
+    # (a candidate can beat the derived architecture on both axes); the derived one is
+    # reported beside it as "derived"
     if zoo:  # candidates scored by an earlier run of this study: their trained weights again
         for a in dict.fromkeys(candidates):
             if a.text not in evaluated and any(r.arch == a.text for r in records):
@@ -448,11 +488,20 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
         zoo_records.append(derived_record)
     zoo_records = [r for r in zoo_records if r.arch in trained]
     store = job.profiler.store
-    best = _best_summary(derived_record, s, data)
+    best = _best_summary(result.best, s, data) if result.best is not None else None
+    derived = {**_best_summary(derived_record, s, data), "rule": _derived_rule(s)}
 
     def summary(zoo_models: int, _zoo_s: float) -> dict[str, Any]:
         return {
             "best": best,
+            "derived": derived,
+            # the data the subnets were trained and scored on; table_dataset: the benchmark
+            # table's dataset (table_accuracy, recorded latencies), for a space with a table
+            "settings": {
+                **s.as_dict(),
+                "dataset": data.name,
+                **({"table_dataset": s.dataset} if ability(space, TabulatedSpace) else {}),
+            },
             "device": {
                 "name": job.device.name,
                 "kind": job.device.kind,
@@ -524,6 +573,8 @@ def _fit_line(cost) -> str:
 
 
 def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
+    """A scored subnet in ``summary.json``: accuracy and cost with their sources (``best``,
+    ``derived``)."""
     out: dict[str, Any] = {"arch": r.arch, "trial": r.number}
     out["accuracy"] = r.accuracy
     out["accuracy_label"] = r.attrs.get("accuracy_source", "")
@@ -540,12 +591,16 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     ):
         if k in r.attrs:
             out[k] = r.attrs[k]
-    out["rule"] = (
+    return out
+
+
+def _derived_rule(s: SupernetSettings) -> str:
+    """How the derived architecture was chosen (the ``rule`` of ``derived`` in the summary)."""
+    return (
         f"architecture derived by {s.strategy}"
         + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
         + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
     )
-    return out
 
 
 @dataclass(frozen=True)

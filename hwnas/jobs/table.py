@@ -184,7 +184,8 @@ def search(
             ``failed`` (skipped: the runtime failed). The CLI's progress line.
         artifact_dir: the study's artifact store (:mod:`hwnas.search.publish`; default
             ``artifacts/`` in the hwnas home), where the run's files are uploaded.
-        reporter: shows the zoo export's progress (:mod:`hwnas.progress`).
+        reporter: shows the zoo export's progress, and a few-shot search's calibration and
+            verification (:mod:`hwnas.progress`).
 
     Returns:
         (the result, the summary written to ``summary.json``).
@@ -201,8 +202,9 @@ def search(
     try:
         if job.fewshot is not None:
             result, fewshot_extra, evaluator = run_fewshot(
-                settings, space, profiler, job.fewshot, job.storage, on_trial, costs=job.costs
-            )
+                settings, space, profiler, job.fewshot, job.storage, on_trial, costs=job.costs,
+                reporter=reporter,
+            )  # fmt: skip
         else:
             result = run_search(
                 settings,

@@ -38,21 +38,32 @@ from hwnas.search.ledger import (
     trial_id,
 )
 from hwnas.search.pareto import pareto_order
-from hwnas.search.strategies import TABLE_STRATEGIES, pipeline_of
+from hwnas.search.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.spaces.base import Arch, SearchSpace
+
+DEFAULT_SPACE = "nasbench201"
+"""The search space of a table search when none is named (``hwnas search --space``)."""
 
 
 @dataclass
 class SearchSettings:
-    """What to search for.
+    """What to search for. The field defaults are the defaults of ``hwnas search`` (its options
+    take them from here, and ``tests/test_defaults.py`` checks README, the docs and ``--help``
+    against them).
 
     Attributes:
-        space: search-space name.
+        space: search-space name (the CLI's default: :data:`DEFAULT_SPACE`).
         device: device name.
         dataset: dataset whose accuracy is maximised.
         objective: "latency" (ms) or "energy" (mJ), minimised.
         budget: number of distinct architectures whose accuracy is queried (completed trials).
-        strategy: strategy name ("nsga2", "random").
+        strategy: strategy name; default :data:`hwnas.search.strategies.DEFAULT` (``frontier``),
+            which needs every candidate's cost before its accuracy is queried (a recorded
+            table, a few-shot predictor, or a live device's reference set measured first).
+            Where no cost can be known up front the CLI runs
+            :data:`~hwnas.search.strategies.FALLBACK` (``nsga3``) instead
+            (:func:`hwnas.search.strategies.default_strategy`), and :func:`hwnas.jobs.table.
+            prepare` refuses ``frontier`` in one line naming it.
         seed: sampler seed.
         max_latency: latency limit in ms, or None.
         study: Optuna study name.
@@ -64,7 +75,7 @@ class SearchSettings:
     dataset: str = "cifar100"
     objective: str = "latency"
     budget: int = 300
-    strategy: str = "nsga2"
+    strategy: str = DEFAULT
     seed: int = 0
     max_latency: float | None = None
     study: str = ""
@@ -302,7 +313,8 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
     """Create or load the study (``load_if_exists``), checking it belongs to this search.
 
     Raises:
-        HwnasError: the storage is unreachable, or the study name is used by another search.
+        HwnasError: the storage is unreachable, or the study name is used by another search
+            (settings other than :data:`NOT_IDENTITY` differ).
     """
     import optuna
 
@@ -326,12 +338,24 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # set_metric_names is experimental
             study.set_metric_names(["accuracy_pct", directions_metric])
-    elif {k: v for k, v in saved.items() if k != "budget"} != mine:
+    elif _identity(saved) != _identity(mine):
         raise HwnasError(
             f"study '{settings.study}' in this storage was made by a different search "
             f"({saved}); pick another --study name"
         )
     return study
+
+
+NOT_IDENTITY = ("budget", "seed")
+"""Settings that are not part of a study's identity: a rerun may extend the budget, and each
+worker of a named study (``--study``) may have its own ``--seed``, as Optuna's practice is (its
+proposals stay a function of its seed and the study's trials, :mod:`hwnas.search.seeding`).
+A default study name holds the seed, so there another seed is another study."""
+
+
+def _identity(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings that make a study the same search (all but :data:`NOT_IDENTITY`)."""
+    return {k: v for k, v in settings.items() if k not in NOT_IDENTITY}
 
 
 def _fail_orphans(ledger: StudyLedger) -> None:

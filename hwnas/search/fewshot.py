@@ -35,6 +35,7 @@ from hwnas.errors import HwnasError
 from hwnas.measure import NoisyMeasurementError, Profiler, arch_workload
 from hwnas.predictors import Predictor
 from hwnas.predictors.calibration import reference_archs
+from hwnas.progress import SILENT, Reporter
 from hwnas.search.costs import CostContext, PredictorCostModel, calibrate
 from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord, run_search, summarise
 from hwnas.search.evaluate import Evaluation
@@ -250,8 +251,10 @@ def run_fewshot(
     on_trial: Callable[[int, TrialRecord | None], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
     costs: CostContext | None = None,
+    reporter: Reporter = SILENT,
 ) -> tuple[SearchResult, dict[str, Any], PredictedEvaluator]:
-    """Calibrate, search on predicted costs, verify by measurement.
+    """Calibrate, search on predicted costs, verify by measurement (the calibration and the
+    verification measurements are ``reporter`` steps, :mod:`hwnas.progress`).
 
     Cost-aware strategies (``frontier``, ``surrogate``) get the adapted predictors as the costs
     of every candidate (``costs`` gives the limit and budget; its cost functions are replaced).
@@ -269,11 +272,14 @@ def run_fewshot(
     budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
     cal = calibration_archs(space, budget, can_measure)
     say(f"calibration: {len(cal)} reference architectures on {device.name}")
-    for arch in cal:
-        try:
-            budget.measure(arch)
-        except NoisyMeasurementError:  # stayed too noisy: calibrate on the others
-            say(f"calibration: {arch.text} left out (too noisy to measure)")
+    with reporter.step(f"calibration on {device.name}", total=len(cal), unit="archs") as step:
+        for arch in cal:
+            step.update(status=f"now {arch.text}")
+            try:
+                budget.measure(arch)
+            except NoisyMeasurementError:  # stayed too noisy: calibrate on the others
+                say(f"calibration: {arch.text} left out (too noisy to measure)")
+            step.advance(status="")
     if budget.used < 3:
         raise HwnasError(
             f"device '{device.name}' gave {budget.used} calibration values for space "
@@ -290,7 +296,10 @@ def run_fewshot(
     )
     result = run_search(settings, space, evaluator.evaluate, storage, on_trial, costs=costs)
     say("verification by measurement")
-    verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
+    used = budget.used
+    with reporter.step(f"verification on {device.name}", unit="measurements") as step:
+        verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
+        step.update(budget.used - used)
     records = [_with_measured(r, budget) for r in result.records]
     final = summarise(settings, records, result.trials_total, result.new_trials)
     if settings.max_latency is not None:
@@ -309,6 +318,12 @@ def run_fewshot(
             else None
         ),
     }
+    if settings.max_latency is not None:  # best is the verified one, not the front's top
+        extra["best_rule"] = (
+            f"most accurate architecture whose latency measured on the device is <= "
+            f"{settings.max_latency:g} ms, among those the measurement budget verified "
+            "(best_verified false: none could be, the most accurate predicted within it)"
+        )
     return final, extra, evaluator
 
 

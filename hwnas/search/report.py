@@ -85,18 +85,27 @@ def plot_front(
 
 
 def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
+    """A trial in ``summary.json``: arch, accuracy (%) and its source, each cost (ms, mJ) and
+    its source, the trial number."""
     if r is None:
         return None
-    out: dict[str, Any] = {"arch": r.arch, "accuracy": r.accuracy, "trial": r.number}
+    out: dict[str, Any] = {
+        "arch": r.arch,
+        "accuracy": r.accuracy,
+        "accuracy_source": r.attrs.get("accuracy_source", ""),
+        "trial": r.number,
+    }
     for m, v in r.costs.items():
         out[m] = v
+        out[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
     return out
 
 
 def write_summary(
     path: Path, result: SearchResult, extra: dict[str, Any], elapsed_s: float
 ) -> dict[str, Any]:
-    """``summary.json``: settings, counts, the Pareto set size, ``best``, and ``zoo_files``
+    """``summary.json``: settings, counts, the Pareto set size, ``best`` (the answer to
+    ``best_rule`` over the front written to ``pareto.csv``), the objective's unit, and ``zoo_files``
     (the sha256 of each zoo entry's card and model: :func:`hwnas.zoo.read.zoo_manifest`)."""
     summary = {
         "settings": result.settings.as_dict(),
@@ -113,6 +122,9 @@ def write_summary(
             if result.settings.max_latency is not None
             else "most accurate architecture on the Pareto front"
         ),
+        # the unit of every number: the objective's metric and the columns of pareto.csv
+        "objective": {"metric": result.settings.metric, "unit": UNITS[result.settings.metric]},
+        "units": {"accuracy": "%", **UNITS},
         "elapsed_s": round(elapsed_s, 2),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # what the run wrote to its zoo: `hwnas zoo verify` checks each entry against it

@@ -618,7 +618,10 @@ def measured_model(request: CostRequest) -> MultilinearLUT:
             f"device '{request.device.name}' is a recorded table: it cannot time blocks"
         )
     if request.supernet.mixed_choices():
-        return measured_block_lut(request.supernet, request.profiler, request.metric)
+        return measured_block_lut(
+            request.supernet, request.profiler, request.metric,
+            on_block=request.extra.get("on_block"),
+        )  # fmt: skip
     return measured_subnet_lut(request.supernet, request.profiler, request.metric)
 
 
@@ -637,21 +640,23 @@ def cost_model_for(
     kind: str = "auto",
     predictor: str | None = None,
     log: Callable[[str], None] | None = None,
+    on_block: Callable[[str], None] | None = None,
 ) -> CostModel:
     """The cost model of a supernet search (:func:`hwnas.search.costs.make_cost_model` with the
     supernet): a fitted table LUT for recorded devices, a measured LUT for live ones, FLOPs when
     asked (``kind="flops"``), the LUT fitted on a meta-learned predictor calibrated on the
     reference set (``kind="predicted"``), or on the kernel-level predictor at the space's
     deployment size (``kind="kernel"``, the default for declared spaces on a live ONNX Runtime
-    device); ``log`` receives progress lines.
+    device); ``log`` receives progress lines, ``on_block`` the label of each block measured.
 
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
     """
     if kind not in COST_KINDS:
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
+    extra = {k: v for k, v in (("log", log), ("on_block", on_block)) if v is not None}
     request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet,
-                          extra={"log": log} if log else {})  # fmt: skip
+                          extra=extra)  # fmt: skip
     model = make_cost_model(kind, request)
     if model.lookup_table:  # measured, flops, kernel: fitted for the supernet already
         return model

@@ -117,8 +117,10 @@ def search_epoch(
     epoch: int,
     device: torch.device,
     ranks: Ranks = ONE,
+    on_step: Callable[[], None] | None = None,
 ) -> EpochStats:
-    """One epoch of supernet training by ``strategy`` (validation batches cycle alongside).
+    """One epoch of supernet training by ``strategy`` (validation batches cycle alongside);
+    ``on_step`` is called after each training step (progress).
 
     Across processes (``ranks``), every process runs this with its shard of each global batch
     of ``batch_size``; the losses returned are the means over the processes (the global
@@ -139,6 +141,8 @@ def search_epoch(
         out = strategy.step((xb, yb), next(vals) if strategy.bilevel else None)
         for k, v in out.items():
             sums.setdefault(k, []).append(v)
+        if on_step is not None:
+            on_step()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - t0

@@ -355,10 +355,12 @@ def _body(card: dict[str, Any]) -> str:
     device = card.get("device")
     title = f"{card['space']} model {card['name']}"
     if device and device in card.get("devices", {}):
-        costs = card["devices"][device]
-        cost = costs.get("latency_ms") or next(iter(costs.values()))
-        unit = "ms" if "latency_ms" in costs else "mJ"
-        title += f" for {device} ({cost['value']:.3g} {unit}, {acc['value']:.1f}%)"
+        costs = card["devices"][device]  # the searched metric first (zoo.write.device_costs)
+        metric, cost = next(iter(costs.items()))
+        unit = {"latency_ms": "ms", "energy_mj": "mJ"}.get(metric, "")
+        # random weights: the table's accuracy is the benchmark's, not this model's
+        shown = f"{acc['value']:.1f}%" if w["kind"] != "random" else "random weights, untrained"
+        title += f" for {device} ({cost['value']:.3g} {unit}, {shown})"
     lines = [f"# {title}", ""]
     origin = (
         f"found by `hwnas search` (study `{card['study']}`, trial {card['trial']})"

@@ -194,7 +194,7 @@ def _write_one(folder, space, s, rank, i, n, r, other_latencies, trained, traine
     """One entry of :func:`_write_zoo_into` (the ``i``-th of ``n``); its card path."""
     arch = space.parse(r.arch)
     name = entry_name(rank, r)
-    devices = device_costs(r, s.device, other_latencies.get(r.arch, {}))
+    devices = device_costs(r, s.device, other_latencies.get(r.arch, {}), s.metric)
     found = {"study": s.study, "trial": r.number, "device": s.device}
     own = (trained or {}).get(r.arch)
     if own is not None:
@@ -222,11 +222,13 @@ def _write_one(folder, space, s, rank, i, n, r, other_latencies, trained, traine
 
 
 def device_costs(
-    r: TrialRecord, device: str, others: dict[str, dict[str, Any]]
+    r: TrialRecord, device: str, others: dict[str, dict[str, Any]], metric: str | None = None
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """device -> metric -> {"value", "source"}: the search device's costs of ``r``, then the
-    other recorded devices' latency."""
-    own = {m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in r.costs}
+    """device -> metric -> {"value", "source"}: the search device's costs of ``r`` (the
+    searched ``metric`` first: the card's title shows it), then the other recorded devices'
+    latency."""
+    order = sorted(r.costs, key=lambda m: m != metric)
+    own = {m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in order}
     out = {device: own}
     for dev, entry in others.items():
         out.setdefault(dev, {"latency_ms": entry})

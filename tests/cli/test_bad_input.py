@@ -178,7 +178,9 @@ def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkey
 
     space = get_space("nasbench201")
     ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
-    settings = SearchSettings(space="nasbench201", device="pixel3", budget=40, seed=3)
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=40, seed=3, strategy="nsga2"
+    )
     result = run_search(settings, space, ev.evaluate)
     assert len(result.pareto) >= 3
     real = hwnas.export.export_onnx

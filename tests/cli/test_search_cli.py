@@ -49,6 +49,9 @@ def test_search_on_a_recorded_phone_writes_the_run_folder(tmp_path):
     assert all(float(row["accuracy"]) > 1.5 for row in exported)
     assert len(cards) == len(exported) == summary["zoo_models"] >= len(rows) - 1
     card = json.loads(cards[0].read_text())
+    # a random-weight card's title: the searched cost with its unit, not the table's accuracy
+    title = (cards[0].parent / "README.md").read_text().split("\n# ", 1)[1].splitlines()[0]
+    assert title.endswith(" ms, random weights, untrained)") and "%" not in title
     assert card["arch"] == exported[0]["arch"] and card["opset"] == 17
     assert card["input"]["shape"] == [1, 3, 32, 32] and card["params"] > 0 and card["flops"] > 0
     assert exported[0]["zoo"] == cards[0].parent.name

@@ -134,6 +134,29 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     assert cands[0]["latency_ms_source"].startswith("measured:cpu-fast")
     assert all(np.isfinite(c["latency_ms"]) and c["latency_ms"] > 0 for c in cands)
     assert summary["trials"]["completed"] == len(cands)
+    # issue 23: best is best_rule's answer over pareto.csv, the derived architecture beside it;
+    # the dataset is the data used; units named; piped output is plain lines
+    from test_truth import _check_best, _piped_clean
+
+    best = _check_best(out, summary, "latency_ms")
+    derived = summary["derived"]
+    assert derived["rule"] == "architecture derived by oneshot for the latency target 0.3"
+    assert derived["arch"] == cands[0]["arch"] and derived["accuracy"] <= best["accuracy"]
+    assert summary["settings"]["dataset"] == "digits"
+    assert summary["settings"]["table_dataset"] == "cifar100"
+    assert best["accuracy_label"].startswith("measured:digits:test split")
+    lines = r.stdout.splitlines()
+    assert any(s.startswith("best (most accurate") and " ms" in s for s in lines)
+    assert any(s.startswith("derived (architecture derived by oneshot") for s in lines)
+    _piped_clean(r.stdout + r.stderr)
+    # every long stage is a step: plain lines in a pipe, each ending with "done in"
+    err = r.stderr.splitlines()
+    steps = ("cost model for cpu-fast (auto): ", "supernet training: ", "derivation (oneshot): ",
+             "fine-tuning and measuring candidates on cpu-fast: ")  # fmt: skip
+    for step in steps:
+        assert any(s.startswith(step) and ", done in " in s for s in err), step
+    assert any(s.startswith("cost model for cpu-fast (auto): ") and "measured block" in s
+               for s in err)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -83,8 +83,9 @@ def test_pareto_set_is_exact_on_a_small_complete_pool():
 
 def test_max_latency_best_is_the_most_accurate_within_the_limit():
     settings = SearchSettings(
-        space="nasbench201", device="pixel3", budget=120, max_latency=5.0, seed=1
-    )
+        space="nasbench201", device="pixel3", budget=120, max_latency=5.0, seed=1,
+        strategy="nsga2",
+    )  # fmt: skip
     result = run_search(settings, SPACE, evaluator().evaluate)
     feasible = [r for r in result.records if r.costs["latency_ms"] <= 5.0]
     assert result.best.costs["latency_ms"] <= 5.0
@@ -95,7 +96,9 @@ def test_max_latency_best_is_the_most_accurate_within_the_limit():
 
 def test_energy_objective_on_pi5():
     ev = evaluator("pi5_onnx", metrics=("energy_mj", "latency_ms"))
-    settings = SearchSettings(space="nasbench201", device="pi5_onnx", objective="energy", budget=60)
+    settings = SearchSettings(
+        space="nasbench201", device="pi5_onnx", objective="energy", budget=60, strategy="nsga2"
+    )
     result = run_search(settings, SPACE, ev.evaluate)
     assert all(set(r.costs) == {"energy_mj", "latency_ms"} for r in result.records)
     assert {r.arch for r in result.pareto} == brute_force_front(result.records, metric="energy_mj")
@@ -105,20 +108,26 @@ def test_resume_continues_the_same_study(tmp_path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     ev = evaluator()
     first = run_search(
-        SearchSettings(space="nasbench201", device="pixel3", budget=15, study="s"),
+        SearchSettings(
+            space="nasbench201", device="pixel3", budget=15, study="s", strategy="nsga2"
+        ),
         SPACE,
         ev.evaluate,
         storage,
     )
     again = run_search(
-        SearchSettings(space="nasbench201", device="pixel3", budget=15, study="s"),
+        SearchSettings(
+            space="nasbench201", device="pixel3", budget=15, study="s", strategy="nsga2"
+        ),
         SPACE,
         ev.evaluate,
         storage,
     )
     assert again.new_trials == 0 and ev.accuracy_queries == 15
     more = run_search(
-        SearchSettings(space="nasbench201", device="pixel3", budget=25, study="s"),
+        SearchSettings(
+            space="nasbench201", device="pixel3", budget=25, study="s", strategy="nsga2"
+        ),
         SPACE,
         ev.evaluate,
         storage,
@@ -127,17 +136,40 @@ def test_resume_continues_the_same_study(tmp_path):
     assert [r.arch for r in more.records[:15]] == [r.arch for r in first.records]
 
 
+def test_a_worker_with_its_own_seed_joins_a_named_study_and_replays_on_resume(tmp_path):
+    """The seed is not the study's identity (a seed per worker); a worker with its seed that
+    resumes proposes what it would have proposed without stopping (hwnas.search.seeding)."""
+
+    def run(storage, seed, budget):
+        s = SearchSettings(
+            space="nasbench201", device="pixel3", budget=budget, study="s", strategy="nsga2",
+            seed=seed,
+        )  # fmt: skip
+        return run_search(s, SPACE, evaluator().evaluate, storage)
+
+    whole, parts = (f"sqlite:///{tmp_path / name}.db" for name in ("whole", "parts"))
+    run(whole, 1, 10)
+    straight = run(whole, 2, 30)  # another seed on the same named study: accepted
+    run(parts, 1, 10)
+    run(parts, 2, 20)
+    resumed = run(parts, 2, 30)  # the seed-2 worker stopped at 20 and started again
+    assert [r.arch for r in resumed.records] == [r.arch for r in straight.records]
+    assert len({r.arch for r in straight.records}) == 30
+
+
 def test_a_study_name_cannot_be_reused_for_another_search(tmp_path):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     run_search(
-        SearchSettings(space="nasbench201", device="pixel3", budget=3, study="s"),
+        SearchSettings(space="nasbench201", device="pixel3", budget=3, study="s", strategy="nsga2"),
         SPACE,
         evaluator().evaluate,
         storage,
     )
     with pytest.raises(HwnasError, match="made by a different search"):
         run_search(
-            SearchSettings(space="nasbench201", device="fpga", budget=3, study="s"),
+            SearchSettings(
+                space="nasbench201", device="fpga", budget=3, study="s", strategy="nsga2"
+            ),
             SPACE,
             evaluator("fpga").evaluate,
             storage,

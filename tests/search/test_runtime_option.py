@@ -15,7 +15,8 @@ def test_runtime_option_reaches_the_device_and_names_the_study(tmp_path):
     assert job.device.runtime.startswith("tvm:llvm-") and job.profiler.device is job.device
     ort = SearchSettings(space="nasbench201", device="cpu-fast", budget=2)
     assert "cpu-fast-tvm" in tvm.study and tvm.study != ort.study
-    assert ort.study == "nasbench201-cifar100-cpu-fast-latency-nsga2-seed0"  # unchanged
+    # the default strategy is the CLI's (frontier), so the default name is the CLI's
+    assert ort.study == "nasbench201-cifar100-cpu-fast-latency-frontier-seed0"
     job.profiler.store.close()
 
 

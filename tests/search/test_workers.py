@@ -74,6 +74,40 @@ def test_three_workers_share_a_fresh_sqlite_study(tmp_path):
     _check_shared_study(procs, storage, tmp_path)
 
 
+def test_workers_with_their_own_seeds_share_one_named_study(tmp_path):
+    """Optuna's practice, a seed per worker: both are accepted on the named study, the budget
+    is shared exactly and no architecture is scored twice."""
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    procs = []
+    for seed in (1, 2):
+        args = ["search", "--device", "pixel3", "--budget", "20", "--study", "k", "--no-zoo"]
+        args += ["--storage", storage, "--seed", str(seed), "--out", str(tmp_path / f"w{seed}")]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "hwnas", *args],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    import optuna
+
+    for p in procs:
+        _out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    study = optuna.load_study(study_name="k", storage=storage)
+    done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    archs = [t.user_attrs["arch"] for t in done]
+    assert len(archs) == 20 == len(set(archs))
+    added = [
+        json.loads((tmp_path / f"w{seed}" / "summary.json").read_text())["trials"]
+        for seed in (1, 2)
+    ]
+    assert [a["completed"] for a in added] == [20, 20]
+    assert sum(a["completed_this_run"] for a in added) == 20
+
+
 @pytest.mark.slow
 def test_a_rerun_with_a_smaller_budget_is_refused_and_a_larger_one_extends(tmp_path):
     from helpers import hwnas_cli
@@ -286,7 +320,9 @@ def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_pat
     monkeypatch.setattr(engine, "POLL_S", 0.2)
     space = get_space("nasbench201")
     storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
-    settings = SearchSettings(space="nasbench201", device="pixel3", budget=6, study="k")
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=6, study="k", strategy="nsga2"
+    )
     ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
     run_search(dataclass_replace(settings, budget=5), space, ev.evaluate, storage)
     study = optuna.load_study(study_name="k", storage=storage)

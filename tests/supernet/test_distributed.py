@@ -70,7 +70,8 @@ def test_two_processes_train_the_supernet_of_one(tmp_path, monkeypatch, capsys):
     two, plain, halves = tmp_path / "two", tmp_path / "plain", tmp_path / "halves"
     r = hwnas_cli(*GDAS, "--nproc", "2", "--out", str(two), "--study", "two")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("derived:") == 1  # rank 0 alone reports
+    assert r.stdout.count("derived (architecture derived by") == 1  # rank 0 alone reports
+    assert r.stdout.count("best (most accurate") == 1
     # one process: the same command, then the 2-process command without --nproc on its run
     # folder (it resumes the checkpoint and the study rank 0 wrote)
     assert main([*GDAS, "--out", str(plain), "--study", "plain"]) == 0
