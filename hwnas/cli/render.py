@@ -140,3 +140,19 @@ def print_json(data: Any) -> None:
     """``data`` as indented JSON on stdout (``--json``): nothing else goes to stdout."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
+
+
+UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
+"""The unit of each device metric, as the CLI prints it."""
+
+
+def cost_text(record: dict, metric: str) -> str:
+    """A record's costs with their units, the searched ``metric`` first ("1.234 mJ  (latency
+    5.678 ms)")."""
+    text = f"{record[metric]:.3f} {UNITS[metric]}" if metric in record else f"no {metric}"
+    others = [
+        f"{m.split('_')[0]} {record[m]:.3f} {u}"
+        for m, u in UNITS.items()
+        if m != metric and record.get(m) is not None
+    ]
+    return text + (f"  ({', '.join(others)})" if others else "")

@@ -350,24 +350,11 @@ def _print_front(result, console) -> None:
         )
 
 
-UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
-
-
-def cost_text(record: dict, metric: str) -> str:
-    """A record's costs with their units, the searched ``metric`` first ("1.234 mJ  (latency
-    5.678 ms)")."""
-    text = f"{record[metric]:.3f} {UNITS[metric]}" if metric in record else f"no {metric}"
-    others = [
-        f"{m.split('_')[0]} {record[m]:.3f} {u}"
-        for m, u in UNITS.items()
-        if m != metric and record.get(m) is not None
-    ]
-    return text + (f"  ({', '.join(others)})" if others else "")
-
-
 def _print_summary(result, summary, out: Path, console) -> None:
     """The best architecture, counts, and where the run folder and study are (all printed
     literally: arch strings and paths are not markup)."""
+    from hwnas.cli.render import cost_text
+
     s = result.settings
     console = _Literal(console)
     best = summary["best"]

@@ -253,8 +253,8 @@ def _train(
     import torch
 
     from hwnas.supernet import build_supernet, distributed
-    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
-    from hwnas.supernet.train import resolve_device, search_epoch
+    from hwnas.supernet.checkpoint import read_checkpoint
+    from hwnas.supernet.train import resolve_device
 
     s, space, data = job.settings, job.space, job.data
     torch.set_num_threads(max(1, s.option("threads")))
@@ -302,6 +302,25 @@ def _train(
         log(f"resuming from {ckpt} after epoch {start_epoch}")
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
+    _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter)
+    turn.done(ckpt, s.epochs)
+    if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
+        distributed.stop()
+        strategy.net = net
+        if not ranks.main:
+            return None
+
+    return _Trained(net, strategy, cost, hw, history, tdev, ckpt)
+
+
+def _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter) -> None:
+    """Train the supernet from ``start_epoch`` to the last epoch (a step per mini-batch on the
+    reporter, a line and a checkpoint per epoch; ``history`` gets each epoch's statistics)."""
+    from hwnas.supernet.checkpoint import save_checkpoint
+    from hwnas.supernet.train import search_epoch
+
+    s, data = job.settings, job.data
+    steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
     training = reporter.step("supernet training", total=s.epochs * steps_per_epoch, unit="steps")
     with training:
         training.update(start_epoch * steps_per_epoch)
@@ -323,14 +342,6 @@ def _train(
                     ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(),
                     history,
                 )  # fmt: skip
-    turn.done(ckpt, s.epochs)
-    if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
-        distributed.stop()
-        strategy.net = net
-        if not ranks.main:
-            return None
-
-    return _Trained(net, strategy, cost, hw, history, tdev, ckpt)
 
 
 def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None], reporter):
