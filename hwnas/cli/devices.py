@@ -67,7 +67,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     if store is not None or path.exists():
         with MeasurementStore(path) as st:
             counts = st.counts()
-    rows, listed = [], []
+    rows, compact, listed = [], [], []
     broken = {str(p): why for p, why in broken_profiles().items()}
     for name in list_devices():
         try:  # a profile that parses but cannot be used is listed as broken, not fatal
@@ -87,8 +87,9 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             stored = str(counts.get(name, 0))
             short = f"{stored} measured"
         kind_class = dev.profile.get("class", "")
-        rows.append((name, dev.kind, "yes" if ok else "no", short, stored, kind_class,
-                     dev.description))  # fmt: skip
+        ready = "yes" if ok else "no"
+        rows.append((name, dev.kind, ready, stored, kind_class, dev.description))
+        compact.append((name, dev.kind, ready, short))
         listed.append(
             {
                 "device": name,
@@ -107,11 +108,10 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     console = Console()
     if show_all:
         columns = ("device", "kind", "ready", "stored", "class", "description")
-        rows = [r[:3] + r[4:] for r in rows]
         print_table(console, f"devices (measurement store: {path})", columns, rows,
                     keys=("device",))  # fmt: skip
     else:  # compact: what a user picks a device by, one whole line per device
-        _print_compact(console, f"devices (measurement store: {path})", [r[:4] for r in rows])
+        _print_compact(console, f"devices (measurement store: {path})", compact)
     unreachable = [d for d in listed if not d["reachable"]]
     if unreachable and not show_all:
         console.print(
