@@ -67,7 +67,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     if store is not None or path.exists():
         with MeasurementStore(path) as st:
             counts = st.counts()
-    rows, listed = [], []
+    rows, compact, listed = [], [], []
     broken = {str(p): why for p, why in broken_profiles().items()}
     for name in list_devices():
         try:  # a profile that parses but cannot be used is listed as broken, not fatal
@@ -80,12 +80,16 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         except HwnasError as exc:
             broken[profiles()[name].get("_path", name)] = str(exc)
             continue
-        if tables:
+        if tables:  # the compact list names the spaces; --all and --json give the row counts
             stored = ", ".join(f"{s} {n}" for s, n in tables.items()) + " (table)"
+            short = "table: " + " ".join(tables)
         else:
             stored = str(counts.get(name, 0))
+            short = f"{stored} measured"
         kind_class = dev.profile.get("class", "")
-        rows.append((name, dev.kind, "yes" if ok else "no", stored, kind_class, dev.description))
+        ready = "yes" if ok else "no"
+        rows.append((name, dev.kind, ready, stored, kind_class, dev.description))
+        compact.append((name, dev.kind, ready, short))
         listed.append(
             {
                 "device": name,
@@ -102,10 +106,12 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         print_json({"measurement_store": str(path), "devices": listed, "broken_profiles": broken})
         return
     console = Console()
-    columns = ("device", "kind", "ready", "stored", "class", "description")
-    if not show_all:  # compact: what a user picks a device by
-        columns, rows = columns[:4], [r[:4] for r in rows]
-    print_table(console, f"devices (measurement store: {path})", columns, rows, keys=("device",))
+    if show_all:
+        columns = ("device", "kind", "ready", "stored", "class", "description")
+        print_table(console, f"devices (measurement store: {path})", columns, rows,
+                    keys=("device",))  # fmt: skip
+    else:  # compact: what a user picks a device by, one whole line per device
+        _print_compact(console, f"devices (measurement store: {path})", compact)
     unreachable = [d for d in listed if not d["reachable"]]
     if unreachable and not show_all:
         console.print(
@@ -122,3 +128,17 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             )
     for p, why in broken.items():
         console.print(f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)")
+
+
+def _print_compact(console, title: str, rows) -> None:
+    """One line per device, columns aligned, nothing folded or cut (a long device name such as
+    ``mobile_gpu_snapdragon_855_adreno_640_int8`` widens its column instead of taking two
+    lines); a terminal narrower than a line wraps it as it would any text."""
+    from rich.text import Text
+
+    header = ("device", "kind", "ready", "stored")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(3)]
+    console.print(Text(title), soft_wrap=True)
+    for r in [header, *rows]:
+        cells = [str(v).ljust(w) for v, w in zip(r[:3], widths, strict=True)]
+        console.print(Text("  ".join([*cells, str(r[3])])), soft_wrap=True)
