@@ -136,7 +136,7 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
 
     # cpu-fast with 8x the timed calls: a trial lasts long enough (a few tenths of a second)
     # that the poll below sees one running however loaded the machine is (with cpu-fast the
-    # 8 trials could all finish between two polls)
+    # trials could all finish between two polls)
     profile = (hwnas_home / "devices" / "cpu-fast.yaml").read_text()
     profile = profile.replace("name: cpu-fast", "name: cpu-slow")
     profile = profile.replace("calls_per_round: 5", "calls_per_round: 40")
