@@ -17,7 +17,7 @@ from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.progress import SILENT, Reporter
 
 OPTIONS = (
-    "space", "dataset", "objective", "max_latency", "budget", "strategy", "runtime", "study",
+    "space", "accuracy", "dataset", "objective", "max_latency", "budget", "strategy", "runtime", "study",
     "seed", "predictor", "measurement_budget", "data", "epochs", "latency_target",
     "latency_weight", "batch_size", "finetune_epochs", "settings",
 )  # fmt: skip
@@ -103,8 +103,11 @@ def search(
         zoo: export the front's models (ONNX + card each).
         artifact_dir: the study's artifact store (default ``artifacts/`` in the hwnas home).
         reporter: where progress goes (:mod:`hwnas.progress`; default: nowhere).
-        **options: ``hwnas search``'s options by name (:data:`OPTIONS`): ``space``,
-            ``dataset``, ``objective`` ("latency" in ms or "energy" in mJ), ``max_latency``
+        **options: ``hwnas search``'s options by name (:data:`OPTIONS`): ``space`` (a name,
+            a space file's path, ``file.py:attr``, or a space object such as
+            :func:`hwnas.elastic`'s), ``accuracy`` (a function of the evaluator protocol,
+            :data:`hwnas.search.evaluate.AccuracyFunction`, scoring each candidate instead of
+            the space's table; ``data`` is handed to it), ``dataset``, ``objective`` ("latency" in ms or "energy" in mJ), ``max_latency``
             (ms), ``budget``, ``strategy``, ``seed``, ``predictor``, ``measurement_budget``,
             the supernet options ``data``, ``epochs``, ``latency_target``, ... and
             ``settings`` (a dict: ``--set``).
@@ -122,6 +125,8 @@ def search(
     for name in options:
         if name not in OPTIONS:
             raise UnknownNameError("option of hwnas.search", name, list(OPTIONS))
+    if options.get("space") is not None:  # an object, a path: known by its name from here on
+        options["space"] = _space_name(options["space"])
     settings = build_settings({"device": device, **options}, given=set(options))
     job = prepare(
         settings,
@@ -143,3 +148,17 @@ def search(
     if done.result is None:  # pragma: no cover - a torchrun rank other than 0
         raise HwnasError("this process is not rank 0 of its torchrun job: rank 0 reports")
     return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)
+
+
+def _space_name(space: Any) -> str:
+    """The name a search knows ``space`` by: a :class:`hwnas.spaces.SearchSpace` object is
+    registered (:func:`hwnas.spaces.register_space`), a path or ``file.py:attr`` loaded.
+
+    Raises:
+        HwnasError: an unknown or invalid space.
+    """
+    from hwnas.spaces import SearchSpace, get_space, register_space
+
+    if isinstance(space, SearchSpace):
+        return register_space(space).name
+    return get_space(str(space)).name

@@ -30,9 +30,18 @@ DATASET = default_of(SearchSettings, "dataset")
     "--space",
     default=None,
     callback=space_option,
-    help="Search space: a name, or the path of a space file "
-    f"(YAML, the space language). Default: {DEFAULT_SPACE} (for a supernet strategy: the "
-    "space of its paper).",
+    help="Search space: a name, the path of a space file (YAML, the space language), or "
+    "path/to/file.py:NAME (a space written in PyTorch, or your model made elastic: "
+    f"docs/api.md). Default: {DEFAULT_SPACE} (for a supernet strategy: the space of its "
+    "paper).",
+)
+@click.option(
+    "--accuracy",
+    default=None,
+    metavar="FILE.py:FUNCTION",
+    help="Accuracy from your function instead of the space's table: FUNCTION(model, arch"
+    "[, data]) returns top-1 % (docs/api.md, 'The evaluator protocol'); --data is handed "
+    "to it. Table and supernet strategies alike.",
 )
 @click.option(
     "--dataset",
@@ -130,6 +139,7 @@ DATASET = default_of(SearchSettings, "dataset")
 def search_cmd(
     device,
     space,
+    accuracy,
     dataset,
     objective,
     max_latency,
@@ -407,7 +417,9 @@ def _print_summary(result, summary, out: Path, console) -> None:
         )
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
         _print_trained_zoo(out / "zoo", summary, console.console)
-    kind = "trained " if summary.get("zoo_weights") == "trained" else ""
+    kind = {"trained": "trained ", "inherited": "inherited-weight "}.get(
+        summary.get("zoo_weights") or "", ""
+    )
     console.print(
         f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
         f"zoo/ with {summary['zoo_models']} {kind}ONNX models)"

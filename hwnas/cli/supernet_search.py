@@ -22,7 +22,7 @@ def supernet_options(f):
             show_default=True,
             help="Supernet strategies: training data, 'digits' (scikit-learn's bundled digits) "
             "or a folder (CIFAR-10/100 python-pickle folder, or one sub-folder of images per "
-            "class).",
+            "class). With --accuracy (table search too): the data handed to your function.",
         ),
         click.option(
             "--epochs",

@@ -145,6 +145,8 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
     for flag, key in (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy")):
         if o.get(key) is not None and not str(o[key]).strip():
             raise HwnasError(f"{flag} is empty; leave it out for the default")
+    if o.get("accuracy") is not None:
+        o["accuracy"] = accuracy_label(o["accuracy"])
     strategy = o.get("strategy") or default_strategy(
         o["device"],
         o.get("space"),
@@ -161,13 +163,17 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
 def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
     from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
 
+    dataset = o.get("dataset")  # left out: the space's (below), not the declared default
     o = {**_defaults(SearchSettings), **o}
     refuse_processes(strategy, o.get("nproc"))
-    read_by_zoo = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
-    wrong = [f for name, f in SUPERNET_ONLY.items() if name in given and name not in read_by_zoo]
+    read = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
+    if o.get("accuracy") is not None:
+        read = (*read, "data")  # handed to the user's accuracy function
+    wrong = [f for name, f in SUPERNET_ONLY.items() if name in given and name not in read]
     if wrong:
         zoo = (
-            " (--epochs, --batch-size and --data apply to --train-zoo)"
+            " (--epochs, --batch-size and --data apply to --train-zoo; --data also to "
+            "--accuracy)"
             if {"--epochs", "--batch-size", "--data"} & set(wrong)
             else ""
         )
@@ -175,10 +181,11 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
             f"{', '.join(wrong)} applies to supernet strategies, not to table strategy "
             f"'{strategy}'{zoo}"
         )
+    space = o.get("space") or DEFAULT_SPACE
     return SearchSettings(
-        space=o.get("space") or DEFAULT_SPACE,
+        space=space,
         device=o["device"],
-        dataset=o.get("dataset") or _default(SearchSettings, "dataset"),
+        dataset=dataset or space_dataset(space, _default(SearchSettings, "dataset")),
         objective=o["objective"],
         budget=o["budget"],
         strategy=strategy,
@@ -186,12 +193,13 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
         max_latency=o.get("max_latency"),
         study=o.get("study") or "",
         runtime=o.get("runtime"),
+        accuracy=o.get("accuracy"),
+        data=o.get("data") if o.get("accuracy") is not None and "data" in given else None,
     )
 
 
 def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
     from hwnas.jobs.supernet import SupernetSettings
-    from hwnas.spaces import get_space
     from hwnas.supernet.distributed import check_processes, ranks_from_env
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
@@ -219,10 +227,7 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
             raise HwnasError("--nproc starts torchrun itself: give it, or run under torchrun")
         check_processes(o["batch_size"], nproc)
     space = o.get("space") or DEFAULT_SPACE[strategy]
-    dataset = o.get("dataset")
-    if dataset is None:
-        known = get_space(space).datasets()
-        dataset = "cifar100" if "cifar100" in known else known[0]
+    dataset = o.get("dataset") or space_dataset(space, "cifar100")
     return SupernetSettings(
         space=space,
         device=o["device"],
@@ -239,4 +244,35 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
         batch_size=o["batch_size"],
         finetune_epochs=o["finetune_epochs"],
         options=parse_settings(o.get("settings") or ()),
+        accuracy=o.get("accuracy"),
     )
+
+
+def space_dataset(space: str, default: str) -> str:
+    """The dataset a search of ``space`` takes when none is given: ``default`` where the space
+    has it, else the space's first (a user's model made elastic knows only its own).
+
+    Raises:
+        HwnasError: an unknown space (one line).
+    """
+    from hwnas.spaces import get_space
+
+    known = get_space(space).datasets()
+    return default if default in known else known[0]
+
+
+def accuracy_label(value: Any) -> str:
+    """The label settings carry for the accuracy function ``value``: a function (the Python
+    API; registered by :func:`hwnas.search.evaluate.register_accuracy`) or its
+    ``path/to/file.py:function`` (``--accuracy``; imported and checked now, before any work).
+
+    Raises:
+        HwnasError: not a function of the accuracy protocol, a file that cannot be imported,
+            an unknown name.
+    """
+    from hwnas.search.evaluate import get_accuracy, register_accuracy
+
+    if not isinstance(value, str):  # a function (anything else is refused there)
+        return register_accuracy(value)
+    get_accuracy(str(value))
+    return str(value)

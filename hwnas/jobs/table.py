@@ -26,7 +26,7 @@ from hwnas.search.engine import (
     TrialRecord,
     run_search,
 )
-from hwnas.search.evaluate import TableEvaluator
+from hwnas.search.evaluate import FunctionEvaluator, TableEvaluator, get_accuracy
 from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.search.plot import PlotProcess
 from hwnas.search.problem import open_problem, resolve
@@ -49,7 +49,7 @@ class PreparedSearch:
     space: SearchSpace
     device: Device
     profiler: Profiler
-    evaluator: TableEvaluator
+    evaluator: TableEvaluator | FunctionEvaluator
     storage_url: str
     storage: Any
     costs: CostContext
@@ -74,14 +74,25 @@ def prepare(
             predictor or one of another space; a measurement budget below 4.
     """
     tabulated = ability(get_space(settings.space), TabulatedSpace)
-    if tabulated is None:
-        raise HwnasError(f"space '{settings.space}' has no accuracy table to search over")
-    if settings.budget > len(tabulated):  # a budget no search can spend would never end
+    if tabulated is None and settings.accuracy is None:
+        raise HwnasError(
+            f"space '{settings.space}' has no accuracy table to search over: give an accuracy "
+            "function (--accuracy path/to/file.py:function, or accuracy= in Python) or a "
+            "supernet strategy (--strategy oneshot)"
+        )
+    if tabulated is not None and settings.budget > len(tabulated):  # a budget never spent
         raise HwnasError(
             f"--budget {settings.budget} is more than the {len(tabulated)} architectures of "
             f"space '{settings.space}'; --budget {len(tabulated)} scores every one"
         )
+    accuracy = get_accuracy(settings.accuracy) if settings.accuracy is not None else None
     space, device = resolve(settings)
+    if accuracy is not None and (predictor is not None or measurement_budget is not None):
+        raise HwnasError(
+            "--predictor and --measurement-budget read an accuracy table; with --accuracy the "
+            "costs come from the device (measured once per subnet)"
+        )
+    data = _function_data(settings, space)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
     check = TABLE_STRATEGIES.info(settings.strategy).get("check")
@@ -121,7 +132,11 @@ def prepare(
         costs.cost = calibrated(settings.metric)
         if settings.max_latency is not None and settings.metric != "latency_ms":
             costs.latency = calibrated("latency_ms")
-    evaluator = TableEvaluator(space, settings.dataset, problem.profiler, metrics)
+    evaluator: Any = (
+        TableEvaluator(space, settings.dataset, problem.profiler, metrics)
+        if accuracy is None
+        else FunctionEvaluator(space, accuracy, problem.profiler, metrics, settings.dataset, data)
+    )
     return PreparedSearch(
         settings,
         space,
@@ -133,6 +148,23 @@ def prepare(
         costs,
         fewshot,
     )
+
+
+def _function_data(settings: SearchSettings, space: SearchSpace) -> Any:
+    """The data a user's accuracy function gets (``settings.data``, at the space's image size),
+    or None.
+
+    Raises:
+        HwnasError: ``data`` without an accuracy function; unreadable data.
+    """
+    if settings.data is None:
+        return None
+    if settings.accuracy is None:
+        raise HwnasError("--data applies to --accuracy (or --train-zoo) in a table search")
+    from hwnas.datasets import load_data
+
+    side = space.dataset(settings.dataset).input_shape[-1]
+    return load_data(settings.data, seed=settings.seed, image_size=side)
 
 
 def _watched(
@@ -222,6 +254,9 @@ def search(
         if store is not None:
             store.close()
 
+    # a user's model made elastic: the zoo ships the networks its accuracy function scored
+    inherited = job.evaluator.zoo_models([r.arch for r in result.pareto]) if zoo else None
+    weights = "trained" if trainer is not None else "inherited" if inherited else "random"
     output = RunOutput(
         result,
         space,
@@ -230,7 +265,8 @@ def search(
         job.storage,
         settings.study,
         started,
-        partial(_summary, job, result, evaluator, trainer is not None, fewshot_extra),
+        partial(_summary, job, result, evaluator, weights, fewshot_extra),
+        trained=inherited,
         trainer=trainer,
         plotter=plotter,
     )
@@ -242,7 +278,7 @@ def _summary(
     job: PreparedSearch,
     result: SearchResult,
     evaluator: Any,
-    trained: bool,
+    weights: str,
     fewshot_extra: dict[str, Any],
     zoo_models: int,
     zoo_s: float,
@@ -271,7 +307,7 @@ def _summary(
         "accuracy_queries_this_run": evaluator.accuracy_queries,
         "selection_costs": job.costs.cost.describe() if job.costs.cost is not None else None,
         "zoo_models": zoo_models,
-        "zoo_weights": "trained" if trained else "random",
+        "zoo_weights": weights,
         "zoo_s": zoo_s,
         "stopped": result.stopped,
         **fewshot_extra,

@@ -68,6 +68,11 @@ class SearchSettings:
         max_latency: latency limit in ms, or None.
         study: Optuna study name.
         runtime: runtime replacing the device profile's ("ort", "tvm"), or None.
+        accuracy: accuracy from the user's function instead of the space's table: its label
+            (``path/to/file.py:function``, or the qualified name of one registered by
+            :func:`hwnas.search.evaluate.register_accuracy`), or None.
+        data: the data handed to the accuracy function and used to recalibrate batch norm
+            ("digits" or a folder; :func:`hwnas.datasets.load_data`), or None.
     """
 
     space: str
@@ -80,6 +85,8 @@ class SearchSettings:
     max_latency: float | None = None
     study: str = ""
     runtime: str | None = None
+    accuracy: str | None = None
+    data: str | None = None
 
     pipeline: ClassVar[str] = "table"
     """The kind of search these settings are for (:data:`hwnas.jobs.PIPELINES`)."""
@@ -111,7 +118,13 @@ class SearchSettings:
         return OBJECTIVES[self.objective]
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The settings as a dict (summary.json, the study's identity); ``accuracy`` and
+        ``data`` only where set, so studies made before they existed still resume."""
+        out = dict(self.__dict__)
+        for key in ("accuracy", "data"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
 
     def name_parts(self) -> list[str]:
         """What tells this search's study apart, in the order of its default name (see
@@ -121,8 +134,13 @@ class SearchSettings:
         device = f"{self.device}-{self.runtime}" if self.runtime else self.device
         return [
             self.space, self.dataset, device, f"{self.objective}{limit}", self.strategy,
-            f"seed{self.seed}",
+            f"seed{self.seed}", *self.accuracy_parts(),
+            *([f"on-{Path(self.data).name}"] if self.accuracy and self.data else []),
         ]  # fmt: skip
+
+    def accuracy_parts(self) -> list[str]:
+        """The study-name part of a user's accuracy function (none for the space's own)."""
+        return [f"acc-{self.accuracy.rsplit(':', 1)[-1]}"] if self.accuracy else []
 
 
 def study_name(s: SearchSettings, *qualifiers: str) -> str:

@@ -92,6 +92,10 @@ class TableEvaluator:
         self.accuracy_queries = 0
         self.instant = not profiler.device.runs_models
 
+    def zoo_models(self, archs: list[str]) -> None:
+        """None: the zoo exports the space's networks (random weights, or ``--train-zoo``)."""
+        return None
+
     def evaluate(self, arch: Arch) -> Evaluation:
         """Query the accuracy table once and obtain every metric (store-cached)."""
         self.accuracy_queries += 1
@@ -157,7 +161,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
 
     if not callable(fn):
         raise HwnasError(f"the accuracy function must be callable, got {type(fn).__name__}")
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    name = getattr(fn, "label", None) or getattr(fn, "__qualname__", None) or type(fn).__name__
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -189,6 +193,54 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
 
     call.label = name  # type: ignore[attr-defined]
     return call
+
+_ACCURACY: dict[str, Any] = {}
+"""Accuracy functions registered as objects (:func:`register_accuracy`), by label."""
+
+
+def register_accuracy(fn: Any) -> str:
+    """Make the accuracy function ``fn`` (:data:`AccuracyFunction`) findable in this process by
+    its label, the function's qualified name, which the search's settings (and study name)
+    carry. A function registered earlier under the same label is replaced (a notebook cell run
+    again).
+
+    Returns:
+        The label.
+
+    Raises:
+        HwnasError: ``fn`` is not callable or takes neither 2 nor 3 positional arguments.
+    """
+    label = accuracy_function(fn).label  # type: ignore[attr-defined]
+    _ACCURACY[label] = fn
+    return label
+
+
+def get_accuracy(label: str) -> Callable[[Any, Arch, Any], float]:
+    """The accuracy function of ``label``: one registered by :func:`register_accuracy`, or
+    ``path/to/file.py:function`` (``hwnas search --accuracy``; the file is imported, once per
+    process: :mod:`hwnas.usercode`), checked by :func:`accuracy_function`.
+
+    Raises:
+        HwnasError: a file that cannot be imported, an object that is not such a function.
+        UnknownNameError: no function of that label (or no such name in the file).
+    """
+    from hwnas.errors import HwnasError, UnknownNameError
+    from hwnas.usercode import CODE, code_object
+
+    if label in _ACCURACY:
+        fn = _ACCURACY[label]
+    elif CODE.match(label):
+        fn = code_object(label)
+    elif _ACCURACY:
+        raise UnknownNameError("accuracy function", label, list(_ACCURACY))
+    else:
+        raise HwnasError(
+            f"unknown accuracy function '{label}': give path/to/file.py:function, or the "
+            "function itself from Python"
+        )
+    checked = accuracy_function(fn)
+    checked.label = label  # type: ignore[attr-defined]
+    return checked
 
 
 class FunctionEvaluator:
@@ -253,6 +305,28 @@ class FunctionEvaluator:
         if self.data is not None and self.recalibrate:
             recalibrate_bn(model, model, self.data.train)
         return model.eval()
+
+    def zoo_models(self, archs: list[str]) -> dict[str, dict[str, Any]] | None:
+        """arch string -> the network the function scored, for the zoo
+        (:func:`hwnas.zoo.write_zoo`'s ``trained``): the inherited weights ship. None for a
+        freshly built network (the function's training is not kept): the zoo then exports the
+        space's networks as for any space."""
+        if self._inherited is None:
+            return None
+        spec = self.space.dataset(self.dataset)
+        out = {}
+        for text in archs:
+            entry = {
+                "model": self.model(self.space.parse(text)),
+                "input_shape": (1, *spec.input_shape),
+                "num_classes": spec.num_classes,
+                "dataset": self.dataset,
+                "weights": f"inherited from the space's network ({self.source()})",
+            }
+            if self.data is not None:
+                entry["data"] = self.data
+            out[text] = entry
+        return out
 
     def source(self) -> str:
         """Where the accuracy comes from, for ``accuracy_source``."""

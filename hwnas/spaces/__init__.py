@@ -14,7 +14,6 @@ name for the rest of the process.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,6 +29,7 @@ from hwnas.spaces.base import (
     SearchSpace,
     TabulatedSpace,
 )
+from hwnas.usercode import CODE
 
 T = TypeVar("T")
 
@@ -114,9 +114,6 @@ def _load(path: Path, expected: str | None) -> SearchSpace:
     return space
 
 
-CODE = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
-"""``path/to/file.py:attribute``: a space written in Python."""
-
 _OBJECTS: dict[str, SearchSpace] = {}
 """Spaces registered as objects (:func:`register_space`), by name."""
 
@@ -149,10 +146,9 @@ def register_space(space: SearchSpace) -> SearchSpace:
 
 
 def _load_code(text: str, file: str, attr: str) -> SearchSpace:
-    """The space ``attr`` of the Python file ``file`` (imported once per process; a function
-    there is called with no argument)."""
-    import importlib.util
-    import sys
+    """The space ``attr`` of the Python file ``file`` (imported once per process,
+    :mod:`hwnas.usercode`; a function there is called with no argument)."""
+    from hwnas.usercode import code_object
 
     path = Path(file).expanduser()
     if not path.is_file():
@@ -160,31 +156,7 @@ def _load_code(text: str, file: str, attr: str) -> SearchSpace:
     key = f"{path.resolve()}:{attr}"
     if key in _FILES:
         return _FILES[key]
-    from hwnas.export import content_hash
-
-    module_name = f"hwnas_space_{content_hash(str(path.resolve()))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise HwnasError(f"{path}: not a Python file hwnas can import")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except HwnasError as exc:
-            del sys.modules[module_name]
-            raise HwnasError(f"{path}: {exc}") from None
-        except Exception as exc:  # the user's code: any error, in one line
-            del sys.modules[module_name]
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise HwnasError(
-                f"{path}: importing it failed: {type(exc).__name__}: {first}"
-            ) from None
-    if not hasattr(module, attr):
-        names = [n for n in vars(module) if not n.startswith("_")]
-        raise UnknownNameError(f"attribute of {path}", attr, names)
-    obj = getattr(module, attr)
+    obj = code_object(f"{file}:{attr}")
     if callable(obj) and not isinstance(obj, SearchSpace) and not hasattr(obj, "forward"):
         obj = obj()
     if not isinstance(obj, SearchSpace):

@@ -479,10 +479,12 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
     """
     from hwnas.devices import get_device, list_devices
     from hwnas.errors import HwnasError
-    from hwnas.spaces import get_space
+    from hwnas.spaces import IndexedSpace, ability, get_space
 
-    space = get_space(space_name)
     out: dict[str, dict[str, dict]] = {a: {} for a in archs}
+    space = ability(get_space(space_name), IndexedSpace)
+    if space is None:  # no table row of any device can be this space's (a user's model)
+        return out
     rows = {}
     for a in archs:  # architectures outside the recorded sample have no recorded latency
         try:

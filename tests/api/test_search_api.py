@@ -83,6 +83,12 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
         ({"budget": 0}, "--budget must be at least 1, got 0"),
         ({"strategy": "gdas", "budget": 5}, "--budget applies to table search"),
         ({"space": "nasbench201", "strategy": "nsga9"}, "unknown strategy 'nsga9'"),
+        (
+            {"accuracy": lambda model: 1.0},
+            "must take (model, arch) or (model, arch, data); it takes 1 positional argument",
+        ),
+        ({"accuracy": 3}, "the accuracy function must be callable, got int"),
+        ({"data": "digits"}, "--data applies to supernet strategies"),
     ],
 )
 def test_bad_options_raise_the_clis_one_line_errors(options, message, tmp_path):
@@ -90,3 +96,23 @@ def test_bad_options_raise_the_clis_one_line_errors(options, message, tmp_path):
         hwnas.search(device="pixel3", out=tmp_path / "run", **options)
     assert message in str(info.value) and "\n" not in str(info.value)
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+def test_a_users_accuracy_function_is_checked_before_any_work(tmp_path):
+    """--accuracy FILE.py:NAME: a misspelt name stops in one line with a did-you-mean; a space
+    without an accuracy table and no function says what to give."""
+    from pathlib import Path
+
+    from helpers import hwnas_cli
+
+    file = Path(__file__).parents[1] / "spaces" / "my_model.py"
+    out = tmp_path / "run"
+    bad = hwnas_cli(
+        "search", "--space", f"{file}:space", "--accuracy", f"{file}:val_acuracy",
+        "--device", "cpu-fast", "--out", str(out),
+    )  # fmt: skip
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "did you mean val_accuracy" in bad.stderr and not out.exists()
+    none = hwnas_cli("search", "--space", f"{file}:space", "--device", "cpu-fast")
+    assert none.returncode == 2
+    assert "has no accuracy table to search over: give an accuracy function" in none.stderr

@@ -272,108 +272,77 @@ def test_the_evaluator_protocol_checks_the_users_function():
         accuracy_function(fraction)(None, arch)
 
 
-class ResCNN(nn.Module):
-    """The user's network: not from any shipped space."""
+def _import(path):
+    """The user's file as their own script imports it (not through hwnas)."""
+    import importlib.util
 
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU()
-        )
-        self.stage1 = nn.Sequential(Residual(32), Residual(32))
-        self.down = nn.Sequential(
-            nn.Conv2d(32, 64, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU()
-        )
-        self.stage2 = nn.Sequential(Residual(64), Residual(64))
-        self.fc = nn.Linear(64, 10)
-
-    def forward(self, x):
-        return self.fc(self.stage2(self.down(self.stage1(self.stem(x)))).mean((2, 3)))
+    spec = importlib.util.spec_from_file_location("users_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_a_users_residual_cnn_made_elastic_is_searched_on_the_live_cpu(tmp_path):
-    """Trained a few steps on digits, made elastic, searched through run_search with the user's
-    evaluation function and live CPU latencies: inherited weights score above chance before any
-    fine-tuning, the front's measured latencies span more than 2x, and its subnets written to a
-    zoo load back (hwnas.zoo.load) as ONNX Runtime sessions and as PyTorch modules that agree."""
-    from hwnas.datasets import load_data
-    from hwnas.search.engine import SearchSettings, run_search
-    from hwnas.search.evaluate import FunctionEvaluator
-    from hwnas.search.problem import open_problem, resolve
-    from hwnas.zoo import load, write_zoo
+def test_a_users_residual_cnn_made_elastic_is_searched_from_python_and_the_cli(tmp_path):
+    """tests/spaces/my_model.py (a residual CNN trained 30 steps on digits, made elastic) searched
+    with hwnas.search(space=..., accuracy=...) on the live CPU: inherited weights score above
+    chance before any fine-tuning, the front's measured latencies span more than 2x, its zoo
+    entries load (hwnas.zoo.load) as ONNX Runtime sessions and PyTorch modules that agree. The
+    same network searched with `hwnas search --space FILE:space --accuracy FILE:val_accuracy`
+    gives the same front (its own study; latencies from the store, measured once per subnet)."""
+    from pathlib import Path
 
-    data = load_data("digits", image_size=16)
-    torch.manual_seed(0)
-    model = ResCNN()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    rng = np.random.default_rng(0)
-    for _ in range(30):
-        idx = rng.choice(len(data.train), 64, replace=False)
-        loss = F.cross_entropy(
-            model(torch.from_numpy(data.train.x[idx])), torch.from_numpy(data.train.y[idx])
-        )
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
+    from hwnas.zoo import load
 
-    def val_accuracy(net: nn.Module, arch, data) -> float:  # the user's evaluation function
-        with torch.no_grad():
-            pred = net(torch.from_numpy(data.val.x)).argmax(1).numpy()
-        return 100.0 * float((pred == data.val.y).mean())
-
-    space = register_space(
-        hwnas.elastic(model, torch.from_numpy(data.train.x[:1]), name="rescnn", dataset="digits")
-    )
-    settings = SearchSettings(
-        space="rescnn", device="cpu-fast", dataset="digits", strategy="random", budget=8
-    )
-    space, device = resolve(settings)
-    problem = open_problem(settings, space, device)
-    evaluator = FunctionEvaluator(
-        space, val_accuracy, problem.profiler, ["latency_ms"], "digits", data
-    )
-    result = run_search(
-        settings, space, evaluator.evaluate, problem.storage, proposals=space.reference_archs(8)
-    )
-    assert len(result.records) == 8
-    accuracies = [r.accuracy for r in result.records]
+    file = Path(__file__).parent / "my_model.py"
+    user = _import(file)
+    options = dict(device="cpu-fast", budget=8, seed=0, data="digits")
+    run = hwnas.search(
+        space=user.space, accuracy=user.val_accuracy, out=tmp_path / "py",
+        storage=f"sqlite:///{tmp_path / 'py.db'}", **options,
+    )  # fmt: skip
+    records = run.result.records
+    assert len(records) == 8 and run.summary["settings"]["strategy"] == "nsga3"
+    accuracies = [r.accuracy for r in records]
     assert max(accuracies) > 50 and np.median(accuracies) > 1.5 * 10  # chance: 10%
-    assert all(r.attrs["accuracy_source"].startswith("function:") for r in result.records)
-    assert "inherited weights" in result.records[0].attrs["accuracy_source"]
-    latency = [r.costs["latency_ms"] for r in result.pareto]
-    assert len(result.pareto) >= 2 and max(latency) >= 2 * min(latency)
-    assert all(r.attrs["latency_ms_source"].startswith("measured:cpu-fast") for r in result.pareto)
+    assert all(r.attrs["accuracy_source"].startswith("function:val_accuracy") for r in records)
+    assert "inherited weights" in records[0].attrs["accuracy_source"]
+    front = run.front
+    latency = front["latency_ms"]
+    assert len(front) >= 2 and latency.max() >= 2 * latency.min()
+    assert all(s.startswith("measured:cpu-fast") for s in front["latency_ms_source"])
+    assert run.summary["zoo_weights"] == "inherited" and len(run.zoo) == len(front)
 
-    trained = {
-        r.arch: {
-            "model": evaluator.model(space.parse(r.arch)),
-            "input_shape": (1, 3, 16, 16),
-            "num_classes": 10,
-            "dataset": "digits",
-            "weights": "inherited from the user's ResCNN, batch norm recalibrated",
-            "data": data,
-        }
-        for r in result.pareto
-    }
-    cards = write_zoo(tmp_path / "zoo", result, space, {}, trained=trained)
-    assert cards
     x = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype(np.float32)
-    for card in cards:
-        session, module = load(card.parent), load(card, torch=True)
-        assert json.loads(card.read_text())["build"]["kind"] == "space"
+    for entry in run.zoo:
+        session, module = load(entry), load(entry, torch=True)
+        assert json.loads((entry / "card.json").read_text())["build"]["kind"] == "space"
         with torch.no_grad():
             want = module(torch.from_numpy(x)).numpy()
         assert np.abs(session.run(None, {"input": x})[0] - want).max() < 1e-4
+
+    cli = hwnas_cli(
+        "search", "--space", f"{file}:space", "--accuracy", f"{file}:val_accuracy",
+        "--device", "cpu-fast", "--budget", "8", "--seed", "0", "--data", "digits",
+        "--storage", f"sqlite:///{tmp_path / 'cli.db'}", "--out", str(tmp_path / "cli"),
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    summary = json.loads((tmp_path / "cli" / "summary.json").read_text())
+    assert summary["measurements"]["taken"] == 0  # every subnet's latency from the store
+    columns = ["arch", "accuracy", "latency_ms"]
+    import pandas as pd
+
+    assert pd.read_csv(tmp_path / "cli" / "pareto.csv")[columns].equals(front[columns])
+
     reload_spaces()  # a fresh process: the space object must be handed over
     with pytest.raises(HwnasError, match="pass it, hwnas.zoo.load\\(entry, torch=True, space="):
-        load(cards[0].parent, torch=True)
-    assert isinstance(load(cards[0].parent, torch=True, space=space), nn.Module)
+        load(run.zoo[0], torch=True)
+    assert isinstance(load(run.zoo[0], torch=True, space=user.space), nn.Module)
 
 
 def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
-    """`hwnas search --space tests/spaces/my_space.py:space --strategy oneshot` (the file's
-    Choice / ValueChoice / Repeat space) trains its supernet, derives subnets of the space and
+    """`hwnas search --space tests/spaces/my_space.py:space --strategy oneshot --accuracy
+    tests/spaces/my_space.py:holdout_accuracy` (the file's Choice / ValueChoice / Repeat space)
+    trains its supernet, derives subnets of the space, scores them with the user's function and
     measures them on the live CPU; a misnamed attribute stops in one line."""
     from pathlib import Path
 
@@ -384,6 +353,7 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
         "--data", "digits", "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "50",
         "--set", "limit=150", "--set", "cost=flops", "--set", "evolution_trials=6",
         "--set", "population=4", "--set", "candidates=2", "--out", str(out),
+        "--accuracy", f"{file}:holdout_accuracy",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -393,6 +363,8 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     best = summary["best"]
     assert space.parse(best["arch"]).text == best["arch"]
     assert best["latency_ms_source"].startswith("measured:cpu-fast")
+    assert best["accuracy_source"].startswith("function:")  # the user's function, fine-tuned
+    assert summary["settings"]["accuracy"].endswith("my_space.py:holdout_accuracy")
     assert {d.kind for d in space.decisions} == {"width", "op", "depth", "kernel"}
     assert (
         space.parse("depth=1 kernel=3 width=8 op=skip").text == "width=8 op=skip depth=1 kernel=3"

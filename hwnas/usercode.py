@@ -1,0 +1,74 @@
+"""The user's Python files: ``--space file.py:space`` and ``--accuracy file.py:fn``.
+
+A name of the form ``path/to/file.py:attribute`` names an object in the user's own Python file.
+The file is imported (once per process, under a module name derived from its resolved path), so
+it runs with the user's rights: hwnas imports only files the user names on the command line or
+in a Python call, never a file named by a run folder, a card, a study or a data folder
+(``docs/security.md``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hwnas.errors import HwnasError, UnknownNameError
+
+CODE = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+"""``path/to/file.py:attribute``: an object of the user's Python file."""
+
+
+def import_file(file: str | Path) -> ModuleType:
+    """The user's Python file ``file`` as a module, imported once per process.
+
+    Raises:
+        HwnasError: no such file, or importing it failed (one line: the exception's type and
+            first line).
+    """
+    import importlib.util
+
+    from hwnas.export import content_hash
+
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise HwnasError(f"Python file not found: {path}")
+    module_name = f"hwnas_user_{content_hash(str(path.resolve()))}"
+    module = sys.modules.get(module_name)
+    if module is not None:
+        return module
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise HwnasError(f"{path}: not a Python file hwnas can import")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except HwnasError as exc:
+        del sys.modules[module_name]
+        raise HwnasError(f"{path}: {exc}") from None
+    except Exception as exc:  # the user's code: any error, in one line
+        del sys.modules[module_name]
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise HwnasError(f"{path}: importing it failed: {type(exc).__name__}: {first}") from None
+    return module
+
+
+def code_object(text: str) -> Any:
+    """The object ``text`` (``path/to/file.py:attribute``) names.
+
+    Raises:
+        HwnasError: ``text`` is not of that form, or the file cannot be imported.
+        UnknownNameError: the file has no such attribute (with a did-you-mean).
+    """
+    match = CODE.match(text)
+    if match is None:
+        raise HwnasError(f"'{text}' is not of the form path/to/file.py:name")
+    module = import_file(match["file"])
+    attr = match["attr"]
+    if not hasattr(module, attr):
+        names = [n for n in vars(module) if not n.startswith("_")]
+        raise UnknownNameError(f"attribute of {Path(match['file']).expanduser()}", attr, names)
+    return getattr(module, attr)
