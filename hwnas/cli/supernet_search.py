@@ -85,7 +85,9 @@ def supernet_options(f):
 
 def command_line(ctx: click.Context, leave_out: tuple[str, ...] = ()) -> list[str]:
     """The options given on the command line to ``ctx``'s command, as arguments again
-    (without those named in ``leave_out``), preceded by the command's name."""
+    (without those named in ``leave_out``), preceded by the command's name; a value a callback
+    converted (a space file's path to its name) is passed as typed (``ctx.meta["typed"]``)."""
+    typed = ctx.meta.get("typed", {})
     args = [ctx.info_name or ctx.command.name or ""]
     for param in ctx.command.params:
         if not isinstance(param, click.Option) or param.name in leave_out:
@@ -93,7 +95,7 @@ def command_line(ctx: click.Context, leave_out: tuple[str, ...] = ()) -> list[st
         if ctx.get_parameter_source(param.name) != click.core.ParameterSource.COMMANDLINE:
             continue
         flag = max(param.opts, key=len)
-        value = ctx.params[param.name]
+        value = typed.get(param.name, ctx.params[param.name])
         if param.is_flag:
             args += [flag] if value else []
         elif param.multiple:

@@ -226,9 +226,14 @@ def reload_spaces() -> None:
                 del _SPACES[space.name]
 
 
-def space_option(_ctx, _param, value: str | None) -> str | None:
+def space_option(ctx, param, value: str | None) -> str | None:
     """Click callback of ``--space``: a space file's path becomes the name of its space (loaded
-    and checked now, before any work), so study names and run folders use the name."""
+    and checked now, before any work), so study names and run folders use the name. The value
+    as typed is kept in ``ctx.meta["typed"]`` (a command that starts itself again, ``--nproc``,
+    passes the path on: the name alone is unknown in a new process)."""
     if value is None:
         return None
-    return get_space(value).name
+    name = get_space(value).name
+    if ctx is not None and param is not None and name != value:
+        ctx.meta.setdefault("typed", {})[param.name] = value
+    return name

@@ -376,3 +376,22 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     )
     assert bad.returncode == 2
     assert "unknown attribute of" in bad.stderr and "did you mean space" in bad.stderr
+
+
+def test_nproc_passes_a_space_given_by_path_on_as_typed():
+    """`--nproc N` starts the command again under torchrun: the space's path goes on (its name
+    alone would be unknown in the new processes), the other options as given."""
+    from pathlib import Path
+
+    from hwnas.cli.search import search_cmd
+    from hwnas.cli.supernet_search import command_line
+
+    typed = f"{Path(__file__).parent / 'my_space.py'}:space"
+    ctx = search_cmd.make_context(
+        "search",
+        ["--space", typed, "--device", "cpu-fast", "--strategy", "oneshot", "--nproc", "2"],
+    )
+    assert ctx.params["space"] == "tinytorch"  # the study and run folder use the name
+    args = command_line(ctx, leave_out=("nproc",))
+    assert args[args.index("--space") + 1] == typed and "--nproc" not in args
+    assert args[args.index("--strategy") + 1] == "oneshot"
