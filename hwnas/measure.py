@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
+import types
 from dataclasses import dataclass, replace
+from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import CandidateError, HwnasError
@@ -260,3 +263,105 @@ def wait_for_quiet(deadline: float) -> float:
         step = min(WAIT_STEP_S, left)
         time.sleep(step)
         slept += step
+
+
+@dataclass
+class MeasuredModel:
+    """One model measured by :func:`measure_models`.
+
+    Attributes:
+        label: the model's label (arch string or ONNX path).
+        latency: the latency :class:`~hwnas.devices.base.Measurement` (``value`` in ms, the
+            median; ``extra["rel_ci"]`` the relative 95% interval of the median).
+        energy: the energy measurement (``value`` in mJ per inference) where the device has a
+            meter, else None.
+        how: "measured" (timed now), "from store" or "recorded" (a device's table), with
+            ", FLAGGED" (too noisy: kept, never used by a search) and a missed precision target.
+    """
+
+    label: str
+    latency: Measurement
+    energy: Measurement | None
+    how: str
+
+
+@dataclass
+class MeasuredModels:
+    """What :func:`measure_models` returns.
+
+    Attributes:
+        models: one :class:`MeasuredModel` per workload, in order.
+        counts: the profiler's counts (taken now, reused from the store, read from a table,
+            TVM tuning).
+        store: the measurement store's path (a PostgreSQL URL without its password), or None
+            for a recorded device.
+    """
+
+    models: list[MeasuredModel]
+    counts: ProfilerCounts
+    store: Any
+
+
+def measure_models(
+    device: Device, workloads: list[Workload], store_path: Any = None
+) -> MeasuredModels:
+    """Measure ``workloads`` on ``device``: latency, and energy where it has a meter, each
+    taken once per device, runtime and model and kept in the measurement store (``hwnas
+    measure``, :func:`hwnas.measure`).
+
+    Args:
+        device: an opened device (:func:`hwnas.devices.get_device`).
+        workloads: from :func:`arch_workload` / :func:`onnx_workload`.
+        store_path: a SQLite path or PostgreSQL URL (default: ``measurements.db`` in the hwnas
+            home); a recorded device's values come from its table instead.
+
+    Returns:
+        The :class:`MeasuredModels`.
+
+    Raises:
+        HwnasError: an unusable store or hwnas home; the device or runtime failed.
+    """
+    from hwnas.paths import check_writable, default_store_path, hwnas_home
+    from hwnas.store import MeasurementStore
+
+    if store_path is None and device.stored_in_profiler:
+        check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
+    store = (
+        MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
+    )
+    profiler = Profiler(device, store)
+    out = []
+    try:
+        for w in workloads:
+            before = profiler.counts.taken
+            m = profiler.measure(w, "latency_ms", allow_flagged=True)
+            energy = None
+            if "energy_mj" in device.metrics:
+                energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            how = "measured" if profiler.counts.taken > before else "from store"
+            if not device.stored_in_profiler:
+                how = "recorded"
+            if m.flagged:
+                how += ", FLAGGED"
+            rel_ci = m.extra.get("rel_ci")
+            target = m.extra.get("target_rel_ci")
+            if target is not None and (rel_ci is None or rel_ci > target):
+                how += f" (missed the +-{100 * target:g}% target)"
+            out.append(MeasuredModel(w.label, m, energy, how))
+    finally:
+        if store is not None:
+            store.close()
+    return MeasuredModels(out, profiler.counts, store.path if store is not None else None)
+
+
+class _MeasureModule(types.ModuleType):
+    """This module, callable as :func:`hwnas.api.measure` (``hwnas.measure(...)``: importing
+    it as a module, as the rest of hwnas does, must not take the function's name away)."""
+
+    def __call__(self, *args, **kwargs):
+        from hwnas.api import measure
+
+        return measure(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _MeasureModule

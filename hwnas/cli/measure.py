@@ -137,59 +137,35 @@ def parse_target(text: str):
 def _measure(dev, workloads, store_path) -> None:
     from rich.console import Console
 
-    from hwnas.measure import Profiler
-    from hwnas.paths import check_writable, default_store_path, hwnas_home
-    from hwnas.store import MeasurementStore
-
-    if store_path is None and dev.stored_in_profiler:
-        check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
-    store = MeasurementStore(store_path or default_store_path()) if dev.stored_in_profiler else None
-    profiler = Profiler(dev, store)
     from hwnas.cli.render import print_table
+    from hwnas.measure import measure_models
 
     console = Console()
+    done = measure_models(dev, workloads, store_path)
+    c = done.counts
+    flagged = sum(r.latency.flagged for r in done.models)
     rows = []
-    flagged = 0
-    try:
-        for w in workloads:
-            before = profiler.counts.taken
-            m = profiler.measure(w, "latency_ms", allow_flagged=True)
-            energy = None
-            if "energy_mj" in dev.metrics:
-                energy = profiler.measure(w, "energy_mj", allow_flagged=True)
-            how = "measured" if profiler.counts.taken > before else "from store"
-            if not dev.stored_in_profiler:
-                how = "recorded"
-            if m.flagged:
-                flagged += 1
-                how += ", FLAGGED"
-            rel_ci = m.extra.get("rel_ci")
-            target = m.extra.get("target_rel_ci")
-            if target is not None and (rel_ci is None or rel_ci > target):
-                how += f" (missed the +-{100 * target:g}% target)"
-            rows.append(
-                (
-                    w.label,
-                    f"{m.value:.4f}",
-                    f"{100 * m.cv:.2f}",
-                    f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
-                    str(m.extra.get("rounds", "-")),
-                    f"{energy.value:.4f}" if energy is not None else "-",
-                    how,
-                )
+    for r in done.models:
+        m, energy, rel_ci = r.latency, r.energy, r.latency.extra.get("rel_ci")
+        rows.append(
+            (
+                r.label,
+                f"{m.value:.4f}",
+                f"{100 * m.cv:.2f}",
+                f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
+                str(m.extra.get("rounds", "-")),
+                f"{energy.value:.4f}" if energy is not None else "-",
+                r.how,
             )
-    finally:
-        if store is not None:
-            store.close()
+        )
     print_table(
         console,
-        f"{dev.name} ({dev.runtime}): {store.path if store else 'recorded table'}",
+        f"{dev.name} ({dev.runtime}): {done.store or 'recorded table'}",
         ("model", "ms", "CV %", "CI +-%", "rounds", "mJ", "how"),
         rows,
         keys=("model",),
         right=("ms", "CV %", "CI +-%", "rounds", "mJ"),
     )
-    c = profiler.counts
     console.print(
         f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table; "
         "ms = median latency, CI = 95% interval of the median, mJ = energy per inference"

@@ -39,6 +39,7 @@ def test_the_api_page_examples_run(tmp_path, monkeypatch, capsys):
     assert "40 trials in the Optuna study" in out and "did you mean budget?" in out
     assert "nasbench201-cifar100-pixel3-latency-frontier-seed0" in out  # the CLI's study name
     assert "torch.Size([2, 10])" in out and "{'width': 3, 'depth': 1}" in out
+    assert "pixel3: " in out and " ms (median, CV " in out
     assert "\nnsga3\n" in out  # the default strategy where no cost is known first
     assert float(out.strip().splitlines()[-1]) < 1e-4  # ONNX Runtime == PyTorch
     assert list((tmp_path / "runs" / "mynet" / "zoo").glob("*/weights.pt"))
