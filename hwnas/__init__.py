@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str | None]] = {
     "search": ("hwnas.search", None),  # the package, callable as hwnas.api.search
     "SearchRun": ("hwnas.api", "SearchRun"),
-    "measure": ("hwnas.measure", None),  # the module, callable as hwnas.api.measure
+    "measure": ("hwnas.measure", None),  # the module, callable as hwnas.measure.measure
     "predict": ("hwnas.api", "predict"),
     "get_space": ("hwnas.spaces", "get_space"),
     "get_device": ("hwnas.devices", "get_device"),

@@ -24,6 +24,7 @@ import sys
 import time
 import types
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload
@@ -354,13 +355,82 @@ def measure_models(
     return MeasuredModels(out, profiler.counts, store.path if store is not None else None)
 
 
+def split_models(models: Any) -> tuple[list[str], list[str]]:
+    """(ONNX paths, arch strings) of ``models``: one or a list of arch strings and ONNX file
+    paths (a ``Path``, or a string ending in ``.onnx``).
+
+    Raises:
+        HwnasError: no model given.
+    """
+    if isinstance(models, (str, Path)):
+        models = [models]
+    onnx, archs = [], []
+    for m in models:
+        if isinstance(m, Path) or str(m).lower().endswith(".onnx"):
+            onnx.append(str(m))
+        else:
+            archs.append(str(getattr(m, "text", m)))
+    if not onnx and not archs:
+        raise HwnasError("nothing to measure or predict: give arch strings or ONNX file paths")
+    return onnx, archs
+
+
+def measure(
+    models: Any,
+    *,
+    device: str,
+    space: str | None = None,
+    dataset: str = "cifar100",
+    batch_size: int = 1,
+    runtime: str | None = None,
+    store: Any = None,
+) -> list[MeasuredModel]:
+    """Measure latency (ms; and energy, mJ, where the device has a meter) of ``models`` on
+    ``device``: ``hwnas measure`` as a function. Each value is taken once per device, runtime
+    and model and kept in the measurement store; a recorded device's values come from its
+    table.
+
+    Args:
+        models: an arch string of ``space`` or an ONNX file path (``Path``, or a string
+            ending in ``.onnx``), or a list of them.
+        device: device name (``hwnas devices``).
+        space: the space of the arch strings (default nasbench201).
+        dataset: the dataset whose network an arch string is (its input size and classes).
+        batch_size: B of the measured input (an ONNX model's dynamic batch axis takes it).
+        runtime: runtime replacing the device profile's ("ort", "tvm").
+        store: measurement store, a SQLite path or a PostgreSQL URL (default: the home's).
+
+    Returns:
+        One :class:`MeasuredModel` per model, in order (``.latency.value`` in
+        ms, ``.latency.extra["rel_ci"]`` its relative 95% interval, ``.energy``, ``.how``).
+
+    Raises:
+        HwnasError: an unknown device, space, dataset or runtime, a malformed arch, an
+            unreadable ONNX file, an unreachable device, an unusable store (before any
+            measurement).
+    """
+    from hwnas.devices import get_device
+    from hwnas.spaces import get_space
+
+    onnx, archs = split_models(models)
+    if batch_size < 1:
+        raise HwnasError(f"batch_size must be at least 1, got {batch_size}")
+    dev = get_device(device, runtime=runtime)
+    dev.require_reachable()
+    workloads = []
+    if archs:
+        sp = get_space(space or "nasbench201")
+        sp.dataset(dataset)
+        workloads += [arch_workload(sp, sp.parse(t), dataset, batch_size) for t in archs]
+    workloads += [onnx_workload(path, batch_size) for path in onnx]
+    return measure_models(dev, workloads, store).models
+
+
 class _MeasureModule(types.ModuleType):
-    """This module, callable as :func:`hwnas.api.measure` (``hwnas.measure(...)``: importing
-    it as a module, as the rest of hwnas does, must not take the function's name away)."""
+    """This module, callable as :func:`measure` (``hwnas.measure(...)``: importing it as a
+    module, as the rest of hwnas does, must not take the function's name away)."""
 
     def __call__(self, *args, **kwargs):
-        from hwnas.api import measure
-
         return measure(*args, **kwargs)
 
 

@@ -28,14 +28,13 @@ def import_file(file: str | Path) -> ModuleType:
         HwnasError: no such file, or importing it failed (one line: the exception's type and
             first line).
     """
+    import hashlib
     import importlib.util
-
-    from hwnas.export import content_hash
 
     path = Path(file).expanduser()
     if not path.is_file():
         raise HwnasError(f"Python file not found: {path}")
-    module_name = f"hwnas_user_{content_hash(str(path.resolve()))}"
+    module_name = f"hwnas_user_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     module = sys.modules.get(module_name)
     if module is not None:
         return module

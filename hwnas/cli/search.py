@@ -169,11 +169,8 @@ def search_cmd(
     from hwnas.jobs.settings import build_settings
 
     ctx = click.get_current_context()
-    given = {
-        name
-        for name in ctx.params
-        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    }
+    typed = click.core.ParameterSource.COMMANDLINE
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == typed}
     settings = build_settings(ctx.params, given)
     if settings.pipeline == "supernet":
         from hwnas.cli.supernet_search import run_supernet_search

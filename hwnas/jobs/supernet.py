@@ -560,11 +560,7 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
             }
             for a, e in trained.items()
         },
-        accuracy_label=(
-            f"{data.name} held-out test accuracy (%)"
-            if s.accuracy is None
-            else f"accuracy (%) by {s.accuracy.rsplit(':', 1)[-1]} on {data.name}"
-        ),
+        accuracy_label=_accuracy_axis(s, data),
         close=store.close if store is not None else None,
     )
     return output
@@ -585,6 +581,13 @@ def _fit_line(cost) -> str:
     if "correction" in f:
         parts.append(str(f["correction"]))
     return "; ".join(parts)
+
+
+def _accuracy_axis(s: SupernetSettings, data) -> str:
+    """The plot's accuracy axis: held-out test accuracy, or the user's function's."""
+    if s.accuracy is None:
+        return f"{data.name} held-out test accuracy (%)"
+    return f"accuracy (%) by {s.accuracy.rsplit(':', 1)[-1]} on {data.name}"
 
 
 def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:

@@ -73,25 +73,8 @@ def prepare(
             the metric or space; unusable measurement store or study storage; unknown
             predictor or one of another space; a measurement budget below 4.
     """
-    tabulated = ability(get_space(settings.space), TabulatedSpace)
-    if tabulated is None and settings.accuracy is None:
-        raise HwnasError(
-            f"space '{settings.space}' has no accuracy table to search over: give an accuracy "
-            "function (--accuracy path/to/file.py:function, or accuracy= in Python) or a "
-            "supernet strategy (--strategy oneshot)"
-        )
-    if tabulated is not None and settings.budget > len(tabulated):  # a budget never spent
-        raise HwnasError(
-            f"--budget {settings.budget} is more than the {len(tabulated)} architectures of "
-            f"space '{settings.space}'; --budget {len(tabulated)} scores every one"
-        )
-    accuracy = get_accuracy(settings.accuracy) if settings.accuracy is not None else None
+    accuracy = _accuracy_source(settings, predictor, measurement_budget)
     space, device = resolve(settings)
-    if accuracy is not None and (predictor is not None or measurement_budget is not None):
-        raise HwnasError(
-            "--predictor and --measurement-budget read an accuracy table; with --accuracy the "
-            "costs come from the device (measured once per subnet)"
-        )
     data = _function_data(settings, space)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
@@ -138,16 +121,40 @@ def prepare(
         else FunctionEvaluator(space, accuracy, problem.profiler, metrics, settings.dataset, data)
     )
     return PreparedSearch(
-        settings,
-        space,
-        device,
-        problem.profiler,
-        evaluator,
-        problem.storage_url,
-        problem.storage,
-        costs,
-        fewshot,
-    )
+        settings, space, device, problem.profiler, evaluator, problem.storage_url,
+        problem.storage, costs, fewshot,
+    )  # fmt: skip
+
+
+def _accuracy_source(
+    settings: SearchSettings, predictor: str | None, measurement_budget: int | None
+) -> Any:
+    """The user's accuracy function (checked), or None where the space's table is read.
+
+    Raises:
+        HwnasError: a space without a table and no function; a budget above a table's size;
+            a few-shot option with a function (few-shot reads the table).
+    """
+    tabulated = ability(get_space(settings.space), TabulatedSpace)
+    if tabulated is None and settings.accuracy is None:
+        raise HwnasError(
+            f"space '{settings.space}' has no accuracy table to search over: give an accuracy "
+            "function (--accuracy path/to/file.py:function, or accuracy= in Python) or a "
+            "supernet strategy (--strategy oneshot)"
+        )
+    if tabulated is not None and settings.budget > len(tabulated):  # a budget never spent
+        raise HwnasError(
+            f"--budget {settings.budget} is more than the {len(tabulated)} architectures of "
+            f"space '{settings.space}'; --budget {len(tabulated)} scores every one"
+        )
+    if settings.accuracy is None:
+        return None
+    if predictor is not None or measurement_budget is not None:
+        raise HwnasError(
+            "--predictor and --measurement-budget read an accuracy table; with --accuracy the "
+            "costs come from the device (measured once per subnet)"
+        )
+    return get_accuracy(settings.accuracy)
 
 
 def _function_data(settings: SearchSettings, space: SearchSpace) -> Any:
@@ -238,15 +245,11 @@ def search(
                 reporter=reporter,
             )  # fmt: skip
         else:
+            evaluate = _watched(job.evaluator.evaluate, on_candidate)
             result = run_search(
-                settings,
-                space,
-                _watched(job.evaluator.evaluate, on_candidate),
-                job.storage,
-                on_trial,
-                costs=job.costs,
+                settings, space, evaluate, job.storage, on_trial, costs=job.costs,
                 instant=job.evaluator.instant,
-            )
+            )  # fmt: skip
     except BaseException:
         plotter.cancel()
         raise
@@ -258,18 +261,10 @@ def search(
     inherited = job.evaluator.zoo_models([r.arch for r in result.pareto]) if zoo else None
     weights = "trained" if trainer is not None else "inherited" if inherited else "random"
     output = RunOutput(
-        result,
-        space,
-        device.name,
-        space.dataset(settings.dataset).num_classes,
-        job.storage,
-        settings.study,
-        started,
-        partial(_summary, job, result, evaluator, weights, fewshot_extra),
-        trained=inherited,
-        trainer=trainer,
-        plotter=plotter,
-    )
+        result, space, device.name, space.dataset(settings.dataset).num_classes, job.storage,
+        settings.study, started, partial(_summary, job, result, evaluator, weights, fewshot_extra),
+        trained=inherited, trainer=trainer, plotter=plotter,
+    )  # fmt: skip
     summary_written = write_run(out, output, zoo, reporter, on_front, artifact_dir)
     return result, summary_written
 

@@ -76,7 +76,7 @@ def predict_models(
         HwnasError: neither or both of ``device`` and ``calibration``; an unknown device,
             metric or predictor; too few usable measurements; an unreadable calibration file.
     """
-    from hwnas.predictors import load_predictor
+    from hwnas.predictors.artifacts import load_predictor
 
     if (calibration is None) == (device is None):
         raise HwnasError("give the device's measurements: --calibration CAL.csv or --device D")
@@ -197,7 +197,7 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
     import numpy as np
 
     from hwnas.errors import HwnasError
-    from hwnas.predictors import load_predictor
+    from hwnas.predictors.artifacts import load_predictor
     from hwnas.predictors.featurize import get_featurizer
     from hwnas.spaces import get_space
 

@@ -270,22 +270,7 @@ def run_fewshot(
     device = profiler.device
     can_measure = device.can_measure
     budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
-    cal = calibration_archs(space, budget, can_measure)
-    say(f"calibration: {len(cal)} reference architectures on {device.name}")
-    with reporter.step(f"calibration on {device.name}", total=len(cal), unit="archs") as step:
-        for arch in cal:
-            step.update(status=f"now {arch.text}")
-            try:
-                budget.measure(arch)
-            except NoisyMeasurementError:  # stayed too noisy: calibrate on the others
-                say(f"calibration: {arch.text} left out (too noisy to measure)")
-            step.advance(status="")
-    if budget.used < 3:
-        raise HwnasError(
-            f"device '{device.name}' gave {budget.used} calibration values for space "
-            f"'{space.name}'; at least 3 are needed (hwnas refset export, then hwnas measure "
-            "import)"
-        )
+    cal = _calibrate(space, budget, say, reporter)
     predictors = adapt_all(plan, budget)
     evaluator = PredictedEvaluator(space, settings.dataset, predictors, plan.predictor.name)
     say(f"search on costs predicted by {plan.predictor.name}")
@@ -325,6 +310,33 @@ def run_fewshot(
             "(best_verified false: none could be, the most accurate predicted within it)"
         )
     return final, extra, evaluator
+
+
+def _calibrate(space: SearchSpace, budget: MeasurementBudget, say, reporter: Reporter) -> list:
+    """Measure the calibration architectures within ``budget`` (a ``reporter`` step); returns
+    them (those too noisy to measure are left out of the values, and said).
+
+    Raises:
+        HwnasError: fewer than 3 values could be obtained.
+    """
+    device = budget.profiler.device
+    cal = calibration_archs(space, budget, device.can_measure)
+    say(f"calibration: {len(cal)} reference architectures on {device.name}")
+    with reporter.step(f"calibration on {device.name}", total=len(cal), unit="archs") as step:
+        for arch in cal:
+            step.update(status=f"now {arch.text}")
+            try:
+                budget.measure(arch)
+            except NoisyMeasurementError:  # stayed too noisy: calibrate on the others
+                say(f"calibration: {arch.text} left out (too noisy to measure)")
+            step.advance(status="")
+    if budget.used < 3:
+        raise HwnasError(
+            f"device '{device.name}' gave {budget.used} calibration values for space "
+            f"'{space.name}'; at least 3 are needed (hwnas refset export, then hwnas measure "
+            "import)"
+        )
+    return cal
 
 
 def _with_measured(r: TrialRecord, budget: MeasurementBudget) -> TrialRecord:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.predictors.featurize import Featurizer
+from hwnas.predictors.featurize.base import Featurizer
 from hwnas.predictors.graph import COLUMN, GRAPH_COLUMNS, GraphAccumulator
 from hwnas.spaces import Arch, SearchSpace
 

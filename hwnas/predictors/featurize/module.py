@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hwnas.predictors.featurize import Featurizer
+from hwnas.predictors.featurize.base import Featurizer
 from hwnas.predictors.graph import GRAPH_COLUMNS
 from hwnas.spaces import Arch, SearchSpace
 

@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from hwnas.predictors.featurize import Featurizer
+from hwnas.predictors.featurize.base import Featurizer
 from hwnas.predictors.graph import GRAPH_COLUMNS, GraphAccumulator
 from hwnas.spaces import Arch
 

@@ -8,7 +8,7 @@ from functools import cache
 
 import numpy as np
 
-from hwnas.predictors.featurize import Featurizer
+from hwnas.predictors.featurize.base import Featurizer
 from hwnas.predictors.graph import GRAPH_COLUMNS, GraphAccumulator
 from hwnas.spaces import Arch
 from hwnas.spaces.ofa.model import make_divisible
