@@ -586,7 +586,7 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
     """The decisions the module declares with hwnas.nn choice points."""
     from torch import nn
 
-    from hwnas.nn import Repeat, ValueChoice
+    from hwnas.spaces.module.choices import Repeat, ValueChoice
 
     modules = dict(model.named_modules())
     found: dict[str, dict[str, Any]] = {}
@@ -659,7 +659,7 @@ def _check_choices(model, x, label: str) -> None:
     """
     import torch
 
-    from hwnas.nn import Choice
+    from hwnas.spaces.module.choices import Choice
 
     modules = dict(model.named_modules())
     paths = [p for p, m in modules.items() if isinstance(m, Choice)]

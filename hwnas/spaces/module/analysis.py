@@ -198,7 +198,7 @@ class _Tracer(fx.Tracer):
         self.stack: list[str] = []
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
-        from hwnas.nn import Choice
+        from hwnas.spaces.module.choices import Choice
 
         return not isinstance(m, Choice) and super().is_leaf_module(m, qualname)
 
@@ -217,7 +217,7 @@ def trace(model: nn.Module, label: str) -> fx.GraphModule:
         HwnasError: the forward cannot be traced (Python control flow on tensor values, ...):
             one line naming the innermost layer being traced.
     """
-    from hwnas.nn import TRACING
+    from hwnas.spaces.module.choices import TRACING
 
     tracer = _Tracer()
     TRACING[0] = True
@@ -275,7 +275,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     """
     from torch.fx.passes.shape_prop import ShapeProp
 
-    from hwnas.nn import Choice
+    from hwnas.spaces.module.choices import Choice
 
     was = model.training
     model.eval()
@@ -660,7 +660,7 @@ def _is_block(m: nn.Module) -> bool:
 def _stages(model, gm, layout, calls, io, join, g) -> dict[str, Stage]:
     """Containers whose trailing blocks keep their input's shape (droppable), with each such
     block's input and output channel groups joined."""
-    from hwnas.nn import Repeat
+    from hwnas.spaces.module.choices import Repeat
 
     stack = {n: n.meta.get("nn_module_stack", {}) for n in gm.graph.nodes}
     out: dict[str, Stage] = {}

@@ -140,7 +140,7 @@ def _index(segments: list[tuple[int, int]], active: list[int]) -> torch.Tensor |
 
 def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
     """Set ``net`` (from :func:`convert`) to compute the subnet ``sub``."""
-    from hwnas.nn import Choice
+    from hwnas.spaces.module.choices import Choice
 
     modules = dict(net.named_modules())
     for name, m in modules.items():
@@ -172,7 +172,7 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
     Raises:
         ValueError: a Choice with several active candidates (a mixture is no subnet).
     """
-    from hwnas.nn import Choice, Repeat
+    from hwnas.spaces.module.choices import Choice, Repeat
 
     mixtures = [(m, m.weights) for m in net.modules() if isinstance(m, Choice)]
     for m, _ in mixtures:  # a supernet path's weights carry gradients: not copied

@@ -1,0 +1,156 @@
+"""The choice points of a search space written as a PyTorch module (:class:`Choice`,
+:class:`ValueChoice`, :class:`Repeat`), public as :mod:`hwnas.nn` (its docstring says where each
+may go); here so that the space code that reads them does not import the public module that
+builds spaces from them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from hwnas.errors import HwnasError
+
+__all__ = ["Choice", "Repeat", "TRACING", "ValueChoice"]
+
+TRACING = [False]
+"""Set while :func:`hwnas.spaces.module.analysis.trace` traces a module."""
+
+
+class ValueChoice(int):
+    """A number chosen among ``values``: a width, a kernel size or a depth.
+
+    It is an ``int`` equal to its largest value, so layers are built at their largest and the
+    module is the supernet; tracing finds where it was used (:mod:`hwnas.spaces.module`).
+
+    Args:
+        values: the candidate values (positive integers, distinct; kept sorted, smallest first).
+        label: the decision's name in arch strings (default: the name of the layer it sizes).
+
+    Raises:
+        HwnasError: no value, a value that is not a positive integer, or a repeated value.
+    """
+
+    values: tuple[int, ...]
+    label: str | None
+
+    def __new__(cls, values: Sequence[int], label: str | None = None) -> ValueChoice:
+        vals = list(values) if not isinstance(values, (str, bytes)) else []
+        if not vals:
+            raise HwnasError(f"ValueChoice needs a list of integers, got {values!r}")
+        for v in vals:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise HwnasError(f"ValueChoice values must be positive integers, got {v!r}")
+        if len(set(vals)) != len(vals):
+            raise HwnasError(f"ValueChoice values repeat: {vals}")
+        if label is not None and (not isinstance(label, str) or not _valid_label(label)):
+            raise HwnasError(
+                f"ValueChoice label {label!r}: use letters, digits, '.', '_' and '-' only"
+            )
+        obj = super().__new__(cls, max(vals))
+        obj.values = tuple(sorted(int(v) for v in vals))
+        obj.label = label
+        return obj
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # copy and pickle
+        return (self.values, self.label)
+
+    def __repr__(self) -> str:
+        label = f", label={self.label!r}" if self.label else ""
+        return f"ValueChoice({list(self.values)}{label})"
+
+
+def _valid_label(text: str) -> bool:
+    return bool(text) and all(c.isalnum() or c in "._-" for c in text)
+
+
+class Choice(nn.Module):
+    """One operation chosen among candidates (NNI's ``LayerChoice``; DARTS's mixed operation).
+
+    Every candidate takes the input this module is given and returns the same output shape.
+    Run on its own, the module computes its first candidate; in the supernet, the chosen one
+    (or, for a differentiable strategy, the weighted sum of the active ones).
+
+    Args:
+        candidates: a list of modules (named ``0``, ``1``, ... in arch strings) or a dict
+            name -> module.
+        label: the decision's name in arch strings (default: this module's name).
+
+    Raises:
+        HwnasError: fewer than two candidates, a candidate that is not a module, a bad name.
+    """
+
+    def __init__(
+        self, candidates: Sequence[nn.Module] | dict[str, nn.Module], label: str | None = None
+    ):
+        super().__init__()
+        items = (
+            list(candidates.items())
+            if isinstance(candidates, dict)
+            else [(str(i), m) for i, m in enumerate(candidates)]
+        )
+        if len(items) < 2:
+            raise HwnasError(f"Choice needs at least two candidates, got {len(items)}")
+        for name, m in items:
+            if not isinstance(m, nn.Module):
+                raise HwnasError(f"Choice candidate {name!r} is a {type(m).__name__}, not a module")
+            if not _valid_label(str(name)):
+                raise HwnasError(
+                    f"Choice candidate name {name!r}: use letters, digits, '.', '_' and '-' only"
+                )
+        if label is not None and not _valid_label(label):
+            raise HwnasError(f"Choice label {label!r}: use letters, digits, '.', '_' and '-' only")
+        self.names = tuple(str(n) for n, _ in items)
+        self.candidates = nn.ModuleList([m for _, m in items])
+        self.label = label
+        self.active: tuple[int, ...] = (0,)
+        self.weights: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The active candidate's output (weighted sum when several are active). While traced
+        by torch.fx, the sum of every candidate: the analysis then sees each candidate take the
+        input and their outputs joined (:mod:`hwnas.spaces.module.analysis`)."""
+        if TRACING[0]:
+            total = self.candidates[0](x)
+            for m in self.candidates[1:]:
+                total = total + m(x)
+            return total
+        if self.weights is None:
+            return self.candidates[self.active[0]](x)
+        total = None
+        for k in self.active:
+            y = self.candidates[k](x) * self.weights[k]
+            total = y if total is None else total + y
+        return total  # type: ignore[return-value]
+
+
+class Repeat(nn.Sequential):
+    """``depth`` blocks in sequence, of which the first d run (NNI's ``Repeat``;
+    Once-for-All's elastic depth keeps a stage's first blocks).
+
+    Args:
+        block: a function ``i -> module`` (called for i = 0 .. largest depth - 1) or a module
+            (deep-copied for every position).
+        depth: the number of blocks, or a :class:`ValueChoice` of them.
+
+    Raises:
+        HwnasError: a depth below 1, or a block function that returns no module.
+    """
+
+    def __init__(self, block: Callable[[int], nn.Module] | nn.Module, depth: int):
+        n = int(depth)
+        if n < 1:
+            raise HwnasError(f"Repeat needs a depth of at least 1, got {depth!r}")
+        blocks = []
+        for i in range(n):
+            m = copy.deepcopy(block) if isinstance(block, nn.Module) else block(i)
+            if not isinstance(m, nn.Module):
+                raise HwnasError(
+                    f"Repeat's block function returned {type(m).__name__}, not a module"
+                )
+            blocks.append(m)
+        super().__init__(*blocks)
+        self.depth = depth
