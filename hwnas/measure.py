@@ -41,10 +41,6 @@ again (a measurement run itself adds about one busy process)."""
 WAIT_STEP_S = 5.0
 """Seconds between looks at the load while waiting for a quieter moment."""
 
-WEIGHT_SEED = 0
-"""Seed of the random weights of exported networks (latency does not depend on the values)."""
-
-
 def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int = 1) -> Workload:
     """The workload of ``arch`` built for ``dataset`` at ``batch_size``.
 

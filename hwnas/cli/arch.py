@@ -36,7 +36,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from rich.console import Console
 
     from hwnas.export import count_params_flops, export_onnx
-    from hwnas.measure import WEIGHT_SEED
+    from hwnas.zoo.models import WEIGHT_SEED
     from hwnas.zoo.write import recorded_latencies
     from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
 

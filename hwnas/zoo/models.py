@@ -15,6 +15,11 @@ from hwnas.zoo.entry import ExportedModel
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
+WEIGHT_SEED = 0
+"""Seed of the random weights of exported networks (latency does not depend on the values):
+what a live device measures (:func:`hwnas.measure.arch_workload`) and a random-weight zoo entry
+ships are one export."""
+
 TEST_INPUT_SEED = 0
 """Seed of the standard-normal test input of random-weight entries (numpy, so that a cached
 export's stored output matches the input without torch)."""
@@ -26,31 +31,17 @@ def random_input(shape: tuple[int, ...]) -> np.ndarray:
     return np.random.default_rng(TEST_INPUT_SEED).standard_normal(shape).astype(np.float32)
 
 
-def random_weights(space: SearchSpace, arch: Arch, dataset: str) -> tuple[ExportedModel, bool]:
-    """The export of ``arch``'s network for ``dataset`` with the seeded random weights hwnas
-    measures (:data:`hwnas.measure.WEIGHT_SEED`), from the cache when it was exported before.
-
-    Returns:
-        (the export, whether it came from the cache).
-    """
-    from hwnas.measure import arch_workload
-
-    workload = arch_workload(space, arch, dataset)
-    return export_random(space, arch, dataset, workload.model_hash, workload.input_shape)
-
-
 def export_random(
     space: SearchSpace, arch: Arch, dataset: str, model_hash: str, shape: tuple[int, ...]
 ) -> tuple[ExportedModel, bool]:
-    """:func:`random_weights` for a workload already hashed (``model_hash`` of
-    :func:`hwnas.measure.arch_workload`, input ``shape``): what a live device measures and the
-    zoo ships are one export.
+    """The export of ``arch``'s network for ``dataset`` with the seeded random weights
+    (:data:`WEIGHT_SEED`), from the cache when it was exported before, for a workload already
+    hashed (``model_hash`` of :func:`hwnas.measure.arch_workload`, input ``shape``): what a live
+    device measures and the zoo ships are one export.
 
     Returns:
         (the export, whether it came from the cache).
     """
-    from hwnas.measure import WEIGHT_SEED
-
     key = cache.cache_key(model_hash, WEIGHT_SEED)
     found = cache.load(key)
     if found is not None:

@@ -263,8 +263,7 @@ def random_entry(
 ) -> tuple[ExportedModel, dict[str, Any]]:
     """A random-weight entry: the benchmark's network for ``dataset`` with hwnas's seeded
     weights (from the export cache when exported before)."""
-    from hwnas.measure import WEIGHT_SEED
-    from hwnas.zoo.models import random_weights
+    from hwnas.zoo.models import WEIGHT_SEED
 
     model, _cached = random_weights(space, arch, dataset)
     spec = space.dataset(dataset)
@@ -500,3 +499,17 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
         for a, i in rows.items():
             out[a][name] = {"value": float(column[i]), "source": source}
     return out
+
+
+def random_weights(space: SearchSpace, arch: Arch, dataset: str) -> tuple[ExportedModel, bool]:
+    """The export of ``arch``'s network for ``dataset`` with the seeded random weights hwnas
+    measures (:data:`hwnas.zoo.models.WEIGHT_SEED`), from the cache when it was exported before.
+
+    Returns:
+        (the export, whether it came from the cache).
+    """
+    from hwnas.measure import arch_workload
+    from hwnas.zoo.models import export_random
+
+    workload = arch_workload(space, arch, dataset)
+    return export_random(space, arch, dataset, workload.model_hash, workload.input_shape)
