@@ -22,6 +22,7 @@ from hwnas.search.publish import publish_run
 from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
 from hwnas.spaces import SearchSpace
 from hwnas.zoo import write_zoo, zoo_columns
+from hwnas.zoo.read import zoo_manifest
 
 
 @dataclass
@@ -121,7 +122,8 @@ def write_run(
     extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
     if o.close is not None:
         o.close()
-    summary = write_summary(out / "summary.json", result, extra, time.time() - o.started)
+    elapsed = time.time() - o.started
+    summary = write_summary(out / "summary.json", result, extra, elapsed, zoo_manifest(out))
     publish_run(o.storage, o.study, out, summary, artifact_dir)
     return summary
 

@@ -13,7 +13,6 @@ from typing import Any
 from hwnas.paths import write_atomic
 from hwnas.search.engine import SearchResult, TrialRecord
 from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
-from hwnas.zoo.read import zoo_manifest
 
 
 def pareto_rows(
@@ -102,11 +101,16 @@ def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
 
 
 def write_summary(
-    path: Path, result: SearchResult, extra: dict[str, Any], elapsed_s: float
+    path: Path,
+    result: SearchResult,
+    extra: dict[str, Any],
+    elapsed_s: float,
+    zoo_files: dict[str, str],
 ) -> dict[str, Any]:
     """``summary.json``: settings, counts, the Pareto set size, ``best`` (the answer to
-    ``best_rule`` over the front written to ``pareto.csv``), the objective's unit, and ``zoo_files``
-    (the sha256 of each zoo entry's card and model: :func:`hwnas.zoo.read.zoo_manifest`)."""
+    ``best_rule`` over the front written to ``pareto.csv``), the objective's unit, and
+    ``zoo_files`` (the sha256 of each zoo entry's card and model, as
+    :func:`hwnas.zoo.read.zoo_manifest` gives them)."""
     summary = {
         "settings": result.settings.as_dict(),
         "trials": {
@@ -128,7 +132,7 @@ def write_summary(
         "elapsed_s": round(elapsed_s, 2),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # what the run wrote to its zoo: `hwnas zoo verify` checks each entry against it
-        "zoo_files": zoo_manifest(path.parent),
+        "zoo_files": zoo_files,
         **extra,
     }
     write_atomic(path, json.dumps(summary, indent=2) + "\n")
