@@ -17,8 +17,8 @@ from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.progress import SILENT, Reporter
 
 OPTIONS = (
-    "space", "accuracy", "dataset", "objective", "max_latency", "budget", "strategy", "runtime", "study",
-    "seed", "predictor", "measurement_budget", "data", "epochs", "latency_target",
+    "space", "accuracy", "dataset", "objective", "max_latency", "budget", "strategy", "runtime",
+    "study", "seed", "predictor", "measurement_budget", "data", "epochs", "latency_target",
     "latency_weight", "batch_size", "finetune_epochs", "settings",
 )  # fmt: skip
 """Keyword options of :func:`search`: ``hwnas search``'s search options by parameter name."""
@@ -107,10 +107,11 @@ def search(
             a space file's path, ``file.py:attr``, or a space object such as
             :func:`hwnas.elastic`'s), ``accuracy`` (a function of the evaluator protocol,
             :data:`hwnas.search.evaluate.AccuracyFunction`, scoring each candidate instead of
-            the space's table; ``data`` is handed to it), ``dataset``, ``objective`` ("latency" in ms or "energy" in mJ), ``max_latency``
-            (ms), ``budget``, ``strategy``, ``seed``, ``predictor``, ``measurement_budget``,
-            the supernet options ``data``, ``epochs``, ``latency_target``, ... and
-            ``settings`` (a dict: ``--set``).
+            the space's table; ``data`` is handed to it), ``dataset``, ``objective``
+            ("latency" in ms or "energy" in mJ), ``max_latency`` (ms), ``budget``,
+            ``strategy``, ``seed``, ``predictor``, ``measurement_budget``, the supernet
+            options ``data``, ``epochs``, ``latency_target``, ... and ``settings`` (a dict:
+            ``--set``).
 
     Returns:
         The :class:`SearchRun`.

@@ -36,9 +36,9 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from rich.console import Console
 
     from hwnas.export import count_params_flops, export_onnx
+    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
     from hwnas.zoo.models import WEIGHT_SEED
     from hwnas.zoo.write import recorded_latencies
-    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
 
     sp = get_space(space)
     if onnx_out is not None:  # before the network is built

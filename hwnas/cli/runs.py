@@ -173,7 +173,6 @@ def show_cmd(study, storage, as_json):
     from rich.console import Console
 
     from hwnas.cli.render import print_json, text_line
-    from hwnas.errors import HwnasError
 
     url, rdb = _storage(storage)
     row = find_run(study, run_rows(rdb), url)

@@ -163,8 +163,7 @@ def run_supernet_search(
 def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
     """The subnets handed out, the best (by the run's rule) and derived architectures with
     their units, the run folder and the study."""
-    from hwnas.cli.render import print_table, text_line
-    from hwnas.cli.render import UNITS, cost_text
+    from hwnas.cli.render import UNITS, cost_text, print_table, text_line
 
     unit = UNITS[s.metric]
     columns = ("role", "arch", f"{data_name} test acc %", f"{s.metric} ({unit})", "source")

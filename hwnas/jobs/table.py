@@ -7,9 +7,9 @@ in-memory study.
 from __future__ import annotations
 
 import time
-from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 

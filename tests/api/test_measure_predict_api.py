@@ -8,7 +8,10 @@ from helpers import hwnas_cli
 
 import hwnas
 
-ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+ARCH = (
+    "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|"
+    "nor_conv_3x3~2|"
+)
 
 
 def test_measure_from_python_shares_the_clis_store():

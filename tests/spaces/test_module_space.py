@@ -18,7 +18,7 @@ from torch import nn
 import hwnas
 import hwnas.nn as hn
 from hwnas.errors import HwnasError
-from hwnas.spaces import get_space, register_space, reload_spaces
+from hwnas.spaces import get_space, reload_spaces
 
 
 @pytest.fixture(autouse=True)
