@@ -73,9 +73,11 @@ class Setting:
         try:
             if self.type is int and isinstance(value, float) and not value.is_integer():
                 raise ValueError
-            out = self.type(value)
+            out = _as_flag(value) if self.type is bool else self.type(value)
         except (TypeError, ValueError):
-            kind = {int: "an integer", float: "a number", str: "a string"}[self.type]
+            kind = {int: "an integer", float: "a number", str: "a string", bool: "0 or 1"}[
+                self.type
+            ]
             raise HwnasError(f"--set {self.key}={value}: {self.key} must be {kind}") from None
         if self.type is float and not math.isfinite(out):  # nan would pass every bound
             raise HwnasError(f"--set {self.key}={value}: {self.key} must be a finite number")
@@ -90,6 +92,31 @@ class Setting:
         if self.high is not None and out > self.high:
             raise HwnasError(f"--set {self.key}={value}: {self.key} must be <= {self.high:g}")
         return out
+
+
+FLAG_VALUES = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
+"""How an on/off setting may be written (``--set nesterov=1``), case aside."""
+
+
+def _as_flag(value: Any) -> bool:
+    """``value`` (a bool, 0 or 1, or a word of :data:`FLAG_VALUES`) as a bool.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    out = FLAG_VALUES.get(str(value).strip().lower())
+    if out is None:
+        raise ValueError(value)
+    return out
+
+
+def _flag(key: str, default: bool, help: str) -> Setting:
+    """An on/off setting: typed bool, written 0 or 1 (or true/false, yes/no)."""
+    return Setting(key, bool, default, help)
 
 
 def _positive(key: str, default: float, help: str, high: float | None = None) -> Setting:
@@ -108,7 +135,7 @@ STRATEGY_BASE = (
     _rate("lr", 0.025, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
     Setting("lr_min", float, 0.001, "weight SGD learning rate at the end", low=0.0),
     Setting("momentum", float, 0.9, "weight SGD momentum", low=0.0, high=0.999),
-    Setting("nesterov", int, 0, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)),
+    _flag("nesterov", False, "Nesterov momentum for the weight SGD (0 or 1)"),
     Setting("weight_decay", float, 3e-4, "weight decay of the supernet weights", low=0.0),
     _rate("arch_lr", 3e-4, "Adam learning rate of the architecture parameters"),
     Setting(
@@ -153,7 +180,7 @@ Each strategy's own settings replace them with its paper's values."""
 _TODAY = (  # hwnas's weight settings before the paper defaults (SPOS, Single-Path keep them)
     _rate("lr", 0.05, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
     Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
-    Setting("nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)),
+    _flag("nesterov", True, "Nesterov momentum for the weight SGD (0 or 1)"),
 )
 
 STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
@@ -162,9 +189,7 @@ STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
         _positive("tau_max", 10.0, "Gumbel-softmax temperature at the start"),
         _positive("tau_min", 0.1, "Gumbel-softmax temperature at the end"),
         Setting("weight_decay", float, 5e-4, "weight decay of the supernet weights", low=0.0),
-        Setting(
-            "nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)
-        ),
+        _flag("nesterov", True, "Nesterov momentum for the weight SGD (0 or 1)"),
     ),
     "fbnet": (  # Wu et al., CVPR 2019, section 4.1
         _positive("tau_max", 5.0, "Gumbel-softmax temperature at the start"),
@@ -186,9 +211,7 @@ STRATEGY_OWN: dict[str, tuple[Setting, ...]] = {
     ),
     "proxyless": (  # mit-han-lab/proxylessnas search/imagenet_arch_search.py, nas_manager.py
         Setting("lr_min", float, 0.0, "weight SGD learning rate at the end", low=0.0),
-        Setting(
-            "nesterov", int, 1, "Nesterov momentum for the weight SGD (0 or 1)", choices=(0, 1)
-        ),
+        _flag("nesterov", True, "Nesterov momentum for the weight SGD (0 or 1)"),
         Setting("weight_decay", float, 4e-5, "weight decay of the supernet weights", low=0.0),
         _rate("arch_lr", 1e-3, "Adam learning rate of the architecture parameters"),
         Setting(
@@ -231,7 +254,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "*": {
             "lr": 0.05,
             "lr_min": 0.0,
-            "nesterov": 1,
+            "nesterov": True,
             "weight_decay": 3e-4,
             "arch_lr": 3e-3,
             "arch_beta1": 0.5,
@@ -505,4 +528,6 @@ def help_text() -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bool):  # an on/off setting is written 0 or 1
+        return str(int(value))
     return f"{value:.3g}" if isinstance(value, float) else str(value)

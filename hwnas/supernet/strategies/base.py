@@ -99,7 +99,7 @@ class SupernetStrategy:
             lr=self.options["lr"],
             momentum=self.options["momentum"],
             weight_decay=self.options["weight_decay"],
-            nesterov=bool(self.options["nesterov"]),
+            nesterov=self.options["nesterov"],
         )
         self.a_opt = torch.optim.Adam(
             self.arch_parameters() or [nn.Parameter(torch.zeros(1))],
