@@ -387,3 +387,22 @@ def _image_folder(path: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[s
     if not xs:
         raise HwnasError(f"--data folder {path} has no readable images in its class folders")
     return np.stack(xs), np.asarray(ys, dtype=np.int64), classes
+
+
+# -- chance level ------------------------------------------------------------------------------
+
+CHANCE_FACTOR = 1.5
+"""A model whose top-1 accuracy is at most this many times chance (100 / classes %) is
+chance-level. On NAS-Bench-201 the 341 cells with no path from input to output sit exactly at
+chance (1.00% on CIFAR-100, 10% on CIFAR-10) and the next cell scores 5x chance: any factor
+between 1 and 5 separates them."""
+
+
+def chance_accuracy(num_classes: int) -> float:
+    """Top-1 accuracy (%) of guessing: 100 / ``num_classes``."""
+    return 100.0 / max(1, num_classes)
+
+
+def is_chance_level(accuracy: float, num_classes: int) -> bool:
+    """Whether ``accuracy`` (%) is at or near chance (see :data:`CHANCE_FACTOR`)."""
+    return accuracy <= CHANCE_FACTOR * chance_accuracy(num_classes) + 1e-9

@@ -33,14 +33,14 @@ def front_spec(
         device_label: the device's name, for the x axis.
         accuracy_label: replaces the default y-axis label (accuracy measured on a user's data).
         num_classes: classes of the accuracy's dataset: trials at chance level
-            (:func:`hwnas.zoo.card.is_chance_level`) are drawn apart, below the axis, so that
+            (:func:`hwnas.datasets.is_chance_level`) are drawn apart, below the axis, so that
             a 1% point does not squeeze the useful band.
 
     Returns:
         A JSON-able dict: the trials' and the front's (cost, accuracy %) points, the best
         point, the chance threshold (%) and the labels.
     """
-    from hwnas.zoo.card import CHANCE_FACTOR, chance_accuracy
+    from hwnas.datasets import CHANCE_FACTOR, chance_accuracy
 
     s = result.settings
     metric = s.metric

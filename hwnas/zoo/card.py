@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from hwnas.datasets import CHANCE_FACTOR, chance_accuracy, is_chance_level
 from hwnas.export import OPSET
 
 CARD_VERSION = 1
@@ -40,12 +41,6 @@ LICENSE_NOTE = (
     "comes from its search space's benchmark (see NOTICE of hwnas); weights trained on your "
     "data are subject to that data's terms as well."
 )
-
-CHANCE_FACTOR = 1.5
-"""A model whose top-1 accuracy is at most this many times chance (100 / classes %) is
-chance-level. On NAS-Bench-201 the 341 cells with no path from input to output sit exactly at
-chance (1.00% on CIFAR-100, 10% on CIFAR-10) and the next cell scores 5x chance: any factor
-between 1 and 5 separates them."""
 
 BENCHMARK_PREPROCESSING: dict[str, dict[str, Any]] = {
     # AutoDL-Projects (NAS-Bench-201's code), xautodl/datasets/get_dataset_with_transform.py
@@ -96,16 +91,6 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def chance_accuracy(num_classes: int) -> float:
-    """Top-1 accuracy (%) of guessing: 100 / ``num_classes``."""
-    return 100.0 / max(1, num_classes)
-
-
-def is_chance_level(accuracy: float, num_classes: int) -> bool:
-    """Whether ``accuracy`` (%) is at or near chance (see :data:`CHANCE_FACTOR`)."""
-    return accuracy <= CHANCE_FACTOR * chance_accuracy(num_classes) + 1e-9
 
 
 def chance_section(accuracy: float, num_classes: int) -> dict[str, Any]:

@@ -8,7 +8,7 @@ Three kinds of entries, each a :func:`hwnas.zoo.entry.write_entry` folder:
   measured test accuracy, the benchmark's beside it;
 - trained by a supernet search (inherited, fine-tuned weights handed in as ``trained``).
 
-Chance-level architectures (accuracy at most :data:`hwnas.zoo.card.CHANCE_FACTOR` x chance,
+Chance-level architectures (accuracy at most :data:`hwnas.datasets.CHANCE_FACTOR` x chance,
 such as NAS-Bench-201 cells with no path from input to output) are not exported: no weights
 make them useful (their output does not depend on their input), and a zoo is what users ship.
 ``pareto.csv`` keeps them, with an empty ``zoo`` cell and ``chance_level`` true.

@@ -11,7 +11,7 @@ import numpy as np
 from hwnas.predictors.featurize.base import Featurizer
 from hwnas.predictors.graph import GRAPH_COLUMNS, GraphAccumulator
 from hwnas.spaces import Arch
-from hwnas.spaces.fbnet import block_spec
+from hwnas.spaces.fbnet.blocks import block_spec
 
 
 def _out(hw: int, kernel: int, stride: int) -> int:

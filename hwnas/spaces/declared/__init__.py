@@ -30,7 +30,13 @@ import numpy as np
 
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace, spread_archs
-from hwnas.spaces.declared.schema import ByDataset, Choices, LayerSpec, SpaceSpec, read_space_file
+from hwnas.spaces.declared.schema import (
+    Choices,
+    LayerSpec,
+    SpaceSpec,
+    read_space_file,
+    resolve_value,
+)
 
 
 @dataclass(frozen=True)
@@ -353,11 +359,6 @@ class DeclaredSpace(SearchSpace):
             "decisions": len(self.decisions),
             "size": size,
         }
-
-
-def resolve_value(value: Any, dataset: str) -> Any:
-    """A value of the file for ``dataset`` (:class:`ByDataset` resolved; others as they are)."""
-    return value.get(dataset) if isinstance(value, ByDataset) else value
 
 
 def load_declared(path: str | Path) -> DeclaredSpace:

@@ -14,18 +14,20 @@ elastic depth); width decisions are nested channel masks over the stage's widest
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from hwnas.registry import load
-from hwnas.spaces.declared import DeclaredSpace, resolve_value
 from hwnas.spaces.declared.blocks import BLOCKS
 from hwnas.spaces.declared.modules import DLinear, width_scale
-from hwnas.spaces.declared.schema import Choices, LayerSpec
+from hwnas.spaces.declared.schema import Choices, LayerSpec, resolve_value
 from hwnas.spaces.ofa.model import make_divisible
 from hwnas.supernet.base import Choice, MixedChoice
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hwnas.spaces.declared import DeclaredSpace
 
 
 class Candidates(MixedChoice):

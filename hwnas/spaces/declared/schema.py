@@ -75,6 +75,11 @@ class ByDataset:
         return self.values[dataset]
 
 
+def resolve_value(value: Any, dataset: str) -> Any:
+    """A value of the file for ``dataset`` (:class:`ByDataset` resolved; others as they are)."""
+    return value.get(dataset) if isinstance(value, ByDataset) else value
+
+
 @dataclass
 class LayerSpec:
     """One layer of the skeleton.

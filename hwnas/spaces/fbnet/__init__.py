@@ -15,6 +15,7 @@ from typing import Any
 
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
+from hwnas.spaces.fbnet.blocks import block_spec
 from hwnas.spaces.sampled import SampledArchs
 
 
@@ -123,16 +124,6 @@ def _read_archs(path: Path) -> list[str]:
     with gzip.open(path, "rt") as fh:
         rows = list(csv.DictReader(fh))
     return [" ".join(r["ops"].split()) for r in rows]
-
-
-def block_spec(name: str) -> tuple[int, int, int] | None:
-    """(kernel, expansion, groups) of a block name, or None for ``skip``."""
-    if name == "skip":
-        return None
-    parts = name.split("_")
-    kernel, expansion = int(parts[0][1:]), int(parts[1][1:])
-    groups = int(parts[2][1:]) if len(parts) > 2 else 1
-    return kernel, expansion, groups
 
 
 __all__: Sequence[str] = ["FBNetSpace", "block_spec"]

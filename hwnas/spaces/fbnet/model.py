@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from hwnas.spaces.fbnet import block_spec
+from hwnas.spaces.fbnet.blocks import block_spec
 
 
 class ChannelShuffle(nn.Module):
