@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import time
 from pathlib import Path
 
 from hwnas.errors import HwnasError
@@ -183,20 +184,33 @@ def check_sqlite_file(path: str | Path, what: str) -> None:
         raise HwnasError(f"{what} {path} is a folder, not an SQLite database")
     if size == 0:
         raise HwnasError(f"{what} {path} is empty (0 bytes), not an SQLite database: {fix}")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(100)
-    except OSError as exc:
-        raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
-    if not head.startswith(SQLITE_HEADER):
-        raise HwnasError(f"{what} {path} is not an SQLite database: {fix}")
-    page = int.from_bytes(head[16:18], "big")
-    page = 65536 if page == 1 else page
-    pages = int.from_bytes(head[28:32], "big")
-    declared_valid = pages > 0 and head[24:28] == head[92:96]
-    if len(head) < 100 or size % page or (declared_valid and size < pages * page):
-        expected = f" of the {pages * page} its header declares" if declared_valid else ""
-        raise HwnasError(f"{what} {path} is truncated ({size} bytes{expected}): {fix}")
+    # another process may be committing to it: SQLite writes page 1 (the header, with the new
+    # page count) before the pages that extend the file, so a reader can see a header ahead of
+    # the file for a moment. A truncated file stays truncated: look again a few times.
+    for attempt in range(TRUNCATION_LOOKS):
+        if attempt:
+            time.sleep(0.1 * attempt)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(100)
+            size = path.stat().st_size
+        except OSError as exc:
+            raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+        if not head.startswith(SQLITE_HEADER):
+            raise HwnasError(f"{what} {path} is not an SQLite database: {fix}")
+        page = int.from_bytes(head[16:18], "big")
+        page = 65536 if page == 1 else page
+        pages = int.from_bytes(head[28:32], "big")
+        declared_valid = pages > 0 and head[24:28] == head[92:96]
+        if not (len(head) < 100 or size % page or (declared_valid and size < pages * page)):
+            return
+    expected = f" of the {pages * page} its header declares" if declared_valid else ""
+    raise HwnasError(f"{what} {path} is truncated ({size} bytes{expected}): {fix}")
+
+
+TRUNCATION_LOOKS = 5
+"""Times :func:`check_sqlite_file` reads a file that looks truncated before saying so (0.1, 0.2,
+0.3 and 0.4 s apart: a commit by another worker settles well within that)."""
 
 
 def damaged_database(exc: BaseException) -> str | None:
