@@ -194,6 +194,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
     call.label = name  # type: ignore[attr-defined]
     return call
 
+
 _ACCURACY: dict[str, Any] = {}
 """Accuracy functions registered as objects (:func:`register_accuracy`), by label."""
 
