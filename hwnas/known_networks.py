@@ -493,29 +493,6 @@ def _mobilenetv4_conv_m(num_classes: int, width: float, side: int) -> nn.Module:
     return _mobilenetv4(_CONV_M, num_classes, width)
 
 
-def network_workload(name: str, side: int = 224, width: float = 1.0, num_classes: int = 1000):
-    """The :class:`~hwnas.devices.base.Workload` of a well-known network at batch 1: input
-    (1, 3, side, side); its model hash depends on (name, side, width, classes) and the version
-    of this module's definitions, and it is exported only when a device runs it.
-
-    Raises:
-        UnknownNameError: an unknown name.
-    """
-    from hwnas.devices.base import Workload
-    from hwnas.export import content_hash, export_onnx
-
-    NETWORKS.info(name)  # unknown names fail here, before any work
-    shape = (1, 3, int(side), int(side))
-    key = content_hash("known-network", DEFINITIONS_VERSION, name, f"{width:g}", str(num_classes),
-                       "x".join(map(str, shape)))  # fmt: skip
-
-    def factory() -> bytes:
-        return export_onnx(build_network(name, num_classes, width, side), shape)
-
-    label = name if (width == 1.0 and side == 224) else f"{name}@{side}x{width:g}"
-    return Workload(key, label, shape, onnx_factory=factory)
-
-
 DEFINITIONS_VERSION = "1"
 """Changes when a definition above changes, so stored measurements of the old one are not
 reused."""

@@ -63,6 +63,30 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     return Workload(key, arch.text, shape, arch=arch, dataset=dataset, onnx_factory=factory)
 
 
+def network_workload(name: str, side: int = 224, width: float = 1.0, num_classes: int = 1000):
+    """The :class:`~hwnas.devices.base.Workload` of a well-known network
+    (:data:`hwnas.known_networks.NETWORKS`) at batch 1: input (1, 3, side, side); its model hash
+    depends on (name, side, width, classes) and the version of those definitions, and it is
+    exported only when a device runs it.
+
+    Raises:
+        UnknownNameError: an unknown name.
+    """
+    from hwnas.export import export_onnx
+    from hwnas.known_networks import DEFINITIONS_VERSION, NETWORKS, build_network
+
+    NETWORKS.info(name)  # unknown names fail here, before any work
+    shape = (1, 3, int(side), int(side))
+    key = content_hash("known-network", DEFINITIONS_VERSION, name, f"{width:g}", str(num_classes),
+                       "x".join(map(str, shape)))  # fmt: skip
+
+    def factory() -> bytes:
+        return export_onnx(build_network(name, num_classes, width, side), shape)
+
+    label = name if (width == 1.0 and side == 224) else f"{name}@{side}x{width:g}"
+    return Workload(key, label, shape, onnx_factory=factory)
+
+
 class NoisyMeasurementError(CandidateError):
     """Every attempt to measure a workload was flagged (CV above the device's ``max_cv``)."""
 

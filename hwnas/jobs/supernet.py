@@ -147,7 +147,7 @@ def prepare(
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
     if settings.option("cost") == "kernel":  # the one cost model refused on what it is given
-        from hwnas.predictors.kernels.cost import check_kernel_cost
+        from hwnas.search.kernel_cost import check_kernel_cost
 
         check_kernel_cost(device, settings.metric)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
@@ -415,7 +415,7 @@ def _derive(
         candidates = strategy.finish(inherited)
     derived = candidates[0]
     log(f"derived: {derived.text}")
-    from hwnas.predictors.kernels.cost import deployed_report
+    from hwnas.search.kernel_cost import deployed_report
 
     deployed = deployed_report(cost, space, job.profiler, derived)
     if deployed is not None:

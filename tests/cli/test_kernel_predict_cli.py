@@ -9,7 +9,7 @@ import re
 import pytest
 
 from hwnas.cli import main
-from hwnas.known_networks import network_workload
+from hwnas.measure import network_workload
 
 PROFILE = """\
 name: cpu-kernels

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 
-from hwnas.known_networks import network_workload
+from hwnas.measure import network_workload
 from hwnas.predictors.graph import GraphModel, onnx_graph_features
 from hwnas.predictors.kernels.features import FEATURES, feature_matrix, kernel_type
 from hwnas.predictors.kernels.model import Correction, KernelPredictor, fit_correction
