@@ -1,5 +1,5 @@
 """Fit of the supernet cost table of declared spaces: depth- and resolution-aware terms
-(:mod:`hwnas.supernet.declared_cost`) against plain additive indicators.
+(:mod:`hwnas.spaces.declared.terms`) against plain additive indicators.
 
 For each space, the MFLOPs of 120 random subnets of its CPU supernet (``width=0.25``, 16x16
 images) are fitted by :func:`hwnas.supernet.cost.fit_lut` with each term structure; the table

@@ -262,32 +262,6 @@ def additive_terms(space: SearchSpace) -> list[Term]:
     return terms
 
 
-def ofa_terms(space: Any) -> list[Term]:
-    """OFA: one indicator per resolution, and per block and (kernel, expansion) pair the term
-    1[ks=k] * 1[e=e] * 1[stage depth > position] * (r / r_max)^2."""
-    nb, ns, md = space.num_blocks, space.num_stages, space.max_depth
-    r_dim = 2 * nb + ns
-    res = np.asarray(space.resolutions, dtype=np.float64)
-    terms: list[Term] = []
-    for c in range(len(res)):
-        g = np.zeros(len(res))
-        g[c] = 1.0
-        terms.append(((r_dim, g),))
-    r2 = (res / res.max()) ** 2
-    for b in range(nb):
-        s, i = divmod(b, md)
-        depth_g = np.array([1.0 if d > i else 0.0 for d in space.depths])
-        for ki in range(len(space.kernel_sizes)):
-            for ei in range(len(space.expand_ratios)):
-                gk = np.eye(len(space.kernel_sizes))[ki]
-                ge = np.eye(len(space.expand_ratios))[ei]
-                term: list[Factor] = [(b, gk), (nb + b, ge), (r_dim, r2)]
-                if not depth_g.all():
-                    term.append((2 * nb + s, depth_g))
-                terms.append(tuple(term))
-    return terms
-
-
 def pairwise_terms(space: SearchSpace) -> list[Term]:
     """One term per pair of decisions and pair of candidates, 1[d1=c1] * 1[d2=c2] (exact in
     expectation too: different decisions are independent)."""
@@ -303,9 +277,9 @@ def pairwise_terms(space: SearchSpace) -> list[Term]:
 
 def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
     """The term structure used for ``space``: its own where it has one
-    (:class:`hwnas.spaces.CostTermsSpace`: OFA's :func:`ofa_terms`, a declared space's depth- and
-    resolution-aware indicators, :mod:`hwnas.supernet.declared_cost`, a module space's
-    depth-aware ones); else additive, plus the
+    (:class:`hwnas.spaces.CostTermsSpace`: OFA's :func:`hwnas.spaces.ofa.terms.ofa_terms`, a
+    declared space's depth- and resolution-aware indicators, :mod:`hwnas.spaces.declared.terms`,
+    a module space's depth-aware ones); else additive, plus the
     pairwise terms when ``pairs`` (the number of measured architectures to fit on) is at least
     20 per term (NAS-Bench-201's full tables: latency on phones depends on which edges meet)."""
     own = ability(space, CostTermsSpace)

@@ -170,8 +170,8 @@ class DeclaredSpace(SearchSpace):
         return dict(self._choices)
 
     def lut_terms(self) -> list:
-        """The lookup-table terms (:func:`hwnas.supernet.declared_cost.declared_terms`)."""
-        from hwnas.supernet.declared_cost import declared_terms
+        """The lookup-table terms (:func:`hwnas.spaces.declared.terms.declared_terms`)."""
+        from hwnas.spaces.declared.terms import declared_terms
 
         return declared_terms(self)
 

@@ -126,8 +126,8 @@ class OFASpace(SearchSpace):
         return self.parse(cfg.text())
 
     def lut_terms(self) -> list:
-        """The lookup-table terms (:func:`hwnas.supernet.cost.ofa_terms`)."""
-        from hwnas.supernet.cost import ofa_terms
+        """The lookup-table terms (:func:`hwnas.spaces.ofa.terms.ofa_terms`)."""
+        from hwnas.spaces.ofa.terms import ofa_terms
 
         return ofa_terms(self)
 

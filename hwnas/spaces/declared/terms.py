@@ -1,5 +1,6 @@
 """The lookup-table terms of a declared space (torch-free): what a supernet's cost model is
-fitted with (:func:`hwnas.supernet.cost.lut_terms`).
+fitted with (:func:`hwnas.supernet.cost.lut_terms`); the space declares them
+(:class:`hwnas.spaces.CostTermsSpace`).
 
 One indicator per candidate of every decision, as FBNet's per-block table, with two factors
 where the network says a decision counts less: a layer's decisions are multiplied by
