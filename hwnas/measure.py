@@ -430,20 +430,33 @@ def measure(
             measurement).
     """
     from hwnas.devices import get_device
-    from hwnas.spaces import get_space
 
     onnx, archs = split_models(models)
     if batch_size < 1:
         raise HwnasError(f"batch_size must be at least 1, got {batch_size}")
     dev = get_device(device, runtime=runtime)
     dev.require_reachable()
+    workloads = model_workloads(archs, onnx, space or "nasbench201", dataset, batch_size)
+    return measure_models(dev, workloads, store).models
+
+
+def model_workloads(
+    archs: list[str], onnx_paths: list[Any], space: str, dataset: str, batch_size: int = 1
+) -> list[Workload]:
+    """The workloads of arch strings of ``space`` built for ``dataset`` (read and checked first),
+    then of ONNX files, at ``batch_size`` (``hwnas measure``'s models).
+
+    Raises:
+        HwnasError: an unknown space or dataset, a malformed arch, an unreadable ONNX file.
+    """
+    from hwnas.spaces import get_space
+
     workloads = []
     if archs:
-        sp = get_space(space or "nasbench201")
+        sp = get_space(space)
         sp.dataset(dataset)
         workloads += [arch_workload(sp, sp.parse(t), dataset, batch_size) for t in archs]
-    workloads += [onnx_workload(path, batch_size) for path in onnx]
-    return measure_models(dev, workloads, store).models
+    return workloads + [onnx_workload(path, batch_size) for path in onnx_paths]
 
 
 class _MeasureModule(types.ModuleType):

@@ -64,19 +64,11 @@ def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, arc
         raise HwnasError("nothing to measure: give --arch ARCH, --archs FILE or --onnx FILE")
     if batch_size < 1:
         raise HwnasError(f"--batch-size must be at least 1, got {batch_size}")
-    from hwnas.measure import arch_workload, onnx_workload
+    from hwnas.measure import model_workloads
 
     dev = _open_device(device, runtime, tracker, key, target, trials)
     texts = list(archs) + (_read_archs(archs_file) if archs_file else [])
-    workloads = []
-    if texts:
-        from hwnas.spaces import get_space
-
-        sp = get_space(space)
-        sp.dataset(dataset)
-        workloads += [arch_workload(sp, sp.parse(t), dataset, batch_size) for t in texts]
-    workloads += [onnx_workload(path, batch_size) for path in onnx_files]
-    _measure(dev, workloads, store)
+    _measure(dev, model_workloads(texts, list(onnx_files), space, dataset, batch_size), store)
 
 
 def _read_archs(path: Path) -> list[str]:
