@@ -159,9 +159,11 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
 
     from hwnas.errors import HwnasError
 
+    if getattr(fn, "checked", False):  # already this function's result: not wrapped twice
+        return fn
     if not callable(fn):
         raise HwnasError(f"the accuracy function must be callable, got {type(fn).__name__}")
-    name = getattr(fn, "label", None) or getattr(fn, "__qualname__", None) or type(fn).__name__
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -192,6 +194,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
         return number
 
     call.label = name  # type: ignore[attr-defined]
+    call.checked = True  # type: ignore[attr-defined]
     return call
 
 
