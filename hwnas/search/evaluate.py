@@ -150,9 +150,10 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
     its result checked.
 
     Raises:
-        HwnasError: ``fn`` is not callable or takes neither 2 nor 3 positional arguments
-            (now); a result that is not a finite number in [0, 100] (when called; the message
-            names the function and the architecture).
+        HwnasError: ``fn`` is not a function (a network is refused) or takes neither 2 nor 3
+            positional arguments (now); an error raised by ``fn``, or a result that is not a
+            finite number in [0, 100] (when called; one line naming the function and the
+            architecture).
     """
     import inspect
     import math
@@ -163,6 +164,11 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
         return fn
     if not callable(fn):
         raise HwnasError(f"the accuracy function must be callable, got {type(fn).__name__}")
+    if hasattr(fn, "forward"):  # a network is callable too, but it is not scored by calling
+        raise HwnasError(
+            f"the accuracy function must be a function (model, arch[, data]) -> %, got the "
+            f"network {type(fn).__name__}"
+        )
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     try:
         params = inspect.signature(fn).parameters.values()
@@ -181,7 +187,16 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
         takes_data = star or len(positional) >= 3
 
     def call(model: Any, arch: Arch, data: Any = None) -> float:
-        value = fn(model, arch, data) if takes_data else fn(model, arch)
+        try:
+            value = fn(model, arch, data) if takes_data else fn(model, arch)
+        except HwnasError:
+            raise
+        except Exception as exc:  # the user's code: any error, in one line
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise HwnasError(
+                f"the accuracy function {name} failed on {arch.text}: "
+                f"{type(exc).__name__}: {first}"
+            ) from None
         try:
             number = float(value)
         except (TypeError, ValueError):

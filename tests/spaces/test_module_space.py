@@ -271,6 +271,17 @@ def test_the_evaluator_protocol_checks_the_users_function():
     with pytest.raises(HwnasError, match="fraction returned .* for a=1: it must return top-1"):
         accuracy_function(fraction)(None, arch)
 
+    def broken(model, arch):
+        return {}["missing"]
+
+    # an error in the user's code stops the search in one line, not a traceback
+    with pytest.raises(HwnasError, match="^the accuracy function .*broken failed on a=1: KeyE"):
+        accuracy_function(broken)(None, arch)
+    with pytest.raises(HwnasError, match="got the network Linear$"):  # callable, but a network
+        accuracy_function(nn.Linear(2, 2))
+    checked = accuracy_function(fraction)
+    assert accuracy_function(checked) is checked  # not wrapped twice
+
 
 def _import(path):
     """The user's file as their own script imports it (not through hwnas)."""
