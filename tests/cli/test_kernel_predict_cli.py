@@ -59,12 +59,21 @@ def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path,
     network (a call of a millisecond is preempted, a kernel of microseconds rarely is), so the
     truth is the fastest of the three. A burst of load can still fall on the kernels or on all
     three measurements (with both cores busy, 1 run in 3 missed by 16-29%, in either
-    direction), so the whole comparison is taken afresh up to 3 times (new stores: nothing is
-    reused) and must hold in one of them: a predictor that is off does not pass any."""
+    direction; once all three attempts of a CI run missed by 30%, the whole network slower,
+    while the test beside it kept the other core busy), so the whole comparison is taken
+    afresh up to 5 times (new stores: nothing is reused), after a wait for a quieter moment
+    (hwnas.measure.wait_for_quiet, at most 10 s) when one missed, and must hold in one of
+    them: a predictor that is off does not pass any."""
+    import time
+
+    from hwnas.measure import wait_for_quiet
+
     model = tmp_path / f"{name}.onnx"
     model.write_bytes(network_workload(name, side=side, width=width).onnx_bytes())
     attempts = []
-    for attempt in range(3):
+    for attempt in range(5):
+        if attempt:
+            wait_for_quiet(time.monotonic() + 10)
         store = tmp_path / f"kernels{attempt}.db"
         measured = []
         for k in range(3):
@@ -86,7 +95,10 @@ def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path,
         if abs(pred / y - 1) <= 0.15 and abs(pred - y) <= 2 * std:
             break
     else:
-        pytest.fail(f"prediction (ms, std, measured ms) off by > 15% or > 2 std in all 3 attempts: {attempts}")
+        pytest.fail(
+            f"prediction (ms, std, measured ms) off by > 15% or > 2 std in every attempt: "
+            f"{attempts}"
+        )
     # every kernel is in the store now: predicting again times nothing
     code, out, err = run(["predict", "--device", device, "--onnx", model, "--store",
                           store], capsys)  # fmt: skip
