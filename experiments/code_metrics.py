@@ -42,7 +42,8 @@ LAYERS = [
     {"hwnas", "hwnas.errors", "hwnas.limits", "hwnas.paths", "hwnas.registry", "hwnas.yamlfile",
      "hwnas.db", "hwnas.progress", "hwnas.assets", "hwnas.isolate", "hwnas.tables"},
     # what a network is: spaces, their PyTorch modules, export, data
-    {"hwnas.spaces", "hwnas.nn", "hwnas.export", "hwnas.datasets", "hwnas.known_networks"},
+    {"hwnas.spaces", "hwnas.nn", "hwnas.export", "hwnas.export_cache", "hwnas.datasets",
+     "hwnas.known_networks"},
     # where it runs and what it cost
     {"hwnas.runtimes", "hwnas.devices", "hwnas.store"},
     {"hwnas.measure"},

@@ -56,7 +56,7 @@ def arch_workload(space: SearchSpace, arch: Arch, dataset: str, batch_size: int 
     key = content_hash(space.identity, arch.text, dataset, "x".join(map(str, shape)))
 
     def factory() -> bytes:  # exported once per model hash, shared with the model zoo
-        from hwnas.zoo.models import export_random
+        from hwnas.export_cache import export_random
 
         return export_random(space, arch, dataset, key, shape)[0].onnx_bytes
 

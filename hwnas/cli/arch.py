@@ -37,7 +37,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
 
     from hwnas.export import count_params_flops, export_onnx
     from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
-    from hwnas.zoo.models import WEIGHT_SEED
+    from hwnas.export_cache import WEIGHT_SEED
     from hwnas.zoo.write import recorded_latencies
 
     sp = get_space(space)

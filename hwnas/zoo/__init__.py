@@ -8,7 +8,6 @@ expected output, ONNX Model Zoo layout) and, for trained weights, ``weights.pt``
 
 - :mod:`hwnas.zoo.write`: a run's zoo (:func:`write_zoo`, :func:`zoo_columns`);
 - :mod:`hwnas.zoo.entry`, :mod:`hwnas.zoo.card`: one entry's files and card;
-- :mod:`hwnas.zoo.cache`: random-weight exports reused by model hash;
 - :mod:`hwnas.zoo.train`, :mod:`hwnas.zoo.recipes`: training from scratch with the space's
   recipe; :mod:`hwnas.zoo.jobs`: ``hwnas train ARCH|ZOO_DIR``;
 - :mod:`hwnas.zoo.read`, :mod:`hwnas.zoo.verify`: reading and checking entries;

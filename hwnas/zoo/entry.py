@@ -6,12 +6,12 @@ and ``card.json`` with the sha256 of every other file. Nothing here imports torc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hwnas.export import ExportedModel
 from hwnas.zoo.card import (
     CARD_FILE,
     MODEL_FILE,
@@ -22,31 +22,6 @@ from hwnas.zoo.card import (
     render_readme,
     sha256_file,
 )
-
-
-@dataclass
-class ExportedModel:
-    """A network exported for the zoo.
-
-    Attributes:
-        onnx_bytes: the ONNX model (no metadata yet).
-        params: number of parameters.
-        flops: multiply-accumulates of conv and linear layers for one image.
-        input_shape: (1, C, H, W).
-        test_input: float32 array, shape ``input_shape``.
-        test_output: the PyTorch module's logits on ``test_input``, shape (1, num_classes).
-        weights: ``torch.save`` bytes of the state dict (trained weights), or None.
-        test_label: the true label of ``test_input`` when it is a real image, else None.
-    """
-
-    onnx_bytes: bytes
-    params: int
-    flops: int
-    input_shape: tuple[int, ...]
-    test_input: np.ndarray
-    test_output: np.ndarray
-    weights: bytes | None = None
-    test_label: int | None = None
 
 
 def with_metadata(onnx_bytes: bytes, props: dict[str, str], doc: str) -> bytes:

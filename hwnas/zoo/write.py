@@ -3,7 +3,7 @@
 Three kinds of entries, each a :func:`hwnas.zoo.entry.write_entry` folder:
 
 - random weights (table search): the benchmark's network with hwnas's seeded weights, its
-  accuracy the benchmark's; exported once per model hash (:mod:`hwnas.zoo.cache`);
+  accuracy the benchmark's; exported once per model hash (:mod:`hwnas.export_cache`);
 - trained by :class:`hwnas.zoo.train.ZooTrainer` (``--train-zoo``, ``hwnas train``): the
   measured test accuracy, the benchmark's beside it;
 - trained by a supernet search (inherited, fine-tuned weights handed in as ``trained``).
@@ -32,7 +32,8 @@ from hwnas.zoo.card import (
     card_for,
     is_chance_level,
 )
-from hwnas.zoo.entry import ExportedModel, write_entry
+from hwnas.export import ExportedModel
+from hwnas.zoo.entry import write_entry
 
 if TYPE_CHECKING:  # pragma: no cover
     from hwnas.search.engine import SearchResult, TrialRecord
@@ -263,7 +264,7 @@ def random_entry(
 ) -> tuple[ExportedModel, dict[str, Any]]:
     """A random-weight entry: the benchmark's network for ``dataset`` with hwnas's seeded
     weights (from the export cache when exported before)."""
-    from hwnas.zoo.models import WEIGHT_SEED
+    from hwnas.export_cache import WEIGHT_SEED
 
     model, _cached = random_weights(space, arch, dataset)
     spec = space.dataset(dataset)
@@ -331,7 +332,7 @@ def trained_entry(
 ) -> tuple[ExportedModel, dict[str, Any]]:
     """An entry trained from scratch by ``trainer`` (its measured accuracy; ``table_accuracy``,
     the benchmark's, beside it)."""
-    from hwnas.zoo.models import from_module
+    from hwnas.export import from_module
 
     t = trainer.train(arch)
     model = from_module(t.model, t.input_shape, t.test_input, t.test_label, keep_weights=True)
@@ -403,7 +404,8 @@ def subnet_entry(
     """An entry of a supernet search: the subnet with its inherited, fine-tuned weights."""
     import numpy as np
 
-    from hwnas.zoo.models import from_module, random_input
+    from hwnas.export import from_module
+    from hwnas.export_cache import random_input
 
     shape = tuple(own["input_shape"])
     data = own.get("data")
@@ -503,13 +505,13 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
 
 def random_weights(space: SearchSpace, arch: Arch, dataset: str) -> tuple[ExportedModel, bool]:
     """The export of ``arch``'s network for ``dataset`` with the seeded random weights hwnas
-    measures (:data:`hwnas.zoo.models.WEIGHT_SEED`), from the cache when it was exported before.
+    measures (:data:`hwnas.export_cache.WEIGHT_SEED`), from the cache when it was exported before.
 
     Returns:
         (the export, whether it came from the cache).
     """
     from hwnas.measure import arch_workload
-    from hwnas.zoo.models import export_random
+    from hwnas.export_cache import export_random
 
     workload = arch_workload(space, arch, dataset)
     return export_random(space, arch, dataset, workload.model_hash, workload.input_shape)

@@ -174,7 +174,7 @@ def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkey
     from hwnas.search.evaluate import TableEvaluator
     from hwnas.spaces import get_space
     from hwnas.zoo import write_zoo
-    from hwnas.zoo.cache import cache_root
+    from hwnas.export_cache import cache_root
 
     space = get_space("nasbench201")
     ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])

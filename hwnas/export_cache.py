@@ -1,4 +1,5 @@
-"""A cache of exported random-weight networks in the hwnas home, keyed by model hash.
+"""Random-weight exports of a space's networks (:func:`export_random`: what a live device measures
+and a random-weight zoo entry ships are one export), cached in the hwnas home by model hash.
 
 A table search exports the same Pareto architectures again and again (every rerun, every
 worker, every study on the same space and dataset). The ONNX bytes of a random-weight network
@@ -26,12 +27,30 @@ import os
 import shutil
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hwnas.export import OPSET, content_hash
+from hwnas.export import OPSET, ExportedModel, content_hash, from_module
 from hwnas.paths import hwnas_home
-from hwnas.zoo.entry import ExportedModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hwnas.spaces.base import Arch, SearchSpace
+
+WEIGHT_SEED = 0
+"""Seed of the random weights of exported networks (latency does not depend on the values):
+what a live device measures (:func:`hwnas.measure.arch_workload`) and a random-weight zoo entry
+ships are one export."""
+
+TEST_INPUT_SEED = 0
+"""Seed of the standard-normal test input of random-weight entries (numpy, so that a cached
+export's stored output matches the input without torch)."""
+
+
+def random_input(shape: tuple[int, ...]) -> np.ndarray:
+    """The test input of a random-weight entry: standard normal (what normalised images look
+    like), float32, ``shape``."""
+    return np.random.default_rng(TEST_INPUT_SEED).standard_normal(shape).astype(np.float32)
 
 CACHE_VERSION = 2
 """Layout of an entry (2: ``meta.json`` holds the files' sha256; entries of 1 are not read)."""
@@ -109,3 +128,27 @@ def store(key: str, model: ExportedModel) -> None:
         pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def export_random(
+    space: SearchSpace, arch: Arch, dataset: str, model_hash: str, shape: tuple[int, ...]
+) -> tuple[ExportedModel, bool]:
+    """The export of ``arch``'s network for ``dataset`` with the seeded random weights
+    (:data:`WEIGHT_SEED`), from the cache when it was exported before, for a workload already
+    hashed (``model_hash`` of :func:`hwnas.measure.arch_workload`, input ``shape``): what a live
+    device measures and the zoo ships are one export.
+
+    Returns:
+        (the export, whether it came from the cache).
+    """
+    key = cache_key(model_hash, WEIGHT_SEED)
+    found = load(key)
+    if found is not None:
+        return found, True
+    import torch
+
+    torch.manual_seed(WEIGHT_SEED)
+    model = space.build(arch, dataset)
+    exported = from_module(model, tuple(shape), random_input(tuple(shape)))
+    store(key, exported)
+    return exported, False
