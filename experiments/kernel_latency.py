@@ -164,8 +164,7 @@ def meta_predictions(rows, refs) -> np.ndarray | None:
     export), predicting ``rows``; None when the networks cannot be exported here."""
     import onnx
 
-    from hwnas.measure import network_workload
-    from hwnas.measure import arch_workload
+    from hwnas.measure import arch_workload, network_workload
     from hwnas.predictors import DECLARED_ARTIFACT, load_predictor
     from hwnas.predictors.graph import GraphModel, onnx_graph_features
     from hwnas.spaces import get_space
@@ -303,8 +302,7 @@ def small(folder: Path) -> None:
     network (the correction's prior), against the whole network measured before and after the
     prediction: what a user (and the tests) get on a machine hwnas was not calibrated on."""
     from hwnas.devices import get_device
-    from hwnas.measure import network_workload
-    from hwnas.measure import Profiler
+    from hwnas.measure import Profiler, network_workload
     from hwnas.predictors.graph import load_graph_model
     from hwnas.predictors.kernels.device import kernel_predictor
     from hwnas.store import MeasurementStore

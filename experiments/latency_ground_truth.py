@@ -44,8 +44,7 @@ def networks(n: int, seed: int = 0, spaces=SPACES) -> list[tuple[str, str, objec
     """(family, network, workload) of every ground-truth network: per space its reference set
     then ``n`` random architectures (seeded, distinct), then the well-known networks."""
     from hwnas.known_networks import NETWORKS
-    from hwnas.measure import network_workload
-    from hwnas.measure import arch_workload
+    from hwnas.measure import arch_workload, network_workload
     from hwnas.spaces import get_space
 
     out = []

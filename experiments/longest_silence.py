@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "HWNAS_HOME": str(home)}
         env.pop("COLUMNS", None)
         print(f"load average {os.getloadavg()[0]:.1f}; HWNAS_HOME {home}")
-        print(f"| command | exit | wall s | lines | longest silence s | line after it |")
+        print("| command | exit | wall s | lines | longest silence s | line after it |")
         print("|---|---|---|---|---|---|")
         for command in commands:
             wall, lines, code = timed_lines(command, env, Path(tmp))

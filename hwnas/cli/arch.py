@@ -36,8 +36,8 @@ def arch_cmd(arch, space, dataset, onnx_out):
     from rich.console import Console
 
     from hwnas.export import count_params_flops, export_onnx
-    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
     from hwnas.export_cache import WEIGHT_SEED
+    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
     from hwnas.zoo.write import recorded_latencies
 
     sp = get_space(space)

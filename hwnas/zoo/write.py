@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwnas.export import ExportedModel
 from hwnas.paths import sweep_temporaries, temporary
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces.base import Arch, SearchSpace
@@ -32,7 +33,6 @@ from hwnas.zoo.card import (
     card_for,
     is_chance_level,
 )
-from hwnas.export import ExportedModel
 from hwnas.zoo.entry import write_entry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -510,8 +510,8 @@ def random_weights(space: SearchSpace, arch: Arch, dataset: str) -> tuple[Export
     Returns:
         (the export, whether it came from the cache).
     """
-    from hwnas.measure import arch_workload
     from hwnas.export_cache import export_random
+    from hwnas.measure import arch_workload
 
     workload = arch_workload(space, arch, dataset)
     return export_random(space, arch, dataset, workload.model_hash, workload.input_shape)

@@ -10,10 +10,10 @@ from scipy.stats import spearmanr
 
 from hwnas.devices import get_device
 from hwnas.errors import HwnasError
+from hwnas.export_cache import WEIGHT_SEED
 from hwnas.measure import arch_workload
 from hwnas.runtimes.tvm import TvmRuntime, target_spec
 from hwnas.spaces import get_space
-from hwnas.export_cache import WEIGHT_SEED
 
 SPACE = get_space("nasbench201")
 SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
