@@ -40,10 +40,11 @@ from pathlib import Path
 LAYERS = [
     # foundations: used by everything, use nothing of hwnas above them
     {"hwnas", "hwnas.errors", "hwnas.limits", "hwnas.paths", "hwnas.registry", "hwnas.yamlfile",
-     "hwnas.db", "hwnas.progress", "hwnas.assets", "hwnas.isolate", "hwnas.tables"},
+     "hwnas.db", "hwnas.progress", "hwnas.assets", "hwnas.isolate", "hwnas.tables",
+     "hwnas.distributed"},
     # what a network is: spaces, their PyTorch modules, export, data
     {"hwnas.spaces", "hwnas.nn", "hwnas.export", "hwnas.export_cache", "hwnas.datasets",
-     "hwnas.known_networks"},
+     "hwnas.loops", "hwnas.known_networks"},
     # where it runs and what it cost
     {"hwnas.runtimes", "hwnas.devices", "hwnas.store"},
     {"hwnas.measure"},

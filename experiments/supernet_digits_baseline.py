@@ -46,9 +46,9 @@ def main() -> None:
     from hwnas.datasets import load_data
     from hwnas.devices import get_device
     from hwnas.jobs.supernet import SupernetSettings, prepare, search
+    from hwnas.loops import accuracy, finetune, merge
     from hwnas.spaces import get_space
     from hwnas.spaces.nasbench201.model import NasBench201Network
-    from hwnas.supernet.train import accuracy, finetune, merge
 
     torch.set_num_threads(1)
     tmp = Path(tempfile.mkdtemp(prefix="hwnas-baseline-"))

@@ -123,9 +123,9 @@ def run_supernet_search(
 
     from hwnas.cli.progress import TerminalReporter
     from hwnas.cli.render import print_json
+    from hwnas.distributed import INTERRUPTED, launch, ranks_from_env
     from hwnas.jobs import prepare, run
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
-    from hwnas.supernet.distributed import INTERRUPTED, launch, ranks_from_env
 
     ranks = ranks_from_env()
     err = Console(stderr=True)

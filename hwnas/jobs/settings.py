@@ -199,8 +199,8 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
 
 
 def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
+    from hwnas.distributed import check_processes, ranks_from_env
     from hwnas.jobs.supernet import SupernetSettings
-    from hwnas.supernet.distributed import check_processes, ranks_from_env
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
     o = {**_defaults(SupernetSettings), **o}

@@ -139,8 +139,8 @@ def prepare(
             ``--batch-size`` that the processes cannot share.
     """
     from hwnas.datasets import load_data
+    from hwnas.distributed import check_processes, ranks_from_env
     from hwnas.supernet import check_supernet
-    from hwnas.supernet.distributed import check_processes, ranks_from_env
 
     check_processes(settings.batch_size, ranks_from_env().world)
     # a space without a supernet, or size settings it cannot take, fail here
@@ -195,7 +195,7 @@ def search(
     fine-tuning and measuring the candidates, the zoo; ``log`` gets one-off lines.
 
     Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
-    supernet together (:mod:`hwnas.supernet.distributed`), then rank 0 alone derives,
+    supernet together (:mod:`hwnas.distributed`), then rank 0 alone derives,
     evaluates and writes, and the others return at once.
 
     ``artifact_dir``: the study's artifact store (:mod:`hwnas.search.publish`), where the run
@@ -205,7 +205,7 @@ def search(
         (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary), or
         (None, {}) on a rank other than 0.
     """
-    from hwnas.supernet import distributed
+    from hwnas import distributed
 
     ranks = distributed.ranks_from_env()
     log = (log if ranks.main else None) or (lambda _m: None)
@@ -252,7 +252,8 @@ def _train(
     torchrun rank other than 0 once training is done."""
     import torch
 
-    from hwnas.supernet import build_supernet, distributed
+    from hwnas import distributed
+    from hwnas.supernet import build_supernet
     from hwnas.supernet.checkpoint import read_checkpoint
     from hwnas.supernet.train import resolve_device
 
@@ -353,7 +354,7 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     """
     import torch
 
-    from hwnas.supernet import distributed
+    from hwnas import distributed
     from hwnas.supernet.cost import HardwareLoss, cost_model_for
 
     s, space = job.settings, job.space
@@ -676,7 +677,7 @@ class SubnetEvaluator:
         self.fn = get_accuracy(s.accuracy) if s.accuracy is not None else None
 
     def inherited_val_accuracy(self, arch) -> float:
-        from hwnas.supernet.train import accuracy, recalibrate_bn
+        from hwnas.loops import accuracy, recalibrate_bn
 
         net, data = self.net, self.job.data
         path = net.path_of(arch)
@@ -689,7 +690,7 @@ class SubnetEvaluator:
     def evaluate(self, arch, role: str) -> dict[str, Any]:
         import torch
 
-        from hwnas.supernet.train import accuracy, finetune, merge, recalibrate_bn, resized_forward
+        from hwnas.loops import accuracy, finetune, merge, recalibrate_bn, resized_forward
 
         s, data, space = self.job.settings, self.job.data, self.job.space
         model = self.net.extract(arch).to(self.tdev)

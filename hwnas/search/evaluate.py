@@ -138,9 +138,9 @@ Two forms, told apart by how many positional parameters the function takes:
 - ``fn(model, arch, data) -> float``: also given the search's
   :class:`hwnas.datasets.DataSplits` (numpy ``data.train``, ``data.val``, ``data.test`` with
   ``.x`` (N, C, H, W) float32 and ``.y`` (N,) int64;
-  :func:`hwnas.supernet.train.batches` gives torch mini-batches).
+  :func:`hwnas.loops.batches` gives torch mini-batches).
 
-It may train the model (a short fine-tune: :func:`hwnas.supernet.train.finetune_subnet`) before
+It may train the model (a short fine-tune: :func:`hwnas.loops.finetune_subnet`) before
 scoring it. A value outside [0, 100] or not a finite number is refused (a fraction such as
 0.93 is read as 0.93 %, so return percent)."""
 
@@ -315,7 +315,7 @@ class FunctionEvaluator:
 
     def model(self, arch: Arch):
         """The candidate network of ``arch`` as the function gets it (see the class doc)."""
-        from hwnas.supernet.train import recalibrate_bn
+        from hwnas.loops import recalibrate_bn
 
         if self._inherited is not None:
             model = self._inherited.subnet(arch)

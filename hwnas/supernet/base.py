@@ -173,7 +173,7 @@ class Supernet(nn.Module):
         """Standalone network of ``arch`` with the supernet's weights (a copy, eval mode).
 
         Its input is (B, *self.input_shape(arch)); its batch-norm statistics are the
-        supernet's: recalibrate with :func:`hwnas.supernet.train.recalibrate_bn`.
+        supernet's: recalibrate with :func:`hwnas.loops.recalibrate_bn`.
         """
 
     @abstractmethod

@@ -242,7 +242,7 @@ class ZooTrainer:
         """
         import torch
 
-        from hwnas.supernet.train import accuracy, merge, resized_forward
+        from hwnas.loops import accuracy, merge, resized_forward
 
         if arch.space != self.space.name:
             raise HwnasError(f"architecture of space '{arch.space}' given to {self.space.name}")
@@ -288,7 +288,7 @@ class ZooTrainer:
         import torch
         import torch.nn.functional as F
 
-        from hwnas.supernet.train import batches
+        from hwnas.loops import batches
 
         r = self.recipe
         decay, no_decay = [], []
@@ -410,7 +410,7 @@ def _cuda_available() -> bool:
 
 
 def _recalibrate(model, split, side: int, dev) -> None:
-    from hwnas.supernet.train import recalibrate_bn, resized_forward
+    from hwnas.loops import recalibrate_bn, resized_forward
 
     recalibrate_bn(resized_forward(model, side), model, split, batch_size=256, max_batches=20,
                    device=dev)  # fmt: skip

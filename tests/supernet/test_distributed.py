@@ -16,8 +16,8 @@ from helpers import hwnas_cli
 from torch import nn
 
 from hwnas.cli import main
+from hwnas.distributed import Ranks, check_processes, shard
 from hwnas.errors import HwnasError
-from hwnas.supernet.distributed import Ranks, check_processes, shard
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 GDAS = [

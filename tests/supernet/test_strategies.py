@@ -11,10 +11,11 @@ from helpers_supernet import TINY, onnx_matches
 
 from hwnas.datasets import load_data
 from hwnas.devices import get_device
+from hwnas.loops import accuracy, recalibrate_bn, resized_forward
 from hwnas.supernet import build_supernet
 from hwnas.supernet.cost import HardwareLoss, fit_table_lut
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
-from hwnas.supernet.train import accuracy, recalibrate_bn, resized_forward, search_epoch
+from hwnas.supernet.train import search_epoch
 
 CASES = [
     ("darts", "nasbench201", "pixel3", {}),

@@ -293,7 +293,7 @@ class ModuleSpace(SearchSpace):
         """The standalone network of ``arch`` with the weights of the module the space was made
         from (an elastic model's trained weights: inherited), eval mode, float32. Input (B,
         *input_shape), output (B, classes) logits; its batch-norm statistics are the full
-        network's (recalibrate with :func:`hwnas.supernet.train.recalibrate_bn`).
+        network's (recalibrate with :func:`hwnas.loops.recalibrate_bn`).
 
         Raises:
             HwnasError: ``num_classes`` other than the model's.

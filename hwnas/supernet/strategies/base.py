@@ -210,7 +210,7 @@ class SupernetStrategy:
         wrapped: Callable[[torch.Tensor, Path], torch.Tensor],
         average: Callable[[list[torch.Tensor]], None],
     ) -> None:
-        """Train across processes (:mod:`hwnas.supernet.distributed`).
+        """Train across processes (:mod:`hwnas.distributed`).
 
         Args:
             wrapped: the supernet wrapped once by DistributedDataParallel (``(x, path) ->
