@@ -59,8 +59,8 @@ def child(spec: dict) -> None:
     torch.set_num_threads(1)
     from hwnas.datasets import load_data
     from hwnas.devices import get_device
+    from hwnas.spaces.mixed import Choice
     from hwnas.supernet import build_supernet
-    from hwnas.supernet.base import Choice
     from hwnas.supernet.cost import HardwareLoss, fit_table_lut
     from hwnas.supernet.strategies import SUPERNET_STRATEGIES
     from hwnas.supernet.train import resolve_device, search_epoch

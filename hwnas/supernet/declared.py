@@ -31,7 +31,8 @@ from torch import nn
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.spaces.declared.network import DeclaredNetwork, extract_state
-from hwnas.supernet.base import Path, Supernet
+from hwnas.spaces.mixed import Path
+from hwnas.supernet.base import Supernet
 from hwnas.supernet.settings import supernet_defaults
 
 DEFAULTS = supernet_defaults("declared")

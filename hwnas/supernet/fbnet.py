@@ -15,7 +15,8 @@ from torch import nn
 
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.spaces.fbnet.model import FBNetBlock, FBNetNetwork, conv_bn
-from hwnas.supernet.base import MixedChoice, Path, Supernet, inherit
+from hwnas.spaces.mixed import MixedChoice, Path
+from hwnas.supernet.base import Supernet, inherit
 from hwnas.supernet.settings import supernet_defaults
 
 DEFAULTS = supernet_defaults("fbnet")

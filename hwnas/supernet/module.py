@@ -24,7 +24,8 @@ from torch import nn
 
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch, SearchSpace
-from hwnas.supernet.base import Path, Supernet
+from hwnas.spaces.mixed import Path
+from hwnas.supernet.base import Supernet
 
 
 class ModuleSupernet(Supernet):

@@ -26,12 +26,13 @@ from torch import nn
 
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch, SearchSpace
+from hwnas.spaces.mixed import Choice, MixedChoice, Path
 from hwnas.spaces.nasbench201.model import (
     NasBench201Network,
     ResidualReduction,
     make_operation,
 )
-from hwnas.supernet.base import Choice, MixedChoice, Path, Supernet, inherit
+from hwnas.supernet.base import Supernet, inherit
 from hwnas.supernet.settings import supernet_defaults
 
 DEFAULTS = supernet_defaults("nasbench201")

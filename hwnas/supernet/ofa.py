@@ -4,7 +4,7 @@ elastic kernel (3/5/7), expansion (3/4/6), depth (2-4 per stage) and input resol
 Weight sharing follows Once-for-All and Single-Path NAS (Stamoulis et al., ECML-PKDD 2019): each
 block keeps one 7x7 depthwise *superkernel*, a smaller kernel is its centre; each expansion uses
 the first channels of the widest block; depth d keeps a stage's first d blocks. Under a one-path
-:class:`~hwnas.supernet.base.Path` the block runs the sliced weights (exactly the subnet);
+:class:`~hwnas.spaces.mixed.Path` the block runs the sliced weights (exactly the subnet);
 under a mixture, the kernel is the weighted sum of the nested kernels (the Single-Path NAS
 superkernel) and the expansion a weighted sum of nested channel masks (FBNetV2 channel
 masking, Wan et al., CVPR 2020), so any mixture costs one widest path. The resolution is
@@ -26,8 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from hwnas.spaces.base import Arch, SearchSpace
+from hwnas.spaces.mixed import Choice, Path
 from hwnas.spaces.ofa.model import MBConv, OFAMobileNetV3, activation, make_divisible
-from hwnas.supernet.base import Choice, Path, Supernet, inherit
+from hwnas.supernet.base import Supernet, inherit
 from hwnas.supernet.settings import supernet_defaults
 
 DEFAULTS = supernet_defaults("ofa")

@@ -13,8 +13,8 @@ import torch
 
 from hwnas.datasets import load_data
 from hwnas.spaces import get_space
+from hwnas.spaces.mixed import Choice
 from hwnas.supernet import build_supernet
-from hwnas.supernet.base import Choice
 from hwnas.supernet.cost import HardwareLoss, MultilinearLUT, additive_terms
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
 from hwnas.supernet.train import search_epoch

@@ -59,7 +59,7 @@ def test_nasbench201_subnet_is_the_space_network_with_the_supernet_size():
 def test_ofa_soft_mixture_is_one_superkernel_path():
     """A mixture over kernels and expansions computes the weighted nested kernels in one
     convolution: with one-hot weights it equals the one-path subnet."""
-    from hwnas.supernet.base import Choice
+    from hwnas.spaces.mixed import Choice
 
     config, shape = TINY["ofa"]
     torch.manual_seed(0)

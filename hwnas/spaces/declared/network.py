@@ -7,7 +7,7 @@ standalone network's modules are a subset of the supernet's, under the same name
 inherits its weights by name and slicing (:func:`extract_state`).
 
 Forward: ``net(x)`` for a standalone network; ``net(x, path)`` under a supernet
-:class:`~hwnas.supernet.base.Path` (one choice per decision of the space, in order). A stage
+:class:`~hwnas.spaces.mixed.Path` (one choice per decision of the space, in order). A stage
 with a depth decision returns the weight-summed outputs after each active depth (Once-for-All's
 elastic depth); width decisions are nested channel masks over the stage's widest active width.
 """
@@ -23,8 +23,8 @@ from hwnas.registry import load
 from hwnas.spaces.declared.blocks import BLOCKS
 from hwnas.spaces.declared.modules import DLinear, width_scale
 from hwnas.spaces.declared.schema import Choices, LayerSpec, resolve_value
+from hwnas.spaces.mixed import Choice, MixedChoice
 from hwnas.spaces.ofa.model import make_divisible
-from hwnas.supernet.base import Choice, MixedChoice
 
 if TYPE_CHECKING:  # pragma: no cover
     from hwnas.spaces.declared import DeclaredSpace

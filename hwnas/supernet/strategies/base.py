@@ -24,7 +24,8 @@ from torch import nn
 
 from hwnas.errors import HwnasError
 from hwnas.spaces.base import Arch
-from hwnas.supernet.base import Choice, Path, Supernet
+from hwnas.spaces.mixed import Choice, Path
+from hwnas.supernet.base import Supernet
 from hwnas.supernet.cost import HardwareLoss, check_form, constrained_choice
 from hwnas.supernet.settings import resolve_strategy_options
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from hwnas.supernet.base import one_hot_path
+from hwnas.spaces.mixed import one_hot_path
 from hwnas.supernet.cost import in_band
 from hwnas.supernet.strategies.base import SupernetStrategy
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from hwnas.supernet.base import Choice
+from hwnas.spaces.mixed import Choice
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hwnas.supernet.base import Choice
+from hwnas.spaces.mixed import Choice
 from hwnas.supernet.strategies.base import SupernetStrategy
 
 
