@@ -60,6 +60,17 @@ class CostModel(ABC):
     candidates against a target (``min_cost``, ``indices``, ``judged``, ``margin``:
     :class:`hwnas.supernet.cost.MultilinearLUT`). Declared by the class, not type-checked."""
 
+    lut_samples: ClassVar[int | None] = None
+    """How a supernet's lookup table is fitted on this model (:func:`hwnas.supernet.cost.lut_of`):
+    None, on its costs of every architecture of an enumerable space (else of 4000 sampled); a
+    number N for a model that is slow to query (each prediction times kernels), on the
+    :attr:`reference` networks plus N sampled architectures, the table then judged against the
+    reference networks' measured costs."""
+
+    reference: tuple[list[Arch], np.ndarray] | None = None
+    """(architectures, measured costs in the model's unit) the model was calibrated on, where
+    it keeps them: what a lookup table fitted on it is judged against."""
+
     @abstractmethod
     def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
         """(mean, standard deviation) of each architecture's cost, each of shape (len(archs),);

@@ -40,6 +40,7 @@ class KernelCostModel(CostModel):
     """
 
     metric = "latency_ms"
+    lut_samples = SAMPLES
 
     def __init__(self, predictor: Any, space: SearchSpace, note: str):
         self.predictor, self.space, self.note = predictor, space, note
@@ -82,8 +83,10 @@ def check_kernel_cost(device: Any, metric: str) -> None:
 
 def kernel_model(request: CostRequest) -> CostModel:
     """``kernel``: the kernel-level predictor of a live ONNX Runtime device, calibrated on the
-    space's reference set at deployment size (measured once through the profiler); for a
-    supernet, the lookup table fitted on its predictions of :data:`SAMPLES` architectures.
+    space's reference set at deployment size (measured once through the profiler), which it
+    keeps as its :attr:`~hwnas.search.costs.CostModel.reference`; a supernet fits its lookup
+    table on its predictions of those and :data:`SAMPLES` more architectures
+    (:func:`hwnas.supernet.cost.lut_of`).
 
     Raises:
         HwnasError: not latency, a device that does not run ONNX Runtime models, or a space
@@ -125,34 +128,8 @@ def kernel_model(request: CostRequest) -> CostModel:
         truth_r2=_r2(ref_pred, ref_values),
         kernels_timed=kp.counts["measured"],
     )
-    if request.supernet is None:
-        return model
-    from hwnas.supernet.cost import fit_lut
-
-    rng = np.random.default_rng(request.seed)
-    pool = list(dict.fromkeys([*refs, *space.sample(rng, SAMPLES)]))
-    log(f"kernel-level cost: predicting {len(pool)} deployed networks for the lookup table")
-    mean = kp.predict(pool)[0]
-    lut = fit_lut(space, pool, mean, "latency_ms", f"lut-fit:{model.source}:{len(pool)}-archs",
-                  seed=request.seed)  # fmt: skip
-    lut.truth = model
-    lut_refs = lut.predict(refs)[0]
-    lut.fit.update(
-        deployment=model.deployment,
-        correction=note,
-        truth_networks=len(refs),
-        truth_r2=_r2(lut_refs, ref_values),
-        truth_rho=float(_spearman(lut_refs, ref_values)),
-        kernel_model_truth_r2=model.fit["truth_r2"],
-        kernels_timed=kp.counts["measured"],
-    )
-    return lut
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(a, b)[0])
+    model.reference = (list(refs), ref_values)
+    return model
 
 
 def deployed_report(cost: CostModel, space: SearchSpace, profiler: Any, arch: Arch) -> dict | None:

@@ -7,7 +7,8 @@
 - :mod:`hwnas.supernet.cost`: the hardware cost model (expected latency under the architecture
   distribution, differentiable w.r.t. the architecture parameters).
 - :mod:`hwnas.supernet.strategies`: DARTS, GDAS, FBNet, ProxylessNAS, Single-Path NAS, one-shot.
-- :mod:`hwnas.supernet.train`: search epochs (the loops they share: :mod:`hwnas.loops`); :mod:`hwnas.jobs.supernet`: the search job.
+- :mod:`hwnas.supernet.train`: search epochs (the loops they share: :mod:`hwnas.loops`);
+  :mod:`hwnas.jobs.supernet`: the search job.
 
 Nothing here is imported by ``import hwnas``; torch is loaded only when a supernet is built.
 """
