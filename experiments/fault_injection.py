@@ -39,7 +39,7 @@ from pathlib import Path
 WRAPPER = r"""
 import os, signal, sys
 kill_at = int(os.environ["HWNAS_KILL_AT"])
-from hwnas.search import evaluate
+from hwnas.engine import evaluate
 scored = [0]
 original = evaluate.TableEvaluator.evaluate
 def evaluate_then_die(self, arch):

@@ -8,7 +8,7 @@ reference architectures to adapt the ``nasbench201-help`` predictor, which never
 devices, and up to 10 to verify candidates). The returned architecture is the most accurate
 candidate whose *measured* latency meets the constraint: candidates are measured most accurate
 first until one meets it, then the measurements left go to more accurate candidates that may
-still meet it (the predictor is re-adapted after each measurement; ``hwnas.search.fewshot``).
+still meet it (the predictor is re-adapted after each measurement; ``hwnas.engine.fewshot``).
 Search modes:
 
 - a strategy (``--strategies``, default ``frontier surrogate nsga2``; ``frontier`` is what
@@ -63,10 +63,7 @@ def one_case(device: str, limit: float, mode: str, seed: int, budget: int, measu
     """(measured latency, accuracy, device measurements, accuracy queries) of the result;
     ``mode`` is a strategy name or "exhaustive"."""
     from hwnas.devices import get_device
-    from hwnas.measure import Profiler
-    from hwnas.predictors import load_predictor
-    from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord
-    from hwnas.search.fewshot import (
+    from hwnas.engine.fewshot import (
         FewShotPlan,
         MeasurementBudget,
         PredictedEvaluator,
@@ -75,6 +72,9 @@ def one_case(device: str, limit: float, mode: str, seed: int, budget: int, measu
         run_fewshot,
         verify,
     )
+    from hwnas.engine.loop import SearchResult, SearchSettings, TrialRecord
+    from hwnas.measure import Profiler
+    from hwnas.predictors import load_predictor
     from hwnas.spaces import get_space
 
     space = get_space("nasbench201")

@@ -100,7 +100,7 @@ def truth(device: str, dataset: str = "cifar100") -> dict:
     """Accuracy (%) and latency (ms) of every architecture, the true front, the normalisation
     and the regret's latency budgets and oracle accuracies."""
     from hwnas.devices import get_device
-    from hwnas.search.pareto import pareto_mask
+    from hwnas.engine.pareto import pareto_mask
     from hwnas.spaces import get_space
 
     space = get_space("nasbench201")
@@ -174,9 +174,9 @@ def queries_to_goal(t: dict, queried: list[int], step: int = 5) -> int | None:
 def predicted_costs(space, device: str):
     """``nasbench201-help`` calibrated on the device's reference-set latencies (table reads)."""
     from hwnas.devices import get_device
+    from hwnas.engine.costs import calibrate
     from hwnas.predictors import load_predictor
     from hwnas.predictors.data import reference_indices
-    from hwnas.search.costs import calibrate
 
     column = get_device(device).column("nasbench201", "latency_ms")
     refs = list(reference_indices("nasbench201"))
@@ -187,10 +187,10 @@ def predicted_costs(space, device: str):
 
 def run_hwnas(device: str, strategy: str, budget: int, seed: int, cost_kind: str) -> list[int]:
     from hwnas.devices import get_device
+    from hwnas.engine.costs import CostContext, table_costs
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, run_search
     from hwnas.measure import Profiler
-    from hwnas.search.costs import CostContext, table_costs
-    from hwnas.search.engine import SearchSettings, run_search
-    from hwnas.search.evaluate import TableEvaluator
     from hwnas.spaces import get_space
 
     space = get_space("nasbench201")

@@ -21,10 +21,10 @@ It prints the median wall time of each (seconds), its CPU time (user + system, s
 sensitive to other processes than wall time), per-trial milliseconds of the search loop alone
 (the plain script times its loop itself; for hwnas see the breakdown), and the ratios to the
 plain loop (the CPU time of hwnas includes the child process that draws pareto.png while the
-search runs, :mod:`hwnas.search.plot`); then where an hwnas search spends its time, from a run
+search runs, :mod:`hwnas.engine.plot`); then where an hwnas search spends its time, from a run
 of the same command in a wrapper that times the phases of :mod:`hwnas.jobs.table` (import of
 the CLI, ``prepare``: names, device, tables and storage; ``trials``:
-:func:`~hwnas.search.engine.run_search`; ``report``: pareto.csv, pareto.png, summary.json).
+:func:`~hwnas.engine.loop.run_search`; ``report``: pareto.csv, pareto.png, summary.json).
 
 Goal (issue 12): hwnas within 3x the wall time of the plain loop, judged like for like (the
 ``hwnas nsga2`` row); the default strategy's ratio is printed beside it.

@@ -13,7 +13,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "search": ("hwnas.search", None),  # the package, callable as hwnas.api.search
+    "search": ("hwnas.api", "search"),
     "SearchRun": ("hwnas.api", "SearchRun"),
     "measure": ("hwnas.measure", None),  # the module, callable as hwnas.measure.measure
     "predict": ("hwnas.api", "predict"),

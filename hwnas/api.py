@@ -29,7 +29,7 @@ class SearchRun:
     """A finished (or resumed) search.
 
     Attributes:
-        result: the :class:`hwnas.search.engine.SearchResult` (records, Pareto front, best).
+        result: the :class:`hwnas.engine.loop.SearchResult` (records, Pareto front, best).
         summary: what ``summary.json`` holds.
         out: the run folder.
         storage: the Optuna storage the study lives in.
@@ -106,7 +106,7 @@ def search(
         **options: ``hwnas search``'s options by name (:data:`OPTIONS`): ``space`` (a name,
             a space file's path, ``file.py:attr``, or a space object such as
             :func:`hwnas.elastic`'s), ``accuracy`` (a function of the evaluator protocol,
-            :data:`hwnas.search.evaluate.AccuracyFunction`, scoring each candidate instead of
+            :data:`hwnas.engine.evaluate.AccuracyFunction`, scoring each candidate instead of
             the space's table; ``data`` is handed to it), ``dataset``, ``objective``
             ("latency" in ms or "energy" in mJ), ``max_latency`` (ms), ``budget``,
             ``strategy``, ``seed``, ``predictor``, ``measurement_budget``, the supernet

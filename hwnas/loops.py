@@ -2,7 +2,7 @@
 torchrun job), batch-norm recalibration, top-1 accuracy, fine-tuning (of an extracted subnet too:
 :func:`finetune_subnet`), shared by supernet
 training (:mod:`hwnas.supernet.train`), zoo training (:mod:`hwnas.zoo.train`) and the user's
-accuracy function's candidates (:class:`hwnas.search.evaluate.FunctionEvaluator`).
+accuracy function's candidates (:class:`hwnas.engine.evaluate.FunctionEvaluator`).
 
 On a CUDA device they run with mixed precision (``torch.autocast`` float16 and a ``GradScaler``)
 and channels-last tensors.

@@ -143,7 +143,7 @@ def file_lock(path: str | Path) -> Iterator[None]:
     one machine only.
 
     Re-entrant within a process: a thread that holds ``path`` may take it again (nested locks
-    that share a file, such as :func:`hwnas.search.workers.study_lock`'s buckets, never
+    that share a file, such as :func:`hwnas.engine.workers.study_lock`'s buckets, never
     deadlock on themselves), and other threads of the process wait as other processes do.
     """
     import fcntl

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from hwnas.cli.options import default_of
 from hwnas.cli.search import search_cmd
+from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
+from hwnas.engine.strategies import DEFAULT, FALLBACK, STRATEGIES
 from hwnas.jobs.supernet import SupernetSettings
 from hwnas.paths import default_storage_url, default_store_path
-from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
-from hwnas.search.strategies import DEFAULT, FALLBACK, STRATEGIES
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = {n: default_of(SearchSettings, n) for n in ("dataset", "objective", "budget", "seed")}

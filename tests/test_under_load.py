@@ -129,7 +129,7 @@ def test_a_flagged_measurement_waits_for_a_quieter_moment_and_takes_more_rounds(
 
 
 def test_reference_networks_that_stay_noisy_are_left_out_or_used_as_measured():
-    from hwnas.search import costs
+    from hwnas.engine import costs
     from hwnas.spaces import get_space
 
     space = get_space("nasbench201")

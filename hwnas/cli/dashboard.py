@@ -16,9 +16,9 @@ def dashboard_cmd(storage, artifact_dir, port):
     pareto.png, cards and ONNX files downloadable (the study's Artifacts) and its settings,
     run folder and summary in the study's note."""
     from hwnas.db import redact
+    from hwnas.engine.publish import default_artifact_dir
     from hwnas.errors import HwnasError
     from hwnas.paths import default_storage_url
-    from hwnas.search.publish import default_artifact_dir
 
     port_free(port)  # before any work, not after the storage and notes
     url = storage or default_storage_url()
@@ -34,8 +34,8 @@ def dashboard_cmd(storage, artifact_dir, port):
     import optuna_dashboard
     from optuna.artifacts import FileSystemArtifactStore
 
-    from hwnas.search.engine import open_storage
-    from hwnas.search.publish import write_notes
+    from hwnas.engine.loop import open_storage
+    from hwnas.engine.publish import write_notes
 
     rdb = open_storage(url)
     write_notes(rdb)  # each finished run's settings, folder and summary as its study's note

@@ -60,7 +60,7 @@ RUNTIME = Registered("hwnas.runtimes:RUNTIMES")
 
 
 def default_of(settings_type: type, name: str):
-    """The default of the field ``name`` of a settings dataclass (:class:`hwnas.search.engine.
+    """The default of the field ``name`` of a settings dataclass (:class:`hwnas.engine.loop.
     SearchSettings`, :class:`hwnas.jobs.supernet.SupernetSettings`): the one source of an
     option's default, so ``--help``, a Python caller and the docs (``tests/test_defaults.py``)
     cannot drift apart.

@@ -1,7 +1,7 @@
 """``hwnas runs list|show``: past searches, read from their Optuna studies.
 
 A finished search records its run folder and summary in its study
-(:func:`hwnas.search.publish.publish_run`), so the listing reads only study summaries: no
+(:func:`hwnas.engine.publish.publish_run`), so the listing reads only study summaries: no
 trial is loaded, and no run folder is needed (one that was moved or deleted is shown as such).
 """
 
@@ -26,7 +26,7 @@ def _storage(storage: str | None):
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
-    from hwnas.search.engine import open_storage
+    from hwnas.engine.loop import open_storage
 
     return shown, open_storage(url)
 

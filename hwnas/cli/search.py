@@ -16,8 +16,8 @@ from hwnas.cli.options import (
     store_option,
 )
 from hwnas.cli.supernet_search import supernet_options
+from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
 from hwnas.errors import HwnasError
-from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
 from hwnas.spaces import space_option
 
 DATASET = default_of(SearchSettings, "dataset")
@@ -75,7 +75,7 @@ DATASET = default_of(SearchSettings, "dataset")
     "--strategy",
     cls=LiveHelp,
     default=None,
-    help_from="hwnas.search.strategies:strategy_help",
+    help_from="hwnas.engine.strategies:strategy_help",
 )
 @click.option(
     "--runtime",

@@ -4,7 +4,7 @@
 measurements (runtime ``imported``) and writes the profile ``<hwnas home>/devices/NAME.yaml``
 of this kind, so that ``hwnas search --device NAME`` finds the values in the store. Such a device
 cannot take new measurements: search predicts the costs of other architectures from the
-imported ones (:mod:`hwnas.search.fewshot`).
+imported ones (:mod:`hwnas.engine.fewshot`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Search jobs: every search is prepared, run and reported here (issue 19).
 
 One :func:`prepare` and one :func:`run` for every kind of search; the kind is the pipeline its
-strategy is registered with (:func:`hwnas.search.strategies.pipeline_of`), which its settings
+strategy is registered with (:func:`hwnas.engine.strategies.pipeline_of`), which its settings
 type declares (``settings.pipeline``; :func:`hwnas.jobs.settings.build_settings` makes them):
 
 - ``table`` (:mod:`hwnas.jobs.table`): the engine over a space's accuracy table; a few-shot
@@ -46,7 +46,7 @@ class Job:
 
     @property
     def settings(self) -> Any:
-        """The search's settings (:class:`hwnas.search.engine.SearchSettings` or its
+        """The search's settings (:class:`hwnas.engine.loop.SearchSettings` or its
         supernet subclass)."""
         return self.prepared.settings
 
@@ -61,7 +61,7 @@ class JobResult:
     """What :func:`run` returns.
 
     Attributes:
-        result: the :class:`hwnas.search.engine.SearchResult` over the study, or None on a
+        result: the :class:`hwnas.engine.loop.SearchResult` over the study, or None on a
             torchrun process other than rank 0 (rank 0 writes the run folder).
         summary: what ``summary.json`` holds ({} on a rank other than 0).
         out: the run folder.
@@ -86,7 +86,7 @@ def prepare(
     """Check every name and open what the search needs, before any work starts.
 
     Args:
-        settings: a :class:`hwnas.search.engine.SearchSettings` (table strategies) or a
+        settings: a :class:`hwnas.engine.loop.SearchSettings` (table strategies) or a
             :class:`hwnas.jobs.supernet.SupernetSettings` (supernet strategies).
         storage: Optuna storage URL (default: ``studies.db`` in the hwnas home).
         store: measurement store, a SQLite path or a PostgreSQL URL (default: the home's).

@@ -4,7 +4,7 @@ A search stage (:mod:`hwnas.jobs.table` for table and few-shot searches,
 :mod:`hwnas.jobs.supernet` for supernet searches) ends with a :class:`RunOutput`: the result,
 what its zoo is made of and the summary fields only it knows. :func:`write_run` then writes
 ``pareto.csv``, ``pareto.png``, the zoo, ``summary.json`` and records the run in its study
-(:func:`hwnas.search.publish.publish_run`), in that order, for all of them.
+(:func:`hwnas.engine.publish.publish_run`), in that order, for all of them.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hwnas.engine.loop import SearchResult, TrialRecord
+from hwnas.engine.plot import PlotProcess, front_spec
+from hwnas.engine.publish import publish_run
+from hwnas.engine.report import pareto_rows, plot_front, write_csv, write_summary
 from hwnas.progress import SILENT, Reporter
-from hwnas.search.engine import SearchResult, TrialRecord
-from hwnas.search.plot import PlotProcess, front_spec
-from hwnas.search.publish import publish_run
-from hwnas.search.report import pareto_rows, plot_front, write_csv, write_summary
 from hwnas.spaces import SearchSpace
 from hwnas.zoo import write_zoo, zoo_columns
 from hwnas.zoo.read import zoo_manifest
@@ -46,7 +46,7 @@ class RunOutput:
         trained: arch -> trained model handed to the zoo (supernet subnets), or None.
         trainer: a :class:`hwnas.zoo.train.ZooTrainer` training each zoo model, or None.
         accuracy_label: the plot's accuracy axis label (None: the table's).
-        plotter: a :class:`~hwnas.search.plot.PlotProcess` started with the search, or None.
+        plotter: a :class:`~hwnas.engine.plot.PlotProcess` started with the search, or None.
         close: called after the zoo and before summary.json (the measurement store), or None.
     """
 
@@ -84,7 +84,7 @@ def write_run(
         reporter: shows the zoo export's progress (:mod:`hwnas.progress`).
         on_front: called with the result once ``pareto.csv`` and ``pareto.png`` are written,
             before the zoo (the CLI prints the front there).
-        artifact_dir: the study's artifact store (:mod:`hwnas.search.publish`).
+        artifact_dir: the study's artifact store (:mod:`hwnas.engine.publish`).
 
     Returns:
         The summary written to ``summary.json``.

@@ -45,16 +45,16 @@ def default_strategy(
     measurement_budget: int | None,
 ) -> str:
     """The table strategy run when no strategy is given
-    (:func:`hwnas.search.strategies.default_strategy`: ``frontier`` where every candidate's
+    (:func:`hwnas.engine.strategies.default_strategy`: ``frontier`` where every candidate's
     cost can be known before its accuracy, else ``nsga3``).
 
     Raises:
         HwnasError: unknown device, space or runtime (the same one-line errors as the search).
     """
     from hwnas.devices import get_device
-    from hwnas.search.engine import DEFAULT_SPACE
-    from hwnas.search.evaluate import OBJECTIVES
-    from hwnas.search.strategies import default_strategy as resolve
+    from hwnas.engine.evaluate import OBJECTIVES
+    from hwnas.engine.loop import DEFAULT_SPACE
+    from hwnas.engine.strategies import default_strategy as resolve
     from hwnas.spaces import get_space
 
     dev = get_device(device, runtime=runtime)
@@ -130,15 +130,15 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
             refused; one left at its default is not).
 
     Returns:
-        A :class:`hwnas.search.engine.SearchSettings` (table strategies) or a
+        A :class:`hwnas.engine.loop.SearchSettings` (table strategies) or a
         :class:`hwnas.jobs.supernet.SupernetSettings` (supernet strategies).
 
     Raises:
         HwnasError: an empty name, an option of the other kind of search, an unknown
             strategy, device, space or runtime, a bad value (one line each).
     """
-    from hwnas.search.engine import SearchSettings
-    from hwnas.search.strategies import pipeline_of
+    from hwnas.engine.loop import SearchSettings
+    from hwnas.engine.strategies import pipeline_of
 
     o = dict(options)
     o.setdefault("objective", _default(SearchSettings, "objective"))
@@ -161,7 +161,7 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
 
 
 def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
-    from hwnas.search.engine import DEFAULT_SPACE, SearchSettings
+    from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
 
     dataset = o.get("dataset")  # left out: the space's (below), not the declared default
     o = {**_defaults(SearchSettings), **o}
@@ -263,14 +263,14 @@ def space_dataset(space: str, default: str) -> str:
 
 def accuracy_label(value: Any) -> str:
     """The label settings carry for the accuracy function ``value``: a function (the Python
-    API; registered by :func:`hwnas.search.evaluate.register_accuracy`) or its
+    API; registered by :func:`hwnas.engine.evaluate.register_accuracy`) or its
     ``path/to/file.py:function`` (``--accuracy``; imported and checked now, before any work).
 
     Raises:
         HwnasError: not a function of the accuracy protocol, a file that cannot be imported,
             an unknown name.
     """
-    from hwnas.search.evaluate import get_accuracy, register_accuracy
+    from hwnas.engine.evaluate import get_accuracy, register_accuracy
 
     if not isinstance(value, str):  # a function (anything else is refused there)
         return register_accuracy(value)

@@ -23,14 +23,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hwnas.devices import Device
+from hwnas.engine.evaluate import OBJECTIVES, Evaluation
+from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
+from hwnas.engine.problem import open_problem, resolve
 from hwnas.errors import HwnasError
 from hwnas.jobs.output import RunOutput, write_run
 from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
 from hwnas.progress import SILENT, Reporter
-from hwnas.search.engine import SearchSettings, load_study, run_search, study_name
-from hwnas.search.evaluate import OBJECTIVES, Evaluation
-from hwnas.search.problem import open_problem, resolve
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
 from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
@@ -96,7 +96,7 @@ class SupernetSettings(SearchSettings):
             self.study = study_name(self)
 
     def name_parts(self) -> list[str]:
-        """What tells this search's study apart (:func:`~hwnas.search.engine.study_name`):
+        """What tells this search's study apart (:func:`~hwnas.engine.loop.study_name`):
         space, data, device, objective and hardware term, strategy, epochs, seed."""
         hw = (
             f"-target{self.latency_target:g}"
@@ -147,7 +147,7 @@ def prepare(
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
     if settings.option("cost") == "kernel":  # the one cost model refused on what it is given
-        from hwnas.search.kernel_cost import check_kernel_cost
+        from hwnas.engine.kernel_cost import check_kernel_cost
 
         check_kernel_cost(device, settings.metric)
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
@@ -198,11 +198,11 @@ def search(
     supernet together (:mod:`hwnas.distributed`), then rank 0 alone derives,
     evaluates and writes, and the others return at once.
 
-    ``artifact_dir``: the study's artifact store (:mod:`hwnas.search.publish`), where the run
+    ``artifact_dir``: the study's artifact store (:mod:`hwnas.engine.publish`), where the run
     folder's files are uploaded (default ``artifacts/`` in the hwnas home).
 
     Returns:
-        (the :class:`~hwnas.search.engine.SearchResult` over the study, the summary), or
+        (the :class:`~hwnas.engine.loop.SearchResult` over the study, the summary), or
         (None, {}) on a rank other than 0.
     """
     from hwnas import distributed
@@ -416,7 +416,7 @@ def _derive(
         candidates = strategy.finish(inherited)
     derived = candidates[0]
     log(f"derived: {derived.text}")
-    from hwnas.search.kernel_cost import deployed_report
+    from hwnas.engine.kernel_cost import deployed_report
 
     deployed = deployed_report(cost, space, job.profiler, derived)
     if deployed is not None:
@@ -667,7 +667,7 @@ class SubnetEvaluator:
     and, for handed-out candidates, fine-tuned held-out accuracy and device cost."""
 
     def __init__(self, job: PreparedSupernetSearch, net, cost, tdev):
-        from hwnas.search.evaluate import get_accuracy
+        from hwnas.engine.evaluate import get_accuracy
 
         self.job, self.net, self.cost, self.tdev = job, net, cost, tdev
         s = job.settings

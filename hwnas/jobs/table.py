@@ -1,6 +1,6 @@
 """`hwnas search` as functions: :func:`prepare` resolves names and opens the device, store and
 storage (every user error surfaces here, before work starts); :func:`search` runs the study and
-writes the run folder. Experiments call :func:`hwnas.search.engine.run_search` directly with an
+writes the run folder. Experiments call :func:`hwnas.engine.loop.run_search` directly with an
 in-memory study.
 """
 
@@ -14,29 +14,29 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.devices import Device
-from hwnas.errors import HwnasError
-from hwnas.jobs.output import RunOutput, write_run
-from hwnas.measure import Profiler
-from hwnas.progress import SILENT, Reporter
-from hwnas.registry import load
-from hwnas.search.costs import CalibratedOnUse, CostContext, CostRequest, table_costs
-from hwnas.search.engine import (
+from hwnas.engine.costs import CalibratedOnUse, CostContext, CostRequest, table_costs
+from hwnas.engine.evaluate import FunctionEvaluator, TableEvaluator, get_accuracy
+from hwnas.engine.fewshot import FewShotPlan, plan_fewshot, run_fewshot
+from hwnas.engine.loop import (
     SearchResult,
     SearchSettings,
     TrialRecord,
     run_search,
 )
-from hwnas.search.evaluate import FunctionEvaluator, TableEvaluator, get_accuracy
-from hwnas.search.fewshot import FewShotPlan, plan_fewshot, run_fewshot
-from hwnas.search.plot import PlotProcess
-from hwnas.search.problem import open_problem, resolve
-from hwnas.search.strategies import FALLBACK, TABLE_STRATEGIES, can_predict
+from hwnas.engine.plot import PlotProcess
+from hwnas.engine.problem import open_problem, resolve
+from hwnas.engine.strategies import FALLBACK, TABLE_STRATEGIES, can_predict
+from hwnas.errors import HwnasError
+from hwnas.jobs.output import RunOutput, write_run
+from hwnas.measure import Profiler
+from hwnas.progress import SILENT, Reporter
+from hwnas.registry import load
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
 
 
 def device_metrics(device, settings: SearchSettings) -> list[str]:
     """Metrics to obtain per architecture: the objective's, latency, and energy where known
-    (the device's metrics were checked by :func:`hwnas.search.problem.resolve`)."""
+    (the device's metrics were checked by :func:`hwnas.engine.problem.resolve`)."""
     wanted = [settings.metric, "latency_ms", "energy_mj"]
     return [m for m in dict.fromkeys(wanted) if m in device.metrics]
 
@@ -66,7 +66,7 @@ def prepare(
     """Check every name and open what the search needs, before any work starts.
 
     With ``predictor`` or ``measurement_budget``, or on a device that cannot take new
-    measurements, the search is few-shot (:mod:`hwnas.search.fewshot`).
+    measurements, the search is few-shot (:mod:`hwnas.engine.fewshot`).
 
     Raises:
         HwnasError: unknown space, dataset or device; unreachable device; a device without
@@ -221,7 +221,7 @@ def search(
         on_candidate: called with (arch string, event) around each candidate scored by this
             process: ``measuring`` before, then ``done``, ``noisy`` (skipped: too noisy) or
             ``failed`` (skipped: the runtime failed). The CLI's progress line.
-        artifact_dir: the study's artifact store (:mod:`hwnas.search.publish`; default
+        artifact_dir: the study's artifact store (:mod:`hwnas.engine.publish`; default
             ``artifacts/`` in the hwnas home), where the run's files are uploaded.
         reporter: shows the zoo export's progress, and a few-shot search's calibration and
             verification (:mod:`hwnas.progress`).

@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.engine.costs import CostModel, CostRequest, TableCostModel, make_cost_model
 from hwnas.errors import HwnasError
-from hwnas.search.costs import CostModel, CostRequest, TableCostModel, make_cost_model
 from hwnas.spaces import CostTermsSpace, IndexedSpace, ability
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -63,7 +63,7 @@ class MultilinearLUT(CostModel):
         source: where the weights come from.
     """
 
-    lookup_table = True  # the ability (hwnas.search.costs.CostModel.lookup_table)
+    lookup_table = True  # the ability (hwnas.engine.costs.CostModel.lookup_table)
 
     space: SearchSpace
     terms: list[Term]
@@ -530,7 +530,7 @@ def measured_subnet_lut(
 
 
 COST_KINDS = ("auto", "table", "measured", "flops", "predicted", "kernel")
-"""``--set cost=`` values of a supernet search (:data:`hwnas.search.costs.COST_MODELS` and
+"""``--set cost=`` values of a supernet search (:data:`hwnas.engine.costs.COST_MODELS` and
 ``auto``)."""
 
 
@@ -603,7 +603,7 @@ def predicted_lut(
 
     Takes the space's reference architectures on the device through ``profiler`` (10 full
     networks timed on a live device, or 10 values read from a recorded table), adapts the
-    predictor artifact to them (HELP, Lee et al., NeurIPS 2021; :func:`hwnas.search.costs.
+    predictor artifact to them (HELP, Lee et al., NeurIPS 2021; :func:`hwnas.engine.costs.
     calibrate`), and fits :func:`fit_lut` on its predictions (:func:`lut_of`). Costs are those
     of the space's full-size networks, as for a table.
 
@@ -655,7 +655,7 @@ def cost_model_for(
     log: Callable[[str], None] | None = None,
     on_block: Callable[[str], None] | None = None,
 ) -> CostModel:
-    """The cost model of a supernet search (:func:`hwnas.search.costs.make_cost_model` with the
+    """The cost model of a supernet search (:func:`hwnas.engine.costs.make_cost_model` with the
     supernet): a fitted table LUT for recorded devices, a measured LUT for live ones, FLOPs when
     asked (``kind="flops"``), the LUT fitted on a meta-learned predictor calibrated on the
     reference set (``kind="predicted"``), or on the kernel-level predictor at the space's

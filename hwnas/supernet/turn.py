@@ -2,12 +2,12 @@
 
 Workers of a supernet search (the same ``hwnas search --strategy ...`` command on the same
 ``--study`` and ``--storage``) share the study as table workers do: the engine hands each
-candidate to one worker (:mod:`hwnas.search.workers`). Training the supernet is the long part,
+candidate to one worker (:mod:`hwnas.engine.workers`). Training the supernet is the long part,
 and its result, the checkpoint, is the same for every worker (same settings, same seed), so
 one worker trains it and the others wait:
 
 - Training (with the cost model it needs) is done under the study's *training lock*
-  (:func:`hwnas.search.workers.study_lock` on the name ``<study>:supernet``: a file lock beside
+  (:func:`hwnas.engine.workers.study_lock` on the name ``<study>:supernet``: a file lock beside
   a SQLite database, a PostgreSQL advisory lock otherwise). The first worker to take it trains,
   writing ``supernet.pt`` in its run folder after every epoch, and when done records the final
   checkpoint in the study (user attribute ``supernet_checkpoint``: path, host, sha256).
@@ -90,8 +90,8 @@ class TrainingTurn:
         """
         if not main:
             return cls(study, None, fingerprint)
-        from hwnas.search.ledger import storage_of
-        from hwnas.search.workers import study_lock
+        from hwnas.engine.ledger import storage_of
+        from hwnas.engine.workers import study_lock
 
         stack = contextlib.ExitStack()
         note = threading.Timer(

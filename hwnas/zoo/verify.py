@@ -227,7 +227,7 @@ class StudyRecords:
             return self._studies
         import optuna
 
-        from hwnas.search.engine import open_storage
+        from hwnas.engine.loop import open_storage
 
         rdb = open_storage(url)
         self._studies = [

@@ -36,7 +36,7 @@ from hwnas.zoo.card import (
 from hwnas.zoo.entry import write_entry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hwnas.search.engine import SearchResult, TrialRecord
+    from hwnas.engine.loop import SearchResult, TrialRecord
     from hwnas.zoo.train import ZooTrainer
 
 

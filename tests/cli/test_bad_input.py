@@ -169,10 +169,10 @@ def test_one_malformed_user_profile_is_skipped_and_named(tmp_path):
 def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkeypatch):
     import hwnas.export
     from hwnas.devices import get_device
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, run_search
     from hwnas.export_cache import cache_root
     from hwnas.measure import Profiler
-    from hwnas.search.engine import SearchSettings, run_search
-    from hwnas.search.evaluate import TableEvaluator
     from hwnas.spaces import get_space
     from hwnas.zoo import write_zoo
 

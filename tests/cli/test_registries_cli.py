@@ -49,10 +49,10 @@ def test_an_unregistered_runtime_is_one_line_with_the_registered_ones(capsys):
 
 
 def test_strategy_help_lists_every_registered_strategy_with_its_description(capsys):
-    from hwnas.search.strategies import STRATEGIES
+    from hwnas.engine.strategies import STRATEGIES
 
     STRATEGIES.register(
-        "coinflip", "hwnas.search.strategies:random", pipeline="table", description="heads or tails"
+        "coinflip", "hwnas.engine.strategies:random", pipeline="table", description="heads or tails"
     )
     try:
         assert main(["search", "--help"]) == 0

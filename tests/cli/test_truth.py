@@ -65,7 +65,7 @@ def test_table_energy_search_reports_the_fronts_best_in_mj(tmp_path):
 
 def test_a_zoo_card_puts_the_searched_metric_first():
     """The card's title shows the first of the search device's costs: the searched one."""
-    from hwnas.search.engine import TrialRecord
+    from hwnas.engine.loop import TrialRecord
     from hwnas.zoo.write import device_costs
 
     r = TrialRecord(0, "a", 70.0, {"latency_ms": 4.0, "energy_mj": 6.0}, {})

@@ -256,7 +256,7 @@ def test_unsupported_models_are_refused_in_one_line_naming_the_layer(model, make
 
 
 def test_the_evaluator_protocol_checks_the_users_function():
-    from hwnas.search.evaluate import accuracy_function
+    from hwnas.engine.evaluate import accuracy_function
     from hwnas.spaces.base import Arch
 
     arch = Arch("s", "a=1")

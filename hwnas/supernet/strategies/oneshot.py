@@ -150,8 +150,8 @@ class OneShotEvolution(SupernetStrategy):
 
 def _pareto(rows):
     """Rows (arch, accuracy, cost) on the accuracy/cost Pareto front, by cost
-    (:func:`hwnas.search.pareto.pareto_order`)."""
-    from hwnas.search.pareto import pareto_order
+    (:func:`hwnas.engine.pareto.pareto_order`)."""
+    from hwnas.engine.pareto import pareto_order
 
     order = pareto_order(np.array([r[1] for r in rows]), np.array([r[2] for r in rows]))
     return [rows[i] for i in order]

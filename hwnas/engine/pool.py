@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import optuna
 
-from hwnas.search.costs import CostContext
-from hwnas.search.seeding import INDEPENDENT, PLAN, POOL, generator
+from hwnas.engine.costs import CostContext
+from hwnas.engine.seeding import INDEPENDENT, PLAN, POOL, generator
 from hwnas.spaces import TabulatedSpace, ability
 from hwnas.spaces.base import Arch
 
@@ -47,7 +47,7 @@ class PoolSampler(optuna.samplers.BaseSampler):
     sampler takes in the study's trials in number order as *slots* (each trial took the slot
     of one proposal). At a slot where the queue, less the candidates already taken, is empty,
     a new round is planned (:meth:`_plan`) from the trials completed before it, with a
-    generator seeded from (seed, round) (:mod:`hwnas.search.seeding`); the trial in the slot
+    generator seeded from (seed, round) (:mod:`hwnas.engine.seeding`); the trial in the slot
     then takes its candidate off the queue. A fresh sampler on a study of ``n`` trials so ends
     in the state the sampler that proposed them was in, and proposes the same trial ``n``.
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from hwnas.devices import get_device
+from hwnas.engine.costs import CostContext, table_costs
+from hwnas.engine.evaluate import TableEvaluator
+from hwnas.engine.loop import SearchSettings, run_search
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
-from hwnas.search.costs import CostContext, table_costs
-from hwnas.search.engine import SearchSettings, run_search
-from hwnas.search.evaluate import TableEvaluator
 from hwnas.spaces import get_space
 
 SPACE = get_space("nasbench201")
@@ -72,7 +72,7 @@ def test_pareto_set_is_exact_on_a_small_complete_pool():
         SPACE,
         ev.evaluate,
     )
-    from hwnas.search.pareto import pareto_mask
+    from hwnas.engine.pareto import pareto_mask
 
     idx = np.array([SPACE.index(SPACE.parse(r.arch)) for r in result.records])
     acc = SPACE.table_accuracy("cifar100")[idx]
@@ -138,7 +138,7 @@ def test_resume_continues_the_same_study(tmp_path):
 
 def test_a_worker_with_its_own_seed_joins_a_named_study_and_replays_on_resume(tmp_path):
     """The seed is not the study's identity (a seed per worker); a worker with its seed that
-    resumes proposes what it would have proposed without stopping (hwnas.search.seeding)."""
+    resumes proposes what it would have proposed without stopping (hwnas.engine.seeding)."""
 
     def run(storage, seed, budget):
         s = SearchSettings(
@@ -192,7 +192,7 @@ def test_bad_settings(kwargs, message):
 
 def _quality(device, records):
     """(share of the true front found, mean regret at the 10/30/50/70/90% latency quantiles)."""
-    from hwnas.search.pareto import pareto_mask
+    from hwnas.engine.pareto import pareto_mask
 
     acc = SPACE.table_accuracy("cifar100")
     lat = get_device(device).column("nasbench201", "latency_ms")
@@ -278,7 +278,7 @@ def test_a_noisy_candidate_is_skipped_and_never_used():
 
 
 def test_a_machine_too_noisy_to_time_stops_the_search():
-    from hwnas.search.engine import MAX_NOISY_IN_A_ROW
+    from hwnas.engine.loop import MAX_NOISY_IN_A_ROW
 
     calls = []
 

@@ -26,7 +26,7 @@ def front_spec(
     accuracy_label: str | None = None,
     num_classes: int | None = None,
 ) -> dict:
-    """What :func:`draw_front` draws for a :class:`hwnas.search.engine.SearchResult`.
+    """What :func:`draw_front` draws for a :class:`hwnas.engine.loop.SearchResult`.
 
     Args:
         result: the search result (all trials, the front and the best architecture).
@@ -134,7 +134,7 @@ class PlotProcess:
         """Start the child (an inert object if a process cannot be started)."""
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "hwnas.search.plot"],
+                [sys.executable, "-m", "hwnas.engine.plot"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

@@ -15,10 +15,10 @@ from typing import Any
 
 from hwnas.db import redact
 from hwnas.devices import Device, get_device, offline_routes
+from hwnas.engine.loop import SearchSettings, open_storage
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
-from hwnas.search.engine import SearchSettings, open_storage
 from hwnas.spaces import SearchSpace, get_space
 from hwnas.store import MeasurementStore
 

@@ -78,7 +78,7 @@ class TableEvaluator:
     Attributes:
         instant: whether scoring is a lookup (a recorded or imported device: tables and
             stored values, nothing runs), so the engine may score before claiming
-            (:func:`hwnas.search.engine.run_search`).
+            (:func:`hwnas.engine.loop.run_search`).
         accuracy_queries: accuracy-table queries made so far.
     """
 

@@ -41,7 +41,7 @@ of ``batch`` queries:
 The first ``init`` queries are one random architecture per cost quantile. The model's fit and
 the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
 Rounds are planned at fixed points of the study's trial sequence, each with a generator seeded
-from (seed, round) (:class:`hwnas.search.pool.PoolSampler`), so a search killed and resumed
+from (seed, round) (:class:`hwnas.engine.pool.PoolSampler`), so a search killed and resumed
 plans what the uninterrupted one did. Several workers on one study each plan batches from the
 study they read; a worker told that another shares its seed (``reseed_rng``) takes its batch in
 random order, so the workers' claims rarely collide.
@@ -54,9 +54,9 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.engine.costs import CostContext
+from hwnas.engine.pool import PoolSampler, candidate_pool
 from hwnas.errors import HwnasError
-from hwnas.search.costs import CostContext
-from hwnas.search.pool import PoolSampler, candidate_pool
 
 
 def frontier(seed: int | None, context: CostContext, **options: Any) -> FrontierSampler:

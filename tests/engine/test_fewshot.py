@@ -8,17 +8,17 @@ import json
 import pytest
 
 from hwnas.devices import get_device
-from hwnas.errors import HwnasError
-from hwnas.measure import Profiler
-from hwnas.predictors import load_predictor
-from hwnas.search.engine import SearchSettings
-from hwnas.search.fewshot import (
+from hwnas.engine.fewshot import (
     BudgetSpent,
     FewShotPlan,
     MeasurementBudget,
     plan_fewshot,
     run_fewshot,
 )
+from hwnas.engine.loop import SearchSettings
+from hwnas.errors import HwnasError
+from hwnas.measure import Profiler
+from hwnas.predictors import load_predictor
 from hwnas.spaces import get_space
 
 

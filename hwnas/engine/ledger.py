@@ -15,11 +15,11 @@ into the sampler's study.
   Core on Optuna's own table definitions (``optuna.storages._rdb.models``), instead of the
   ORM's one transaction per attribute and a re-read of every unfinished trial per call. What
   it writes is what Optuna itself writes: any Optuna client, ``optuna.load_study`` and
-  optuna-dashboard read it as usual (``tests/search/test_ledger.py`` checks this against the
+  optuna-dashboard read it as usual (``tests/engine/test_ledger.py`` checks this against the
   installed Optuna).
 
 Every worker's writes to one study go through :meth:`StudyLedger.lock`
-(:func:`hwnas.search.workers.study_lock`), so a worker holding the lock and having called
+(:func:`hwnas.engine.workers.study_lock`), so a worker holding the lock and having called
 :meth:`StudyLedger.refresh` sees every claim and score of the others.
 """
 
@@ -31,7 +31,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from hwnas.search.workers import StudyState, study_lock
+from hwnas.engine.workers import StudyState, study_lock
 
 
 def _utc(value: datetime.datetime | None) -> datetime.datetime | None:
@@ -90,7 +90,7 @@ class StudyLedger:
 
     Attributes:
         trials: trial id -> :class:`optuna.trial.FrozenTrial`, every trial read or written.
-        state: claims and scores (:class:`hwnas.search.workers.StudyState`), kept up to date.
+        state: claims and scores (:class:`hwnas.engine.workers.StudyState`), kept up to date.
     """
 
     def __init__(self, storage: Any, study_id: int, study_name: str):

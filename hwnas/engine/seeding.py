@@ -5,15 +5,15 @@ many draws one process happened to make before.
 A search killed at any moment and run again must end with the study and the Pareto front of
 the uninterrupted search (``docs/robustness.md``). Its strategy's sampler runs on an in-memory
 Optuna study that the engine rebuilds from the stored study on resume
-(:func:`hwnas.search.engine.run_search`), so a sampler whose decision for trial ``n`` depends
+(:func:`hwnas.engine.loop.run_search`), so a sampler whose decision for trial ``n`` depends
 only on (seed, the trials before ``n``) decides the same after a restart. Optuna's samplers
 keep one random generator for their whole life instead; :class:`TrialSeeded` gives each trial a
 fresh sampler seeded from (seed, trial number), and the cost-aware samplers
-(:mod:`hwnas.search.pool`) and aging evolution draw from :func:`generator` the same way.
+(:mod:`hwnas.engine.pool`) and aging evolution draw from :func:`generator` the same way.
 
 With several workers on one study each worker's sampler sees the others' trials in the order
 they finish, which no seed fixes: there the guarantee is that no architecture is lost or scored
-twice (:mod:`hwnas.search.workers`), not that the result is reproducible.
+twice (:mod:`hwnas.engine.workers`), not that the result is reproducible.
 """
 
 from __future__ import annotations

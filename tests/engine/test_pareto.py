@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hwnas.search.pareto import hypervolume, pareto_mask
+from hwnas.engine.pareto import hypervolume, pareto_mask
 
 
 def brute_force(acc, cost):

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.engine.costs import CostModel, CostRequest
 from hwnas.errors import HwnasError
-from hwnas.search.costs import CostModel, CostRequest
 from hwnas.spaces.base import Arch, SearchSpace
 
 SAMPLES = 160
@@ -84,7 +84,7 @@ def check_kernel_cost(device: Any, metric: str) -> None:
 def kernel_model(request: CostRequest) -> CostModel:
     """``kernel``: the kernel-level predictor of a live ONNX Runtime device, calibrated on the
     space's reference set at deployment size (measured once through the profiler), which it
-    keeps as its :attr:`~hwnas.search.costs.CostModel.reference`; a supernet fits its lookup
+    keeps as its :attr:`~hwnas.engine.costs.CostModel.reference`; a supernet fits its lookup
     table on its predictions of those and :data:`SAMPLES` more architectures
     (:func:`hwnas.supernet.cost.lut_of`).
 

@@ -12,12 +12,12 @@ import pytest
 from helpers import hwnas_cli
 
 from hwnas.devices import get_device
+from hwnas.engine.costs import CostContext, table_costs
+from hwnas.engine.evaluate import TableEvaluator
+from hwnas.engine.loop import SearchSettings, run_search
+from hwnas.engine.pareto import pareto_mask
 from hwnas.errors import HwnasError
 from hwnas.measure import Profiler
-from hwnas.search.costs import CostContext, table_costs
-from hwnas.search.engine import SearchSettings, run_search
-from hwnas.search.evaluate import TableEvaluator
-from hwnas.search.pareto import pareto_mask
 from hwnas.spaces import get_space
 
 SPACE = get_space("nasbench201")
@@ -104,7 +104,7 @@ def test_a_cost_aware_strategy_without_any_way_to_know_costs_is_one_line(tmp_pat
 
 
 def test_the_default_follows_what_is_known_of_costs(monkeypatch):
-    from hwnas.search import strategies
+    from hwnas.engine import strategies
 
     space = SPACE
     assert strategies.default_strategy(space, get_device("pixel3"), "latency_ms", False) == (
@@ -132,7 +132,7 @@ def test_aging_evolution_mutates_one_choice_of_a_living_architecture():
 
 
 def test_normal_cdf_matches_the_error_function():
-    from hwnas.search.frontier import log_ndtr, ndtr
+    from hwnas.engine.frontier import log_ndtr, ndtr
 
     x = np.linspace(-30, 8, 400)
     exact = np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
@@ -143,7 +143,7 @@ def test_normal_cdf_matches_the_error_function():
 def test_expected_hypervolume_improvement_is_the_exact_gain_when_certain_and_grows_with_doubt():
     import moocore
 
-    from hwnas.search.frontier import expected_hv_improvement
+    from hwnas.engine.frontier import expected_hv_improvement
 
     rng = np.random.default_rng(0)
     front_x = np.sort(rng.uniform(0, 1, 6))

@@ -22,7 +22,7 @@ ARGS = ["search", "--device", "pixel3", "--no-zoo", "--study", "s"]
 KILLER = r"""
 import os, signal, sys
 kill_at = int(os.environ["HWNAS_KILL_AT"])
-from hwnas.search import evaluate
+from hwnas.engine import evaluate
 scored = [0]
 original = evaluate.TableEvaluator.evaluate
 def evaluate_then_die(self, arch):
@@ -125,10 +125,10 @@ def test_every_table_strategy_proposes_the_same_after_a_restart(strategy):
     import optuna
 
     from hwnas.devices import get_device
+    from hwnas.engine.costs import CostContext, table_costs
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, run_search
     from hwnas.measure import Profiler
-    from hwnas.search.costs import CostContext, table_costs
-    from hwnas.search.engine import SearchSettings, run_search
-    from hwnas.search.evaluate import TableEvaluator
     from hwnas.spaces import get_space
 
     space = get_space("nasbench201")
@@ -268,7 +268,7 @@ STEPS = ["study", "run folder", "zoo", "artifacts"]
 def test_a_full_disk_at_any_step_is_one_line_and_a_rerun_completes(
     step, hwnas_home, tmp_path, monkeypatch, capsys
 ):
-    from hwnas.search.ledger import RdbLedger
+    from hwnas.engine.ledger import RdbLedger
 
     out, artifacts = tmp_path / "run", hwnas_home / "artifacts"
     args = [*ARGS, "--budget", "12", "--out", str(out)]
@@ -276,7 +276,7 @@ def test_a_full_disk_at_any_step_is_one_line_and_a_rerun_completes(
         args.remove("--no-zoo")
     with pytest.MonkeyPatch.context() as full:
         if step == "study":  # the disk fills after 5 trials are written, one a transaction
-            from hwnas.search import engine
+            from hwnas.engine import loop as engine
 
             full.setattr(engine, "HOLD_S", 0.0)
             _disk_full_db(full, RdbLedger, "flush", after=5)
@@ -337,9 +337,9 @@ def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
     """A budget above what the strategy can find (a small declared space searched at random):
     after REPEATS_IN_A_ROW proposals the study already holds, the search stops and says so,
     instead of asking 20 x budget times."""
-    from hwnas.search import engine
-    from hwnas.search.engine import SearchSettings, run_search
-    from hwnas.search.evaluate import Evaluation
+    from hwnas.engine import loop as engine
+    from hwnas.engine.evaluate import Evaluation
+    from hwnas.engine.loop import SearchSettings, run_search
     from hwnas.spaces import get_space
 
     (tmp_path / "tiny.yaml").write_text(

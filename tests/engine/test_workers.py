@@ -312,11 +312,11 @@ def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_pat
     the grace period, and its architecture is scored by a live worker."""
     import optuna
 
-    import hwnas.search.engine as engine
+    import hwnas.engine.loop as engine
     from hwnas.devices import get_device
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, open_storage, run_search
     from hwnas.measure import Profiler
-    from hwnas.search.engine import SearchSettings, open_storage, run_search
-    from hwnas.search.evaluate import TableEvaluator
     from hwnas.spaces import get_space
 
     monkeypatch.setattr(engine, "HEARTBEAT_S", 1)

@@ -15,7 +15,7 @@ expected cost under independent categorical distributions over the decisions
   (:func:`hwnas.supernet.cost.measured_model`).
 - ``flops``: multiply-accumulates of a supernet's subnets (:func:`hwnas.supernet.cost.flops_lut`).
 - ``kernel``: the kernel-level predictor of a live ONNX Runtime device, at the space's
-  deployment size (:func:`hwnas.search.kernel_cost.kernel_model`; the default for declared
+  deployment size (:func:`hwnas.engine.kernel_cost.kernel_model`; the default for declared
   spaces' latency on such a device).
 
 Cost-aware strategies (``frontier``, ``surrogate``) choose which architectures to query by
@@ -245,7 +245,7 @@ COST_MODELS.register("table", table_model)
 COST_MODELS.register("predicted", predicted_model)
 COST_MODELS.register("measured", "hwnas.supernet.cost:measured_model")
 COST_MODELS.register("flops", "hwnas.supernet.cost:flops_model")
-COST_MODELS.register("kernel", "hwnas.search.kernel_cost:kernel_model")
+COST_MODELS.register("kernel", "hwnas.engine.kernel_cost:kernel_model")
 
 
 def auto_kind(space: SearchSpace, device: Device, metric: str) -> str:

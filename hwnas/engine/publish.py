@@ -273,6 +273,6 @@ def _remove(study: Any, store: Any, artifact_id: str) -> None:
 
 def _forget(study: Any, artifact_id: str) -> None:
     """Drop the study's record of an artifact (as optuna-dashboard's delete does)."""
-    from hwnas.search.ledger import set_study_system_attr
+    from hwnas.engine.ledger import set_study_system_attr
 
     set_study_system_attr(study, f"artifacts:{artifact_id}", json.dumps(None))

@@ -26,19 +26,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hwnas.errors import CandidateError, HwnasError
-from hwnas.measure import NoisyMeasurementError
-from hwnas.search.costs import CostContext
-from hwnas.search.evaluate import OBJECTIVES, Evaluation
-from hwnas.search.ledger import (
+from hwnas.engine.costs import CostContext
+from hwnas.engine.evaluate import OBJECTIVES, Evaluation
+from hwnas.engine.ledger import (
     StudyLedger,
     frozen_trial,
     make_trial,
     study_ledger,
     trial_id,
 )
-from hwnas.search.pareto import pareto_order
-from hwnas.search.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
+from hwnas.engine.pareto import pareto_order
+from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
+from hwnas.errors import CandidateError, HwnasError
+from hwnas.measure import NoisyMeasurementError
 from hwnas.spaces.base import Arch, SearchSpace
 
 DEFAULT_SPACE = "nasbench201"
@@ -57,12 +57,12 @@ class SearchSettings:
         dataset: dataset whose accuracy is maximised.
         objective: "latency" (ms) or "energy" (mJ), minimised.
         budget: number of distinct architectures whose accuracy is queried (completed trials).
-        strategy: strategy name; default :data:`hwnas.search.strategies.DEFAULT` (``frontier``),
+        strategy: strategy name; default :data:`hwnas.engine.strategies.DEFAULT` (``frontier``),
             which needs every candidate's cost before its accuracy is queried (a recorded
             table, a few-shot predictor, or a live device's reference set measured first).
             Where no cost can be known up front the CLI runs
-            :data:`~hwnas.search.strategies.FALLBACK` (``nsga3``) instead
-            (:func:`hwnas.search.strategies.default_strategy`), and :func:`hwnas.jobs.table.
+            :data:`~hwnas.engine.strategies.FALLBACK` (``nsga3``) instead
+            (:func:`hwnas.engine.strategies.default_strategy`), and :func:`hwnas.jobs.table.
             prepare` refuses ``frontier`` in one line naming it.
         seed: sampler seed.
         max_latency: latency limit in ms, or None.
@@ -70,7 +70,7 @@ class SearchSettings:
         runtime: runtime replacing the device profile's ("ort", "tvm"), or None.
         accuracy: accuracy from the user's function instead of the space's table: its label
             (``path/to/file.py:function``, or the qualified name of one registered by
-            :func:`hwnas.search.evaluate.register_accuracy`), or None.
+            :func:`hwnas.engine.evaluate.register_accuracy`), or None.
         data: the data handed to the accuracy function and used to recalibrate batch norm
             ("digits" or a folder; :func:`hwnas.datasets.load_data`), or None.
     """
@@ -234,7 +234,7 @@ def open_storage(url: str):
         redact,
         scrub,
     )
-    from hwnas.search.workers import creation_lock, sqlite_file
+    from hwnas.engine.workers import creation_lock, sqlite_file
 
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
     url = normalize_url(url)
@@ -367,7 +367,7 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
 NOT_IDENTITY = ("budget", "seed")
 """Settings that are not part of a study's identity: a rerun may extend the budget, and each
 worker of a named study (``--study``) may have its own ``--seed``, as Optuna's practice is (its
-proposals stay a function of its seed and the study's trials, :mod:`hwnas.search.seeding`).
+proposals stay a function of its seed and the study's trials, :mod:`hwnas.engine.seeding`).
 A default study name holds the seed, so there another seed is another study."""
 
 
@@ -498,13 +498,13 @@ class _Loop:
     """The search loop of one worker: claim a proposal, score it, record it.
 
     The strategy's sampler runs on an in-memory Optuna study (``study``); the study in the
-    storage is the durable record every worker shares (``ledger``, :mod:`hwnas.search.ledger`):
+    storage is the durable record every worker shares (``ledger``, :mod:`hwnas.engine.ledger`):
     each trial is written there once decided, and the other workers' finished trials are
     copied into the sampler's study as they appear.
 
     Any number of workers (processes running :func:`run_search` on the same study, on one
     machine or many) share the budget exactly: an architecture is *claimed* before it is
-    scored (:mod:`hwnas.search.workers`), so none is scored twice and the study never holds
+    scored (:mod:`hwnas.engine.workers`), so none is scored twice and the study never holds
     more than ``budget`` scored architectures. A worker whose share is done waits for the
     others' running trials, so every worker returns the same, complete result. A rerun with a
     larger budget extends the study; a smaller one than the study holds is refused.
@@ -791,7 +791,7 @@ def _feed(study, trials) -> None:
 
     On resume the sampler's study so holds the decisions of the earlier runs in their order,
     as the uninterrupted run's sampler held them: a sampler whose proposal is a function of
-    (seed, its study's trials) (:mod:`hwnas.search.seeding`) goes on as if never stopped."""
+    (seed, its study's trials) (:mod:`hwnas.engine.seeding`) goes on as if never stopped."""
     trials = [t for t in trials if _decided(t)]
     if trials:
         study.add_trials(trials)

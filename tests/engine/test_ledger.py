@@ -11,8 +11,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
-from hwnas.search.engine import open_storage
-from hwnas.search.ledger import RdbLedger, make_trial, open_ledger
+from hwnas.engine.ledger import RdbLedger, make_trial, open_ledger
+from hwnas.engine.loop import open_storage
 
 DIST = {"a": CategoricalDistribution(["x", "y", "z"]), "b": CategoricalDistribution([1, 2])}
 

@@ -3,12 +3,12 @@
 NAS-Bench-201 (Dong & Yang, ICLR 2020) gives the trained accuracy of all 15,625 architectures,
 and HW-NAS-Bench (Li et al., ICLR 2021) and the other recorded devices their latency (or
 energy) on the device: the accuracy/cost Pareto front is then not something to search for but
-a non-dominated filter over two columns (:func:`hwnas.search.pareto.pareto_order`, moocore),
+a non-dominated filter over two columns (:func:`hwnas.engine.pareto.pareto_order`, moocore),
 milliseconds of NumPy. Under ``--max-latency`` it is the front of the architectures within the
 limit.
 
 ``hwnas search --strategy exact`` runs that front through the usual pipeline: its architectures,
-by cost, are proposed to the engine (:class:`hwnas.search.engine.ProposalSampler`, as supernet
+by cost, are proposed to the engine (:class:`hwnas.engine.loop.ProposalSampler`, as supernet
 strategies hand over their candidates), scored from the tables, and recorded in the study, the
 run folder and the zoo like any search. The number of trials is the size of the front (at most
 ``--budget``); the strategy reads every tabulated accuracy, so its accuracy queries are not
@@ -34,7 +34,7 @@ def check(settings: Any, space: Any, device: Any, fewshot: Any = None) -> None:
     architecture of the space.
 
     Args:
-        settings: the :class:`hwnas.search.engine.SearchSettings`.
+        settings: the :class:`hwnas.engine.loop.SearchSettings`.
         space: the search space.
         device: the device.
         fewshot: the few-shot plan, if the search would predict costs (a predictor or a
@@ -89,7 +89,7 @@ def exact_front(
         Architecture indices, shape (k,), by cost ascending (then accuracy descending); equal
         points on the front are all kept.
     """
-    from hwnas.search.pareto import pareto_order
+    from hwnas.engine.pareto import pareto_order
 
     feasible = np.arange(len(accuracy))
     if max_latency is not None:
@@ -98,8 +98,8 @@ def exact_front(
 
 
 def exact(seed: int | None, context: Any = None, **options: Any):
-    """The ``exact`` strategy: a :class:`~hwnas.search.engine.ProposalSampler` over the exact
-    front of ``context`` (:class:`hwnas.search.costs.CostContext` with the device's tables).
+    """The ``exact`` strategy: a :class:`~hwnas.engine.loop.ProposalSampler` over the exact
+    front of ``context`` (:class:`hwnas.engine.costs.CostContext` with the device's tables).
 
     Args:
         seed: unused (nothing is random).
@@ -109,7 +109,7 @@ def exact(seed: int | None, context: Any = None, **options: Any):
         HwnasError: the context has no cost table or no dataset (checked before by
             :func:`check` for ``hwnas search``).
     """
-    from hwnas.search.engine import ProposalSampler
+    from hwnas.engine.loop import ProposalSampler
 
     cost = context.cost.full_table() if context and context.cost else None
     if cost is None or not context.dataset:

@@ -13,16 +13,16 @@ their paper, searched when ``--space`` is not given).
 - ``nsga3``, ``tpe``, ``gp``: Optuna's NSGA-III, multivariate multi-objective TPE and
   Gaussian-process samplers, for comparison and for users who want them by name.
 - ``aging``: aging (regularized) evolution (Real et al., AAAI 2019) with a Pareto-rank
-  tournament (:mod:`hwnas.search.evolution`).
+  tournament (:mod:`hwnas.engine.evolution`).
 - ``surrogate``: random-forest accuracy surrogate with a probability-of-non-domination
-  acquisition stratified over cost (:mod:`hwnas.search.surrogate`); needs every candidate's
+  acquisition stratified over cost (:mod:`hwnas.engine.surrogate`); needs every candidate's
   cost before measuring it (a recorded table or a predictor).
 
 A strategy is a factory ``(seed, context, **options) -> optuna sampler``; ``context`` is a
-:class:`hwnas.search.surrogate.CostContext` (the space and what is known of costs). Its
+:class:`hwnas.engine.surrogate.CostContext` (the space and what is known of costs). Its
 sampler's proposal for a trial must be a function of the seed and the study's trials before it
-(:mod:`hwnas.search.seeding`), so a search killed and resumed ends as the uninterrupted one;
-Optuna's samplers are wrapped in :class:`hwnas.search.seeding.TrialSeeded` for that.
+(:mod:`hwnas.engine.seeding`), so a search killed and resumed ends as the uninterrupted one;
+Optuna's samplers are wrapped in :class:`hwnas.engine.seeding.TrialSeeded` for that.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def nsga2(seed: int | None, context: object = None, population_size: int = 20):
     """
     import optuna
 
-    from hwnas.search.seeding import TrialSeeded, genetic
+    from hwnas.engine.seeding import TrialSeeded, genetic
 
     return TrialSeeded(
         lambda s: genetic(optuna.samplers.NSGAIISampler, seed, s, population_size=population_size),
@@ -57,7 +57,7 @@ def random(seed: int | None, context: object = None):
     """Uniform random sampling of the choices."""
     import optuna
 
-    from hwnas.search.seeding import TrialSeeded
+    from hwnas.engine.seeding import TrialSeeded
 
     return TrialSeeded(lambda s: optuna.samplers.RandomSampler(seed=s), seed)
 
@@ -76,7 +76,7 @@ def nsga3(seed: int | None, context: object = None, population_size: int = 20):
 
     import optuna
 
-    from hwnas.search.seeding import TrialSeeded, genetic
+    from hwnas.engine.seeding import TrialSeeded, genetic
 
     def make(s: int | None):
         with warnings.catch_warnings():  # "experimental" is Optuna's label, not news for a user
@@ -98,7 +98,7 @@ def tpe(seed: int | None, context: object = None, n_startup_trials: int = 10):
     """
     import optuna
 
-    from hwnas.search.seeding import TrialSeeded
+    from hwnas.engine.seeding import TrialSeeded
 
     return TrialSeeded(
         lambda s: optuna.samplers.TPESampler(seed=s, n_startup_trials=n_startup_trials), seed
@@ -118,7 +118,7 @@ def gp(seed: int | None, context: object = None, n_startup_trials: int = 10):
     """
     import optuna
 
-    from hwnas.search.seeding import TrialSeeded
+    from hwnas.engine.seeding import TrialSeeded
 
     return TrialSeeded(
         lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=n_startup_trials), seed
@@ -146,29 +146,29 @@ STRATEGIES.register(
     description="Gaussian-process sampler, Optuna's",
 )
 STRATEGIES.register(
-    "aging", "hwnas.search.evolution:aging", pipeline="table",
+    "aging", "hwnas.engine.evolution:aging", pipeline="table",
     description="aging evolution (Real et al. 2019), Pareto-rank tournament",
 )
 STRATEGIES.register(
     "frontier",
-    "hwnas.search.frontier:frontier",
+    "hwnas.engine.frontier:frontier",
     pipeline="table",
     needs_costs=True,
     description="Bayesian accuracy model, queries the likeliest front members (needs costs)",
 )
 STRATEGIES.register(
     "surrogate",
-    "hwnas.search.surrogate:surrogate",
+    "hwnas.engine.surrogate:surrogate",
     pipeline="table",
     needs_costs=True,
     description="random-forest accuracy surrogate, non-domination acquisition (needs costs)",
 )
 STRATEGIES.register(
     "exact",
-    "hwnas.search.exact:exact",
+    "hwnas.engine.exact:exact",
     pipeline="table",
     needs_costs=True,
-    check="hwnas.search.exact:check",
+    check="hwnas.engine.exact:check",
     description="the exact front from full accuracy and cost tables",
 )
 _SUPERNET = "hwnas.supernet.strategies"

@@ -4,14 +4,14 @@ Any number of ``hwnas search`` processes, on one machine or many, may run the sa
 ``--study`` and ``--storage``). They coordinate through the study's storage only:
 
 - **Claims.** A worker that wants to score an architecture first *claims* it: under the study
-  lock it reads what changed in the study (:meth:`hwnas.search.ledger.StudyLedger.refresh`:
+  lock it reads what changed in the study (:meth:`hwnas.engine.ledger.StudyLedger.refresh`:
   completed trials, and RUNNING trials that carry an ``arch`` attribute, the other workers'
   claims), and records a RUNNING trial with ``arch`` (one write) only if that architecture is
   neither scored nor claimed and the scored + claimed count is below the budget. So no
   architecture is scored twice, and the completed trials never exceed the budget. A table
   lookup needs no claim: it is scored under the lock and recorded complete at once.
 - **The study lock** is short (one small read and one write; a worker scoring table lookups
-  keeps it up to :data:`hwnas.search.engine.HOLD_S` and writes those trials together): a file
+  keeps it up to :data:`hwnas.engine.loop.HOLD_S` and writes those trials together): a file
   lock beside a SQLite database (its workers are on one machine), a PostgreSQL advisory lock
   on the storage's own server (workers anywhere), and a thread lock for an in-memory study
   (one process).
@@ -19,7 +19,7 @@ Any number of ``hwnas search`` processes, on one machine or many, may run the sa
   SQLite; for a server database a worker that loses the race to create Optuna's tables retries.
 - **Heartbeats.** A worker records its trial's heartbeat while scoring it; a waiting worker
   fails claims whose heartbeat stopped (a worker that died on another machine), so their
-  architectures can be claimed again (:mod:`hwnas.search.engine`).
+  architectures can be claimed again (:mod:`hwnas.engine.loop`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def sqlite_file(url: str) -> Path | None:
 @contextlib.contextmanager
 def creation_lock(url: str) -> Iterator[None]:
     """Held while Optuna creates (or checks) its tables in the storage at ``url``: a file lock
-    beside a SQLite file; nothing for other back ends (:func:`hwnas.search.engine.open_storage`
+    beside a SQLite file; nothing for other back ends (:func:`hwnas.engine.loop.open_storage`
     retries there instead)."""
     path = sqlite_file(url)
     if path is None:

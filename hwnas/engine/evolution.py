@@ -10,7 +10,7 @@ feasible members rank before infeasible ones (constrained domination). Until ``p
 architectures are scored, children are uniform random architectures.
 
 Age is the trial number (the order architectures were taken for scoring), and every draw for
-trial ``n`` comes from a generator seeded with (seed, n) (:mod:`hwnas.search.seeding`): a child
+trial ``n`` comes from a generator seeded with (seed, n) (:mod:`hwnas.engine.seeding`): a child
 is a function of the seed and the trials before it, so a resumed search proposes what the
 uninterrupted one did.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from hwnas.search.seeding import INDEPENDENT, TRIAL, generator
+from hwnas.engine.seeding import INDEPENDENT, TRIAL, generator
 
 
 def aging(seed: int | None, context: object = None, population: int = 50, sample: int = 10):
@@ -84,7 +84,7 @@ class AgingEvolutionSampler(optuna.samplers.BaseSampler):
 
 def _best(trials: list) -> int:
     """Index of the best trial: lowest constrained Pareto rank, then highest accuracy."""
-    from hwnas.search.pareto import pareto_mask
+    from hwnas.engine.pareto import pareto_mask
 
     acc = np.array([t.values[0] for t in trials], dtype=float)
     cost = np.array([t.values[1] for t in trials], dtype=float)

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.engine.costs import CostContext
+from hwnas.engine.pool import PoolSampler, candidate_pool
 from hwnas.errors import HwnasError
-from hwnas.search.costs import CostContext
-from hwnas.search.pool import PoolSampler, candidate_pool
 
 
 def surrogate(seed: int | None, context: CostContext, **options: Any) -> SurrogateSampler:

@@ -31,15 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.engine.costs import CostContext, PredictorCostModel, calibrate
+from hwnas.engine.evaluate import Evaluation
+from hwnas.engine.frontier import MIN_P_FEASIBLE, ndtr
+from hwnas.engine.loop import SearchResult, SearchSettings, TrialRecord, run_search, summarise
 from hwnas.errors import HwnasError
 from hwnas.measure import NoisyMeasurementError, Profiler, arch_workload
 from hwnas.predictors import Predictor
 from hwnas.predictors.calibration import reference_archs
 from hwnas.progress import SILENT, Reporter
-from hwnas.search.costs import CostContext, PredictorCostModel, calibrate
-from hwnas.search.engine import SearchResult, SearchSettings, TrialRecord, run_search, summarise
-from hwnas.search.evaluate import Evaluation
-from hwnas.search.frontier import MIN_P_FEASIBLE, ndtr
 from hwnas.spaces.base import Arch, SearchSpace
 
 DEFAULT_MEASUREMENT_BUDGET = 20
@@ -229,7 +229,7 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
 
 def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, PredictorCostModel]:
     """One cost model per metric: a fresh predictor calibrated on every value measured so far
-    (:func:`hwnas.search.costs.calibrate`).
+    (:func:`hwnas.engine.costs.calibrate`).
 
     Raises:
         HwnasError: fewer than 3 measured architectures.
@@ -493,8 +493,8 @@ def plan_fewshot(
         HwnasError: unknown predictor, an artifact of another space, a budget below
             :data:`MIN_MEASUREMENT_BUDGET`, a device without values for the space.
     """
+    from hwnas.engine.loop import study_name
     from hwnas.predictors import load_predictor
-    from hwnas.search.engine import study_name
 
     can_measure = device.can_measure
     if predictor is None and measurement_budget is None and can_measure:

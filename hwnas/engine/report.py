@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hwnas.engine.loop import SearchResult, TrialRecord
+from hwnas.engine.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
 from hwnas.paths import write_atomic
-from hwnas.search.engine import SearchResult, TrialRecord
-from hwnas.search.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
 
 
 def pareto_rows(
@@ -73,12 +73,12 @@ def plot_front(
     num_classes: int | None = None,
 ) -> None:
     """Scatter of all trials with the Pareto front and the best architecture highlighted, and
-    chance-level trials set apart; axes carry units (:mod:`hwnas.search.plot`).
+    chance-level trials set apart; axes carry units (:mod:`hwnas.engine.plot`).
 
     ``accuracy_label`` replaces the default y-axis label (accuracy measured on a user's data);
     ``num_classes`` is the accuracy's dataset's (for the chance level).
     """
-    from hwnas.search.plot import draw_front, front_spec
+    from hwnas.engine.plot import draw_front, front_spec
 
     draw_front(front_spec(result, device_label, accuracy_label, num_classes), path)
 

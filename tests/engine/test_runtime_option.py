@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from helpers import hwnas_cli
 
+from hwnas.engine.loop import SearchSettings
 from hwnas.jobs.table import prepare
-from hwnas.search.engine import SearchSettings
 
 
 def test_runtime_option_reaches_the_device_and_names_the_study(tmp_path):
