@@ -97,7 +97,7 @@ def one_case(device: str, limit: float, mode: str, seed: int, budget: int, measu
         result, extra, ev = run_fewshot(settings, space, profiler, plan, storage=None)
         best = result.best
         return (
-            best.costs["latency_ms"] if best else float("nan"),
+            best.costs["latency_ms"].value if best else float("nan"),
             best.accuracy if best else float("nan"),
             extra["device_measurements"],
             ev.accuracy_queries,
@@ -116,7 +116,7 @@ def one_case(device: str, limit: float, mode: str, seed: int, budget: int, measu
     result = SearchResult(settings, records, [], None, len(records), len(records))
     _log, best = verify(settings, result, ev, budget_, plan, True)
     return (
-        best.costs["latency_ms"] if best else float("nan"),
+        best.costs["latency_ms"].value if best else float("nan"),
         best.accuracy if best else float("nan"),
         budget_.used,
         len(archs),

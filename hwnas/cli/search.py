@@ -332,9 +332,10 @@ def _print_front(result, console) -> None:
     for i, r in enumerate(result.pareto):
         cells = []
         for m in metrics:
-            cell = f"{r.costs[m]:.3f}"
-            if r.attrs.get(f"{m}_precision_met") is False:
-                rel = r.attrs.get(f"{m}_rel_ci95")
+            cost = r.costs[m]
+            cell = f"{cost.value:.3f}"
+            if cost.precision_met is False:
+                rel = cost.rel_ci95
                 cell += f" +-{100 * rel:.1f}%!" if rel is not None else " +-?!"
                 missed.append(i)
             cells.append(cell)

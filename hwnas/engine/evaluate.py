@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwnas.cost_record import CostRecord
 from hwnas.devices.base import METRICS
 from hwnas.measure import Profiler, arch_workload
 from hwnas.spaces.base import Arch, SearchSpace
@@ -27,43 +28,29 @@ class Evaluation:
         arch: the architecture.
         accuracy: top-1 accuracy in %.
         accuracy_source: for example ``nasbench201-table:cifar100_test_200ep``.
-        costs: metric ("latency_ms", "energy_mj") -> value (ms or mJ per inference).
-        sources: metric -> where the value came from (a table, a measurement).
+        costs: metric ("latency_ms", "energy_mj") -> its :class:`~hwnas.cost_record.CostRecord`
+            (value in ms or mJ per inference, source, interval, precision).
         model_hash: hash of the measured workload.
-        precision: metric -> (relative half-width of the 95% interval of a live measurement,
-            or None when the protocol could not bound it; the device profile's target, e.g.
-            0.01 for +-1%). Absent for table values and devices that do not time models here.
     """
 
     arch: Arch
     accuracy: float
     accuracy_source: str
-    costs: dict[str, float] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
+    costs: dict[str, CostRecord] = field(default_factory=dict)
     model_hash: str = ""
-    precision: dict[str, tuple[float | None, float]] = field(default_factory=dict)
 
     def attrs(self) -> dict[str, object]:
-        """Flat dict for an Optuna trial's user attributes."""
+        """Flat dict for an Optuna trial's user attributes (each cost's by
+        :meth:`CostRecord.attrs <hwnas.cost_record.CostRecord.attrs>`)."""
         out: dict[str, object] = {
             "arch": self.arch.text,
             "accuracy": self.accuracy,
             "accuracy_source": self.accuracy_source,
             "model_hash": self.model_hash,
         }
-        for metric, value in self.costs.items():
-            out[metric] = value
-            out[f"{metric}_source"] = self.sources[metric]
-        for metric, (rel_ci, target) in self.precision.items():
-            out[f"{metric}_rel_ci95"] = rel_ci
-            out[f"{metric}_precision_met"] = precision_met(rel_ci, target)
+        for cost in self.costs.values():
+            out.update(cost.attrs())
         return out
-
-
-def precision_met(rel_ci: float | None, target: float) -> bool:
-    """Whether a live measurement reached its profile's precision target: the half-width of
-    the 95% interval of its median, relative to it, is within ``target`` (0.01 = +-1%)."""
-    return rel_ci is not None and rel_ci <= target
 
 
 class TableEvaluator:
@@ -101,26 +88,15 @@ class TableEvaluator:
         self.accuracy_queries += 1
         accuracy = float(self._accuracy[self.space.index(arch)])
         workload = arch_workload(self.space, arch, self.dataset)
-        costs, sources, precision = device_costs(self.profiler, workload, self.metrics)
-        return Evaluation(
-            arch, accuracy, self._source, costs, sources, workload.model_hash, precision
-        )
+        costs = device_costs(self.profiler, workload, self.metrics)
+        return Evaluation(arch, accuracy, self._source, costs, workload.model_hash)
 
 
-def device_costs(profiler: Profiler, workload, metrics: list[str]):
-    """Every metric of ``workload`` through ``profiler`` (store-cached): (values, sources,
-    precision) as :class:`Evaluation` holds them."""
-    costs, sources, precision = {}, {}, {}
-    protocol = getattr(profiler.device, "protocol", None)
-    for metric in metrics:
-        m = profiler.measure(workload, metric)
-        costs[metric], sources[metric] = m.value, m.source
-        # a timed value: did it reach the precision the profile asks for?
-        if metric == "latency_ms" and "rel_ci" in m.extra:
-            target = m.extra.get("target_rel_ci", getattr(protocol, "target_rel_ci", None))
-            if target is not None:
-                precision[metric] = (m.extra["rel_ci"], float(target))
-    return costs, sources, precision
+def device_costs(profiler: Profiler, workload, metrics: list[str]) -> dict[str, CostRecord]:
+    """Every metric of ``workload`` through ``profiler`` (store-cached): metric -> its record,
+    a timed latency judged against the device protocol's precision target."""
+    target = getattr(getattr(profiler.device, "protocol", None), "target_rel_ci", None)
+    return {m: CostRecord.of_measurement(profiler.measure(workload, m), target) for m in metrics}
 
 
 # -- accuracy from the user's function -------------------------------------------------------
@@ -364,5 +340,5 @@ class FunctionEvaluator:
         acc = self.fn(model, arch, self.data)
         self.scores[arch.text] = acc
         workload = arch_workload(self.space, arch, self.dataset)
-        costs, sources, precision = device_costs(self.profiler, workload, self.metrics)
-        return Evaluation(arch, acc, self.source(), costs, sources, workload.model_hash, precision)
+        costs = device_costs(self.profiler, workload, self.metrics)
+        return Evaluation(arch, acc, self.source(), costs, workload.model_hash)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.cost_record import CostRecord
 from hwnas.engine.costs import CostContext, PredictorCostModel, calibrate
 from hwnas.engine.evaluate import Evaluation
 from hwnas.engine.frontier import MIN_P_FEASIBLE, ndtr
@@ -73,7 +74,8 @@ class MeasurementBudget:
         self.dataset = dataset
         self.metrics = metrics
         self.cap = cap
-        self.values: dict[str, dict[str, tuple[float, str]]] = {}
+        self.values: dict[str, dict[str, CostRecord]] = {}
+        self._target = getattr(getattr(profiler.device, "protocol", None), "target_rel_ci", None)
 
     @property
     def used(self) -> int:
@@ -84,8 +86,8 @@ class MeasurementBudget:
     def left(self) -> int:
         return self.cap - self.used
 
-    def measure(self, arch: Arch) -> dict[str, tuple[float, str]]:
-        """metric -> (value, source) of ``arch``; free if already measured.
+    def measure(self, arch: Arch) -> dict[str, CostRecord]:
+        """metric -> the cost of ``arch``; free if already measured.
 
         Raises:
             BudgetSpent: the cap is reached.
@@ -99,12 +101,11 @@ class MeasurementBudget:
         w = arch_workload(self.space, arch, self.dataset)
         got = {}
         for metric in self.metrics:
-            m = self.profiler.measure(w, metric)
-            got[metric] = (m.value, m.source)
+            got[metric] = CostRecord.of_measurement(self.profiler.measure(w, metric), self._target)
         self.values[arch.text] = got
         return got
 
-    def stored(self, arch: Arch) -> dict[str, tuple[float, str]] | None:
+    def stored(self, arch: Arch) -> dict[str, CostRecord] | None:
         """Values of ``arch`` in the store (without measuring), counted if used."""
         store = self.profiler.store
         if store is None:
@@ -116,21 +117,8 @@ class MeasurementBudget:
             m = store.lookup(dev.name, dev.runtime, metric, w.model_hash, w.input_shape)
             if m is None:
                 return None
-            got[metric] = (m.value, m.source)
+            got[metric] = CostRecord.of_measurement(m, self._target)
         return got
-
-
-@dataclass(frozen=True)
-class PredictedEvaluation(Evaluation):
-    """An :class:`Evaluation` whose costs are predicted, with their standard deviations."""
-
-    std: dict[str, float] = field(default_factory=dict)
-
-    def attrs(self) -> dict[str, object]:
-        out = super().attrs()
-        for metric, s in self.std.items():
-            out[f"{metric}_std"] = s
-        return out
 
 
 class PredictedEvaluator:
@@ -162,17 +150,16 @@ class PredictedEvaluator:
         """metric -> (predicted values, standard deviations) of ``archs``."""
         return {m: p.predict(archs) for m, p in self.predictors.items()}
 
-    def evaluate(self, arch: Arch) -> PredictedEvaluation:
+    def evaluate(self, arch: Arch) -> Evaluation:
+        """The table's accuracy and each metric's predicted cost, with its 90% interval."""
         self.accuracy_queries += 1
         accuracy = float(self._accuracy[self.space.index(arch)])
-        costs, std, sources = {}, {}, {}
-        for metric, (mean, sd) in self.costs([arch]).items():
-            costs[metric], std[metric] = float(mean[0]), float(sd[0])
-            sources[metric] = f"predicted:{self.label}"
+        costs = {
+            metric: CostRecord.predicted(metric, mean[0], sd[0], f"predicted:{self.label}")
+            for metric, (mean, sd) in self.costs([arch]).items()
+        }
         w = arch_workload(self.space, arch, self.dataset)
-        return PredictedEvaluation(
-            arch, accuracy, self._source, costs, sources, w.model_hash, std=std
-        )
+        return Evaluation(arch, accuracy, self._source, costs, w.model_hash)
 
 
 @dataclass
@@ -237,7 +224,7 @@ def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, Predict
     archs = [budget.space.parse(a) for a in budget.values]
     out = {}
     for metric in plan.metrics:
-        values = np.array([budget.values[a.text][metric][0] for a in archs])
+        values = np.array([budget.values[a.text][metric].value for a in archs])
         out[metric] = calibrate(plan.fresh(), budget.space, archs, values, metric)
     return out
 
@@ -294,7 +281,8 @@ def run_fewshot(
         "device_measurements": budget.used,
         "measurement_budget": plan.budget,
         "calibration": [
-            {"arch": a.text, **{m: budget.values[a.text][m][0] for m in plan.metrics}} for a in cal
+            {"arch": a.text, **{m: budget.values[a.text][m].value for m in plan.metrics}}
+            for a in cal
         ],
         "verification": verification,
         "best_verified": (
@@ -340,13 +328,19 @@ def _calibrate(space: SearchSpace, budget: MeasurementBudget, say, reporter: Rep
 
 
 def _with_measured(r: TrialRecord, budget: MeasurementBudget) -> TrialRecord:
+    """``r`` with its measured costs in place of the predicted ones (the prediction kept as
+    ``<metric>_predicted``)."""
     got = budget.values.get(r.arch)
     if not got:
         return r
     costs, attrs = dict(r.costs), dict(r.attrs)
-    for metric, (value, source) in got.items():
-        attrs[f"{metric}_predicted"] = costs.get(metric)
-        costs[metric], attrs[metric], attrs[f"{metric}_source"] = value, value, source
+    for metric, cost in got.items():
+        old = costs.get(metric)
+        for key in old.attrs() if old is not None else ():
+            attrs.pop(key, None)
+        attrs[f"{metric}_predicted"] = old.value if old is not None else None
+        attrs.update(cost.attrs())
+        costs[metric] = cost
     return dataclasses.replace(r, costs=costs, attrs=attrs)
 
 
@@ -371,13 +365,13 @@ def verify(
     for r in front:
         if budget.left <= 0 and r.arch not in budget.values:
             break
-        check(r.arch, {m: r.costs[m] for m in plan.metrics if m in r.costs})
+        check(r.arch, {m: r.costs[m].value for m in plan.metrics if m in r.costs})
     return check.log, None
 
 
 class _Check:
     """Measures one candidate within the budget (or reads it, on a device that cannot
-    measure) and logs it; calling it returns {metric: (value, source)} or None (budget spent,
+    measure) and logs it; calling it returns {metric: its cost} or None (budget spent,
     too noisy, or not available)."""
 
     def __init__(self, settings, space, result: SearchResult, budget, can_measure: bool):
@@ -388,7 +382,7 @@ class _Check:
 
     def __call__(
         self, arch_text: str, predicted: dict[str, float]
-    ) -> dict[str, tuple[float, str]] | None:
+    ) -> dict[str, CostRecord] | None:
         settings, space, budget = self.settings, self.space, self.budget
         can_measure, by_arch, log = self.can_measure, self.by_arch, self.log
         arch = space.parse(arch_text)
@@ -410,10 +404,10 @@ class _Check:
             "arch": arch_text,
             "accuracy": by_arch[arch_text].accuracy,
             "predicted": predicted,
-            "measured": {m: v for m, (v, _s) in got.items()},
+            "measured": {m: c.value for m, c in got.items()},
         }
         if settings.max_latency is not None:
-            entry["within_limit"] = got["latency_ms"][0] <= settings.max_latency
+            entry["within_limit"] = got["latency_ms"].value <= settings.max_latency
         log.append(entry)
         return got
 
@@ -432,7 +426,7 @@ def _verify_within_limit(settings, result, evaluator, budget, plan, can_measure,
         candidates = []
         for i, r in enumerate(result.records):
             known = budget.values.get(r.arch)
-            feasible = known["latency_ms"][0] <= limit if known else lat[i] <= limit
+            feasible = known["latency_ms"].value <= limit if known else lat[i] <= limit
             if r.arch not in tried and feasible:
                 candidates.append((r.accuracy, -lat[i], r.arch))
         if not candidates:
@@ -447,7 +441,7 @@ def _verify_within_limit(settings, result, evaluator, budget, plan, can_measure,
             )
         if can_measure:  # learn from every measurement before choosing the next candidate
             evaluator.predictors = adapt_all(plan, budget)
-        if got["latency_ms"][0] <= limit:
+        if got["latency_ms"].value <= limit:
             best = _with_measured(by_arch[arch_text], budget)
             break
     # 2. with the measurements left, more accurate candidates that may meet the limit
@@ -470,7 +464,7 @@ def _verify_within_limit(settings, result, evaluator, budget, plan, can_measure,
         if got is None:
             break
         evaluator.predictors = adapt_all(plan, budget)
-        if got["latency_ms"][0] <= limit:
+        if got["latency_ms"].value <= limit:
             best = _with_measured(by_arch[arch_text], budget)
     return log, best
 

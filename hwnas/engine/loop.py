@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hwnas.cost_record import CostRecord
 from hwnas.engine.costs import CostContext
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation
 from hwnas.engine.ledger import (
@@ -156,12 +157,13 @@ def study_name(s: SearchSettings, *qualifiers: str) -> str:
 
 @dataclass
 class TrialRecord:
-    """One completed trial: the architecture, its scores and their sources."""
+    """One completed trial: the architecture, its accuracy (%), its costs (metric -> its
+    :class:`~hwnas.cost_record.CostRecord`) and the trial's user attributes."""
 
     number: int
     arch: str
     accuracy: float
-    costs: dict[str, float]
+    costs: dict[str, CostRecord]
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -403,7 +405,11 @@ def completed_records(ledger: StudyLedger) -> list[TrialRecord]:
     """Completed trials of a study as records (in trial-number order)."""
     out = []
     for t in ledger.completed():
-        costs = {m: t.user_attrs[m] for m in OBJECTIVES.values() if m in t.user_attrs}
+        costs = {
+            m: CostRecord.from_attrs(t.user_attrs, m)
+            for m in OBJECTIVES.values()
+            if m in t.user_attrs
+        }
         out.append(
             TrialRecord(t.number, t.user_attrs["arch"], t.values[0], costs, dict(t.user_attrs))
         )
@@ -642,7 +648,8 @@ class _Loop:
                 with _heartbeat(self.ledger, trial_id(claim)):
                     got["ev"] = ev = self.evaluate(arch)
                 if limit is not None:
-                    trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
+                    over = ev.costs["latency_ms"].value - limit
+                    trial.set_constraint("latency_over_limit_ms", over)
                 got["done"] = _finish(
                     self.ledger, self.study, trial, claim, ev, self.settings, self.record
                 )
@@ -686,7 +693,8 @@ class _Loop:
             if instant:  # scored at once and recorded complete: no claim needed
                 got["ev"] = ev = self.evaluate(arch)
                 if limit is not None:  # feasible when <= 0 (constrained domination)
-                    trial.set_constraint("latency_over_limit_ms", ev.costs["latency_ms"] - limit)
+                    over = ev.costs["latency_ms"].value - limit
+                    trial.set_constraint("latency_over_limit_ms", over)
                 values = _values(ev, self.settings)
                 got["done"] = self.record(trial, TrialState.COMPLETE, values, ev.attrs(), True)
                 return "scored", state, holder
@@ -770,7 +778,7 @@ def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeat
 
 
 def _values(ev: Evaluation, settings: SearchSettings) -> list[float]:
-    return [ev.accuracy, ev.costs[settings.metric]]
+    return [ev.accuracy, ev.costs[settings.metric].value]
 
 
 def _tell(study, trial, state, values, attrs) -> None:
@@ -986,9 +994,11 @@ def summarise(
 ) -> SearchResult:
     """Pareto set and best architecture of the completed trials."""
     limit = settings.max_latency
-    feasible = [r for r in records if limit is None or r.costs["latency_ms"] <= limit]
+    feasible = [r for r in records if limit is None or r.costs["latency_ms"].value <= limit]
     acc = np.array([r.accuracy for r in feasible])
-    cost = np.array([r.costs[settings.metric] for r in feasible])
+    cost = np.array([r.costs[settings.metric].value for r in feasible])
     front = [feasible[i] for i in pareto_order(acc, cost)]
-    best = max(feasible, key=lambda r: (r.accuracy, -r.costs[settings.metric]), default=None)
+    best = max(
+        feasible, key=lambda r: (r.accuracy, -r.costs[settings.metric].value), default=None
+    )
     return SearchResult(settings, records, front, best, trials_total, new_trials)

@@ -46,11 +46,11 @@ def front_spec(
     metric = s.metric
     best = result.best
     return {
-        "best": None if best is None else [best.costs[metric], best.accuracy],
+        "best": None if best is None else [best.costs[metric].value, best.accuracy],
         "chance": None if num_classes is None else CHANCE_FACTOR * chance_accuracy(num_classes),
-        "xs": [r.costs[metric] for r in result.records],
+        "xs": [r.costs[metric].value for r in result.records],
         "ys": [r.accuracy for r in result.records],
-        "fx": [r.costs[metric] for r in result.pareto],
+        "fx": [r.costs[metric].value for r in result.pareto],
         "fy": [r.accuracy for r in result.pareto],
         "metric": metric,
         "max_latency": s.max_latency,

@@ -30,7 +30,7 @@ def pareto_rows(
             for an architecture it lacks).
     """
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
-    timed = [m for m in metrics if any(f"{m}_precision_met" in r.attrs for r in result.records)]
+    timed = [m for m in metrics if any(m in r.costs and r.costs[m].timed for r in result.records)]
     rows = []
     for r in result.pareto:
         row: dict[str, Any] = {
@@ -39,13 +39,15 @@ def pareto_rows(
             "accuracy_source": r.attrs.get("accuracy_source", ""),
         }
         for m in metrics:
-            row[m] = round(r.costs[m], 6) if m in r.costs else ""
-            row[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
+            cost = r.costs.get(m)
+            row[m] = round(cost.value, 6) if cost is not None else ""
+            row[f"{m}_source"] = cost.source if cost is not None else ""
         for m in timed:  # live measurements: the 95% interval and whether it met the target
-            rel = r.attrs.get(f"{m}_rel_ci95")
-            met = r.attrs.get(f"{m}_precision_met")
+            cost = r.costs.get(m)
+            rel = cost.rel_ci95 if cost is not None else None
+            met = cost.precision_met if cost is not None else None
             row[f"{m}_ci95_pct"] = round(100 * rel, 3) if rel is not None else ""
-            row[f"{m}_precision_met"] = "" if met is None else str(bool(met)).lower()
+            row[f"{m}_precision_met"] = "" if met is None else str(met).lower()
         row["trial"] = r.number
         if zoo is not None:
             cells = zoo.get(r.arch, {})
@@ -94,9 +96,9 @@ def record_summary(r: TrialRecord | None) -> dict[str, Any] | None:
         "accuracy_source": r.attrs.get("accuracy_source", ""),
         "trial": r.number,
     }
-    for m, v in r.costs.items():
-        out[m] = v
-        out[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
+    for m, cost in r.costs.items():
+        out[m] = cost.value
+        out[f"{m}_source"] = cost.source
     return out
 
 

@@ -13,6 +13,7 @@ Optuna study, and writes the run folder through the spine's report functions.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hwnas.cost_record import CostRecord
 from hwnas.devices import Device
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation
 from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
@@ -432,7 +434,8 @@ def _derive(
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
     if not job.device.runs_models:  # a recorded table
-        argmax_info[s.metric], argmax_info["source"], _ = evaluator._device_cost(argmax, None)
+        found, _ = evaluator._device_cost(argmax, None)
+        argmax_info[s.metric], argmax_info["source"] = found.value, found.source
     return _Derived(evaluator, candidates, derived, deployed, argmax_info)
 
 
@@ -600,8 +603,8 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     out["accuracy_label"] = out["accuracy_source"]
     for m in OBJECTIVES.values():
         if m in r.costs:
-            out[m] = r.costs[m]
-            out[f"{m}_source"] = r.attrs.get(f"{m}_source", "")
+            out[m] = r.costs[m].value
+            out[f"{m}_source"] = r.costs[m].source
     for k in (
         "predicted_cost",
         "predicted_cost_source",
@@ -636,18 +639,11 @@ class SubnetEvaluation(Evaluation):
         extra = {
             k: v
             for k, v in e.items()
-            if k not in ("model", "arch", "input_shape", "accuracy", "accuracy_source")
+            if k not in ("model", "arch", "input_shape", "accuracy", "accuracy_source", "cost")
             and k not in (metric, f"{metric}_source", "model_hash")
         }
-        return cls(
-            e["arch"],
-            e["accuracy"],
-            e["accuracy_source"],
-            {metric: e[metric]},
-            {metric: e[f"{metric}_source"]},
-            e["model_hash"],
-            extra=extra,
-        )
+        costs = {metric: e["cost"]}
+        return cls(e["arch"], e["accuracy"], e["accuracy_source"], costs, e["model_hash"], extra)
 
     def attrs(self) -> dict[str, object]:
         return {**super().attrs(), **self.extra}
@@ -656,10 +652,11 @@ class SubnetEvaluation(Evaluation):
 def _describe(e: dict[str, Any] | None, record, metric: str) -> dict[str, Any] | None:
     """A candidate in ``summary.json``: from this run's evaluation, else from its trial."""
     if e is not None:
-        return {k: v for k, v in e.items() if k not in ("model", "arch")} | {"arch": e["arch"].text}
+        kept = {k: v for k, v in e.items() if k not in ("model", "arch", "cost")}
+        return kept | {"arch": e["arch"].text}
     if record is None:  # failed
         return None
-    return {**record.attrs, "accuracy": record.accuracy, metric: record.costs[metric]}
+    return {**record.attrs, "accuracy": record.accuracy, metric: record.costs[metric].value}
 
 
 class SubnetEvaluator:
@@ -738,10 +735,11 @@ class SubnetEvaluator:
                 f"config {json.dumps(self.net.config, sort_keys=True)}"
             ),
         }
-        value, source, model_hash = self._device_cost(arch, copy.deepcopy(model))
-        out[self.metric] = value
-        out[f"{self.metric}_source"] = source
+        cost, model_hash = self._device_cost(arch, copy.deepcopy(model))
+        out[self.metric] = cost.value
+        out[f"{self.metric}_source"] = cost.source
         out["model_hash"] = model_hash
+        out["cost"] = cost
         if ability(space, TabulatedSpace) is not None:
             ds = s.dataset
             out["table_accuracy"] = float(space.table_accuracy(ds)[space.index(arch)])
@@ -752,7 +750,7 @@ class SubnetEvaluator:
         torch.set_grad_enabled(True)
         return out
 
-    def _device_cost(self, arch, model) -> tuple[float, str, str]:
+    def _device_cost(self, arch, model) -> tuple[CostRecord, str]:
         """Cost on the device: its table where it has the architecture, a measurement of the
         trained subnet on a live device, else the cost model's prediction (labelled)."""
         from hwnas.supernet.cost import subnet_workload
@@ -763,14 +761,12 @@ class SubnetEvaluator:
             try:
                 space.index(arch)
             except HwnasError:
-                return (
-                    float(self.cost.cost(arch)),
-                    f"predicted:{self.cost.source} (architecture not in the recorded table)",
-                    "",
-                )
+                source = f"predicted:{self.cost.source} (architecture not in the recorded table)"
+                return CostRecord(self.metric, float(self.cost.cost(arch)), source), ""
             wl = arch_workload(space, arch, s.dataset)
-            m = profiler.measure(wl, self.metric)
-            return m.value, m.source, wl.model_hash
+            return CostRecord.of_measurement(profiler.measure(wl, self.metric)), wl.model_hash
         wl = subnet_workload(self.net, arch, model=model)
-        m = profiler.measure(wl, self.metric)
-        return m.value, f"{m.source}:trained-subnet{list(wl.input_shape)}", wl.model_hash
+        target = getattr(getattr(device, "protocol", None), "target_rel_ci", None)
+        cost = CostRecord.of_measurement(profiler.measure(wl, self.metric), target)
+        source = f"{cost.source}:trained-subnet{list(wl.input_shape)}"
+        return dataclasses.replace(cost, source=source), wl.model_hash

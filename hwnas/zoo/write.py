@@ -229,7 +229,7 @@ def device_costs(
     searched ``metric`` first: the card's title shows it), then the other recorded devices'
     latency."""
     order = sorted(r.costs, key=lambda m: m != metric)
-    own = {m: {"value": r.costs[m], "source": r.attrs.get(f"{m}_source", "")} for m in order}
+    own = {m: {"value": r.costs[m].value, "source": r.costs[m].source} for m in order}
     out = {device: own}
     for dev, entry in others.items():
         out.setdefault(dev, {"latency_ms": entry})

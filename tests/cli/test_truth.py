@@ -65,10 +65,12 @@ def test_table_energy_search_reports_the_fronts_best_in_mj(tmp_path):
 
 def test_a_zoo_card_puts_the_searched_metric_first():
     """The card's title shows the first of the search device's costs: the searched one."""
+    from hwnas.cost_record import CostRecord
     from hwnas.engine.loop import TrialRecord
     from hwnas.zoo.write import device_costs
 
-    r = TrialRecord(0, "a", 70.0, {"latency_ms": 4.0, "energy_mj": 6.0}, {})
+    costs = {m: CostRecord(m, v, "test") for m, v in (("latency_ms", 4.0), ("energy_mj", 6.0))}
+    r = TrialRecord(0, "a", 70.0, costs, {})
     assert list(device_costs(r, "pi5", {}, "energy_mj")["pi5"]) == ["energy_mj", "latency_ms"]
     assert list(device_costs(r, "pi5", {}, "latency_ms")["pi5"]) == ["latency_ms", "energy_mj"]
 

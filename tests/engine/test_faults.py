@@ -337,6 +337,7 @@ def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
     """A budget above what the strategy can find (a small declared space searched at random):
     after REPEATS_IN_A_ROW proposals the study already holds, the search stops and says so,
     instead of asking 20 x budget times."""
+    from hwnas.cost_record import CostRecord
     from hwnas.engine import loop as engine
     from hwnas.engine.evaluate import Evaluation
     from hwnas.engine.loop import SearchSettings, run_search
@@ -356,7 +357,7 @@ def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
     )
 
     def evaluate(arch):
-        return Evaluation(arch, 50.0, "test", {"latency_ms": 1.0}, {"latency_ms": "test"})
+        return Evaluation(arch, 50.0, "test", {"latency_ms": CostRecord("latency_ms", 1.0, "test")})
 
     result = run_search(settings, space, evaluate)
     assert 0 < len(result.records) < 5000

@@ -1,0 +1,106 @@
+"""One cost of one architecture: the record every search carries from the device (or the
+predictor) to ``pareto.csv``, ``summary.json`` and the zoo's model cards.
+
+A :class:`CostRecord` is made where a cost is obtained (:meth:`CostRecord.of_measurement` from
+the measurement store, :meth:`CostRecord.predicted` from a cost model) and read everywhere
+else; an Optuna trial keeps it as flat user attributes (:meth:`CostRecord.attrs`, read back by
+:meth:`CostRecord.from_attrs`), so that optuna-dashboard shows each field as a column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+UNITS = {"latency_ms": "ms", "energy_mj": "mJ", "mflops": "MFLOPs"}
+"""Metric -> the unit of its values."""
+
+Z90 = 1.6448536269514722
+"""The standard normal's 95th percentile: a Gaussian 90% interval is mean +- Z90 * std."""
+
+
+@dataclass(frozen=True)
+class CostRecord:
+    """One cost of one architecture on one device.
+
+    Attributes:
+        metric: "latency_ms", "energy_mj" or "mflops".
+        value: the cost in :attr:`unit` per inference (a measurement's median, a table value,
+            or a prediction's mean).
+        source: where it came from (``recorded:<file>:<column>``, ``measured:<device>:<runtime>``,
+            ``predicted:<predictor>``, ...).
+        interval: the 90% predictive interval (low, high) in :attr:`unit` of a predicted
+            value, or None (a measured or recorded value).
+        rel_ci95: for a live measurement, the half-width of the 95% interval of its median
+            relative to it (0.01 = +-1%), or None where the protocol could not bound it.
+        precision_met: for a live measurement timed under a precision target, whether
+            ``rel_ci95`` met it; None where no target applies (tables, predictions).
+    """
+
+    metric: str
+    value: float
+    source: str
+    interval: tuple[float, float] | None = None
+    rel_ci95: float | None = None
+    precision_met: bool | None = None
+
+    @property
+    def unit(self) -> str:
+        """``ms``, ``mJ`` or ``MFLOPs``."""
+        return UNITS.get(self.metric, "")
+
+    @property
+    def timed(self) -> bool:
+        """Whether this is a live measurement timed under a precision target."""
+        return self.precision_met is not None
+
+    @classmethod
+    def of_measurement(cls, m: Any, target_rel_ci: float | None = None) -> CostRecord:
+        """The record of a :class:`~hwnas.devices.base.Measurement`; a timed latency (its
+        ``extra`` holds ``rel_ci``) is judged against its own ``target_rel_ci`` or, failing
+        that, ``target_rel_ci`` (the device protocol's)."""
+        if m.metric == "latency_ms" and "rel_ci" in m.extra:
+            target = m.extra.get("target_rel_ci", target_rel_ci)
+            if target is not None:
+                rel = m.extra["rel_ci"]
+                met = rel is not None and rel <= float(target)
+                return cls(m.metric, float(m.value), m.source, rel_ci95=rel, precision_met=met)
+        return cls(m.metric, float(m.value), m.source)
+
+    @classmethod
+    def predicted(cls, metric: str, mean: float, std: float | None, source: str) -> CostRecord:
+        """A prediction with a Gaussian predictive ``std`` (same unit): its 90% interval is
+        ``mean +- 1.645 std`` (no interval when ``std`` is None or not finite)."""
+        interval = None
+        if std is not None and std == std and std != float("inf"):
+            interval = (float(mean - Z90 * std), float(mean + Z90 * std))
+        return cls(metric, float(mean), source, interval=interval)
+
+    def attrs(self) -> dict[str, object]:
+        """Flat trial user attributes: ``<metric>``, ``<metric>_source`` and, where set,
+        ``<metric>_interval90`` ([low, high]), ``<metric>_rel_ci95`` and
+        ``<metric>_precision_met``."""
+        m = self.metric
+        out: dict[str, object] = {m: self.value, f"{m}_source": self.source}
+        if self.interval is not None:
+            out[f"{m}_interval90"] = list(self.interval)
+        if self.precision_met is not None:
+            out[f"{m}_rel_ci95"] = self.rel_ci95
+            out[f"{m}_precision_met"] = self.precision_met
+        return out
+
+    @classmethod
+    def from_attrs(cls, attrs: dict[str, Any], metric: str) -> CostRecord | None:
+        """The record :meth:`attrs` wrote into ``attrs`` for ``metric``, or None if absent."""
+        if metric not in attrs:
+            return None
+        interval = attrs.get(f"{metric}_interval90")
+        met = attrs.get(f"{metric}_precision_met")
+        return cls(
+            metric,
+            float(attrs[metric]),
+            str(attrs.get(f"{metric}_source", "")),
+            interval=None if interval is None else (float(interval[0]), float(interval[1])),
+            rel_ci95=attrs.get(f"{metric}_rel_ci95"),
+            precision_met=None if met is None else bool(met),
+        )
