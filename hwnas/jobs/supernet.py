@@ -34,7 +34,7 @@ from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
-from hwnas.supernet.settings import job_value, parse_options, strategy_options, supernet_config
+from hwnas.supernet.settings import job_options, parse_options, strategy_options, supernet_config
 from hwnas.supernet.strategies import SUPERNET_STRATEGIES
 from hwnas.supernet.turn import TrainingTurn
 
@@ -113,10 +113,11 @@ class SupernetSettings(SearchSettings):
             f"e{self.epochs}", f"seed{self.seed}", *self.accuracy_parts(),
         ]  # fmt: skip
 
-    def option(self, key: str) -> Any:
-        """A job setting (``--set``): the given value or its declared default, typed (int,
-        float or str, as :data:`hwnas.supernet.settings.JOB_SETTINGS` declares it)."""
-        return job_value(self.options, key)
+    @property
+    def job(self) -> Any:
+        """The job's settings (``--set cost=...``), typed: the given values over the declared
+        defaults (:data:`hwnas.supernet.settings.JobOptions`)."""
+        return job_options(self.options)
 
 
 @dataclass
@@ -148,7 +149,7 @@ def prepare(
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
-    if settings.option("cost") == "kernel":  # the one cost model refused on what it is given
+    if settings.job.cost == "kernel":  # the one cost model refused on what it is given
         from hwnas.engine.kernel_cost import check_kernel_cost
 
         check_kernel_cost(device, settings.metric)
@@ -158,12 +159,12 @@ def prepare(
             f"strategy '{settings.strategy}' works on the {', '.join(cls.spaces)} space, "
             f"not '{space.name}'"
         )
-    image_size = settings.option("image_size") or (32 if space.name == "ofa" else 16)
+    image_size = settings.job.image_size or (32 if space.name == "ofa" else 16)
     data = load_data(
         settings.data,
-        seed=settings.option("data_seed"),
+        seed=settings.job.data_seed,
         image_size=image_size,
-        limit=settings.option("limit") or None,
+        limit=settings.job.limit or None,
     )
     problem = open_problem(settings, space, device, storage, store_path)
     return PreparedSupernetSearch(
@@ -260,9 +261,9 @@ def _train(
     from hwnas.supernet.train import resolve_device
 
     s, space, data = job.settings, job.space, job.data
-    torch.set_num_threads(max(1, s.option("threads")))
+    torch.set_num_threads(max(1, s.job.threads))
     torch.manual_seed(s.seed)
-    tdev = resolve_device(s.option("torch_device") or None)
+    tdev = resolve_device(s.job.torch_device or None)
     if ranks.many:
         tdev = distributed.start(ranks, tdev)
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
@@ -362,7 +363,7 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     s, space = job.settings, job.space
     cost: Any = None
     if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
-        costing = f"cost model for {job.device.name} ({s.option('cost')})"
+        costing = f"cost model for {job.device.name} ({s.job.cost})"
         with reporter.step(costing, unit="blocks measured") as step:
 
             def cost_log(message: str) -> None:
@@ -375,8 +376,8 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
                     job.device,
                     job.profiler,
                     s.metric,
-                    s.option("cost"),
-                    s.option("predictor") or None,
+                    s.job.cost,
+                    s.job.predictor or None,
                     log=cost_log,
                     on_block=lambda label: step.advance(status=f"measured block {label}"),
                 )
@@ -392,7 +393,7 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
         cost,
         weight=s.latency_weight,
         target=s.latency_target,
-        strength=s.option("hw_strength"),
+        strength=s.job.hw_strength,
         reference=float(cost.expected(uniform)),
     )
     return cost, hw
@@ -700,7 +701,7 @@ class SubnetEvaluator:
             model,
             merge(data.train, data.val),
             s.finetune_epochs,
-            lr=s.option("finetune_lr"),
+            lr=s.job.finetune_lr,
             batch_size=s.batch_size,
             seed=s.seed,
             device=self.tdev,

@@ -13,8 +13,11 @@ Importing this module imports neither torch nor any strategy.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -395,9 +398,36 @@ def strategy_defaults(strategy: str, preset: str | None = None) -> dict[str, Any
     return out
 
 
-def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Every setting of ``strategy``: explicit ``options`` (typed and checked) over the
-    defaults of the preset they name (else the declared one).
+def record_type(name: str, settings: Iterable[Setting]) -> type:
+    """A frozen dataclass with one field per setting, of the setting's type and default: the
+    typed record parsed settings are read from (``options.lr``, never ``options["lr"]``)."""
+    fields = [(s.key, s.type, dataclasses.field(default=s.default)) for s in settings]
+    cls = dataclasses.make_dataclass(name, fields, frozen=True)
+    cls.__module__ = __name__
+    return cls
+
+
+@functools.cache
+def options_type(strategy: str) -> type:
+    """The typed record of ``strategy``'s settings (:data:`STRATEGY_BASE` and its own), e.g.
+    ``GdasOptions``."""
+    return record_type(f"{strategy.capitalize()}Options", strategy_settings(strategy).values())
+
+
+JobOptions = record_type("JobOptions", JOB_SETTINGS)
+"""The typed record of the job's settings (:data:`JOB_SETTINGS`): ``cost``, ``finetune_lr``..."""
+
+
+def job_options(options: dict[str, Any]) -> Any:
+    """The job's settings among parsed ``--set`` values (the rest: declared defaults)."""
+    keys = {s.key for s in JOB_SETTINGS}
+    return JobOptions(**{k: v for k, v in options.items() if k in keys})
+
+
+def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> Any:
+    """Every setting of ``strategy`` as its typed record (:func:`options_type`): explicit
+    ``options`` (typed and checked) over the defaults of the preset they name (else the
+    declared one).
 
     Raises:
         HwnasError: a key the strategy does not read (the message lists the known ones), a
@@ -414,7 +444,7 @@ def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> dict[str
     out = {**strategy_defaults(strategy, given.get("preset")), **given}
     if out.get("nesterov") and not out.get("momentum"):
         raise HwnasError("--set nesterov=1 needs momentum > 0")
-    return out
+    return options_type(strategy)(**out)
 
 
 def supernet_defaults(space: str) -> dict[str, Any]:
@@ -484,13 +514,6 @@ def _owners(key: str) -> str:
                 name = "the supernet of declared spaces" if n == "declared" else f"the {n} supernet"
                 owners.append(f"{name}{only}")
     return ", ".join(owners)
-
-
-def job_value(options: dict[str, Any], key: str) -> Any:
-    """A job setting: the given value, else its declared default."""
-    if key in options:
-        return options[key]
-    return next(s.default for s in JOB_SETTINGS if s.key == key)
 
 
 def supernet_config(options: dict[str, Any], space: str) -> dict[str, Any]:

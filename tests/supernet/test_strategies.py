@@ -113,29 +113,29 @@ def test_defaults_follow_the_papers_and_small_data_is_a_preset(digits):
     from hwnas.supernet.settings import resolve_strategy_options
 
     darts = resolve_strategy_options("darts", {})  # quark0/darts train_search.py, architect.py
-    assert (darts["lr"], darts["lr_min"], darts["momentum"], darts["weight_decay"]) == (
+    assert (darts.lr, darts.lr_min, darts.momentum, darts.weight_decay) == (
         0.025,
         0.001,
         0.9,
         3e-4,
     )
-    assert (darts["arch_lr"], darts["arch_beta1"], darts["arch_weight_decay"]) == (3e-4, 0.5, 1e-3)
-    assert darts["warmup"] == 0.0 and darts["nesterov"] == 0 and darts["preset"] == "paper"
+    assert (darts.arch_lr, darts.arch_beta1, darts.arch_weight_decay) == (3e-4, 0.5, 1e-3)
+    assert darts.warmup == 0.0 and darts.nesterov == 0 and darts.preset == "paper"
     gdas = resolve_strategy_options("gdas", {})  # AutoDL-Projects GDAS.sh / GDAS.config
-    assert (gdas["tau_max"], gdas["tau_min"], gdas["weight_decay"], gdas["warmup"]) == (
+    assert (gdas.tau_max, gdas.tau_min, gdas.weight_decay, gdas.warmup) == (
         10.0,
         0.1,
         5e-4,
         0.0,
     )
     fbnet = resolve_strategy_options("fbnet", {})
-    assert fbnet["hw_form"] == "fbnet" and fbnet["arch_lr"] == 0.01 and fbnet["lr"] == 0.1
+    assert fbnet.hw_form == "fbnet" and fbnet.arch_lr == 0.01 and fbnet.lr == 0.1
     proxyless = resolve_strategy_options("proxyless", {})
-    assert proxyless["hw_form"] == "proxyless" and proxyless["arch_every"] == 5
-    assert proxyless["arch_beta1"] == 0.0 and proxyless["arch_lr"] == 1e-3
+    assert proxyless.hw_form == "proxyless" and proxyless.arch_every == 5
+    assert proxyless.arch_beta1 == 0.0 and proxyless.arch_lr == 1e-3
     small = resolve_strategy_options("gdas", {"preset": "small-data", "lr": "0.01"})
-    assert small["arch_lr"] == 3e-3 and small["warmup"] == 0.2 and small["nesterov"] == 1
-    assert small["lr"] == 0.01  # an explicit value beats the preset
+    assert small.arch_lr == 3e-3 and small.warmup == 0.2 and small.nesterov == 1
+    assert small.lr == 0.01  # an explicit value beats the preset
     # the optimisers are built from them
     net = build_supernet("nasbench201", 10, digits.image_shape, TINY["nasbench201"][0])
     st = SUPERNET_STRATEGIES.get("darts")(net, None, {}, total_steps=10)

@@ -14,6 +14,7 @@ multiplicative) in :data:`hwnas.supernet.cost.HW_FORMS`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,8 @@ class SupernetStrategy:
         seed: sampling seed.
 
     Attributes:
+        options: every setting of the strategy, typed (``self.options.lr``: a record of
+            :func:`hwnas.supernet.settings.options_type`).
         bilevel: whether architecture parameters are trained on the validation split.
     """
 
@@ -77,7 +80,7 @@ class SupernetStrategy:
         self.hw = hw
         self.options = resolve_strategy_options(self.name, options)
         if hw is not None:  # the strategy's form of the weight-mode term
-            hw.form, hw.alpha = self.options["hw_form"], self.options["hw_alpha"]
+            hw.form, hw.alpha = self.options.hw_form, self.options.hw_alpha
             try:
                 check_form(hw)
             except HwnasError as e:
@@ -97,16 +100,16 @@ class SupernetStrategy:
         self.edge_betas = nn.Parameter(torch.zeros(n_edges, device=device)) if n_edges else None
         self.w_opt = torch.optim.SGD(
             supernet.parameters(),
-            lr=self.options["lr"],
-            momentum=self.options["momentum"],
-            weight_decay=self.options["weight_decay"],
-            nesterov=self.options["nesterov"],
+            lr=self.options.lr,
+            momentum=self.options.momentum,
+            weight_decay=self.options.weight_decay,
+            nesterov=self.options.nesterov,
         )
         self.a_opt = torch.optim.Adam(
             self.arch_parameters() or [nn.Parameter(torch.zeros(1))],
-            lr=self.options["arch_lr"],
-            betas=(self.options["arch_beta1"], 0.999),
-            weight_decay=self.options["arch_weight_decay"],
+            lr=self.options.arch_lr,
+            betas=(self.options.arch_beta1, 0.999),
+            weight_decay=self.options.arch_weight_decay,
         )
         self.amp = device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
@@ -139,7 +142,7 @@ class SupernetStrategy:
             and self.hw.target is not None
             and self.hw.model.lookup_table
         ):
-            tol = self.options["target_tolerance"]
+            tol = self.options.target_tolerance
             choice = constrained_choice(logp, self.hw.model, self.hw.target, tol)
             idx = choice.indices
             self.derivation = {
@@ -188,7 +191,7 @@ class SupernetStrategy:
 
     @property
     def warming_up(self) -> bool:
-        return self.progress < self.options["warmup"]
+        return self.progress < self.options.warmup
 
     def autocast(self):
         if self.amp:
@@ -197,7 +200,7 @@ class SupernetStrategy:
 
     def set_lr(self) -> None:
         """Cosine schedule of the weight learning rate from ``lr`` to ``lr_min``."""
-        lo, hi = self.options["lr_min"], self.options["lr"]
+        lo, hi = self.options.lr_min, self.options.lr
         lr = lo + 0.5 * (hi - lo) * (1 + np.cos(np.pi * self.progress))
         for g in self.w_opt.param_groups:
             g["lr"] = lr
@@ -247,7 +250,7 @@ class SupernetStrategy:
             self.scaler.unscale_(self.w_opt)
         else:
             loss.backward()
-        nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options["grad_clip"])
+        nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options.grad_clip)
         if self.scaler is not None:
             self.scaler.step(self.w_opt)
             self.scaler.update()
@@ -342,7 +345,8 @@ class SupernetStrategy:
         self.generator.set_state(state["generator"])
 
     def describe(self) -> dict[str, Any]:
-        out = {"name": self.name, "paper": self.paper, "bilevel": self.bilevel, **self.options}
+        out = {"name": self.name, "paper": self.paper, "bilevel": self.bilevel,
+               **dataclasses.asdict(self.options)}  # fmt: skip
         if getattr(self, "derivation", None):
             out["derivation"] = self.derivation
         return out

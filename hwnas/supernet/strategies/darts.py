@@ -30,7 +30,7 @@ class Darts(SupernetStrategy):
         out = {}
         if not self.warming_up:
             xv, yv = val
-            if self.options["order"] == 2:
+            if self.options.order == 2:
                 out["arch_loss"], out["hw_loss"] = self._second_order(x, y, xv, yv)
             else:
                 out["arch_loss"], out["hw_loss"] = self.arch_step(xv, yv, self.soft_path())

@@ -24,7 +24,7 @@ class FBNetDnas(SupernetStrategy):
     @property
     def tau(self) -> float:
         o = self.options
-        return o["tau_max"] * (o["tau_min"] / o["tau_max"]) ** self.progress
+        return o.tau_max * (o.tau_min / o.tau_max) ** self.progress
 
     def step(self, train, val):
         x, y = train

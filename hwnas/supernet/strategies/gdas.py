@@ -23,7 +23,7 @@ class Gdas(SupernetStrategy):
     @property
     def tau(self) -> float:
         o = self.options
-        return o["tau_max"] - (o["tau_max"] - o["tau_min"]) * self.progress
+        return o.tau_max - (o.tau_max - o.tau_min) * self.progress
 
     def step(self, train, val):
         x, y = train

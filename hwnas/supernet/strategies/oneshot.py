@@ -30,7 +30,7 @@ class OneShotEvolution(SupernetStrategy):
 
     def __init__(self, supernet, hw, options, total_steps, seed=0):
         super().__init__(supernet, hw, options, total_steps, seed)
-        if self.options["sampling"] not in ("uniform", "sandwich"):
+        if self.options.sampling not in ("uniform", "sandwich"):
             from hwnas.errors import HwnasError
 
             raise HwnasError("oneshot sampling must be 'uniform' or 'sandwich'")
@@ -68,7 +68,7 @@ class OneShotEvolution(SupernetStrategy):
     def step(self, train, val):
         x, y = train
         sizes = self.supernet.sizes
-        if self.options["sampling"] == "uniform":
+        if self.options.sampling == "uniform":
             loss = self.weight_step(x, y, one_hot_path(self._uniform(), sizes))
         else:
             big, small = self.extremes()
@@ -79,7 +79,7 @@ class OneShotEvolution(SupernetStrategy):
                 part = self.loss(x, y, one_hot_path(idx, sizes))
                 part.backward()
                 total += float(part.detach())
-            torch.nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options["grad_clip"])
+            torch.nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options.grad_clip)
             self.w_opt.step()
             loss = total / 4
         self.steps += 1
@@ -98,12 +98,12 @@ class OneShotEvolution(SupernetStrategy):
         study = optuna.create_study(
             directions=["maximize", "minimize"],
             sampler=optuna.samplers.NSGAIISampler(
-                population_size=self.options["population"], seed=self.seed
+                population_size=self.options.population, seed=self.seed
             ),
         )
         dims = space.choices()
         seen: dict[str, tuple[float, float]] = {}
-        for _ in range(self.options["evolution_trials"]):
+        for _ in range(self.options.evolution_trials):
             trial = study.ask()
             arch = space.from_choices(
                 {d: trial.suggest_categorical(d, list(o)) for d, o in dims.items()}
@@ -116,8 +116,8 @@ class OneShotEvolution(SupernetStrategy):
         self.evaluated = [(a, acc, c) for a, (acc, c) in seen.items()]
         derived = self._pick(self.evaluated)
         front = _pareto(self.evaluated)
-        if len(front) > self.options["candidates"]:
-            keep = np.linspace(0, len(front) - 1, self.options["candidates"]).round().astype(int)
+        if len(front) > self.options.candidates:
+            keep = np.linspace(0, len(front) - 1, self.options.candidates).round().astype(int)
             front = [front[i] for i in sorted(set(keep))]
         texts = [derived] + [a for a, _, _ in front if a != derived]
         return [space.parse(t) for t in texts]
@@ -127,7 +127,7 @@ class OneShotEvolution(SupernetStrategy):
         if hw is None:
             return max(evaluated, key=lambda r: r[1])[0]
         if hw.target is not None:  # judged by the device's own value where it has one
-            tol, model = self.options["target_tolerance"], hw.model
+            tol, model = self.options.target_tolerance, hw.model
             cost = np.array([r[2] for r in evaluated])
             exact = np.zeros(len(cost), dtype=bool)
             margin = 0.0

@@ -55,7 +55,7 @@ class ProxylessNas(SupernetStrategy):
     def step(self, train, val):
         x, y = train
         out = {}
-        if not self.warming_up and (self.steps + 1) % self.options["arch_every"] == 0:
+        if not self.warming_up and (self.steps + 1) % self.options.arch_every == 0:
             xv, yv = val
             path, picks = self._two_path()
             old = [a.detach().clone() for a in self.alphas]

@@ -43,17 +43,17 @@ class SinglePathNas(SupernetStrategy):
             init = []
             for blk in net.blocks:
                 for z in self._block_norms(blk):
-                    init.append(float(z) - self.options["margin"])
+                    init.append(float(z) - self.options.margin)
             for s in range(net.space.num_stages):
                 for i in (2, 3):
                     init.append(float(self._depth_norm(net.blocks[s * net.max_depth + i])))
-                    init[-1] -= self.options["margin"]
+                    init[-1] -= self.options.margin
         device = self.alphas[0].device
         self.thresholds = torch.nn.Parameter(torch.tensor(init, device=device))
         self.a_opt = torch.optim.Adam(
             self.arch_parameters(),
-            lr=self.options["arch_lr"],
-            betas=(self.options["arch_beta1"], 0.999),
+            lr=self.options.arch_lr,
+            betas=(self.options.arch_beta1, 0.999),
         )
 
     def arch_parameters(self):
@@ -92,7 +92,7 @@ class SinglePathNas(SupernetStrategy):
             for i in (2, 3):
                 zs.append(self._depth_norm(net.blocks[s * net.max_depth + i]))
         z = torch.stack(zs) - self.thresholds
-        soft = torch.sigmoid(z / self.options["sigmoid_tau"])
+        soft = torch.sigmoid(z / self.options.sigmoid_tau)
         if not hard:
             return list(soft)
         h = (z > 0).to(soft.dtype)
@@ -124,7 +124,7 @@ class SinglePathNas(SupernetStrategy):
         task = self.loss(x, y, path).float()
         total, hw = self.hw_objective(task, probs)
         total.backward()
-        torch.nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options["grad_clip"])
+        torch.nn.utils.clip_grad_norm_(self.supernet.parameters(), self.options.grad_clip)
         self.w_opt.step()
         self.a_opt.step()
         self.steps += 1
