@@ -29,7 +29,8 @@ class SearchRun:
     """A finished (or resumed) search.
 
     Attributes:
-        result: the :class:`hwnas.engine.loop.SearchResult` (records, Pareto front, best).
+        result: the :class:`hwnas.engine.loop.SearchResult` (records, Pareto front, best;
+            its costs as :class:`hwnas.cost_record.CostRecord` records).
         summary: what ``summary.json`` holds.
         out: the run folder.
         storage: the Optuna storage the study lives in.
