@@ -27,6 +27,7 @@ so reported numbers are the device's.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -174,6 +175,13 @@ class CostRequest:
         predictor: predictor artifact name or folder (``predicted``); default the space's.
         supernet: the supernet, when the model must give :meth:`CostModel.expected`.
         seed: seed of any sampling the factory does.
+        calibration: (architectures, values in the metric's unit) already taken on the device
+            (a few-shot search's measurement budget): ``predicted`` calibrates on them instead
+            of measuring the reference set.
+        on_use: make the model now but take its measurements when a cost is first asked for
+            (``predicted`` on a live device: :class:`CalibratedOnUse`), so a search checks its
+            inputs before any measurement and a strategy that never asks costs nothing.
+        extra: factory-specific callbacks (``log``, ``on_block``).
     """
 
     space: SearchSpace
@@ -183,6 +191,8 @@ class CostRequest:
     predictor: str | None = None
     supernet: Any = None
     seed: int = 0
+    calibration: tuple[Sequence[Arch], np.ndarray] | None = None
+    on_use: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -205,13 +215,16 @@ cost model's ``fit`` says so, and the search goes on."""
 
 def predicted_model(request: CostRequest) -> CostModel:
     """``predicted``: the predictor calibrated on the device's reference-set values, taken
-    through the profiler (10 networks timed live, or read from a recorded table); a supernet
+    through the profiler (10 networks timed live, or read from a recorded table), or on the
+    values the request carries (``calibration``); a supernet
     search fits its lookup table on its predictions (:func:`hwnas.supernet.cost.cost_model_for`).
     Reference measurements that stay too noisy do not stop it (:data:`MIN_CLEAN_REFERENCES`).
 
     Raises:
         HwnasError: a space without a reference set, a device that cannot give those values.
     """
+    if request.on_use:
+        return CalibratedOnUse(dataclasses.replace(request, on_use=False))
     from hwnas.measure import NoisyMeasurementError, arch_workload
     from hwnas.predictors import load_predictor
     from hwnas.predictors.calibration import reference_archs
@@ -219,6 +232,9 @@ def predicted_model(request: CostRequest) -> CostModel:
 
     space, metric = request.space, request.metric
     predictor = load_predictor(request.predictor or space.name, space.name)
+    if request.calibration is not None:  # values already taken (a few-shot search's)
+        archs, values = request.calibration
+        return calibrate(predictor, space, list(archs), np.asarray(values), metric)
     dataset = get_featurizer(space.name).dataset  # the networks the features describe
     refs = reference_archs(space)
     values, noisy = [], []
@@ -296,11 +312,11 @@ class CostContext:
 
 
 def table_costs(space: SearchSpace, device: Device, metric: str) -> CostModel | None:
-    """The ``table`` cost model of a device, or None if it has no table for this space and
-    metric."""
+    """The ``table`` cost model of a device (from :data:`COST_MODELS`), or None if it has no
+    table for this space and metric."""
     if device.table(space.name, metric) is None:
         return None
-    return TableCostModel(space, device, metric)
+    return make_cost_model("table", CostRequest(space, device, metric=metric))
 
 
 class CalibratedOnUse(CostModel):
@@ -311,6 +327,8 @@ class CalibratedOnUse(CostModel):
 
     Args:
         request: what :func:`predicted_model` needs (space, device, profiler, metric).
+
+    Made by ``predicted`` for a request with ``on_use``.
     """
 
     def __init__(self, request: CostRequest):

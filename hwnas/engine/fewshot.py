@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.cost_record import CostRecord
-from hwnas.engine.costs import CostContext, PredictorCostModel, calibrate
+from hwnas.engine.costs import CostContext, CostRequest, PredictorCostModel, make_cost_model
 from hwnas.engine.evaluate import Evaluation
 from hwnas.engine.frontier import MIN_P_FEASIBLE, ndtr
 from hwnas.engine.loop import SearchResult, SearchSettings, TrialRecord, run_search, summarise
@@ -187,11 +187,11 @@ class FewShotPlan:
             "requested": self.predictor_name,
         }
 
-    def fresh(self) -> Predictor:
-        from hwnas.predictors import load_predictor
-
+    @property
+    def predictor_source(self) -> str:
+        """Where a fresh copy of the predictor is loaded from: its folder, else its name."""
         path = self.predictor.path
-        return load_predictor(str(path) if path is not None else self.predictor_name)
+        return str(path) if path is not None else self.predictor_name
 
 
 def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure: bool):
@@ -216,16 +216,19 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
 
 def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, PredictorCostModel]:
     """One cost model per metric: a fresh predictor calibrated on every value measured so far
-    (:func:`hwnas.engine.costs.calibrate`).
+    (``predicted`` from :data:`hwnas.engine.costs.COST_MODELS`, given those values).
 
     Raises:
         HwnasError: fewer than 3 measured architectures.
     """
     archs = [budget.space.parse(a) for a in budget.values]
+    profiler, name = budget.profiler, plan.predictor_source
     out = {}
     for metric in plan.metrics:
         values = np.array([budget.values[a.text][metric].value for a in archs])
-        out[metric] = calibrate(plan.fresh(), budget.space, archs, values, metric)
+        request = CostRequest(budget.space, profiler.device, profiler, metric, name,
+                              calibration=(archs, values))  # fmt: skip
+        out[metric] = make_cost_model("predicted", request)
     return out
 
 

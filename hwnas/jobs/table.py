@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.devices import Device
-from hwnas.engine.costs import CalibratedOnUse, CostContext, CostRequest, table_costs
+from hwnas.engine.costs import (
+    CostContext,
+    CostModel,
+    CostRequest,
+    make_cost_model,
+    table_costs,
+)
 from hwnas.engine.evaluate import FunctionEvaluator, TableEvaluator, get_accuracy
 from hwnas.engine.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.engine.loop import (
@@ -109,8 +115,9 @@ def prepare(
     problem = open_problem(settings, space, device, storage, store_path)
     if predict_live:
 
-        def calibrated(metric: str) -> CalibratedOnUse:
-            return CalibratedOnUse(CostRequest(space, device, problem.profiler, metric))
+        def calibrated(metric: str) -> CostModel:  # the reference set measured on first use
+            request = CostRequest(space, device, problem.profiler, metric, on_use=True)
+            return make_cost_model("predicted", request)
 
         costs.cost = calibrated(settings.metric)
         if settings.max_latency is not None and settings.metric != "latency_ms":

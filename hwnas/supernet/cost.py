@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.engine.costs import CostModel, CostRequest, TableCostModel, make_cost_model
+from hwnas.engine.costs import CostModel, CostRequest, make_cost_model, table_costs
 from hwnas.errors import HwnasError
 from hwnas.spaces import CostTermsSpace, IndexedSpace, ability
 from hwnas.spaces.base import Arch, SearchSpace
@@ -373,7 +373,7 @@ def fit_table_lut(space: SearchSpace, device: Any, metric: str = "latency_ms") -
     archs = indexed.all_archs()
     source = device.table_source(space.name, metric)
     lut = fit_lut(space, archs, np.asarray(column, dtype=np.float64), metric, f"lut-fit:{source}")
-    lut.truth, lut.truth_covers = TableCostModel(space, device, metric), "index"
+    lut.truth, lut.truth_covers = table_costs(space, device, metric), "index"
     return lut
 
 
