@@ -19,6 +19,12 @@ Z90 = 1.6448536269514722
 """The standard normal's 95th percentile: a Gaussian 90% interval is mean +- Z90 * std."""
 
 
+def precision_target(device: Any) -> float | None:
+    """The half-width of the 95% interval, relative to the median, that ``device``'s timing
+    protocol aims at (0.01 = +-1%), or None for a device that does not time models here."""
+    return getattr(getattr(device, "protocol", None), "target_rel_ci", None)
+
+
 @dataclass(frozen=True)
 class CostRecord:
     """One cost of one architecture on one device.
@@ -57,8 +63,8 @@ class CostRecord:
     @classmethod
     def of_measurement(cls, m: Any, target_rel_ci: float | None = None) -> CostRecord:
         """The record of a :class:`~hwnas.devices.base.Measurement`; a timed latency (its
-        ``extra`` holds ``rel_ci``) is judged against its own ``target_rel_ci`` or, failing
-        that, ``target_rel_ci`` (the device protocol's)."""
+        ``extra`` holds ``rel_ci``) is judged against the target it was taken under, or else
+        ``target_rel_ci`` (the device protocol's: :func:`precision_target`)."""
         if m.metric == "latency_ms" and "rel_ci" in m.extra:
             target = m.extra.get("target_rel_ci", target_rel_ci)
             if target is not None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hwnas.cost_record import CostRecord
+from hwnas.cost_record import CostRecord, precision_target
 from hwnas.devices.base import METRICS
 from hwnas.measure import Profiler, arch_workload
 from hwnas.spaces.base import Arch, SearchSpace
@@ -95,7 +95,7 @@ class TableEvaluator:
 def device_costs(profiler: Profiler, workload, metrics: list[str]) -> dict[str, CostRecord]:
     """Every metric of ``workload`` through ``profiler`` (store-cached): metric -> its record,
     a timed latency judged against the device protocol's precision target."""
-    target = getattr(getattr(profiler.device, "protocol", None), "target_rel_ci", None)
+    target = precision_target(profiler.device)
     return {m: CostRecord.of_measurement(profiler.measure(workload, m), target) for m in metrics}
 
 

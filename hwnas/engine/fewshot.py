@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.cost_record import CostRecord
+from hwnas.cost_record import CostRecord, precision_target
 from hwnas.engine.costs import CostContext, CostRequest, PredictorCostModel, make_cost_model
 from hwnas.engine.evaluate import Evaluation
 from hwnas.engine.frontier import MIN_P_FEASIBLE, ndtr
@@ -75,7 +75,7 @@ class MeasurementBudget:
         self.metrics = metrics
         self.cap = cap
         self.values: dict[str, dict[str, CostRecord]] = {}
-        self._target = getattr(getattr(profiler.device, "protocol", None), "target_rel_ci", None)
+        self._target = precision_target(profiler.device)
 
     @property
     def used(self) -> int:

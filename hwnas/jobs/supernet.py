@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hwnas.cost_record import CostRecord
+from hwnas.cost_record import CostRecord, precision_target
 from hwnas.devices import Device
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation
 from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
@@ -767,7 +767,7 @@ class SubnetEvaluator:
             wl = arch_workload(space, arch, s.dataset)
             return CostRecord.of_measurement(profiler.measure(wl, self.metric)), wl.model_hash
         wl = subnet_workload(self.net, arch, model=model)
-        target = getattr(getattr(device, "protocol", None), "target_rel_ci", None)
+        target = precision_target(device)
         cost = CostRecord.of_measurement(profiler.measure(wl, self.metric), target)
         source = f"{cost.source}:trained-subnet{list(wl.input_shape)}"
         return dataclasses.replace(cost, source=source), wl.model_hash

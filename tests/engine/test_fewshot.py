@@ -137,3 +137,55 @@ def test_search_cli_reports_device_measurements_and_predictor(tmp_path, capsys):
     assert "nasbench201-help" in captured.err + captured.out
     rows = (out / "pareto.csv").read_text().splitlines()
     assert "predicted:nasbench201-help" in "".join(rows) or "recorded:" in "".join(rows)
+
+
+def test_each_cost_is_one_record_from_the_predictor_or_the_device_to_the_study():
+    """A predicted cost carries its 90% interval (around the prediction), a verified one the
+    device's value and source and no interval; what the study holds reads back as the same
+    records (a resumed search sees what this one saw)."""
+    import optuna
+
+    from hwnas.cost_record import CostRecord
+    from hwnas.engine.ledger import study_ledger
+    from hwnas.engine.loop import completed_records
+
+    space = get_space("nasbench201")
+    device = get_device("fpga")
+    storage = optuna.storages.InMemoryStorage()
+    settings = SearchSettings(space="nasbench201", device="fpga", budget=30, study="rec")
+    result, extra, _ = run_fewshot(settings, space, Profiler(device, None), plan(14), storage)
+    table = device.column("nasbench201", "latency_ms")
+    verified = {v["arch"] for v in extra["verification"]}
+    assert verified and len(verified) < len(result.records)
+    for r in result.records:
+        cost = r.costs["latency_ms"]
+        assert isinstance(cost, CostRecord) and cost.unit == "ms"
+        if r.arch in verified:  # the device's value replaced the prediction
+            assert cost.value == table[space.index(space.parse(r.arch))]
+            assert cost.source.startswith("recorded:") and cost.interval is None
+            assert r.attrs["latency_ms_predicted"] is not None
+        else:
+            lo, hi = cost.interval
+            assert cost.source.startswith("predicted:") and lo < cost.value < hi
+    study = optuna.load_study(study_name="rec", storage=storage)
+    ledger = study_ledger(study, "rec")
+    ledger.load()  # as a resumed search reads it
+    stored = {r.arch: r.costs["latency_ms"] for r in completed_records(ledger)}
+    predicted = [r for r in result.records if r.arch not in verified]
+    assert len(stored) == len(result.records)
+    assert all(stored[r.arch] == r.costs["latency_ms"] for r in predicted)
+
+
+def test_a_live_measurement_keeps_its_precision_in_its_record():
+    from hwnas.cost_record import CostRecord
+    from hwnas.devices.base import Measurement
+
+    m = Measurement("cpu", "ort", "latency_ms", "h", "x", 1, (1, 3, 32, 32), 2.5,
+                    extra={"rel_ci": 0.02}, source="measured:cpu:ort")  # fmt: skip
+    missed = CostRecord.of_measurement(m, target_rel_ci=0.01)
+    assert (missed.rel_ci95, missed.precision_met, missed.timed) == (0.02, False, True)
+    assert CostRecord.of_measurement(m, target_rel_ci=0.05).precision_met is True
+    assert CostRecord.from_attrs(missed.attrs(), "latency_ms") == missed
+    table = CostRecord.of_measurement(Measurement("pixel3", "recorded", "latency_ms", "h", "x", 1,
+                                                  (1, 3, 32, 32), 4.0, source="recorded:t:c"))
+    assert not table.timed and set(table.attrs()) == {"latency_ms", "latency_ms_source"}
