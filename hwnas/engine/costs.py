@@ -216,9 +216,10 @@ cost model's ``fit`` says so, and the search goes on."""
 def predicted_model(request: CostRequest) -> CostModel:
     """``predicted``: the predictor calibrated on the device's reference-set values, taken
     through the profiler (10 networks timed live, or read from a recorded table), or on the
-    values the request carries (``calibration``); a supernet
-    search fits its lookup table on its predictions (:func:`hwnas.supernet.cost.cost_model_for`).
-    Reference measurements that stay too noisy do not stop it (:data:`MIN_CLEAN_REFERENCES`).
+    values the request carries (``calibration``); with ``on_use``, a :class:`CalibratedOnUse`
+    that does so when first asked. A supernet search fits its lookup table on its predictions
+    (:func:`hwnas.supernet.cost.cost_model_for`). Reference measurements that stay too noisy do
+    not stop it (:data:`MIN_CLEAN_REFERENCES`).
 
     Raises:
         HwnasError: a space without a reference set, a device that cannot give those values.
