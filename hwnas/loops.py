@@ -1,8 +1,8 @@
 """Loops of a network over a dataset split: mini-batches (sharded across the processes of a
-torchrun job), batch-norm recalibration, top-1 accuracy, fine-tuning (of an extracted subnet too:
-:func:`finetune_subnet`), shared by supernet
-training (:mod:`hwnas.supernet.train`), zoo training (:mod:`hwnas.zoo.train`) and the user's
-accuracy function's candidates (:class:`hwnas.engine.evaluate.FunctionEvaluator`).
+torchrun job), batch-norm recalibration, top-1 accuracy and fine-tuning (of an extracted subnet
+too: :func:`finetune_subnet`). Supernet training (:mod:`hwnas.supernet.train`), zoo training
+(:mod:`hwnas.zoo.train`) and the candidates of the user's accuracy function
+(:class:`hwnas.engine.evaluate.FunctionEvaluator`) share them.
 
 On a CUDA device they run with mixed precision (``torch.autocast`` float16 and a ``GradScaler``)
 and channels-last tensors.
@@ -22,6 +22,8 @@ from hwnas.distributed import ONE, Ranks, shard
 
 
 def to_device(x: np.ndarray, device: torch.device, image: bool = True) -> torch.Tensor:
+    """``x`` as a tensor on ``device``: images (B, C, H, W) float32, channels-last on CUDA;
+    with ``image=False`` as they are (labels (B,) int64)."""
     t = torch.from_numpy(x).to(device, non_blocking=True)
     if image and device.type == "cuda":
         t = t.contiguous(memory_format=torch.channels_last)
