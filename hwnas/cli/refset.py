@@ -11,6 +11,39 @@ from hwnas.cli.options import device_options, store_option
 from hwnas.spaces import space_option
 
 
+def selection_options(f):
+    """``--select``, ``-n``, ``--predictor``, ``--seed``: which architectures the device is
+    measured on (:func:`hwnas.predictors.calibration.calibration_archs`)."""
+    from hwnas.predictors.selection import SELECTORS
+
+    f = click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+                     help="Seed of the random and nasflat selectors.")(f)  # fmt: skip
+    f = click.option(
+        "--predictor",
+        default=None,
+        help="The predictor --select active chooses for (an artifact; default the space's).",
+    )(f)
+    f = click.option(
+        "-n",
+        "count",
+        type=click.IntRange(3, 1000),
+        default=10,
+        show_default=True,
+        help="How many architectures.",
+    )(f)
+    return click.option(
+        "--select",
+        type=click.Choice(list(SELECTORS)),
+        default="reference",
+        show_default=True,
+        help="Which architectures: reference (the space's reference set, HELP's 10: measured "
+        "once, it serves every predictor); active (the n that pin down the --predictor's "
+        "calibration: greedy D-optimal design; with 10, ahead of the reference set on 9 of "
+        "NASFLAT's 12 device splits, behind on 3: docs/benchmarks.md); nasflat (NASFLAT's "
+        "sampler); random. Other than the reference set, spaces with a table only.",
+    )(f)
+
+
 @click.group("refset")
 def refset_group():
     """The reference set: the architectures a new device is measured on (its hardware
@@ -38,11 +71,12 @@ def refset_group():
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the ONNX files and calibration.csv.",
 )
-def export_cmd(space, dataset, out):
-    """Write the space's reference architectures to OUT as ONNX (opset 17, dynamic batch,
-    random weights) with calibration.csv: fill its latency_ms column (or rename it energy_mj)
-    with the values measured on the device, then `hwnas predict --calibration` or
-    `hwnas measure import`."""
+@selection_options
+def export_cmd(space, dataset, out, select, count, predictor, seed):
+    """Write the space's reference architectures (or those --select picks) to OUT as ONNX
+    (opset 17, dynamic batch, random weights) with calibration.csv: fill its latency_ms column
+    (or rename it energy_mj) with the values measured on the device, then `hwnas predict
+    --calibration` or `hwnas measure import`."""
     import csv
 
     from rich.console import Console
@@ -58,7 +92,9 @@ def export_cmd(space, dataset, out):
     from hwnas.paths import check_writable
 
     check_writable(out, "--out")  # before any network is built
-    archs = sp.reference_archs()
+    from hwnas.predictors.calibration import calibration_archs
+
+    archs = calibration_archs(sp, select, count, predictor, seed)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for n, arch in enumerate(archs):
@@ -78,7 +114,8 @@ def export_cmd(space, dataset, out):
         writer.writeheader()
         writer.writerows(rows)
     Console(stderr=True).print(
-        f"wrote {len(rows)} reference architectures of {space} ({dataset}) to {out}: time each "
+        f"wrote {len(rows)} {'reference' if select == 'reference' else select + '-selected'} "
+        f"architectures of {space} ({dataset}) to {out}: time each "
         f"ONNX file on the device (batch 1), fill calibration.csv's latency_ms column",
         markup=False,
         highlight=False,
@@ -116,10 +153,15 @@ def export_cmd(space, dataset, out):
     "refset export` there is filled in.",
 )
 @store_option
-def measure_cmd(device, runtime, tracker, key, target, trials, space, dataset, metric, out, store):
-    """Measure the space's reference architectures on DEVICE (each once: values already in the
-    measurement store are reused) and write OUT/calibration.csv, ready for `hwnas predict
-    --calibration` (or `hwnas predict --device DEVICE`, which reads the store)."""
+@selection_options
+def measure_cmd(
+    device, runtime, tracker, key, target, trials, space, dataset, metric, out, store,
+    select, count, predictor, seed,
+):  # fmt: skip
+    """Measure the space's reference architectures (or those --select picks) on DEVICE (each
+    once: values already in the measurement store are reused) and write OUT/calibration.csv,
+    ready for `hwnas predict --calibration` (or, for the reference set, `hwnas predict --device
+    DEVICE`, which reads the store)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -127,7 +169,11 @@ def measure_cmd(device, runtime, tracker, key, target, trials, space, dataset, m
     from hwnas.cli.measure import _open_device
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
-    from hwnas.predictors.calibration import measure_reference_set, write_calibration
+    from hwnas.predictors.calibration import (
+        calibration_archs,
+        measure_reference_set,
+        write_calibration,
+    )
     from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
     from hwnas.spaces import get_space
     from hwnas.store import MeasurementStore
@@ -138,6 +184,7 @@ def measure_cmd(device, runtime, tracker, key, target, trials, space, dataset, m
     sp.dataset(dataset)
     out = out if out is not None else Path(f"refset-{device}")
     check_writable(out, "--out")
+    archs = calibration_archs(sp, select, count, predictor, seed)  # bad input: before any work
     dev = _open_device(device, runtime, tracker, key, target, trials)
     dev.check_metric(metric)
     if store is None and dev.stored_in_profiler:
@@ -145,7 +192,7 @@ def measure_cmd(device, runtime, tracker, key, target, trials, space, dataset, m
     st = MeasurementStore(store or default_store_path()) if dev.stored_in_profiler else None
     profiler = Profiler(dev, st)
     try:
-        values = measure_reference_set(profiler, sp, dataset, metric)
+        values = measure_reference_set(profiler, sp, dataset, metric, archs)
     finally:
         if st is not None:
             st.close()

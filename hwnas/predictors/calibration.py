@@ -241,12 +241,52 @@ def reference_archs(space: SearchSpace) -> list[Arch]:
     return space.reference_archs()
 
 
-def measure_reference_set(profiler, space: SearchSpace, dataset: str, metric: str):
-    """Measure (or find in the store) the space's reference set on ``profiler``'s device, each
-    once (:class:`hwnas.measure.Profiler`); flagged measurements are kept and marked.
+def calibration_archs(
+    space: SearchSpace,
+    select: str = "reference",
+    n: int = 10,
+    predictor: str | None = None,
+    seed: int = 0,
+) -> list[Arch]:
+    """The architectures a new device is measured on, by a selector of
+    :data:`hwnas.predictors.selection.SELECTORS`: ``reference`` (the default: the space's
+    reference set, HELP's 10 architectures, so one set measured once serves every predictor),
+    ``active`` (greedy D-optimal design for the meta-learned predictor that will be calibrated
+    on them: ``predictor``, default the space's artifact), ``nasflat`` (NASFLAT's sampler) or
+    ``random``; ``n`` of them (``reference``: its first ``n``, then random others).
+
+    Raises:
+        UnknownNameError: an unknown selector.
+        HwnasError: another selector than the reference set with ``n`` 10 on a space whose
+            architectures cannot be listed, ``n`` out of range, or no predictor artifact.
+    """
+    from hwnas.predictors.selection import select as pick
+
+    if select == "reference" and n == len(space.reference_archs()):
+        return reference_archs(space)
+    indexed = ability(space, IndexedSpace)
+    if indexed is None:
+        raise HwnasError(
+            f"--select {select} -n {n} picks among every architecture of the space; space "
+            f"'{space.name}' cannot list them (its reference set is --select reference -n 10)"
+        )
+    options: dict = {}
+    if select == "active":
+        from hwnas.predictors import load_predictor
+
+        options["predictor"] = load_predictor(predictor or space.name, space.name)
+    return [indexed.arch_at(i) for i in pick(select, space.name, n, rng=seed, **options)]
+
+
+def measure_reference_set(
+    profiler, space: SearchSpace, dataset: str, metric: str, archs: list[Arch] | None = None
+):
+    """Measure (or find in the store) the space's reference set (or ``archs``:
+    :func:`calibration_archs`) on ``profiler``'s device, each once
+    (:class:`hwnas.measure.Profiler`); flagged measurements are kept and marked.
 
     Returns:
-        list of :class:`ReferenceValue`, in reference-set order.
+        list of :class:`ReferenceValue`, in the architectures' order.
 
     Raises:
         HwnasError: the device has no ``metric``, cannot be reached or cannot run a network.
@@ -255,7 +295,7 @@ def measure_reference_set(profiler, space: SearchSpace, dataset: str, metric: st
 
     profiler.device.check_metric(metric)
     out = []
-    for arch in reference_archs(space):
+    for arch in archs if archs is not None else reference_archs(space):
         taken, reused = profiler.counts.taken, profiler.counts.reused
         m = profiler.measure(arch_workload(space, arch, dataset), metric, allow_flagged=True)
         how = "recorded"

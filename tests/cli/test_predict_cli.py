@@ -329,3 +329,37 @@ def test_refset_measure_bad_input_one_line_exit_2(args, expected, tmp_path, caps
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
     assert not (tmp_path / "r" / "calibration.csv").exists()
+
+
+def test_a_device_measured_on_actively_selected_architectures_is_predicted(tmp_path, capsys):
+    """`hwnas refset measure --select active` picks the 10 architectures that pin down the
+    predictor's calibration (not the reference set), measures them (here: reads a recorded
+    device), and `hwnas predict --calibration` adapts on them; the same command picks the same
+    ones again, and a space without a table refuses it in one line before any work."""
+    args = ["refset", "measure", "--device", "fpga", "--space", "nasbench201", "--select",
+            "active", "--predictor", "nasbench201-help"]  # fmt: skip
+    code, out, err = run([*args, "--out", tmp_path / "a"], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(open(tmp_path / "a" / "calibration.csv")))
+    picked = [SPACE.index(SPACE.parse(r["arch"])) for r in rows]
+    assert len(set(picked)) == 10 and set(picked) != set(REF)
+    table = get_column("nasbench201", "fpga").values
+    assert [float(r["latency_ms"]) for r in rows] == pytest.approx(table[picked], rel=1e-5)
+    assert run([*args, "--out", tmp_path / "b"], capsys)[0] == 0
+    again = list(csv.DictReader(open(tmp_path / "b" / "calibration.csv")))
+    assert [r["arch"] for r in again] == [r["arch"] for r in rows]
+
+    idx = list(range(0, 15625, 97))
+    archs = write_csv(tmp_path / "archs.csv", ["arch"], [[i] for i in idx])
+    pred = tmp_path / "pred.csv"
+    code, _o, err = run(["predict", "--calibration", tmp_path / "a" / "calibration.csv",
+                         "--archs", archs, "--out", pred, "--predictor", "nasbench201-help"],
+                        capsys)  # fmt: skip
+    assert code == 0, err
+    mean = np.array([float(r["latency_ms"]) for r in csv.DictReader(open(pred))])
+    assert scores(mean, table[idx])["spearman_rho"] >= 0.9
+
+    code, _o, err = run(["refset", "export", "--space", "mobilenetv4", "--select", "active",
+                         "--out", tmp_path / "c"], capsys)  # fmt: skip
+    assert code == 2 and "cannot list them" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c").exists()
