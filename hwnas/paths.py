@@ -7,6 +7,7 @@ The home folder is ``HWNAS_HOME`` if set, else the platform's user data folder
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 from collections.abc import Iterator
@@ -215,7 +216,7 @@ def sweep_temporaries(folder: str | Path) -> list[Path]:
         return removed
     for entry in entries:
         m = pattern.match(entry.name)
-        if m is None or _running(int(m.group(1))):
+        if m is None or process_running(int(m.group(1))):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
@@ -226,7 +227,8 @@ def sweep_temporaries(folder: str | Path) -> list[Path]:
     return removed
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` of this host is still running (this process counts)."""
     if pid == os.getpid():
         return True
     try:
@@ -257,3 +259,12 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

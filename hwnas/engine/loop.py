@@ -40,6 +40,7 @@ from hwnas.engine.pareto import pareto_order
 from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.errors import CandidateError, HwnasError
 from hwnas.measure import NoisyMeasurementError
+from hwnas.paths import process_running
 from hwnas.spaces.base import Arch, SearchSpace
 
 DEFAULT_SPACE = "nasbench201"
@@ -387,18 +388,8 @@ def _fail_orphans(ledger: StudyLedger) -> None:
         if t.state != TrialState.RUNNING:
             continue
         h, _, pid = str(t.user_attrs.get("worker", "")).partition(":")
-        if h == host and pid.isdigit() and not _alive(int(pid)):
+        if h == host and pid.isdigit() and not process_running(int(pid)):
             ledger.fail(trial_id(t))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def completed_records(ledger: StudyLedger) -> list[TrialRecord]:

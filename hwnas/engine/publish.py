@@ -21,14 +21,13 @@ uploads only files whose content changed, and removes the version it replaces.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from hwnas.paths import sweep_temporaries, temporary
+from hwnas.paths import sha256_file, sweep_temporaries, temporary
 
 ARTIFACT_FILES = ("pareto.png", "pareto.csv", "summary.json")
 """Run-folder files uploaded as artifacts (with each zoo entry's :data:`ZOO_FILES`)."""
@@ -52,14 +51,6 @@ def run_files(out: Path) -> list[str]:
         for entry in sorted(p for p in zoo.iterdir() if p.is_dir()):
             names += [f"zoo/{entry.name}/{f}" for f in ZOO_FILES if (entry / f).is_file()]
     return names
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
@@ -206,7 +197,7 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
     try:
         for rel in run_files(out):
             path = out / rel
-            digest = _sha256(path)
+            digest = sha256_file(path)
             old = known.get(rel)
             if old and old.get("sha256") == digest:
                 kept.append(rel)

@@ -272,7 +272,7 @@ def calibration_archs(
         )
     options: dict = {}
     if select == "active":
-        from hwnas.predictors import load_predictor
+        from hwnas.predictors.artifacts import load_predictor
 
         options["predictor"] = load_predictor(predictor or space.name, space.name)
     return [indexed.arch_at(i) for i in pick(select, space.name, n, rng=seed, **options)]

@@ -34,19 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hwnas.paths import sha256_file
+
 WAIT_NOTE_S = 2.0
 """Seconds of waiting for the training lock before a worker says what it waits for."""
 
 RECORD = "supernet_checkpoint"
 """The study's user attribute naming the final checkpoint."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class TrainingTurn:
@@ -127,7 +121,7 @@ class TrainingTurn:
         if theirs == ckpt.resolve():
             return  # this run folder's own checkpoint: resumed as usual
         where = f"{record.get('host', '?')}:{theirs}"
-        if not theirs.is_file() or _sha256(theirs) != record.get("sha256"):
+        if not theirs.is_file() or sha256_file(theirs) != record.get("sha256"):
             log(f"the supernet trained by another worker ({where}) is not readable here: training")
             return
         tmp = temporary(ckpt)
@@ -151,7 +145,7 @@ class TrainingTurn:
                     {
                         "path": str(ckpt.resolve()),
                         "host": socket.gethostname(),
-                        "sha256": _sha256(ckpt),
+                        "sha256": sha256_file(ckpt),
                         "fingerprint": self.fingerprint,
                         "epochs": epochs,
                     },

@@ -10,11 +10,9 @@ trained, and the checksums. Nothing here imports torch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from hwnas.datasets import CHANCE_FACTOR, chance_accuracy, is_chance_level
@@ -82,15 +80,6 @@ def tool_versions() -> dict[str, str]:
             out[name] = "not installed"
     out["python"] = platform.python_version()
     return out
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def chance_section(accuracy: float, num_classes: int) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.export import ExportedModel
+from hwnas.paths import sha256_file
 from hwnas.zoo.card import (
     CARD_FILE,
     MODEL_FILE,
@@ -20,7 +21,6 @@ from hwnas.zoo.card import (
     WEIGHTS_FILE,
     metadata_props,
     render_readme,
-    sha256_file,
 )
 
 

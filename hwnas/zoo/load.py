@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.errors import HwnasError
-from hwnas.zoo.card import CARD_FILE, MODEL_FILE, WEIGHTS_FILE, sha256_file
+from hwnas.paths import sha256_file
+from hwnas.zoo.card import CARD_FILE, MODEL_FILE, WEIGHTS_FILE
 from hwnas.zoo.read import read_entry
 
 

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props, sha256_file
+from hwnas.paths import sha256_file
+from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props
 from hwnas.zoo.read import MANIFEST_FILES, entry_folders
 
 REQUIRED_FILES = (MODEL_FILE, f"{TEST_DATA}/input_0.pb", f"{TEST_DATA}/output_0.pb")

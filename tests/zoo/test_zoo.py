@@ -95,7 +95,7 @@ def test_train_an_arch_on_digits_writes_an_entry_that_verifies(tmp_path):
 
 def _resign(entry, name):
     """Rewrite card.json's checksum of ``name`` (a tamperer who knows the format)."""
-    from hwnas.zoo.card import sha256_file
+    from hwnas.paths import sha256_file
 
     card = json.loads((entry / "card.json").read_text())
     card["files"][name] = sha256_file(entry / name)
