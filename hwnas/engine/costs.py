@@ -155,12 +155,18 @@ def calibrate(
 ) -> PredictorCostModel:
     """Adapt ``predictor`` (a fresh, un-adapted :class:`hwnas.predictors.Predictor`) to a
     device's measured ``values`` of ``archs`` (ms or mJ): the one calibration step of hwnas.
+    Values the predictor took for gross errors are named in the model's ``fit``
+    (``suspect_values``: arch -> probability), which summaries report.
 
     Raises:
         HwnasError: fewer than 3 values, or values that are not positive.
     """
     predictor.fit(list(archs), np.asarray(values, dtype=float), metric)
-    return PredictorCostModel(predictor, predictor.name, {"calibration_archs": len(archs)})
+    fit: dict[str, Any] = {"calibration_archs": len(archs)}
+    suspects = predictor.suspect_values()
+    if suspects:  # values the fit took for gross errors: the summary names them
+        fit["suspect_values"] = {str(archs[i]): round(p, 3) for i, p in suspects.items()}
+    return PredictorCostModel(predictor, predictor.name, fit)
 
 
 @dataclass

@@ -3,10 +3,10 @@
 :data:`PREDICTORS` holds the predictor kinds: ``flops`` (zero-shot FLOPs/params proxy),
 ``regressor`` (per-device scikit-learn regressor for devices with many measurements),
 ``meta`` (the meta-learned few-shot predictor, loaded from an artifact) and ``kernel`` (the
-kernel-level predictor of a live ONNX Runtime device, :mod:`hwnas.predictors.kernels`). Artifacts live in
-``latency_predictors/<name>/`` (shipped) and ``<hwnas home>/latency_predictors/<name>/``
-(user-trained), each a ``card.json`` and ``weights.npz``; ``--predictor`` takes an artifact name,
-a folder path or a predictor kind.
+kernel-level predictor of a live ONNX Runtime device, :mod:`hwnas.predictors.kernels`).
+Artifacts live in ``latency_predictors/<name>/`` (shipped) and ``<hwnas
+home>/latency_predictors/<name>/`` (user-trained), each a ``card.json`` and ``weights.npz``;
+``--predictor`` takes an artifact name, a folder path or a predictor kind.
 """
 
 from __future__ import annotations

@@ -61,6 +61,17 @@ class Predictor(ABC):
             (mean, std), each of shape (len(archs),), in the unit of :attr:`metric`.
         """
 
+    def suspect_values(self, threshold: float = 0.5) -> dict[int, float]:
+        """Values given to the last :meth:`fit` that are likely gross errors (a measurement
+        taken while the device throttled, a glitch in a table), which the fit discounted.
+
+        Returns:
+            index into the fitted values -> posterior probability that it is a gross error,
+            for those with probability >= ``threshold``; empty for predictors without an
+            error model.
+        """
+        return {}
+
 
 def check_calibration(archs: Sequence[Model], values) -> np.ndarray:
     """Validate measurements for :meth:`Predictor.fit`; returns them as float64.

@@ -85,6 +85,16 @@ new column of a known runtime, another task's networks on a known board), large 
 several. ``sigma_noise`` is a relative standard deviation; ``sigma_broad`` the prior variance
 of the standardised cost coefficients of the broad and single-feature families."""
 
+DEFAULT_OUTLIER = 0.01
+"""Prior probability that one calibration value is a gross error (a measurement taken while
+the device throttled, a glitch in a recorded table); see :func:`adapt`. Cards record theirs
+(cards without one were written without the contamination model: 0)."""
+OUTLIER_SPAN = 100.0
+"""A gross error is log-uniform over a range of this ratio (density 1 / (t ln SPAN))."""
+OUTLIER_MIN_VALUES = 5
+"""Fewer calibration values than this are all taken as clean (one value in four cannot be
+told from the others)."""
+
 DEFAULT_SELECT = "hybrid"
 """How the head weighs its prior families (see :func:`adapt`); cards record theirs (cards
 without one were written with "evidence")."""
@@ -221,14 +231,17 @@ class AdditivePrior:
 
 @dataclass
 class BayesHead:
-    """Posterior of the head after :func:`adapt`: per kept grid setting, its weight, the
-    coefficient mean (D,) and covariance (D, D), and its relative noise variance."""
+    """Posterior of the head after :func:`adapt`: per kept grid setting (and gross-error
+    hypothesis), its weight, the coefficient mean (D,) and covariance (D, D), and its relative
+    noise variance."""
 
     weights: np.ndarray
     coefs: list[np.ndarray]
     covs: list[np.ndarray]
     noise: list[float]
     settings: list[tuple[float, ...]] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    """Per kept setting, the calibration value it takes for a gross error (-1: none)."""
 
     def predict(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Normalised mean and variance for feature rows ``z`` (n, D).
@@ -331,6 +344,7 @@ def adapt(
     keep: float = 1e-4,
     select: str = DEFAULT_SELECT,
     broad: BroadBasis | None = None,
+    outlier: float = 0.0,
 ) -> BayesHead:
     """Bayesian model averaging of exact Bayesian linear regressions over the grid.
 
@@ -355,6 +369,11 @@ def adapt(
             mixture) or "hybrid" (as family-loo, families by the mean of that density and the
             family's log marginal likelihood).
         broad: the additive feature groups of the broad families (None: no such family).
+        outlier: prior probability that a value is a gross error (0: every value is taken as
+            measured). Each value is then either clean or drawn from a log-uniform density
+            over :data:`OUTLIER_SPAN`; the hypotheses "no gross error" and "value i is one"
+            are averaged with the settings (the contamination model of Box & Tiao,
+            Biometrika 1968), so that one bad value of 10 does not decide the fit.
 
     Raises:
         HwnasError: no setting fits (degenerate measurements), or an unknown ``select``.
@@ -385,7 +404,9 @@ def adapt(
                     continue
                 tr = parts[g]  # unit variance for the intercept, ``scale`` for coefficients
                 m = add_cov(tr @ np.diag([1.0] + [scale] * (tr.shape[1] - 1)) @ tr.T)
-                settings += [(mode, grid["tau"][0], 0.0, scale, sn, m) for sn in grid["sigma_noise"]]
+                settings += [
+                    (mode, grid["tau"][0], 0.0, scale, sn, m) for sn in grid["sigma_noise"]
+                ]
         elif mode == ARD:
             for g in range(len(groups)):
                 if not 2 <= len(groups[g]) < n - 1:
@@ -396,8 +417,8 @@ def adapt(
                     settings.append((mode, grid["tau"][0], 0.0, float(len(lam)), sn, m))
         elif mode == RIDGE:
             m = add_cov(ridge_cov)
-            settings += [(mode, grid["tau"][0], sb, 1.0, sn, m)
-                         for sb, sn in itertools.product(grid["sigma_beta"], grid["sigma_noise"])]  # fmt: skip
+            pairs = itertools.product(grid["sigma_beta"], grid["sigma_noise"])
+            settings += [(mode, grid["tau"][0], sb, 1.0, sn, m) for sb, sn in pairs]
         else:
             taus = grid["tau"] if mode > 0 else grid["tau"][:1]  # tau: mixture weights only
             for sg in grid["sigma_gamma"]:
@@ -442,59 +463,86 @@ def adapt(
     loo_err = a * loo_var  # t_i minus its leave-one-out predictive mean
     loo = -0.5 * np.log(2 * np.pi * loo_var) - 0.5 * loo_err**2 / loo_var  # (S, n) log density
     logdet = np.log(np.einsum("sii->si", chol).clip(min=1e-300)).sum(1)
-    evidence = -0.5 * np.einsum("si,si->s", r, a) - logdet
+    evidence = -0.5 * np.einsum("si,si->s", r, a) - logdet - 0.5 * n * np.log(2 * np.pi)
     # the relevance setting's variances are fitted to these values: its maximised evidence is
     # charged the Laplace / BIC price of that fit, half log n per variance
     evidence = evidence - np.where(mode == ARD, 0.5 * n_fitted * np.log(n), 0.0)
-    score = loo.sum(1) if select == "loo" else evidence
-    score = np.where(ok, score, -np.inf)
+    # gross errors: hypothesis h = -1 (every value clean) or h = i (value i is a gross error,
+    # drawn from the broad density q, the others clean). log p(t without i) is log p(t) minus
+    # value i's leave-one-out log density, so every hypothesis is scored from one inverse
+    drops = [-1]
+    hyp = [evidence + n * np.log1p(-outlier)]  # (S,) per hypothesis
+    log_q = -np.log(t_s * np.log(OUTLIER_SPAN))  # (n,) log-uniform over OUTLIER_SPAN
+    if outlier > 0 and n >= OUTLIER_MIN_VALUES:
+        for i in range(n):
+            drops.append(i)
+            hyp.append(
+                evidence - loo[:, i] + log_q[i] + np.log(outlier) + (n - 1) * np.log1p(-outlier)
+            )
+        # each value's leave-one-out density under the contamination model
+        loo = np.logaddexp(np.log1p(-outlier) + loo, np.log(outlier) + log_q[None, :])
+    ev = np.stack(hyp, 1)  # (S, H)
+    n_hyp = ev.shape[1]
+    base = loo.sum(1) if select == "loo" else evidence
+    score = base[:, None] + ev - ev[:, :1]  # a setting's score, times its hypotheses' odds
+    score = np.where(ok[:, None], score, -np.inf)
     # hyper-prior: every prior family (alpha value) equally likely a priori, then its settings
     # equally likely; a uniform prior over grid points would favour the families with the
     # most settings (the mixture ones have one per tau). "evidence" keeps the uniform prior
     # over grid points it was measured with: cards written before the families predict as then
     _, family, count = np.unique(mode, return_inverse=True, return_counts=True)
     if select != "evidence":
-        score = score - np.log(count[family])
+        score = score - np.log(count[family])[:, None]
     if select in ("family-loo", "hybrid"):
-        # settings weighted by their evidence within their family; families weighted by the
-        # leave-one-out predictive density of their evidence-weighted mixture (pseudo-BMA)
-        w = np.zeros(len(cfg))
+        # settings (and their hypotheses) weighted by their evidence within their family;
+        # families weighted by the leave-one-out predictive density of their evidence-weighted
+        # mixture (pseudo-BMA)
+        w = np.zeros_like(ev)
         fam_lpd = np.full(family.max() + 1, -np.inf)
         for f in range(family.max() + 1):
             rows = np.nonzero((family == f) & ok)[0]
             if not len(rows):
                 continue
-            wf = np.exp(evidence[rows] - evidence[rows].max())
+            ef = ev[rows]
+            wf = np.exp(ef - ef.max())
             wf /= wf.sum()
             w[rows] = wf
-            dens = np.log(np.einsum("s,si->i", wf, np.exp(loo[rows] - loo[rows].max(0))))
+            ws = wf.sum(1)  # each setting's weight
+            dens = np.log(np.einsum("s,si->i", ws, np.exp(loo[rows] - loo[rows].max(0))))
             fam_lpd[f] = float((dens + loo[rows].max(0)).sum())
             if select == "hybrid":  # half the family's log evidence, half its LOO density
-                ev = evidence[rows] - np.log(len(rows))
+                e = ef - np.log(len(rows))
                 fam_lpd[f] = 0.5 * fam_lpd[f] + 0.5 * float(
-                    np.log(np.exp(ev - ev.max()).sum()) + ev.max()
+                    np.log(np.exp(e - e.max()).sum()) + e.max()
                 )
         wfam = np.exp(fam_lpd - fam_lpd.max())
-        w = w * (wfam / wfam.sum())[family]
+        w = w * (wfam / wfam.sum())[family][:, None]
     else:
-        w = np.exp(score - score.max())
+        w = np.exp(score - score[np.isfinite(score)].max())
+    w = np.where(np.isfinite(score), w, 0.0).ravel()
     w /= w.sum()
-    kept = [int(i) for i in np.argsort(-w) if w[i] >= keep]
+    kept = [int(j) for j in np.argsort(-w) if w[j] >= keep]
     coefs, covs, noise = [], [], []
-    for i in kept:
+    for j in kept:
+        i, h = divmod(j, n_hyp)
         sigma = np.zeros((d, d))
         sigma[:k, :k] = np.eye(k) * sb[i] ** 2
         sigma[k:, k:] = add_covs[which[i]]
-        sz = sigma @ z.T  # (D, n)
-        coefs.append(mus[i] + sz @ a[i])
-        v = np.linalg.solve(chol[i], sz.T)  # (n, D)
+        if drops[h] < 0:
+            zr, l_i, a_i = z, chol[i], a[i]
+        else:  # the posterior of the other values
+            rows = np.delete(np.arange(n), drops[h])
+            zr = z[rows]
+            l_i = np.linalg.cholesky(kss[i][np.ix_(rows, rows)])
+            a_i = np.linalg.solve(l_i.T, np.linalg.solve(l_i, r[i, rows]))
+        sz = sigma @ zr.T  # (D, n)
+        coefs.append(mus[i] + sz @ a_i)
+        v = np.linalg.solve(l_i, sz.T)  # (n, D)
         covs.append(sigma - v.T @ v)
         noise.append(float(sn[i] ** 2))
     wk = w[kept] / w[kept].sum()
-    head = BayesHead(wk, coefs, covs, noise, [tuple(settings[i]) for i in kept])
-    head.log_evidence = float(np.log(np.exp(score[ok] - score[ok].max()).sum()) + score[ok].max())
-    head.loo_lpd = float(loo[ok][np.argmax(score[ok])].sum())
-    return head
+    dropped = [drops[j % n_hyp] for j in kept]
+    return BayesHead(wk, coefs, covs, noise, [tuple(settings[j // n_hyp]) for j in kept], dropped)
 
 
 class MetaPredictor(Predictor):
@@ -551,8 +599,10 @@ class MetaPredictor(Predictor):
         self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
         self.select: str = self.card["model"].get("select", "evidence")
+        self.outlier: float = float(self.card["model"].get("outlier", 0.0))
         self._space_head: BayesHead | None = None
         self._graph_head: BayesHead | None = None
+        self._in_space: list[int] = []
         self._s = 1.0
         self._min = 0.0
         self._space_scale: np.ndarray | float = 1.0
@@ -651,6 +701,7 @@ class MetaPredictor(Predictor):
         self._min = float(v.min())
         t = v / self._s
         in_space = [i for i, a in enumerate(archs) if self._own(a)]
+        self._in_space = in_space
         self._space_head = None
         if len(in_space) >= 3:
             phi, f = self.space_basis([archs[i] for i in in_space])
@@ -658,13 +709,13 @@ class MetaPredictor(Predictor):
             phi = phi / self._space_scale
             self._space_head = adapt(
                 phi, f, t[in_space], self.prior_space, self.grid, select=self.select,
-                broad=self._broad("space"),
+                broad=self._broad("space"), outlier=self.outlier,
             )  # fmt: skip
         phi, fg = self.graph_basis(archs)
         self._graph_scale = phi.mean(0)
         self._graph_head = adapt(
             phi / self._graph_scale, fg, t, self.prior_graph, self.grid, select=self.select,
-            broad=self._broad("graph"),
+            broad=self._broad("graph"), outlier=self.outlier,
         )  # fmt: skip
         return self
 
@@ -712,6 +763,23 @@ class MetaPredictor(Predictor):
             mean[other], var[other] = self._graph_head.predict(z)
         floor = 1e-3 * self._min / self._s
         return np.maximum(mean, floor) * self._s, np.sqrt(var) * self._s
+
+    def suspect_values(self, threshold: float = 0.5) -> dict[int, float]:
+        """Calibration values the head took for gross errors (the contamination model of
+        :func:`adapt`), by the space head when the values were architectures of the artifact's
+        space, else by the graph head: index -> posterior probability (>= ``threshold``)."""
+        if self._space_head is not None:
+            head, rows = self._space_head, self._in_space
+        elif self._graph_head is not None:
+            head, rows = self._graph_head, None
+        else:
+            return {}
+        prob: dict[int, float] = {}
+        for w, i in zip(head.weights, head.dropped):
+            if i >= 0:
+                j = rows[i] if rows is not None else i
+                prob[j] = prob.get(j, 0.0) + float(w)
+        return {j: p for j, p in sorted(prob.items()) if p >= threshold}
 
     @property
     def head(self) -> BayesHead | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hwnas.cost_record import UNITS
 from hwnas.errors import HwnasError
 
 
@@ -121,6 +122,7 @@ def predict_models(
             space, calibration, device, metric, runtime, store
         )
         pred.fit(cal_models, cal_values, cal_metric)
+        warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         mean, std = pred.predict(models)
         results += [(m, v, s, None, None) for m, v, s in zip(models, mean, std)]
         label = pred.name + (f" ({pred.path})" if pred.path else "")
@@ -132,6 +134,18 @@ def predict_models(
     return [
         Prediction(m, float(v), float(s), lo, hi, unit_metric) for m, v, s, lo, hi in results
     ]
+
+
+def warn_suspects(pred, models, values, metric: str, note: Callable[[str], None]) -> None:
+    """One warning line per calibration value the adapted predictor took for a gross error
+    (:meth:`hwnas.predictors.base.Predictor.suspect_values`)."""
+    unit = UNITS.get(metric, "")
+    for i, p in pred.suspect_values().items():
+        note(
+            f"warning: the measured {metric} of {models[i]} ({values[i]:.4g} {unit}) looks like "
+            f"a gross error (probability {p:.2f} given the other values), so the predictor "
+            "discounted it: measure it again"
+        )
 
 
 def onnx_model(path: str | Path) -> Any:
@@ -235,6 +249,7 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
         sp, (cal_models, cal_values, cal_metric, where) = usable[name]
         pred = load_predictor(name, sp.name)
         pred.fit(cal_models, cal_values, cal_metric)
+        warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         mean, std = pred.predict([models[i] for i in idx])
         for i, v, sd in zip(idx, mean, std):
             far = dist[name][i] / max(spread[name], 1e-9)

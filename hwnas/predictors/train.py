@@ -31,6 +31,7 @@ from hwnas.predictors.data import Column, reference_indices
 from hwnas.predictors.featurize import get_featurizer
 from hwnas.predictors.meta import (
     DEFAULT_GRID,
+    DEFAULT_OUTLIER,
     DEFAULT_SELECT,
     FORMAT_VERSION,
     PROXIES,
@@ -208,6 +209,7 @@ def adaptation_settings() -> dict[str, Any]:
     return {
         "grid": {k: list(v) for k, v in DEFAULT_GRID.items()},
         "select": DEFAULT_SELECT,
+        "outlier": DEFAULT_OUTLIER,
         "proxies": list(PROXIES),
     }
 

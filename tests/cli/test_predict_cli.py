@@ -60,6 +60,23 @@ def test_predict_from_calibration_file(tmp_path, capsys):
     assert scores(pred, truth)["spearman_rho"] >= 0.95
 
 
+def test_a_bad_calibration_value_is_named_and_discounted(tmp_path, capsys):
+    """One of the ten reference values measured 3x too fast: `hwnas predict` names it, and its
+    predictions rank the space as the clean values' do."""
+    y = get_column("nasbench201", "gold_6226").values
+    rows = [(SPACE.arch_at(i).text, y[i] * (0.3 if k == 7 else 1.0)) for k, i in enumerate(REF)]
+    cal = write_csv(tmp_path / "cal.csv", ["arch", "latency_ms"], rows)
+    idx = list(range(0, 15625, 97))
+    archs = write_csv(tmp_path / "archs.csv", ["arch"], [[i] for i in idx])
+    out = tmp_path / "pred.csv"
+    code, _o, err = run(["predict", "--calibration", cal, "--archs", archs, "--out", out], capsys)
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if "gross error" in line]
+    assert len(warned) == 1 and SPACE.arch_at(REF[7]).text in warned[0], err
+    pred = np.array([float(r["latency_ms"]) for r in csv.DictReader(open(out))])
+    assert scores(pred, y[idx])["spearman_rho"] >= 0.95
+
+
 def test_energy_calibration_writes_energy_column(tmp_path, capsys):
     cal = calibration(tmp_path / "cal.csv", "pi5_onnx:energy_mj", metric="energy_mj")
     archs = write_csv(tmp_path / "archs.csv", ["arch"], [[i] for i in (5, 6, 7)])
