@@ -262,6 +262,16 @@ def run_fewshot(
     budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
     cal = _calibrate(space, budget, say, reporter)
     predictors = adapt_all(plan, budget)
+    suspects = {
+        m: c.fit["suspect_values"] for m, c in predictors.items() if "suspect_values" in c.fit
+    }
+    for metric, found in suspects.items():
+        for arch, p in found.items():
+            reporter.note(
+                f"warning: the measured {metric} of {arch} looks like a gross error "
+                f"(probability {p:.2f} given the other calibration values); the predictor "
+                "discounted it: measure it again"
+            )
     evaluator = PredictedEvaluator(space, settings.dataset, predictors, plan.predictor.name)
     say(f"search on costs predicted by {plan.predictor.name}")
     costs = dataclasses.replace(
@@ -288,6 +298,7 @@ def run_fewshot(
             for a in cal
         ],
         "verification": verification,
+        "suspect_values": suspects,
         "best_verified": (
             best is not None and best.attrs.get("verified", True)
             if settings.max_latency is not None

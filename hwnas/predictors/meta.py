@@ -374,7 +374,8 @@ def adapt(
             measured). Each value is then either clean or drawn from a log-uniform density
             over :data:`OUTLIER_SPAN`; the hypotheses "no gross error" and "value i is one"
             are averaged with the settings (the contamination model of Box & Tiao,
-            Biometrika 1968), so that one bad value of 10 does not decide the fit.
+            Biometrika 1968), so that one bad value of 10 does not decide the fit; from
+            :data:`OUTLIER_MIN_VALUES` values up.
 
     Raises:
         HwnasError: no setting fits (degenerate measurements), or an unknown ``select``.

@@ -116,3 +116,25 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     assert status == 2 and len(error) == 1 and "missing.csv" in error[0]
     status, _, err = cli("search", "--device", "fpga", "--budget", "5", "--no-zoo")
     assert status == 0, err
+
+
+def test_a_gross_error_in_an_imported_calibration_is_named_by_the_search(tmp_path, cli):
+    """A user's 10 reference values with one of them 3x too fast (a measurement taken while
+    another job ran, a typo): the few-shot search says which, discounts it, and its summary
+    lists it; the other nine are taken as measured."""
+    from hwnas.predictors.data import get_column, reference_indices
+
+    space = get_space("nasbench201")
+    ref = list(reference_indices("nasbench201"))
+    values = get_column("nasbench201", "gold_6226").values[ref].copy()
+    values[7] *= 0.3
+    _write_table(tmp_path / "cal.csv", ref, ["arch", "latency_ms"], values)
+    status, _, err = cli("measure", "import", "--device", "lab-cpu", "cal.csv")
+    assert status == 0, err
+    status, out, err = cli("search", "--device", "lab-cpu", "--budget", "12", "--no-zoo", "--json")
+    assert status == 0, err
+    bad = space.arch_at(ref[7]).text
+    assert f"latency_ms of {bad} looks like a gross error" in err
+    summary = json.loads(out)
+    assert list(summary["suspect_values"]["latency_ms"]) == [bad]
+    assert summary["suspect_values"]["latency_ms"][bad] > 0.9
