@@ -262,16 +262,7 @@ def run_fewshot(
     budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
     cal = _calibrate(space, budget, say, reporter)
     predictors = adapt_all(plan, budget)
-    suspects = {
-        m: c.fit["suspect_values"] for m, c in predictors.items() if "suspect_values" in c.fit
-    }
-    for metric, found in suspects.items():
-        for arch, p in found.items():
-            reporter.note(
-                f"warning: the measured {metric} of {arch} looks like a gross error "
-                f"(probability {p:.2f} given the other calibration values); the predictor "
-                "discounted it: measure it again"
-            )
+    suspects = _suspects(predictors, reporter)
     evaluator = PredictedEvaluator(space, settings.dataset, predictors, plan.predictor.name)
     say(f"search on costs predicted by {plan.predictor.name}")
     costs = dataclasses.replace(
@@ -312,6 +303,22 @@ def run_fewshot(
             "(best_verified false: none could be, the most accurate predicted within it)"
         )
     return final, extra, evaluator
+
+
+def _suspects(predictors: dict[str, PredictorCostModel], reporter: Reporter) -> dict:
+    """The calibration values each metric's predictor took for gross errors (metric -> arch ->
+    probability), each said in a warning line."""
+    suspects = {
+        m: c.fit["suspect_values"] for m, c in predictors.items() if "suspect_values" in c.fit
+    }
+    for metric, found in suspects.items():
+        for arch, p in found.items():
+            reporter.note(
+                f"warning: the measured {metric} of {arch} looks like a gross error "
+                f"(probability {p:.2f} given the other calibration values); the predictor "
+                "discounted it: measure it again"
+            )
+    return suspects
 
 
 def _calibrate(space: SearchSpace, budget: MeasurementBudget, say, reporter: Reporter) -> list:
