@@ -252,7 +252,7 @@ def analyse(root: Path) -> dict:
         out["details"][fn] = sites
 
     edges: dict[str, dict[str, list[tuple[int, bool]]]] = defaultdict(lambda: defaultdict(list))
-    for mod, (p, v) in visitors.items():
+    for mod, (_path, v) in visitors.items():
         for target, line, inside in v.imports:
             if target != mod:
                 edges[mod][target].append((line, inside))

@@ -6,16 +6,17 @@ devices as pickle files on Google Drive, one per device: ``{arch_vector: seconds
 ``arch_vector`` is the 6 operation indices of the cell's edges in NAS-Bench-201 string order
 (0 none, 1 skip_connect, 2 nor_conv_1x1, 3 nor_conv_3x3, 4 avg_pool_3x3; Eagle's
 ``eagle/models/nasbench201/utils.py``). hwnas ships them as one gzip CSV,
-``devices/recorded/nasbench201_eagle_latency_ms.csv.gz``: ``index`` (NAS-Bench-201 order) and one
-column per device in milliseconds (10 significant digits), ``nan`` where the device has no value (the 341 cells whose
-output is not connected to their input were never measured; three mobile devices also miss a
-few dozen more).
+``devices/recorded/nasbench201_eagle_latency_ms.csv.gz``: ``index`` (NAS-Bench-201 order) and
+one column per device in milliseconds (10 significant digits), ``nan`` where the device has no
+value (the 341 cells whose output is not connected to their input were never measured; three
+mobile devices also miss a few dozen more).
 
 The pickles are read with a restricted unpickler that only builds numpy scalars (a pickle is
 code otherwise). Usage, with the 13 pickles in one folder (any of Eagle's file names, e.g.
 ``embeeded-tpu-edgetpu-int8.pickle`` or ``embedded-tpu-edge-tpu-int8.pickle``)::
 
-    python experiments/convert_eagle.py PICKLE_FOLDER devices/recorded/nasbench201_eagle_latency_ms.csv.gz
+    python experiments/convert_eagle.py PICKLE_FOLDER \
+        devices/recorded/nasbench201_eagle_latency_ms.csv.gz
 """
 
 from __future__ import annotations

@@ -38,7 +38,9 @@ COMMANDS = [
 ]
 
 
-def timed_lines(command: str, env: dict[str, str], cwd: Path) -> tuple[float, list[tuple[float, str]], int]:
+def timed_lines(
+    command: str, env: dict[str, str], cwd: Path
+) -> tuple[float, list[tuple[float, str]], int]:
     """Run ``command`` with stdout+stderr on one pipe; return (wall s, [(t s, line)], exit code)."""
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         for command in commands:
             wall, lines, code = timed_lines(command, env, Path(tmp))
             gap, after = longest_gap(wall, lines)
-            print(f"| `{command}` | {code} | {wall:.1f} | {len(lines)} | {gap:.1f} | {after[:60]} |")
+            row = [f"`{command}`", code, f"{wall:.1f}", len(lines), f"{gap:.1f}", after[:60]]
+            print("| " + " | ".join(str(c) for c in row) + " |")
             sys.stdout.flush()
     return 0
 

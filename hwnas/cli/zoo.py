@@ -49,7 +49,9 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
         raise HwnasError(f"the run folder of study '{row['study']}' is missing: {row['folder']}")
     zoo = Path(row["folder"]) / "zoo"
     if not zoo.is_dir():
-        raise HwnasError(f"the run of study '{row['study']}' has no zoo ({zoo}): it ran with --no-zoo")
+        raise HwnasError(
+            f"the run of study '{row['study']}' has no zoo ({zoo}): it ran with --no-zoo"
+        )
     if not prefix:
         return zoo
     found = sorted(p for p in zoo.iterdir() if p.is_dir() and p.name.startswith(prefix))

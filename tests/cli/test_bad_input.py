@@ -271,7 +271,10 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
          "width must be <= 8"),
         (["arch", "--space", "{tmp}/width.yaml", "0"], "must be <= 16384, got 1000000000"),
         (["arch", "--space", "{tmp}/expand_inf.yaml", "0"], "must be a finite number, got inf"),
-        (["arch", "--space", "{tmp}/depth.yaml", "0"], "stages[0].depth.max: must be <= 256, got 1000000"),
+        (
+            ["arch", "--space", "{tmp}/depth.yaml", "0"],
+            "stages[0].depth.max: must be <= 256, got 1000000",
+        ),
         (["arch", "--space", "{tmp}/even_kernel.yaml", "0"], "must be an odd kernel size"),
         (["arch", "--space", "{tmp}/input.yaml", "0"], "at most 16384 channels and 16384 pixels"),
         (["measure", "-d", "energy_none", "--arch", SMALL], "energy must be auto, none, or"),

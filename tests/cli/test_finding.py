@@ -63,9 +63,12 @@ def test_an_unreachable_live_device_offers_the_recorded_and_few_shot_routes(tmp_
 
 def test_a_run_is_found_by_latest_prefix_or_a_word_that_names_it_alone():
     rows = [
-        {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed0", "finished_at": "2026-11-24T10"},
-        {"study": "nasbench201-cifar100-raspi4-latency-frontier-seed0", "finished_at": "2026-11-24T12"},
-        {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed1", "finished_at": "2026-11-24T11"},
+        {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed0",
+         "finished_at": "2026-11-24T10"},
+        {"study": "nasbench201-cifar100-raspi4-latency-frontier-seed0",
+         "finished_at": "2026-11-24T12"},
+        {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed1",
+         "finished_at": "2026-11-24T11"},
         {"study": "fbnet-cifar100-pixel3-latency-frontier-seed0", "finished_at": None},
     ]
     assert find_run("latest", rows, "db")["study"].startswith("nasbench201-cifar100-raspi4")

@@ -84,8 +84,10 @@ def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path,
                 m = LINE.match(out.strip().splitlines()[0])
                 assert m is not None and m["label"] == str(model), out
                 assert "predictor kernel (kernel-level" in err and "kernel(s) timed now" in err
-            code, out, err = run(["measure", "--device", device, "--onnx", model,
-                                  "--store", tmp_path / f"whole{attempt}-{k}.db"], capsys)  # fmt: skip
+            whole = tmp_path / f"whole{attempt}-{k}.db"
+            code, out, err = run(
+                ["measure", "--device", device, "--onnx", model, "--store", whole], capsys
+            )
             assert code == 0, err
             measured.append(measured_ms(out, model.name))
         y = min(measured)

@@ -130,7 +130,10 @@ def test_devices_list_shows_the_install_hint_with_its_extra():
         "import sys; from hwnas.cli import main; sys.exit(main())"
     )
     r = subprocess.run(
-        [sys.executable, "-c", code, "devices", "--all"], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", code, "devices", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**__import__("os").environ, "COLUMNS": "200"},
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -49,7 +49,8 @@ def test_every_profile_loads_and_reports_status(name):
 
 
 def test_unknown_device_lists_known_ones():
-    with pytest.raises(UnknownNameError, match="unknown device 'pixel99'; did you mean .*pixel3.*known: .*pixel3"):
+    expected = "unknown device 'pixel99'; did you mean .*pixel3.*known: .*pixel3"
+    with pytest.raises(UnknownNameError, match=expected):
         get_device("pixel99")
 
 
