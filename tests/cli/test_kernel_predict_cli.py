@@ -109,18 +109,19 @@ def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path,
 
 
 def _odd_model(path):
-    """A recurrent network (an LSTM over 16 steps): no kernel of its kind was ever timed."""
+    """A recurrent network (an LSTM of 128 units over 64 steps, about 0.2 ms here): no kernel
+    of its kind was ever timed."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    hidden, feats = 32, 16
+    hidden, feats, steps = 128, 64, 64
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, feats)).astype(np.float32), "W")
     r = numpy_helper.from_array(
         rng.standard_normal((1, 4 * hidden, hidden)).astype(np.float32), "R"
     )
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 1, feats])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 1, 1, hidden])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, feats])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [steps, 1, 1, hidden])
     node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden)
     m = helper.make_model(helper.make_graph([node], "lstm", [x], [y], [w, r]),
                           opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
@@ -145,7 +146,10 @@ def test_warning_on_a_model_unlike_any_seen(device, tmp_path, capsys):
     code, out, err = run(["predict", "--device", device, "--onnx", odd, "--store", store], capsys)
     assert code == 0 and "1 kernel(s) timed now" in err and "warning: " not in err, err
     m2 = LINE.match(out.strip())
-    assert float(m2["std"]) < float(m["std"])
+    # narrower relative to the prediction (the guess may be far off: an absolute std compares
+    # a guessed microsecond with a timed one; a 2.5 us LSTM's timing spread on a loaded CI
+    # machine once exceeded the guess's absolute std)
+    assert float(m2["std"]) / float(m2["ms"]) < float(m["std"]) / float(m["ms"])
 
 
 def test_onnx_on_a_recorded_phone_does_not_depend_on_space(tmp_path, capsys):
