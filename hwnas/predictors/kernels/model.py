@@ -389,11 +389,17 @@ def fit_correction(
 
 
 def _generic_guess(kernel: Kernel, overhead: float) -> float:
-    """A time for a kernel of a type nobody timed: its touched elements at a memory-bound
-    rate of about 1 ns per element, plus the call overhead."""
+    """A time (ms) for a kernel of a type nobody timed: the elements it touches (the larger
+    of its run-time inputs and its outputs, as :func:`~hwnas.predictors.kernels.features.macs`
+    counts them, or its multiply-accumulates where that function knows them, plus every
+    weight it reads) at a memory-bound rate of about 1 ns per element, plus the call overhead.
+    Weights count: a recurrent kernel (LSTM, GRU) reads far more weight than activation
+    elements (an LSTM of 128 units over 64 steps: 98,304 weight elements against 4,096 in and
+    8,192 out), and a guess from its activations alone was 20x too low."""
     from hwnas.predictors.kernels.features import macs
 
-    return overhead + 1e-6 * float(macs(kernel))
+    weights = sum(t.elems for t in kernel.inputs if t.role != "x")
+    return overhead + 1e-6 * (float(macs(kernel)) + float(weights))
 
 
 def _onnx_of(model: Model) -> tuple[str, bytes, tuple[int, ...]]:
