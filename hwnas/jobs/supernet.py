@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -309,8 +310,12 @@ def _train(
     _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter)
     turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
-        distributed.stop()
+        # free the DDP wrapper while the process group and the interpreter are alive: freed at
+        # interpreter exit (a reference cycle), its gloo work aborted rank 1 once ("terminate
+        # called without an active exception", exit code -6)
         strategy.net = net
+        gc.collect()
+        distributed.stop()
         if not ranks.main:
             return None
 
