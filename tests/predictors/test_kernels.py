@@ -126,3 +126,42 @@ def test_correction_and_conformal_interval_cover_the_calibration_networks():
     half = c.q * np.sqrt(c.rel_std**2 + 0.01**2)
     assert np.mean(np.abs(np.log(y / pred)) <= half) >= 0.85
     assert Correction().scale == 1.0
+
+
+def _conv_model(c: int, groups: int) -> bytes:
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((c, c // groups, 3, 3), np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 16, 16])
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=groups)
+    g = helper.make_graph([node], "conv", [x], [y], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def test_a_convolution_kind_never_timed_is_predicted_by_a_timed_kind_of_its_op():
+    """Regressors fitted on dense 3x3 convolutions only (synthetic times, 0.05 ns per
+    multiply-accumulate): a grouped one is predicted by them ('extrapolated', wider), not
+    guessed at 1 ns per multiply-accumulate (a ResNeXt's grouped convolutions were guessed 90x
+    too slow that way); an op with no timed kind stays 'unseen'."""
+    from hwnas.predictors.kernels.features import macs
+
+    def conv(c: int, groups: int):  # ONNX Runtime's own kernel for it (nchwc on x86)
+        return next(k for k in read_kernels(_conv_model(c, groups)).kernels if "Conv" in k.op)
+
+    dense = [conv(c, 1) for c in range(16, 272, 16)]
+    reg = KernelRegressors(min_samples=5).fit(
+        dense, [0.001 + 5e-8 * macs(k) for k in dense], overhead_ms=0.001
+    )
+    inside = conv(72, 1)
+    grouped = conv(256, 4)
+    assert kernel_type(grouped).endswith("/grouped") and kernel_type(grouped) not in reg.models
+    p = reg.predict([inside, grouped, read_kernels(_sum_model("Pow", (1, 8, 8, 8))).kernels[0]])
+    assert p.status == ["fitted", "extrapolated", "unseen"]
+    assert p.log_std[1] > p.log_std[0]
+    # a dense convolution's forest reads the grouped one's channels too: within 3x (2.1x here;
+    # the guess at 1 ns per multiply-accumulate is 20x), and inside two of its wider stds
+    err = abs(np.log(p.median_ms[1] / (5e-8 * macs(grouped))))
+    assert err < np.log(3.0) and err < 2 * p.log_std[1], (p.median_ms[1], p.log_std[1])

@@ -10,7 +10,9 @@ forests too). Predictions are medians (``exp`` of the predicted log). A predicti
 - a status: ``fitted`` (every feature inside the range the type was fitted on), ``extrapolated``
   (a feature outside it, or a value of a column that never varied: a kernel size or activation
   the type was never timed with; trees cannot extrapolate, so the standard deviation is widened
-  by how far outside the range it lies) or ``unseen`` (a type without a regressor).
+  by how far outside the range it lies; also a convolution of a kind never timed, predicted by
+  the nearest timed kind of the same op, widened by :data:`SIBLING_STD`) or ``unseen`` (a type
+  without a regressor).
 
 This is what adaptive sampling asks (:mod:`hwnas.predictors.kernels.sampling`: time where the
 prediction is least certain) and what the network-level predictor turns into warnings.
@@ -35,6 +37,10 @@ the fitted range before a kernel counts as extrapolated."""
 
 EXTRAPOLATION_STD = 0.35
 """Standard deviation (of the log) added per unit of distance outside the fitted range."""
+
+SIBLING_STD = 0.5
+"""Standard deviation (of the log) added to a prediction by another kind of the same op (a
+grouped convolution predicted by the dense convolutions' regressor): about 1.65x either way."""
 
 MAX_STD = 2.0
 """Largest standard deviation of the log a prediction is given."""
@@ -158,19 +164,39 @@ class KernelRegressors:
         types = [kernel_type(k) for k in kernels]
         x_all = feature_matrix(kernels)
         for t in set(types):
-            model = self.models.get(t)
-            if model is None:
-                continue
             rows = np.array([i for i, tt in enumerate(types) if tt == t])
             x = x_all[rows]
+            own = self.models.get(t)
+            # a convolution kind never timed (grouped, with only dense ones timed): the op's
+            # nearest timed kind, counted as extrapolated and widened by SIBLING_STD
+            candidates = [own] if own is not None else self._siblings(t)
+            best = None
+            for model in candidates:
+                below = np.maximum(model.low - RANGE_SLACK - x, 0)
+                above = np.maximum(x - model.high - RANGE_SLACK, 0)
+                dist = np.max(np.maximum(below, above), axis=1)
+                if best is None or dist.mean() < best[1].mean():
+                    best = (model, dist)
+            if best is None:
+                continue
+            model, dist = best
             per_tree = np.stack([tree.predict(x) for tree in model.forest.estimators_])
             mu, spread = per_tree.mean(0), per_tree.std(0)
-            below = np.maximum(model.low - RANGE_SLACK - x, 0)
-            above = np.maximum(x - model.high - RANGE_SLACK, 0)
-            dist = np.max(np.maximum(below, above), axis=1)
             std = np.sqrt(spread**2 + model.resid_std**2) + EXTRAPOLATION_STD * dist
+            if own is None:
+                std = std + SIBLING_STD
             log_mean[rows], log_std[rows] = mu, np.minimum(std, MAX_STD)
             distance[rows] = dist
             for r, d in zip(rows, dist):
-                status[r] = "extrapolated" if d > 0 else "fitted"
+                status[r] = "extrapolated" if d > 0 or own is None else "fitted"
         return KernelPrediction(log_mean, log_std, status, distance, self.overhead_ms)
+
+    def _siblings(self, kernel_type_name: str) -> list[TypeModel]:
+        """The regressors of the other kinds of the same op ("Conv/dense" for "Conv/grouped";
+        none for a type without a kind)."""
+        op, _, kind = kernel_type_name.partition("/")
+        if not kind:
+            return []
+        return [
+            m for t, m in self.models.items() if t.partition("/")[0] == op and t != kernel_type_name
+        ]
