@@ -68,7 +68,8 @@ def _cli(capsys, *args: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-def _one_line(code: int, err: str, expected: str) -> None:
+def assert_one_line(code: int, err: str, expected: str) -> None:
+    """Assert one ``error: `` line holding ``expected``, exit status 2 and no traceback."""
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("search")]
     errors = [line for line in lines if line.startswith("error: ")]
     assert code == 2 and len(errors) == 1 and expected in errors[0], err
@@ -189,7 +190,7 @@ def test_an_empty_or_damaged_study_database_is_one_line_not_a_fresh_study(
         content = whole[: len(whole) // 2 + 100]
     db.write_bytes(content)
     code, err = _cli(capsys, *ARGS, "--budget", "5", "--out", str(tmp_path / "b"))
-    _one_line(code, err, f"study storage {db} {expected}")
+    assert_one_line(code, err, f"study storage {db} {expected}")
     assert db.read_bytes() == content  # left as it was, for the user to restore
     assert not (tmp_path / "b").exists()
 
@@ -197,7 +198,7 @@ def test_an_empty_or_damaged_study_database_is_one_line_not_a_fresh_study(
 def test_an_empty_measurement_store_is_one_line(tmp_path, capsys):
     (tmp_path / "m.db").write_bytes(b"")
     code, err = _cli(capsys, "devices", "--store", str(tmp_path / "m.db"))
-    _one_line(code, err, "is empty (0 bytes), not an SQLite database")
+    assert_one_line(code, err, "is empty (0 bytes), not an SQLite database")
 
 
 # -- a full disk -------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def test_a_full_disk_at_any_step_is_one_line_and_a_rerun_completes(
         else:
             _fill_disk(full, lambda p: p.startswith(str(artifacts)))
         code, err = _cli(capsys, *args)
-    _one_line(code, err, "no space left on the device")
+    assert_one_line(code, err, "no space left on the device")
     assert not _leftovers(tmp_path, artifacts)
     # what was written before the disk filled is kept
     assert len(_scored(hwnas_home)) == (5 if step == "study" else 12)
@@ -309,7 +310,7 @@ def test_a_full_measurement_store_is_one_line(monkeypatch, capsys):
     small = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
     _disk_full_db(monkeypatch, MeasurementStore, "append", sqlalchemy_error=False)
     code, err = _cli(capsys, "measure", "--device", "cpu-fast", "--arch", small)
-    _one_line(code, err, "no space left on the device")
+    assert_one_line(code, err, "no space left on the device")
 
 
 # -- temporaries of killed writers -----------------------------------------------------------
