@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -109,18 +110,26 @@ def ceiling(column, seed: int = 0) -> dict[str, float]:
         return scores(np.exp(model.predict(x[test])), y[test])
 
 
+@lru_cache(maxsize=2)
+def _head_basis(artifact: str) -> np.ndarray:
+    """(15625, D) the meta head's basis of every architecture under ``artifact``: encoder
+    outputs and cost proxies (each over its mean) and additive costs (computed once per
+    artifact, not per column)."""
+    from hwnas.predictors.meta import MetaPredictor
+
+    pred = MetaPredictor(artifact)
+    phi, f = pred.space_basis(pred.featurizer.space.all_archs())
+    return np.concatenate([phi / phi.mean(0), f], 1)
+
+
 def basis_ceiling(artifact, column, seed: int = 0) -> dict[str, float]:
     """The meta head's own basis (encoder outputs, cost proxies and additive costs of
     ``artifact``) fitted by least relative squares on half of the column's own values, scored
     on the other half: the best any setting of the head can do on this device, whatever its
     prior and however many values it is given."""
-    from hwnas.predictors.meta import MetaPredictor
     from hwnas.predictors.metrics import scores
 
-    pred = MetaPredictor(artifact)
-    archs = pred.featurizer.space.all_archs()
-    phi, f = pred.space_basis(archs)
-    x = np.concatenate([phi / phi.mean(0), f], 1)
+    x = _head_basis(str(artifact))
     y = column.values
     measured = np.nonzero(np.isfinite(y) & (y > 0))[0]
     perm = np.random.default_rng(seed).permutation(measured)

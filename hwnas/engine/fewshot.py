@@ -262,7 +262,7 @@ def run_fewshot(
     budget = MeasurementBudget(profiler, space, settings.dataset, plan.metrics, plan.budget)
     cal = _calibrate(space, budget, say, reporter)
     predictors = adapt_all(plan, budget)
-    suspects = _suspects(predictors, reporter)
+    suspects = _suspects(predictors, budget, reporter)
     evaluator = PredictedEvaluator(space, settings.dataset, predictors, plan.predictor.name)
     say(f"search on costs predicted by {plan.predictor.name}")
     costs = dataclasses.replace(
@@ -305,19 +305,20 @@ def run_fewshot(
     return final, extra, evaluator
 
 
-def _suspects(predictors: dict[str, PredictorCostModel], reporter: Reporter) -> dict:
+def _suspects(
+    predictors: dict[str, PredictorCostModel], budget: MeasurementBudget, reporter: Reporter
+) -> dict:
     """The calibration values each metric's predictor took for gross errors (metric -> arch ->
     probability), each said in a warning line."""
+    from hwnas.predictors.predict import gross_error_warning
+
     suspects = {
         m: c.fit["suspect_values"] for m, c in predictors.items() if "suspect_values" in c.fit
     }
     for metric, found in suspects.items():
         for arch, p in found.items():
-            reporter.note(
-                f"warning: the measured {metric} of {arch} looks like a gross error "
-                f"(probability {p:.2f} given the other calibration values); the predictor "
-                "discounted it: measure it again"
-            )
+            value = budget.values[arch][metric].value
+            reporter.note(gross_error_warning(metric, arch, value, p))
     return suspects
 
 

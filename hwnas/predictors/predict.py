@@ -136,16 +136,22 @@ def predict_models(
     ]
 
 
-def warn_suspects(pred, models, values, metric: str, note: Callable[[str], None]) -> None:
-    """One warning line per calibration value the adapted predictor took for a gross error
+def gross_error_warning(metric: str, model: Any, value: float, probability: float) -> str:
+    """The warning line for a calibration value (``value`` in ``metric``'s unit) a predictor
+    took for a gross error with ``probability``
     (:meth:`hwnas.predictors.base.Predictor.suspect_values`)."""
-    unit = UNITS.get(metric, "")
+    return (
+        f"warning: the measured {metric} of {model} looks like a gross error "
+        f"({value:.4g} {UNITS.get(metric, '')}; probability {probability:.2f} given the other "
+        "calibration values), so the predictor discounted it: measure it again"
+    )
+
+
+def warn_suspects(pred, models, values, metric: str, note: Callable[[str], None]) -> None:
+    """One :func:`gross_error_warning` per calibration value the adapted predictor ``pred``
+    took for a gross error (``models`` and ``values``: what it was fitted on)."""
     for i, p in pred.suspect_values().items():
-        note(
-            f"warning: the measured {metric} of {models[i]} ({values[i]:.4g} {unit}) looks like "
-            f"a gross error (probability {p:.2f} given the other values), so the predictor "
-            "discounted it: measure it again"
-        )
+        note(gross_error_warning(metric, models[i], float(values[i]), p))
 
 
 def onnx_model(path: str | Path) -> Any:
