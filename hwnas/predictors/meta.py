@@ -601,7 +601,15 @@ class MetaPredictor(Predictor):
         self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
         self.select: str = self.card["model"].get("select", "evidence")
-        self.outlier: float = float(self.card["model"].get("outlier", 0.0))
+        outlier = self.card["model"].get("outlier", 0.0)
+        if isinstance(outlier, bool) or not isinstance(outlier, int | float) or not (
+            0.0 <= outlier < 0.5
+        ):
+            raise HwnasError(
+                f"{self.path / 'card.json'}: model.outlier must be a probability in [0, 0.5), "
+                f"got {outlier!r}"
+            )
+        self.outlier: float = float(outlier)
         self._space_head: BayesHead | None = None
         self._graph_head: BayesHead | None = None
         self._in_space: list[int] = []

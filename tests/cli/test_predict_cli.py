@@ -140,13 +140,18 @@ def test_predictor_eval_and_list(capsys):
 BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
 
 
-def _old_artifact(tmp_path):
+def _old_artifact(tmp_path, **model):
+    """A copy of nasbench201-help whose card says format version 0, or (with ``model``) whose
+    card's model section has those settings."""
     from hwnas.predictors import list_artifacts
 
     old = tmp_path / "old-artifact"
     shutil.copytree(list_artifacts()["nasbench201-help"], old)
     card = json.loads((old / "card.json").read_text())
-    card["format_version"] = 0
+    if model:
+        card["model"].update(model)
+    else:
+        card["format_version"] = 0
     (old / "card.json").write_text(json.dumps(card))
     return old
 
@@ -163,6 +168,7 @@ def _old_artifact(tmp_path):
         ("no_value_column", "needs exactly one value column"),
         ("other_space", "is for space 'fbnet', not 'nasbench201'"),
         ("other_version", "format version 0"),
+        ("bad_outlier", "model.outlier must be a probability in [0, 0.5), got 2"),
         ("missing_file", "file not found"),
         ("archs_without_arch_column", "no 'arch' column"),
         ("unknown_predictor", "unknown predictor 'nope'"),
@@ -191,6 +197,8 @@ def test_bad_calibration_and_predictor_one_line_exit_2(case, expected, tmp_path,
         predictor = "fbnet-help"
     elif case == "other_version":
         predictor = str(_old_artifact(tmp_path))
+    elif case == "bad_outlier":  # a card someone sent: a setting that would make every fit NaN
+        predictor = str(_old_artifact(tmp_path, outlier=2))
     elif case == "missing_file":
         cal = tmp_path / "none.csv"
     elif case == "archs_without_arch_column":
