@@ -109,6 +109,28 @@ def test_predict_is_within_15pct_of_measure(name, side, width, device, tmp_path,
     assert float(LINE.match(out.strip())["ms"]) == pytest.approx(pred, rel=1e-9)
 
 
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_nothing_timed_yet_the_interval_still_holds_the_measurement(name, device, tmp_path, capsys):
+    """A fresh home and ``--kernel-budget 0``: no kernel type was ever timed, so every kernel is
+    guessed from its work (multiply-accumulates or elements) at the reference CPU's rates.
+    The 90% interval is wide but holds the network as measured, and the guess is within 3x
+    (convolutions guessed at 1 ns per multiply-accumulate made RegNetX-200MF 58x too slow,
+    interval and all)."""
+    model = tmp_path / f"{name}.onnx"
+    model.write_bytes(network_workload(name, side=64, width=0.5).onnx_bytes())
+    store = tmp_path / "kernels.db"
+    code, out, err = run(["predict", "--device", device, "--onnx", model, "--kernel-budget", "0",
+                          "--store", store], capsys)  # fmt: skip
+    assert code == 0 and "0 kernel(s) timed now" in err and "never timed" in err, err
+    m = LINE.match(out.strip())
+    code, out, err = run(["measure", "--device", device, "--onnx", model, "--store",
+                          tmp_path / "whole.db"], capsys)  # fmt: skip
+    assert code == 0, err
+    y = measured_ms(out, model.name)
+    assert float(m["lo"]) <= y <= float(m["hi"]), (m.groupdict(), y)
+    assert 1 / 3 < float(m["ms"]) / y < 3, (m.groupdict(), y)
+
+
 def _odd_model(path):
     """A recurrent network (an LSTM of 128 units over 64 steps, about 0.2 ms here): no kernel
     of its kind was ever timed."""

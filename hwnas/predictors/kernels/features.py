@@ -41,6 +41,10 @@ FEATURES: tuple[str, ...] = (
 
 CONV_OPS = frozenset({"Conv", "com.microsoft:FusedConv", "com.microsoft.nchwc:Conv"})
 MATMUL_OPS = frozenset({"MatMul", "Gemm", "com.microsoft:FusedMatMul", "com.microsoft:FusedGemm"})
+RECURRENT_OPS = frozenset({"LSTM", "GRU", "RNN"})
+COMPUTE_OPS = CONV_OPS | MATMUL_OPS | RECURRENT_OPS
+"""Ops whose time follows their multiply-accumulates (:func:`macs` counts them); every other
+op is memory-bound: its time follows the elements it touches."""
 ACTIVATIONS = {"": 0, "Relu": 1, "Clip": 2, "HardSigmoid": 3, "Sigmoid": 4, "LeakyRelu": 5,
                "Tanh": 6, "HardSwish": 7}  # fmt: skip
 
@@ -67,9 +71,15 @@ def kernel_type(kernel: Kernel) -> str:
 
 
 def macs(kernel: Kernel) -> float:
-    """Multiply-accumulates of a convolution or matrix product; the larger of input and
-    output elements for any other kernel (what a memory-bound kernel touches)."""
+    """Multiply-accumulates of a convolution, matrix product or recurrent layer (ONNX
+    ``LSTM``/``GRU``/``RNN``: every step multiplies the input by ``W`` and the state by ``R``,
+    shapes (directions, gates x hidden, input or hidden size)); the larger of input and output
+    elements for any other kernel (what a memory-bound kernel touches)."""
     out = float(np.prod(kernel.outputs[0])) if kernel.outputs else 0.0
+    if kernel.op in RECURRENT_OPS and len(kernel.inputs) >= 3 and kernel.inputs[0].shape:
+        x = kernel.inputs[0].shape  # (steps, batch, input size); (batch, steps, ...) if layout=1
+        w, r = kernel.inputs[1], kernel.inputs[2]
+        return float(x[0] * x[1]) * (w.elems + r.elems) if len(x) == 3 else float(w.elems + r.elems)
     if kernel.op in CONV_OPS:
         w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) == 4), None)
         if w is not None:
@@ -82,6 +92,17 @@ def macs(kernel: Kernel) -> float:
         return out * k
     ins = sum(t.elems for t in kernel.x_inputs)
     return float(max(ins, out))
+
+
+def work(kernel: Kernel) -> float:
+    """What a kernel's time follows, in multiply-accumulates or elements: :func:`macs` plus
+    every weight element it reads."""
+    return float(macs(kernel)) + float(sum(t.elems for t in kernel.inputs if t.role != "x"))
+
+
+def work_class(kernel: Kernel) -> str:
+    """ "compute" for :data:`COMPUTE_OPS`, else "memory"."""
+    return "compute" if kernel.op in COMPUTE_OPS else "memory"
 
 
 def _dims(shape: tuple[int, ...]) -> list[float]:

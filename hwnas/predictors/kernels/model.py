@@ -223,7 +223,8 @@ class KernelPredictor(Predictor):
         todo = [k for k in {k.key: k for k in kernels}.values() if k.key not in self._times]
         if not todo:
             return
-        pred = (self.regressors or KernelRegressors()).predict(todo)
+        regressors = self.regressors or KernelRegressors()
+        pred = regressors.predict(todo)
         unsure = []
         o = self.overhead_ms
         for k, mu, sd, st in zip(todo, pred.log_mean, pred.log_std, pred.status):
@@ -245,8 +246,8 @@ class KernelPredictor(Predictor):
         for k, mu, sd, st in unsure:
             if k.key in self._times:
                 continue
-            if st == "unseen":  # a type nobody timed: a generic guess from its size
-                self._times[k.key] = (_generic_guess(k, o), UNSEEN_REL_STD, st)
+            if st == "unseen":  # a type nobody timed: a guess from its work
+                self._times[k.key] = (o + regressors.guess_ms(k), UNSEEN_REL_STD, st)
             else:
                 self._times[k.key] = (o + float(np.exp(mu)), float(sd), st)
             self.counts["predicted"] += 1
@@ -386,20 +387,6 @@ def fit_correction(
     ls = np.log(np.maximum(total, 1e-6))
     fitted.log_sum_range = (float(ls.min()), float(ls.max()))
     return fitted
-
-
-def _generic_guess(kernel: Kernel, overhead: float) -> float:
-    """A time (ms) for a kernel of a type nobody timed: the elements it touches (the larger
-    of its run-time inputs and its outputs, as :func:`~hwnas.predictors.kernels.features.macs`
-    counts them, or its multiply-accumulates where that function knows them, plus every
-    weight it reads) at a memory-bound rate of about 1 ns per element, plus the call overhead.
-    Weights count: a recurrent kernel (LSTM, GRU) reads far more weight than activation
-    elements (an LSTM of 128 units over 64 steps: 98,304 weight elements against 4,096 in and
-    8,192 out), and a guess from its activations alone was 20x too low."""
-    from hwnas.predictors.kernels.features import macs
-
-    weights = sum(t.elems for t in kernel.inputs if t.role != "x")
-    return overhead + 1e-6 * (float(macs(kernel)) + float(weights))
 
 
 def _onnx_of(model: Model) -> tuple[str, bytes, tuple[int, ...]]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hwnas.predictors.kernels.features import feature_matrix, kernel_type
+from hwnas.predictors.kernels.features import feature_matrix, kernel_type, work, work_class
 from hwnas.predictors.kernels.read import Kernel
 
 MIN_SAMPLES = 8
@@ -47,6 +47,16 @@ MAX_STD = 2.0
 
 FLOOR_MS = 1e-4
 """Smallest in-network kernel time (ms) a regressor is fitted on (0.1 microseconds)."""
+
+PRIOR_NS_PER_WORK = {"compute": 0.0126, "memory": 0.104}
+"""Time per unit of :func:`~hwnas.predictors.kernels.features.work` (ns per
+multiply-accumulate or element, the runtime's call overhead taken off) of a kernel of a type
+nobody timed, by :func:`~hwnas.predictors.kernels.features.work_class`, before any kernel of
+that class was timed on the device: the medians over the 4,766 kernels of
+``devices/data/cpu_ground_truth`` (ONNX Runtime, 1 thread, this project's reference CPU;
+1,852 convolutions and matrix products, 2,914 other kernels). Their log spread around the
+median is 1.2-1.3 (1.0 around a log-log fit), which is what ``UNSEEN_REL_STD`` of
+:mod:`~hwnas.predictors.kernels.model` allows for."""
 
 
 @dataclass
@@ -112,6 +122,7 @@ class KernelRegressors:
     seed: int = 0
     models: dict[str, TypeModel] = field(default_factory=dict)
     overhead_ms: float = 0.0
+    ns_per_work: dict[str, float] = field(default_factory=lambda: dict(PRIOR_NS_PER_WORK))
 
     def fit(
         self, kernels: Sequence[Kernel], values_ms: Sequence[float], overhead_ms: float = 0.0
@@ -130,6 +141,12 @@ class KernelRegressors:
         y_all = np.log(np.maximum(net, FLOOR_MS))
         types = [kernel_type(k) for k in kernels]
         x_all = feature_matrix(kernels)
+        self.ns_per_work = dict(PRIOR_NS_PER_WORK)
+        classes = np.array([work_class(k) for k in kernels])
+        rate = np.exp(y_all) * 1e6 / np.maximum([work(k) for k in kernels], 1.0)
+        for c in PRIOR_NS_PER_WORK:  # this device's own rate where it timed enough kernels
+            if np.sum(classes == c) >= self.min_samples:
+                self.ns_per_work[c] = float(np.median(rate[classes == c]))
         self.models = {}
         for t in sorted(set(types)):
             rows = np.array([i for i, tt in enumerate(types) if tt == t])
@@ -190,6 +207,13 @@ class KernelRegressors:
             for r, d in zip(rows, dist):
                 status[r] = "extrapolated" if d > 0 or own is None else "fitted"
         return KernelPrediction(log_mean, log_std, status, distance, self.overhead_ms)
+
+    def guess_ms(self, kernel: Kernel) -> float:
+        """A time (ms, inside a network: no call overhead) for a kernel of a type no regressor
+        covers: its :func:`~hwnas.predictors.kernels.features.work` at the median time per
+        unit of the kernels of its class timed on this device (compute- or memory-bound), or
+        at :data:`PRIOR_NS_PER_WORK` where fewer than ``min_samples`` were."""
+        return 1e-6 * self.ns_per_work[work_class(kernel)] * max(work(kernel), 1.0)
 
     def _siblings(self, kernel_type_name: str) -> list[TypeModel]:
         """The regressors of the other kinds of the same op ("Conv/dense" for "Conv/grouped";
