@@ -99,6 +99,8 @@ splits at 5 samples the contamination model lost up to 0.02 rho; at 10 and 20 it
 DEFAULT_SELECT = "hybrid"
 """How the head weighs its prior families (see :func:`adapt`); cards record theirs (cards
 without one were written with "evidence")."""
+SELECTS = ("evidence", "loo", "family-loo", "hybrid")
+"""The weightings :func:`adapt` knows."""
 
 RIDGE = -1.0
 """``alpha`` of the ridge setting (see :data:`DEFAULT_GRID`)."""
@@ -380,7 +382,7 @@ def adapt(
     Raises:
         HwnasError: no setting fits (degenerate measurements), or an unknown ``select``.
     """
-    if select not in ("evidence", "loo", "family-loo", "hybrid"):
+    if select not in SELECTS:
         raise HwnasError(f"unknown setting weighting '{select}' in a predictor card")
     grid = {**DEFAULT_GRID, **(grid or {})}
     n, k = phi_s.shape
@@ -601,6 +603,11 @@ class MetaPredictor(Predictor):
         self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
         self.select: str = self.card["model"].get("select", "evidence")
+        if self.select not in SELECTS:
+            raise HwnasError(
+                f"{self.path / 'card.json'}: model.select must be one of {', '.join(SELECTS)}, "
+                f"got {self.select!r}"
+            )
         outlier = self.card["model"].get("outlier", 0.0)
         if isinstance(outlier, bool) or not isinstance(outlier, int | float) or not (
             0.0 <= outlier < 0.5

@@ -169,6 +169,7 @@ def _old_artifact(tmp_path, **model):
         ("other_space", "is for space 'fbnet', not 'nasbench201'"),
         ("other_version", "format version 0"),
         ("bad_outlier", "model.outlier must be a probability in [0, 0.5), got 2"),
+        ("bad_select", "model.select must be one of evidence, loo, family-loo, hybrid, got 'bma'"),
         ("missing_file", "file not found"),
         ("archs_without_arch_column", "no 'arch' column"),
         ("unknown_predictor", "unknown predictor 'nope'"),
@@ -199,6 +200,8 @@ def test_bad_calibration_and_predictor_one_line_exit_2(case, expected, tmp_path,
         predictor = str(_old_artifact(tmp_path))
     elif case == "bad_outlier":  # a card someone sent: a setting that would make every fit NaN
         predictor = str(_old_artifact(tmp_path, outlier=2))
+    elif case == "bad_select":  # a weighting this version does not know: refused on load
+        predictor = str(_old_artifact(tmp_path, select="bma"))
     elif case == "missing_file":
         cal = tmp_path / "none.csv"
     elif case == "archs_without_arch_column":
