@@ -89,21 +89,34 @@ def family_of(device: str) -> str | None:
     return next((f for f, classes in FAMILIES.items() if cls in classes), None)
 
 
+def _halves(column, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The column's measured architectures split at random into (fit, test) halves: both
+    ceilings fit on the same half and score on the same other half."""
+    y = column.values
+    measured = np.nonzero(np.isfinite(y) & (y > 0))[0]  # Eagle devices miss some cells
+    perm = np.random.default_rng(seed).permutation(measured)
+    return perm[: len(perm) // 2], perm[len(perm) // 2 :]
+
+
+@lru_cache(maxsize=1)
+def _tree_features() -> np.ndarray:
+    """(15625, F) what the trees of :func:`ceiling` read (computed once, not per column)."""
+    from hwnas.predictors.featurize import get_featurizer
+
+    fz = get_featurizer("nasbench201")
+    archs = fz.space.all_archs()
+    return np.concatenate([fz.encoding(archs), fz.structural(archs), np.log1p(fz.graph(archs))], 1)
+
+
 def ceiling(column, seed: int = 0) -> dict[str, float]:
     """Trees on half of the column's own values, scored on the other half."""
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
 
-    from hwnas.predictors.featurize import get_featurizer
     from hwnas.predictors.metrics import scores
 
-    fz = get_featurizer("nasbench201")
-    archs = fz.space.all_archs()
-    x = np.concatenate([fz.encoding(archs), fz.structural(archs), np.log1p(fz.graph(archs))], 1)
-    y = column.values
-    measured = np.nonzero(np.isfinite(y) & (y > 0))[0]  # Eagle devices miss some cells
-    perm = np.random.default_rng(seed).permutation(measured)
-    fit, test = perm[: len(perm) // 2], perm[len(perm) // 2 :]
+    x, y = _tree_features(), column.values
+    fit, test = _halves(column, seed)
     with threadpool_limits(1):
         model = HistGradientBoostingRegressor(max_iter=300, random_state=seed)
         model.fit(x[fit], np.log(y[fit]))
@@ -129,11 +142,8 @@ def basis_ceiling(artifact, column, seed: int = 0) -> dict[str, float]:
     prior and however many values it is given."""
     from hwnas.predictors.metrics import scores
 
-    x = _head_basis(str(artifact))
-    y = column.values
-    measured = np.nonzero(np.isfinite(y) & (y > 0))[0]
-    perm = np.random.default_rng(seed).permutation(measured)
-    fit, test = perm[: len(perm) // 2], perm[len(perm) // 2 :]
+    x, y = _head_basis(str(artifact)), column.values
+    fit, test = _halves(column, seed)
     w, *_ = np.linalg.lstsq(x[fit] / y[fit, None], np.ones(len(fit)), rcond=None)
     return scores(np.maximum(x[test] @ w, 1e-9), y[test])
 
