@@ -163,7 +163,7 @@ def _space_name(space: Any) -> str:
 
     if isinstance(space, SearchSpace):
         return register_space(space).name
-    return get_space(str(space)).name
+    return get_space(str(space), code=True).name
 
 
 def predict(
@@ -208,7 +208,7 @@ def predict(
     from hwnas.spaces import get_space
 
     onnx, archs = split_models(models)
-    sp = get_space(space or "nasbench201")
+    sp = get_space(space or "nasbench201", code=True)
     return predict_models(
         [onnx_model(p) for p in onnx],
         [parse_model(sp, t, Path.cwd(), "arch") for t in archs],

@@ -169,23 +169,34 @@ def _load_code(text: str, file: str, attr: str) -> SearchSpace:
     return obj
 
 
-def get_space(name: str) -> SearchSpace:
+def get_space(name: str, code: bool = False) -> SearchSpace:
     """The search space called ``name``, the declared space in the file ``name`` (a path),
-    or the space ``attribute`` of the Python file ``path/to/file.py:attribute`` (imported: it
-    is the user's code); a space given by path is then known by its own name for the rest of
-    the process. One instance per name.
+    or, with ``code``, the space ``attribute`` of the Python file ``path/to/file.py:attribute``
+    (imported: it is the user's code); a space given by path is then known by its own name for
+    the rest of the process. One instance per name.
+
+    ``code`` is for what the user typed (``--space``, ``hwnas.search(space=...)``) and only
+    that: a space name read from a file (a device profile's ``tables:``, a zoo card, a
+    predictor card) must never import Python, so there a ``file.py:attr`` is an error.
 
     Raises:
         UnknownNameError: no space of that name (or no such attribute in the Python file).
         HwnasError: a space file that cannot be read or is invalid (one line: file, line, key),
             a file whose space reuses the name of another file's space, a Python file that
-            fails to import or whose attribute is not a space.
+            fails to import or whose attribute is not a space, a ``file.py:attr`` without
+            ``code``.
     """
     if name in _SPACES:
         return _SPACES[name]
-    code = CODE.match(name)
-    if code is not None:
-        return _load_code(name, code["file"], code["attr"])
+    match = CODE.match(name)
+    if match is not None:
+        if not code:
+            raise HwnasError(
+                f"'{name}' names Python code: hwnas imports a space's code only when you give "
+                "it yourself (--space FILE.py:ATTR, hwnas.search(space=...)), never a name "
+                "read from a file"
+            )
+        return _load_code(name, match["file"], match["attr"])
     if _is_path(name):
         path = Path(name).expanduser()
         if not path.is_file():
@@ -233,7 +244,7 @@ def space_option(ctx, param, value: str | None) -> str | None:
     passes the path on: the name alone is unknown in a new process)."""
     if value is None:
         return None
-    name = get_space(value).name
+    name = get_space(value, code=True).name
     if ctx is not None and param is not None and name != value:
         ctx.meta.setdefault("typed", {})[param.name] = value
     return name

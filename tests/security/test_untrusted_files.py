@@ -207,3 +207,53 @@ def test_a_name_that_is_not_one_path_component_is_refused(tmp_path, name):
     good = confined(tmp_path, "ok", "pixel3-ort", what="device name")
     assert good == tmp_path / "ok" / "pixel3-ort"
     assert safe_name("MobileNet v4 (ours)", "study") == "MobileNet v4 (ours)"
+
+
+def _payload(tmp_path):
+    """A Python file whose import creates a marker, and its ``file.py:attr`` name."""
+    marker = tmp_path / "code-ran"
+    payload = tmp_path / "payload.py"
+    payload.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\nspace = None\n")
+    return marker, f"{payload}:space"
+
+
+def test_a_space_name_in_a_device_profile_imports_no_code(hwnas_home, tmp_path):
+    """A shared profile whose ``tables:`` key is ``payload.py:space``: on main, merely listing
+    the devices imported the payload (the key went to get_space, which runs user code)."""
+    marker, name = _payload(tmp_path)
+    profiles = hwnas_home / "devices"
+    (profiles / "tables").mkdir(parents=True)
+    (profiles / "tables" / "x.csv").write_text("index,latency_ms\n0,1.0\n")
+    (profiles / "evilboard.yaml").write_text(
+        f"name: evilboard\nkind: recorded\ntables:\n  '{name}':\n"
+        "    latency_ms: {file: tables/x.csv}\n"
+    )
+    proc = bounded_cli("devices")
+    assert not marker.exists(), "listing the devices imported the profile's Python file"
+    assert proc.returncode == 0 and "evilboard.yaml" in proc.stdout
+    assert "names Python code" in proc.stdout
+    proc = bounded_cli("search", "--device", "evilboard", "--budget", "5", "--no-zoo")
+    assert not marker.exists() and proc.returncode == 2
+
+
+def test_a_space_name_in_a_zoo_card_imports_no_code(tmp_path, monkeypatch):
+    """A downloaded zoo entry whose card names ``payload.py:space``: on main ``hwnas train
+    ENTRY`` and ``hwnas.zoo.load(entry, torch=True)`` imported the payload before saying the
+    entry was not a space's."""
+    import json
+
+    import hwnas
+
+    monkeypatch.setenv("HWNAS_HOME", str(tmp_path / "home"))
+    marker, name = _payload(tmp_path)
+    entry = tmp_path / "entry"
+    entry.mkdir()
+    card = {"format_version": 1, "arch": "x", "space": name, "dataset": "digits",
+            "build": {"kind": "network", "space": name}, "files": {}}  # fmt: skip
+    (entry / "card.json").write_text(json.dumps(card))
+    proc = bounded_cli("train", str(entry), "--data", "digits", "--epochs", "1")
+    assert not marker.exists(), "hwnas train imported the card's Python file"
+    assert proc.returncode == 2 and "names Python code" in proc.stderr
+    with pytest.raises(HwnasError):
+        hwnas.zoo.load(entry, torch=True)
+    assert not marker.exists(), "hwnas.zoo.load imported the card's Python file"

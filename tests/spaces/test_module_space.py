@@ -368,7 +368,7 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
-    space = get_space(f"{file}:space")
+    space = get_space(f"{file}:space", code=True)
     assert summary["settings"]["space"] == "tinytorch" == space.name
     assert summary["strategy"]["name"] == "oneshot"
     best = summary["best"]
