@@ -23,7 +23,7 @@ import numpy as np
 
 from hwnas.errors import HwnasError
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Part of every cache file's name: bump it when the parsed form changes."""
 
 
@@ -38,14 +38,30 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("hwnas", appauthor=False)) / "tables"
 
 
-@lru_cache(maxsize=32)
+def file_version(path: Path) -> tuple[int, int]:
+    """(modification time in ns, size in bytes) of ``path``, (0, -1) when it cannot be read:
+    part of the key of every per-process cache of a file, so that a table written again (a
+    corrected CSV imported anew) is read again in a process that read the old one."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
 def read_table(path: Path) -> dict[str, np.ndarray]:
     """Columns of a CSV (optionally gzip) file: name -> array (float64, or str objects for
-    text), in the file's column order.
+    text), in the file's column order; a UTF-8 byte-order mark (what spreadsheets write) is
+    not part of the first column's name.
 
     Raises:
         HwnasError: the file is missing or not a CSV table.
     """
+    return _read_table(path, file_version(path))
+
+
+@lru_cache(maxsize=32)
+def _read_table(path: Path, version: tuple[int, int]) -> dict[str, np.ndarray]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -61,7 +77,7 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
 
 def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
     try:
-        text = gzip.decompress(raw).decode() if path.suffix == ".gz" else raw.decode()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8-sig")
     except (OSError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise HwnasError(f"cannot read table {path}: {exc}") from None
     rows = list(csv.reader(io.StringIO(text)))

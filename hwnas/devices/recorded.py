@@ -21,7 +21,7 @@ import numpy as np
 from hwnas.assets import asset_path
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import HwnasError
-from hwnas.tables import read_table
+from hwnas.tables import file_version, read_table
 
 KEY_COLUMNS = ("index", "arch")
 """Columns that name a table row's architecture, the first present is used (indices are read
@@ -42,15 +42,22 @@ def table_path(file: str, profile_path: str | None) -> Path:
     return asset_path("devices", file)
 
 
-@lru_cache(maxsize=64)
 def keyed_column(path: Path, column: str, space_name: str) -> np.ndarray:
     """Values of ``column`` of the table at ``path``, in ``space_name``'s index order (NaN for
-    architectures the table lacks), shape (len(space),), ms or mJ.
+    architectures the table lacks), shape (len(space),), ms or mJ; read again when the file
+    changed (:func:`hwnas.tables.file_version`).
 
     Raises:
         HwnasError: unreadable table, missing column, unknown or duplicate architectures, or an
             unkeyed table whose row count is not the space's size.
     """
+    return _keyed_column(path, file_version(path), column, space_name)
+
+
+@lru_cache(maxsize=64)
+def _keyed_column(
+    path: Path, version: tuple[int, int], column: str, space_name: str
+) -> np.ndarray:
     from hwnas.spaces import IndexedSpace, ability, get_space
 
     table = read_table(path)

@@ -83,6 +83,10 @@ class TableEvaluator:
         """None: the zoo exports the space's networks (random weights, or ``--train-zoo``)."""
         return None
 
+    def check_resumed(self, records: list[Any]) -> None:
+        """:func:`check_recorded_costs` on the profiler's device."""
+        check_recorded_costs(self.profiler.device, self.space, records)
+
     def evaluate(self, arch: Arch) -> Evaluation:
         """Query the accuracy table once and obtain every metric (store-cached)."""
         self.accuracy_queries += 1
@@ -90,6 +94,49 @@ class TableEvaluator:
         workload = arch_workload(self.space, arch, self.dataset)
         costs = device_costs(self.profiler, workload, self.metrics)
         return Evaluation(arch, accuracy, self._source, costs, workload.model_hash)
+
+
+def check_recorded_costs(device: Any, space: SearchSpace, records: list[Any]) -> None:
+    """Check that the completed trials of a resumed study hold the values ``device``'s
+    recorded tables give now: a table edited or imported again since (a corrected CSV) would
+    otherwise leave the old values in the front, silently.
+
+    Args:
+        device: the search's device (its :meth:`~hwnas.devices.base.Device.table`).
+        space: the search space.
+        records: the study's completed trials (:class:`hwnas.engine.loop.TrialRecord`).
+
+    Raises:
+        HwnasError: a trial's recorded cost differs from the table's value now (one line
+            naming the architecture, both values and the table).
+    """
+    import math
+
+    from hwnas.errors import HwnasError
+
+    columns: dict[str, Any] = {}
+    for r in records:
+        for metric, cost in r.costs.items():
+            source = device.table_source(space.name, metric)
+            if not source or not cost.source.startswith("recorded:"):
+                continue  # measured or predicted values: the store keeps them as they were
+            if cost.source != source:
+                raise HwnasError(
+                    f"device '{device.name}''s {metric} table is {source.split(':', 1)[1]} now; "
+                    f"this study was scored from {cost.source.split(':', 1)[1]}: search it as "
+                    "a new study (--study NAME) or delete this one"
+                )
+            if metric not in columns:
+                columns[metric] = device.table(space.name, metric)
+            now = float(columns[metric][space.index(space.parse(r.arch))])
+            if not math.isclose(now, cost.value, rel_tol=1e-6):
+                unit = cost.unit
+                raise HwnasError(
+                    f"device '{device.name}''s table changed since this study was scored "
+                    f"({r.arch}: {cost.value:.4g} {unit} in the study, {now:.4g} {unit} in "
+                    f"{source.split(':', 1)[1]} now): search it as a new study (--study NAME) "
+                    "or delete this one"
+                )
 
 
 def device_costs(profiler: Profiler, workload, metrics: list[str]) -> dict[str, CostRecord]:
@@ -332,6 +379,10 @@ class FunctionEvaluator:
             else ""
         )
         return f"function:{self.fn.label} on {weights}{recal}"  # type: ignore[attr-defined]
+
+    def check_resumed(self, records: list[Any]) -> None:
+        """:func:`check_recorded_costs` on the profiler's device."""
+        check_recorded_costs(self.profiler.device, self.space, records)
 
     def evaluate(self, arch: Arch) -> Evaluation:
         """Call the function on the candidate once and obtain every metric (store-cached)."""

@@ -437,6 +437,7 @@ def run_search(
     costs: CostContext | None = None,
     proposals: Sequence[Arch] | None = None,
     instant: bool = False,
+    check: Callable[[list[TrialRecord]], None] | None = None,
 ) -> SearchResult:
     """Run (or resume, or join) a search until ``settings.budget`` distinct architectures are
     scored in the study (how workers share it: :class:`_Loop`).
@@ -459,6 +460,8 @@ def run_search(
         instant: ``evaluate`` is a table lookup (milliseconds, no side effects): a candidate
             is scored first and recorded complete in one write, under the study lock, instead
             of being claimed (one write), scored with heartbeats, then finished (another).
+        check: called with the study's completed trials before any is added (a resumed
+            study scored with values the device no longer gives raises there).
 
     Returns:
         The :class:`SearchResult` over every completed trial of the study.
@@ -470,6 +473,8 @@ def run_search(
             scored, FAIL otherwise), so the study is consistent and resumable.
     """
     loop = _Loop.open(settings, space, evaluate, storage, sampler_options, costs, proposals)
+    if check is not None:
+        check(completed_records(loop.ledger))
     loop.on_trial, loop.instant = on_trial, instant
     # table lookups keep the lock across trials and write them together (see HOLD_S)
     loop.hold = _Hold(loop.ledger, loop.study, HOLD_S if instant else 0.0)

@@ -255,7 +255,7 @@ def search(
             evaluate = _watched(job.evaluator.evaluate, on_candidate)
             result = run_search(
                 settings, space, evaluate, job.storage, on_trial, costs=job.costs,
-                instant=job.evaluator.instant,
+                instant=job.evaluator.instant, check=job.evaluator.check_resumed,
             )  # fmt: skip
     except BaseException:
         plotter.cancel()
