@@ -48,7 +48,7 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     if not path.is_file():
         raise HwnasError(f"file not found: {path}")
     try:
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # spreadsheets write a BOM
             reader = csv.DictReader(fh)
             header = [h.strip() for h in (reader.fieldnames or [])]
             reader.fieldnames = header

@@ -138,3 +138,39 @@ def test_a_gross_error_in_an_imported_calibration_is_named_by_the_search(tmp_pat
     summary = json.loads(out)
     assert list(summary["suspect_values"]["latency_ms"]) == [bad]
     assert summary["suspect_values"]["latency_ms"][bad] > 0.9
+
+
+def test_a_study_resumed_after_its_device_table_changed_is_refused(tmp_path, cli):
+    """A table imported again with corrected values: the study scored on the old ones must
+    not resume with them (main: the front kept the old values, silently)."""
+    space = get_space("nasbench201")
+    rows = np.arange(40)
+    latency = np.round(1.0 + rows / 10.0, 3)
+    _write_table(tmp_path / "few.csv", rows, ["arch", "latency_ms"], latency)
+    assert cli("measure", "import", "--device", "lab-npu", "--table", "few.csv")[0] == 0
+    search = ("search", "--device", "lab-npu", "--no-zoo", "--json")
+    status, out, err = cli(*search, "--budget", "10")
+    assert status == 0, err
+    status, out, err = cli(*search, "--budget", "12")  # the same table: it resumes
+    assert status == 0, err
+    _write_table(tmp_path / "few.csv", rows, ["arch", "latency_ms"], latency * 10)
+    assert cli("measure", "import", "--device", "lab-npu", "--table", "few.csv")[0] == 0
+    status, out, err = cli(*search, "--budget", "14")
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert status == 2 and "table changed" in line and "--study" in line
+    arch = line.split("(", 1)[1].split(":", 1)[0]
+    old = latency[space.index(space.parse(arch))]
+    assert f"{old:.4g} ms in the study, {old * 10:.4g} ms" in line
+
+
+def test_a_table_saved_by_a_spreadsheet_imports(tmp_path, cli):
+    """A UTF-8 byte-order mark and CRLF line ends (Excel's "CSV UTF-8"): main refused it with
+    "no 'arch' column (columns: arch, latency_ms)", the mark being invisible."""
+    space = get_space("nasbench201")
+    lines = ["arch,latency_ms"] + [f"{space.arch_at(i).text},{1 + i / 10}" for i in range(12)]
+    (tmp_path / "excel.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    status, _, err = cli("measure", "import", "--device", "sheet-npu", "--table", "excel.csv")
+    assert status == 0, err
+    status, out, err = cli("search", "--device", "sheet-npu", "--budget", "5", "--no-zoo", "--json")
+    assert status == 0, err
+    assert json.loads(out)["measurements"]["read_from_table"] == 5
