@@ -49,6 +49,7 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
                 "device": settings.get("device"),
                 "space": settings.get("space"),
                 "dataset": settings.get("dataset"),
+                "objective": settings.get("objective", "latency"),
                 "strategy": settings.get("strategy"),
                 "trials": summary.get("trials", s.n_trials),
                 "best": summary.get("best"),
@@ -104,11 +105,15 @@ def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
     )
 
 
-def _best_cell(best: dict[str, Any] | None) -> str:
+def _best_cell(best: dict[str, Any] | None, objective: str | None) -> str:
+    """Accuracy and the search objective's cost (its unit) of a run's best architecture."""
+    from hwnas.cost_record import UNITS
+    from hwnas.engine.evaluate import OBJECTIVES
+
     if not best:
         return ""
-    cost = next((f"{best[m]:.3f} {u}" for m, u in (("latency_ms", "ms"), ("energy_mj", "mJ"))
-                 if best.get(m) is not None), "")  # fmt: skip
+    metric = OBJECTIVES.get(objective or "latency", "latency_ms")
+    cost = f"{best[metric]:.3f} {UNITS[metric]}" if best.get(metric) is not None else ""
     return f"{best['accuracy']:.2f}% {cost}".strip()
 
 
@@ -144,7 +149,7 @@ def list_cmd(storage, as_json):
                 r["space"] or "",
                 r["strategy"] or "",
                 str(r["trials"]),
-                _best_cell(r["best"]),
+                _best_cell(r["best"], r["objective"]),
                 (r["folder"] or "(not finished)")
                 + ("" if r["folder_exists"] or not r["folder"] else " (missing)"),  # fmt: skip
             )
@@ -199,7 +204,7 @@ def show_cmd(study, storage, as_json):
     best = row["best"]
     if best:
         line(f"best       {best['arch']}")
-        line(f"           {_best_cell(best)}  (trial {best.get('trial')})")
+        line(f"           {_best_cell(best, row['objective'])}  (trial {best.get('trial')})")
     if row["folder"]:
         state = "" if row["folder_exists"] else "  (missing: moved or deleted)"
         line(f"folder     {row['folder']}{state}")

@@ -129,3 +129,15 @@ def test_devices_show_the_extra_in_install_hints_and_json():
 def test_runs_list_without_studies_is_one_line(tmp_path):
     r = hwnas_cli("runs", "list", "--storage", f"sqlite:///{Path(tmp_path) / 'none.db'}")
     assert r.returncode == 2 and r.stderr.strip().startswith("error: no study database")
+
+
+def test_runs_of_an_energy_search_show_the_best_in_mj(tmp_path, hwnas_home):
+    """main showed the best's latency (ms) for an energy search, not what it minimised."""
+    out = tmp_path / "energy"
+    r = _cli("search", "--device", "pi5_onnx", "--objective", "energy", "--budget", "4",
+             "--out", str(out), "--no-zoo", "--json")  # fmt: skip
+    best = json.loads(r.stdout)["best"]
+    cell = f"{best['accuracy']:.2f}% {best['energy_mj']:.3f} mJ"
+    assert cell in _cli("runs", "show", "latest").stdout
+    listed = hwnas_cli("runs", "list", env={"COLUMNS": "250"}).stdout
+    assert cell in listed and " ms" not in listed
