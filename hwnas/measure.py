@@ -111,14 +111,29 @@ def onnx_workload(path, batch_size: int = 1) -> Workload:
     """
     from pathlib import Path
 
-    from onnx import TensorProto
-
     from hwnas.export import load_onnx
 
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
-    model = load_onnx(path)
+    shape = onnx_input_shape(load_onnx(path), path, batch_size)
+    input_size(str(path), shape)  # before an input of that size is allocated
+    data = path.read_bytes()
+    key = content_hash(data, "x".join(map(str, shape)))
+    return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
+
+
+def onnx_input_shape(model, path, batch_size: int = 1) -> list[int]:
+    """The shape of the one float32 input of the ONNX ``model`` (read from ``path``, named in
+    errors), a dynamic batch axis taking ``batch_size``: the models hwnas times, and the
+    models its predictors read (graph features of an image network at batch 1).
+
+    Raises:
+        HwnasError: inputs that are not exactly one float32 tensor; a dynamic axis other than
+            the batch.
+    """
+    from onnx import TensorProto
+
     weights = {t.name for t in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in weights]
     if len(inputs) != 1:
@@ -133,19 +148,15 @@ def onnx_workload(path, batch_size: int = 1) -> Workload:
             f"{path}: input '{inputs[0].name}' is {TensorProto.DataType.Name(elem).lower()}; "
             "hwnas times models with one float32 input"
         )
-    dims = inputs[0].type.tensor_type.shape.dim
     shape = []
-    for i, d in enumerate(dims):
+    for i, d in enumerate(inputs[0].type.tensor_type.shape.dim):
         if d.HasField("dim_value") and d.dim_value > 0:
             shape.append(int(d.dim_value))
         elif i == 0:
             shape.append(int(batch_size))
         else:
             raise HwnasError(f"{path}: input axis {i} is dynamic; only the batch axis may be")
-    input_size(str(path), shape)  # before an input of that size is allocated
-    data = path.read_bytes()
-    key = content_hash(data, "x".join(map(str, shape)))
-    return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
+    return shape
 
 
 @dataclass

@@ -277,11 +277,14 @@ def load_graph_model(path: str | Path) -> GraphModel:
     """A :class:`GraphModel` from an ONNX file.
 
     Raises:
-        HwnasError: missing, corrupt or unsupported ONNX file (one line naming it).
+        HwnasError: missing, corrupt or unsupported ONNX file, or one whose inputs are not the
+            one float32 image tensor hwnas times (one line naming it).
     """
     from hwnas.export import load_onnx
+    from hwnas.measure import onnx_input_shape
 
     model = load_onnx(path)
+    onnx_input_shape(model, path)
     try:
         features = onnx_graph_features(model)
     except HwnasError as exc:

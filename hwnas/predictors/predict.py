@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hwnas.cost_record import UNITS
 from hwnas.errors import HwnasError
 
@@ -104,17 +106,26 @@ def predict_models(
             "--predictor kernel times ONNX Runtime kernels: it needs --device D of a live "
             "ONNX Runtime device (cpu) and latency_ms"
         )
-    results: list[tuple] = []  # (model, mean, std, low, high) in order
-    if kernel_level and (onnx_models or predictor == "kernel"):
-        kernel_models = onnx_models + (arch_models if predictor == "kernel" else [])
-        results += _kernel_level(dev, kernel_models, kernel_budget, store, note)
-        onnx_models = []
+    from hwnas.predictors.graph import GraphModel
+
+    given = list(onnx_models) + list(arch_models)
+    graphs = [m for m in given if isinstance(m, GraphModel)]  # ONNX files, however given
+    archs = [m for m in given if not isinstance(m, GraphModel)]
+    results: dict[int, tuple] = {}  # id(model) -> (model, mean, std, low, high)
+
+    def put(rows: list[tuple]) -> None:
+        results.update((id(r[0]), r) for r in rows)
+
+    if kernel_level and (graphs or predictor == "kernel"):
+        put(_kernel_level(dev, graphs + (archs if predictor == "kernel" else []),
+                          kernel_budget, store, note))  # fmt: skip
+        graphs = []
         if predictor == "kernel":
-            arch_models = []
-    elif onnx_models and predictor is None and calibration is None:
-        results += _meta_fallback(dev, onnx_models, metric, runtime, store, note)
-        onnx_models = []
-    models = onnx_models + arch_models
+            archs = []
+    elif graphs and predictor is None and calibration is None:
+        put(_meta_fallback(dev, graphs, metric, runtime, store, note))
+        graphs = []
+    models = graphs + archs
     cal_metric = "latency_ms" if calibration is None else None
     if models:
         pred = load_predictor(predictor or space.name, space.name)
@@ -124,7 +135,13 @@ def predict_models(
         pred.fit(cal_models, cal_values, cal_metric)
         warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         mean, std = pred.predict(models)
-        results += [(m, v, s, None, None) for m, v, s in zip(models, mean, std)]
+        if graphs:  # ONNX models: how far from the networks the predictor was adapted on
+            refs = _graph_features(space, cal_models)
+            std = std.copy()
+            for i, m in enumerate(graphs):
+                std[i] = widen_far(m, mean[i], std[i], refs, "calibration", note)
+        put([(m, v, s, None, None) for m, v, s in zip(models, mean, std)])
+        warn_floored(models, mean, cal_values, note)
         label = pred.name + (f" ({pred.path})" if pred.path else "")
         note(
             f"predictor {label}: adapted on {len(cal_models)} {cal_metric} values {where}; "
@@ -132,7 +149,8 @@ def predict_models(
         )
     unit_metric = cal_metric or metric
     return [
-        Prediction(m, float(v), float(s), lo, hi, unit_metric) for m, v, s, lo, hi in results
+        Prediction(m, float(v), float(s), lo, hi, unit_metric)
+        for m, v, s, lo, hi in (results[id(m)] for m in given)
     ]
 
 
@@ -210,15 +228,70 @@ FAR = 2.0
 from every reference network (in log graph features) is flagged as unlike them."""
 
 
+def _graph_features(sp, models) -> np.ndarray:
+    """(n, len(GRAPH_COLUMNS)) graph features of ``models``: architectures of ``sp`` (by its
+    featurizer) or ONNX graph models (their own)."""
+    from hwnas.predictors.featurize import get_featurizer
+    from hwnas.predictors.graph import GraphModel
+
+    archs = [m for m in models if not isinstance(m, GraphModel)]
+    of_archs = iter(get_featurizer(sp.name).graph(archs) if archs else [])
+    return np.stack(
+        [m.features if isinstance(m, GraphModel) else next(of_archs) for m in models]
+    )
+
+
+def distance(x: np.ndarray, refs: np.ndarray) -> tuple[np.ndarray, float]:
+    """(distance of each row of ``x`` (n, F) to its nearest row of ``refs`` (r, F), the
+    largest of the refs' distances to their nearest other ref), in log graph features."""
+    lx, lr = (np.log1p(np.maximum(a, 0)) for a in (np.atleast_2d(x), refs))
+    dist = np.min(np.linalg.norm(lx[:, None, :] - lr[None, :, :], axis=2), axis=1)
+    between = np.linalg.norm(lr[:, None, :] - lr[None, :, :], axis=2)
+    np.fill_diagonal(between, np.inf)
+    finite = np.min(between, axis=1)
+    spread = float(np.max(finite[np.isfinite(finite)])) if np.isfinite(finite).any() else 0.0
+    return dist, spread
+
+
+def widen_far(model, mean: float, std: float, refs: np.ndarray, what: str, note) -> float:
+    """``std`` of a predicted ``mean`` (ms or mJ) of an ONNX ``model``, widened when its graph
+    features are more than :data:`FAR` times the reference networks' largest
+    nearest-neighbour gap from every one of ``refs`` (n, F); says so to ``note``."""
+    dist, spread = distance(model.features, refs)
+    far = float(dist[0]) / max(spread, 1e-9)
+    if far <= FAR:
+        return float(std)
+    note(
+        f"warning: {model}: unlike every network the predictor knows (graph features "
+        f"{far:.1f}x farther from the nearest {what} network than those networks are from "
+        "each other; interval widened)"
+    )
+    return float(max(std * far / FAR, 0.5 * mean))
+
+
+FLOORED = 1e-3
+"""A prediction at or below this share of the smallest calibration value is not a latency
+(energy) but the predictor's floor: its linear head extrapolated below zero."""
+
+
+def warn_floored(models, mean, cal_values, note) -> None:
+    """A warning per prediction at the floor (:data:`FLOORED`)."""
+    floor = FLOORED * float(np.min(cal_values)) * (1 + 1e-9)
+    for m, v in zip(models, mean):
+        if v <= floor:
+            note(
+                f"warning: {m}: predicted below a thousandth of every calibration value: the "
+                "predictor extrapolates below zero for it (its mean is a floor, not a "
+                "prediction): time it instead"
+            )
+
+
 def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
     """ONNX models on a device whose kernels cannot be timed: per model, the meta-learned
     artifact of :data:`ONNX_ARTIFACTS` whose reference networks (with the device's values) are
     nearest to it in graph features, adapted on those values; says so to ``note``."""
-    import numpy as np
-
     from hwnas.errors import HwnasError
     from hwnas.predictors.artifacts import load_predictor
-    from hwnas.predictors.featurize import get_featurizer
     from hwnas.spaces import get_space
 
     if dev is None:  # pragma: no cover (the caller requires --device or --calibration)
@@ -232,16 +305,10 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
             first_error = first_error or exc
     if not usable:
         raise first_error  # type: ignore[misc]
-    x = np.log1p(np.maximum(np.stack([m.features for m in models]), 0))
-    dist, spread = {}, {}
-    for name, (sp, cal) in usable.items():
-        refs = np.log1p(np.maximum(get_featurizer(sp.name).graph(cal[0]), 0))
-        dist[name] = np.min(np.linalg.norm(x[:, None, :] - refs[None, :, :], axis=2), axis=1)
-        between = np.linalg.norm(refs[:, None, :] - refs[None, :, :], axis=2)
-        np.fill_diagonal(between, np.inf)
-        spread[name] = float(np.max(np.min(between, axis=1)))  # refs' largest gap
+    x = np.stack([m.features for m in models])
+    refs = {name: _graph_features(sp, cal[0]) for name, (sp, cal) in usable.items()}
     names = list(usable)
-    choice = np.argmin(np.stack([dist[n] for n in names]), axis=0)
+    choice = np.argmin(np.stack([distance(x, refs[n])[0] for n in names]), axis=0)
     why = (
         "cannot run models" if not dev.runs_models
         else f"runs {dev.runtime}, not ONNX Runtime" if dev.runtime_name != "ort"
@@ -258,15 +325,9 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
         warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         mean, std = pred.predict([models[i] for i in idx])
         for i, v, sd in zip(idx, mean, std):
-            far = dist[name][i] / max(spread[name], 1e-9)
-            if far > FAR:  # outside what the reference networks span: say so, widen
-                sd = max(sd * far / FAR, 0.5 * v)
-                note(
-                    f"warning: {models[i]}: unlike every network the predictor knows (graph "
-                    f"features {far:.1f}x farther from the nearest {name} reference network "
-                    "than those networks are from each other; interval widened)"
-                )
+            sd = widen_far(models[i], v, sd, refs[name], f"{name} reference", note)
             out[i] = (models[i], v, sd, None, None)
+        warn_floored([models[i] for i in idx], mean, cal_values, note)
         note(
             f"predictor {pred.name} (meta-learned, graph features; fallback: {dev.name} {why}, "
             f"so no kernel can be timed; its reference networks are the nearest to "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 
 import numpy as np
@@ -391,3 +392,72 @@ def test_a_device_measured_on_actively_selected_architectures_is_predicted(tmp_p
                          "--out", tmp_path / "c"], capsys)  # fmt: skip
     assert code == 2 and "cannot list them" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "c").exists()
+
+
+def _far_model(path, side=224, channels=64):
+    """An image network unlike NAS-Bench-201's (224x224 input, one wide convolution)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(
+        rng.standard_normal((channels, 3, 3, 3)).astype(np.float32), "W"
+    )
+    fc = numpy_helper.from_array(rng.standard_normal((10, channels)).astype(np.float32), "F")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, side, side])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])
+    nodes = [
+        helper.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "F"], ["y"], transB=1),
+    ]
+    m = helper.make_model(helper.make_graph(nodes, "far", [x], [y], [w, fc]),
+                          opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    m.ir_version = 8
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def _two_inputs(path):
+    from onnx import TensorProto, helper
+
+    a, b = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 8, 8]) for n in "ab")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])
+    m = helper.make_model(helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])],
+                                            "two", [a, b], [y]),
+                          opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    m.ir_version = 8
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def test_an_onnx_model_is_predicted_alike_however_it_is_given(tmp_path, capsys, monkeypatch):
+    """An ONNX file unlike the space's networks, given by --onnx or as a row of --archs, on a
+    recorded device or with a calibration file: the same route and the same warning (main:
+    an --archs row and a --calibration run skipped the check and printed a tight std)."""
+    monkeypatch.chdir(tmp_path)
+    far = _far_model(tmp_path / "far.onnx")
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", far], capsys)
+    assert code == 0, err
+    assert f"warning: {far}: unlike every network" in err
+    by_onnx = _printed_ms(out, str(far))
+    write_csv(tmp_path / "archs.csv", ["arch"], [["far.onnx"], [5]])
+    code, out, err = run(["predict", "--device", "pixel3", "--archs", "archs.csv", "--out",
+                          "pred.csv"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "warning: far.onnx: unlike every network" in err
+    rows = list(csv.DictReader(open(tmp_path / "pred.csv")))
+    assert [r["arch"] for r in rows] == ["far.onnx", SPACE.arch_at(5).text]
+    assert float(rows[0]["latency_ms"]) == pytest.approx(by_onnx, rel=1e-3)
+    cal = calibration(tmp_path / "cal.csv", device="pixel3")
+    code, out, err = run(["predict", "--calibration", cal, "--onnx", far], capsys)
+    assert code == 0, err
+    assert f"warning: {far}: unlike every network" in err and "calibration network" in err
+    line = next(x for x in out.splitlines() if x.startswith(str(far)))
+    value, std = (float(v) for v in re.findall(r"([\d.e+-]+) ms", line)[:2])
+    assert std >= 0.5 * value  # widened
+    # a model hwnas could not time is not predicted either
+    two = _two_inputs(tmp_path / "two.onnx")
+    code, _out, err = run(["predict", "--device", "pixel3", "--onnx", two], capsys)
+    assert code == 2 and "one float32 input; this one has 2" in err
