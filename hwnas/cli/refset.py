@@ -50,6 +50,33 @@ def refset_group():
     embedding and the predictor's calibration)."""
 
 
+def _keep_filled(path: Path) -> None:
+    """Refuse to write over a calibration file that holds values (typed in by hand, by the
+    user's own timing: nothing could write them again).
+
+    Raises:
+        HwnasError: ``path`` has a non-empty latency_ms or energy_mj cell.
+    """
+    import csv
+
+    from hwnas.errors import HwnasError
+
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            filled = sum(
+                1
+                for row in csv.DictReader(fh)
+                if any((row.get(m) or "").strip() for m in ("latency_ms", "energy_mj"))
+            )
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # nothing there, or nothing readable as values
+    if filled:
+        raise HwnasError(
+            f"{path} holds {filled} measured value(s); export to another --out (or move the "
+            "file) so that they are not written over"
+        )
+
+
 @refset_group.command("export")
 @click.option(
     "--space",
@@ -92,6 +119,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     from hwnas.paths import check_writable
 
     check_writable(out, "--out")  # before any network is built
+    _keep_filled(out / "calibration.csv")
     from hwnas.predictors.calibration import calibration_archs
 
     archs = calibration_archs(sp, select, count, predictor, seed)

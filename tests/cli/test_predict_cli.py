@@ -101,6 +101,11 @@ def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_
     for row, i in zip(rows, REF):
         row["latency_ms"] = y[i]
     write_csv(ref_dir / "calibration.csv", list(rows[0]), [list(r.values()) for r in rows])
+    filled = (ref_dir / "calibration.csv").read_text()
+    # exporting again into the folder must not blank the values typed in (main did)
+    r = hwnas_cli("refset", "export", "--space", "nasbench201", "--out", str(ref_dir))
+    assert r.returncode == 2 and "holds 10 measured value(s)" in r.stderr, r.stderr
+    assert (ref_dir / "calibration.csv").read_text() == filled
     # an ONNX file is a valid arch cell for prediction
     archs = write_csv(tmp_path / "archs.csv", ["arch"], [[0], [f"refset/{onnx_files[0].name}"]])
     r = hwnas_cli("predict", "--calibration", str(ref_dir / "calibration.csv"),
