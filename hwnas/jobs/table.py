@@ -112,6 +112,8 @@ def prepare(
             f"measuring it, and device '{device.name}' has no table or predictor for it; "
             f"use --strategy {FALLBACK}"
         )
+    if not needs_costs and fewshot is None:
+        _check_covered(settings, space, device)
     problem = open_problem(settings, space, device, storage, store_path)
     if predict_live:
 
@@ -131,6 +133,37 @@ def prepare(
         settings, space, device, problem.profiler, evaluator, problem.storage_url,
         problem.storage, costs, fewshot,
     )  # fmt: skip
+
+
+MIN_COVERED = 0.9
+"""Least share of the space a device's table must hold for a strategy that proposes from the
+whole space: it skips each architecture the table lacks (a failed trial), and a search stops
+after 5 skipped in a row (:data:`hwnas.engine.loop.MAX_NOISY_IN_A_ROW`)."""
+
+
+def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) -> None:
+    """A strategy that proposes from the whole space (not from the candidates whose cost is
+    known) skips the architectures a device's table lacks; on a table holding less than
+    :data:`MIN_COVERED` of the space it would skip most proposals and stop.
+
+    Raises:
+        HwnasError: the device's table holds less than :data:`MIN_COVERED` of the space (one
+            line: how many it holds, and the strategies that search what it holds).
+    """
+    import numpy as np
+
+    column = device.table(space.name, settings.metric)
+    if column is None:
+        return
+    held = int(np.isfinite(column).sum())
+    if held < MIN_COVERED * len(column):
+        pool = ", ".join(n for n in TABLE_STRATEGIES if TABLE_STRATEGIES.info(n).get("needs_costs"))
+        raise HwnasError(
+            f"device '{device.name}''s {settings.metric} table holds {held:,} of the "
+            f"{len(column):,} architectures of {space.name}, and strategy "
+            f"'{settings.strategy}' proposes from all of them; use --strategy {pool}, which "
+            "search the architectures the table holds"
+        )
 
 
 def _accuracy_source(
