@@ -17,3 +17,18 @@ def test_ruff_finds_nothing_in_the_code_the_experiments_and_the_tests():
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_every_console_prints_emoji_codes_as_written():
+    """Rich turns ``:thumbs_up:`` into an emoji by default, even in escaped text: a table
+    header or a file's line quoted in an error would be shown altered. Every Console hwnas
+    makes sets ``emoji=False``."""
+    import re
+
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "hwnas").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\bConsole\(", line) and "emoji=False" not in line
+    ]
+    assert not found, found

@@ -60,7 +60,8 @@ def arch_cmd(arch, space, dataset, onnx_out):
     model = sp.build(a, dataset)
     shape = (1, *sp.input_shape(a, dataset))
     params, flops = count_params_flops(model, shape)
-    console = Console(soft_wrap=True, markup=False, highlight=False)  # arch strings literal
+    # arch strings literal
+    console = Console(emoji=False, soft_wrap=True, markup=False, highlight=False)
     console.print(f"arch     {a.text}")
     from hwnas.errors import HwnasError
 

@@ -39,7 +39,7 @@ def check_cmd(device, runtime, tracker, key, target, trials):
 
     dev = _open_device(device, runtime, tracker, key, target, trials, require_reachable=False)
     result = check_device(dev)
-    console = Console()
+    console = Console(emoji=False)
     console.print(f"ok: {escape(dev.name)}: {escape(result.status)}")
     if not result.measurements:
         console.print("  a recorded table: nothing to run")
@@ -105,7 +105,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     if as_json:
         print_json({"measurement_store": str(path), "devices": listed, "broken_profiles": broken})
         return
-    console = Console()
+    console = Console(emoji=False)
     if show_all:
         columns = ("device", "kind", "ready", "stored", "class", "description")
         print_table(console, f"devices (measurement store: {path})", columns, rows,
@@ -127,7 +127,9 @@ def _list(store, as_json: bool = False, show_all: bool = False):
                 soft_wrap=True,
             )
     for p, why in broken.items():
-        console.print(f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)")
+        console.print(  # one whole line: a path is never cut at the terminal's width
+            f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)", soft_wrap=True
+        )
 
 
 def _print_compact(console, title: str, rows) -> None:

@@ -132,7 +132,7 @@ def _measure(dev, workloads, store_path) -> None:
     from hwnas.cli.render import print_table
     from hwnas.measure import measure_models
 
-    console = Console()
+    console = Console(emoji=False)
     done = measure_models(dev, workloads, store_path)
     c = done.counts
     flagged = sum(r.latency.flagged for r in done.models)

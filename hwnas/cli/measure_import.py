@@ -114,7 +114,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()
-    Console(stderr=True).print(
+    Console(emoji=False, stderr=True).print(
         f"device '{device}': {new} measurements imported, {kept} already stored "
         f"(kept); profile {path}; store {st.path}",
         markup=False,
@@ -207,7 +207,7 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     path = folder / f"{device}.yaml"
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()
-    Console(stderr=True).print(
+    Console(emoji=False, stderr=True).print(
         f"device '{device}': recorded table, {'; '.join(lines)}; profile {path} (searched on "
         "these values: hwnas search --device " + device + ")",
         markup=False,

@@ -52,7 +52,7 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
     from hwnas.paths import confined, hwnas_home
     from hwnas.predictors.recipes import RECIPES, build, build_custom, get_recipe
 
-    console = Console(stderr=True)
+    console = Console(emoji=False, stderr=True)
     root = root or hwnas_home() / "latency_predictors"
     if steps < 1:
         raise HwnasError(f"--steps must be at least 1, got {steps}")
@@ -123,7 +123,7 @@ def _summary(cards, root: Path) -> None:
             f"{s.get('mean', {}).get('spearman_rho', float('nan')):.3f}",
             f"{s.get('mean', {}).get('acc_10pct', float('nan')):.3f}",
         )
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 @predictor_group.command("eval")
@@ -185,7 +185,7 @@ def eval_cmd(predictor, devices):
     for k, s in per.items():
         row(k, "seen" if k in training else "unseen", s)
     row("mean", "", mean_scores(per))
-    Console(width=140).print(table)
+    Console(emoji=False, width=140).print(table)
 
 
 @predictor_group.command("list")
@@ -228,7 +228,7 @@ def list_cmd(as_json):
         for p in listed
     ]
     print_table(
-        Console(),
+        Console(emoji=False),
         "predictor artifacts (--predictor NAME)",
         ("name", "space", "metrics", "devices", "unseen rho", "path"),
         rows,

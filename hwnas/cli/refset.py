@@ -141,7 +141,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    Console(stderr=True).print(
+    Console(emoji=False, stderr=True).print(
         f"wrote {len(rows)} {'reference' if select == 'reference' else select + '-selected'} "
         f"architectures of {space} ({dataset}) to {out}: time each "
         f"ONNX file on the device (batch 1), fill calibration.csv's latency_ms column",
@@ -235,7 +235,7 @@ def measure_cmd(
         how = v.how + (", FLAGGED" if v.flagged else "")
         cv = f"{100 * v.cv:.2f}" if v.cv == v.cv else "-"
         table.add_row(escape(v.arch.text), f"{v.value:.4f}", cv, how)
-    console = Console()
+    console = Console(emoji=False)
     console.print(table)
     flagged = sum(v.flagged for v in values)
     c = profiler.counts

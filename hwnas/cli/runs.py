@@ -137,7 +137,7 @@ def list_cmd(storage, as_json):
     if as_json:
         print_json({"storage": url, "runs": rows})
         return
-    console = Console()
+    console = Console(emoji=False)
     print_table(
         console,
         f"runs (studies in {url})",
@@ -194,7 +194,7 @@ def show_cmd(study, storage, as_json):
     if as_json:
         print_json({**row, "settings": attrs.get("settings"), "summary": summary})
         return
-    console = Console()
+    console = Console(emoji=False)
     line = lambda *p: text_line(console, *p)  # noqa: E731
     line(f"study      {study}  ({url})")
     for key, value in (attrs.get("settings") or {}).items():

@@ -191,8 +191,9 @@ def search_cmd(
     out, trainer = _before_run(job, out, artifact_dir, train_zoo, supernet, no_zoo)
     from hwnas.cli.progress import TerminalReporter
 
-    console = Console(stderr=True)
-    out_console = console if as_json else Console()  # --json: stdout holds the JSON alone
+    console = Console(emoji=False, stderr=True)
+    # --json: stdout holds the JSON alone
+    out_console = console if as_json else Console(emoji=False)
     reporter = TerminalReporter(console)
     progress = _Progress(job.prepared.profiler.counts, reporter, out_console, out, no_zoo)
     with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
@@ -239,7 +240,7 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     fewshot = job.prepared.fewshot
     if fewshot is not None:
         described = fewshot.describe()
-        Console(stderr=True).print(  # one whole line, never folded at the pipe's width
+        Console(emoji=False, stderr=True).print(  # one whole line, never folded at the pipe's width
             f"few-shot search: predictor {described['name']} ({described['path']}), "
             f"at most {fewshot.budget} measurements on {settings.device}",
             markup=False,
@@ -312,7 +313,7 @@ def _zoo_trainer(job, options: dict, no_zoo: bool):
         batch_size=options["batch_size"] if given("batch_size") else None,
         seed=job.settings.seed,
     )
-    err = Console(stderr=True)
+    err = Console(emoji=False, stderr=True)
     return ZooTrainer.prepare(
         settings,
         job.space,

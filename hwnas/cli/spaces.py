@@ -82,7 +82,7 @@ def spaces_cmd(ctx, as_json):
     if as_json:
         print_json({"spaces": rows, "broken": broken})
         return
-    console = Console()
+    console = Console(emoji=False)
     print_table(
         console,
         "search spaces (hwnas search --space NAME|FILE)",
@@ -127,7 +127,7 @@ def show_cmd(space, as_json):
     if as_json:
         print_json(row)
         return
-    console = Console()
+    console = Console(emoji=False)
     line = lambda *p: text_line(console, *p)  # noqa: E731
     line(f"space       {row['space']}  ({row['origin']}, {row['language']})")
     line(f"file        {row['file']}")

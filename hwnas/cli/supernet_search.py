@@ -128,7 +128,7 @@ def run_supernet_search(
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
 
     ranks = ranks_from_env()
-    err = Console(stderr=True)
+    err = Console(emoji=False, stderr=True)
     try:
         job = prepare(s, storage, store)
         out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
@@ -154,7 +154,7 @@ def run_supernet_search(
         raise SystemExit(INTERRUPTED) from None
     if result is None:  # a rank other than 0: rank 0 reports
         return None
-    console = err if as_json else Console()  # --json: stdout holds the JSON alone
+    console = err if as_json else Console(emoji=False)  # --json: stdout holds the JSON alone
     _print_result(s, job.prepared.data.name, summary, out, console)
     if as_json:
         print_json({**summary, "run_folder": str(out)})

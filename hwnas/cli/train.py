@@ -69,7 +69,7 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     from hwnas.zoo.jobs import plan_training, run_training
     from hwnas.zoo.train import TrainSettings
 
-    err = Console(stderr=True)
+    err = Console(emoji=False, stderr=True)
 
     def log(message: str) -> None:
         err.print(message, markup=False, highlight=False, soft_wrap=True)

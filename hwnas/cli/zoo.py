@@ -154,7 +154,7 @@ def list_cmd(path, storage, as_json):
     if as_json:
         print_json({"zoos": [str(z) for z in zoos], "entries": entries})
         return
-    console = Console()
+    console = Console(emoji=False)
     rows = []
     many = len(zoos) > 1  # entry folders repeat across runs: name them by run too
     for e in entries:
@@ -205,7 +205,7 @@ def show_cmd(ref, storage, as_json):
     if as_json:
         print_json(e)
         return
-    console = Console()
+    console = Console(emoji=False)
     line = lambda *p: text_line(console, *p)  # noqa: E731
     row = entry_row(e)
     line(f"entry     {e['folder']}")

@@ -101,16 +101,22 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     (profiles / "odd.yaml").write_text("name: odd\nkind: toaster\n")
     (profiles / "bad-batch.yaml").write_text("name: bad-batch\nkind: recorded\nbatch_size: many\n")
     (profiles / "notyaml.yaml").write_text("name: [unclosed\n")
+    (profiles / "tables").mkdir()
+    (profiles / "tables" / "e.csv").write_text("index,:thumbs_up:\n0,1\n")
+    (profiles / "emo.yaml").write_text(
+        "name: emo\nkind: recorded\ntables:\n  nasbench201:\n    latency_ms: {file: tables/e.csv}\n"
+    )
     status, out, err = cli("devices", "--json", profiles=profiles)
     assert status == 0, err
     listing = json.loads(out)
     broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
-    assert set(broken) == {"gone.yaml", "odd.yaml", "bad-batch.yaml", "notyaml.yaml"}
+    assert set(broken) == {"gone.yaml", "odd.yaml", "bad-batch.yaml", "notyaml.yaml", "emo.yaml"}
     assert "missing.csv" in broken["gone.yaml"] and "toaster" in broken["odd.yaml"]
     names = {d["device"] for d in listing["devices"]}
     assert {"fpga", "pixel3", "cpu"} <= names and not names & {"gone", "odd", "bad-batch"}
     status, out, _ = cli("devices")
     assert status == 0 and "broken profile" in out and "gone.yaml" in out
+    assert ":thumbs_up:" in out  # a file's text shown as it is, not as an emoji (main: 👍)
     status, _, err = cli("search", "--device", "gone", "--budget", "5", "--no-zoo")
     error = [line for line in err.splitlines() if not line.startswith("warning: skipped")]
     assert status == 2 and len(error) == 1 and "missing.csv" in error[0]
