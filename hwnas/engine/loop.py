@@ -132,7 +132,9 @@ class SearchSettings:
         """What tells this search's study apart, in the order of its default name (see
         :func:`study_name`): space, dataset, device (and runtime), objective (and latency
         limit), strategy, seed."""
-        limit = f"-max{self.max_latency:g}ms" if self.max_latency is not None else ""
+        # every digit the limit has (8 -> max8ms, 8.00000001 -> max8.00000001ms): two limits
+        # never share a study name
+        limit = f"-max{self.max_latency:.15g}ms" if self.max_latency is not None else ""
         device = f"{self.device}-{self.runtime}" if self.runtime else self.device
         return [
             self.space, self.dataset, device, f"{self.objective}{limit}", self.strategy,
@@ -360,9 +362,15 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
             warnings.simplefilter("ignore")  # set_metric_names is experimental
             study.set_metric_names(["accuracy_pct", directions_metric])
     elif _identity(saved) != _identity(mine):
+        theirs, ours = _identity(saved), _identity(mine)
+        differ = ", ".join(
+            f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here"
+            for k in sorted(set(theirs) | set(ours))
+            if theirs.get(k) != ours.get(k)
+        )
         raise HwnasError(
             f"study '{settings.study}' in this storage was made by a different search "
-            f"({saved}); pick another --study name"
+            f"({differ}); pick another --study name"
         )
     return study
 

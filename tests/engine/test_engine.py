@@ -165,7 +165,8 @@ def test_a_study_name_cannot_be_reused_for_another_search(tmp_path):
         evaluator().evaluate,
         storage,
     )
-    with pytest.raises(HwnasError, match="made by a different search"):
+    differ = r"made by a different search \(device 'pixel3' there, 'fpga' here\)"
+    with pytest.raises(HwnasError, match=differ):
         run_search(
             SearchSettings(
                 space="nasbench201", device="fpga", budget=3, study="s", strategy="nsga2"
@@ -292,3 +293,13 @@ def test_a_machine_too_noisy_to_time_stops_the_search():
     with pytest.raises(HwnasError, match="in a row could not be measured.*too noisy"):
         run_search(settings, SPACE, evaluate, storage=None)
     assert len(calls) == MAX_NOISY_IN_A_ROW
+
+
+def test_two_latency_limits_never_share_a_default_study_name():
+    """main named both -max8ms (':g' keeps 6 digits): the second search was refused as
+    'made by a different search' although the user named no study."""
+    def name(limit):
+        return SearchSettings(space="nasbench201", device="pixel3", max_latency=limit).study
+
+    assert "-max8ms-" in name(8.0) and "-max5.5ms-" in name(5.5)
+    assert name(8.0) != name(8.00000001)
