@@ -245,6 +245,13 @@ def open_storage(url: str):
     url = normalize_url(url)
     check_driver(url)
     db_file = sqlite_file(url)
+    if db_file is None and url.startswith("sqlite"):
+        raise HwnasError(
+            f"study storage {shown} names no file (an in-memory database is gone when the "
+            "search ends): give sqlite:///PATH"
+        )
+    if db_file is not None and db_file.is_dir():  # refused before a lock file is made beside
+        raise HwnasError(f"study storage {db_file} is a folder, not an SQLite database")
     if db_file is not None and not db_file.parent.is_dir():  # a typo must not create folders
         raise HwnasError(
             f"cannot open study storage {shown}: the folder {db_file.parent} does not exist"

@@ -262,6 +262,8 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
         ([*TABLE, "--set", "lr=0.1"], "--set applies to supernet strategies"),
         ([*TABLE, "--storage", "sqlite:///{tmp}/nowhere/deeper/s.db"],
          "the folder {tmp}/nowhere/deeper does not exist"),
+        ([*TABLE, "--storage", "sqlite://"], "names no file (an in-memory database is gone"),
+        ([*TABLE, "--storage", "sqlite:///{tmp}"], "{tmp} is a folder, not an SQLite database"),
         ([*GDAS, "--set", "lr=nan"], "--set lr=nan: lr must be a finite number"),
         ([*GDAS, "--set", "lr=1e308"], "lr must be <= 100"),
         ([*GDAS, "--set", "channels=100000"], "channels must be <= 1024"),
@@ -341,6 +343,7 @@ def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypat
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert expected.format(tmp=tmp_path) in lines[0], err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "nowhere").exists()
+    assert not list(tmp_path.parent.glob("*.hwnas-lock"))  # no lock beside a refused storage
     reload_profiles()
 
 
