@@ -210,7 +210,7 @@ def search_cmd(
             on_candidate=progress.on_candidate,
         )
     result, summary = done.result, done.summary
-    _print_summary(result, summary, out, out_console)
+    _print_summary(result, summary, out, out_console, no_zoo)
     if as_json:
         from hwnas.cli.render import print_json
 
@@ -359,7 +359,7 @@ def _print_front(result, console) -> None:
         )
 
 
-def _print_summary(result, summary, out: Path, console) -> None:
+def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) -> None:
     """The best architecture, counts, and where the run folder and study are (all printed
     literally: arch strings and paths are not markup)."""
     from hwnas.cli.render import cost_text
@@ -408,7 +408,7 @@ def _print_summary(result, summary, out: Path, console) -> None:
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "
             f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
         )
-    chance = _chance_level_rows(out / "pareto.csv")
+    chance = 0 if no_zoo else _chance_level_rows(out / "pareto.csv")
     if chance:
         console.print(
             f"{chance} chance-level architecture(s) of the front not put in the zoo (their "
