@@ -157,7 +157,10 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
         return
     held = int(np.isfinite(column).sum())
     if held < MIN_COVERED * len(column):
-        pool = ", ".join(n for n in TABLE_STRATEGIES if TABLE_STRATEGIES.info(n).get("needs_costs"))
+        info = TABLE_STRATEGIES.info  # cost-aware ones with no check of their own (exact's:
+        pool = ", ".join(  # full tables)
+            n for n in TABLE_STRATEGIES if info(n).get("needs_costs") and not info(n).get("check")
+        )
         raise HwnasError(
             f"device '{device.name}''s {settings.metric} table holds {held:,} of the "
             f"{len(column):,} architectures of {space.name}, and strategy "
