@@ -6,8 +6,10 @@ Any :class:`hwnas.errors.HwnasError` becomes one line on stderr and exit status 
 from __future__ import annotations
 
 import io
+import os
 import sys
 import traceback
+from typing import Any
 
 import click
 
@@ -57,11 +59,60 @@ def _register() -> None:
 _register()
 
 
+class PipeSafe:
+    """Standard output that a reader who stopped reading (``hwnas search ... | head``) cannot
+    break: after the first ``BrokenPipeError`` the rest is discarded (the descriptor is
+    pointed at ``os.devnull``, so the interpreter's own flush at exit is quiet too), and the
+    command goes on to write its run folder, summary and study."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.reader_gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass  # not a file descriptor (a test's capture): nothing is flushed to it at exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hwnas`` script; returns the exit status.
 
     Every message goes through :func:`hwnas.db.scrub`: no password of a URL given to this
-    process is printed, even where a library quotes it."""
+    process is printed, even where a library quotes it. Standard output is :class:`PipeSafe`
+    while the command runs."""
+    stdout = sys.stdout
+    if not isinstance(stdout, PipeSafe):
+        sys.stdout = PipeSafe(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     from hwnas.db import scrub, secrets_seen
 
     try:

@@ -141,3 +141,20 @@ def test_runs_of_an_energy_search_show_the_best_in_mj(tmp_path, hwnas_home):
     assert cell in _cli("runs", "show", "latest").stdout
     listed = hwnas_cli("runs", "list", env={"COLUMNS": "250"}).stdout
     assert cell in listed and " ms" not in listed
+
+
+def test_a_reader_that_stops_reading_does_not_cut_the_run_short(tmp_path, hwnas_home):
+    """`hwnas search ... | head -1`: main died of the broken pipe (exit 1, silent) before
+    writing summary.json, so the run folder kept the previous run's summary."""
+    out = tmp_path / "run"
+    for budget in (5, 9):
+        r = subprocess.run(
+            f"{sys.executable} -m hwnas search --device pixel3 --budget {budget} --no-zoo "
+            f"--out {out} | head -1; exit ${{PIPESTATUS[0]}}",
+            shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=300,
+            env={**os.environ, **NARROW},
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert len(r.stdout.splitlines()) == 1 and "Traceback" not in r.stderr
+        trials = json.loads((out / "summary.json").read_text())["trials"]
+        assert trials["completed"] == budget
