@@ -465,7 +465,8 @@ def run_search(
             skips the candidate (a FAIL trial with the reason).
         storage: Optuna storage URL or object; None keeps the study in memory.
         on_trial: called after each trial with (completed count, record or None for a
-            duplicate).
+            duplicate); on a study that already holds trials, first once with their count
+            and the most accurate of them.
         sampler_options: extra keyword arguments for the strategy.
         costs: what is known of candidates' costs before measuring (for cost-aware strategies);
             default: nothing.
@@ -488,8 +489,11 @@ def run_search(
             scored, FAIL otherwise), so the study is consistent and resumable.
     """
     loop = _Loop.open(settings, space, evaluate, storage, sampler_options, costs, proposals)
+    done = completed_records(loop.ledger)
     if check is not None:
-        check(completed_records(loop.ledger))
+        check(done)
+    if on_trial is not None and done:  # a resumed study: its count and its best so far
+        on_trial(len(done), max(done, key=lambda r: r.accuracy))
     loop.on_trial, loop.instant = on_trial, instant
     # table lookups keep the lock across trials and write them together (see HOLD_S)
     loop.hold = _Hold(loop.ledger, loop.study, HOLD_S if instant else 0.0)

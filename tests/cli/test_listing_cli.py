@@ -147,6 +147,7 @@ def test_a_reader_that_stops_reading_does_not_cut_the_run_short(tmp_path, hwnas_
     """`hwnas search ... | head -1`: main died of the broken pipe (exit 1, silent) before
     writing summary.json, so the run folder kept the previous run's summary."""
     out = tmp_path / "run"
+    best = None
     for budget in (5, 9):
         r = subprocess.run(
             f"{sys.executable} -m hwnas search --device pixel3 --budget {budget} --no-zoo "
@@ -156,5 +157,9 @@ def test_a_reader_that_stops_reading_does_not_cut_the_run_short(tmp_path, hwnas_
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
         assert len(r.stdout.splitlines()) == 1 and "Traceback" not in r.stderr
-        trials = json.loads((out / "summary.json").read_text())["trials"]
-        assert trials["completed"] == budget
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["trials"]["completed"] == budget
+        if best is not None:  # resumed: the progress line starts from the study's best
+            resumed = next(x for x in r.stderr.splitlines() if "5/9 trials" in x)
+            assert f"best {best:.2f}%" in resumed, resumed
+        best = summary["best"]["accuracy"]
