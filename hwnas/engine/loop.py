@@ -348,6 +348,7 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
     """
     import optuna
 
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # "Using an existing study": ours
     if isinstance(storage, str):
         storage = open_storage(storage)
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -100,7 +101,10 @@ class SupernetSettings(SearchSettings):
 
     def name_parts(self) -> list[str]:
         """What tells this search's study apart (:func:`~hwnas.engine.loop.study_name`):
-        space, data, device, objective and hardware term, strategy, epochs, seed."""
+        space, data, device, objective, hardware term and latency limit, strategy, epochs,
+        seed, and a digest of the rest that differs from the defaults (``--set`` values,
+        batch size, fine-tuning epochs): two searches that differ only there never share a
+        name, and the default command keeps its plain one."""
         hw = (
             f"-target{self.latency_target:g}"
             if self.latency_target is not None
@@ -108,10 +112,20 @@ class SupernetSettings(SearchSettings):
             if self.latency_weight is not None
             else ""
         )
+        if self.max_latency is not None:
+            hw += f"-max{self.max_latency:.15g}ms"
         data = Path(self.data).name if self.data != "digits" else "digits"
+        rest = {"set": self.options}
+        for name in ("batch_size", "finetune_epochs"):
+            if getattr(self, name) != SupernetSettings.__dataclass_fields__[name].default:
+                rest[name] = getattr(self, name)
+        digest = []
+        if self.options or len(rest) > 1:
+            text = json.dumps(rest, sort_keys=True, default=str)
+            digest = [f"x{hashlib.sha256(text.encode()).hexdigest()[:8]}"]
         return [
             self.space, data, self.device, f"{self.objective}{hw}", self.strategy,
-            f"e{self.epochs}", f"seed{self.seed}", *self.accuracy_parts(),
+            f"e{self.epochs}", f"seed{self.seed}", *self.accuracy_parts(), *digest,
         ]  # fmt: skip
 
     @property

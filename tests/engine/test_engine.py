@@ -303,3 +303,20 @@ def test_two_latency_limits_never_share_a_default_study_name():
 
     assert "-max8ms-" in name(8.0) and "-max5.5ms-" in name(5.5)
     assert name(8.0) != name(8.00000001)
+
+
+def test_supernet_searches_that_differ_only_in_their_settings_never_share_a_study_name():
+    """main named `--set preset=small-data` and the plain command alike, and refused the
+    second as 'made by a different search'; the plain command keeps its plain name."""
+    from hwnas.jobs.supernet import SupernetSettings
+
+    def name(**kw):
+        return SupernetSettings(space="nasbench201", device="pixel3", strategy="gdas", **kw).study
+
+    plain = name()
+    assert plain == "nasbench201-digits-pixel3-latency-gdas-e5-seed0"
+    others = [name(options={"preset": "small-data"}), name(options={"lr": 0.01}),
+              name(batch_size=32), name(finetune_epochs=0), name(max_latency=8.0)]  # fmt: skip
+    assert len({plain, *others}) == 1 + len(others)
+    assert name(options={"preset": "small-data"}) == name(options={"preset": "small-data"})
+    assert name(options={"lr": "0.01"}) == name(options={"lr": 0.01})  # typed as --set gives
