@@ -526,7 +526,7 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
     best = _best_summary(result.best, s, data) if result.best is not None else None
     derived = {**_best_summary(derived_record, s, data), "rule": _derived_rule(s)}
 
-    def summary(zoo_models: int, _zoo_s: float) -> dict[str, Any]:
+    def summary(zoo_models: int, zoo_s: float) -> dict[str, Any]:
         return {
             "best": best,
             "derived": derived,
@@ -560,6 +560,8 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
             **({"deployed": deployed} if deployed is not None else {}),
             "candidates": [d for d in described if d is not None],
             "zoo_models": zoo_models,
+            "zoo_weights": "trained",  # the supernet's weights, fine-tuned per subnet
+            "zoo_s": zoo_s,
         }
 
     output = RunOutput(

@@ -128,6 +128,13 @@ BAD = [
         ":9: stages[0].layer.kernal: unknown key 'kernal'",
         None,
     ),
+    (  # a stage with first: the layer's own mistake is reported at the layer (main: first)
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: 8\n    depth: {choices: [1, 2]}\n    layer:\n      block: mbconv\n"
+        "      kernal: 3\n    first: {kernel: 3}\n",
+        ":9: stages[0].layer.kernal: unknown key 'kernal'",
+        None,
+    ),
     (
         "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
         "  - layer: {block: conv2d}\n",

@@ -386,6 +386,8 @@ class _Validator:
             depth = self.value(raw.get("depth", 1), (*where, "depth"), _DEPTH, True, False)
             top = max(depth.values) if isinstance(depth, Choices) else depth
             template = raw["layer"]
+            if "first" in raw and isinstance(template, dict):  # a mistake in the layer's own
+                self.layer(template, (*where, "layer"), True)  # keys is reported as its own
             layers = []
             for i in range(top):
                 item = template
