@@ -43,6 +43,9 @@ def import_file(file: str | Path) -> ModuleType:
         raise HwnasError(f"{path}: not a Python file hwnas can import")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # as `python file.py` does: it may import files beside it
+        sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
     except HwnasError as exc:
@@ -53,6 +56,21 @@ def import_file(file: str | Path) -> ModuleType:
         first = (str(exc).strip().splitlines() or [""])[0]
         raise HwnasError(f"{path}: importing it failed: {type(exc).__name__}: {first}") from None
     return module
+
+
+def call_user(fn: Any, what: str, *args: Any) -> Any:
+    """``fn(*args)``, the user's code, with any error in one line naming ``what``.
+
+    Raises:
+        HwnasError: ``fn`` raised (its type and first line).
+    """
+    try:
+        return fn(*args)
+    except HwnasError:
+        raise
+    except Exception as exc:  # the user's code: any error, in one line
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise HwnasError(f"{what} failed: {type(exc).__name__}: {first}") from None
 
 
 def code_object(text: str) -> Any:

@@ -161,6 +161,9 @@ def prepare(
     from hwnas.supernet import check_supernet
 
     check_processes(settings.batch_size, ranks_from_env().world)
+    from hwnas.supernet.train import resolve_device
+
+    resolve_device(settings.job.torch_device or None)  # a device this machine lacks: now
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)

@@ -148,7 +148,7 @@ def register_space(space: SearchSpace) -> SearchSpace:
 def _load_code(text: str, file: str, attr: str) -> SearchSpace:
     """The space ``attr`` of the Python file ``file`` (imported once per process,
     :mod:`hwnas.usercode`; a function there is called with no argument)."""
-    from hwnas.usercode import code_object
+    from hwnas.usercode import call_user, code_object
 
     path = Path(file).expanduser()
     if not path.is_file():
@@ -158,7 +158,7 @@ def _load_code(text: str, file: str, attr: str) -> SearchSpace:
         return _FILES[key]
     obj = code_object(f"{file}:{attr}")
     if callable(obj) and not isinstance(obj, SearchSpace) and not hasattr(obj, "forward"):
-        obj = obj()
+        obj = call_user(obj, f"{text}() (called with no argument to make the space)")
     if not isinstance(obj, SearchSpace):
         raise HwnasError(
             f"{text} is a {type(obj).__name__}, not a search space: make one with "

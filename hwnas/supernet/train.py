@@ -22,10 +22,31 @@ from hwnas.loops import batches
 
 
 def resolve_device(name: str | None = None) -> torch.device:
-    """``cuda`` when available (or asked), else ``cpu``."""
-    if name:
-        return torch.device(name)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """``cuda`` when available (or asked), else ``cpu``.
+
+    Raises:
+        HwnasError: a device this torch build or machine does not have (``cuda`` without a
+            CUDA GPU, ``cuda:N`` past the GPU count, ``mps`` off Apple silicon).
+    """
+    from hwnas.errors import HwnasError
+
+    if not name:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise HwnasError(
+                f"--set torch_device={name}: this torch ({torch.__version__}) sees no CUDA GPU"
+            )
+        if device.index is not None and device.index >= count:
+            raise HwnasError(
+                f"--set torch_device={name}: this machine has {count} CUDA GPU(s) (cuda:0"
+                f"{f'..cuda:{count - 1}' if count > 1 else ''})"
+            )
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise HwnasError(f"--set torch_device={name}: MPS is not available here")
+    return device
 
 
 def _proc_status_mib(key: str) -> float | None:

@@ -265,6 +265,11 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
         ([*TABLE, "--storage", "sqlite://"], "names no file (an in-memory database is gone"),
         ([*TABLE, "--storage", "sqlite:///{tmp}"], "{tmp} is a folder, not an SQLite database"),
         ([*GDAS, "--set", "lr=nan"], "--set lr=nan: lr must be a finite number"),
+        ([*GDAS, "--set", "torch_device=cuda:99"], "--set torch_device=cuda:99: this "),
+        ([*TABLE, "--space", "{tmp}/factory.py:raising"],
+         "factory.py:raising() (called with no argument to make the space) failed: "
+         "RuntimeError: bug"),
+        ([*TABLE, "--space", "{tmp}/factory.py:needs_arg"], "failed: TypeError: needs_arg()"),
         ([*GDAS, "--set", "lr=1e308"], "lr must be <= 100"),
         ([*GDAS, "--set", "channels=100000"], "channels must be <= 1024"),
         ([*GDAS, "--latency-weight", "inf"], "--latency-weight must be a finite number"),
@@ -318,6 +323,9 @@ def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypat
     monkeypatch.setenv("HWNAS_DEVICES_PATH", str(profiles))
     reload_profiles()
     _identity_onnx(tmp_path / "huge.onnx", [1, 3, 100000, 100000])
+    (tmp_path / "factory.py").write_text(
+        "def raising():\n    raise RuntimeError('bug')\n\ndef needs_arg(x):\n    return x\n"
+    )
     cal = ["arch,latency_ms"] + [f"{i},{1 + 0.1 * i}" for i in range(10)]
     cal[1] = "0,1e308"
     (tmp_path / "cal_1e308.csv").write_text("\n".join(cal) + "\n")

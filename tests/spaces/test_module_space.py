@@ -406,3 +406,13 @@ def test_nproc_passes_a_space_given_by_path_on_as_typed():
     args = command_line(ctx, leave_out=("nproc",))
     assert args[args.index("--space") + 1] == typed and "--nproc" not in args
     assert args[args.index("--strategy") + 1] == "oneshot"
+
+
+def test_a_users_file_may_import_the_files_beside_it(tmp_path):
+    """As `python mynet.py` would: main imported mynet.py without its folder on sys.path, so
+    its `import blocks` (a file beside it) failed with ModuleNotFoundError."""
+    from hwnas.usercode import code_object
+
+    (tmp_path / "blocks_beside.py").write_text("WIDTH = 24\n")
+    (tmp_path / "mynet_beside.py").write_text("import blocks_beside\nwidth = blocks_beside.WIDTH\n")
+    assert code_object(f"{tmp_path / 'mynet_beside.py'}:width") == 24
