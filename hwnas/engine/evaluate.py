@@ -385,10 +385,15 @@ class FunctionEvaluator:
         check_recorded_costs(self.profiler.device, self.space, records)
 
     def evaluate(self, arch: Arch) -> Evaluation:
-        """Call the function on the candidate once and obtain every metric (store-cached)."""
-        model = self.model(arch)
-        self.accuracy_queries += 1
-        acc = self.fn(model, arch, self.data)
+        """Call the function on the candidate once and obtain every metric (store-cached).
+        The network is built and scored with the global generators seeded from the
+        architecture (:func:`hwnas.engine.seeding.seeded_globals`)."""
+        from hwnas.engine.seeding import CANDIDATE, derive_seed, seeded_globals
+
+        with seeded_globals(derive_seed(0, CANDIDATE, arch.text)):
+            model = self.model(arch)
+            self.accuracy_queries += 1
+            acc = self.fn(model, arch, self.data)
         self.scores[arch.text] = acc
         workload = arch_workload(self.space, arch, self.dataset)
         costs = device_costs(self.profiler, workload, self.metrics)

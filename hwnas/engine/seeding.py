@@ -18,16 +18,41 @@ twice (:mod:`hwnas.engine.workers`), not that the result is reproducible.
 
 from __future__ import annotations
 
+import contextlib
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import optuna
 
-POOL, PLAN, INDEPENDENT, SELECTION, TRIAL = range(5)
+POOL, PLAN, INDEPENDENT, SELECTION, TRIAL, CANDIDATE = range(6)
 """Streams: the candidate pool of a space that cannot be enumerated, a planning round, a choice
-drawn outside the relative search space, NSGA-III's selection of survivors, a trial's sampler."""
+drawn outside the relative search space, NSGA-III's selection of survivors, a trial's sampler,
+a candidate scored by the user's accuracy function (:func:`seeded_globals`)."""
+
+
+@contextlib.contextmanager
+def seeded_globals(seed: int) -> Iterator[None]:
+    """Inside, torch's, NumPy's and Python's global generators are seeded with ``seed``; after,
+    they are as they were. A network built and scored there (a fresh network's initial
+    weights, a user's accuracy function that trains or samples) draws the same in every
+    process, however many networks that process built before: a resumed search or another
+    worker scores a candidate as the uninterrupted search did."""
+    import random
+
+    import torch
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        np.random.seed(seed & 0xFFFFFFFF)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
 
 
 def derive_seed(seed: int | None, *where: int | str) -> int | None:

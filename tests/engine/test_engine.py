@@ -320,3 +320,35 @@ def test_supernet_searches_that_differ_only_in_their_settings_never_share_a_stud
     assert len({plain, *others}) == 1 + len(others)
     assert name(options={"preset": "small-data"}) == name(options={"preset": "small-data"})
     assert name(options={"lr": "0.01"}) == name(options={"lr": 0.01})  # typed as --set gives
+
+
+def test_a_users_accuracy_function_scores_a_candidate_alike_whatever_ran_before():
+    """A freshly built network's weights and the function's own draws come from generators
+    seeded by the architecture: main drew them from the process's global state, so a resumed
+    search (or another worker) scored 3 of 10 candidates differently (8.36% vs 0.0%)."""
+    import random
+
+    import torch
+
+    from hwnas.engine.evaluate import FunctionEvaluator
+
+    def accuracy(model, arch, data):  # depends on the initial weights and on fresh draws
+        first = next(model.parameters()).detach().flatten()[:8].sum()
+        return float(50 + first + torch.rand(1) + np.random.rand() + random.random())
+
+    def fresh():
+        return FunctionEvaluator(SPACE, accuracy, Profiler(get_device("pixel3"), None),
+                                 ["latency_ms"], "cifar10")  # fmt: skip
+
+    a, b = SPACE.arch_at(11), SPACE.arch_at(4242)
+    alone = fresh().evaluate(a).accuracy
+    after = fresh()
+    after.evaluate(b)
+    torch.rand(5), np.random.rand(3), random.random()  # any other draws in between
+    assert after.evaluate(a).accuracy == alone
+    before = torch.rand(1)  # the caller's own generators are left as they were
+    torch.manual_seed(0)
+    x = torch.rand(1)
+    torch.manual_seed(0)
+    fresh().evaluate(b)
+    assert torch.rand(1) == x and before.shape == (1,)
