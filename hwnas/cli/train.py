@@ -66,7 +66,7 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     from rich.console import Console
 
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
-    from hwnas.zoo.jobs import plan_training, run_training
+    from hwnas.zoo.jobs import plan_training, record_retrained, run_training
     from hwnas.zoo.train import TrainSettings
 
     err = Console(emoji=False, stderr=True)
@@ -87,6 +87,8 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     for task in plan.tasks:
         check_writable(task.folder.parent, "the entry folder", ZOO_MIN_FREE_MB)
     cards = run_training(plan, log=log)
+    for run in record_retrained([t.folder for t in plan.tasks], log=log):
+        log(f"{run}: the retrained entries recorded in summary.json and the run's study")
     for task, card in zip(plan.tasks, cards):
         acc, training = card["accuracy"], card["training"]
         table = card.get("table_accuracy")

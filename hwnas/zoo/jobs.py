@@ -168,6 +168,58 @@ def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None
     )
 
 
+def record_retrained(folders: list[Path], log: Callable[[str], None] | None = None) -> list[Path]:
+    """Record entries retrained in place in their run's records, as the run did when it wrote
+    them: the run folder's ``summary.json`` gets the new ``zoo_files`` and its study (in the
+    storage the summary names) the new artifacts, so that ``hwnas zoo verify`` proves them.
+
+    Args:
+        folders: retrained entry folders; those outside a run folder's ``zoo/`` are left out.
+        log: gets a line per run whose study could not be updated (a storage URL with a
+            password, which a run folder never holds; an unreachable storage).
+
+    Returns:
+        The run folders whose summary.json was rewritten.
+    """
+    import json
+
+    from hwnas.engine.publish import publish_run
+    from hwnas.paths import write_atomic
+    from hwnas.zoo.read import entry_folders, read_entry, zoo_manifest
+
+    log = log or (lambda _m: None)
+    runs = sorted({f.parent.parent for f in folders if f.parent.name == "zoo"})
+    done = []
+    for run in runs:
+        path = run / "summary.json"
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(summary, dict) or "zoo_files" not in summary:
+            continue
+        summary["zoo_files"] = zoo_manifest(run)
+        kinds = {read_entry(e)["weights_kind"] for e in entry_folders(run / "zoo")}
+        if kinds == {"trained"}:  # every entry trained now
+            summary["zoo_weights"] = "trained"
+        write_atomic(path, json.dumps(summary, indent=2) + "\n")
+        done.append(run)
+        storage = summary.get("storage")
+        study = (summary.get("settings") or {}).get("study")
+        if not storage or not study or "***" in str(storage):
+            log(f"{run}: summary.json updated; its study could not be (re-run publishing "
+                "with the storage's password: the study still records the old files)")
+            continue
+        try:
+            import optuna
+
+            attrs = optuna.load_study(study_name=study, storage=storage).user_attrs
+            publish_run(storage, study, run, summary, attrs.get("artifact_dir"))
+        except Exception as exc:  # noqa: BLE001 - the entries are written; say what is not
+            log(f"{run}: summary.json updated; study '{study}' was not: {exc}")
+    return done
+
+
 def run_training(plan: TrainingPlan, log: Callable[[str], None] | None = None) -> list[dict]:
     """Train every task of ``plan`` and write its entry (each swapped into place whole; a
     failure leaves the entry as it was).

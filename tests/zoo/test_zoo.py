@@ -161,3 +161,23 @@ def test_a_search_zoo_names_its_rows_skips_chance_level_cells_and_reuses_exports
     (entry / "card.json").write_text(json.dumps(card))
     (v,) = verify(entry)
     assert not v.ok and "metadata differs from card.json in accuracy" in v.detail
+
+
+def test_a_run_zoo_retrained_in_place_still_verifies(tmp_path, hwnas_home):
+    """`hwnas train runs/<study>/zoo` then `hwnas zoo verify` (what train prints to do): main
+    failed every entry ('card.json is not the file that the run's summary.json records')."""
+    out = tmp_path / "run"
+    r = hwnas_cli("search", "--device", "pixel3", "--budget", "4", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    before = json.loads((out / "summary.json").read_text())
+    assert before["zoo_models"] >= 1 and before["zoo_weights"] == "random"
+    r = hwnas_cli("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
+                  "--batch-size", "32", "--limit", "100")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"hwnas zoo verify {out / 'zoo'}" in r.stdout
+    after = json.loads((out / "summary.json").read_text())
+    assert after["zoo_files"] != before["zoo_files"] and after["zoo_weights"] == "trained"
+    r = hwnas_cli("zoo", "verify", str(out / "zoo"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    n = before["zoo_models"]
+    assert f"{n} of {n} entries verified, {n} of them proven by their study's record" in r.stdout
