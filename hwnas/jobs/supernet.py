@@ -417,6 +417,7 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
         target=s.latency_target,
         strength=s.job.hw_strength,
         reference=float(cost.expected(uniform)),
+        limit=s.max_latency if s.metric == "latency_ms" else None,
     )
     return cost, hw
 

@@ -715,6 +715,9 @@ class HardwareLoss:
         form: the form of the weight mode (a key of :data:`HW_FORMS`).
         alpha: alpha of the multiplicative forms.
         note: why the form differs from the strategy's default, if it does.
+        limit: the search's latency limit (ms; ``--max-latency``) where the model is of
+            latency, else None: no training term, but derivation keeps under it
+            (:func:`constrained_choice` with ``at_most``).
     """
 
     model: CostModel
@@ -725,6 +728,7 @@ class HardwareLoss:
     form: str = "additive"
     alpha: float = 0.2
     note: str = ""
+    limit: float | None = None
 
     def __call__(self, probs: Sequence[Any]) -> Any:
         """The additive term (target or additive weight mode), a scalar tensor."""
@@ -856,9 +860,14 @@ class TargetChoice:
 
 
 def constrained_choice(
-    logp: Sequence[np.ndarray], lut: MultilinearLUT, target: float, tolerance: float = 0.05
+    logp: Sequence[np.ndarray],
+    lut: MultilinearLUT,
+    target: float,
+    tolerance: float = 0.05,
+    at_most: bool = False,
 ) -> TargetChoice:
-    """The most probable architecture whose cost is within ``tolerance`` of ``target``.
+    """The most probable architecture whose cost is within ``tolerance`` of ``target`` (with
+    ``at_most``: whose cost is at most ``target``, a latency limit).
 
     Candidates are judged by the most accurate cost there is (:meth:`MultilinearLUT.judged`):
     a recorded device's own value where the table has the architecture, else the lookup
@@ -875,6 +884,8 @@ def constrained_choice(
         lut: the cost model (ms or mJ).
         target: requested cost (the model's unit).
         tolerance: accepted relative deviation, e.g. 0.05 for ±5%.
+        at_most: ``target`` is a limit: the band is every cost up to it (the table's values
+            up to it less the table's margin); with none inside, the cheapest.
 
     Returns:
         The choice (:class:`TargetChoice`).
@@ -894,7 +905,11 @@ def constrained_choice(
     for j, p in enumerate(logp):
         score += p[pool[:, j]]
     miss = np.abs(cost / target - 1)
-    inside = in_band(cost, exact, target, tolerance, lut.margin)
+    if at_most:
+        inside = np.where(exact, cost <= target, cost <= target * (1 - lut.margin))
+        miss = np.where(cost <= target, 0.0, miss)  # none inside: the cheapest
+    else:
+        inside = in_band(cost, exact, target, tolerance, lut.margin)
     if inside.any():
         i = int(np.argmax(np.where(inside, score, -np.inf)))
     else:  # closest to the target; among equally close, the most probable

@@ -174,3 +174,24 @@ def test_supernet_user_errors_are_one_line(args, message):
     assert r.returncode == 2
     assert r.stderr.strip().startswith("error:") and message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_differentiable_search_derives_within_max_latency(tmp_path, hwnas_home):
+    """main trained and derived as if --max-latency were not given (a 21 ms cell under a
+    10 ms limit, then 'no architecture met --max-latency', exit 0); the derivation now takes
+    the most probable cell within the limit, judged by the device's own table."""
+    from hwnas.devices import get_device
+
+    lat = get_device("pixel3").column("nasbench201", "latency_ms")
+    limit = float(np.quantile(lat[np.isfinite(lat)], 0.1))  # the cheapest tenth of the space
+    out = tmp_path / "run"
+    args = [a for a in DARTS if a not in ("--latency-weight", "0.5")]
+    r = hwnas_cli(*args, "--finetune-epochs", "0", "--max-latency", f"{limit:.4f}",
+                  "--no-zoo", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    derived = summary["derived"]
+    assert derived["latency_ms"] <= limit and derived["latency_ms_source"].startswith("recorded:")
+    rule = summary["strategy"]["derivation"]["rule"]
+    assert rule == "most probable architecture within --max-latency"
+    assert summary["best"] is not None and summary["best"]["latency_ms"] <= limit

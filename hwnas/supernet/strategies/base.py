@@ -129,10 +129,10 @@ class SupernetStrategy:
     def derive(self) -> Arch:
         """The derived architecture: the most probable candidate of every decision, or, in
         target mode, the most probable architecture whose cost is within ``target_tolerance``
-        of the target, judged by the device's own value where it has one (a recorded table)
-        and else by the lookup table with its error margin
-        (:func:`hwnas.supernet.cost.constrained_choice`); what was chosen and how is kept in
-        :attr:`derivation`."""
+        of the target (under ``--max-latency``, whose cost is at most the limit), judged by
+        the device's own value where it has one (a recorded table) and else by the lookup
+        table with its error margin (:func:`hwnas.supernet.cost.constrained_choice`); what
+        was chosen and how is kept in :attr:`derivation`."""
         with torch.no_grad():
             logp = [torch.log(p.clamp_min(1e-12)).cpu().numpy() for p in self.probs()]
         idx = np.array([int(np.argmax(p)) for p in logp])
@@ -149,6 +149,16 @@ class SupernetStrategy:
                 "rule": f"most probable architecture within ±{tol:.0%} of the target",
                 "target": self.hw.target,
                 "tolerance": tol,
+                "lut_margin": self.hw.model.margin,
+                "argmax_log_prob": float(sum(float(np.max(p)) for p in logp)),
+                **choice.describe(),
+            }
+        elif self.hw is not None and self.hw.limit is not None and self.hw.model.lookup_table:
+            choice = constrained_choice(logp, self.hw.model, self.hw.limit, at_most=True)
+            idx = choice.indices
+            self.derivation = {
+                "rule": "most probable architecture within --max-latency",
+                "limit": self.hw.limit,
                 "lut_margin": self.hw.model.margin,
                 "argmax_log_prob": float(sum(float(np.max(p)) for p in logp)),
                 **choice.describe(),

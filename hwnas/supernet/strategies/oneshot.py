@@ -139,6 +139,19 @@ class OneShotEvolution(SupernetStrategy):
             if inside.any():
                 return max((r for r, k in zip(evaluated, inside) if k), key=lambda r: r[1])[0]
             return evaluated[int(np.argmin(np.abs(cost / hw.target - 1)))][0]
+        if hw.limit is not None:  # under --max-latency: the most accurate within it
+            cost = np.array([r[2] for r in evaluated])
+            if hw.model.lookup_table:
+                space = self.supernet.space
+                cost, exact = hw.model.judged(
+                    hw.model.indices([space.parse(r[0]) for r in evaluated])
+                )
+                inside = np.where(exact, cost <= hw.limit, cost <= hw.limit * (1 - hw.model.margin))
+            else:
+                inside = cost <= hw.limit
+            if inside.any():
+                return max((r for r, k in zip(evaluated, inside) if k), key=lambda r: r[1])[0]
+            return evaluated[int(np.argmin(cost))][0]
         w = hw.weight or 0.0
         return max(evaluated, key=lambda r: r[1] / 100 - w * r[2] / hw.reference)[0]
 
