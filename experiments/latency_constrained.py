@@ -62,6 +62,7 @@ HELP = {  # (latency ms, CIFAR-100 accuracy %) of MetaD2A + HELP's architecture,
 def one_case(device: str, limit: float, mode: str, seed: int, budget: int, measurements: int):
     """(measured latency, accuracy, device measurements, accuracy queries) of the result;
     ``mode`` is a strategy name or "exhaustive"."""
+    from hwnas.cost_record import CostRecord
     from hwnas.devices import get_device
     from hwnas.engine.fewshot import (
         FewShotPlan,
@@ -107,12 +108,14 @@ def one_case(device: str, limit: float, mode: str, seed: int, budget: int, measu
         budget_.measure(arch)
     ev = PredictedEvaluator(space, "cifar100", adapt_all(plan, budget_), plan.predictor.name)
     archs = space.all_archs()
-    lat, _ = ev.costs(archs)["latency_ms"]
+    lat, sd = ev.costs(archs)["latency_ms"]
     acc = space.table_accuracy("cifar100")
+    source = f"predicted:{plan.predictor.name}"
     records = [
-        TrialRecord(i, a.text, float(acc[i]), {"latency_ms": float(lat[i])}, {})
+        TrialRecord(i, a.text, float(acc[i]),
+                    {"latency_ms": CostRecord.predicted("latency_ms", lat[i], sd[i], source)}, {})
         for i, a in enumerate(archs)
-    ]
+    ]  # fmt: skip
     result = SearchResult(settings, records, [], None, len(records), len(records))
     _log, best = verify(settings, result, ev, budget_, plan, True)
     return (
