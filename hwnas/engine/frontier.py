@@ -35,8 +35,12 @@ of ``batch`` queries:
    being on the front.
 5. Under a latency limit (the pool is then the candidates whose known or predicted latency
    meets it) what the user gets is the most accurate architecture within the limit, so a share
-   ``focus`` of each batch goes to the candidates most likely to beat the best accuracy found
-   (and none by hypervolume).
+   ``focus`` of each batch goes to the candidates with the largest expected improvement over
+   the best accuracy found within it (Jones, Schonlau & Welch, J. Global Optim. 1998), and none
+   by hypervolume. Expected improvement weighs how far a candidate may beat the best, not only
+   how likely it is to: the probability of improvement it replaced favours near-certain
+   small gains and stalled 2.2 points below the best within 4 ms on fpga after 60 queries
+   (on 15 table cases x 5 seeds at 60 queries: mean 0.30 -> 0.18 points, worst 2.29 -> 0.86).
 
 The first ``init`` queries are one random architecture per cost quantile. The model's fit and
 the scores cost a few tens of milliseconds per round in NumPy (no SciPy or scikit-learn import).
@@ -250,6 +254,32 @@ def log_prob_front(
     return out
 
 
+def log_expected_improvement(mu: np.ndarray, sd: np.ndarray, target: float) -> np.ndarray:
+    """log of the expected improvement E[max(0, a - target)] of accuracies a ~ N(mu, sd)
+    (Jones, Schonlau & Welch, J. Global Optim. 1998), elementwise, finite far below the target.
+
+    EI = sd * h(z), z = (mu - target) / sd, h(z) = z Phi(z) + phi(z); for z < -6, where the
+    difference cancels in floating point, h(z) = phi(z) / z^2 (1 - 3 / z^2 + 15 / z^4) (the
+    asymptotic series of Mills' ratio), so candidates far below the target are still ranked.
+
+    Args:
+        mu: (N,) predictive means (%).
+        sd: (N,) predictive standard deviations (%), > 0.
+        target: the accuracy to beat (%).
+
+    Returns:
+        (N,) log expected improvements (log %).
+    """
+    z = (np.asarray(mu, dtype=float) - target) / sd
+    log_phi = -0.5 * z * z - 0.5 * math.log(2 * math.pi)
+    far = z < -6.0
+    zz = np.where(far, z, -6.0) ** 2
+    tail = log_phi - np.log(zz) + np.log1p(-3.0 / zz + 15.0 / (zz * zz))
+    near = np.where(far, 0.0, z)
+    h = near * ndtr(near) + np.exp(np.where(far, 0.0, log_phi))
+    return np.log(sd) + np.where(far, tail, np.log(np.maximum(h, 1e-300)))
+
+
 def expected_hv_improvement(
     x: np.ndarray,
     mu: np.ndarray,
@@ -312,8 +342,8 @@ class FrontierSampler(PoolSampler):
         batch: queries planned per round (default: budget / 15, within 5..20).
         spread: share of a round taken one per cost quantile.
         quantile: accuracies below this quantile of the queried ones are compressed.
-        focus: under a latency limit, share of a round that goes to the candidates most likely
-            to beat the best accuracy found.
+        focus: under a latency limit, share of a round that goes to the candidates with the
+            largest expected improvement over the best accuracy found within the limit.
         ehvi: share of a round taken by expected hypervolume improvement (none under a
             latency limit).
         ehvi_horizon: queries after which rounds take no candidate by hypervolume.
@@ -430,7 +460,7 @@ class FrontierSampler(PoolSampler):
         if n_focus:
             within = self._within[rows]
             target = y[within].max() if within.any() else y.max()
-            take(log_ndtr((mu - target) / sd), n_focus)
+            take(log_expected_improvement(mu, sd, target), n_focus)
         n_ehvi = int(round(self.ehvi * n)) if len(rows) < self.ehvi_horizon else 0
         if n_ehvi:  # candidates with no real chance of beating the front add nothing
             hopeful = free & ~chosen & (log_ndtr((mu - front) / sd) > math.log(1e-6))
