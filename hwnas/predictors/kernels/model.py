@@ -38,7 +38,7 @@ import numpy as np
 
 from hwnas.errors import HwnasError
 from hwnas.predictors.base import Model, Predictor, check_calibration
-from hwnas.predictors.kernels.features import kernel_type
+from hwnas.predictors.kernels.features import kernel_type, work_class
 from hwnas.predictors.kernels.read import Kernel, ModelKernels, read_kernels
 from hwnas.predictors.kernels.regress import KernelRegressors
 
@@ -146,6 +146,7 @@ class KernelPredictor(Predictor):
         # extrapolated | unseen)
         self._times: dict[str, tuple[float, float, str]] = {}
         self._overhead: tuple[float, float] | None = None
+        self._speed_done = False
         if self.profiler is not None:
             dev = self.profiler.device
             if getattr(dev, "runtime_name", None) != "ort" or not dev.runs_models:
@@ -243,6 +244,8 @@ class KernelPredictor(Predictor):
             self.counts["reused"] += counts.reused
             for key, m in got.items():
                 self._times[key] = (m.value, max(MEASURED_REL_STD, m.cv), "measured")
+        if any(st == "unseen" and k.key not in self._times for k, _, _, st in unsure):
+            self._use_device_speed(regressors)
         for k, mu, sd, st in unsure:
             if k.key in self._times:
                 continue
@@ -251,6 +254,16 @@ class KernelPredictor(Predictor):
             else:
                 self._times[k.key] = (o + float(np.exp(mu)), float(sd), st)
             self.counts["predicted"] += 1
+
+    def _use_device_speed(self, regressors: KernelRegressors) -> None:
+        """Scale the reference CPU's time per unit of work to this device (its speed on two
+        probe kernels, timed once per device like the overheads, whatever the budget)."""
+        if self._speed_done or self.profiler is None or not self.profiler.device.can_measure:
+            return
+        from hwnas.predictors.kernels.timing import device_speed
+
+        self._speed_done = True
+        regressors.use_speed(device_speed(self.profiler))
 
     def estimate(self, model: Model) -> ModelEstimate:
         """The kernel sum of one model and where its numbers come from (times kernels the
@@ -269,8 +282,11 @@ class KernelPredictor(Predictor):
             ms, rel, source = self._times[k.key]
             net = max(ms - o, 0.01 * ms)
             total += net
+            # errors of one type add up; so do those of every kernel guessed at one work
+            # class's rate (the rate is the device's, or the reference CPU's scaled by a probe)
             t = kernel_type(k)
-            by_type[t] = by_type.get(t, 0.0) + net * rel  # errors of one type add up
+            group = f"guessed {work_class(k)}" if source == "unseen" else t
+            by_type[group] = by_type.get(group, 0.0) + net * rel
             n[source] += 1
             if source == "unseen":
                 unseen_types.add(t)

@@ -56,7 +56,11 @@ that class was timed on the device: the medians over the 4,766 kernels of
 ``devices/data/cpu_ground_truth`` (ONNX Runtime, 1 thread, this project's reference CPU;
 1,852 convolutions and matrix products, 2,914 other kernels). Their log spread around the
 median is 1.2-1.3 (1.0 around a log-log fit), which is what ``UNSEEN_REL_STD`` of
-:mod:`~hwnas.predictors.kernels.model` allows for."""
+:mod:`~hwnas.predictors.kernels.model` allows for. On another CPU they are scaled by its speed
+on one probe kernel of the class (:meth:`KernelRegressors.use_speed`,
+:func:`~hwnas.predictors.kernels.timing.device_speed`): this project's second CPU, a shared
+2-core VM, took 3.2-3.6 times (convolution) and 3.4-3.7 times (elementwise) the reference
+CPU's time."""
 
 
 @dataclass
@@ -123,6 +127,8 @@ class KernelRegressors:
     models: dict[str, TypeModel] = field(default_factory=dict)
     overhead_ms: float = 0.0
     ns_per_work: dict[str, float] = field(default_factory=lambda: dict(PRIOR_NS_PER_WORK))
+    own_rate: set[str] = field(default_factory=set)
+    speed: dict[str, float] = field(default_factory=dict)
 
     def fit(
         self, kernels: Sequence[Kernel], values_ms: Sequence[float], overhead_ms: float = 0.0
@@ -141,12 +147,14 @@ class KernelRegressors:
         y_all = np.log(np.maximum(net, FLOOR_MS))
         types = [kernel_type(k) for k in kernels]
         x_all = feature_matrix(kernels)
-        self.ns_per_work = dict(PRIOR_NS_PER_WORK)
+        self.ns_per_work = {c: r * self.speed.get(c, 1.0) for c, r in PRIOR_NS_PER_WORK.items()}
+        self.own_rate = set()
         classes = np.array([work_class(k) for k in kernels])
         rate = np.exp(y_all) * 1e6 / np.maximum([work(k) for k in kernels], 1.0)
         for c in PRIOR_NS_PER_WORK:  # this device's own rate where it timed enough kernels
             if np.sum(classes == c) >= self.min_samples:
                 self.ns_per_work[c] = float(np.median(rate[classes == c]))
+                self.own_rate.add(c)
         self.models = {}
         for t in sorted(set(types)):
             rows = np.array([i for i, tt in enumerate(types) if tt == t])
@@ -165,6 +173,15 @@ class KernelRegressors:
             resid = float(np.sqrt(np.mean((oob - y) ** 2))) if oob is not None else 0.1
             self.models[t] = TypeModel(forest, x.min(0), x.max(0), resid, len(rows))
         return self
+
+    def use_speed(self, speed: dict[str, float]) -> None:
+        """Scale the reference CPU's time per unit of work (:data:`PRIOR_NS_PER_WORK`) by
+        ``speed`` (work class -> this device's time over the reference CPU's on the class's
+        probe kernel) for the classes this device has not timed enough kernels of."""
+        self.speed = dict(speed)
+        for c, r in PRIOR_NS_PER_WORK.items():
+            if c not in self.own_rate:
+                self.ns_per_work[c] = r * self.speed.get(c, 1.0)
 
     def counts(self) -> dict[str, int]:
         """Kernel type -> kernels its regressor was fitted on."""
@@ -212,7 +229,8 @@ class KernelRegressors:
         """A time (ms, inside a network: no call overhead) for a kernel of a type no regressor
         covers: its :func:`~hwnas.predictors.kernels.features.work` at the median time per
         unit of the kernels of its class timed on this device (compute- or memory-bound), or
-        at :data:`PRIOR_NS_PER_WORK` where fewer than ``min_samples`` were."""
+        at :data:`PRIOR_NS_PER_WORK` (scaled by :meth:`use_speed`) where fewer than
+        ``min_samples`` were."""
         return 1e-6 * self.ns_per_work[work_class(kernel)] * max(work(kernel), 1.0)
 
     def _siblings(self, kernel_type_name: str) -> list[TypeModel]:

@@ -54,6 +54,63 @@ def overhead_workload(nodes: int = 1) -> Workload:
     return Workload(key, label, (1, 1, 1, 1), onnx_factory=factory)
 
 
+SPEED_PROBES = {
+    "compute": ("nchwc:Conv k3x3 Relu 1x64x56x56->1x64x56x56", 0.86102),
+    "memory": ("Mul 1x256x56x56,1x256x56x56->1x256x56x56", 0.100585),
+}
+"""Work class -> (label of the probe kernel, its time alone in ms on the reference CPU): a
+ResNet-18 3x3 convolution at 56x56 and an elementwise product of two 3.2 MB tensors, both in
+``devices/data/cpu_ground_truth/kernels.jsonl.gz`` (the reference CPU that
+:data:`~hwnas.predictors.kernels.regress.PRIOR_NS_PER_WORK` comes from)."""
+
+
+def speed_probe_workloads() -> dict[str, Workload]:
+    """Work class -> the workload timing its probe kernel (:data:`SPEED_PROBES`), read from a
+    two-node model as ONNX Runtime runs it."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwnas.predictors.kernels.read import read_kernels
+
+    def model(nodes, inits, shape) -> bytes:
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        m = helper.make_model(helper.make_graph(nodes, "probe", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+        m.ir_version = 8
+        return m.SerializeToString()
+
+    w = np.random.default_rng(0).standard_normal((64, 64, 3, 3)).astype(np.float32) * 0.05
+    conv = model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+         helper.make_node("Relu", ["c"], ["y"])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.zeros(64, np.float32), "b")],
+        [1, 64, 56, 56],
+    )  # fmt: skip
+    mul = model([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Mul", ["x", "n"], ["y"])],
+                [], [1, 256, 56, 56])  # fmt: skip
+    out = {}
+    for cls, data in (("compute", conv), ("memory", mul)):
+        label = SPEED_PROBES[cls][0]
+        kernel = next((k for k in read_kernels(data).kernels if k.label == label), None)
+        if kernel is not None:  # another ONNX Runtime may fuse otherwise: no probe, no scale
+            out[cls] = kernel_workload(kernel)
+    return out
+
+
+def device_speed(profiler) -> dict[str, float]:
+    """Work class -> how many times longer this device takes than the reference CPU on the
+    class's probe kernel (:data:`SPEED_PROBES`; timed once through ``profiler`` and its
+    store): what scales the reference CPU's time per unit of work for kernels of a type
+    nobody timed here."""
+    return {
+        cls: float(
+            profiler.measure(wl, "latency_ms", allow_flagged=True).value / SPEED_PROBES[cls][1]
+        )
+        for cls, wl in speed_probe_workloads().items()
+    }
+
+
 def overheads(profiler) -> tuple[float, float]:
     """(per-call overhead, per-node dispatch) of the device's runtime in ms, timed once
     through ``profiler`` (and its store)."""
