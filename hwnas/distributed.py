@@ -99,6 +99,42 @@ def ranks_from_env(env: dict[str, str] | None = None) -> Ranks:
     return Ranks(rank, world, local)
 
 
+def local_processes(env: dict[str, str] | None = None) -> int:
+    """How many processes of this torchrun job run on this machine (``LOCAL_WORLD_SIZE``;
+    1 outside torchrun)."""
+    env = os.environ if env is None else env
+    try:
+        return max(int(env.get("LOCAL_WORLD_SIZE", "1")), 1)
+    except ValueError:
+        return 1
+
+
+def check_gpus(device: Any, processes: int) -> None:
+    """Refuse more processes on this machine than it has CUDA GPUs when training on CUDA (one
+    GPU per process, NCCL): every process says so alike, before any joins the group. Without
+    this, the process left without a GPU stopped alone while rank 0 waited for it, and the
+    command ended with exit 2 and no word.
+
+    Args:
+        device: the torch device training runs on (:func:`hwnas.supernet.train.resolve_device`).
+        processes: processes on this machine (``--nproc``, or torchrun's per node).
+
+    Raises:
+        HwnasError: CUDA with fewer GPUs than processes.
+    """
+    if processes <= 1 or getattr(device, "type", str(device)) != "cuda":
+        return
+    import torch
+
+    count = torch.cuda.device_count()
+    if processes > count:
+        raise HwnasError(
+            f"{processes} training processes on CUDA need a GPU each and this machine has "
+            f"{count}: use --nproc {count} (or torchrun --nproc_per_node {count}), or "
+            f"--set torch_device=cpu for {processes} CPU processes"
+        )
+
+
 def check_processes(batch_size: int, world: int) -> None:
     """Refuse a process count the global batch cannot be split across.
 

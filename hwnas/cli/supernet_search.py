@@ -130,6 +130,11 @@ def run_supernet_search(
     ranks = ranks_from_env()
     err = Console(emoji=False, stderr=True)
     try:
+        if nproc is not None and nproc > 1:  # one GPU per process: refused before any work
+            from hwnas.distributed import check_gpus
+            from hwnas.supernet.train import resolve_device
+
+            check_gpus(resolve_device(s.job.torch_device or None), nproc)
         job = prepare(s, storage, store)
         out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
         if ranks.main:

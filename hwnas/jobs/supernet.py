@@ -157,13 +157,14 @@ def prepare(
             ``--batch-size`` that the processes cannot share.
     """
     from hwnas.datasets import load_data
-    from hwnas.distributed import check_processes, ranks_from_env
+    from hwnas.distributed import check_gpus, check_processes, local_processes, ranks_from_env
     from hwnas.supernet import check_supernet
 
     check_processes(settings.batch_size, ranks_from_env().world)
     from hwnas.supernet.train import resolve_device
 
-    resolve_device(settings.job.torch_device or None)  # a device this machine lacks: now
+    # a device this machine lacks, or fewer GPUs than torchrun's processes here: now
+    check_gpus(resolve_device(settings.job.torch_device or None), local_processes())
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)

@@ -151,3 +151,29 @@ def test_bad_process_options_are_one_line_errors(args, message):
     assert r.returncode == 2
     assert r.stderr.strip().startswith("error:") and message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_more_processes_than_gpus_is_one_line_before_any_work(hwnas_home, monkeypatch, capsys):
+    """On CUDA each process takes a GPU: ``--nproc 2`` on a machine with one GPU (here faked:
+    torch told there is one) is refused before anything is launched, and so is a torchrun job
+    with 2 processes on this machine; on an H100 machine it ended with exit 2 and no word (the
+    process left without a GPU stopped alone, and only rank 0 speaks)."""
+    import hwnas.distributed as distributed
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    launched = []
+    monkeypatch.setattr(distributed, "launch", lambda *a: launched.append(a) or 0)
+    assert main([*GDAS, "--nproc", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "need a GPU each and this machine has 1" in err, err
+    assert "--nproc 1" in err and "--set torch_device=cpu" in err and not launched
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert main(GDAS) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "need a GPU each and this machine has 1" in err, err
+    # on the CPU any number of processes may share the machine
+    distributed.check_gpus(torch.device("cpu"), 8)
