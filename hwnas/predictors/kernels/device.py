@@ -79,6 +79,7 @@ def kernel_predictor(
                               for s in CALIBRATION_SPACES)  # fmt: skip
         note = (
             f"network-level correction not calibrated on {dev.name} (prior x{PRIOR.scale:g} "
-            f"+-{100 * PRIOR.rel_std:.0f}% from the CPUs measured so far, wide interval); calibrate it with {spaces}"
+            f"+-{100 * PRIOR.rel_std:.0f}% from the CPUs measured so far, wide interval); "
+            f"calibrate it with {spaces}"
         )
     return kp, note
