@@ -101,6 +101,31 @@ def test_regressors_say_where_they_are_unsure():
     assert feature_matrix([inside]).shape == (1, len(FEATURES))
 
 
+def test_a_guess_scales_with_the_devices_speed_until_it_times_enough_of_the_class():
+    """Kernels of a type nobody timed are guessed at the reference CPU's time per unit of work
+    times this device's speed on the class's probe kernel; once the device timed enough
+    kernels of the class (here 8 Adds: memory-bound), their own rate replaces it. The probe
+    kernels are those of the shipped ground truth, read as ONNX Runtime runs them."""
+    from hwnas.predictors.kernels.timing import SPEED_PROBES, speed_probe_workloads
+
+    assert set(speed_probe_workloads()) == set(SPEED_PROBES)  # both probes read as labelled
+    mul = read_kernels(_sum_model("Mul", (1, 30, 8, 8))).kernels[0]
+    conv = next(k for k in read_kernels(network_workload("resnet18", side=32, width=0.25)
+                                        .onnx_bytes()).kernels if "Conv" in k.op)  # fmt: skip
+    reg = KernelRegressors()
+    before = reg.guess_ms(mul), reg.guess_ms(conv)
+    reg.use_speed({"compute": 3.0, "memory": 2.0})
+    assert reg.guess_ms(conv) == pytest.approx(3.0 * before[1])
+    assert reg.guess_ms(mul) == pytest.approx(2.0 * before[0])
+    kernels, times = _add_kernels()
+    own = KernelRegressors(speed={"compute": 3.0, "memory": 2.0}).fit(kernels, times, 0.001)
+    assert own.own_rate == {"memory"}
+    assert own.guess_ms(conv) == pytest.approx(3.0 * before[1])  # still scaled: none timed
+    rate = own.ns_per_work["memory"]
+    own.use_speed({"compute": 1.0, "memory": 5.0})  # the device's own rate stays
+    assert own.ns_per_work["memory"] == rate
+
+
 def test_a_model_unlike_any_seen_gets_a_warning_and_a_wide_interval():
     """Without a device to time them, kernels of a type never timed are guessed: the predictor
     says so in one line and widens the interval; a model of known kernels gets neither."""
