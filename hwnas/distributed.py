@@ -191,21 +191,13 @@ def start(ranks: Ranks, device: Any) -> Any:
         device: the torch device asked for (``cuda`` or ``cpu``).
 
     Returns:
-        This process's torch device.
-
-    Raises:
-        HwnasError: more processes on this machine than CUDA devices.
+        This process's torch device (every process has a GPU of its own: :func:`check_gpus`,
+        run by every process when the job is prepared, refused more processes than GPUs).
     """
     import torch
     import torch.distributed as dist
 
     if device.type == "cuda":
-        count = torch.cuda.device_count()
-        if ranks.local >= count:
-            raise HwnasError(
-                f"process {ranks.local} on this machine has no GPU ({count} CUDA device(s)): "
-                "run at most one process per GPU (--nproc / --nproc_per_node)"
-            )
         device = torch.device("cuda", ranks.local)
         torch.cuda.set_device(device)
         backend = "nccl"

@@ -10,6 +10,7 @@ runtime's per-call overhead (binding, dispatch), which a kernel inside a network
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -64,9 +65,10 @@ ResNet-18 3x3 convolution at 56x56 and an elementwise product of two 3.2 MB tens
 :data:`~hwnas.predictors.kernels.regress.PRIOR_NS_PER_WORK` comes from)."""
 
 
+@functools.cache
 def speed_probe_workloads() -> dict[str, Workload]:
     """Work class -> the workload timing its probe kernel (:data:`SPEED_PROBES`), read from a
-    two-node model as ONNX Runtime runs it."""
+    two-node model as ONNX Runtime runs it (once per process: reading runs ONNX Runtime)."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
