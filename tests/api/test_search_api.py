@@ -105,14 +105,15 @@ def test_a_users_accuracy_function_is_checked_before_any_work(tmp_path):
 
     from helpers import hwnas_cli
 
-    file = Path(__file__).parents[1] / "spaces" / "my_model.py"
+    # my_space.py builds its space at import in a second; my_model.py trains 30 steps first
+    file = Path(__file__).parents[1] / "spaces" / "my_space.py"
     out = tmp_path / "run"
     bad = hwnas_cli(
-        "search", "--space", f"{file}:space", "--accuracy", f"{file}:val_acuracy",
+        "search", "--space", f"{file}:space", "--accuracy", f"{file}:holdout_acuracy",
         "--device", "cpu-fast", "--out", str(out),
     )  # fmt: skip
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert "did you mean val_accuracy" in bad.stderr and not out.exists()
+    assert "did you mean holdout_accuracy" in bad.stderr and not out.exists()
     none = hwnas_cli("search", "--space", f"{file}:space", "--device", "cpu-fast")
     assert none.returncode == 2
     assert "has no accuracy table to search over: give an accuracy function" in none.stderr

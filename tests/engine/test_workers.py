@@ -38,7 +38,9 @@ def _start_workers(storage: str, tmp_path: Path, extra: list[str] = ()) -> list[
     return procs
 
 
-def _check_shared_study(procs, storage: str, tmp_path: Path) -> None:
+def _check_shared_study(procs, storage: str, tmp_path: Path, zoo: bool = True) -> None:
+    """Every worker exits 0, the study holds the budget once each, and every worker's run
+    folder lists the whole study's front once (and, with ``zoo``, its zoo entries)."""
     import optuna
 
     outputs = [p.communicate(timeout=600) for p in procs]
@@ -60,6 +62,9 @@ def _check_shared_study(procs, storage: str, tmp_path: Path) -> None:
         rows = [r["arch"] for r in table]
         assert len(rows) == len(set(rows)) > 0
         fronts.append(rows)
+        if not zoo:
+            assert not (run / "zoo").exists()
+            continue
         zoo = sorted(p.parent.name for p in (run / "zoo").glob("*/model.onnx"))
         assert zoo == sorted(r["zoo"] for r in table if r["zoo"])  # chance-level rows: none
     assert added == BUDGET  # every scored architecture was scored by exactly one worker
@@ -143,7 +148,7 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
     (hwnas_home / "devices" / "cpu-slow.yaml").write_text(profile)
     reload_profiles()
     storage = f"sqlite:///{tmp_path / 's.db'}"
-    budget = 12
+    budget = 8
     args = ["search", "--device", "cpu-slow", "--budget", str(budget), "--study", "k"]
     args += ["--storage", storage, "--no-zoo", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen(
@@ -183,9 +188,11 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
 
 @pytest.mark.slow
 def test_three_workers_share_a_fresh_postgresql_study(tmp_path, postgres_url):
-    procs = _start_workers(postgres_url, tmp_path)  # a bare postgresql:// URL, as users type it
+    # a bare postgresql:// URL, as users type it; the zoo export is the SQLite test's (each of
+    # the 3 workers exports the whole front: half this test's time on a 2-core machine)
+    procs = _start_workers(postgres_url, tmp_path, ["--no-zoo"])
     _check_shared_study(procs, postgres_url.replace("postgresql://", "postgresql+psycopg://"),
-                        tmp_path)  # fmt: skip
+                        tmp_path, zoo=False)  # fmt: skip
 
 
 @pytest.mark.slow
