@@ -1,0 +1,96 @@
+"""What bounds the hypervolume of a 100-query search on NAS-Bench-201: training noise among
+cells that compute the same function, and what ``frontier``'s accuracy model can express.
+
+For each unseen device of HELP's split (the hypervolume of ``search_quality.py``: objectives
+normalised between the true front's ideal and nadir points, reference point (1.1, 1.1),
+chance-level cells left out), prints:
+
+- classes: cells with identical ``surrogate_features`` (the same live paths, so the same
+  function family: ``hwnas.spaces.nasbench201``), and the median standard deviation of CIFAR-100
+  accuracy (200 epochs) within a class of two or more cells: training noise that no model of the
+  architecture can predict;
+- denoised oracle: the Pareto front of class-mean accuracy vs latency (an oracle that knows
+  every class's mean, none of the noise), its size and the hypervolume of its cells with their
+  true accuracies;
+- model fronts: the Pareto front of the accuracy *predicted* by a model fitted on N random
+  cells (and on all 15,625), and that front's hypervolume with the true accuracies: ``frontier``'s
+  Bayesian linear model (:class:`hwnas.engine.frontier.AccuracyModel`, on the same warped
+  accuracies) and, for comparison, extremely randomised trees (scikit-learn, 200 trees). A
+  model whose own front stays below 99% even with every accuracy known cannot point a search at
+  the last points of the true front; the search gets beyond its model by exploring.
+
+    python experiments/front_ceiling.py [--sizes 100 300 1000 15625]
+
+About 30 seconds on this project's 2-core VM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import search_quality as sq  # noqa: E402
+
+
+def front_hv(t: dict, predicted: np.ndarray) -> tuple[int, float]:
+    """Size and hypervolume % (true accuracies) of the front of ``predicted`` accuracy."""
+    from hwnas.engine.pareto import pareto_mask
+
+    valid = t["valid"]
+    rows = np.flatnonzero(valid & pareto_mask(np.where(valid, predicted, -np.inf), t["lat"]))
+    return len(rows), 100 * sq.hypervolume(t, rows) / t["hv"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000, 15625])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    from hwnas.engine.frontier import AccuracyModel, warp
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    x = np.asarray(space.surrogate_features([space.arch_at(i) for i in range(len(space))]))
+    _, cls = np.unique(x, axis=0, return_inverse=True)
+    cls = cls.ravel()
+    size = np.bincount(cls)
+    acc = sq.truth(sq.UNSEEN[0])["acc"]
+    mean = (np.bincount(cls, weights=acc) / size)[cls]
+    spread = np.sqrt(np.bincount(cls, weights=(acc - mean) ** 2) / size)
+    noisy = spread[size > 1]
+    print(f"{len(space)} cells in {len(size)} classes of identical features; within-class "
+          f"accuracy sd, classes of 2+: median {np.median(noisy):.2f} points, "
+          f"90% {np.quantile(noisy, 0.9):.2f}")  # fmt: skip
+
+    rng = np.random.default_rng(args.seed)
+    fits = {}
+    for n in args.sizes:
+        rows = np.arange(len(acc)) if n >= len(acc) else rng.choice(len(acc), n, replace=False)
+        y = warp(acc[rows], float(np.quantile(acc[rows], 0.7)))
+        linear, _ = AccuracyModel(x).fit(rows, y).predict()
+        trees = ExtraTreesRegressor(200, min_samples_leaf=2, n_jobs=2, random_state=args.seed)
+        fits[n] = (linear, trees.fit(x[rows], acc[rows]).predict(x))
+
+    head = ["device", "oracle front", "oracle HV %"]
+    head += [f"{kind} {n}" for n in args.sizes for kind in ("linear", "trees")]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for device in sq.UNSEEN:
+        t = sq.truth(device)
+        n_oracle, hv_oracle = front_hv(t, mean)
+        cells = [device, str(n_oracle), f"{hv_oracle:.2f}"]
+        for n in args.sizes:
+            cells += [f"{front_hv(t, model)[1]:.2f}" for model in fits[n]]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
