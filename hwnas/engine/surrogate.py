@@ -16,8 +16,12 @@ sampler spends them where the Pareto front can still move:
    bin, so the front is explored evenly across costs rather than where it is easiest to improve.
 5. Under a latency limit (the pool is then the candidates whose known or predicted latency
    meets it), what the user gets is the most accurate architecture within the limit, so a share
-   ``focus`` of each round's picks are instead the candidates most likely to beat the best
-   accuracy found so far, P(acc > max found), regardless of cost bin.
+   ``focus`` of each round's picks are instead the candidates with the largest expected
+   improvement over the best accuracy found so far (Jones, Schonlau & Welch, J. Global Optim.
+   1998; :func:`hwnas.engine.frontier.log_expected_improvement`), regardless of cost bin. As in
+   ``frontier``, it replaced the probability of improvement, which favours near-certain small
+   gains (15 table cases x 5 seeds at 60 queries: mean 1.28 -> 1.13 points below the best within
+   the limit, worst 3.65 -> 2.81; ``experiments/latency_constrained.py --costs table``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.engine.costs import CostContext
+from hwnas.engine.frontier import log_expected_improvement
 from hwnas.engine.pool import PoolSampler, candidate_pool
 from hwnas.errors import HwnasError
 
@@ -54,7 +59,8 @@ class SurrogateSampler(PoolSampler):
         noise: accuracy noise floor in points added to the forest's spread.
         max_pool: candidate pool size for spaces that are not enumerable.
         focus: under a latency limit, the share of each round's picks that go to the
-            candidates most likely to beat the best accuracy found (step 5).
+            candidates with the largest expected improvement over the best accuracy found
+            (step 5).
 
     Raises:
         HwnasError: the context has no cost model.
@@ -141,7 +147,7 @@ class SurrogateSampler(PoolSampler):
         picks: list[int] = []
         n_focus = int(round(self.focus * len(self._strata)))
         if n_focus:
-            beat = norm.sf((acc.max() - mu) / sd)
+            beat = log_expected_improvement(mu, sd, float(acc.max()))
             beat[~free] = -np.inf
             picks = [int(j) for j in np.argsort(-beat)[:n_focus] if np.isfinite(beat[j])]
             score[picks] = -np.inf
