@@ -143,6 +143,11 @@ def warp(y: np.ndarray, floor: float) -> np.ndarray:
     return np.where(y >= floor, y, floor - np.log1p(np.maximum(floor - y, 0.0)))
 
 
+BETA_CAP = 1e4
+"""Most noise precision :class:`AccuracyModel` takes, times the targets' variance (a noise
+standard deviation of at least 1% of the targets' spread)."""
+
+
 class AccuracyModel:
     """Bayesian linear regression of (warped) accuracy on features, with the prior precision
     ``alpha`` and noise precision ``beta`` chosen by evidence maximisation (MacKay's fixed-point
@@ -169,7 +174,11 @@ class AccuracyModel:
         ptp, pty = p.T @ p, p.T @ yc
         eig = np.linalg.eigvalsh(ptp).clip(min=0.0)
         alpha = self.alpha
-        beta = self.beta or 1.0 / max(float(yc.var()), 1e-6)
+        # the noise variance is at least 1e-4 of the targets' variance: with fewer rows than
+        # features the evidence can fit them exactly (residual 0, beta without bound), and a
+        # precision 1e12 times the prior's makes the posterior's matrix singular
+        max_beta = BETA_CAP / max(float(yc.var()), 1e-6)
+        beta = min(self.beta or 1.0 / max(float(yc.var()), 1e-6), max_beta)
         for _ in range(self.iterations):
             a = beta * ptp + alpha * np.eye(d)
             mean = beta * np.linalg.solve(a, pty)
@@ -177,7 +186,7 @@ class AccuracyModel:
             gamma = float((lam / (lam + alpha)).sum())
             resid = yc - p @ mean
             new_alpha = gamma / max(float(mean @ mean), 1e-12)
-            new_beta = max(n - gamma, 1.0) / max(float(resid @ resid), 1e-12)
+            new_beta = min(max(n - gamma, 1.0) / max(float(resid @ resid), 1e-12), max_beta)
             done = abs(new_alpha - alpha) < 1e-3 * alpha and abs(new_beta - beta) < 1e-3 * beta
             alpha, beta = new_alpha, new_beta
             if done:

@@ -182,3 +182,25 @@ def test_expected_hypervolume_improvement_is_the_exact_gain_when_certain_and_gro
     assert np.allclose(certain, exact, atol=1e-6)
     doubtful = expected_hv_improvement(x, mu, np.full(40, 2.0), front_x, front_y, *ref)
     assert np.all(doubtful >= certain - 1e-9) and np.any(doubtful > certain + 0.01)
+
+
+def test_the_accuracy_model_keeps_a_noise_floor_with_fewer_rows_than_features():
+    """The first rounds fit 10-20 accuracies with NAS-Bench-201's 149 features: the evidence can
+    fit them exactly, and the noise precision ran to its numerical limit (1e12: a predictive sd
+    of 1e-6 points at the queried rows), where a search with one feature column more raised
+    LinAlgError (singular matrix) in its first rounds. The noise variance is floored at 1e-4
+    of the targets' variance (sd 1% of their spread)."""
+    from hwnas.engine.frontier import BETA_CAP, AccuracyModel
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    x = np.asarray(space.surrogate_features([space.arch_at(i) for i in range(0, 15625, 7)]))
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        rows = rng.choice(len(x), 16, replace=False)
+        y = 60 + x[rows] @ rng.normal(0, 1, x.shape[1])  # exactly linear in the features
+        model = AccuracyModel(x).fit(rows, y)
+        mu, sd = model.predict()
+        assert model.beta <= BETA_CAP / y.var() * (1 + 1e-9)
+        assert np.isfinite(mu).all() and sd[rows].min() >= 0.01 * y.std()
+        assert np.corrcoef(mu[rows], y)[0, 1] > 0.99  # it still fits what it was given
