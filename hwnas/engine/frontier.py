@@ -151,7 +151,9 @@ standard deviation of at least 1% of the targets' spread)."""
 class AccuracyModel:
     """Bayesian linear regression of (warped) accuracy on features, with the prior precision
     ``alpha`` and noise precision ``beta`` chosen by evidence maximisation (MacKay's fixed-point
-    updates; Bishop, Pattern Recognition and Machine Learning, section 3.5.2).
+    updates; Bishop, Pattern Recognition and Machine Learning, section 3.5.2). The noise
+    variance is at least 1e-4 of the targets' variance (:data:`BETA_CAP`): with fewer rows than
+    features the evidence would otherwise fit them exactly, with no noise at all.
 
     Args:
         features: (U, D) features of the distinct candidates (rows may repeat in the pool).
