@@ -81,10 +81,15 @@ def synflow_column(cache: Path, workers: int) -> np.ndarray:
 
 def _run(job: tuple[str, int, int, np.ndarray | None]) -> tuple[str, int, float, float, float]:
     device, seed, budget, extra = job
-    if extra is not None:
-        from hwnas.spaces.nasbench201 import NasBench201Space
+    from hwnas.spaces.nasbench201 import NasBench201Space
 
-        plain = NasBench201Space.surrogate_features
+    # a worker process runs many jobs: patch from the class's own method every time, so the
+    # column is appended once (or not at all), whatever the process ran before
+    plain = NasBench201Space.__dict__.get("_plain_features", NasBench201Space.surrogate_features)
+    NasBench201Space._plain_features = plain
+    if extra is None:
+        NasBench201Space.surrogate_features = plain
+    else:
 
         def with_proxy(self, archs):
             rows = [self.index(a) for a in archs]
