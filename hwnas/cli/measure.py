@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import device_options, store_option
+from hwnas.cli.options import DEVICE, device_options, store_option
 from hwnas.spaces import space_option
 
 
 @click.group("measure", invoke_without_command=True)
-@click.option("--device", "-d", default=None, help="Device name (see `hwnas devices`).")
+@click.option("--device", "-d", default=None, help="Device name (see `hwnas devices`).", **DEVICE)
 @device_options
 @click.option("--arch", "archs", multiple=True, metavar="ARCH", help="Architecture (repeatable).")
 @click.option(

@@ -112,6 +112,24 @@ artifact_option = click.option(
 )
 
 
+def device_name(ctx, param, value: str | None) -> str | None:
+    """Click callback of ``--device``: an unknown name (or a broken profile of that name) is a
+    one-line error when the command line is parsed. ``--device`` is eager, so this runs before
+    ``--space``'s callback, which imports a ``file.py:NAME`` space (the user's code may train
+    at import) and must not when the device is wrong."""
+    if value is None:
+        return None
+    from hwnas.devices import get_device, profiles
+
+    if value not in profiles():
+        get_device(value)  # raises: unknown name (with the known ones) or broken profile
+    return value
+
+
+DEVICE = dict(is_eager=True, callback=device_name)
+"""Keywords of every ``--device`` option naming a known device (:func:`device_name`)."""
+
+
 def device_options(f):
     """Options that choose how a live device is reached and compiled for (``--runtime``,
     ``--tracker``, ``--key``, ``--target``, ``--trials``)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import device_options, store_option
+from hwnas.cli.options import DEVICE, device_options, store_option
 from hwnas.spaces import space_option
 
 
@@ -152,7 +152,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
 
 
 @refset_group.command("measure")
-@click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).")
+@click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).", **DEVICE)
 @device_options
 @click.option(
     "--space",

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import (
+    DEVICE,
     RUNTIME,
     SEED,
     LiveHelp,
@@ -25,7 +26,7 @@ DATASET = default_of(SearchSettings, "dataset")
 
 
 @click.command("search")
-@click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).")
+@click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).", **DEVICE)
 @click.option(
     "--space",
     default=None,

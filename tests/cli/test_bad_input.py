@@ -151,6 +151,21 @@ def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("command", [["search"], ["measure", "--arch", "5"], ["refset", "measure"]])
+def test_a_wrong_device_is_refused_before_a_space_file_is_imported(command, tmp_path):
+    """A space written in Python is the user's code, and may train at import: a misspelt
+    --device typed after --space used to import it first (click ran --space's callback in the
+    order typed)."""
+    marker = tmp_path / "imported"
+    (tmp_path / "net.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\nspace = None\n"
+    )
+    r = hwnas_cli(*command, "--space", f"{tmp_path / 'net.py'}:space", "--device", "typo",
+                  cwd=tmp_path)  # fmt: skip
+    _one_line_error(r, "unknown device 'typo'; known")
+    assert not marker.exists()
+
+
 def test_one_malformed_user_profile_is_skipped_and_named(tmp_path):
     folder = tmp_path / "profiles"
     folder.mkdir()
