@@ -111,12 +111,15 @@ def truth(device: str, dataset: str = "cifar100") -> dict:
     space = get_space("nasbench201")
     acc = np.asarray(space.table_accuracy(dataset), dtype=float)
     lat = np.asarray(get_device(device).column("nasbench201", "latency_ms"), dtype=float)
-    valid = acc > 1.5 * CHANCE
-    front = np.flatnonzero(valid & pareto_mask(np.where(valid, acc, -np.inf), lat))
-    front = front[valid[front]]
+    # a table may lack rows (the Eagle tables lack 341 cells): those cannot be searched
+    measured = np.isfinite(lat)
+    valid = (acc > 1.5 * CHANCE) & measured
+    front = np.flatnonzero(
+        valid & pareto_mask(np.where(valid, acc, -np.inf), np.where(measured, lat, np.inf))
+    )
     ideal = (lat[front].min(), acc[front].max())
     nadir = (lat[front].max(), acc[front].min())
-    budgets = np.quantile(lat, QUANTILES)
+    budgets = np.quantile(lat[measured], QUANTILES)
     t = {
         "acc": acc,
         "lat": lat,
@@ -125,7 +128,7 @@ def truth(device: str, dataset: str = "cifar100") -> dict:
         "ideal": ideal,
         "nadir": nadir,
         "budgets": budgets,
-        "oracle": [acc[lat <= b].max() for b in budgets],
+        "oracle": [acc[measured & (lat <= b)].max() for b in budgets],
     }
     t["hv"] = hypervolume(t, front)
     return t
