@@ -40,6 +40,12 @@ class CandidateError(HwnasError):
     compiler); a search records it as a failed trial and goes on with the next one."""
 
 
+class UnrecordedError(CandidateError):
+    """A recorded table has no value for this candidate: known without any device, so unlike
+    other candidate errors it says nothing about a device's or runtime's health (a search does
+    not count it towards stopping)."""
+
+
 class NativeCrashError(CandidateError):
     """A native library crashed (a signal such as SIGSEGV) or hung in an isolated step
     (:func:`hwnas.isolate.run_isolated`); the message names the library versions."""

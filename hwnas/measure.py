@@ -226,8 +226,9 @@ class Profiler:
         """
         self.device.check_metric(metric)
         if not self.device.stored_in_profiler or self.store is None:
-            self.counts.read += 1
-            return self.device.measure(workload, metric)
+            value = self.device.measure(workload, metric)
+            self.counts.read += 1  # a value read (a table's gap raises first)
+            return value
         key = (
             self.device.name,
             self.device.runtime,

@@ -404,6 +404,11 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             f"{p['failed_skipped']} candidate(s) skipped: the runtime failed on them (failed "
             "trials in the study, with the reason in their 'failed' attribute)"
         )
+    if p.get("unrecorded_skipped"):
+        console.print(
+            f"{p['unrecorded_skipped']} candidate(s) skipped: the device's table has no value "
+            "for them (failed trials in the study, with the reason in their 'failed' attribute)"
+        )
     if p.get("runtime", "").startswith("tvm"):
         console.print(
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "

@@ -20,7 +20,7 @@ import numpy as np
 
 from hwnas.assets import asset_path
 from hwnas.devices.base import Device, Measurement, Workload
-from hwnas.errors import CandidateError, HwnasError
+from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.tables import file_version, read_table
 
 KEY_COLUMNS = ("index", "arch")
@@ -183,7 +183,7 @@ class RecordedDevice(Device):
         index = space.index(workload.arch)
         value = float(column[index])
         if not np.isfinite(value) or value <= 0:  # a search skips it and goes on
-            raise CandidateError(f"no recorded {metric} for {workload.label} on '{self.name}'")
+            raise UnrecordedError(f"no recorded {metric} for {workload.label} on '{self.name}'")
         return Measurement(
             device=self.name,
             runtime=self.runtime,

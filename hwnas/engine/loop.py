@@ -38,7 +38,7 @@ from hwnas.engine.ledger import (
 )
 from hwnas.engine.pareto import pareto_order
 from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
-from hwnas.errors import CandidateError, HwnasError
+from hwnas.errors import CandidateError, HwnasError, UnrecordedError
 from hwnas.measure import NoisyMeasurementError
 from hwnas.paths import process_running
 from hwnas.spaces.base import Arch, SearchSpace
@@ -173,7 +173,10 @@ class TrialRecord:
 MAX_NOISY_IN_A_ROW = 5
 """A search stops (exit 2) after this many consecutive candidates could not be measured (too
 noisy, or the runtime failed on them): the machine is too busy for timing to mean anything, or
-the runtime is broken for every model."""
+the runtime is broken for every model. Candidates a recorded table has no value for
+(:class:`hwnas.errors.UnrecordedError`) are skipped without counting: the tables of the
+Eagle devices lack the 341 cells whose output ignores the input, the cheapest of the space,
+where a sampler drawn to low latency proposed 5 in a row and stopped a search."""
 
 
 @dataclass
@@ -192,6 +195,9 @@ class SearchResult:
         failed_skipped: candidates this run skipped because measuring them failed (the
             runtime rejected the model or crashed on it); their trials are FAIL with the reason
             in the ``failed`` attribute.
+        unrecorded_skipped: candidates this run skipped because the device's table has no
+            value for them (FAIL trials too, the reason in ``failed``); not among
+            ``failed_skipped``.
         stopped: why the search stopped before the budget (the strategy has no architecture
             left to propose: the space, or the part of it within the latency limit, is
             exhausted), or None.
@@ -205,6 +211,7 @@ class SearchResult:
     new_trials: int
     noisy_skipped: int = 0
     failed_skipped: int = 0
+    unrecorded_skipped: int = 0
     stopped: str | None = None
 
 
@@ -549,7 +556,9 @@ class _Loop:
     asked: int = 0
     repeats: int = 0
     stopped: str | None = None
-    skipped: dict[str, int] = field(default_factory=lambda: {"noisy": 0, "failed": 0})
+    skipped: dict[str, int] = field(
+        default_factory=lambda: {"noisy": 0, "failed": 0, "unrecorded": 0}
+    )
     in_a_row: int = 0
     failed_archs: set[str] = field(default_factory=set)  # not proposed again by this run
     reseeded: bool = False
@@ -757,10 +766,13 @@ class _Loop:
         else:
             with self.hold.held():
                 self.record(trial, TrialState.FAIL, None, attrs, self.instant)
-        self.skipped[reason] += 1
-        self.in_a_row += 1
         if reason == "failed":
             self.failed_archs.add(arch.text)
+        if isinstance(exc, UnrecordedError):
+            self.skipped["unrecorded"] += 1
+            return  # a table's gap: nothing failed (the proposals stay bounded by max_asks)
+        self.skipped[reason] += 1
+        self.in_a_row += 1
         if self.in_a_row >= MAX_NOISY_IN_A_ROW:
             raise HwnasError(
                 f"{self.in_a_row} candidates in a row could not be measured; last: {exc}"
@@ -775,6 +787,7 @@ class _Loop:
             result,
             noisy_skipped=self.skipped["noisy"],
             failed_skipped=self.skipped["failed"],
+            unrecorded_skipped=self.skipped["unrecorded"],
             stopped=self.stopped,
         )
 

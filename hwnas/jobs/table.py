@@ -137,14 +137,15 @@ def prepare(
 
 MIN_COVERED = 0.9
 """Least share of the space a device's table must hold for a strategy that proposes from the
-whole space: it skips each architecture the table lacks (a failed trial), and a search stops
-after 5 skipped in a row (:data:`hwnas.engine.loop.MAX_NOISY_IN_A_ROW`)."""
+whole space: it skips each architecture the table lacks (a failed trial, which does not count
+towards :data:`hwnas.engine.loop.MAX_NOISY_IN_A_ROW`), and below this share most of its
+proposals, bounded by 20 per query of the budget, would be such skips."""
 
 
 def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) -> None:
     """A strategy that proposes from the whole space (not from the candidates whose cost is
     known) skips the architectures a device's table lacks; on a table holding less than
-    :data:`MIN_COVERED` of the space it would skip most proposals and stop.
+    :data:`MIN_COVERED` of the space it would skip most proposals.
 
     Raises:
         HwnasError: the device's table holds less than :data:`MIN_COVERED` of the space (one
@@ -338,6 +339,7 @@ def _summary(
             "flagged_attempts": profiler.counts.flagged,
             "noisy_skipped": result.noisy_skipped,
             "failed_skipped": result.failed_skipped,
+            "unrecorded_skipped": result.unrecorded_skipped,
             "tvm_workloads_tuned": profiler.counts.tuned_workloads,
             "tvm_tuning_s": round(profiler.counts.tuning_s, 1),
             "compile_s": round(profiler.counts.compile_s, 1),

@@ -367,3 +367,35 @@ def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
         result.stopped
     )
     assert result.trials_total < 20 * 5000
+
+
+def test_architectures_a_recorded_table_lacks_are_skipped_without_stopping_the_search():
+    """The Eagle tables lack the 341 cells whose output ignores the input, the cheapest of the
+    space: a sampler drawn to low latency proposed 5 of them in a row and `hwnas search
+    --device mobile_cpu_snapdragon_675_kryo_460_int8 --strategy tpe --seed 2` stopped with
+    "5 candidates in a row could not be measured". A table's gap says nothing of a device's
+    health; the search skips them (failed trials) and goes on."""
+    import numpy as np
+
+    from hwnas.devices import get_device
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import MAX_NOISY_IN_A_ROW, SearchSettings, run_search
+    from hwnas.measure import Profiler
+    from hwnas.spaces import get_space
+
+    device = get_device("mobile_cpu_snapdragon_675_kryo_460_int8")
+    space = get_space("nasbench201")
+    column = np.asarray(device.column("nasbench201", "latency_ms"), dtype=float)
+    lacking = np.flatnonzero(~np.isfinite(column))[: MAX_NOISY_IN_A_ROW + 3]
+    held = np.flatnonzero(np.isfinite(column))[:3]
+    proposals = [space.arch_at(int(i)) for i in (*lacking, *held)]
+    evaluator = TableEvaluator(space, "cifar100", Profiler(device, None), ["latency_ms"])
+    settings = SearchSettings(space="nasbench201", device=device.name, budget=3, study="gaps")
+
+    result = run_search(settings, space, evaluator.evaluate, proposals=proposals)
+
+    assert sorted(space.index(space.parse(r.arch)) for r in result.records) == sorted(held)
+    assert result.unrecorded_skipped == len(lacking) and result.failed_skipped == 0
+    assert [r.costs["latency_ms"].value for r in result.records] == [
+        column[space.index(space.parse(r.arch))] for r in result.records
+    ]
