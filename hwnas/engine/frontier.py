@@ -7,7 +7,8 @@ of ``batch`` queries:
 
 1. Fits a Bayesian linear model of accuracy on the queried architectures
    (:class:`AccuracyModel`: the space's ``surrogate_features``, which for NAS-Bench-201
-   describe the function a cell computes, its paths, rather than its edges; prior and noise
+   describe the function a cell computes, its paths, rather than its edges, and end with a
+   zero-cost proxy, SynFlow at initialisation (:mod:`hwnas.spaces.zero_cost`); prior and noise
    precisions by evidence maximisation, MacKay, Neural Computation 1992). Accuracies below the
    ``quantile`` of the queried ones are compressed logarithmically before fitting: only the
    top of each cost range decides the front, and a few broken networks (1% accuracy) would

@@ -185,11 +185,11 @@ def test_expected_hypervolume_improvement_is_the_exact_gain_when_certain_and_gro
 
 
 def test_the_accuracy_model_keeps_a_noise_floor_with_fewer_rows_than_features():
-    """The first rounds fit 10-20 accuracies with NAS-Bench-201's 149 features: the evidence can
+    """The first rounds fit 10-20 accuracies with NAS-Bench-201's 150 features: the evidence can
     fit them exactly, and the noise precision ran to its numerical limit (1e12: a predictive sd
-    of 1e-6 points at the queried rows), where a search with one feature column more raised
-    LinAlgError (singular matrix) in its first rounds. The noise variance is floored at 1e-4
-    of the targets' variance (sd 1% of their spread)."""
+    of 1e-6 points at the queried rows), where a search with the zero-cost column added to the
+    149 path columns raised LinAlgError (singular matrix) in its first rounds. The noise
+    variance is floored at 1e-4 of the targets' variance (sd 1% of their spread)."""
     from hwnas.engine.frontier import BETA_CAP, AccuracyModel
     from hwnas.spaces import get_space
 
