@@ -276,7 +276,7 @@ class NasBench201Space(SearchSpace):
         over the cells with the same paths, standardised and weighted by
         :data:`ZERO_COST_WEIGHT`: it carries what the paths do not (how the convolutions'
         widths and the skips compound through the whole network). With it, ``frontier``'s
-        first 100 queries reach 98.87% of the true front's hypervolume on HELP's six unseen
+        first 100 queries reach 98.80% of the true front's hypervolume on HELP's six unseen
         devices against 98.66% without, and 98.98% against 98.64% on seven devices never
         used to tune it (medians of 10 and 5 seeds, docs/benchmarks.md).
 
