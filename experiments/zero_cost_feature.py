@@ -99,10 +99,8 @@ def main() -> None:
     from scipy.stats import spearmanr
 
     from hwnas.spaces import get_space
-    from hwnas.tables import read_table
 
-    space = get_space("nasbench201")
-    score = read_table(space.root / space.config["zero_cost_table"])["synflow"]
+    score = get_space("nasbench201").synflow_scores()
     acc = sq.truth(sq.UNSEEN[0])["acc"]
     valid = acc > 1.5 * sq.CHANCE
     print(f"SynFlow vs CIFAR-100 accuracy, Spearman rho over the valid cells: "

@@ -180,8 +180,9 @@ class AccuracyModel:
         # the noise variance is at least 1e-4 of the targets' variance: with fewer rows than
         # features the evidence can fit them exactly (residual 0, beta without bound), and a
         # precision 1e12 times the prior's makes the posterior's matrix singular
-        max_beta = BETA_CAP / max(float(yc.var()), 1e-6)
-        beta = min(self.beta or 1.0 / max(float(yc.var()), 1e-6), max_beta)
+        var = max(float(yc.var()), 1e-6)
+        max_beta = BETA_CAP / var
+        beta = min(self.beta or 1.0 / var, max_beta)
         for _ in range(self.iterations):
             a = beta * ptp + alpha * np.eye(d)
             mean = beta * np.linalg.solve(a, pty)

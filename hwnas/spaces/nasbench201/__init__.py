@@ -295,17 +295,27 @@ class NasBench201Space(SearchSpace):
         paths = _function_features(_effective(ops, self.edges, self.num_nodes), self.edges)
         return np.hstack([paths, self._zero_cost_column(paths)[:, None]]).astype(np.float32)
 
+    def synflow_scores(self) -> np.ndarray:
+        """SynFlow of every cell at initialisation (:mod:`hwnas.spaces.zero_cost`), from the
+        space's ``zero_cost_table``, shape (15625,), in index order; 0 for the cells whose
+        output ignores the input.
+
+        Raises:
+            HwnasError: the table does not hold one row per index, in order.
+        """
+        name = self.config["zero_cost_table"]
+        table = read_table(self.root / name)
+        if not np.array_equal(table["index"], np.arange(len(self))):
+            raise HwnasError(f"{name}: need one row per index 0..{len(self) - 1}, in order")
+        return np.asarray(table["synflow"], dtype=float)
+
     def _zero_cost_column(self, paths: np.ndarray) -> np.ndarray:
-        """SynFlow's log (the shipped table), averaged over the cells with the same path
+        """SynFlow's log (:meth:`synflow_scores`), averaged over the cells with the same path
         columns (they compute the same function; their scores differ only through dead edges'
         parameters, sd 0.02 of the log's 20), standardised over the space, times
         :data:`ZERO_COST_WEIGHT`; cells scored 0 (their output ignores the input) take the
         lowest score, shape (15625,)."""
-        table = read_table(self.root / self.config["zero_cost_table"])
-        score = np.asarray(table["synflow"], dtype=float)
-        if len(score) != len(self) or not np.array_equal(table["index"], np.arange(len(self))):
-            name = self.config["zero_cost_table"]
-            raise HwnasError(f"{name}: need one row per index 0..{len(self) - 1}, in order")
+        score = self.synflow_scores()
         positive = score > 0
         log = np.log(np.where(positive, score, 1.0))
         log = np.where(positive, log, log[positive].min())
