@@ -258,7 +258,7 @@ class _Progress:
     def __init__(self, counts, reporter, out_console, out: Path, no_zoo: bool):
         self.counts, self.reporter, self.out_console = counts, reporter, out_console
         self.out, self.no_zoo = out, no_zoo
-        self.state = {"best": None, "now": "", "noisy": 0, "failed": 0}
+        self.state = {"best": None, "now": "", "noisy": 0, "failed": 0, "unrecorded": 0}
         self.step = None
 
     def status(self) -> str:
@@ -270,6 +270,8 @@ class _Progress:
         parts.append(f"noisy-skipped {state['noisy']}")
         if state["failed"]:
             parts.append(f"failed {state['failed']}")
+        if state["unrecorded"]:
+            parts.append(f"not in table {state['unrecorded']}")
         if state["now"]:
             parts.append(f"now {state['now']}")
         return " | ".join(parts)
@@ -281,7 +283,7 @@ class _Progress:
         self.step.update(done, self.status())
 
     def on_candidate(self, arch, event) -> None:
-        if event in ("noisy", "failed"):
+        if event in ("noisy", "failed", "unrecorded"):
             self.state[event] += 1
         self.state["now"] = arch if event == "measuring" else ""
         self.step.update(status=self.status())

@@ -179,6 +179,15 @@ Eagle devices lack the 341 cells whose output ignores the input, the cheapest of
 where a sampler drawn to low latency proposed 5 in a row and stopped a search."""
 
 
+def skip_reason(exc: CandidateError) -> str:
+    """Why a candidate was skipped: ``noisy`` (its timing stayed too noisy), ``unrecorded``
+    (a recorded table has no value for it) or ``failed`` (the runtime rejected or crashed on
+    it)."""
+    if isinstance(exc, NoisyMeasurementError):
+        return "noisy"
+    return "unrecorded" if isinstance(exc, UnrecordedError) else "failed"
+
+
 @dataclass
 class SearchResult:
     """What a search produced.
@@ -756,7 +765,8 @@ class _Loop:
         """
         from optuna.trial import TrialState
 
-        reason = "noisy" if isinstance(exc, NoisyMeasurementError) else "failed"
+        kind = skip_reason(exc)
+        reason = "noisy" if kind == "noisy" else "failed"  # the trial's attribute
         attrs = {"arch": arch.text, reason: str(exc)}
         claim = got["claim"]
         if claim is not None:
@@ -768,10 +778,9 @@ class _Loop:
                 self.record(trial, TrialState.FAIL, None, attrs, self.instant)
         if reason == "failed":
             self.failed_archs.add(arch.text)
-        if isinstance(exc, UnrecordedError):
-            self.skipped["unrecorded"] += 1
+        self.skipped[kind] += 1
+        if kind == "unrecorded":
             return  # a table's gap: nothing failed (the proposals stay bounded by max_asks)
-        self.skipped[reason] += 1
         self.in_a_row += 1
         if self.in_a_row >= MAX_NOISY_IN_A_ROW:
             raise HwnasError(

@@ -224,15 +224,15 @@ def _watched(
     """``evaluate`` reporting each candidate to ``on_candidate`` (see :func:`search`)."""
     if on_candidate is None:
         return evaluate
+    from hwnas.engine.loop import skip_reason
     from hwnas.errors import CandidateError
-    from hwnas.measure import NoisyMeasurementError
 
     def watched(arch):
         on_candidate(arch.text, "measuring")
         try:
             ev = evaluate(arch)
         except CandidateError as exc:
-            on_candidate(arch.text, "noisy" if isinstance(exc, NoisyMeasurementError) else "failed")
+            on_candidate(arch.text, skip_reason(exc))
             raise
         on_candidate(arch.text, "done")
         return ev
@@ -263,8 +263,9 @@ def search(
         trainer: a :class:`hwnas.zoo.train.ZooTrainer` (``--train-zoo``): train each zoo
             model with its space's recipe instead of exporting random weights.
         on_candidate: called with (arch string, event) around each candidate scored by this
-            process: ``measuring`` before, then ``done``, ``noisy`` (skipped: too noisy) or
-            ``failed`` (skipped: the runtime failed). The CLI's progress line.
+            process: ``measuring`` before, then ``done``, or why it was skipped
+            (:func:`hwnas.engine.loop.skip_reason`: ``noisy``, ``unrecorded``, ``failed``).
+            The CLI's progress line.
         artifact_dir: the study's artifact store (:mod:`hwnas.engine.publish`; default
             ``artifacts/`` in the hwnas home), where the run's files are uploaded.
         reporter: shows the zoo export's progress, and a few-shot search's calibration and
