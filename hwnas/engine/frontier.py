@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.engine.costs import CostContext
-from hwnas.engine.pool import PoolSampler, candidate_pool
+from hwnas.engine.pool import PoolSampler, candidate_pool, no_candidate
 from hwnas.errors import HwnasError
 
 
@@ -414,7 +414,7 @@ class FrontierSampler(PoolSampler):
             keep &= np.isfinite(z)  # no value (a table row never measured): not a candidate
             keep[keep] = ndtr(z[keep]) >= MIN_P_FEASIBLE
         if not keep.any():
-            raise HwnasError("no candidate architecture meets the latency limit")
+            raise no_candidate(limit, None if limit is None else lat)
         self._pool = [a for a, k in zip(pool, keep) if k]
         self._cost = cost[keep]
         self._within = lat[keep] <= limit if limit is not None else None

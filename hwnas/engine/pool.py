@@ -11,6 +11,7 @@ import optuna
 
 from hwnas.engine.costs import CostContext
 from hwnas.engine.seeding import INDEPENDENT, PLAN, POOL, generator
+from hwnas.errors import HwnasError
 from hwnas.spaces import TabulatedSpace, ability
 from hwnas.spaces.base import Arch
 
@@ -37,6 +38,18 @@ def candidate_pool(
         pool = list(dict.fromkeys(context.space.sample(rng, max_pool)))
     cost = np.asarray(context.cost.predict(pool)[0], dtype=float)
     return pool, cost, np.isfinite(cost) & (cost > 0)
+
+
+def no_candidate(limit: float | None, latency: np.ndarray | None) -> HwnasError:
+    """The error of a pool with no candidate to search: none has a known cost or, under a
+    latency ``limit`` (ms), none meets it; ``latency`` holds the pool's predicted latencies
+    (ms, shape (n,)) and names the fastest."""
+    if limit is None or latency is None or not np.isfinite(latency).any():
+        return HwnasError("no candidate architecture has a known cost to search on")
+    return HwnasError(
+        f"no candidate architecture meets --max-latency {limit:g} ms: the fastest of the "
+        f"{np.isfinite(latency).sum():,} candidates is predicted at {np.nanmin(latency):.4g} ms"
+    )
 
 
 class PoolSampler(optuna.samplers.BaseSampler):

@@ -32,7 +32,7 @@ import numpy as np
 
 from hwnas.engine.costs import CostContext
 from hwnas.engine.frontier import log_expected_improvement
-from hwnas.engine.pool import PoolSampler, candidate_pool
+from hwnas.engine.pool import PoolSampler, candidate_pool, no_candidate
 from hwnas.errors import HwnasError
 
 
@@ -98,7 +98,7 @@ class SurrogateSampler(PoolSampler):
             lat = cost if latency is None else np.asarray(latency.predict(pool)[0], dtype=float)
             keep &= lat <= limit
         if not keep.any():
-            raise HwnasError("no candidate architecture meets the latency limit")
+            raise no_candidate(limit, None if limit is None else lat)
         self._pool = [a for a, k in zip(pool, keep) if k]
         self._cost = cost[keep]
         features = space.surrogate_features(self._pool)

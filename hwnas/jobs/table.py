@@ -77,7 +77,8 @@ def prepare(
     Raises:
         HwnasError: unknown space, dataset or device; unreachable device; a device without
             the metric or space; unusable measurement store or study storage; unknown
-            predictor or one of another space; a measurement budget below 4.
+            predictor or one of another space; a measurement budget below 4; a latency limit
+            below every latency of the device's table.
     """
     accuracy = _accuracy_source(settings, predictor, measurement_budget)
     space, device = resolve(settings)
@@ -114,6 +115,8 @@ def prepare(
         )
     if not needs_costs and fewshot is None:
         _check_covered(settings, space, device)
+    if fewshot is None:
+        _check_feasible(settings, space, device)
     problem = open_problem(settings, space, device, storage, store_path)
     if predict_live:
 
@@ -167,6 +170,31 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
             f"{len(column):,} architectures of {space.name}, and strategy "
             f"'{settings.strategy}' proposes from all of them; use --strategy {pool}, which "
             "search the architectures the table holds"
+        )
+
+
+def _check_feasible(settings: SearchSettings, space: SearchSpace, device: Any) -> None:
+    """Under ``--max-latency`` on a device whose latency table this search reads, some
+    architecture of the table must meet the limit: otherwise every strategy would spend its
+    budget on architectures none of which can be the answer.
+
+    Raises:
+        HwnasError: no recorded latency is within the limit (one line: the limit and the
+            fastest recorded architecture's latency, in ms).
+    """
+    import numpy as np
+
+    if settings.max_latency is None:
+        return
+    column = device.table(space.name, "latency_ms")
+    if column is None:  # measured or predicted as the search goes
+        return
+    recorded = column[np.isfinite(column)]
+    if recorded.size and recorded.min() > settings.max_latency:
+        raise HwnasError(
+            f"no architecture of {space.name} meets --max-latency {settings.max_latency:g} ms "
+            f"on device '{device.name}': the fastest of its {recorded.size:,} recorded "
+            f"latencies is {recorded.min():.4g} ms"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -271,6 +272,9 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
     [
         ([*TABLE, "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range"),
         ([*TABLE, "--max-latency", "inf"], "--max-latency must be a positive number of ms"),
+        ([*TABLE, "--max-latency", "0.001"], "no architecture of nasbench201 meets --max-latency "
+         "0.001 ms on device 'pixel3': the fastest of its 15,625 recorded latencies is 0.003277"),
+        ([*TABLE, "--strategy", "tpe", "--max-latency", "0.001"], "the fastest of its 15,625"),
         (["search", "-d", "pixel3", "--budget", "1000000000"],
          "--budget 1000000000 is more than the 15625 architectures of space 'nasbench201'"),
         ([*TABLE, "--epochs", "0"], "--epochs applies to supernet strategies, not to table"),
@@ -366,6 +370,7 @@ def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypat
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert expected.format(tmp=tmp_path) in lines[0], err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "nowhere").exists()
+    assert not (Path(os.environ["HWNAS_HOME"]) / "studies.db").exists()  # no study opened
     assert not list(tmp_path.parent.glob("*.hwnas-lock"))  # no lock beside a refused storage
     reload_profiles()
 
