@@ -11,6 +11,7 @@ hostile files.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from hwnas.errors import HwnasError
@@ -20,6 +21,9 @@ MAX_EPOCHS = 10_000
 
 MAX_BATCH_SIZE = 65_536
 """Mini-batch size (training) and batch size (measuring)."""
+
+MAX_SEED = 2**32 - 1
+"""Largest seed: what NumPy, PyTorch and Optuna all accept (seeds run from 0)."""
 
 MAX_THREADS = 256
 """CPU threads a run may ask for."""
@@ -59,6 +63,11 @@ MAX_COST = {"latency_ms": 3.6e6, "energy_mj": 3.6e9}
 kilowatt-hour of energy (mJ); a value beyond (1e308) is a typo, and would overflow a fit."""
 
 
+def _shown(bound: float) -> str:
+    """A bound as a user reads it: whole numbers in full (4294967295, not 4.29497e+09)."""
+    return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
+
+
 def bounded(
     what: str,
     value: Any,
@@ -85,7 +94,7 @@ def bounded(
         HwnasError: not a number, not finite, not whole, or out of range.
     """
     kind = "an integer" if integer else "a number"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # NumPy's too
         raise HwnasError(f"{what} must be {kind}, got {value!r}")
     if not math.isfinite(value):
         raise HwnasError(f"{what} must be a finite number, got {value}")
@@ -94,12 +103,12 @@ def bounded(
             raise HwnasError(f"{what} must be an integer, got {value}")
         value = int(value)
     if low is not None and (value < low or (low_open and value == low)):
-        rule = f"above {low:g}" if low_open else f"at least {low:g}"
+        rule = f"above {_shown(low)}" if low_open else f"at least {_shown(low)}"
         if high is not None:
-            rule += f" and at most {high:g}"
+            rule += f" and at most {_shown(high)}"
         raise HwnasError(f"{what} must be {rule}, got {value}")
     if high is not None and value > high:
-        raise HwnasError(f"{what} must be at most {high:g}, got {value}")
+        raise HwnasError(f"{what} must be at most {_shown(high)}, got {value}")
     return value
 
 
@@ -120,3 +129,16 @@ def input_size(what: str, shape: tuple[int, ...] | list[int]) -> None:
             f"than the {MAX_INPUT_ELEMENTS:.3g} hwnas allocates for one input "
             f"({4 * elements / 2**30:.3g} GiB of float32)"
         )
+
+
+def positive_ms(what: str, value: Any) -> float:
+    """``value`` if it is a positive, finite number of milliseconds (a latency limit); else a
+    one-line error.
+
+    Raises:
+        HwnasError: not a number (a string from Python), not finite, or not above 0.
+    """
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (number and math.isfinite(value) and value > 0):
+        raise HwnasError(f"{what} must be a positive number of ms, got {value!r}")
+    return float(value)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hwnas.limits import MAX_SEED
+
 
 class Registered(click.ParamType):
     """A name registered in a registry (:class:`hwnas.registry.Registry`), checked when the
@@ -165,7 +167,7 @@ def device_options(f):
     return f
 
 
-SEED = click.IntRange(0, 2**32 - 1)
+SEED = click.IntRange(0, MAX_SEED)
 """A seed: what NumPy, PyTorch and Optuna all accept (0 to 2**32 - 1)."""
 
 PORT = click.IntRange(1, 65535)

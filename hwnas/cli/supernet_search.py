@@ -135,12 +135,12 @@ def run_supernet_search(
             from hwnas.supernet.train import resolve_device
 
             check_gpus(resolve_device(s.job.torch_device or None), nproc)
-        job = prepare(s, storage, store)
         out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
-        if ranks.main:
+        if ranks.main:  # path checks first: they need no torch, data or device
             check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
             if artifact_dir is not None:
                 check_writable(artifact_dir, "--artifact-dir")
+        job = prepare(s, storage, store)
         if nproc is not None and nproc > 1:
             ctx = click.get_current_context()
             code = launch(nproc, command_line(ctx, leave_out=("nproc",)))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import math
 import os
 import random
 import socket
@@ -98,14 +97,12 @@ class SearchSettings:
             raise HwnasError(
                 f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
             )
-        if self.budget < 1:
-            raise HwnasError(f"--budget must be at least 1, got {self.budget}")
-        if self.max_latency is not None and not (
-            self.max_latency > 0 and math.isfinite(self.max_latency)
-        ):
-            raise HwnasError(
-                f"--max-latency must be a positive number of ms, got {self.max_latency}"
-            )
+        from hwnas.limits import MAX_SEED, bounded, positive_ms
+
+        self.budget = bounded("--budget", self.budget, 1, integer=True)
+        self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
+        if self.max_latency is not None:
+            self.max_latency = positive_ms("--max-latency", self.max_latency)
         if pipeline_of(self.strategy) != "table":  # unknown strategy -> UnknownNameError
             raise HwnasError(
                 f"strategy '{self.strategy}' trains a supernet: it runs as a supernet search "

@@ -137,11 +137,14 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
         HwnasError: an empty name, an option of the other kind of search, an unknown
             strategy, device, space or runtime, a bad value (one line each).
     """
+    from hwnas.engine.evaluate import OBJECTIVES
     from hwnas.engine.loop import SearchSettings
     from hwnas.engine.strategies import pipeline_of
 
     o = dict(options)
     o.setdefault("objective", _default(SearchSettings, "objective"))
+    if o["objective"] not in OBJECTIVES:  # before the default strategy, which reads it
+        raise HwnasError(f"unknown objective '{o['objective']}'; known: {', '.join(OBJECTIVES)}")
     for flag, key in (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy")):
         if o.get(key) is not None and not str(o[key]).strip():
             raise HwnasError(f"{flag} is empty; leave it out for the default")

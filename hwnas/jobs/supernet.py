@@ -32,7 +32,7 @@ from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
 from hwnas.engine.problem import open_problem, resolve
 from hwnas.errors import HwnasError
 from hwnas.jobs.output import RunOutput, write_run
-from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
+from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_SEED, bounded, positive_ms
 from hwnas.measure import Profiler, arch_workload
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
@@ -71,7 +71,7 @@ class SupernetSettings(SearchSettings):
             raise HwnasError(
                 f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
             )
-        SUPERNET_STRATEGIES.get(self.strategy)
+        SUPERNET_STRATEGIES.info(self.strategy)  # the name checked; the class (torch) not loaded
         self.options = parse_options(dict(self.options), self.strategy, self.space)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
@@ -92,10 +92,9 @@ class SupernetSettings(SearchSettings):
             raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
         if self.latency_weight is not None:
             bounded("--latency-weight", self.latency_weight, 0)
-        if self.max_latency is not None and not (0 < self.max_latency < float("inf")):
-            raise HwnasError(
-                f"--max-latency must be a positive number of ms, got {self.max_latency}"
-            )
+        self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
+        if self.max_latency is not None:
+            self.max_latency = positive_ms("--max-latency", self.max_latency)
         if not self.study:
             self.study = study_name(self)
 

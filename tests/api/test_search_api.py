@@ -89,6 +89,13 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
         ),
         ({"accuracy": 3}, "the accuracy function must be callable, got int"),
         ({"data": "digits"}, "--data applies to supernet strategies"),
+        # values the CLI's types would refuse: a string, a fraction, a seed out of range
+        ({"budget": "10"}, "--budget must be an integer, got '10'"),
+        ({"budget": 10.5}, "--budget must be an integer, got 10.5"),
+        ({"max_latency": "5"}, "--max-latency must be a positive number of ms, got '5'"),
+        ({"seed": -1}, "--seed must be at least 0 and at most 4294967295, got -1"),
+        ({"strategy": "gdas", "seed": 2**32}, "--seed must be at most 4294967295"),
+        ({"objective": "Latency"}, "unknown objective 'Latency'; known: latency, energy"),
     ],
 )
 def test_bad_options_raise_the_clis_one_line_errors(options, message, tmp_path):

@@ -176,6 +176,28 @@ def test_supernet_user_errors_are_one_line(args, message):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "args", [["--epochs", "0"], ["--set", "lr=-1"], ["--out", "{file}/run"]], ids=str
+)
+def test_bad_supernet_settings_are_refused_before_torch_is_imported(args, tmp_path):
+    """Settings and paths are checked by name and value alone: the one-line error comes in
+    well under a second, not after importing PyTorch (3 s or more; the strategy's class was
+    loaded to check its name, and --out was checked after the training data was opened)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "file").write_text("a file where a folder should be")
+    argv = ["search", "--strategy", "gdas", "--device", "pixel3"]
+    argv += [a.format(file=tmp_path / "file") for a in args]
+    code = (
+        "import sys; from hwnas.cli import main; code = main(sys.argv[1:]); "
+        "print('torch' in sys.modules); sys.exit(code)"
+    )
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("error: "), r.stderr
+    assert r.stdout.strip() == "False"
+
+
 def test_a_differentiable_search_derives_within_max_latency(tmp_path, hwnas_home):
     """main trained and derived as if --max-latency were not given (a 21 ms cell under a
     10 ms limit, then 'no architecture met --max-latency', exit 0); the derivation now takes
