@@ -455,19 +455,20 @@ def measure(
 def model_workloads(
     archs: list[str], onnx_paths: list[Any], space: str, dataset: str, batch_size: int = 1
 ) -> list[Workload]:
-    """The workloads of arch strings of ``space`` built for ``dataset`` (read and checked first),
+    """The workloads of arch strings (or indices) of ``space`` built for ``dataset`` (read and
+    checked first),
     then of ONNX files, at ``batch_size`` (``hwnas measure``'s models).
 
     Raises:
         HwnasError: an unknown space or dataset, a malformed arch, an unreadable ONNX file.
     """
-    from hwnas.spaces import get_space
+    from hwnas.spaces import arch_from_text, get_space
 
     workloads = []
     if archs:
         sp = get_space(space)
         sp.dataset(dataset)
-        workloads += [arch_workload(sp, sp.parse(t), dataset, batch_size) for t in archs]
+        workloads += [arch_workload(sp, arch_from_text(sp, t), dataset, batch_size) for t in archs]
     return workloads + [onnx_workload(path, batch_size) for path in onnx_paths]
 
 

@@ -37,7 +37,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
 
     from hwnas.export import count_params_flops, export_onnx
     from hwnas.export_cache import WEIGHT_SEED
-    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space
+    from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, arch_from_text, get_space
     from hwnas.zoo.write import recorded_latencies
 
     sp = get_space(space)
@@ -49,11 +49,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
         dataset = "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
     spec = sp.dataset(dataset)
     indexed = ability(sp, IndexedSpace)
-    a = (
-        indexed.arch_at(int(arch))
-        if arch.strip().isdigit() and indexed is not None
-        else sp.parse(arch)
-    )
+    a = arch_from_text(sp, arch)
     import torch
 
     torch.manual_seed(WEIGHT_SEED)

@@ -14,7 +14,9 @@ from hwnas.spaces import space_option
 @click.group("measure", invoke_without_command=True)
 @click.option("--device", "-d", default=None, help="Device name (see `hwnas devices`).", **DEVICE)
 @device_options
-@click.option("--arch", "archs", multiple=True, metavar="ARCH", help="Architecture (repeatable).")
+@click.option("--arch", "archs", multiple=True, metavar="ARCH",
+              help="Architecture: an arch string, or its index in a numbered space such as "
+              "nasbench201 (repeatable).")
 @click.option(
     "--archs",
     "archs_file",

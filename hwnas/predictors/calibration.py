@@ -22,7 +22,7 @@ from hwnas.errors import HwnasError
 from hwnas.limits import MAX_COST
 from hwnas.predictors.base import MIN_CALIBRATION, Model
 from hwnas.predictors.graph import load_graph_model
-from hwnas.spaces import Arch, IndexedSpace, SearchSpace, ability
+from hwnas.spaces import Arch, IndexedSpace, SearchSpace, ability, arch_from_text
 
 
 @dataclass
@@ -77,10 +77,7 @@ def parse_model(space: SearchSpace, cell: str, base: Path, where: str) -> Model:
         except HwnasError as exc:
             raise HwnasError(f"{where}: {exc}") from None
     try:
-        indexed = ability(space, IndexedSpace)
-        if text.isdigit() and indexed is not None:
-            return indexed.arch_at(int(text))
-        return space.parse(text)
+        return arch_from_text(space, text)
     except HwnasError as exc:
         raise HwnasError(f"{where}: unknown or malformed {space.name} arch: {exc}") from None
 

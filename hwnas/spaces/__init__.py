@@ -42,6 +42,7 @@ __all__ = [
     "SearchSpace",
     "TabulatedSpace",
     "ability",
+    "arch_from_text",
     "get_space",
     "list_spaces",
     "register_space",
@@ -60,6 +61,21 @@ def ability(space: SearchSpace, protocol: type[T]) -> T | None:
     :class:`InheritedSpace`, :class:`CostTermsSpace`) if it has that optional ability, else
     None: the one place where abilities are looked up."""
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
+
+
+def arch_from_text(space: SearchSpace, text: str) -> Arch:
+    """The architecture ``text`` names: an index (``5``) in a space whose architectures are
+    numbered (:class:`IndexedSpace`: NAS-Bench-201's 0..15624), else the space's arch string.
+    ``hwnas arch``, ``hwnas measure --arch`` and ``hwnas predict --arch`` all read it so.
+
+    Raises:
+        HwnasError: an index out of range, a malformed or unknown arch string.
+    """
+    text = text.strip()
+    indexed = ability(space, IndexedSpace)
+    if text.isdigit() and indexed is not None:
+        return indexed.arch_at(int(text))
+    return space.parse(text)
 
 
 def user_space_folder() -> Path:

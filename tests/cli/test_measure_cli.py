@@ -37,6 +37,19 @@ def test_measure_archs_and_onnx_files_stores_them_once(tmp_path):
     assert ms[2].input_shape == (1, 3, 16, 16) and ms[0].input_shape == (1, 3, 32, 32)
 
 
+def test_an_arch_is_named_by_its_index_as_in_hwnas_arch_and_predict():
+    """``--arch 5`` in NAS-Bench-201 is the architecture ``hwnas arch 5`` shows (measure read
+    it as a malformed arch string while predict and arch took the index)."""
+    from hwnas.spaces import get_space
+
+    text = get_space("nasbench201").arch_at(5).text
+    by_index = hwnas_cli("measure", "-d", "pixel3", "--arch", "5")
+    by_text = hwnas_cli("measure", "-d", "pixel3", "--arch", text)
+    assert by_index.returncode == by_text.returncode == 0, by_index.stderr
+    assert text in by_index.stdout and by_index.stdout == by_text.stdout
+    assert text in hwnas_cli("arch", "5").stdout
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -49,6 +62,7 @@ def test_measure_archs_and_onnx_files_stores_them_once(tmp_path):
         (["devices", "check", "pixel8"], "device 'pixel8' is not reachable: adb is not installed"),
         (["devices", "check", "vu9p_hls4ml"], "is not reachable"),
         (["measure", "-d", "cpu-fast", "--trials", "3", "--arch", "0"], "add --runtime tvm"),
+        (["measure", "-d", "pixel3", "--arch", "15625"], "index 15625 out of range 0..15624"),
     ],
 )
 def test_one_line_errors(args, expected, tmp_path):
