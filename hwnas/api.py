@@ -183,7 +183,8 @@ def predict(
     (:mod:`hwnas.predictors.predict`).
 
     Args:
-        models: an arch string of ``space`` or an ONNX file path, or a list of them.
+        models: an arch string of ``space`` (or its index in a numbered space) or an ONNX
+            file path, or a list of them.
         device: the device (its recorded table or stored reference-set values adapt the
             predictor), or None with ``calibration``.
         calibration: a CSV of the device's measurements (columns arch and latency_ms or

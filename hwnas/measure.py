@@ -388,16 +388,31 @@ def measure_models(
 
 
 def split_models(models: Any) -> tuple[list[str], list[str]]:
-    """(ONNX paths, arch strings) of ``models``: one or a list of arch strings and ONNX file
-    paths (a ``Path``, or a string ending in ``.onnx``).
+    """(ONNX paths, arch strings) of ``models``: one or a list of arch strings, indices of a
+    numbered space (``5``), :class:`~hwnas.spaces.Arch` objects and ONNX file paths (a ``Path``,
+    or a string ending in ``.onnx``).
 
     Raises:
-        HwnasError: no model given.
+        HwnasError: no model given, or one of another type (one line naming it).
     """
-    if isinstance(models, (str, Path)):
+    import numbers
+
+    from hwnas.spaces import Arch
+
+    one = (str, Path, Arch, numbers.Integral)
+    if isinstance(models, one) and not isinstance(models, bool):
         models = [models]
-    onnx, archs = [], []
+    if isinstance(models, (bytes, dict)) or not hasattr(models, "__iter__"):
+        raise HwnasError(
+            "models must be an arch string, an index, an ONNX file path or a list of them, "
+            f"got {type(models).__name__}"
+        )
+    onnx, archs = [], []  # any sequence: a list, a tuple, a column of run.front
     for m in models:
+        if isinstance(m, bool) or not isinstance(m, one):
+            raise HwnasError(
+                f"a model must be an arch string, an index or an ONNX file path, got {m!r}"
+            )
         if isinstance(m, Path) or str(m).lower().endswith(".onnx"):
             onnx.append(str(m))
         else:
@@ -423,8 +438,8 @@ def measure(
     table.
 
     Args:
-        models: an arch string of ``space`` or an ONNX file path (``Path``, or a string
-            ending in ``.onnx``), or a list of them.
+        models: an arch string of ``space`` (or its index in a numbered space) or an ONNX
+            file path (``Path``, or a string ending in ``.onnx``), or a list of them.
         device: device name (``hwnas devices``).
         space: the space of the arch strings (default nasbench201).
         dataset: the dataset whose network an arch string is (its input size and classes).
@@ -442,10 +457,10 @@ def measure(
             measurement).
     """
     from hwnas.devices import get_device
+    from hwnas.limits import MAX_BATCH_SIZE, bounded
 
     onnx, archs = split_models(models)
-    if batch_size < 1:
-        raise HwnasError(f"batch_size must be at least 1, got {batch_size}")
+    batch_size = bounded("batch_size", batch_size, 1, MAX_BATCH_SIZE, integer=True)
     dev = get_device(device, runtime=runtime)
     dev.require_reachable()
     workloads = model_workloads(archs, onnx, space or "nasbench201", dataset, batch_size)

@@ -33,6 +33,17 @@ def test_predict_from_python_gives_the_clis_prediction():
     assert f"{ARCH}: {p.value:.4g} ms (std {p.std:.2g} ms)" in cli.stdout
 
 
+def test_an_index_names_an_architecture_as_on_the_command_line():
+    """``5`` (or ``[5]``, or a NumPy integer) is NAS-Bench-201's architecture 5, as in ``hwnas
+    measure --arch 5``: a bare integer raised a TypeError."""
+    import numpy as np
+
+    text = hwnas.spaces.get_space("nasbench201").arch_at(5).text
+    for models in (5, [5], np.int64(5), "5"):
+        assert [m.label for m in hwnas.measure(models, device="pixel3")] == [text]
+        assert hwnas.predict(models, device="pixel3")[0].model.text == text
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -40,6 +51,10 @@ def test_predict_from_python_gives_the_clis_prediction():
         (lambda: hwnas.measure("|bogus~0|", device="cpu-fast"), "malformed NAS-Bench-201 arch"),
         (lambda: hwnas.measure([], device="cpu-fast"), "nothing to measure or predict"),
         (lambda: hwnas.measure(ARCH, device="nodevice"), "unknown device 'nodevice'"),
+        (lambda: hwnas.measure(None, device="pixel3"), "models must be an arch string, an index"),
+        (lambda: hwnas.predict([ARCH, None], device="pixel3"), "a model must be an arch string"),
+        (lambda: hwnas.measure(ARCH, device="pixel3", batch_size="2"), "batch_size must be an"),
+        (lambda: hwnas.measure(ARCH, device="pixel3", batch_size=2.5), "batch_size must be an"),
     ],
 )
 def test_bad_input_raises_one_line(call, message):
