@@ -471,8 +471,7 @@ def model_workloads(
     archs: list[str], onnx_paths: list[Any], space: str, dataset: str, batch_size: int = 1
 ) -> list[Workload]:
     """The workloads of arch strings (or indices) of ``space`` built for ``dataset`` (read and
-    checked first),
-    then of ONNX files, at ``batch_size`` (``hwnas measure``'s models).
+    checked first), then of ONNX files, at ``batch_size`` (``hwnas measure``'s models).
 
     Raises:
         HwnasError: an unknown space or dataset, a malformed arch, an unreadable ONNX file.
