@@ -145,7 +145,9 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
     o.setdefault("objective", _default(SearchSettings, "objective"))
     if o["objective"] not in OBJECTIVES:  # before the default strategy, which reads it
         raise HwnasError(f"unknown objective '{o['objective']}'; known: {', '.join(OBJECTIVES)}")
-    for flag, key in (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy")):
+    named = (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy"),
+             ("--study", "study"))  # fmt: skip
+    for flag, key in named:
         if o.get(key) is not None and not str(o[key]).strip():
             raise HwnasError(f"{flag} is empty; leave it out for the default")
     if o.get("accuracy") is not None:

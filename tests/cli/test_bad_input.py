@@ -272,6 +272,7 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
     [
         ([*TABLE, "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range"),
         ([*TABLE, "--max-latency", "inf"], "--max-latency must be a positive number of ms"),
+        ([*TABLE, "--study", " "], "--study is empty; leave it out for the default"),
         ([*TABLE, "--max-latency", "0.001"], "no architecture of nasbench201 meets --max-latency "
          "0.001 ms on device 'pixel3': the fastest of its 15,625 recorded latencies is 0.003277"),
         ([*TABLE, "--strategy", "tpe", "--max-latency", "0.001"], "the fastest of its 15,625"),
