@@ -112,6 +112,23 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = stdout
 
 
+def _command_path(argv: list[str] | None) -> str:
+    """The command ``argv`` names ("hwnas predictor train"), for a usage error that click
+    raised without its context (an option missing its value is found before the command's
+    context exists)."""
+    words = ["hwnas"]
+    command: Any = app
+    for token in sys.argv[1:] if argv is None else argv:
+        sub = command.commands.get(token) if isinstance(command, click.Group) else None
+        if sub is None:
+            if token.startswith("-"):
+                continue  # a group's own option (its value, if any, is not a command name)
+            break
+        words.append(token)
+        command = sub
+    return " ".join(words)
+
+
 def _main(argv: list[str] | None) -> int:
     from hwnas.db import scrub, secrets_seen
 
@@ -131,7 +148,7 @@ def _main(argv: list[str] | None) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help
             exc.show()
             return exc.exit_code
-        command = exc.ctx.command_path if exc.ctx is not None else "hwnas"
+        command = exc.ctx.command_path if exc.ctx is not None else _command_path(argv)
         click.echo(scrub(f"error: {exc.format_message()} ({command} --help)"), err=True)
         return exc.exit_code
     except click.ClickException as exc:

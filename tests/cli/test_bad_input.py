@@ -107,6 +107,27 @@ def test_usage_errors_exit_2():
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["search", "--device"], "hwnas search"),
+        (["predictor", "train", "--devices"], "hwnas predictor train"),
+        (["measure", "import", "--device"], "hwnas measure import"),
+        (["search", "--bogus"], "hwnas search"),
+        (["--bogus"], "hwnas"),
+    ],
+)
+def test_a_usage_error_points_to_the_help_of_the_command_typed(args, command, capsys):
+    """An option given without its value is found before click makes the command's context:
+    the hint said ``(hwnas --help)`` for every command."""
+    from hwnas.cli import main
+
+    code = main(args)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert err.endswith(f"({command} --help)"), err
+
+
 def _one_line_error(r, expected: str) -> None:
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 2, (r.stdout, r.stderr)
