@@ -13,11 +13,27 @@ from typing import Any
 
 from hwnas.cost_record import CostRecord, precision_target
 from hwnas.devices.base import METRICS
+from hwnas.errors import HwnasError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.spaces.base import Arch, SearchSpace
 
 OBJECTIVES = {"latency": "latency_ms", "energy": "energy_mj"}
 """Search objective name -> the device metric it minimises."""
+
+
+def objective_metric(objective: str) -> str:
+    """The device metric ``objective`` minimises ("latency" -> "latency_ms", "energy" ->
+    "energy_mj").
+
+    Raises:
+        HwnasError: an unknown objective (one line naming the known ones).
+    """
+    try:
+        return OBJECTIVES[objective]
+    except (KeyError, TypeError):
+        raise HwnasError(
+            f"unknown objective '{objective}'; known: {', '.join(OBJECTIVES)}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import numpy as np
 
 from hwnas.cost_record import CostRecord
 from hwnas.engine.costs import CostContext
-from hwnas.engine.evaluate import OBJECTIVES, Evaluation
+from hwnas.engine.evaluate import OBJECTIVES, Evaluation, objective_metric
 from hwnas.engine.ledger import (
     StudyLedger,
     frozen_trial,
@@ -38,6 +38,7 @@ from hwnas.engine.ledger import (
 from hwnas.engine.pareto import pareto_order
 from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.errors import CandidateError, HwnasError, UnrecordedError
+from hwnas.limits import MAX_SEED, bounded, positive_ms
 from hwnas.measure import NoisyMeasurementError
 from hwnas.paths import process_running
 from hwnas.spaces.base import Arch, SearchSpace
@@ -93,16 +94,8 @@ class SearchSettings:
     """The kind of search these settings are for (:data:`hwnas.jobs.PIPELINES`)."""
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise HwnasError(
-                f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
-            )
-        from hwnas.limits import MAX_SEED, bounded, positive_ms
-
+        self._check_shared()
         self.budget = bounded("--budget", self.budget, 1, integer=True)
-        self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
-        if self.max_latency is not None:
-            self.max_latency = positive_ms("--max-latency", self.max_latency)
         if pipeline_of(self.strategy) != "table":  # unknown strategy -> UnknownNameError
             raise HwnasError(
                 f"strategy '{self.strategy}' trains a supernet: it runs as a supernet search "
@@ -111,10 +104,23 @@ class SearchSettings:
         if not self.study:
             self.study = study_name(self)
 
+    def _check_shared(self) -> None:
+        """The values every search's settings hold (table and supernet alike): the objective,
+        the seed (the CLI's range, also from Python) and the latency limit (a positive number
+        of ms, not a string).
+
+        Raises:
+            HwnasError: one line naming the option and the value.
+        """
+        objective_metric(self.objective)
+        self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
+        if self.max_latency is not None:
+            self.max_latency = positive_ms("--max-latency", self.max_latency)
+
     @property
     def metric(self) -> str:
         """The device metric minimised ("latency_ms" or "energy_mj")."""
-        return OBJECTIVES[self.objective]
+        return objective_metric(self.objective)
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as a dict (summary.json, the study's identity); ``accuracy`` and

@@ -32,7 +32,7 @@ from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
 from hwnas.engine.problem import open_problem, resolve
 from hwnas.errors import HwnasError
 from hwnas.jobs.output import RunOutput, write_run
-from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, MAX_SEED, bounded, positive_ms
+from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
 from hwnas.measure import Profiler, arch_workload
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces import SearchSpace, TabulatedSpace, ability
@@ -67,10 +67,7 @@ class SupernetSettings(SearchSettings):
     pipeline: ClassVar[str] = "supernet"
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise HwnasError(
-                f"unknown objective '{self.objective}'; known: {', '.join(OBJECTIVES)}"
-            )
+        self._check_shared()
         SUPERNET_STRATEGIES.info(self.strategy)  # the name checked; the class (torch) not loaded
         self.options = parse_options(dict(self.options), self.strategy, self.space)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
@@ -92,9 +89,6 @@ class SupernetSettings(SearchSettings):
             raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
         if self.latency_weight is not None:
             bounded("--latency-weight", self.latency_weight, 0)
-        self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
-        if self.max_latency is not None:
-            self.max_latency = positive_ms("--max-latency", self.max_latency)
         if not self.study:
             self.study = study_name(self)
 
