@@ -10,9 +10,13 @@ latency as a sum of kernel latencies).
 
 Conventions (batch 1): a convolution is *depthwise* when ``group == C_in > 1``, *grouped* when
 ``1 < group < C_in``, *pointwise* when its kernel is 1x1 and ``group == 1``, *dense* otherwise.
-Multiply-accumulates (MACs) count convolution and Gemm/MatMul products. Element counts are the
-output elements of a node. ONNX ``Identity``, ``Shape``, ``Constant``, ``Flatten`` and other
-shape bookkeeping nodes have no cost here.
+Multiply-accumulates (MACs) count convolution (``Conv``, ``ConvTranspose``) and Gemm/MatMul
+products; the products of recurrent layers (``LSTM``, ``GRU``, ``RNN``) and contracting
+``Einsum`` nodes count as Gemm MACs. Element counts are the output elements of a node. ONNX
+``Identity``, ``Shape``, ``Constant``, ``Flatten`` and other shape bookkeeping nodes, and cheap
+element-wise math, have no cost here. Any other operator (``Resize``, ``Loop``, a quantised
+convolution...) is not counted either, but it is named: :attr:`GraphModel.uncounted`, and the
+predictions that rest on these features say so.
 """
 
 from __future__ import annotations
@@ -66,6 +70,21 @@ a GELU exported at opset 17 is ``Erf`` between Div/Add/Mul, a transformer's atte
 POOLS = frozenset({"AveragePool", "MaxPool", "LpPool"})
 GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool"})
 RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
+RECURRENT = {"LSTM": 4, "GRU": 3, "RNN": 1}
+"""Recurrent operators and their gates: each step multiplies ``[x, h]`` by ``gates * hidden``
+weight columns per direction."""
+NOT_COUNTED = frozenset(
+    ("Shape Size Gather GatherElements GatherND Constant ConstantOfShape Cast CastLike Concat "
+     "Slice Split Expand Tile Pad Range Where Equal Less LessOrEqual Greater GreaterOrEqual Not "
+     "And Or Xor NonZero Dropout BatchNormalization ScatterND ScatterElements Trilu "
+     "Neg Abs Exp Log Sqrt Reciprocal Pow Min Max Mean Floor Ceil Round Sign Mod "
+     "Sin Cos Softplus Softsign Selu ThresholdedRelu PRelu HardMax LogSoftmax IsNaN IsInf "
+     "ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2 ArgMax ArgMin "
+     "InstanceNormalization GroupNormalization DepthToSpace SpaceToDepth").split()
+)  # fmt: skip
+"""Operators the features leave out by design: shape bookkeeping, and element-wise math or
+reductions that are cheap beside the products (ONNX Runtime folds BatchNormalization into the
+convolution before it). Every other operator the reader does not count is reported."""
 
 
 class GraphAccumulator:
@@ -88,11 +107,16 @@ class GraphAccumulator:
         groups: int,
         in_hw: tuple[int, int],
         out_hw: tuple[int, int],
+        transposed: bool = False,
     ) -> None:
-        """A convolution from (c_in, *in_hw) to (c_out, *out_hw)."""
+        """A convolution from (c_in, *in_hw) to (c_out, *out_hw); ``transposed``: a transposed
+        convolution (each input element meets ``c_out // groups * kh * kw`` weights)."""
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
         out_elems = c_out * out_hw[0] * out_hw[1]
-        macs = out_elems * (c_in // groups) * kh * kw
+        if transposed:
+            macs = c_in * in_hw[0] * in_hw[1] * (c_out // groups) * kh * kw
+        else:
+            macs = out_elems * (c_in // groups) * kh * kw
         if groups > 1 and groups == c_in:
             kind = "macs_conv_depthwise"
             self.add("n_conv_depthwise", 1)
@@ -136,11 +160,14 @@ class GraphModel:
         features: its graph features, shape (len(GRAPH_COLUMNS),).
         onnx: the serialised model, when read from a file (what the kernel-level predictor
             reads its kernels from); empty otherwise.
+        uncounted: operators of its graph the features do not count, type -> nodes
+            (:func:`read_graph`); a prediction from the features leaves their time out.
     """
 
     label: str
     features: np.ndarray
     onnx: bytes = field(default=b"", repr=False, compare=False)
+    uncounted: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __str__(self) -> str:
         return self.label
@@ -189,15 +216,30 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
     Raises:
         HwnasError: the graph has a convolution or Gemm whose shapes cannot be inferred.
     """
+    return read_graph(model)[0]
+
+
+def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
+    """(:func:`onnx_graph_features` of ``model``, the operators it holds that the features do
+    not count: type -> nodes), e.g. ``{"Resize": 2}``; see the module docstring.
+
+    Raises:
+        HwnasError: as :func:`onnx_graph_features`.
+    """
     import onnx
     from onnx import numpy_helper
 
     graph = _infer_shapes(model).graph
     shapes: dict[str, list[int]] = {}
+    full: dict[str, list[int | None]] = {}  # every dimension as written (None: symbolic)
     for vi in [*graph.input, *graph.value_info, *graph.output]:
         dims = _dims(vi)
         if dims is not None:
             shapes[vi.name] = dims
+        full[vi.name] = [
+            int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
+            for d in vi.type.tensor_type.shape.dim
+        ]
     for init in graph.initializer:
         shapes[init.name] = list(init.dims)
     missing = [o for node in graph.node for o in node.output if o and o not in shapes]
@@ -216,6 +258,7 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
                     shapes[node.output[0]] = list(numpy_helper.to_array(attr.t).shape)
 
     acc = GraphAccumulator()
+    uncounted: dict[str, int] = {}
     inputs = [i for i in graph.input if i.name not in initializers]
     for i in inputs:
         acc.add("input_elems", float(np.prod((_dims(i) or [1])[1:])))
@@ -270,7 +313,78 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
             acc.elementwise("act", elems(node.output[0]))
         elif op == "Transpose":
             acc.elementwise("transpose", elems(node.output[0]))
-    return acc.values
+        elif op == "ConvTranspose":
+            x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
+            y = shapes.get(node.output[0])
+            if not x or not w or not y or len(x) != 4 or len(y) != 4:
+                uncounted[op] = uncounted.get(op, 0) + 1
+                continue
+            groups = int(attrs.get("group", 1))  # weight: (C_in, C_out / group, kh, kw)
+            acc.conv(x[1], y[1], (w[2], w[3]), groups, (x[2], x[3]), (y[2], y[3]),
+                     transposed=True)  # fmt: skip
+        elif op in RECURRENT and _recurrent(acc, node, attrs, shapes, full):
+            pass
+        elif op == "Einsum" and _einsum(acc, node, attrs, shapes, full, constants, elems):
+            pass
+        elif op not in NOT_COUNTED and op not in RESHAPES and op not in COUNTED:
+            uncounted[op] = uncounted.get(op, 0) + 1
+    return acc.values, uncounted
+
+
+COUNTED = frozenset(
+    {"Conv", "Gemm", "MatMul", "Add", "Sum", "Mul", "Sub", "Div", *POOLS, *GLOBAL_POOLS,
+     *ACTIVATIONS}
+)  # fmt: skip
+"""Operators :func:`read_graph` counts in every case (a recurrent layer, transposed convolution
+or Einsum only when its shapes are known)."""
+
+
+def _recurrent(acc, node, attrs, shapes, full) -> bool:
+    """Count an LSTM / GRU / RNN node's products as Gemm MACs (every step, every direction);
+    False when its weights or its number of steps are unknown."""
+    w, r = shapes.get(node.input[1]), shapes.get(node.input[2])
+    x = full.get(node.input[0])
+    if not w or not r or len(w) != 3 or len(r) != 3 or not x or len(x) != 3:
+        return False
+    steps = x[1] if int(attrs.get("layout", 0)) == 1 else x[0]
+    if steps is None:
+        return False
+    directions, gate_rows, n_in = w
+    hidden = r[2]
+    per_step = directions * gate_rows * (n_in + hidden)
+    acc.add("macs_gemm", steps * per_step)
+    acc.add("params", per_step)
+    return True
+
+
+def _einsum(acc, node, attrs, shapes, full, constants, elems) -> bool:
+    """Count an Einsum node: a contraction's products as Gemm MACs (the product of every index's
+    size), a pure permutation as a transpose; False when an operand's shape is unknown.
+
+    An operand's first axis is taken as written where it is static (a sequence-first operand's
+    first axis is its steps, not the batch), else as the batch (1)."""
+    equation = attrs.get("equation", b"")
+    equation = (equation.decode() if isinstance(equation, bytes) else equation).replace(" ", "")
+    if "->" not in equation or "..." in equation:
+        return False
+    lhs, rhs = equation.split("->")
+    operands = lhs.split(",")
+    sizes: dict[str, int] = {}
+    for term, name in zip(operands, node.input):
+        written = full.get(name)
+        shape = written if written and None not in written else shapes.get(name)
+        if not shape or len(shape) != len(term):
+            return False
+        for letter, size in zip(term, shape):
+            sizes[letter] = max(sizes.get(letter, 1), size)
+    if len(operands) == 1 and set(operands[0]) == set(rhs):
+        acc.elementwise("transpose", elems(node.output[0]))
+        return True
+    acc.add("macs_gemm", float(np.prod([sizes[c] for c in sizes])))
+    for term, name in zip(operands, node.input):
+        if name in constants:
+            acc.add("params", float(np.prod([sizes[c] for c in term])))
+    return True
 
 
 def load_graph_model(path: str | Path) -> GraphModel:
@@ -286,7 +400,7 @@ def load_graph_model(path: str | Path) -> GraphModel:
     model = load_onnx(path)
     onnx_input_shape(model, path)
     try:
-        features = onnx_graph_features(model)
+        features, uncounted = read_graph(model)
     except HwnasError as exc:
         raise HwnasError(f"{path}: {exc}") from None
-    return GraphModel(Path(path).name, features, Path(path).read_bytes())
+    return GraphModel(Path(path).name, features, Path(path).read_bytes(), uncounted)

@@ -122,9 +122,11 @@ def predict_models(
         graphs = []
         if predictor == "kernel":
             archs = []
-    elif graphs and predictor is None and calibration is None:
-        put(_meta_fallback(dev, graphs, metric, runtime, store, note))
-        graphs = []
+    else:
+        warn_uncounted(graphs, note)
+        if graphs and predictor is None and calibration is None:
+            put(_meta_fallback(dev, graphs, metric, runtime, store, note))
+            graphs = []
     models = graphs + archs
     cal_metric = "latency_ms" if calibration is None else None
     if models:
@@ -267,6 +269,21 @@ def widen_far(model, mean: float, std: float, refs: np.ndarray, what: str, note)
         "each other; interval widened)"
     )
     return float(max(std * far / FAR, 0.5 * mean))
+
+
+def warn_uncounted(models, note) -> None:
+    """A warning per ONNX model whose graph holds operators the graph features do not count
+    (:attr:`hwnas.predictors.graph.GraphModel.uncounted`): a prediction from the features
+    leaves their time out."""
+    for m in models:
+        ops = getattr(m, "uncounted", None)
+        if ops:
+            listed = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items()))
+            note(
+                f"warning: {m}: its graph has operators this predictor's graph features do not "
+                f"count ({listed}): their time is not in the prediction; the kernel-level "
+                "predictor (a live ONNX Runtime device) times them"
+            )
 
 
 FLOORED = 1e-3

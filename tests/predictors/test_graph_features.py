@@ -114,3 +114,64 @@ def test_featurizers_give_finite_features_of_the_documented_shape(space):
     assert s.shape == (50, len(fz.structural_names)) and (s >= 0).all()
     assert g.shape == (50, len(GRAPH_COLUMNS)) and np.isfinite(g).all() and (g >= 0).all()
     assert len(np.unique(g[:, COLUMN["params"]])) > 1  # architectures differ
+
+
+def test_transposed_convolutions_recurrent_layers_and_einsum_are_counted_and_the_rest_named(
+    tmp_path, capsys
+):
+    """A decoder's ConvTranspose, an LSTM's and a GRU's products (every step) and a contracting
+    Einsum count as MACs (exported by PyTorch, so the graphs are what users bring); a Resize is
+    not counted, and it is named (GraphModel.uncounted) rather than silently left out: `hwnas
+    predict --device pixel3 --onnx decoder.onnx` warns that its time is not in the prediction.
+    (main: both networks read as 0 MACs of their heaviest layers, without a word.)"""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from hwnas.predictors.graph import load_graph_model
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = nn.ConvTranspose2d(16, 8, 2, stride=2, bias=False)
+
+        def forward(self, x):  # (1, 16, 8, 8) -> (1, 8, 32, 32)
+            return F.interpolate(self.up(x), scale_factor=2.0, mode="bilinear")
+
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(12, 20, batch_first=True)
+            self.gru = nn.GRU(20, 6)
+            self.w = nn.Parameter(torch.randn(6, 5))
+
+        def forward(self, x):  # (1, 7, 12)
+            y, _ = self.lstm(x)
+            z, _ = self.gru(y.transpose(0, 1))
+            return torch.einsum("tbh,ho->tbo", z, self.w)
+
+    def read(net, shape, name):
+        path = tmp_path / f"{name}.onnx"
+        torch.onnx.export(net.eval(), torch.randn(*shape), str(path), dynamo=False)
+        return load_graph_model(path)
+
+    dec = read(Decoder(), (1, 16, 8, 8), "decoder")
+    assert dec.features[COLUMN["macs_conv_dense"]] == 16 * 8 * 8 * 8 * 2 * 2  # per input pixel
+    assert dec.features[COLUMN["params"]] == 16 * 8 * 2 * 2
+    assert dec.uncounted == {"Resize": 1}
+
+    rec = read(Recurrent(), (1, 7, 12), "recurrent")
+    lstm = 7 * 4 * 20 * (12 + 20)  # 7 steps, 4 gates
+    gru = 7 * 3 * 6 * (20 + 6)  # the GRU's first axis is its steps: 7
+    einsum = 7 * 1 * 6 * 5
+    assert rec.features[COLUMN["macs_gemm"]] == lstm + gru + einsum
+    assert rec.uncounted == {}
+
+    from hwnas.cli import main
+
+    assert main(["predict", "--device", "pixel3", "--onnx", str(tmp_path / "decoder.onnx")]) == 0
+    err = capsys.readouterr().err
+    assert "decoder.onnx: its graph has operators this predictor's graph features do not count " \
+        "(Resize x1): their time is not in the prediction" in err
+    assert main(["predict", "--device", "pixel3", "--onnx", str(tmp_path / "recurrent.onnx")]) == 0
+    assert "do not count" not in capsys.readouterr().err
