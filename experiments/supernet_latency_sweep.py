@@ -171,7 +171,7 @@ def main() -> None:
                 label,
                 f"{am_ms:.2f}",
                 f"{100 * (am_ms / target - 1):+.1f}",
-                f"{b['accuracy']:.2f}",
+                f"{b['test_accuracy']:.2f}",
             )
             console.print(f"done {strategy} {device} {target:g}: {value} ms ({label})", style="dim")
     t.caption = (
@@ -193,7 +193,7 @@ def sweep_weights(args, tmp, console, Table) -> None:
         s = run_one(args, tmp, "gdas", "nasbench201", "pixel3", latency_weight=weight)
         b = s["best"]
         lat.append(b["latency_ms"])
-        w.add_row(f"{weight:g}", b["arch"], f"{b['latency_ms']:.3f}", f"{b['accuracy']:.2f}")
+        w.add_row(f"{weight:g}", b["arch"], f"{b['latency_ms']:.3f}", f"{b['test_accuracy']:.2f}")
     w.caption = f"recorded latency non-increasing in W: {all(a >= b for a, b in zip(lat, lat[1:]))}"
     console.print(w)
 

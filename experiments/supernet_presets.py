@@ -94,7 +94,7 @@ def main() -> None:
                     strategy,
                     preset,
                     str(seed),
-                    f"{b['accuracy']:.2f}",
+                    f"{b['test_accuracy']:.2f}",
                     f"{b['inherited_test_accuracy']:.2f}",
                     f"{b['latency_ms']:.2f}",
                     f"{b['table_accuracy']:.2f}" if "table_accuracy" in b else "",

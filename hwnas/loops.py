@@ -166,13 +166,14 @@ def finetune_subnet(
 ) -> nn.Module:
     """A short fine-tune of an extracted subnet (inherited weights), as a supernet search does
     before scoring its candidates: batch norm recalibrated on the training split
-    (:func:`recalibrate_bn`), then :func:`finetune` on the training and validation splits
-    (SGD, Nesterov momentum, cosine schedule). In place; returned in eval mode on the CPU.
+    (:func:`recalibrate_bn`), then :func:`finetune` on the training split (SGD, Nesterov
+    momentum, cosine schedule), so that the validation split can still choose between subnets.
+    In place; returned in eval mode on the CPU.
 
     Args:
         model: the subnet: (B, C, H, W) images of ``data``'s shape -> (B, classes) logits.
         data: :class:`hwnas.datasets.DataSplits`.
-        epochs: passes over train + validation (0: recalibration only).
+        epochs: passes over the training split (0: recalibration only).
         lr: initial learning rate.
         batch_size: mini-batch size.
         seed: shuffling seed.
@@ -194,5 +195,5 @@ def finetune_subnet(
             f"the subnet does not take {data.name}'s images of shape {data.image_shape}: {first}"
         ) from None
     recalibrate_bn(model, model, data.train, device=device)
-    finetune(model, merge(data.train, data.val), epochs, lr, batch_size, seed, device)
+    finetune(model, data.train, epochs, lr, batch_size, seed, device)
     return model.cpu().eval()

@@ -58,7 +58,7 @@ def supernet_options(f):
             type=int,
             default=default_of(SupernetSettings, "finetune_epochs"),
             show_default=True,
-            help="Fine-tuning epochs of each extracted subnet before its held-out accuracy.",
+            help="Fine-tuning epochs of each extracted subnet (training split) before scoring.",
         ),
         click.option(
             "--nproc",
@@ -199,6 +199,8 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
             continue
         accuracy = f"{r['accuracy']:.2f}% ({r['accuracy_label']})"
         line = f"{label}: {r['arch']}  {accuracy}  {cost_text(r, s.metric)}"
+        if "test_accuracy" in r:
+            line += f"; test accuracy {r['test_accuracy']:.2f}% ({r['test_accuracy_source']})"
         if "table_accuracy" in r:
             line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
         text_line(console, line)

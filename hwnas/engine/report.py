@@ -18,7 +18,8 @@ from hwnas.paths import write_atomic
 def pareto_rows(
     result: SearchResult, zoo: dict[str, dict[str, str]] | None = None
 ) -> list[dict[str, Any]]:
-    """Rows of ``pareto.csv``: arch, accuracy, latency_ms, energy_mj (where known), sources,
+    """Rows of ``pareto.csv``: arch, accuracy, its source, ``test_accuracy`` (a supernet search's
+    candidates: the test split, never used to choose), latency_ms, energy_mj (where known), sources,
     for live measurements the relative 95% interval in % (``latency_ms_ci95_pct``) and whether
     it met the profile's precision target (``latency_ms_precision_met``: true | false), the
     trial, and the zoo columns.
@@ -31,6 +32,7 @@ def pareto_rows(
     """
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
     timed = [m for m in metrics if any(m in r.costs and r.costs[m].timed for r in result.records)]
+    tested = any("test_accuracy" in r.attrs for r in result.pareto)
     rows = []
     for r in result.pareto:
         row: dict[str, Any] = {
@@ -38,6 +40,9 @@ def pareto_rows(
             "accuracy": round(r.accuracy, 4),
             "accuracy_source": r.attrs.get("accuracy_source", ""),
         }
+        if tested:
+            test = r.attrs.get("test_accuracy")
+            row["test_accuracy"] = round(float(test), 4) if test is not None else ""
         for m in metrics:
             cost = r.costs.get(m)
             row[m] = round(cost.value, 6) if cost is not None else ""

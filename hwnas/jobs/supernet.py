@@ -6,8 +6,10 @@ here); :func:`search` trains the supernet, in one process or across the processe
 ``torchrun`` job (a checkpoint per epoch in the run folder, so a killed job resumes at its last
 epoch), derives the architecture (and, for one-shot search, the Pareto
 candidates), extracts each with its inherited weights, recalibrates batch norm, fine-tunes
-briefly, measures held-out accuracy and device cost, adds each as a COMPLETE trial to the
-Optuna study, and writes the run folder through the spine's report functions.
+briefly on the training split, measures its validation accuracy (what the front and ``best``
+are chosen on), its test accuracy (reported beside, never used to choose) and its device cost,
+adds each as a COMPLETE trial to the Optuna study, and writes the run folder through the
+spine's report functions.
 """
 
 from __future__ import annotations
@@ -608,9 +610,9 @@ def _fit_line(cost) -> str:
 
 
 def _accuracy_axis(s: SupernetSettings, data) -> str:
-    """The plot's accuracy axis: held-out test accuracy, or the user's function's."""
+    """The plot's accuracy axis: validation accuracy, or the user's function's."""
     if s.accuracy is None:
-        return f"{data.name} held-out test accuracy (%)"
+        return f"{data.name} validation accuracy (%)"
     return f"accuracy (%) by {s.accuracy.rsplit(':', 1)[-1]} on {data.name}"
 
 
@@ -629,6 +631,8 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
         "predicted_cost",
         "predicted_cost_source",
         "inherited_test_accuracy",
+        "test_accuracy",
+        "test_accuracy_source",
         "table_accuracy",
         "table_accuracy_label",
     ):
@@ -681,7 +685,7 @@ def _describe(e: dict[str, Any] | None, record, metric: str) -> dict[str, Any] |
 
 class SubnetEvaluator:
     """Scores subnets of a trained supernet: inherited-weight accuracy (for one-shot search),
-    and, for handed-out candidates, fine-tuned held-out accuracy and device cost."""
+    and, for handed-out candidates, fine-tuned validation and test accuracy and device cost."""
 
     def __init__(self, job: PreparedSupernetSearch, net, cost, tdev):
         from hwnas.engine.evaluate import get_accuracy
@@ -707,7 +711,7 @@ class SubnetEvaluator:
     def evaluate(self, arch, role: str) -> dict[str, Any]:
         import torch
 
-        from hwnas.loops import accuracy, finetune, merge, recalibrate_bn, resized_forward
+        from hwnas.loops import accuracy, finetune, recalibrate_bn, resized_forward
 
         s, data, space = self.job.settings, self.job.data, self.job.space
         model = self.net.extract(arch).to(self.tdev)
@@ -716,9 +720,12 @@ class SubnetEvaluator:
         fwd = resized_forward(model, side)
         recalibrate_bn(fwd, model, data.train, device=self.tdev)
         inherited = accuracy(fwd, data.test, device=self.tdev)
+        # fine-tuned on the training split and scored on the validation split: the front and
+        # `best` are chosen on it; the test split only reports (choosing the best of several
+        # candidates by their test accuracy would bias the accuracy reported for it)
         finetune(
             model,
-            merge(data.train, data.val),
+            data.train,
             s.finetune_epochs,
             lr=s.job.finetune_lr,
             batch_size=s.batch_size,
@@ -726,12 +733,11 @@ class SubnetEvaluator:
             device=self.tdev,
             resize=side,
         )
-        acc = accuracy(fwd, data.test, device=self.tdev)
+        acc = accuracy(fwd, data.val, device=self.tdev)
+        test = accuracy(fwd, data.test, device=self.tdev)
         model = model.cpu().eval()
-        source = (
-            f"measured:{data.name}:test split ({len(data.test)} images), inherited supernet "
-            f"weights + {s.finetune_epochs} fine-tune epochs"
-        )
+        tuned = f"inherited supernet weights + {s.finetune_epochs} fine-tune epochs"
+        source = f"measured:{data.name}:validation split ({len(data.val)} images), {tuned}"
         if self.fn is not None:
             acc = self.fn(model, arch, data)
             source = (
@@ -745,6 +751,11 @@ class SubnetEvaluator:
             "accuracy": acc,
             "accuracy_source": source,
             "inherited_test_accuracy": inherited,
+            "test_accuracy": test,
+            "test_accuracy_source": (
+                f"measured:{data.name}:test split ({len(data.test)} images), {tuned}; never "
+                "used to choose"
+            ),
             "model": model,
             "input_shape": shape,
             "predicted_cost": float(self.cost.cost(arch)),

@@ -49,7 +49,9 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     best = summary["best"]
     space = get_space("nasbench201")
     assert space.parse(best["arch"]).text == best["arch"]
-    assert best["accuracy_label"].startswith("measured:digits:test split")
+    # chosen on the validation split; the test split reported beside, never used to choose
+    assert best["accuracy_label"].startswith("measured:digits:validation split")
+    assert best["test_accuracy_source"].startswith("measured:digits:test split")
     assert best["table_accuracy"] == pytest.approx(
         float(space.table_accuracy("cifar100")[space.index(space.parse(best["arch"]))])
     )
@@ -60,6 +62,7 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     assert summary["epochs"][0]["seconds"] > 0 and summary["epochs"][0]["peak_mib"] > 0
     rows = list(csv.DictReader(open(out / "pareto.csv")))
     assert rows[0]["arch"] == best["arch"]
+    assert float(rows[0]["test_accuracy"]) == pytest.approx(best["test_accuracy"], abs=1e-4)
     # the study has the derived architecture as a COMPLETE trial with both values
     storage = summary["storage"]
     study = optuna.load_study(study_name=summary["settings"]["study"], storage=storage)
@@ -73,7 +76,11 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     assert card["dataset"] == "digits" and card["labels"] == [str(i) for i in range(10)]
     assert card["num_classes"] == 10 and card["input"]["shape"] == [1, 3, 16, 16]
     assert rows[0]["zoo"] == card_path.parent.name
-    assert card["accuracy"]["value"] == pytest.approx(best["accuracy"])
+    assert card["accuracy"]["value"] == pytest.approx(best["test_accuracy"])
+    assert card["accuracy"]["split"] == "test" and card["accuracy"]["chosen_on"] == {
+        "value": pytest.approx(best["accuracy"]), "source": best["accuracy_source"],
+        "split": "validation",
+    }  # fmt: skip
     assert card["table_accuracy"]["source"].startswith("nasbench201-table")
     net = space.build(space.parse(best["arch"]), "cifar10")  # wrong size: a different network
     state = torch.load(card_path.parent / "weights.pt")
@@ -85,9 +92,10 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     from hwnas.datasets import load_data
 
     data = load_data("digits", limit=300)
-    logits = session.run(None, {"input": data.test.x})[0]
-    acc = 100.0 * float((logits.argmax(1) == data.test.y).mean())
-    assert acc == pytest.approx(best["accuracy"], abs=1e-6)  # the zoo model is the measured one
+    for split, want in ((data.val, best["accuracy"]), (data.test, best["test_accuracy"])):
+        logits = session.run(None, {"input": split.x})[0]
+        acc = 100.0 * float((logits.argmax(1) == split.y).mean())
+        assert acc == pytest.approx(want, abs=1e-6)  # the zoo model is the measured one
     # the same command again resumes from the checkpoint and adds nothing to the study
     r = hwnas_cli(*DARTS, "--out", str(out))
     assert r.returncode == 0, r.stderr
@@ -144,7 +152,7 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     assert derived["arch"] == cands[0]["arch"] and derived["accuracy"] <= best["accuracy"]
     assert summary["settings"]["dataset"] == "digits"
     assert summary["settings"]["table_dataset"] == "cifar100"
-    assert best["accuracy_label"].startswith("measured:digits:test split")
+    assert best["accuracy_label"].startswith("measured:digits:validation split")
     lines = r.stdout.splitlines()
     assert any(s.startswith("best (most accurate") and " ms" in s for s in lines)
     assert any(s.startswith("derived (architecture derived by oneshot") for s in lines)
