@@ -128,7 +128,7 @@ def predict_models(
             put(_meta_fallback(dev, graphs, metric, runtime, store, note))
             graphs = []
     models = graphs + archs
-    cal_metric = "latency_ms" if calibration is None else None
+    cal_metric = metric if calibration is None else None
     if models:
         pred = load_predictor(predictor or space.name, space.name)
         cal_models, cal_values, cal_metric, where = _calibration(

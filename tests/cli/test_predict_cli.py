@@ -87,6 +87,21 @@ def test_energy_calibration_writes_energy_column(tmp_path, capsys):
     assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std"]
 
 
+def test_an_onnx_models_energy_on_a_recorded_board_is_in_mj(tmp_path, capsys):
+    """`hwnas predict --device pi5_onnx --metric energy_mj --onnx m.onnx` (the meta-learned
+    fallback, adapted on the board's energy values) prints and writes mJ (main: "ms", and a
+    latency_ms column, for a prediction of energy)."""
+    model = _far_model(tmp_path / "m.onnx", side=32, channels=8)
+    out = tmp_path / "pred.csv"
+    code, printed, err = run(["predict", "--device", "pi5_onnx", "--metric", "energy_mj",
+                              "--onnx", model, "--out", out], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "adapted on 10 energy_mj values" in err
+    assert re.search(r"m\.onnx: [\d.e+-]+ mJ \(std [\d.e+-]+ mJ\)", printed), printed
+    assert " ms" not in printed
+    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std"]
+
+
 @pytest.mark.slow
 def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_home):
     ref_dir = tmp_path / "refset"
