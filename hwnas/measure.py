@@ -155,7 +155,12 @@ def onnx_input_shape(model, path, batch_size: int = 1) -> list[int]:
         elif i == 0:
             shape.append(int(batch_size))
         else:
-            raise HwnasError(f"{path}: input axis {i} is dynamic; only the batch axis may be")
+            name = d.dim_param or "?"
+            raise HwnasError(
+                f"{path}: input '{inputs[0].name}' axis {i} is dynamic ('{name}'); only the batch "
+                "axis may be: latency depends on the size, so export the model at the size it "
+                "will run at (torch.onnx.export without that axis in dynamic_axes / dynamic_shapes)"
+            )
     return shape
 
 

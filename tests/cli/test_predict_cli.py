@@ -351,13 +351,22 @@ def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, c
         (["--device", "pixel3", "--metric", "energy_mj", "--arch", "5"], "has no energy_mj"),
         (["--device", "pixel3", "--onnx", "missing.onnx"], "not found"),
         (["--device", "pixel3", "--arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
+        (["--device", "cpu-fast", "--onnx", "dyn.onnx"], "input 'x' axis 2 is dynamic ('h'); "
+         "only the batch axis may be: latency depends on the size, so export the model at the "
+         "size it will run at"),
     ],
 )
 def test_predict_one_model_bad_input_one_line_exit_2(args, expected, tmp_path, capsys,
                                                      monkeypatch):  # fmt: skip
+    import onnx
+
     monkeypatch.chdir(tmp_path)
     calibration(tmp_path / "cal.csv")
     write_csv(tmp_path / "archs.csv", ["arch"], [[1]])
+    dyn = onnx.load(_far_model(tmp_path / "dyn.onnx", side=16, channels=4))
+    dims = dyn.graph.input[0].type.tensor_type.shape.dim
+    dims[2].dim_param, dims[3].dim_param = "h", "w"  # a model exported with dynamic H and W
+    onnx.save(dyn, tmp_path / "dyn.onnx")
     code, _out, err = run(["predict", *args], capsys)
     assert code == 2, err
     lines = [line for line in err.splitlines() if line.strip()]
