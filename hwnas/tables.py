@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hwnas import spreadsheet
 from hwnas.errors import HwnasError
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet)
 """Part of every cache file's name: bump it when the parsed form changes."""
 
 
@@ -80,7 +81,8 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
         text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8-sig")
     except (OSError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise HwnasError(f"cannot read table {path}: {exc}") from None
-    rows = list(csv.reader(io.StringIO(text)))
+    sep = spreadsheet.delimiter(text.split("\n", 1)[0])
+    rows = list(csv.reader(io.StringIO(text), delimiter=sep))
     if len(rows) < 2:
         raise HwnasError(f"table {path} has no rows")
     header, body = rows[0], rows[1:]
@@ -90,7 +92,10 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
         try:
             columns[name] = np.asarray(values, dtype=np.float64)
         except ValueError:
-            columns[name] = np.asarray(values, dtype=object)
+            try:  # decimal commas (a ';'-separated spreadsheet file)
+                columns[name] = np.asarray([spreadsheet.number(v) for v in values])
+            except ValueError:
+                columns[name] = np.asarray(values, dtype=object)
     return columns
 
 

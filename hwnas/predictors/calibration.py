@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hwnas import spreadsheet
 from hwnas.devices.base import METRICS
 from hwnas.errors import HwnasError
 from hwnas.limits import MAX_COST
@@ -49,7 +50,9 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
         raise HwnasError(f"file not found: {path}")
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:  # spreadsheets write a BOM
-            reader = csv.DictReader(fh)
+            first = fh.readline()
+            fh.seek(0)
+            reader = csv.DictReader(fh, delimiter=spreadsheet.delimiter(first))
             header = [h.strip() for h in (reader.fieldnames or [])]
             reader.fieldnames = header
             rows = [(i, row) for i, row in enumerate(reader, start=2)]
@@ -114,7 +117,7 @@ def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
         seen[key] = line
         cell = (row.get(metric) or "").strip()
         try:
-            value = float(cell)
+            value = spreadsheet.number(cell)
         except ValueError:
             raise HwnasError(f"{where}: {metric} '{cell}' is not a number") from None
         if not np.isfinite(value) or value <= 0:

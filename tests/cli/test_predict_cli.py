@@ -87,6 +87,36 @@ def test_energy_calibration_writes_energy_column(tmp_path, capsys):
     assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std"]
 
 
+def test_a_spreadsheets_semicolon_csv_with_decimal_commas_reads_as_the_comma_csv(
+    tmp_path, capsys
+):
+    """A calibration file saved by a spreadsheet in a decimal-comma locale (BOM, ';' between
+    cells, '3,5', CRLF) predicts exactly as the plain file (main: "no 'arch' column (columns:
+    arch;latency_ms)"); an OFA arch string, which holds ',' and ';' itself, still reads from a
+    comma CSV."""
+    from hwnas.predictors.calibration import read_calibration
+    from hwnas.spaces import get_space
+
+    plain = calibration(tmp_path / "plain.csv")
+    rows = list(csv.reader(open(plain)))
+    text = "\r\n".join(f"{a};{v}".replace(".", ",") if i else f"{a};{v}"
+                        for i, (a, v) in enumerate(rows))  # fmt: skip
+    (tmp_path / "excel.csv").write_text(text + "\r\n", encoding="utf-8-sig", newline="")
+    printed = []
+    for cal in (plain, tmp_path / "excel.csv"):
+        code, out, err = run(["predict", "--calibration", cal, "--arch", "5"], capsys)
+        assert code == 0, err
+        printed.append(out)
+    assert printed[0] == printed[1]
+    ofa = get_space("ofa")
+    archs = [a.text for a in ofa.sample(np.random.default_rng(0), 3)]
+    assert all("," in a and ";" in a for a in archs)
+    write_csv(tmp_path / "ofa.csv", ["arch", "latency_ms"], [[a, 1.5 + i] for i, a in
+                                                              enumerate(archs)])  # fmt: skip
+    read = read_calibration(tmp_path / "ofa.csv", ofa)
+    assert [str(m) for m in read.models] == archs and list(read.values) == [1.5, 2.5, 3.5]
+
+
 def test_an_onnx_models_energy_on_a_recorded_board_is_in_mj(tmp_path, capsys):
     """`hwnas predict --device pi5_onnx --metric energy_mj --onnx m.onnx` (the meta-learned
     fallback, adapted on the board's energy values) prints and writes mJ (main: "ms", and a

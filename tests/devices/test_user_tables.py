@@ -169,17 +169,26 @@ def test_a_study_resumed_after_its_device_table_changed_is_refused(tmp_path, cli
     assert f"{old:.4g} ms in the study, {old * 10:.4g} ms" in line
 
 
-def test_a_table_saved_by_a_spreadsheet_imports(tmp_path, cli):
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_a_table_saved_by_a_spreadsheet_imports(tmp_path, cli, sep):
     """A UTF-8 byte-order mark and CRLF line ends (Excel's "CSV UTF-8"): main refused it with
-    "no 'arch' column (columns: arch, latency_ms)", the mark being invisible."""
+    "no 'arch' column (columns: arch, latency_ms)", the mark being invisible. Saved in a
+    decimal-comma locale (";" between cells, "1,5"), the same table gives the same values
+    (main: "no 'arch' column (columns: arch;latency_ms)")."""
     space = get_space("nasbench201")
-    lines = ["arch,latency_ms"] + [f"{space.arch_at(i).text},{1 + i / 10}" for i in range(12)]
+    values = [1 + i / 10 for i in range(12)]
+    cells = [str(v) if sep == "," else str(v).replace(".", ",") for v in values]
+    lines = [f"arch{sep}latency_ms"] + [f"{space.arch_at(i).text}{sep}{c}"
+                                        for i, c in enumerate(cells)]  # fmt: skip
     (tmp_path / "excel.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
     status, _, err = cli("measure", "import", "--device", "sheet-npu", "--table", "excel.csv")
     assert status == 0, err
     status, out, err = cli("search", "--device", "sheet-npu", "--budget", "5", "--no-zoo", "--json")
     assert status == 0, err
-    assert json.loads(out)["measurements"]["read_from_table"] == 5
+    summary = json.loads(out)
+    assert summary["measurements"]["read_from_table"] == 5
+    best = summary["best"]
+    assert best["latency_ms"] == pytest.approx(values[space.index(space.parse(best["arch"]))])
 
 
 def test_a_partial_table_is_refused_by_strategies_that_propose_from_the_whole_space(
