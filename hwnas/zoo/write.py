@@ -475,7 +475,10 @@ def _trained_accuracy(r: TrialRecord) -> dict[str, Any]:
     chosen = {
         "value": r.accuracy,
         "source": source,
-        "split": "validation" if "validation split" in source else "the accuracy function's",
+        "split": next(
+            (name for name in ("validation", "test") if f"{name} split" in source),
+            "the accuracy function's",
+        ),
     }
     if "test_accuracy" not in r.attrs:
         return {**chosen, "kind": "measured"}
