@@ -90,7 +90,13 @@ def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
         found = named(word) if word else rows
         finished = [r for r in found if r["finished_at"]]
         if not finished:
-            raise HwnasError(f"no finished search matches '{ref}' in {url}")
+            unfinished = ", ".join(sorted(r["study"] for r in found))
+            hint = (
+                f"; unfinished (killed, or still running): {unfinished}: `hwnas runs show "
+                "STUDY` shows one, and rerunning its search command finishes it"
+                if found else ""
+            )
+            raise HwnasError(f"no finished search matches '{ref}' in {url}{hint}")
         return max(finished, key=recent)
     found = named(ref)
     if len(found) == 1:

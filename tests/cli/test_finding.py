@@ -80,3 +80,8 @@ def test_a_run_is_found_by_latest_prefix_or_a_word_that_names_it_alone():
         find_run("pixel3", rows, "db")
     with pytest.raises(HwnasError, match="no study matches 'pixel9'"):
         find_run("pixel9", rows, "db")
+    # only an unfinished (killed) run: named, with how to see it and finish it
+    with pytest.raises(HwnasError, match="no finished search matches 'latest:fbnet' in db; "
+                       "unfinished \\(killed, or still running\\): fbnet-cifar100-pixel3-"
+                       "latency-frontier-seed0: `hwnas runs show STUDY` shows one"):
+        find_run("latest:fbnet", rows, "db")
