@@ -64,7 +64,7 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
         from hwnas.spaces import get_space
 
         get_space(space)
-        keys = [k.strip() for k in devices.split(",") if k.strip()]
+        keys = _device_keys(devices)
         for k in keys:
             get_column(space, k)  # unknown columns fail before any training
         rows = _rows(archs_file, [space])
@@ -95,6 +95,22 @@ def _rows(archs_file: Path | None, spaces: list[str]) -> list[int] | None:
             f"{', '.join(sorted(set(spaces)))}: name artifacts of one space"
         )
     return read_table_archs(archs_file, get_space(spaces[0]))
+
+
+def _device_keys(devices: str) -> list[str]:
+    """The recorded columns of ``--devices K1,K2,...``, in order.
+
+    Raises:
+        HwnasError: a column named twice (meta-training on it twice would count it as two
+            devices).
+    """
+    from hwnas.errors import HwnasError
+
+    keys = [k.strip() for k in devices.split(",") if k.strip()]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise HwnasError(f"--devices names {', '.join(twice)} more than once")
+    return keys
 
 
 def _source(archs_file: Path | None) -> str:
@@ -156,11 +172,7 @@ def eval_cmd(predictor, devices):
     card, space = first.card, first.space_name
     unseen = list(card.get("split", {}).get("meta_test", []))
     training = set(card["training_devices"])
-    keys = (
-        [k.strip() for k in devices.split(",") if k.strip()]
-        if devices
-        else (unseen or sorted(training))
-    )
+    keys = _device_keys(devices) if devices else (unseen or sorted(training))
     cols = [get_column(space, k) for k in keys]
     per = evaluate_columns(lambda: MetaPredictor(first.path), space, cols)
     table = Table(
