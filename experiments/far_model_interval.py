@@ -1,0 +1,116 @@
+"""How wrong a meta-learned prediction is for a network unlike every reference network, and
+whether the widened standard deviation it is printed with holds the truth: networks of one
+family predicted on a device that has reference values for another family only.
+
+`hwnas predict --device D --onnx MODEL` on a device that cannot run models adapts the
+meta-learned artifact whose reference networks are nearest to the model (graph features) on
+the device's 10 reference values. A model far from all of them (more than
+:data:`hwnas.predictors.predict.FAR` times the references' largest nearest-neighbour gap: a
+UNet, a recurrent network, another input size) is an extrapolation: it gets a warning and a
+wider standard deviation (:func:`hwnas.predictors.predict.widen_far`). To measure that on real
+values, this script takes every recorded device with tables for two families (NAS-Bench-201,
+FBNet, OFA MobileNetV3), adapts family A's artifact on A's 10 reference architectures with the
+device's values, and predicts 200 random recorded architectures of family B (their analytic
+graph features, the columns the ONNX reader gives) against B's recorded values. Per device and
+ordered pair A->B, over the predictions flagged far: how many, the share at the floor (mean
+below a thousandth of every calibration value, named by its own warning), Spearman rho, the
+median |log(predicted / measured)|, and the share inside ``mean +- 1.645 std`` with the
+widened std, the interval a 90% reading of the printed std gives.
+
+    python experiments/far_model_interval.py [--archs 200]
+
+About a minute on this project's 2-core VM.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from scipy.stats import spearmanr
+
+FAMILIES = ("nasbench201", "fbnet", "ofa")
+Z90 = 1.6448536
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archs", type=int, default=200, help="target architectures per pair")
+    args = parser.parse_args()
+
+    from hwnas.devices import get_device, list_devices
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.artifacts import load_predictor
+    from hwnas.predictors.data import get_column, reference_indices
+    from hwnas.predictors.featurize import get_featurizer
+    from hwnas.predictors.graph import GraphModel
+    from hwnas.predictors.predict import FAR, FLOORED, _graph_features, distance, widen_far
+    from hwnas.spaces import get_space
+
+    spaces = {f: get_space(f) for f in FAMILIES}
+    targets = {}
+    for f, sp in spaces.items():
+        n = len(get_column(f, "pixel3" if f != "ofa" else "v100_1").values)
+        idx = np.random.default_rng(0).choice(n, args.archs, replace=False)
+        archs = [sp.arch_at(int(i)) for i in idx]
+        g = get_featurizer(f).graph(archs)
+        targets[f] = (idx, [GraphModel(f"{f}:{i}", g[k]) for k, i in enumerate(idx)])
+
+    rows = []
+    for name in list_devices():
+        try:
+            if get_device(name).runs_models:
+                continue
+        except HwnasError:
+            continue
+        have = []
+        for f in FAMILIES:
+            try:
+                get_column(f, name)
+                have.append(f)
+            except HwnasError:
+                pass
+        for a in have:
+            ref_idx = list(reference_indices(a))
+            ref = [spaces[a].arch_at(i) for i in ref_idx]
+            y_ref = get_column(a, name).values[ref_idx]
+            refs_g = _graph_features(spaces[a], ref)
+            pred = load_predictor(a, a).fit(ref, y_ref, "latency_ms")
+            for b in have:
+                if b == a:
+                    continue
+                idx, models = targets[b]
+                y = get_column(b, name).values[idx]
+                mean, std = pred.predict(models)
+                far = np.array([distance(m.features, refs_g)[0][0] for m in models])
+                far /= max(distance(refs_g[:1], refs_g)[1], 1e-9)
+                is_far = far > FAR
+                wide = np.array([widen_far(m, v, s, refs_g, "", lambda _l: None)
+                                 for m, v, s in zip(models, mean, std)])  # fmt: skip
+                floored = mean <= FLOORED * float(np.min(y_ref)) * (1 + 1e-9)
+                use = is_far & ~floored
+                if not use.any():
+                    continue
+                inside = (y >= mean - Z90 * wide) & (y <= mean + Z90 * wide)
+                lr = np.log(mean[use] / y[use])
+                rho = spearmanr(mean[use], y[use])[0] if use.sum() > 2 else float("nan")
+                rows.append((name, a, b, int(is_far.sum()), float(floored[is_far].mean()), rho,
+                             lr, inside[use], float(np.mean(lr < 0))))  # fmt: skip
+
+    print(f"{'device':40s} {'A->B':24s}  far floor%    rho |log r| med  inside  low%")
+    for name, a, b, nfar, fl, rho, lr, inside, low in rows:
+        print(f"{name:40s} {a + '->' + b:24s} {nfar:4d} {100 * fl:6.1f} {rho:6.3f} "
+              f"{np.median(np.abs(lr)):12.2f} {inside.mean():7.2f} {100 * low:5.0f}")  # fmt: skip
+    lr = np.concatenate([r[6] for r in rows])
+    inside = np.concatenate([r[7] for r in rows])
+    per_pair = np.array([r[7].mean() for r in rows])
+    print(f"\n{len(rows)} device/family pairs, {len(lr)} far predictions not at the floor "
+          f"(floored: {100 * np.mean([r[4] for r in rows]):.1f}% of far ones on average); "
+          f"median |log(predicted/measured)| {np.median(np.abs(lr)):.2f} "
+          f"(x{np.exp(np.median(np.abs(lr))):.2f}); inside mean +- 1.645 widened std: "
+          f"{inside.mean():.3f} overall, {np.mean(per_pair >= 0.9):.2f} of pairs at >= 0.90, "
+          f"worst pair {per_pair.min():.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
