@@ -82,8 +82,8 @@ def main() -> None:
                 idx, models = targets[b]
                 y = get_column(b, name).values[idx]
                 mean, std = pred.predict(models)
-                far = np.array([distance(m.features, refs_g)[0][0] for m in models])
-                far /= max(distance(refs_g[:1], refs_g)[1], 1e-9)
+                dist, spread = distance(np.stack([m.features for m in models]), refs_g)
+                far = dist / max(spread, 1e-9)
                 is_far = far > FAR
                 wide = np.array([widen_far(m, v, s, refs_g, "", lambda _l: None)
                                  for m, v, s in zip(models, mean, std)])  # fmt: skip

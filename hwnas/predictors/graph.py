@@ -21,6 +21,7 @@ predictions that rest on these features say so.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -258,7 +259,7 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
                     shapes[node.output[0]] = list(numpy_helper.to_array(attr.t).shape)
 
     acc = GraphAccumulator()
-    uncounted: dict[str, int] = {}
+    uncounted: Counter[str] = Counter()
     inputs = [i for i in graph.input if i.name not in initializers]
     for i in inputs:
         acc.add("input_elems", float(np.prod((_dims(i) or [1])[1:])))
@@ -314,29 +315,28 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
         elif op == "Transpose":
             acc.elementwise("transpose", elems(node.output[0]))
         elif op == "ConvTranspose":
-            x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
-            y = shapes.get(node.output[0])
-            if not x or not w or not y or len(x) != 4 or len(y) != 4:
-                uncounted[op] = uncounted.get(op, 0) + 1
-                continue
-            groups = int(attrs.get("group", 1))  # weight: (C_in, C_out / group, kh, kw)
-            acc.conv(x[1], y[1], (w[2], w[3]), groups, (x[2], x[3]), (y[2], y[3]),
-                     transposed=True)  # fmt: skip
-        elif op in RECURRENT and _recurrent(acc, node, attrs, shapes, full):
-            pass
-        elif op == "Einsum" and _einsum(acc, node, attrs, shapes, full, constants, elems):
-            pass
-        elif op not in NOT_COUNTED and op not in RESHAPES and op not in COUNTED:
-            uncounted[op] = uncounted.get(op, 0) + 1
-    return acc.values, uncounted
+            if not _transposed_conv(acc, node, attrs, shapes):
+                uncounted[op] += 1
+        elif op in RECURRENT:
+            if not _recurrent(acc, node, attrs, shapes, full):
+                uncounted[op] += 1
+        elif op == "Einsum":
+            if not _einsum(acc, node, attrs, shapes, full, constants, elems):
+                uncounted[op] += 1
+        elif op not in NOT_COUNTED and op not in RESHAPES:
+            uncounted[op] += 1
+    return acc.values, dict(uncounted)
 
 
-COUNTED = frozenset(
-    {"Conv", "Gemm", "MatMul", "Add", "Sum", "Mul", "Sub", "Div", *POOLS, *GLOBAL_POOLS,
-     *ACTIVATIONS}
-)  # fmt: skip
-"""Operators :func:`read_graph` counts in every case (a recurrent layer, transposed convolution
-or Einsum only when its shapes are known)."""
+def _transposed_conv(acc, node, attrs, shapes) -> bool:
+    """Count a 2-D ConvTranspose node; False when its shapes are unknown."""
+    x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
+    y = shapes.get(node.output[0])
+    if not x or not w or not y or len(x) != 4 or len(y) != 4:
+        return False
+    groups = int(attrs.get("group", 1))  # weight: (C_in, C_out / group, kh, kw)
+    acc.conv(x[1], y[1], (w[2], w[3]), groups, (x[2], x[3]), (y[2], y[3]), transposed=True)
+    return True
 
 
 def _recurrent(acc, node, attrs, shapes, full) -> bool:

@@ -276,9 +276,8 @@ def warn_uncounted(models, note) -> None:
     (:attr:`hwnas.predictors.graph.GraphModel.uncounted`): a prediction from the features
     leaves their time out."""
     for m in models:
-        ops = getattr(m, "uncounted", None)
-        if ops:
-            listed = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items()))
+        if m.uncounted:
+            listed = ", ".join(f"{op} x{n}" for op, n in sorted(m.uncounted.items()))
             note(
                 f"warning: {m}: its graph has operators this predictor's graph features do not "
                 f"count ({listed}): their time is not in the prediction; the kernel-level "
