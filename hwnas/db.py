@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
+import threading
 import time
 from pathlib import Path
 
@@ -191,8 +193,7 @@ def check_sqlite_file(path: str | Path, what: str) -> None:
         if attempt:
             time.sleep(0.1 * attempt)
         try:
-            with open(path, "rb") as fh:
-                head = fh.read(100)
+            head = _read_head(path)
             size = path.stat().st_size
         except OSError as exc:
             raise HwnasError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
@@ -206,6 +207,38 @@ def check_sqlite_file(path: str | Path, what: str) -> None:
             return
     expected = f" of the {pages * page} its header declares" if declared_valid else ""
     raise HwnasError(f"{what} {path} is truncated ({size} bytes{expected}): {fix}")
+
+
+_HEAD_FDS: dict[tuple[int, int], int] = {}
+_HEAD_FDS_LOCK = threading.Lock()
+
+
+def _read_head(path: Path) -> bytes:
+    """The first 100 bytes of ``path``, read through a descriptor this process keeps open
+    for its lifetime (one per database file).
+
+    Closing any descriptor of a file releases every POSIX lock the process holds on it,
+    SQLite's included (https://www.sqlite.org/howtocorrupt.html, section 2.2). A header read
+    with ``open()`` while a connection of this process (an earlier study storage or store
+    of the same file, as ``hwnas.search`` then ``hwnas.zoo.verify`` from Python have) held
+    its WAL-mode shared lock let another worker, closing its own connection, take the file
+    for unused: it checkpointed and deleted the write-ahead log, and this process's connection
+    then read a stale database (a study written by the other worker was missing) or failed
+    with "database disk image is malformed".
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    st = os.stat(path)
+    with _HEAD_FDS_LOCK:
+        fd = _HEAD_FDS.get((st.st_dev, st.st_ino))
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            opened = os.fstat(fd)  # the file now at ``path`` (it may have been replaced)
+            # a second descriptor of a file already held stays open too (closing it would
+            # release the locks just the same)
+            fd = _HEAD_FDS.setdefault((opened.st_dev, opened.st_ino), fd)
+    return os.pread(fd, 100, 0)
 
 
 TRUNCATION_LOOKS = 5

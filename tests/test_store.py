@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,40 @@ def test_flagged_measurement_is_replaced_by_the_next_one(location):
         got = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))
         assert got.value == 2.0 and not got.flagged
         assert store.counts() == {"cpu": 1}
+
+
+def test_a_second_opening_in_one_process_keeps_the_first_ones_view_of_other_writers(tmp_path):
+    """A process that opens an SQLite study storage or store a second time (``hwnas.search``
+    then ``hwnas.zoo.verify`` from Python) must go on seeing what other processes write. The
+    header check read the file with open() and close(), which released every POSIX lock of the
+    process on it, SQLite's shared lock included; a worker closing its connection then found
+    the file unused, checkpointed and deleted the write-ahead log, and the first connection
+    read a stale database: the other worker's study and measurement were missing."""
+    import optuna
+
+    from hwnas.engine.loop import open_storage
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    first = open_storage(url)
+    optuna.create_study(storage=first, study_name="mine")
+    store = MeasurementStore(tmp_path / "m.db")
+    store.append(_m(1.0, "mine"))
+    open_storage(url)  # the second openings, as a later command of the same process makes
+    MeasurementStore(tmp_path / "m.db").close()
+    other = textwrap.dedent(
+        f"""
+        import optuna, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_store import _m
+        from hwnas.engine.loop import open_storage
+        from hwnas.store import MeasurementStore
+        optuna.create_study(storage=open_storage({url!r}), study_name="theirs")
+        with MeasurementStore({str(tmp_path / 'm.db')!r}) as store:
+            store.append(_m(2.0, "theirs"))
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    studies = optuna.get_all_study_summaries(first, include_best_trial=False)
+    assert sorted(s.study_name for s in studies) == ["mine", "theirs"]
+    assert sorted(m.model_hash for m in store.measurements()) == ["mine", "theirs"]
