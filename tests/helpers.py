@@ -18,3 +18,30 @@ def hwnas_cli(*args: str, cwd: Path | None = None, timeout: float = 300, env=Non
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def hwnas_main(*args, cwd: Path | None = None, env: dict[str, str] | None = None):
+    """Run the hwnas CLI's ``main`` in this process, as ``hwnas ARGS`` would from a shell with
+    ``env`` added and ``cwd`` as the working directory; returns what :func:`hwnas_cli` does
+    (``returncode``, ``stdout``, ``stderr``). The same code path without a new interpreter's
+    imports (1-2 s a call on a 2-core machine): for tests that read what a command prints and
+    writes; those about processes (signals, kills, workers, a fresh install) use
+    :func:`hwnas_cli`."""
+    import contextlib
+    import io
+
+    from hwnas.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())

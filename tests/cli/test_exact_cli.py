@@ -8,7 +8,7 @@ import gzip
 import json
 
 import numpy as np
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.assets import asset_path
 
@@ -40,7 +40,7 @@ def test_exact_strategy_gives_the_front_of_the_tables(tmp_path):
     for limit in (None, 8.0):
         out = tmp_path / f"run-{limit}"
         extra = [] if limit is None else ["--max-latency", str(limit)]
-        r = hwnas_cli(*base, *extra, "--out", str(out))
+        r = hwnas_main(*base, *extra, "--out", str(out))
         assert r.returncode == 0, r.stderr
         rows = list(csv.DictReader(open(out / "pareto.csv")))
         inside = np.flatnonzero(lat <= (np.inf if limit is None else limit))
@@ -53,7 +53,7 @@ def test_exact_strategy_gives_the_front_of_the_tables(tmp_path):
 
 def test_exact_strategy_without_tables_is_refused_in_one_line(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "cpu", "--strategy", "exact", "--out", str(out))
+    r = hwnas_main("search", "--device", "cpu", "--strategy", "exact", "--out", str(out))
     assert r.returncode == 2 and not out.exists()
     assert r.stderr.strip().splitlines() == [
         "error: --strategy exact needs accuracy and cost tabulated for every architecture: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.cli.runs import find_run
 from hwnas.errors import HwnasError
@@ -22,38 +22,39 @@ def _one_line_error(r, *parts):
 
 
 def test_a_misspelt_name_gets_the_closest_known_ones():
-    _one_line_error(hwnas_cli("search", "--device", "pixle3"), "did you mean pixel3")
+    _one_line_error(hwnas_main("search", "--device", "pixle3"), "did you mean pixel3")
     _one_line_error(
-        hwnas_cli("search", "--device", "pixel3", "--space", "nasbench210"),
+        hwnas_main("search", "--device", "pixel3", "--space", "nasbench210"),
         "unknown search space 'nasbench210'; did you mean nasbench201",
     )
     _one_line_error(
-        hwnas_cli("search", "--device", "pixel3", "--strategy", "fronteir"), "did you mean frontier"
+        hwnas_main("search", "--device", "pixel3", "--strategy", "fronteir"),
+        "did you mean frontier",
     )
-    line = _one_line_error(hwnas_cli("search", "--device", "zzzz"), "unknown device 'zzzz'; known")
+    line = _one_line_error(hwnas_main("search", "--device", "zzzz"), "unknown device 'zzzz'; known")
     assert "did you mean" not in line  # nothing close: only the list
 
 
 def test_spaces_lists_and_shows_every_space(hwnas_home):
-    listed = json.loads(hwnas_cli("spaces", "--json").stdout)
+    listed = json.loads(hwnas_main("spaces", "--json").stdout)
     rows = {r["space"]: r for r in listed["spaces"]}
     assert {"nasbench201", "fbnet", "ofa", "mobilenetv4", "vit"} <= set(rows)
     assert rows["nasbench201"]["size"] == 15625 and rows["nasbench201"]["accuracy_table"]
     assert rows["mobilenetv4"]["language"] == "declared" and rows["fbnet"]["tabulated"] == 5000
     (hwnas_home / "spaces").mkdir()
     (hwnas_home / "spaces" / "broken.yaml").write_text("name: broken\nstages: [\n")
-    r = hwnas_cli("spaces", env={"COLUMNS": "80"})
+    r = hwnas_main("spaces", env={"COLUMNS": "80"})
     assert r.returncode == 0 and "mobilenetv4" in r.stdout and "broken space broken" in r.stdout
-    shown = hwnas_cli("spaces", "show", "nasbench201").stdout
+    shown = hwnas_main("spaces", "show", "nasbench201").stdout
     assert "15,625 architectures, 6 decisions" in shown and "nor_conv_3x3" in shown
     assert "gdas" in shown and "example     |" in shown
-    _one_line_error(hwnas_cli("spaces", "show", "vitt"), "did you mean vit")
+    _one_line_error(hwnas_main("spaces", "show", "vitt"), "did you mean vit")
 
 
 def test_an_unreachable_live_device_offers_the_recorded_and_few_shot_routes(tmp_path):
     # pixel8 is reached over adb: without a phone the one line says what can be done instead
     line = _one_line_error(
-        hwnas_cli("search", "--device", "pixel8", cwd=tmp_path), "device 'pixel8' cannot measure"
+        hwnas_main("search", "--device", "pixel8", cwd=tmp_path), "device 'pixel8' cannot measure"
     )
     assert "hwnas search --device pixel3" in line  # the nearest recorded phone
     assert "hwnas refset measure --device pixel8" in line

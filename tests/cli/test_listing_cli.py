@@ -10,13 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import hwnas_cli
+from helpers import hwnas_cli, hwnas_main
 
 NARROW = {"COLUMNS": "80"}
 
 
 def _cli(*args, **kw):
-    r = hwnas_cli(*args, env=NARROW, **kw)
+    r = hwnas_main(*args, env=NARROW, **kw)
     assert r.returncode == 0, r.stderr
     return r
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.store import MeasurementStore
 
@@ -25,10 +25,10 @@ def test_measure_archs_and_onnx_files_stores_them_once(tmp_path):
     store = tmp_path / "m.db"
     args = ["measure", "-d", "cpu-fast", "--arch", SMALL, "--archs", str(archs),
             "--onnx", str(onnx_file), "--dataset", "cifar10", "--store", str(store)]  # fmt: skip
-    r = hwnas_cli(*args)
+    r = hwnas_main(*args)
     assert r.returncode == 0, r.stderr
     assert "3 measured, 0 from the store" in r.stdout and "conv.onnx" in r.stdout
-    r = hwnas_cli(*args)
+    r = hwnas_main(*args)
     assert r.returncode == 0 and "0 measured, 3 from the store" in r.stdout
     with MeasurementStore(store) as st:
         ms = st.measurements()
@@ -43,11 +43,11 @@ def test_an_arch_is_named_by_its_index_as_in_hwnas_arch_and_predict():
     from hwnas.spaces import get_space
 
     text = get_space("nasbench201").arch_at(5).text
-    by_index = hwnas_cli("measure", "-d", "pixel3", "--arch", "5")
-    by_text = hwnas_cli("measure", "-d", "pixel3", "--arch", text)
+    by_index = hwnas_main("measure", "-d", "pixel3", "--arch", "5")
+    by_text = hwnas_main("measure", "-d", "pixel3", "--arch", text)
     assert by_index.returncode == by_text.returncode == 0, by_index.stderr
     assert text in by_index.stdout and by_index.stdout == by_text.stdout
-    assert text in hwnas_cli("arch", "5").stdout
+    assert text in hwnas_main("arch", "5").stdout
 
 
 @pytest.mark.parametrize(
@@ -68,22 +68,22 @@ def test_an_arch_is_named_by_its_index_as_in_hwnas_arch_and_predict():
 def test_one_line_errors(args, expected, tmp_path):
     (tmp_path / "empty.txt").write_text("# nothing\n")
     (tmp_path / "bad.onnx").write_bytes(b"\x00junk")
-    r = hwnas_cli(*[a.format(tmp=tmp_path) for a in args], env={"PATH": "/usr/bin:/bin"})
+    r = hwnas_main(*[a.format(tmp=tmp_path) for a in args], env={"PATH": "/usr/bin:/bin"})
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], r.stderr
 
 
 def test_missing_device_is_a_usage_error():
-    r = hwnas_cli("measure", "--arch", SMALL)
+    r = hwnas_main("measure", "--arch", SMALL)
     assert r.returncode == 2 and "Missing option '--device'" in r.stderr
 
 
 def test_devices_check_runs_a_tiny_model_on_this_cpu():
-    r = hwnas_cli("devices", "check", "cpu-fast")
+    r = hwnas_main("devices", "check", "cpu-fast")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok: cpu-fast: this machine:") and "tiny CNN latency:" in r.stdout
-    r = hwnas_cli("devices", "check", "pixel3")
+    r = hwnas_main("devices", "check", "pixel3")
     assert r.returncode == 0 and "a recorded table: nothing to run" in r.stdout
 
 

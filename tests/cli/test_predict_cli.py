@@ -10,7 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_cli, hwnas_main
 
 from hwnas.cli import main
 from hwnas.predictors.data import get_column, reference_indices
@@ -135,7 +135,7 @@ def test_an_onnx_models_energy_on_a_recorded_board_is_in_mj(tmp_path, capsys):
 @pytest.mark.slow
 def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_home):
     ref_dir = tmp_path / "refset"
-    r = hwnas_cli("refset", "export", "--space", "nasbench201", "--out", str(ref_dir))
+    r = hwnas_main("refset", "export", "--space", "nasbench201", "--out", str(ref_dir))
     assert r.returncode == 0, r.stderr
     onnx_files = sorted(ref_dir.glob("*.onnx"))
     assert len(onnx_files) == 10
@@ -148,26 +148,26 @@ def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_
     write_csv(ref_dir / "calibration.csv", list(rows[0]), [list(r.values()) for r in rows])
     filled = (ref_dir / "calibration.csv").read_text()
     # exporting again into the folder must not blank the values typed in (main did)
-    r = hwnas_cli("refset", "export", "--space", "nasbench201", "--out", str(ref_dir))
+    r = hwnas_main("refset", "export", "--space", "nasbench201", "--out", str(ref_dir))
     assert r.returncode == 2 and "holds 10 measured value(s)" in r.stderr, r.stderr
     assert (ref_dir / "calibration.csv").read_text() == filled
     # an ONNX file is a valid arch cell for prediction
     archs = write_csv(tmp_path / "archs.csv", ["arch"], [[0], [f"refset/{onnx_files[0].name}"]])
-    r = hwnas_cli("predict", "--calibration", str(ref_dir / "calibration.csv"),
+    r = hwnas_main("predict", "--calibration", str(ref_dir / "calibration.csv"),
                   "--archs", str(archs), "--out", str(tmp_path / "p.csv"))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert len(list(csv.DictReader(open(tmp_path / "p.csv")))) == 2
 
-    r = hwnas_cli("measure", "import", "--device", "myboard", str(ref_dir / "calibration.csv"))
+    r = hwnas_main("measure", "import", "--device", "myboard", str(ref_dir / "calibration.csv"))
     assert r.returncode == 0, r.stderr
     assert "10 measurements imported" in r.stderr
     profile = (hwnas_home / "devices" / "myboard.yaml").read_text()
     assert "kind: imported" in profile
-    r = hwnas_cli("measure", "import", "--device", "myboard", str(ref_dir / "calibration.csv"))
+    r = hwnas_main("measure", "import", "--device", "myboard", str(ref_dir / "calibration.csv"))
     assert "0 measurements imported, 10 already stored" in r.stderr
 
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "myboard", "--budget", "25", "--max-latency", "4",
+    r = hwnas_main("search", "--device", "myboard", "--budget", "25", "--max-latency", "4",
                   "--no-zoo", "--out", str(out), cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())

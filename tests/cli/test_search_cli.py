@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_cli, hwnas_main
 
 from hwnas.store import MeasurementStore
 
@@ -67,7 +67,7 @@ def test_search_on_a_recorded_phone_writes_the_run_folder(tmp_path):
 
 def test_max_latency_and_energy(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli(
+    r = hwnas_main(
         "search",
         "--device",
         "pi5_onnx",
@@ -122,7 +122,7 @@ def test_killed_search_resumes_without_measuring_twice(tmp_path, hwnas_home):
     proc.wait()
     before = _count(store)
     assert before >= 3 and proc.returncode == -signal.SIGKILL, "killed part-way"
-    r = hwnas_cli(*args)
+    r = hwnas_main(*args)
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["trials"]["completed"] == 8
@@ -130,11 +130,11 @@ def test_killed_search_resumes_without_measuring_twice(tmp_path, hwnas_home):
     assert 8 <= total <= 8 + 10  # the trials' networks and the 10 reference networks
     assert summary["measurements"]["taken"] == total - before > 0  # nothing measured twice
     # the identical command again: nothing new at all
-    r = hwnas_cli(*args)
+    r = hwnas_main(*args)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["trials"]["completed_this_run"] == 0 and summary["measurements"]["taken"] == 0
     # a new study proposing the same architectures reuses every stored measurement
-    r = hwnas_cli(*args[:-3], "--study", "again", "--out", str(tmp_path / "run2"), "--no-zoo")
+    r = hwnas_main(*args[:-3], "--study", "again", "--out", str(tmp_path / "run2"), "--no-zoo")
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "run2" / "summary.json").read_text())
     measurements = summary["measurements"]

@@ -1,5 +1,6 @@
-"""`hwnas search` with a supernet strategy, as a user types it: the run folder, the study, the
-zoo with trained weights, resuming, and user errors."""
+"""`hwnas search` with a supernet strategy, as a user types it (the CLI's ``main`` in this
+process, :func:`helpers.hwnas_main`): the run folder, the study, the zoo with trained weights,
+resuming, and user errors."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import onnxruntime as ort
 import optuna
 import pytest
 import torch
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.spaces import get_space
 
@@ -42,7 +43,15 @@ DARTS = [
 
 def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home):
     out = tmp_path / "run"
-    r = hwnas_cli(*DARTS, "--out", str(out))
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    torch.set_num_threads(3)  # neither 1 nor the search's own
+    try:
+        r = hwnas_main(*DARTS, "--out", str(out))
+        # in this process, as hwnas.search from a notebook: torch's threads and generator are
+        # the caller's again (training sets both)
+        assert torch.get_num_threads() == 3 and torch.equal(torch.get_rng_state(), rng)
+    finally:
+        torch.set_num_threads(threads)
     assert r.returncode == 0, r.stderr
     assert (out / "supernet.pt").is_file() and (out / "pareto.png").is_file()
     summary = json.loads((out / "summary.json").read_text())
@@ -97,7 +106,7 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
         acc = 100.0 * float((logits.argmax(1) == split.y).mean())
         assert acc == pytest.approx(want, abs=1e-6)  # the zoo model is the measured one
     # the same command again resumes from the checkpoint and adds nothing to the study
-    r = hwnas_cli(*DARTS, "--out", str(out))
+    r = hwnas_main(*DARTS, "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "resuming" in r.stderr
     again = json.loads((out / "summary.json").read_text())
@@ -106,7 +115,7 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
 
 def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli(
+    r = hwnas_main(
         "search",
         "--strategy",
         "oneshot",
@@ -178,7 +187,7 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     ],
 )
 def test_supernet_user_errors_are_one_line(args, message):
-    r = hwnas_cli("search", "--strategy", "gdas", "--device", "pixel3", "--epochs", "1", *args)
+    r = hwnas_main("search", "--strategy", "gdas", "--device", "pixel3", "--epochs", "1", *args)
     assert r.returncode == 2
     assert r.stderr.strip().startswith("error:") and message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -216,7 +225,7 @@ def test_a_differentiable_search_derives_within_max_latency(tmp_path, hwnas_home
     limit = float(np.quantile(lat[np.isfinite(lat)], 0.1))  # the cheapest tenth of the space
     out = tmp_path / "run"
     args = [a for a in DARTS if a not in ("--latency-weight", "0.5")]
-    r = hwnas_cli(*args, "--finetune-epochs", "0", "--max-latency", f"{limit:.4f}",
+    r = hwnas_main(*args, "--finetune-epochs", "0", "--max-latency", f"{limit:.4f}",
                   "--no-zoo", "--out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())

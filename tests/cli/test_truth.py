@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
 
@@ -47,7 +47,7 @@ def _piped_clean(text):
 
 def test_table_energy_search_reports_the_fronts_best_in_mj(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "pi5_onnx", "--objective", "energy", "--budget", "8",
+    r = hwnas_main("search", "--device", "pi5_onnx", "--objective", "energy", "--budget", "8",
                   "--no-zoo", "--out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stderr
     _piped_clean(r.stdout + r.stderr)
@@ -77,7 +77,7 @@ def test_a_zoo_card_puts_the_searched_metric_first():
 
 def test_fewshot_search_reports_the_fronts_best(tmp_path):
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "pixel3", "--measurement-budget", "6", "--budget", "10",
+    r = hwnas_main("search", "--device", "pixel3", "--measurement-budget", "6", "--budget", "10",
                   "--no-zoo", "--out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stderr
     _piped_clean(r.stdout + r.stderr)

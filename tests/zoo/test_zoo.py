@@ -14,7 +14,7 @@ import onnxruntime as ort
 import pytest
 import torch
 import yaml
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.spaces import get_space
 from hwnas.zoo import read_entry
@@ -33,7 +33,7 @@ def _front_matter(readme: str) -> dict:
 
 def test_train_an_arch_on_digits_writes_an_entry_that_verifies(tmp_path):
     entry = tmp_path / "entry"
-    r = hwnas_cli("train", CHEAP, "--data", "digits", "--epochs", "1", "--batch-size", "32",
+    r = hwnas_main("train", CHEAP, "--data", "digits", "--epochs", "1", "--batch-size", "32",
                   "--limit", "200", "--out", str(entry))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert f"{entry}:" in r.stdout and "test accuracy on digits" in r.stdout
@@ -80,15 +80,15 @@ def test_train_an_arch_on_digits_writes_an_entry_that_verifies(tmp_path):
     assert result["metrics"][0]["value"] == pytest.approx(card["accuracy"]["value"], abs=1e-4)
     assert result["source"]["name"] == card["accuracy"]["source"]
     # verify passes, then fails on a tampered file
-    r = hwnas_cli("zoo", "verify", str(entry))
+    r = hwnas_main("zoo", "verify", str(entry))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("ok   entry:") and "1 of 1 entries verified" in r.stdout
     blob = bytearray((entry / "weights.pt").read_bytes())
     blob[-1] ^= 0xFF
     (entry / "weights.pt").write_bytes(bytes(blob))
-    r = hwnas_cli("zoo", "verify", str(entry))
+    r = hwnas_main("zoo", "verify", str(entry))
     assert r.returncode == 1 and "FAIL entry: weights.pt sha256 differs" in r.stdout
-    r = hwnas_cli("zoo", "verify", str(tmp_path / "nowhere"))
+    r = hwnas_main("zoo", "verify", str(tmp_path / "nowhere"))
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: zoo folder not found: {tmp_path / 'nowhere'}"
 
@@ -107,7 +107,7 @@ def test_a_search_zoo_names_its_rows_skips_chance_level_cells_and_reuses_exports
     out = tmp_path / "run"
     # seed 7, 20 trials: the front holds a chance-level cell (no path from input to output)
     args = ["search", "--device", "pixel3", "--budget", "20", "--seed", "7"]
-    r = hwnas_cli(*args, "--out", str(out))
+    r = hwnas_main(*args, "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "1 chance-level architecture(s) of the front not put in the zoo" in r.stdout
     rows = list(csv.DictReader(open(out / "pareto.csv")))
@@ -167,17 +167,17 @@ def test_a_run_zoo_retrained_in_place_still_verifies(tmp_path, hwnas_home):
     """`hwnas train runs/<study>/zoo` then `hwnas zoo verify` (what train prints to do): main
     failed every entry ('card.json is not the file that the run's summary.json records')."""
     out = tmp_path / "run"
-    r = hwnas_cli("search", "--device", "pixel3", "--budget", "4", "--out", str(out))
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "4", "--out", str(out))
     assert r.returncode == 0, r.stderr
     before = json.loads((out / "summary.json").read_text())
     assert before["zoo_models"] >= 1 and before["zoo_weights"] == "random"
-    r = hwnas_cli("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
+    r = hwnas_main("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
                   "--batch-size", "32", "--limit", "100")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert f"hwnas zoo verify {out / 'zoo'}" in r.stdout
     after = json.loads((out / "summary.json").read_text())
     assert after["zoo_files"] != before["zoo_files"] and after["zoo_weights"] == "trained"
-    r = hwnas_cli("zoo", "verify", str(out / "zoo"))
+    r = hwnas_main("zoo", "verify", str(out / "zoo"))
     assert r.returncode == 0, r.stdout + r.stderr
     n = before["zoo_models"]
     assert f"{n} of {n} entries verified, {n} of them proven by their study's record" in r.stdout
