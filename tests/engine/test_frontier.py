@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.devices import get_device
 from hwnas.engine.costs import CostContext, table_costs
@@ -34,7 +34,7 @@ def test_the_default_finds_more_of_the_true_front_than_nsga2_through_the_cli(tmp
     found = {}
     for name, extra in (("default", []), ("nsga2", ["--strategy", "nsga2"])):
         out = tmp_path / name
-        r = hwnas_cli(
+        r = hwnas_main(
             "search", "-d", "gold_6226", "--budget", "60", "--no-zoo", "--out", str(out), *extra
         )
         assert r.returncode == 0, r.stderr

@@ -3,7 +3,7 @@ a different one (ORT and TVM latencies never share a study)."""
 
 from __future__ import annotations
 
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.engine.loop import SearchSettings
 from hwnas.jobs.table import prepare
@@ -21,6 +21,6 @@ def test_runtime_option_reaches_the_device_and_names_the_study(tmp_path):
 
 
 def test_runtime_option_on_a_recorded_device_is_a_one_line_error(tmp_path):
-    r = hwnas_cli("search", "--device", "pixel3", "--runtime", "ort", cwd=tmp_path)
+    r = hwnas_main("search", "--device", "pixel3", "--runtime", "ort", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.strip().startswith("error: device 'pixel3' (recorded) has no runtime choice")

@@ -14,7 +14,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.spaces import get_space
 
@@ -167,7 +167,7 @@ def test_a_malformed_space_file_names_the_file_line_and_key(tmp_path, text, mess
 def test_a_malformed_space_file_stops_the_search_in_one_line(tmp_path, hwnas_home):
     path = tmp_path / "bad.yaml"
     path.write_text(BAD[1][0])
-    r = hwnas_cli(
+    r = hwnas_main(
         "search", "--space", str(path), "--strategy", "oneshot", "--device", "cpu-fast",
         "--out", str(tmp_path / "run"),
     )  # fmt: skip

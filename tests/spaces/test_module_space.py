@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import hwnas_cli
+from helpers import hwnas_cli, hwnas_main
 from torch import nn
 
 import hwnas
@@ -361,7 +361,7 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
 
     file = Path(__file__).parent / "my_space.py"
     out = tmp_path / "run"
-    result = hwnas_cli(
+    result = hwnas_main(
         "search", "--space", f"{file}:space", "--strategy", "oneshot", "--device", "cpu-fast",
         "--data", "digits", "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "50",
         "--set", "limit=150", "--set", "cost=flops", "--set", "evolution_trials=6",
@@ -384,7 +384,7 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     )
     with pytest.raises(HwnasError, match="arch string: missing op$"):
         space.parse("width=8 depth=1 kernel=3")
-    bad = hwnas_cli(
+    bad = hwnas_main(
         "search", "--space", f"{file}:spaec", "--device", "cpu-fast", "--strategy", "oneshot"
     )
     assert bad.returncode == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.devices import get_device
 from hwnas.spaces import get_space
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def test_gdas_target_mode_lands_on_the_recorded_latency(tmp_path, hwnas_home):
     out = tmp_path / "run"
-    r = hwnas_cli(
+    r = hwnas_main(
         "search",
         "--strategy",
         "gdas",
