@@ -47,13 +47,21 @@ def test_python_and_the_cli_build_the_same_settings(options, args, monkeypatch, 
 
 
 def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
-    api = hwnas.search(
-        device="pixel3",
-        budget=40,
-        storage=f"sqlite:///{tmp_path / 'api.db'}",
-        out=tmp_path / "api",
-        zoo=False,
-    )
+    import optuna
+
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.DEBUG)  # a caller's own level
+    try:
+        api = hwnas.search(
+            device="pixel3",
+            budget=40,
+            storage=f"sqlite:///{tmp_path / 'api.db'}",
+            out=tmp_path / "api",
+            zoo=False,
+        )
+        assert optuna.logging.get_verbosity() == optuna.logging.DEBUG  # theirs again
+    finally:
+        optuna.logging.set_verbosity(verbosity)
     cli_storage = f"sqlite:///{tmp_path / 'cli.db'}"
     code = main(
         ["search", "--device", "pixel3", "--budget", "40", "--storage", cli_storage, "--out",
@@ -65,8 +73,6 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
     assert api.summary["settings"] == cli_summary["settings"]
     csv = "pareto.csv"
     assert (tmp_path / "api" / csv).read_bytes() == (tmp_path / "cli" / csv).read_bytes()
-    import optuna
-
     cli_study = optuna.load_study(study_name=api.study_name, storage=cli_storage)
     assert len(api.study.trials) == 40 and _trials(api.study) == _trials(cli_study)
     front = api.front
