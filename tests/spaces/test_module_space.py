@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import hwnas_cli, hwnas_main
+from helpers import hwnas_main
 from torch import nn
 
 import hwnas
@@ -333,7 +333,7 @@ def test_a_users_residual_cnn_made_elastic_is_searched_from_python_and_the_cli(t
             want = module(torch.from_numpy(x)).numpy()
         assert np.abs(session.run(None, {"input": x})[0] - want).max() < 1e-4
 
-    cli = hwnas_cli(
+    cli = hwnas_main(
         "search", "--space", f"{file}:space", "--accuracy", f"{file}:val_accuracy",
         "--device", "cpu-fast", "--budget", "8", "--seed", "0", "--data", "digits",
         "--storage", f"sqlite:///{tmp_path / 'cli.db'}", "--out", str(tmp_path / "cli"),
