@@ -221,8 +221,8 @@ def _read_head(path: Path) -> bytes:
     SQLite's included (https://www.sqlite.org/howtocorrupt.html, section 2.2). A header read
     with ``open()`` while a connection of this process (an earlier study storage or store
     of the same file, as ``hwnas.search`` then ``hwnas.zoo.verify`` from Python have) held
-    its WAL-mode shared lock let another worker, closing its own connection, take the file
-    for unused: it checkpointed and deleted the write-ahead log, and this process's connection
+    its WAL-mode shared lock let another worker, closing its own connection, find the file
+    unused: it checkpointed and deleted the write-ahead log, and this process's connection
     then read a stale database (a study written by the other worker was missing) or failed
     with "database disk image is malformed".
 
