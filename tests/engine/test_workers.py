@@ -185,9 +185,9 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert 1 <= len(done) < budget  # stopped part-way
-    from helpers import hwnas_cli
+    from helpers import hwnas_main
 
-    r = hwnas_cli(*args)
+    r = hwnas_main(*args)  # the rerun (in this process: nothing here is about processes)
     assert r.returncode == 0, r.stderr
     study = optuna.load_study(study_name="k", storage=storage)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]

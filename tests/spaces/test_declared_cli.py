@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import onnxruntime as ort
@@ -50,24 +47,23 @@ def _zoo_matches_pytorch(out, space) -> float:
 
 @pytest.mark.slow
 def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file, tmp_path):
-    """Two searches side by side (one CPU thread each): SPOS training + NSGA-II over the
-    subnets on the space found by name in $HWNAS_HOME/spaces, and DARTS (soft mixtures over
-    every decision) with a latency penalty on the same file given by path."""
+    """SPOS training + NSGA-II over the subnets on the space found by name in
+    $HWNAS_HOME/spaces, and DARTS (soft mixtures over every decision) with a latency penalty on
+    the same file given by path (the CLI's main in this process, one after the other)."""
     one, darts = tmp_path / "oneshot", tmp_path / "darts"
     runs = [
-        _start(
+        hwnas_main(
             "search", "--space", "tiny", "--strategy", "oneshot", *COMMON, "--set",
             "evolution_trials=6", "--set", "population=4", "--set", "candidates=2",
             "--out", str(one),
         ),
-        _start(
+        hwnas_main(
             "search", "--space", str(tiny_space_file), "--strategy", "darts", *COMMON,
             "--latency-weight", "0.2", "--no-zoo", "--out", str(darts),
         ),
     ]  # fmt: skip
-    for proc in runs:
-        _out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err
+    for r in runs:
+        assert r.returncode == 0, r.stderr
     space = get_space(str(tiny_space_file))
     summary = json.loads((one / "summary.json").read_text())
     assert space.parse(summary["best"]["arch"]).text == summary["best"]["arch"]
@@ -83,17 +79,6 @@ def test_a_users_space_file_is_searched_by_oneshot_and_by_darts(tiny_space_file,
     assert summary["settings"]["space"] == "tiny"
     rows = list(csv.DictReader(open(darts / "pareto.csv")))
     assert rows and rows[0]["arch"] == summary["best"]["arch"]
-
-
-def _start(*args: str) -> subprocess.Popen:
-    """``hwnas ARGS`` started as a user would (like ``helpers.hwnas_cli``, not waited for)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "hwnas", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
 
 
 def test_mobilenetv4_reference_set_spreads_from_smallest_to_largest():
