@@ -146,13 +146,7 @@ def search(
     artifacts = Path(artifact_dir) if artifact_dir is not None else None
     if artifacts is not None:
         check_writable(artifacts, "artifact_dir")
-    import optuna
-
-    verbosity = optuna.logging.get_verbosity()
-    try:
-        done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
-    finally:  # the search quiets Optuna's line per trial; the caller's level is theirs again
-        optuna.logging.set_verbosity(verbosity)
+    done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
     if done.result is None:  # pragma: no cover - a torchrun rank other than 0
         raise HwnasError("this process is not rank 0 of its torchrun job: rank 0 reports")
     return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)

@@ -18,8 +18,10 @@ Importing it imports neither torch nor the supernet code.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,25 +151,48 @@ def run(
         HwnasError: unusable study storage, measurement or training problems, a full disk.
     """
     module = _module(job.pipeline)
-    if job.pipeline == "table":
-        result, summary = module.search(
-            job.prepared,
-            out,
-            on_trial,
-            zoo=zoo,
-            on_front=on_front,
-            trainer=trainer,
-            on_candidate=on_candidate,
-            artifact_dir=artifact_dir,
-            reporter=reporter,
-        )
-    else:
-        result, summary = module.search(
-            job.prepared,
-            out,
-            log=reporter.note,
-            zoo=zoo,
-            artifact_dir=artifact_dir,
-            reporter=reporter,
-        )
+    with _callers_state():
+        if job.pipeline == "table":
+            result, summary = module.search(
+                job.prepared,
+                out,
+                on_trial,
+                zoo=zoo,
+                on_front=on_front,
+                trainer=trainer,
+                on_candidate=on_candidate,
+                artifact_dir=artifact_dir,
+                reporter=reporter,
+            )
+        else:
+            result, summary = module.search(
+                job.prepared,
+                out,
+                log=reporter.note,
+                zoo=zoo,
+                artifact_dir=artifact_dir,
+                reporter=reporter,
+            )
     return JobResult(result, summary, out)
+
+
+@contextlib.contextmanager
+def _callers_state() -> Iterator[None]:
+    """Give back the process-wide settings a search changes, for ``hwnas.search`` from a
+    notebook and for several searches in one process: Optuna's logging level (the search
+    quiets Optuna's line per trial) and, where the caller has imported torch, its thread count
+    and CPU generator (supernet training sets both; building networks, the zoo's random-weight
+    models included, draws from the generator). torch is not imported here: a search that
+    does not need it stays without it."""
+    import optuna
+
+    verbosity = optuna.logging.get_verbosity()
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else 0
+    try:
+        with torch.random.fork_rng(devices=[]) if torch is not None else contextlib.nullcontext():
+            yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+        if torch is not None:
+            torch.set_num_threads(threads)

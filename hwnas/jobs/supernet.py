@@ -222,28 +222,19 @@ def search(
         (the :class:`~hwnas.engine.loop.SearchResult` over the study, the summary), or
         (None, {}) on a rank other than 0.
     """
-    import torch
-
     from hwnas import distributed
 
     ranks = distributed.ranks_from_env()
     log = (log if ranks.main else None) or (lambda _m: None)
     reporter = reporter if ranks.main else SILENT
     started = time.time()
-    # training sets torch's thread count and seeds its generator: a caller's (hwnas.search
-    # from a notebook) are theirs again afterwards
-    threads = torch.get_num_threads()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            t = _train(job, out, log, ranks, reporter)
-            if t is None:  # a rank other than 0: rank 0 reports
-                return None, {}
-            d = _derive(job, t, log, reporter)
-            result, evaluated, derived_record, described = _score(job, t, d, zoo, reporter)
-            output = _output(job, t, d, result, evaluated, derived_record, described, started)
-            return result, write_run(out, output, zoo, reporter, artifact_dir=artifact_dir)
-    finally:
-        torch.set_num_threads(threads)
+    t = _train(job, out, log, ranks, reporter)
+    if t is None:  # a rank other than 0: rank 0 reports
+        return None, {}
+    d = _derive(job, t, log, reporter)
+    result, evaluated, derived_record, described = _score(job, t, d, zoo, reporter)
+    output = _output(job, t, d, result, evaluated, derived_record, described, started)
+    return result, write_run(out, output, zoo, reporter, artifact_dir=artifact_dir)
 
 
 @dataclass

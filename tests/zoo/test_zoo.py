@@ -107,8 +107,11 @@ def test_a_search_zoo_names_its_rows_skips_chance_level_cells_and_reuses_exports
     out = tmp_path / "run"
     # seed 7, 20 trials: the front holds a chance-level cell (no path from input to output)
     args = ["search", "--device", "pixel3", "--budget", "20", "--seed", "7"]
+    rng = torch.get_rng_state()
     r = hwnas_main(*args, "--out", str(out))
     assert r.returncode == 0, r.stderr
+    # building the zoo's random-weight networks leaves this process's generator as it was
+    assert torch.equal(torch.get_rng_state(), rng)
     assert "1 chance-level architecture(s) of the front not put in the zoo" in r.stdout
     rows = list(csv.DictReader(open(out / "pareto.csv")))
     chance = [row for row in rows if row["chance_level"] == "true"]
