@@ -4,7 +4,8 @@ It takes the CLI's options as keyword arguments (``--max-latency`` is ``max_late
 is ``settings={...}``), with the same defaults, builds the settings in the same place as the CLI
 (:func:`hwnas.jobs.settings.build_settings`), runs the same job (:mod:`hwnas.jobs`) and returns
 a :class:`SearchRun`. Bad input raises the same one-line :class:`hwnas.errors.HwnasError` the CLI
-prints.
+prints, in keyword terms (:func:`hwnas.errors.keyword_terms`: ``max_latency``, not
+``--max-latency``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.errors import HwnasError, UnknownNameError, keyword_terms
 from hwnas.progress import SILENT, Reporter
 
 OPTIONS = (
@@ -82,6 +83,7 @@ class SearchRun:
         return entry_folders(folder) if folder.is_dir() else []
 
 
+@keyword_terms(*OPTIONS)
 def search(
     device: str,
     *,
@@ -166,6 +168,7 @@ def _space_name(space: Any) -> str:
     return get_space(str(space), code=True).name
 
 
+@keyword_terms()
 def predict(
     models: Any,
     *,

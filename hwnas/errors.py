@@ -92,3 +92,49 @@ def out_of_memory(exc: BaseException) -> str | None:
             return "not enough memory" + (f" ({first})" if first else "")
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def keyword_terms(*names: str):
+    """Decorator for a Python API function: a :class:`HwnasError` it raises names each CLI
+    option the function takes as a keyword argument by that argument's name.
+
+    The checks shared with the CLI word their one-line messages in its terms (``--max-latency
+    must be a positive number of ms``); from Python that reads ``max_latency must be a
+    positive number of ms``. ``--flag VALUE`` with a placeholder or a number (``--device D``,
+    ``--max-latency 8``) becomes ``flag=VALUE``, ``--set K=V`` becomes ``settings={"K": "V"}``.
+    Options the function does not take (``--help``) are left as they are.
+
+    Args:
+        names: keyword names the function takes beyond its own parameters (its ``**options``).
+    """
+    import functools
+    import inspect
+    import re
+
+    def wrap(func):
+        keywords = {*inspect.signature(func).parameters, *names}
+        flag = re.compile(r"--([a-z][a-z0-9-]*)(?: ([A-Z0-9][\w.]*\b|[\w.]+=[\w.]+))?")
+
+        def spell(match: re.Match) -> str:
+            name, value = match.group(1).replace("-", "_"), match.group(2)
+            if name == "set" and "settings" in keywords:
+                if value and "=" in value:
+                    key, _, v = value.partition("=")
+                    return f'settings={{"{key}": "{v}"}}'
+                return "settings" + (f" {value}" if value else "")
+            if name not in keywords:
+                return match.group(0)
+            return f"{name}={value}" if value else name
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except HwnasError as exc:
+                if exc.args and isinstance(exc.args[0], str) and "--" in exc.args[0]:
+                    exc.args = (flag.sub(spell, exc.args[0]), *exc.args[1:])
+                raise
+
+        return call
+
+    return wrap

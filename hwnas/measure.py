@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload
-from hwnas.errors import CandidateError, HwnasError
+from hwnas.errors import CandidateError, HwnasError, keyword_terms
 from hwnas.export import content_hash
 from hwnas.limits import input_size
 from hwnas.spaces.base import Arch, SearchSpace
@@ -427,6 +427,7 @@ def split_models(models: Any) -> tuple[list[str], list[str]]:
     return onnx, archs
 
 
+@keyword_terms()
 def measure(
     models: Any,
     *,

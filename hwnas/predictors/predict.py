@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.cost_record import UNITS
-from hwnas.errors import HwnasError
+from hwnas.errors import HwnasError, UnknownNameError
 
 
 @dataclass
@@ -79,8 +79,11 @@ def predict_models(
         HwnasError: neither or both of ``device`` and ``calibration``; an unknown device,
             metric or predictor; too few usable measurements; an unreadable calibration file.
     """
+    from hwnas.devices.base import METRICS
     from hwnas.predictors.artifacts import load_predictor
 
+    if metric not in METRICS:
+        raise UnknownNameError("metric", metric, list(METRICS))
     if (calibration is None) == (device is None):
         raise HwnasError("give the device's measurements: --calibration CAL.csv or --device D")
     if calibration is not None and (runtime is not None or metric != "latency_ms"):

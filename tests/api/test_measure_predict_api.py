@@ -47,7 +47,8 @@ def test_an_index_names_an_architecture_as_on_the_command_line():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: hwnas.predict([ARCH]), "give the device's measurements"),
+        (lambda: hwnas.predict([ARCH]), "give the device's measurements: calibration="),
+        (lambda: hwnas.predict(ARCH, device="pixel3", metric="ms"), "unknown metric 'ms'"),
         (lambda: hwnas.measure("|bogus~0|", device="cpu-fast"), "malformed NAS-Bench-201 arch"),
         (lambda: hwnas.measure([], device="cpu-fast"), "nothing to measure or predict"),
         (lambda: hwnas.measure(ARCH, device="nodevice"), "unknown device 'nodevice'"),
