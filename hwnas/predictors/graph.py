@@ -9,7 +9,8 @@ energy models built from per-layer costs need (nn-Meter, Zhang et al., MobiSys 2
 latency as a sum of kernel latencies).
 
 Conventions (batch 1): a convolution is *depthwise* when ``group == C_in > 1``, *grouped* when
-``1 < group < C_in``, *pointwise* when its kernel is 1x1 and ``group == 1``, *dense* otherwise.
+``1 < group < C_in``, *pointwise* when its kernel is 1x1 and ``group == 1``, *dense* otherwise;
+1-D and 3-D convolutions (audio, video) count as 2-D ones with the same sizes' products.
 Multiply-accumulates (MACs) count convolution (``Conv``, ``ConvTranspose``) and Gemm/MatMul
 products; the products of recurrent layers (``LSTM``, ``GRU``, ``RNN``) and contracting
 ``Einsum`` nodes count as Gemm MACs. Element counts are the output elements of a node. ONNX
@@ -283,13 +284,13 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
         if op == "Conv":
             x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
             y = shapes.get(node.output[0])
-            if not x or not w or not y or len(x) != 4 or len(y) != 4:
+            if not _conv_shapes(x, w, y):
                 raise HwnasError(
                     f"cannot infer the shapes of Conv node '{node.name or node.output[0]}' "
-                    "(only 2-D convolutions with static spatial sizes are supported)"
+                    "(its input, weight and output need static sizes)"
                 )
             groups = int(attrs.get("group", 1))
-            acc.conv(x[1], y[1], (w[2], w[3]), groups, (x[2], x[3]), (y[2], y[3]))
+            acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]))
         elif op in ("Gemm", "MatMul"):
             a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
             if not a or not b:
@@ -328,14 +329,31 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
     return acc.values, dict(uncounted)
 
 
+def _conv_shapes(x, w, y) -> bool:
+    """Whether a convolution's input, weight and output shapes are known and agree in rank:
+    (N, C, *spatial) with 1 to 3 (or more) spatial dimensions."""
+    return bool(x and w and y) and len(x) == len(w) == len(y) >= 3 and all(d > 0 for d in x + y)
+
+
+def _plane(spatial) -> tuple[int, int]:
+    """Spatial sizes (a 1-D, 2-D or 3-D convolution's length, height x width, or depth x
+    height x width) as the two of a 2-D convolution with the same products: a 1-D length L is
+    1 x L, a 3-D D x H x W is (D * H) x W. Multiply-accumulates, parameters and elements are
+    products of these sizes, so they are counted exactly."""
+    dims = [int(d) for d in spatial]
+    if len(dims) == 1:
+        return 1, dims[0]
+    return int(np.prod(dims[:-1])), dims[-1]
+
+
 def _transposed_conv(acc, node, attrs, shapes) -> bool:
-    """Count a 2-D ConvTranspose node; False when its shapes are unknown."""
+    """Count a ConvTranspose node (1-D, 2-D or 3-D); False when its shapes are unknown."""
     x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
     y = shapes.get(node.output[0])
-    if not x or not w or not y or len(x) != 4 or len(y) != 4:
+    if not _conv_shapes(x, w, y):
         return False
-    groups = int(attrs.get("group", 1))  # weight: (C_in, C_out / group, kh, kw)
-    acc.conv(x[1], y[1], (w[2], w[3]), groups, (x[2], x[3]), (y[2], y[3]), transposed=True)
+    groups = int(attrs.get("group", 1))  # weight: (C_in, C_out / group, *kernel)
+    acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]), transposed=True)
     return True
 
 

@@ -215,3 +215,31 @@ def test_cost_kernel_where_no_kernel_can_be_timed_is_refused_before_any_work(tmp
     assert code == 2 and len(lines) == 1, err
     assert "cost=kernel times ONNX Runtime kernels; device 'pixel3'" in lines[0]
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape"),
+    [("Conv1d", (1, 8, 400)), ("Conv3d", (1, 3, 8, 16, 16))],
+)
+def test_one_and_three_dimensional_convolutions_are_predicted(kind, shape, device, tmp_path,
+                                                              capsys):  # fmt: skip
+    """An audio network (Conv1d) and a video network (Conv3d) get a kernel-level prediction
+    with an interval, from their own kernels timed alone, and are measured whole. (main:
+    "cannot infer the shapes of Conv node", exit 2.) The prediction against the measurement
+    is a benchmark; a factor of 3 here catches a convolution read as nothing."""
+    import torch
+    from torch import nn
+
+    conv = getattr(nn, kind)
+    net = nn.Sequential(conv(shape[1], 32, 3), nn.ReLU(), conv(32, 32, 3, padding=1))
+    model = tmp_path / f"{kind}.onnx"
+    torch.onnx.export(net.eval(), torch.randn(*shape), str(model), dynamo=False)
+    code, out, err = run(["predict", "--device", device, "--onnx", model, "--store",
+                          tmp_path / "kernels.db"], capsys)  # fmt: skip
+    assert code == 0 and "kernel(s) timed now" in err, err
+    m = LINE.match(out.strip().splitlines()[0])
+    assert m is not None and float(m["lo"]) < float(m["ms"]) < float(m["hi"]), out
+    code, out, err = run(["measure", "--device", device, "--onnx", model, "--store",
+                          tmp_path / "whole.db"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert 1 / 3 < float(m["ms"]) / measured_ms(out, model.name) < 3, (m.groupdict(), out)

@@ -175,3 +175,38 @@ def test_transposed_convolutions_recurrent_layers_and_einsum_are_counted_and_the
         "(Resize x1): their time is not in the prediction" in err
     assert main(["predict", "--device", "pixel3", "--onnx", str(tmp_path / "recurrent.onnx")]) == 0
     assert "do not count" not in capsys.readouterr().err
+
+
+def test_one_and_three_dimensional_convolutions_are_counted_exactly(tmp_path):
+    """An audio network's Conv1d and ConvTranspose1d and a video network's Conv3d (exported by
+    PyTorch) are read: their multiply-accumulates, parameters and elements are the products
+    of their sizes, as for a 2-D convolution. (main: "cannot infer the shapes of Conv node",
+    exit 2: `hwnas predict --onnx` could not read them at all.)"""
+    import torch
+    from torch import nn
+
+    from hwnas.predictors.graph import load_graph_model
+
+    def read(net, shape, name):
+        path = tmp_path / f"{name}.onnx"
+        torch.onnx.export(net.eval(), torch.randn(*shape), str(path), dynamo=False)
+        return load_graph_model(path).features
+
+    audio = read(
+        nn.Sequential(nn.Conv1d(8, 16, 5, stride=2), nn.ConvTranspose1d(16, 4, 4, stride=2)),
+        (1, 8, 101), "audio",
+    )  # fmt: skip
+    # 101 -> 49 (k5 s2) -> 100 (k4 s2)
+    assert audio[COLUMN["macs_conv_dense"]] == 16 * 49 * 8 * 5 + 16 * 49 * 4 * 4
+    assert audio[COLUMN["params"]] == 16 * 8 * 5 + 16 * 4 * 4
+    assert audio[COLUMN["n_conv"]] == 2 and audio[COLUMN["n_conv_strided"]] == 1
+    assert audio[COLUMN["conv_out_elems"]] == 16 * 49 + 4 * 100
+
+    video = read(
+        nn.Sequential(nn.Conv3d(3, 8, 3, padding=1), nn.Conv3d(8, 8, (1, 1, 1), groups=8)),
+        (1, 3, 4, 10, 12), "video",
+    )  # fmt: skip
+    assert video[COLUMN["macs_conv_dense"]] == 8 * 4 * 10 * 12 * 3 * 27
+    assert video[COLUMN["macs_conv_depthwise"]] == 8 * 4 * 10 * 12
+    assert video[COLUMN["params"]] == 8 * 3 * 27 + 8
+    assert video[COLUMN["input_elems"]] == 3 * 4 * 10 * 12

@@ -53,7 +53,7 @@ def conv_kind(kernel: Kernel) -> str:
     """ "depthwise" (one input channel per group, groups > 1), "grouped", "pointwise" (1x1)
     or "dense"."""
     a = kernel.attr
-    w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) == 4), None)
+    w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) >= 3), None)
     group = int(a.get("group", 1))
     if group > 1 and w is not None and w.shape[1] == 1:
         return "depthwise"
@@ -81,9 +81,9 @@ def macs(kernel: Kernel) -> float:
         w, r = kernel.inputs[1], kernel.inputs[2]
         return float(x[0] * x[1]) * (w.elems + r.elems) if len(x) == 3 else float(w.elems + r.elems)
     if kernel.op in CONV_OPS:
-        w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) == 4), None)
+        w = next((t for t in kernel.inputs if t.role in ("w", "c") and len(t.shape) >= 3), None)
         if w is not None:
-            return out * w.shape[1] * w.shape[2] * w.shape[3]
+            return out * float(np.prod(w.shape[1:]))  # 1-D, 2-D or 3-D
     if kernel.op in MATMUL_OPS and kernel.inputs:
         a = kernel.inputs[0].shape
         k = a[-1] if a else 1
