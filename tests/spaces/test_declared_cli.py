@@ -133,6 +133,20 @@ BAD = [
         ":8: stages[0].first.mid_kernel: a strided uib layer cannot mix",
         None,
     ),
+    (  # a width decision on a stage's layer: where it belongs
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - layer: {block: conv, out: {choices: [8, 16]}}\n",
+        ":5: stages[0].layer.out: must be a value or {by_dataset: {...}}, got keys ['choices'] "
+        "(a stage's layers take its width: a width decision is the stage's out)",
+        None,
+    ),
+    (  # a decision where a parameter is fixed
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: 8\n    stride: {choices: [1, 2]}\n    layer: {block: conv}\n",
+        "stages[0].stride: must be a value or {by_dataset: {...}}, got keys ['choices'] (not a "
+        "search decision here)",
+        None,
+    ),
     ("name: x\ndatasets: [\n", ":3: invalid YAML", None),
 ]
 

@@ -250,9 +250,18 @@ class _Validator:
             )
         return value
 
-    def value(self, value: Any, where: Where, param: Param, elastic: bool, by_dataset: bool):
+    def value(
+        self,
+        value: Any,
+        where: Where,
+        param: Param,
+        elastic: bool,
+        by_dataset: bool,
+        fixed_why: str = "",
+    ):
         """A plain value, ``{choices: [...]}`` (if ``elastic``), ``{min, max, step}`` (if
-        ``elastic``) or ``{by_dataset: {...}}`` (if ``by_dataset``)."""
+        ``elastic``) or ``{by_dataset: {...}}`` (if ``by_dataset``); ``fixed_why`` says, where
+        a decision is given but the parameter cannot be one here, where it can be."""
         if isinstance(value, dict):
             keys = set(value)
             if keys == {"choices"} and elastic:
@@ -294,7 +303,12 @@ class _Validator:
                 forms.append("{choices: [...]}")
             if by_dataset:
                 forms.append("{by_dataset: {...}}")
-            raise self.r.fail(where, f"must be {' or '.join(forms)}, got keys {sorted(keys)}")
+            why = ""
+            if not elastic and keys & {"choices", "min", "max"}:
+                why = f" ({fixed_why or 'not a search decision here'})"
+            raise self.r.fail(
+                where, f"must be {' or '.join(forms)}, got keys {sorted(keys)}{why}"
+            )
         if isinstance(value, list):
             hint = " (a search decision is written {choices: [...]})" if elastic else ""
             raise self.r.fail(where, f"must be {_TYPE_WORD[param.type]}, got a list{hint}")
@@ -341,7 +355,10 @@ class _Validator:
                 params[key] = p.default
         out = None
         if "out" in raw:
-            out = self.value(raw["out"], (*where, "out"), _WIDTH, not in_stage, True)
+            out = self.value(
+                raw["out"], (*where, "out"), _WIDTH, not in_stage, True,
+                "a stage's layers take its width: a width decision is the stage's out",
+            )  # fmt: skip
         return LayerSpec(name, params, None, out, self._stride(raw, where), dotted(where), where)
 
     def _stride(self, raw: dict, where: Where):
