@@ -306,9 +306,7 @@ class _Validator:
             why = ""
             if not elastic and keys & {"choices", "min", "max"}:
                 why = f" ({fixed_why or 'not a search decision here'})"
-            raise self.r.fail(
-                where, f"must be {' or '.join(forms)}, got keys {sorted(keys)}{why}"
-            )
+            raise self.r.fail(where, f"must be {' or '.join(forms)}, got keys {sorted(keys)}{why}")
         if isinstance(value, list):
             hint = " (a search decision is written {choices: [...]})" if elastic else ""
             raise self.r.fail(where, f"must be {_TYPE_WORD[param.type]}, got a list{hint}")
