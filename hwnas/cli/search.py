@@ -427,10 +427,8 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
     kind = {"trained": "trained ", "inherited": "inherited-weight "}.get(
         summary.get("zoo_weights") or "", ""
     )
-    console.print(
-        f"run folder: {out}  (pareto.csv, pareto.png, summary.json, "
-        f"zoo/ with {summary['zoo_models']} {kind}ONNX models)"
-    )
+    zoo = "no zoo: --no-zoo" if no_zoo else f"zoo/ with {summary['zoo_models']} {kind}ONNX models"
+    console.print(f"run folder: {out}  (pareto.csv, pareto.png, summary.json, {zoo})")
     console.print(
         f"study '{s.study}' in {summary['storage']}: hwnas dashboard --storage {summary['storage']}"
     )

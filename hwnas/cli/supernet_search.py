@@ -160,12 +160,12 @@ def run_supernet_search(
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = err if as_json else Console(emoji=False)  # --json: stdout holds the JSON alone
-    _print_result(s, job.prepared.data.name, summary, out, console)
+    _print_result(s, job.prepared.data.name, summary, out, console, no_zoo)
     if as_json:
         print_json({**summary, "run_folder": str(out)})
 
 
-def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
+def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: bool) -> None:
     """The subnets handed out, the best (by the run's rule) and derived architectures with
     their units, the run folder and the study."""
     from hwnas.cli.render import UNITS, cost_text, print_table, text_line
@@ -207,6 +207,10 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console) -> None:
     text_line(
         console,
         f"run folder: {out}  (supernet.pt, pareto.csv, pareto.png, summary.json, "
-        f"zoo/ with {summary['zoo_models']} trained ONNX models)",
+        + (
+            "no zoo: --no-zoo)"
+            if no_zoo
+            else f"zoo/ with {summary['zoo_models']} trained ONNX models)"
+        ),
     )
     text_line(console, f"study '{s.study}' in {summary['storage']}")
