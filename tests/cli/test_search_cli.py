@@ -82,7 +82,8 @@ def test_max_latency_and_energy(tmp_path):
         "--no-zoo",
     )
     assert r.returncode == 0, r.stderr
-    assert f"run folder: {out}  (pareto.csv, pareto.png, summary.json, no zoo: --no-zoo)" in r.stdout
+    files = "pareto.csv, pareto.png, summary.json, no zoo: --no-zoo"
+    assert f"run folder: {out}  ({files})" in r.stdout
     assert not (out / "zoo").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["best"]["latency_ms"] <= 3.0
