@@ -13,7 +13,7 @@ import time
 
 import pytest
 import yaml
-from helpers import hwnas_cli
+from helpers import hwnas_cli, hwnas_main
 
 from hwnas.devices import get_device
 from hwnas.devices.check import check_device
@@ -52,24 +52,30 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def tracker():
-    """A TVM RPC tracker and one server (key KEY) on 127.0.0.1; both stopped afterwards."""
+    """A TVM RPC tracker and one server (key KEY) on 127.0.0.1; both stopped afterwards. The
+    two start side by side (each spends seconds importing TVM); the server retries the tracker
+    for 60 s, and is started again if it gave up first."""
     port, server_port = _free_port(), _free_port()
+
+    def server() -> subprocess.Popen:
+        return _start("tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(server_port),
+                      "--port-end", str(server_port + 1), "--tracker", f"127.0.0.1:{port}",
+                      "--key", KEY)  # fmt: skip
+
     procs = [
         _start("tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
-               "--port-end", str(port + 1))
+               "--port-end", str(port + 1)),
+        server(),
     ]  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while tracker_unreachable("127.0.0.1", port) is not None:
             assert time.monotonic() < deadline, "tracker did not start"
             time.sleep(0.5)
-        procs.append(
-            _start("tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(server_port),
-                   "--port-end", str(server_port + 1), "--tracker", f"127.0.0.1:{port}",
-                   "--key", KEY)
-        )  # fmt: skip
         while KEY not in registered_keys("127.0.0.1", port):
             assert time.monotonic() < deadline, "server did not register"
+            if procs[1].poll() is not None:  # it gave up on the tracker before it was up
+                procs[1] = server()
             time.sleep(0.5)
         yield f"127.0.0.1:{port}"
     finally:
@@ -97,7 +103,7 @@ def test_measure_through_tracker_and_server_stores_measurements(tracker, tmp_pat
     store = tmp_path / "m.db"
     args = ["measure", "--device", "rpc", "--tracker", tracker, "--key", KEY, "--trials", "0",
             "--arch", ARCH, "--dataset", "cifar10", "--store", str(store)]  # fmt: skip
-    r = hwnas_cli(*args)
+    r = hwnas_main(*args)
     assert r.returncode == 0, r.stderr
     assert "1 measured" in r.stdout
     with MeasurementStore(store) as st:
