@@ -23,8 +23,16 @@ LARGE = "|nor_conv_3x3~0|+|none~0|nor_conv_3x3~1|+|none~0|none~1|nor_conv_3x3~2|
 
 @pytest.fixture(scope="module")
 def tvm_cache(tmp_path_factory):
-    """One compiled-model cache for this module, so each network compiles once."""
-    return tmp_path_factory.mktemp("tvm_cache")
+    """One compiled-model cache for this module, so each network compiles once: with
+    pytest-xdist, one for the session's workers (the cache's lock and atomic writes are made
+    for several workers), which otherwise each compiled what their tests share."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return tmp_path_factory.mktemp("tvm_cache")
+    shared = tmp_path_factory.getbasetemp().parent / "tvm_cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.mark.slow
