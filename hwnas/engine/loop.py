@@ -110,12 +110,17 @@ class SearchSettings:
         of ms, not a string).
 
         Raises:
-            HwnasError: one line naming the option and the value.
+            HwnasError: one line naming the option and the value (also ``--data`` that is
+                not a string or a path).
         """
         objective_metric(self.objective)
         self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
         if self.max_latency is not None:
             self.max_latency = positive_ms("--max-latency", self.max_latency)
+        if self.data is not None:  # a pathlib.Path from Python is a path too
+            if not isinstance(self.data, (str, os.PathLike)):
+                raise HwnasError(f"--data must be 'digits' or a folder's path, got {self.data!r}")
+            self.data = os.fspath(self.data)
 
     @property
     def metric(self) -> str:

@@ -72,24 +72,31 @@ class SupernetSettings(SearchSettings):
         self._check_shared()
         SUPERNET_STRATEGIES.info(self.strategy)  # the name checked; the class (torch) not loaded
         self.options = parse_options(dict(self.options), self.strategy, self.space)
+        # the type first (a string or a fraction from Python is one line, not a TypeError),
+        # then the range
+        bounded("--epochs", self.epochs, integer=True)
         if self.epochs < 1:  # 0 epochs derive from untrained architecture weights: meaningless
             raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
         bounded("--epochs", self.epochs, 1, MAX_EPOCHS, integer=True)
+        bounded("--finetune-epochs", self.finetune_epochs, integer=True)
         if self.finetune_epochs < 0:
             raise HwnasError(f"--finetune-epochs must be >= 0, got {self.finetune_epochs}")
         bounded("--finetune-epochs", self.finetune_epochs, 0, MAX_EPOCHS, integer=True)
+        bounded("--batch-size", self.batch_size, integer=True)
         if self.batch_size < 2:
             raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
         bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
-        if self.latency_target is not None and not self.latency_target > 0:
-            raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
         if self.latency_target is not None:
+            bounded("--latency-target", self.latency_target)
+            if not self.latency_target > 0:
+                raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
             bounded("--latency-target", self.latency_target, 0, low_open=True)
-        if self.latency_weight is not None and self.latency_weight < 0:
-            raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
         if self.latency_weight is not None:
+            bounded("--latency-weight", self.latency_weight)
+            if self.latency_weight < 0:
+                raise HwnasError(f"--latency-weight must be >= 0, got {self.latency_weight}")
             bounded("--latency-weight", self.latency_weight, 0)
         if not self.study:
             self.study = study_name(self)

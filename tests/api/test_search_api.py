@@ -102,6 +102,11 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
         ({"seed": -1}, "seed must be at least 0 and at most 4294967295, got -1"),
         ({"strategy": "gdas", "seed": 2**32}, "seed must be at most 4294967295"),
         ({"objective": "Latency"}, "unknown objective 'Latency'; known: latency, energy"),
+        # supernet options: the type before the range (main: TypeError from a comparison)
+        ({"strategy": "darts", "latency_weight": "x"}, "latency_weight must be a number, got 'x'"),
+        ({"strategy": "darts", "epochs": "2"}, "epochs must be an integer, got '2'"),
+        ({"strategy": "darts", "batch_size": None}, "batch_size must be an integer, got None"),
+        ({"strategy": "darts", "data": 5}, "data must be 'digits' or a folder's path, got 5"),
         (
             {"strategy": "darts", "predictor": "meta"},
             'use settings={"cost": "predicted"} settings={"predictor": "NAME"}',
