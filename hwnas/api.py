@@ -124,8 +124,11 @@ def search(
     """
     from hwnas.jobs import prepare, run
     from hwnas.jobs.settings import build_settings
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined, path_arg
 
+    path_arg("out", out)
+    path_arg("store", store, "a path or a URL")
+    path_arg("artifact_dir", artifact_dir)
     for name in options:
         if name not in OPTIONS:
             raise UnknownNameError("option of hwnas.search", name, list(OPTIONS))
@@ -207,9 +210,14 @@ def predict(
             malformed arch, an unreadable file, too few usable device measurements.
     """
     from hwnas.measure import split_models
+    from hwnas.paths import path_arg
     from hwnas.predictors.calibration import parse_model
     from hwnas.predictors.predict import onnx_model, predict_models
     from hwnas.spaces import get_space
+
+    path_arg("calibration", calibration)
+    path_arg("store", store, "a path or a URL")
+    path_arg("predictor", predictor, "a name or a folder's path")
 
     onnx, archs = split_models(models)
     sp = get_space(space or "nasbench201", code=True)

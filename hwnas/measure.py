@@ -464,7 +464,9 @@ def measure(
     """
     from hwnas.devices import get_device
     from hwnas.limits import MAX_BATCH_SIZE, bounded
+    from hwnas.paths import path_arg
 
+    path_arg("store", store, "a path or a URL")
     onnx, archs = split_models(models)
     batch_size = bounded("batch_size", batch_size, 1, MAX_BATCH_SIZE, integer=True)
     dev = get_device(device, runtime=runtime)

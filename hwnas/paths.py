@@ -12,6 +12,9 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from hwnas.errors import HwnasError
 
 
 def hwnas_home() -> Path:
@@ -39,6 +42,24 @@ MAX_NAME_CHARS = 200
 often part of a longer file name: ``<name>.lock``, ``<name>.yaml``)."""
 
 
+def path_arg(what: str, value: Any, kind: str = "a path") -> Any:
+    """``value`` if it is a string, an ``os.PathLike`` (``pathlib.Path``) or None: the Python
+    API's path arguments checked where they come in, so that an ``int`` is one line rather
+    than a ``TypeError`` from deep inside.
+
+    Args:
+        what: the argument as the caller knows it (``store``).
+        value: what was given.
+        kind: what it names, for the message ("a path or a URL").
+
+    Raises:
+        HwnasError: anything else.
+    """
+    if value is None or isinstance(value, (str, os.PathLike)):
+        return value
+    raise HwnasError(f"{what} must be {kind} (a string or a pathlib.Path), got {value!r}")
+
+
 def safe_name(name: object, what: str) -> str:
     """``name`` if it can be used as one path component: a device, study, space, predictor
     or zoo entry name that becomes a folder or file name.
@@ -54,7 +75,6 @@ def safe_name(name: object, what: str) -> str:
     Raises:
         HwnasError: one line naming ``what`` and the reason.
     """
-    from hwnas.errors import HwnasError
 
     text = name if isinstance(name, str) else str(name)
     shown = repr(text[:60] + ("..." if len(text) > 60 else ""))
@@ -81,7 +101,6 @@ def confined(base: str | Path, *names: str, what: str = "name") -> Path:
         HwnasError: a name that is not one path component, or a path that leads out of
             ``base`` (through a link).
     """
-    from hwnas.errors import HwnasError
 
     base = Path(base)
     path = base.joinpath(*(safe_name(n, what) for n in names))
@@ -111,7 +130,6 @@ def check_writable(path: str | Path, what: str, min_free_mb: float = 0.0) -> Non
     import shutil
     import tempfile
 
-    from hwnas.errors import HwnasError
 
     folder = Path(path).expanduser()
     existing = folder

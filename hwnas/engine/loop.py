@@ -117,6 +117,8 @@ class SearchSettings:
         self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
         if self.max_latency is not None:
             self.max_latency = positive_ms("--max-latency", self.max_latency)
+        if not isinstance(self.study, str):
+            raise HwnasError(f"--study must be a string, got {self.study!r}")
         if self.data is not None:  # a pathlib.Path from Python is a path too
             if not isinstance(self.data, (str, os.PathLike)):
                 raise HwnasError(f"--data must be 'digits' or a folder's path, got {self.data!r}")

@@ -14,6 +14,7 @@ name for the rest of the process.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TypeVar
 
@@ -197,11 +198,18 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
 
     Raises:
         UnknownNameError: no space of that name (or no such attribute in the Python file).
-        HwnasError: a space file that cannot be read or is invalid (one line: file, line, key),
-            a file whose space reuses the name of another file's space, a Python file that
-            fails to import or whose attribute is not a space, a ``file.py:attr`` without
-            ``code``.
+        HwnasError: a name that is not a string or a path; a space file that cannot be read
+            or is invalid (one line: file, line, key), a file whose space reuses the name of
+            another file's space, a Python file that fails to import or whose attribute is
+            not a space, a ``file.py:attr`` without ``code``.
     """
+    if isinstance(name, os.PathLike):  # a space file's pathlib.Path
+        name = os.fspath(name)
+    if not isinstance(name, str):
+        raise HwnasError(
+            f"a search space is named by a string (a name, a space file's path or "
+            f"FILE.py:ATTR), got {name!r}"
+        )
     if name in _SPACES:
         return _SPACES[name]
     match = CODE.match(name)

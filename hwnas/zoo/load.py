@@ -17,9 +17,11 @@ def entry_folder(entry: str | Path) -> Path:
     """The entry folder of ``entry``: the folder, its ``card.json`` or its ``model.onnx``.
 
     Raises:
-        HwnasError: no such path, or a path that is not a zoo entry.
+        HwnasError: not a path, no such path, or a path that is not a zoo entry.
     """
-    path = Path(entry).expanduser()
+    from hwnas.paths import path_arg
+
+    path = Path(path_arg("entry", entry)).expanduser()
     if path.is_file() and path.name in (CARD_FILE, MODEL_FILE, WEIGHTS_FILE):
         path = path.parent
     if not path.exists():

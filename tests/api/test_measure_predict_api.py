@@ -56,6 +56,12 @@ def test_an_index_names_an_architecture_as_on_the_command_line():
         (lambda: hwnas.predict([ARCH, None], device="pixel3"), "a model must be an arch string"),
         (lambda: hwnas.measure(ARCH, device="pixel3", batch_size="2"), "batch_size must be an"),
         (lambda: hwnas.measure(ARCH, device="pixel3", batch_size=2.5), "batch_size must be an"),
+        # arguments of the wrong type: one line, not a TypeError from inside (main)
+        (lambda: hwnas.measure(ARCH, device="cpu-fast", store=123), "store must be a path or a"),
+        (lambda: hwnas.measure(ARCH, device="cpu-fast", space=1), "a search space is named by"),
+        (lambda: hwnas.predict(ARCH, device="pixel3", predictor=5), "predictor must be a name"),
+        (lambda: hwnas.zoo.load(5), "entry must be a path (a string or a pathlib.Path), got 5"),
+        (lambda: hwnas.get_space(None), "a search space is named by a string"),
     ],
 )
 def test_bad_input_raises_one_line(call, message):

@@ -107,6 +107,7 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
         ({"strategy": "darts", "epochs": "2"}, "epochs must be an integer, got '2'"),
         ({"strategy": "darts", "batch_size": None}, "batch_size must be an integer, got None"),
         ({"strategy": "darts", "data": 5}, "data must be 'digits' or a folder's path, got 5"),
+        ({"study": 5}, "study must be a string, got 5"),
         (
             {"strategy": "darts", "predictor": "meta"},
             'use settings={"cost": "predicted"} settings={"predictor": "NAME"}',
@@ -120,6 +121,21 @@ def test_bad_options_raise_one_line_errors_in_keyword_terms(options, message, tm
     # in hwnas.search's terms, not the CLI's (--train-zoo is the CLI's alone)
     assert "--" not in str(info.value).replace("--train-zoo", "")
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ({"out": 5}, "out must be a path (a string or a pathlib.Path), got 5"),
+        ({"store": 5.0}, "store must be a path or a URL (a string or a pathlib.Path), got 5.0"),
+        ({"artifact_dir": ["a"]}, "artifact_dir must be a path"),
+    ],
+)
+def test_paths_of_the_wrong_type_are_one_line_errors(where, message, hwnas_home):
+    """main: a TypeError from pathlib deep inside the run."""
+    with pytest.raises(hwnas.HwnasError) as info:
+        hwnas.search(device="pixel3", budget=2, **where)
+    assert message in str(info.value) and not (hwnas_home / "studies.db").exists()
 
 
 def test_a_users_accuracy_function_is_checked_before_any_work(tmp_path):
