@@ -520,3 +520,38 @@ def test_an_onnx_model_is_predicted_alike_however_it_is_given(tmp_path, capsys, 
     two = _two_inputs(tmp_path / "two.onnx")
     code, _out, err = run(["predict", "--device", "pixel3", "--onnx", two], capsys)
     assert code == 2 and "one float32 input; this one has 2" in err
+
+
+def test_a_meta_learned_prediction_at_its_floor_is_predicted_by_flops_instead(tmp_path, capsys):
+    """A plain two-convolution CNN at 32x32 on a recorded phone: the meta-learned artifact
+    adapted on the phone's NAS-Bench-201 reference values extrapolates below zero for it
+    (main printed its floor, 0.001 ms, a factor of about 1000 below any network of the table).
+    By default it is now predicted by FLOPs scaled on the same 10 values, with a standard
+    deviation of at least the mean, and a warning says so; the artifact named with
+    --predictor keeps its floor and its floor warning."""
+    import torch
+    from torch import nn
+
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))  # fmt: skip
+    model = tmp_path / "cnn.onnx"
+    torch.onnx.export(net.eval(), torch.randn(1, 3, 32, 32), str(model), dynamo=False)
+    line = re.compile(r"cnn\.onnx: (?P<ms>[\d.e+-]+) ms \(std (?P<std>[\d.e+-]+) ms\)")
+
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", model], capsys)
+    assert code == 0, err
+    got = line.search(out)
+    assert "predicted instead by FLOPs scaled on the same 10 values" in err, err
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", model, "--predictor",
+                          "flops"], capsys)  # fmt: skip
+    assert code == 0, err
+    flops = line.search(out)
+    assert float(got["ms"]) == pytest.approx(float(flops["ms"]), rel=1e-3)
+    assert float(got["std"]) >= float(got["ms"]) * 0.99
+    refs = get_column("nasbench201", "pixel3").values[REF]  # the 10 values it was adapted on
+    assert float(got["ms"]) > 0.01 * refs.min()  # the floor is 0.001 times the least
+
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", model, "--predictor",
+                          "nasbench201"], capsys)  # fmt: skip
+    assert code == 0 and "its mean is a floor, not a prediction" in err, err
+    assert float(line.search(out)["ms"]) < 0.01 * float(got["ms"])
