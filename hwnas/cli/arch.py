@@ -77,7 +77,11 @@ def arch_cmd(arch, space, dataset, onnx_out):
         accs = ", ".join(f"{d} {tabulated.table_accuracy(d)[row]:.2f}%" for d in sp.datasets())
         console.print(f"accuracy {accs} (200-epoch test, benchmark table)")
     # only indexed spaces have recorded tables
-    lat = recorded_latencies(sp.name, [a.text], skip="")[a.text] if indexed is not None else {}
+    lat = (
+        recorded_latencies(sp.name, [a.text], skip="", dataset=dataset)[a.text]
+        if indexed is not None
+        else {}
+    )
     if lat:
         from hwnas.cli.render import print_table
 

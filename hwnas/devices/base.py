@@ -181,6 +181,39 @@ class Device(ABC):
         """Where :meth:`table`'s values come from ("recorded:FILE:COLUMN"), or ""."""
         return ""
 
+    def table_dataset(self, space: str, metric: str) -> str | None:
+        """The dataset whose networks :meth:`table`'s values were measured on (what fixes
+        their input size), or None where the device has no such table."""
+        return None
+
+    def check_table_dataset(self, space: str, metric: str, dataset: str) -> None:
+        """Refuse to read :meth:`table`'s values as ``dataset``'s networks when the table was
+        measured on networks of another input size (NAS-Bench-201's ImageNet16-120 cells take
+        16x16 images, its CIFAR cells 32x32: the same cell is another network). Datasets of
+        the same input size share the values (CIFAR-10 and CIFAR-100 differ in the
+        classifier's outputs alone).
+
+        Raises:
+            HwnasError: the input sizes differ (one line: both datasets and what to do).
+        """
+        measured = self.table_dataset(space, metric)
+        if measured is None or measured == dataset:
+            return
+        from hwnas.spaces import get_space
+
+        sp = get_space(space)
+        have, want = sp.dataset(measured).input_shape, sp.dataset(dataset).input_shape
+        if tuple(have) == tuple(want):
+            return
+        shown = "x".join  # (3, 32, 32) -> 3x32x32
+        raise HwnasError(
+            f"device '{self.name}' recorded {metric} of {space}'s {measured} networks "
+            f"({shown(map(str, have))} input), not of its {dataset} networks "
+            f"({shown(map(str, want))}): its values are other networks'; use --dataset "
+            f"{measured}, or give the device a table of {dataset}'s networks (tables.{space}."
+            f"{metric}.dataset in its profile)"
+        )
+
     def supports(self, space: str) -> bool:
         """Whether the device can give values for architectures of ``space``."""
         return "*" in self.spaces or space in self.spaces

@@ -170,6 +170,31 @@ class RecordedDevice(Device):
     def table_source(self, space: str, metric: str) -> str:
         return self.source(space, metric) if metric in self.tables.get(space, {}) else ""
 
+    def table_dataset(self, space: str, metric: str) -> str | None:
+        """The table entry's ``dataset``; by default the space's CIFAR-100 networks where it
+        has them (every published NAS-Bench-201 and FBNet table here was measured on 32x32
+        CIFAR networks), else its first dataset.
+
+        Raises:
+            HwnasError: a ``dataset`` the space does not have.
+        """
+        entry = self.tables.get(space, {}).get(metric)
+        if not isinstance(entry, dict):
+            return None
+        from hwnas.spaces import get_space
+
+        sp = get_space(space)
+        named = entry.get("dataset")
+        if named is None:
+            return "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
+        if str(named) not in sp.datasets():
+            raise HwnasError(
+                f"device profile {self.profile.get('_path', self.name)}: tables.{space}."
+                f"{metric}.dataset '{named}' is not a dataset of {space} "
+                f"({', '.join(sp.datasets())})"
+            )
+        return str(named)
+
     def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
         if workload.arch is None:
             raise HwnasError(
@@ -180,6 +205,15 @@ class RecordedDevice(Device):
 
         space = get_space(workload.arch.space)
         column = self.column(space.name, metric)
+        measured = self.table_dataset(space.name, metric)
+        if measured is not None:  # the workload's input size must be the table's networks'
+            shape = tuple(space.dataset(measured).input_shape)
+            if tuple(workload.input_shape[1:]) != shape:
+                raise HwnasError(
+                    f"device '{self.name}' recorded {metric} of {space.name}'s {measured} "
+                    f"networks ({'x'.join(map(str, shape))} input), not of networks of input "
+                    f"{'x'.join(map(str, workload.input_shape[1:]))}: use --dataset {measured}"
+                )
         index = space.index(workload.arch)
         value = float(column[index])
         if not np.isfinite(value) or value <= 0:  # a search skips it and goes on

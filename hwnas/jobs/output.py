@@ -107,7 +107,10 @@ def write_run(
         if others is None:
             from hwnas.zoo.write import recorded_latencies
 
-            others = recorded_latencies(space.name, [r.arch for r in result.pareto], o.device_name)
+            others = recorded_latencies(
+                space.name, [r.arch for r in result.pareto], o.device_name,
+                dataset=result.settings.dataset,
+            )  # fmt: skip
         cards = write_zoo(
             out / "zoo",
             result,

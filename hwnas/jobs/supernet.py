@@ -170,6 +170,7 @@ def prepare(
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
+    device.check_table_dataset(space.name, settings.metric, settings.dataset)
     if settings.job.cost == "kernel":  # the one cost model refused on what it is given
         from hwnas.engine.kernel_cost import check_kernel_cost
 

@@ -78,10 +78,13 @@ def prepare(
         HwnasError: unknown space, dataset or device; unreachable device; a device without
             the metric or space; unusable measurement store or study storage; unknown
             predictor or one of another space; a measurement budget below 4; a latency limit
-            below every latency of the device's table.
+            below every latency of the device's table; a device table of another dataset's
+            input size.
     """
     accuracy = _accuracy_source(settings, predictor, measurement_budget)
     space, device = resolve(settings)
+    for metric in {settings.metric, "latency_ms"}:  # the table's networks must be these
+        device.check_table_dataset(space.name, metric, settings.dataset)
     data = _function_data(settings, space)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)

@@ -139,7 +139,7 @@ def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None
     dataset = dataset or default_dataset(space_name)
     space.dataset(dataset)  # an unknown dataset fails here
     name = f"{space.name}-{arch_workload(space, arch, dataset).model_hash}"
-    latencies = recorded_latencies(space.name, [arch.text], skip="")[arch.text]
+    latencies = recorded_latencies(space.name, [arch.text], skip="", dataset=dataset)[arch.text]
     devices = {dev: {"latency_ms": entry} for dev, entry in latencies.items()}
     table = None
     tabulated = ability(space, TabulatedSpace)

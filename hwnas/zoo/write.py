@@ -491,9 +491,12 @@ def _trained_accuracy(r: TrialRecord) -> dict[str, Any]:
     }
 
 
-def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str, dict[str, dict]]:
+def recorded_latencies(
+    space_name: str, archs: list[str], skip: str, dataset: str | None = None
+) -> dict[str, dict[str, dict]]:
     """Latency of ``archs`` on every recorded device with a table for the space (architectures
-    not in the recorded tables get none).
+    not in the recorded tables get none); with ``dataset``, only from tables of networks of
+    its input size (:meth:`hwnas.devices.base.Device.check_table_dataset`).
 
     Returns:
         arch -> device -> {"value": ms, "source": ...}.
@@ -517,6 +520,11 @@ def recorded_latencies(space_name: str, archs: list[str], skip: str) -> dict[str
         column = None if name == skip else dev.table(space_name, "latency_ms")
         if column is None:
             continue
+        if dataset is not None:
+            try:
+                dev.check_table_dataset(space_name, "latency_ms", dataset)
+            except HwnasError:  # another input size's networks
+                continue
         source = dev.table_source(space_name, "latency_ms")
         for a, i in rows.items():
             out[a][name] = {"value": float(column[i]), "source": source}

@@ -219,3 +219,38 @@ def test_a_strategy_over_the_whole_space_skips_what_a_table_lacks(tmp_path, cli)
     assert status == 0, err
     trials = json.loads(out)["trials"]
     assert trials["completed"] == 150 < trials["in_study"]  # some proposals were skipped
+
+
+def test_a_table_is_read_only_as_networks_of_its_own_input_size(tmp_path, cli):
+    """The shipped NAS-Bench-201 tables were measured on 32x32 CIFAR networks: a search or a
+    measurement of the 16x16 ImageNet16-120 networks on them is refused before any work
+    (main: searched and reported them on the 32x32 networks' latencies, its input shape given
+    as 16x16); CIFAR-10's networks, of the same input size, share them. A user's table that
+    declares `dataset: imagenet16` is read for those networks and refused for CIFAR's."""
+    status, _, err = cli("search", "--device", "pixel3", "--dataset", "imagenet16",
+                         "--budget", "5", "--no-zoo")  # fmt: skip
+    assert status == 2 and "recorded latency_ms of nasbench201's cifar100 networks" in err, err
+    assert "use --dataset cifar100" in err and not (tmp_path / "runs").exists()
+    status, _, err = cli("measure", "--device", "pixel3", "--arch", "5", "--dataset",
+                         "imagenet16")  # fmt: skip
+    assert status == 2 and "not of networks of input 3x16x16" in err, err
+    status, out, err = cli("search", "--device", "pixel3", "--dataset", "cifar10", "--budget",
+                           "5", "--no-zoo", "--json")  # fmt: skip
+    assert status == 0, err
+
+    space = get_space("nasbench201")
+    rows = np.arange(0, len(space), 7)
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "t.csv", rows, ["index", "latency_ms"], 1.0 + rows / len(space),
+                 key="index")  # fmt: skip
+    (profiles / "npu16.yaml").write_text(
+        "name: npu16\nkind: recorded\ntables:\n  nasbench201:\n"
+        "    latency_ms: {file: t.csv, dataset: imagenet16}\n"
+    )
+    status, out, err = cli("search", "--device", "npu16", "--dataset", "imagenet16", "--budget",
+                           "5", "--no-zoo", "--json", profiles=profiles)  # fmt: skip
+    assert status == 0, err
+    assert json.loads(out)["best"]["accuracy_source"].startswith("nasbench201-table:imagenet16")
+    status, _, err = cli("search", "--device", "npu16", "--budget", "5", "--no-zoo",
+                         profiles=profiles)  # fmt: skip
+    assert status == 2 and "nasbench201's imagenet16 networks (3x16x16 input)" in err, err
