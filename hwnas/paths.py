@@ -75,7 +75,6 @@ def safe_name(name: object, what: str) -> str:
     Raises:
         HwnasError: one line naming ``what`` and the reason.
     """
-
     text = name if isinstance(name, str) else str(name)
     shown = repr(text[:60] + ("..." if len(text) > 60 else ""))
     if not text.strip():
@@ -101,7 +100,6 @@ def confined(base: str | Path, *names: str, what: str = "name") -> Path:
         HwnasError: a name that is not one path component, or a path that leads out of
             ``base`` (through a link).
     """
-
     base = Path(base)
     path = base.joinpath(*(safe_name(n, what) for n in names))
     root = base.resolve()
@@ -129,7 +127,6 @@ def check_writable(path: str | Path, what: str, min_free_mb: float = 0.0) -> Non
     """
     import shutil
     import tempfile
-
 
     folder = Path(path).expanduser()
     existing = folder

@@ -83,7 +83,7 @@ def prepare(
     """
     accuracy = _accuracy_source(settings, predictor, measurement_budget)
     space, device = resolve(settings)
-    for metric in {settings.metric, "latency_ms"}:  # the table's networks must be these
+    for metric in dict.fromkeys((settings.metric, "latency_ms")):  # the table networks: these
         device.check_table_dataset(space.name, metric, settings.dataset)
     data = _function_data(settings, space)
     metrics = device_metrics(device, settings)

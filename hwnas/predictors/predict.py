@@ -326,7 +326,8 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
         mean: (n,) the meta-learned means (ms or mJ).
         std: (n,) their standard deviations, widened where far.
         cal: (calibration models, values (m,), metric, description).
-        refs: (m, F) the calibration networks' graph features (for :func:`widen_far`).
+        refs: (m, F) the calibration networks' graph features (for :func:`widen_far`, on
+            the ONNX models among ``models``).
         what: how the calibration networks are named in a warning.
         note: where warnings go.
 
@@ -347,7 +348,8 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
         if v <= floor:
             warn_floored([models[i]], [v], cal_values, note)
             continue
-        sd = widen_far(models[i], v, sd, refs, what, lambda _line: None)
+        if hasattr(models[i], "features"):  # an ONNX model's graph: widened where far
+            sd = widen_far(models[i], v, sd, refs, what, lambda _line: None)
         mean[i], std[i] = float(v), float(max(sd, v))
         note(
             f"warning: {models[i]}: the meta-learned predictor extrapolates below zero for it; "

@@ -555,3 +555,20 @@ def test_a_meta_learned_prediction_at_its_floor_is_predicted_by_flops_instead(tm
                           "nasbench201"], capsys)  # fmt: skip
     assert code == 0 and "its mean is a floor, not a prediction" in err, err
     assert float(line.search(out)["ms"]) < 0.01 * float(got["ms"])
+
+
+def test_refit_floored_takes_architectures_of_a_space_too():
+    """The floor's replacement on arch strings (no graph of their own to widen by): FLOPs
+    scaled on the same values, std at least the mean; a prediction above the floor is kept."""
+    from hwnas.predictors.predict import refit_floored
+
+    values = get_column("nasbench201", "pixel3").values
+    refs = [SPACE.arch_at(i) for i in REF]
+    models = [SPACE.arch_at(7), SPACE.arch_at(8)]
+    notes = []
+    mean, std = refit_floored(models, np.array([1e-9, 5.0]), np.array([0.1, 0.2]),
+                              (refs, values[REF], "latency_ms", ""), None, "calibration",
+                              notes.append)  # fmt: skip
+    assert mean[0] > 0.01 * values[REF].min() and std[0] >= mean[0]
+    assert (mean[1], std[1]) == (5.0, 0.2)
+    assert len(notes) == 1 and "predicted instead by FLOPs" in notes[0]
