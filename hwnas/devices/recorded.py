@@ -205,15 +205,8 @@ class RecordedDevice(Device):
 
         space = get_space(workload.arch.space)
         column = self.column(space.name, metric)
-        measured = self.table_dataset(space.name, metric)
-        if measured is not None:  # the workload's input size must be the table's networks'
-            shape = tuple(space.dataset(measured).input_shape)
-            if tuple(workload.input_shape[1:]) != shape:
-                raise HwnasError(
-                    f"device '{self.name}' recorded {metric} of {space.name}'s {measured} "
-                    f"networks ({'x'.join(map(str, shape))} input), not of networks of input "
-                    f"{'x'.join(map(str, workload.input_shape[1:]))}: use --dataset {measured}"
-                )
+        if workload.dataset is not None:  # the table's networks must be the workload's
+            self.check_table_dataset(space.name, metric, workload.dataset)
         index = space.index(workload.arch)
         value = float(column[index])
         if not np.isfinite(value) or value <= 0:  # a search skips it and goes on

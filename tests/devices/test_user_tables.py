@@ -233,7 +233,7 @@ def test_a_table_is_read_only_as_networks_of_its_own_input_size(tmp_path, cli):
     assert "use --dataset cifar100" in err and not (tmp_path / "runs").exists()
     status, _, err = cli("measure", "--device", "pixel3", "--arch", "5", "--dataset",
                          "imagenet16")  # fmt: skip
-    assert status == 2 and "not of networks of input 3x16x16" in err, err
+    assert status == 2 and "not of its imagenet16 networks (3x16x16)" in err, err
     status, out, err = cli("search", "--device", "pixel3", "--dataset", "cifar10", "--budget",
                            "5", "--no-zoo", "--json")  # fmt: skip
     assert status == 0, err
