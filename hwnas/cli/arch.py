@@ -46,7 +46,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
 
         check_writable(onnx_out.parent, "--onnx's folder")
     if dataset is None:
-        dataset = "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
+        dataset = sp.default_dataset()
     spec = sp.dataset(dataset)
     indexed = ability(sp, IndexedSpace)
     a = arch_from_text(sp, arch)

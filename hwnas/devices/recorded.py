@@ -186,7 +186,7 @@ class RecordedDevice(Device):
         sp = get_space(space)
         named = entry.get("dataset")
         if named is None:
-            return "cifar100" if "cifar100" in sp.datasets() else sp.datasets()[0]
+            return sp.default_dataset()
         if str(named) not in sp.datasets():
             raise HwnasError(
                 f"device profile {self.profile.get('_path', self.name)}: tables.{space}."

@@ -259,8 +259,7 @@ def space_dataset(space: str, default: str) -> str:
     """
     from hwnas.spaces import get_space
 
-    known = get_space(space).datasets()
-    return default if default in known else known[0]
+    return get_space(space).default_dataset(default)
 
 
 def accuracy_label(value: Any) -> str:

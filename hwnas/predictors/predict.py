@@ -140,7 +140,7 @@ def predict_models(
         pred.fit(cal_models, cal_values, cal_metric)
         warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         mean, std = pred.predict(models)
-        refs = _graph_features(space, cal_models)
+        refs = _graph_features(space, cal_models) if graphs else None  # ONNX models only
         if graphs:  # ONNX models: how far from the networks the predictor was adapted on
             std = std.copy()
             for i, m in enumerate(graphs):
@@ -327,7 +327,7 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
         std: (n,) their standard deviations, widened where far.
         cal: (calibration models, values (m,), metric, description).
         refs: (m, F) the calibration networks' graph features (for :func:`widen_far`, on
-            the ONNX models among ``models``).
+            the ONNX models among ``models``; None when there are none).
         what: how the calibration networks are named in a warning.
         note: where warnings go.
 

@@ -94,6 +94,13 @@ class SearchSpace(ABC):
     def datasets(self) -> list[str]:
         """Names of the datasets the space defines networks for."""
 
+    def default_dataset(self, preferred: str = "cifar100") -> str:
+        """The dataset used where none is given: ``preferred`` where the space defines it (a
+        search's default, and the one every shipped table was measured on), else the
+        space's first (a user's model made elastic knows only its own)."""
+        known = self.datasets()
+        return preferred if preferred in known else known[0]
+
     # -- derived abilities ------------------------------------------------------------------
 
     @property

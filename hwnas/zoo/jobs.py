@@ -53,8 +53,7 @@ class TrainingPlan:
 def default_dataset(space_name: str) -> str:
     """The dataset whose network ``hwnas train ARCH`` trains by default: cifar100 where the
     space defines it (the search's default), else the space's first."""
-    known = get_space(space_name).datasets()
-    return "cifar100" if "cifar100" in known else known[0]
+    return get_space(space_name).default_dataset()
 
 
 def plan_training(
