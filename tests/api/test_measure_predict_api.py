@@ -4,7 +4,7 @@ functions (issue 22): the same store, the same values, the same one-line errors.
 from __future__ import annotations
 
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 import hwnas
 
@@ -19,7 +19,7 @@ def test_measure_from_python_shares_the_clis_store():
     assert [m.label for m in first] == [ARCH] and first[0].how.startswith("measured")
     assert first[0].latency.value > 0 and first[0].latency.source.startswith("measured:cpu-fast")
     assert hwnas.measure([ARCH], device="cpu-fast")[0].how.startswith("from store")
-    cli = hwnas_cli("measure", "--device", "cpu-fast", "--arch", ARCH)
+    cli = hwnas_main("measure", "--device", "cpu-fast", "--arch", ARCH)
     assert cli.returncode == 0, cli.stderr
     assert "0 measured, 1 from the store" in cli.stdout
     assert f"{first[0].latency.value:.4f}" in cli.stdout
@@ -28,7 +28,7 @@ def test_measure_from_python_shares_the_clis_store():
 def test_predict_from_python_gives_the_clis_prediction():
     (p,) = hwnas.predict([ARCH], device="pixel3")
     assert p.metric == "latency_ms" and p.value > 0 and p.std > 0
-    cli = hwnas_cli("predict", "--device", "pixel3", "--arch", ARCH)
+    cli = hwnas_main("predict", "--device", "pixel3", "--arch", ARCH)
     assert cli.returncode == 0, cli.stderr
     assert f"{ARCH}: {p.value:.4g} ms (std {p.std:.2g} ms)" in cli.stdout
 

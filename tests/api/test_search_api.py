@@ -143,17 +143,17 @@ def test_a_users_accuracy_function_is_checked_before_any_work(tmp_path):
     without an accuracy table and no function says what to give."""
     from pathlib import Path
 
-    from helpers import hwnas_cli
+    from helpers import hwnas_main
 
     # my_space.py builds its space at import in a second; my_model.py trains 30 steps first
     file = Path(__file__).parents[1] / "spaces" / "my_space.py"
     out = tmp_path / "run"
-    bad = hwnas_cli(
+    bad = hwnas_main(
         "search", "--space", f"{file}:space", "--accuracy", f"{file}:holdout_acuracy",
         "--device", "cpu-fast", "--out", str(out),
     )  # fmt: skip
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "did you mean holdout_accuracy" in bad.stderr and not out.exists()
-    none = hwnas_cli("search", "--space", f"{file}:space", "--device", "cpu-fast")
+    none = hwnas_main("search", "--space", f"{file}:space", "--device", "cpu-fast")
     assert none.returncode == 2
     assert "has no accuracy table to search over: give an accuracy function" in none.stderr

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_cli, hwnas_main
 
 SMALL = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
 BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
@@ -165,9 +165,9 @@ def test_onnx_models_hwnas_cannot_feed_are_refused_before_measuring(tmp_path):
         ],
         tmp_path / "b",
     )
-    r = hwnas_cli("measure", "--device", "cpu-fast", "--onnx", ids, cwd=tmp_path)
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", ids, cwd=tmp_path)
     _one_line_error(r, "input 'ids' is int64; hwnas times models with one float32 input")
-    r = hwnas_cli("measure", "--device", "cpu-fast", "--onnx", two, cwd=tmp_path)
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", two, cwd=tmp_path)
     _one_line_error(r, "hwnas times models with one float32 input; this one has 2 (x, mask)")
     import os
     from pathlib import Path
@@ -179,7 +179,7 @@ def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):
     (tmp_path / "file").write_text("not a folder")
     home = str(tmp_path / "file" / "home")
     for args in (["search", "--device", "pixel3"], ["measure", "-d", "cpu", "--arch", SMALL]):
-        r = hwnas_cli(*args, cwd=tmp_path, env={"HWNAS_HOME": home})
+        r = hwnas_main(*args, cwd=tmp_path, env={"HWNAS_HOME": home})
         _one_line_error(r, f"HWNAS_HOME {home} cannot be created: {tmp_path / 'file'} is a file")
     assert not (tmp_path / "runs").exists()
 
@@ -193,7 +193,7 @@ def test_a_wrong_device_is_refused_before_a_space_file_is_imported(command, tmp_
     (tmp_path / "net.py").write_text(
         f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\nspace = None\n"
     )
-    r = hwnas_cli(*command, "--space", f"{tmp_path / 'net.py'}:space", "--device", "typo",
+    r = hwnas_main(*command, "--space", f"{tmp_path / 'net.py'}:space", "--device", "typo",
                   cwd=tmp_path)  # fmt: skip
     _one_line_error(r, "unknown device 'typo'; known")
     assert not marker.exists()

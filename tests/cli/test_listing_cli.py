@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import hwnas_cli, hwnas_main
+from helpers import hwnas_main
 
 NARROW = {"COLUMNS": "80"}
 
@@ -82,13 +82,13 @@ def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwna
     _cli("search", "--device", "raspi4", "--budget", "3", "--out", str(other), "--no-zoo")
     assert f"folder     {other.resolve()}" in _cli("runs", "show").stdout  # latest by default
     assert f"folder     {out.resolve()}" in _cli("runs", "show", "pixel3").stdout
-    r = hwnas_cli("runs", "show", "nasbench201", env=NARROW)
+    r = hwnas_main("runs", "show", "nasbench201", env=NARROW)
     assert r.returncode == 2 and "'nasbench201' matches 2 studies" in r.stderr
     assert "latest:nasbench201" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     first = entries[0]
     shown = _cli("zoo", "show", f"pixel3/{first[:2]}").stdout
     assert f"entry     {out / 'zoo' / first}" in shown
-    r = hwnas_cli("zoo", "show", first[:2], env=NARROW)  # the latest run has no zoo
+    r = hwnas_main("zoo", "show", first[:2], env=NARROW)  # the latest run has no zoo
     assert r.returncode == 2 and "ran with --no-zoo" in r.stderr
     # lock files are reused by every study of the database (no pile of them in the home)
     locks = sorted(p.name for p in hwnas_home.iterdir() if "lock" in p.name)
@@ -127,7 +127,7 @@ def test_devices_show_the_extra_in_install_hints_and_json():
 
 
 def test_runs_list_without_studies_is_one_line(tmp_path):
-    r = hwnas_cli("runs", "list", "--storage", f"sqlite:///{Path(tmp_path) / 'none.db'}")
+    r = hwnas_main("runs", "list", "--storage", f"sqlite:///{Path(tmp_path) / 'none.db'}")
     assert r.returncode == 2 and r.stderr.strip().startswith("error: no study database")
 
 
@@ -139,7 +139,7 @@ def test_runs_of_an_energy_search_show_the_best_in_mj(tmp_path, hwnas_home):
     best = json.loads(r.stdout)["best"]
     cell = f"{best['accuracy']:.2f}% {best['energy_mj']:.3f} mJ"
     assert cell in _cli("runs", "show", "latest").stdout
-    listed = hwnas_cli("runs", "list", env={"COLUMNS": "250"}).stdout
+    listed = hwnas_main("runs", "list", env={"COLUMNS": "250"}).stdout
     assert cell in listed and " ms" not in listed
 
 

@@ -277,11 +277,11 @@ def test_bad_input_through_the_real_cli(tmp_path):
     r = hwnas_cli("measure", "import", "--device", "newdev", str(cal))
     assert r.returncode == 2 and r.stderr.startswith("error: ") and "at least 3" in r.stderr
     assert "Traceback" not in r.stderr
-    r = hwnas_cli("measure", "import", "--device", "pixel3", str(calibration(tmp_path / "c.csv")))
+    r = hwnas_main("measure", "import", "--device", "pixel3", str(calibration(tmp_path / "c.csv")))
     assert r.returncode == 2 and "is a recorded device" in r.stderr
-    r = hwnas_cli("search", "--device", "fpga", "--measurement-budget", "2")
+    r = hwnas_main("search", "--device", "fpga", "--measurement-budget", "2")
     assert r.returncode == 2 and "at least 4" in r.stderr
-    r = hwnas_cli("search", "--device", "fpga", "--predictor", "fbnet-help")
+    r = hwnas_main("search", "--device", "fpga", "--predictor", "fbnet-help")
     assert r.returncode == 2 and "is for space 'fbnet'" in r.stderr
 
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 import yaml
-from helpers import hwnas_cli, hwnas_main
+from helpers import hwnas_main
 
 from hwnas.devices import get_device
 from hwnas.devices.check import check_device
@@ -137,7 +137,7 @@ def test_unknown_key_names_the_registered_ones(tracker):
 def test_rpc_errors_are_one_line(args, expected, tmp_path):
     dead = _free_port()  # nothing listens there
     args = [a.format(dead=dead) for a in args]
-    r = hwnas_cli("measure", "--device", "rpc", *args, "--arch", ARCH, cwd=tmp_path)
+    r = hwnas_main("measure", "--device", "rpc", *args, "--arch", ARCH, cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], r.stderr
