@@ -129,6 +129,38 @@ def _command_path(argv: list[str] | None) -> str:
     return " ".join(words)
 
 
+def _repeat_hint(exc: click.UsageError, argv: list[str] | None) -> str:
+    """What to do when values of a repeatable option were given after one flag
+    (``--onnx a.onnx b.onnx``, or a shell glob ``--onnx *.onnx``): click reports the second
+    value as an extra argument, or, under a group such as ``hwnas measure``, as an unknown
+    command. Returns "" when that is not what happened."""
+    import re
+
+    found = re.search(r"unexpected extra arguments? \((.+)\)|No such command '(.+)'",
+                      exc.format_message())  # fmt: skip
+    if found is None or exc.ctx is None:
+        return ""
+    stray = (found.group(1) or found.group(2)).split()[0]
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    if stray not in tokens:
+        return ""
+    i = tokens.index(stray)
+    j = i - 1
+    while j >= 0 and not tokens[j].startswith("-"):
+        j -= 1
+    if j < 0:
+        return ""
+    flag, _, inline = tokens[j].partition("=")
+    values = ([inline] if inline else []) + tokens[j + 1 : i + 1]
+    if len(values) < 2:  # the option's one value, then at least one stray value
+        return ""
+    for param in exc.ctx.command.params:
+        if isinstance(param, click.Option) and flag in param.opts and param.multiple:
+            example = " ".join(f"{flag} {v}" for v in values[:2])
+            return f": {flag} takes one value; repeat it for each ({example} ...)"
+    return ""
+
+
 def _main(argv: list[str] | None) -> int:
     from hwnas.db import scrub, secrets_seen
 
@@ -149,7 +181,8 @@ def _main(argv: list[str] | None) -> int:
             exc.show()
             return exc.exit_code
         command = exc.ctx.command_path if exc.ctx is not None else _command_path(argv)
-        click.echo(scrub(f"error: {exc.format_message()} ({command} --help)"), err=True)
+        message = exc.format_message().rstrip(".") + _repeat_hint(exc, argv)
+        click.echo(scrub(f"error: {message} ({command} --help)"), err=True)
         return exc.exit_code
     except click.ClickException as exc:
         shown = io.StringIO()

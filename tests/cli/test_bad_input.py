@@ -139,6 +139,31 @@ def test_a_usage_error_points_to_the_help_of_the_command_typed(args, command, ca
     assert err.endswith(f"({command} --help)"), err
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["predict", "-d", "cpu", "--onnx", "a.onnx", "b.onnx"],
+         "extra argument (b.onnx): --onnx takes one value; repeat it for each (--onnx a.onnx "
+         "--onnx b.onnx ...) (hwnas predict --help)"),
+        (["measure", "-d", "cpu", "--onnx=a.onnx", "b.onnx", "c.onnx"],  # under a group
+         "No such command 'b.onnx': --onnx takes one value; repeat it for each (--onnx a.onnx "
+         "--onnx b.onnx ...) (hwnas measure --help)"),
+        (["search", "-d", "pixel3", "--strategy", "gdas", "--set", "lr=0.1", "epochs=1"],
+         "--set takes one value; repeat it for each (--set lr=0.1 --set epochs=1 ...)"),
+        (["predict", "-d", "pixel3", "stray"], "Got unexpected extra argument (stray) (hwnas"),
+        (["measure", "-d", "cpu", "nosuch"], "No such command 'nosuch' (hwnas measure --help)"),
+    ],
+)  # fmt: skip
+def test_values_of_a_repeatable_option_after_one_flag_say_to_repeat_it(args, expected, capsys):
+    """``--onnx *.onnx`` (a shell glob) gave "No such command 'b.onnx'" under ``hwnas
+    measure``, and "unexpected extra argument" elsewhere, without a word of what to type."""
+    from hwnas.cli import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and expected in err, err
+
+
 def _one_line_error(r, expected: str) -> None:
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 2, (r.stdout, r.stderr)
