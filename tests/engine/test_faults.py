@@ -169,6 +169,48 @@ def test_every_table_strategy_proposes_the_same_after_a_restart(strategy):
     assert scored(storage) == reference
 
 
+def test_ctrl_c_while_a_claim_is_written_leaves_no_running_trial(tmp_path, monkeypatch):
+    """Ctrl-C that falls after a claim (a RUNNING trial) is committed and before its id is
+    kept: the study held a RUNNING trial until a rerun failed it as an orphan (one full-suite
+    run of the Ctrl-C test, tests/engine/test_workers.py). Now it is FAIL at once, and the
+    rerun completes the budget with each architecture once."""
+    import optuna
+
+    from hwnas.devices import get_device
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.ledger import RdbLedger
+    from hwnas.engine.loop import SearchSettings, open_storage, run_search
+    from hwnas.measure import Profiler
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=6, study="c", strategy="random"
+    )
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    add, calls = RdbLedger.add, [0]
+
+    def add_then_interrupt(self, trial, defer=False):
+        written = add(self, trial, defer)
+        calls[0] += 1
+        if calls[0] == 3 and trial.state == optuna.trial.TrialState.RUNNING:
+            raise KeyboardInterrupt  # the claim is in the storage; the step never sees it
+        return written
+
+    monkeypatch.setattr(RdbLedger, "add", add_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_search(settings, space, ev.evaluate, open_storage(url))  # claims, not instant
+    study = optuna.load_study(study_name="c", storage=url)
+    states = [t.state for t in study.trials]
+    assert optuna.trial.TrialState.RUNNING not in states, states
+    assert states.count(optuna.trial.TrialState.FAIL) == 1
+    monkeypatch.setattr(RdbLedger, "add", add)
+    result = run_search(settings, space, ev.evaluate, open_storage(url))
+    archs = [r.arch for r in result.records]
+    assert len(archs) == len(set(archs)) == 6
+
+
 # -- damaged databases ---------------------------------------------------------------------------
 
 
