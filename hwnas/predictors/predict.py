@@ -146,7 +146,7 @@ def predict_models(
             for i, m in enumerate(graphs):
                 std[i] = widen_far(m, mean[i], std[i], refs, "calibration", note)
         if predictor is None:  # the default: FLOPs where the meta-learned one floors
-            cal = (cal_models, cal_values, cal_metric, where)
+            cal = (cal_models, cal_values, cal_metric)
             mean, std = refit_floored(models, mean, std, cal, refs, "calibration", note)
         else:  # the predictor the user named: its floor, said
             warn_floored(models, mean, cal_values, note)
@@ -325,7 +325,7 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
         models: (n,) the models predicted.
         mean: (n,) the meta-learned means (ms or mJ).
         std: (n,) their standard deviations, widened where far.
-        cal: (calibration models, values (m,), metric, description).
+        cal: (calibration models, values (m,), metric).
         refs: (m, F) the calibration networks' graph features (for :func:`widen_far`, on
             the ONNX models among ``models``; None when there are none).
         what: how the calibration networks are named in a warning.
@@ -336,7 +336,7 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
     """
     from hwnas.predictors.artifacts import load_predictor
 
-    cal_models, cal_values, cal_metric, _ = cal
+    cal_models, cal_values, cal_metric = cal
     floor = FLOORED * float(np.min(cal_values)) * (1 + 1e-9)
     low = [i for i, v in enumerate(mean) if v <= floor]
     if not low:
@@ -400,7 +400,7 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
         mean, std = pred.predict(mine)
         std = np.array([widen_far(m, v, sd, refs[name], f"{name} reference", note)
                         for m, v, sd in zip(mine, mean, std)])  # fmt: skip
-        cal = (cal_models, cal_values, cal_metric, where)
+        cal = (cal_models, cal_values, cal_metric)
         mean, std = refit_floored(mine, mean, std, cal, refs[name], f"{name} reference", note)
         for i, v, sd in zip(idx, mean, std):
             out[i] = (models[i], v, sd, None, None)

@@ -50,12 +50,6 @@ class TrainingPlan:
     trainers: dict[tuple[str, str], ZooTrainer]
 
 
-def default_dataset(space_name: str) -> str:
-    """The dataset whose network ``hwnas train ARCH`` trains by default: cifar100 where the
-    space defines it (the search's default), else the space's first."""
-    return get_space(space_name).default_dataset()
-
-
 def plan_training(
     target: str,
     settings: TrainSettings,
@@ -73,7 +67,7 @@ def plan_training(
         settings: training settings.
         space: the space of an arch string (default ``nasbench201``); entries name theirs.
         dataset: the space's dataset whose network an arch string is built for (default
-            :func:`default_dataset`); entries name theirs.
+            :meth:`~hwnas.spaces.base.SearchSpace.default_dataset`); entries name theirs.
         out: the entry folder for an arch string (default ``trained/<space>-<model hash>``).
         log: progress lines.
 
@@ -135,7 +129,7 @@ def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None
 
     space = get_space(space_name)
     arch = space.parse(text)
-    dataset = dataset or default_dataset(space_name)
+    dataset = dataset or space.default_dataset()  # the search's default where it has it
     space.dataset(dataset)  # an unknown dataset fails here
     name = f"{space.name}-{arch_workload(space, arch, dataset).model_hash}"
     latencies = recorded_latencies(space.name, [arch.text], skip="", dataset=dataset)[arch.text]

@@ -567,7 +567,7 @@ def test_refit_floored_takes_architectures_of_a_space_too():
     models = [SPACE.arch_at(7), SPACE.arch_at(8)]
     notes = []
     mean, std = refit_floored(models, np.array([1e-9, 5.0]), np.array([0.1, 0.2]),
-                              (refs, values[REF], "latency_ms", ""), None, "calibration",
+                              (refs, values[REF], "latency_ms"), None, "calibration",
                               notes.append)  # fmt: skip
     assert mean[0] > 0.01 * values[REF].min() and std[0] >= mean[0]
     assert (mean[1], std[1]) == (5.0, 0.2)
