@@ -86,24 +86,47 @@ def export_onnx(
     return data
 
 
-def load_onnx(path: str | Path) -> onnx.ModelProto:
-    """Load and check an ONNX file.
+MAX_ONNX_BYTES = 2**31 - 1
+"""The largest model hwnas runs (protobuf's 2 GB limit on one serialised message)."""
+
+
+def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
+    """Load and check an ONNX file: the model and the bytes a runtime loads.
+
+    The bytes are the file's own when it holds its weights; a model whose weights lie in
+    external data files beside it (what ``torch.onnx.export`` writes for large models, as
+    ``model.onnx.data``) is read with them and serialised whole, so that it runs from memory on
+    any device.
 
     Raises:
-        HwnasError: missing, unreadable or invalid ONNX (one line naming the file).
+        HwnasError: missing, unreadable or invalid ONNX, an external data file that is missing
+            or lies outside the model's folder, or a model over 2 GB with its weights (one line
+            naming the file).
     """
     import onnx
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
     path = Path(path)
     if not path.is_file():
         raise HwnasError(f"ONNX file not found: {path}")
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
+        external = [t.name for t in model.graph.initializer if uses_external_data(t)]
+        if external:
+            load_external_data_for_model(model, str(path.resolve().parent))
         onnx.checker.check_model(model)
-    except Exception as exc:  # onnx raises DecodeError, ValidationError, ...
+    except Exception as exc:  # onnx raises DecodeError, ValidationError, OSError, ...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HwnasError(f"corrupt or invalid ONNX file {path}: {first}") from None
-    return model
+    if not external:
+        return model, path.read_bytes()
+    size = model.ByteSize()
+    if size > MAX_ONNX_BYTES:
+        raise HwnasError(
+            f"{path}: the model is {size / 2**30:.1f} GiB with its external data; hwnas runs "
+            "models up to 2 GiB (one protobuf message)"
+        )
+    return model, model.SerializeToString()
 
 
 def content_hash(*parts: str | bytes) -> str:

@@ -101,67 +101,44 @@ class NoisyMeasurementError(CandidateError):
 
 
 def onnx_workload(path, batch_size: int = 1) -> Workload:
-    """The workload of an ONNX file: its first input's shape (a dynamic batch axis takes
-    ``batch_size``), hashed by the file's bytes and the shape.
+    """The workload of an ONNX file: its inputs as :mod:`hwnas.onnx_inputs` feeds them (a
+    dynamic batch axis takes ``batch_size``), keyed by its first input's shape and hashed by
+    the file's bytes and that shape.
 
     Raises:
-        HwnasError: ``batch_size`` below 1; unreadable or invalid ONNX; a model whose inputs
-            are not exactly one float32 tensor (what hwnas binds a random input to); a dynamic
-            axis other than the batch.
+        HwnasError: ``batch_size`` below 1; unreadable or invalid ONNX
+            (:func:`hwnas.export.read_onnx`: weights in external data files are read with it);
+            an input hwnas cannot feed (a string, a dynamic axis other than the batch); inputs
+            too large to allocate.
     """
     from pathlib import Path
 
-    from hwnas.export import load_onnx
+    from hwnas.export import read_onnx
 
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
-    shape = onnx_input_shape(load_onnx(path), path, batch_size)
-    input_size(str(path), shape)  # before an input of that size is allocated
-    data = path.read_bytes()
+    model, data = read_onnx(path)
+    shape = onnx_input_shape(model, path, batch_size)
     key = content_hash(data, "x".join(map(str, shape)))
     return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
 
 
 def onnx_input_shape(model, path, batch_size: int = 1) -> list[int]:
-    """The shape of the one float32 input of the ONNX ``model`` (read from ``path``, named in
-    errors), a dynamic batch axis taking ``batch_size``: the models hwnas times, and the
-    models its predictors read (graph features of an image network at batch 1).
+    """The shape of the first input of the ONNX ``model`` (read from ``path``, named in
+    errors), a dynamic batch axis taking ``batch_size``, after checking that hwnas can feed
+    every input (:func:`hwnas.onnx_inputs.model_inputs`) and allocate it
+    (:func:`hwnas.limits.input_size`).
 
     Raises:
-        HwnasError: inputs that are not exactly one float32 tensor; a dynamic axis other than
-            the batch.
+        HwnasError: as :func:`hwnas.onnx_inputs.model_inputs`; an input too large.
     """
-    from onnx import TensorProto
+    from hwnas.onnx_inputs import model_inputs
 
-    weights = {t.name for t in model.graph.initializer}
-    inputs = [i for i in model.graph.input if i.name not in weights]
-    if len(inputs) != 1:
-        names = ", ".join(i.name for i in inputs) or "none"
-        raise HwnasError(
-            f"{path}: hwnas times models with one float32 input; this one has {len(inputs)} "
-            f"({names})"
-        )
-    elem = inputs[0].type.tensor_type.elem_type
-    if elem != TensorProto.FLOAT:
-        raise HwnasError(
-            f"{path}: input '{inputs[0].name}' is {TensorProto.DataType.Name(elem).lower()}; "
-            "hwnas times models with one float32 input"
-        )
-    shape = []
-    for i, d in enumerate(inputs[0].type.tensor_type.shape.dim):
-        if d.HasField("dim_value") and d.dim_value > 0:
-            shape.append(int(d.dim_value))
-        elif i == 0:
-            shape.append(int(batch_size))
-        else:
-            name = d.dim_param or "?"
-            raise HwnasError(
-                f"{path}: input '{inputs[0].name}' axis {i} is dynamic ('{name}'); only the batch "
-                "axis may be: latency depends on the size, so export the model at the size it "
-                "will run at (torch.onnx.export without that axis in dynamic_axes / dynamic_shapes)"
-            )
-    return shape
+    specs = model_inputs(model, str(path), batch_size)
+    for s in specs:  # before an input of that size is allocated
+        input_size(f"{path} input '{s.name}'" if len(specs) > 1 else str(path), s.shape)
+    return list(specs[0].shape)
 
 
 @dataclass

@@ -409,16 +409,16 @@ def load_graph_model(path: str | Path) -> GraphModel:
     """A :class:`GraphModel` from an ONNX file.
 
     Raises:
-        HwnasError: missing, corrupt or unsupported ONNX file, or one whose inputs are not the
-            one float32 image tensor hwnas times (one line naming it).
+        HwnasError: missing, corrupt or unsupported ONNX file, or one with an input hwnas
+            cannot feed (:func:`hwnas.onnx_inputs.model_inputs`; one line naming it).
     """
-    from hwnas.export import load_onnx
+    from hwnas.export import read_onnx
     from hwnas.measure import onnx_input_shape
 
-    model = load_onnx(path)
+    model, data = read_onnx(path)
     onnx_input_shape(model, path)
     try:
         features, uncounted = read_graph(model)
     except HwnasError as exc:
         raise HwnasError(f"{path}: {exc}") from None
-    return GraphModel(Path(path).name, features, Path(path).read_bytes(), uncounted)
+    return GraphModel(Path(path).name, features, data, uncounted)

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from hwnas.errors import CandidateError, DeviceUnavailableError
+from hwnas.errors import CandidateError, DeviceUnavailableError, HwnasError
 from hwnas.runtimes.base import BuildInfo, Runtime
 from hwnas.runtimes.executable import Executable
 
@@ -67,8 +67,9 @@ class OnnxRuntime(Runtime):
         )
 
     def compile(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> OrtExecutable:
-        """An executable running one inference on a fixed random input of ``input_shape``
-        (further inputs, as a kernel timed alone has, at their static declared shapes).
+        """An executable running one inference on fixed inputs: the first of ``input_shape``,
+        the others at their declared shapes, each fed as :mod:`hwnas.onnx_inputs` says (token
+        ids spread over the vocabulary, masks of ones, floats standard-normal).
 
         Inputs and outputs are bound once (I/O binding; on CUDA they stay on the GPU), so a
         call costs the model plus about 8 microseconds.
@@ -97,33 +98,28 @@ class OnnxRuntime(Runtime):
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise CandidateError(f"ONNX Runtime cannot load the model: {first}") from None
-        inputs = session.get_inputs()
-        rng = np.random.default_rng(0)
-        feeds = [(inputs[0].name, rng.standard_normal(input_shape).astype(np.float32))]
-        for extra in inputs[1:]:  # a kernel timed alone (two-input Add, MatMul...): static
-            shape = extra.shape
-            static = all(isinstance(d, int) and d > 0 for d in shape)
-            if not static or extra.type != "tensor(float)":
-                raise CandidateError(
-                    f"input '{extra.name}' needs a static float32 shape to be bound, has "
-                    f"{extra.type} {shape}"
-                )
-            feeds.append((extra.name, rng.standard_normal(shape).astype(np.float32)))
+        from hwnas.onnx_inputs import bytes_inputs, feeds
+
+        try:
+            specs = bytes_inputs(onnx_bytes, tuple(input_shape))
+        except HwnasError as exc:
+            raise CandidateError(str(exc)) from None
+        fed = feeds(specs)
         binding = session.io_binding()
         if self.provider == PROVIDERS["cuda"]:
-            for name, x in feeds:
+            for name, x in fed.items():
                 binding.bind_ortvalue_input(
                     name, ort.OrtValue.ortvalue_from_numpy(x, "cuda", self.device_id)
                 )
             for out in session.get_outputs():
                 binding.bind_output(out.name, "cuda", self.device_id)
         else:
-            for name, x in feeds:
+            for name, x in fed.items():
                 binding.bind_cpu_input(name, x)
             for out in session.get_outputs():
                 binding.bind_output(out.name)
         self.last_build = BuildInfo(cached=False, compile_s=time.perf_counter() - started)
-        return OrtExecutable(session, binding, inputs[0].name)
+        return OrtExecutable(session, binding, specs[0].name)
 
     def versions(self) -> dict[str, str]:
         import onnxruntime as ort

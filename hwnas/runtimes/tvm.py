@@ -132,19 +132,20 @@ class RpcSpec:
 
 
 class TvmExecutable(Executable):
-    """A compiled Relax VM with its input bound, local or remote; times with
-    ``time_evaluator`` on the device (one call per repeat)."""
+    """A compiled Relax VM with its inputs bound (``args``: one device tensor per graph
+    input, in graph order), local or remote; times with ``time_evaluator`` on the device (one
+    call per repeat)."""
 
-    def __init__(self, vm, dev, x, session=None):
+    def __init__(self, vm, dev, args, session=None):
         self.vm = vm
         self.dev = dev
-        self.x = x
+        self.args = list(args)
         self.session = session  # keeps a remote session alive
         self._main = vm["main"]
         self._evaluators: dict[int, Any] = {}
 
     def __call__(self) -> None:
-        self._main(self.x)
+        self._main(*self.args)
         self.dev.sync()
 
     def samples_ms(self, n: int) -> list[float]:
@@ -152,7 +153,7 @@ class TvmExecutable(Executable):
             self._evaluators[n] = self.vm.time_evaluator(
                 "main", self.dev, number=1, repeat=n, min_repeat_ms=0
             )
-        return [r * 1e3 for r in self._evaluators[n](self.x).results]
+        return [r * 1e3 for r in self._evaluators[n](*self.args).results]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         import tvm
@@ -439,10 +440,20 @@ class TvmRuntime(Runtime):
         from tvm import relax
         from tvm.relax.frontend.onnx import from_onnx
 
+        from hwnas.onnx_inputs import model_inputs
+
         model = onnx.load_from_string(onnx_bytes)
-        name = model.graph.input[0].name
         try:
-            mod = from_onnx(model, shape_dict={name: list(input_shape)}, keep_params_in_input=False)
+            specs = model_inputs(model, first_shape=tuple(input_shape))
+        except HwnasError as exc:
+            raise CandidateError(str(exc)) from None
+        try:
+            mod = from_onnx(
+                model,
+                shape_dict={s.name: list(s.shape) for s in specs},
+                dtype_dict={s.name: s.dtype for s in specs},
+                keep_params_in_input=False,
+            )
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CandidateError(f"TVM cannot import the ONNX model: {first}") from None
@@ -570,22 +581,26 @@ class TvmRuntime(Runtime):
     # -- run ----------------------------------------------------------------------------------
 
     def compile(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> TvmExecutable:
-        """Build (or reuse) the compiled model and load it here or on the remote device, with a
-        fixed random input of ``input_shape`` bound.
+        """Build (or reuse) the compiled model and load it here or on the remote device, with
+        fixed inputs bound: the first of ``input_shape``, each fed as :mod:`hwnas.onnx_inputs`
+        says.
 
         Raises:
             HwnasError: import, tuning or compilation failed.
             DeviceUnavailableError: the remote device cannot be reached.
         """
         path = self.build(onnx_bytes, input_shape)
-        return self.load(path, input_shape)
+        return self.load(path, _inputs(onnx_bytes, input_shape))
 
-    def load(self, path: Path, input_shape: tuple[int, ...]) -> TvmExecutable:
-        """Load a compiled model (:meth:`build`) and bind a fixed random input."""
+    def load(self, path: Path, inputs) -> TvmExecutable:
+        """Load a compiled model (:meth:`build`) and bind fixed values to its ``inputs``
+        (:class:`hwnas.onnx_inputs.InputSpec` each, in graph order)."""
         import tvm
         from tvm import relax
 
-        x = np.random.default_rng(0).standard_normal(input_shape).astype(np.float32)
+        from hwnas.onnx_inputs import feeds
+
+        fed = feeds(inputs)
         kind = self.spec["kind"]
         if self.rpc is None:
             lib = tvm.runtime.load_module(str(path))
@@ -613,7 +628,18 @@ class TvmRuntime(Runtime):
                 else:
                     config(AFFINITY_BIG, self.threads)
         vm = relax.VirtualMachine(lib, dev)
-        return TvmExecutable(vm, dev, tvm.runtime.tensor(x, dev), session)
+        return TvmExecutable(vm, dev, [tvm.runtime.tensor(x, dev) for x in fed.values()], session)
+
+
+def _inputs(onnx_bytes: bytes, input_shape: tuple[int, ...]):
+    """The model's inputs (:func:`hwnas.onnx_inputs.bytes_inputs`); an input hwnas cannot feed
+    is the candidate's error."""
+    from hwnas.onnx_inputs import bytes_inputs
+
+    try:
+        return bytes_inputs(onnx_bytes, tuple(input_shape))
+    except HwnasError as exc:
+        raise CandidateError(str(exc)) from None
 
 
 def _build_isolated(
@@ -623,5 +649,5 @@ def _build_isolated(
     once when it was built for this machine, so that a crash on loading shows here too."""
     info = runtime.build_here(onnx_bytes, input_shape, path)
     if runtime.rpc is None and runtime._export_kind() == "host":
-        runtime.load(path, input_shape)()
+        runtime.load(path, _inputs(onnx_bytes, input_shape))()
     return info

@@ -172,32 +172,25 @@ def _one_line_error(r, expected: str) -> None:
 
 
 def test_onnx_models_hwnas_cannot_feed_are_refused_before_measuring(tmp_path):
+    """Token ids and masks are fed (tests/test_onnx_inputs.py); a string input, or a sequence
+    axis left dynamic, cannot be, and each says so in one line."""
     import onnx
     from onnx import TensorProto, helper
 
     def model(inputs, path):
-        out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+        out = helper.make_tensor_value_info("y", inputs[0].type.tensor_type.elem_type, [1, 4])
         nodes = [helper.make_node("Identity", [inputs[0].name], ["y"])]
         graph = helper.make_graph(nodes, "g", inputs, [out])
         onnx.save(helper.make_model(graph), path)
         return str(path)
 
-    ids = model([helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])], tmp_path / "a")
-    two = model(
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
-            helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 4]),
-        ],
-        tmp_path / "b",
-    )
-    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", ids, cwd=tmp_path)
-    _one_line_error(r, "input 'ids' is int64; hwnas times models with one float32 input")
-    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", two, cwd=tmp_path)
-    _one_line_error(r, "hwnas times models with one float32 input; this one has 2 (x, mask)")
-    import os
-    from pathlib import Path
-
-    assert not (Path(os.environ["HWNAS_HOME"]) / "measurements.db").exists()  # nothing stored
+    text = model([helper.make_tensor_value_info("s", TensorProto.STRING, [1, 4])], tmp_path / "a")
+    seq = model([helper.make_tensor_value_info("ids", TensorProto.INT64, ["b", "seq"])],
+                tmp_path / "b")  # fmt: skip
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", text, cwd=tmp_path)
+    _one_line_error(r, "input 's' is string; hwnas feeds inputs of type float, float16")
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", seq, cwd=tmp_path)
+    _one_line_error(r, "input 'ids' axis 1 is dynamic ('seq'); only the batch axis may be")
 
 
 def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):

@@ -478,10 +478,10 @@ def _far_model(path, side=224, channels=64):
     return path
 
 
-def _two_inputs(path):
+def _two_inputs(path, side: int | str = 8):
     from onnx import TensorProto, helper
 
-    a, b = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 8, 8]) for n in "ab")
+    a, b = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, side, 8]) for n in "ab")
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])
     m = helper.make_model(helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])],
                                             "two", [a, b], [y]),
@@ -516,10 +516,13 @@ def test_an_onnx_model_is_predicted_alike_however_it_is_given(tmp_path, capsys, 
     line = next(x for x in out.splitlines() if x.startswith(str(far)))
     value, std = (float(v) for v in re.findall(r"([\d.e+-]+) ms", line)[:2])
     assert std >= 0.5 * value  # widened
-    # a model hwnas could not time is not predicted either
+    # two inputs are fed and predicted; a model hwnas could not time is not predicted either
     two = _two_inputs(tmp_path / "two.onnx")
-    code, _out, err = run(["predict", "--device", "pixel3", "--onnx", two], capsys)
-    assert code == 2 and "one float32 input; this one has 2" in err
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", two], capsys)
+    assert code == 0 and f"{two}: " in out, err
+    tall = _two_inputs(tmp_path / "tall.onnx", side="height")
+    code, _out, err = run(["predict", "--device", "pixel3", "--onnx", tall], capsys)
+    assert code == 2 and "input 'a' axis 2 is dynamic ('height')" in err
 
 
 def test_a_meta_learned_prediction_at_its_floor_is_predicted_by_flops_instead(tmp_path, capsys):

@@ -57,6 +57,19 @@ def test_tvm_compiled_nasbench201_matches_pytorch(text, tvm_cache):
 
 
 @pytest.mark.slow
+def test_tvm_runs_a_text_model_with_token_ids_and_a_mask(tvm_cache):
+    """TVM's importer took every input as float32 (a Gather of float indices) and only the
+    first input was bound; a text model's ids and mask are now typed and fed."""
+    from tests.test_onnx_inputs import text_model
+
+    runtime = TvmRuntime(trials_per_task=0, device="cpu-fast", cache_dir=tvm_cache)
+    executable = runtime.compile(text_model().SerializeToString(), (2, 16))
+    assert len(executable.args) == 2 and executable.args[0].dtype == "int64"
+    assert tuple(executable.args[1].shape) == (2, 16)  # the mask takes the batch too
+    assert min(executable.samples_ms(3)) > 0
+
+
+@pytest.mark.slow
 def test_ort_and_tvm_time_the_same_architectures_and_rank_them_alike(tvm_cache):
     archs = [SPACE.parse(t) for t in (SMALL, MIXED, LARGE)]
     ort = get_device("cpu-fast")

@@ -10,17 +10,20 @@ optimised graph (``SessionOptions.optimized_model_filepath``) and reads its node
 convolutions (``FusedConv``, the NCHWc layout's ``com.microsoft.nchwc:Conv`` with its fused
 activation and residual input), layout reorders, ``FusedMatMul``, ``BiasGelu``,
 ``LayerNormalization``... Shapes and the values of computed shape tensors (a channel shuffle's
-``Shape -> Gather -> Concat -> Reshape``) come from running the optimised graph once on a
-random input with every intermediate tensor as an output, so every operator ONNX Runtime can
-run is read, whatever its domain.
+``Shape -> Gather -> Concat -> Reshape``) come from running the optimised graph once on the
+inputs :mod:`hwnas.onnx_inputs` feeds (random floats, token ids within their vocabulary, masks
+of ones) with every intermediate tensor as an output, so every operator ONNX Runtime can run is
+read, whatever its domain.
 
-A node is a *kernel* when it reads and writes float tensors of the network (not only weights);
-nodes that only compute shapes (``Shape``, ``Gather`` of a shape, ``Unsqueeze``...) are
-*bookkeeping*, counted but not timed (their cost is a dispatch, which the network-level
-correction of :mod:`hwnas.predictors.kernels.model` accounts for). Each kernel can be written
-as a one-node ONNX model (:meth:`Kernel.onnx_bytes`: its float inputs as graph inputs, weights
-and computed shape values as initializers) that ONNX Runtime runs unchanged (re-optimising a
-one-node optimised graph leaves it as it is), so it can be timed alone on the device.
+A node is a *kernel* when it writes a float tensor and reads a tensor of the network's data: a
+float tensor that is not a weight, or a tensor whose values come from the inputs' values (token
+ids an embedding gathers, a mask). Nodes that only compute shapes (``Shape``, ``Gather`` of a
+shape, ``Unsqueeze``...) are *bookkeeping*, counted but not timed (their cost is a dispatch,
+which the network-level correction of :mod:`hwnas.predictors.kernels.model` accounts for). Each
+kernel can be written as a one-node ONNX model (:meth:`Kernel.onnx_bytes`: its data inputs as
+graph inputs, weights and computed shape values as initializers) that ONNX Runtime runs
+unchanged (re-optimising a one-node optimised graph leaves it as it is), so it can be timed
+alone on the device.
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ class TensorSpec:
         name: the tensor's name in the one-node model.
         shape: its shape.
         dtype: numpy dtype name ("float32", "int64").
-        role: "x" (a float tensor fed at run time), "w" (a weight: its shape matters, not its
-            values) or "c" (a small or non-float constant: its values matter).
+        role: "x" (data fed at run time: a float tensor, token ids), "w" (a weight: its
+            shape matters, not its values) or "c" (a small or non-float constant: its values
+            matter).
         values: the values of a "c" tensor (a flat tuple), else ().
     """
 
@@ -209,8 +213,9 @@ def optimise(onnx_bytes: bytes, threads: int = 1) -> Any:
         return onnx.load(str(path))
 
 
-def _tensor_values(model, input_shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
-    """Every tensor of ``model`` (an optimised graph) on a random input: name -> array."""
+def _tensor_values(model, fed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every tensor of ``model`` (an optimised graph) on the inputs ``fed`` (input name ->
+    array, :func:`hwnas.onnx_inputs.feeds`): name -> array."""
     import onnx
     import onnxruntime as ort
 
@@ -229,11 +234,7 @@ def _tensor_values(model, input_shapes: dict[str, tuple[int, ...]]) -> dict[str,
     session = ort.InferenceSession(
         probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for inp in session.get_inputs():
-        shape = input_shapes[inp.name]
-        feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
+    feeds = {i.name: fed[i.name] for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
     values = dict(zip(names, session.run(names, feeds)))
     values.update(feeds)
@@ -242,46 +243,26 @@ def _tensor_values(model, input_shapes: dict[str, tuple[int, ...]]) -> dict[str,
 
 def probe_shapes(model) -> dict[str, list[int]]:
     """Shape of every tensor of ``model`` (an ``onnx.ModelProto``, not optimised) at batch 1,
-    from one ONNX Runtime run on a random input; {} when ONNX Runtime cannot run it (the
-    caller reports what it still cannot read)."""
+    from one ONNX Runtime run on the inputs :mod:`hwnas.onnx_inputs` feeds; {} when ONNX
+    Runtime cannot run it (the caller reports what it still cannot read)."""
+    from hwnas.onnx_inputs import feeds, model_inputs
+
     try:
-        values = _tensor_values(model, _input_shapes(model, None))
+        values = _tensor_values(model, feeds(model_inputs(model)))
     except Exception:  # noqa: BLE001 (the reader names the node it cannot read)
         return {}
     return {name: list(v.shape) for name, v in values.items()}
 
 
-def _input_shapes(model, input_shape: tuple[int, ...] | None) -> dict[str, tuple[int, ...]]:
-    """Shape of each graph input: ``input_shape`` for the first, declared ones (a dynamic
-    batch axis as 1) for the others.
-
-    Raises:
-        HwnasError: an input with a dynamic axis other than the batch, or not float32.
-    """
-    from onnx import TensorProto
-
+def _data_dependent(model) -> set[str]:
+    """The tensors of ``model`` whose values depend on its inputs' values: the graph inputs
+    and every output of a node reading one, except ``Shape``/``Size`` (a shape is known before
+    the values are)."""
     weights = {t.name for t in model.graph.initializer}
-    inputs = [i for i in model.graph.input if i.name not in weights]
-    out: dict[str, tuple[int, ...]] = {}
-    for k, inp in enumerate(inputs):
-        if inp.type.tensor_type.elem_type != TensorProto.FLOAT:
-            raise HwnasError(
-                f"input '{inp.name}' is not float32; kernels are read for float models"
-            )
-        if k == 0 and input_shape is not None:
-            out[inp.name] = tuple(int(d) for d in input_shape)
-            continue
-        dims = []
-        for i, d in enumerate(inp.type.tensor_type.shape.dim):
-            if d.HasField("dim_value") and d.dim_value > 0:
-                dims.append(int(d.dim_value))
-            elif i == 0:
-                dims.append(1)
-            else:
-                raise HwnasError(
-                    f"input '{inp.name}' has a dynamic axis {i}; only the batch may be"
-                )
-        out[inp.name] = tuple(dims)
+    out = {i.name for i in model.graph.input if i.name not in weights}
+    for node in model.graph.node:  # a graph's nodes are in topological order
+        if node.op_type not in ("Shape", "Size") and any(i in out for i in node.input):
+            out.update(o for o in node.output if o)
     return out
 
 
@@ -299,18 +280,22 @@ def read_kernels(
         The model's kernels, bookkeeping count and op counts.
 
     Raises:
-        HwnasError: ONNX Runtime cannot load or run the model, or an input is not float32 or
-            has a dynamic axis other than the batch.
+        HwnasError: ONNX Runtime cannot load or run the model, or an input hwnas cannot feed
+            (:func:`hwnas.onnx_inputs.model_inputs`: a string, a dynamic axis other than the
+            batch).
     """
     import onnx
 
+    from hwnas.onnx_inputs import bytes_inputs, feeds
+
+    specs = bytes_inputs(onnx_bytes, input_shape)  # read on the graph as exported
     model = optimise(onnx_bytes, threads)
-    shapes = _input_shapes(model, input_shape)
     try:
-        values = _tensor_values(model, shapes)
+        values = _tensor_values(model, feeds(specs))
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise HwnasError(f"ONNX Runtime cannot run the optimised model: {first}") from None
+    dynamic = _data_dependent(model)
     weights = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:  # Constant nodes are weights too
         if node.op_type == "Constant" and node.output:
@@ -332,16 +317,21 @@ def read_kernels(
             i for i in node.input
             if i and i not in weights and i in values and values[i].dtype == np.float32
         ]  # fmt: skip
+        indices_in = [
+            i for i in node.input
+            if i and i not in weights and i in dynamic and values[i].dtype != np.float32
+        ]  # fmt: skip (token ids an embedding gathers)
         floats_out = [o for o in node.output if o in values and values[o].dtype == np.float32]
-        if not floats_in or not floats_out or node.op_type == "Shape":
+        if not (floats_in or indices_in) or not floats_out or node.op_type == "Shape":
             bookkeeping += 1
             continue
-        kernels.append(_kernel(node, op, weights, values, opsets))
+        kernels.append(_kernel(node, op, weights, values, opsets, dynamic))
     return ModelKernels(tuple(kernels), bookkeeping, ops)
 
 
-def _kernel(node, op: str, weights, values, opsets) -> Kernel:
-    """One :class:`Kernel` (its one-node model built from the optimised graph)."""
+def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel:
+    """One :class:`Kernel` (its one-node model built from the optimised graph); ``dynamic``:
+    the tensors that depend on the model's input values (:func:`_data_dependent`)."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -367,10 +357,12 @@ def _kernel(node, op: str, weights, values, opsets) -> Kernel:
             initializers.append(init)
             continue
         arr = values[name]
-        if arr.dtype == np.float32:
-            specs.append(TensorSpec(new, tuple(arr.shape), "float32", "x"))
+        if arr.dtype == np.float32 or name in dynamic:  # run-time data: fed (token ids too)
+            specs.append(TensorSpec(new, tuple(arr.shape), arr.dtype.name, "x"))
             graph_inputs.append(
-                helper.make_tensor_value_info(new, onnx.TensorProto.FLOAT, arr.shape)
+                helper.make_tensor_value_info(
+                    new, helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape
+                )
             )
         else:  # a computed shape or index: a constant of the kernel
             specs.append(

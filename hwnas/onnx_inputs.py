@@ -1,0 +1,218 @@
+"""What hwnas feeds an ONNX model it times or reads: one value per graph input.
+
+A model's latency barely depends on its input *values*, but some values must make sense for
+the model to run the way it will in use:
+
+- float inputs (float32, float16, float64) get standard-normal values;
+- integer inputs used as indices (token ids, position or segment ids: the ``indices`` of a
+  ``Gather``/``GatherElements``, directly or through casts and reshapes) get uniform values in
+  ``[0, n)``, ``n`` the size of the gathered axis (a vocabulary), so that an embedding looks up
+  rows spread over its table as real text does;
+- ``uint8``/``int8`` inputs that are not indices (a quantised model's image) get uniform values
+  over their whole range;
+- other integer inputs (an attention mask, a length) are all ones, and bool inputs all True: a
+  mask that keeps every position, the work the model does on a full-length input.
+
+Every axis must be static but the first, which takes the batch size when it is dynamic (the
+size of a sequence or image changes the work done, so the model is exported at the size it will
+run at). Used by the runtimes (:mod:`hwnas.runtimes`), the workloads of ONNX files
+(:func:`hwnas.measure.onnx_workload`) and the graph and kernel readers of the predictors.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hwnas.errors import HwnasError
+
+DTYPES = {
+    "FLOAT": "float32",
+    "FLOAT16": "float16",
+    "DOUBLE": "float64",
+    "INT64": "int64",
+    "INT32": "int32",
+    "INT16": "int16",
+    "INT8": "int8",
+    "UINT8": "uint8",
+    "BOOL": "bool",
+}
+"""ONNX element type -> the numpy dtype hwnas feeds; inputs of any other type are refused."""
+
+PASS_THROUGH = frozenset(
+    {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand", "Transpose",
+     "Slice", "Tile", "Clip"}
+)  # fmt: skip
+"""Operators through which an integer input stays an index into the same table."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One graph input and the values hwnas feeds it.
+
+    Attributes:
+        name: the input's name in the graph.
+        shape: its shape, batch first where it has one.
+        dtype: the numpy dtype name ("float32", "int64", "bool").
+        high: for an integer input used as indices, the size of the gathered axis (values are
+            drawn from ``[0, high)``); None otherwise.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    high: int | None = None
+
+    def value(self, rng: np.random.Generator) -> np.ndarray:
+        """The array fed to this input (see the module docstring), of :attr:`shape`."""
+        if self.dtype.startswith("float"):
+            return rng.standard_normal(self.shape).astype(self.dtype)
+        if self.dtype == "bool":
+            return np.ones(self.shape, dtype=bool)
+        if self.high is not None:
+            return rng.integers(0, max(1, self.high), self.shape).astype(self.dtype)
+        if self.dtype in ("uint8", "int8"):
+            info = np.iinfo(self.dtype)
+            return rng.integers(info.min, info.max + 1, self.shape).astype(self.dtype)
+        return np.ones(self.shape, dtype=self.dtype)
+
+    @property
+    def text(self) -> str:
+        """"ids int64 1x128" (for messages and model cards)."""
+        return f"{self.name} {self.dtype} {'x'.join(map(str, self.shape)) or 'scalar'}"
+
+
+def model_inputs(
+    model: Any,
+    where: str = "the model",
+    batch_size: int = 1,
+    first_shape: tuple[int, ...] | None = None,
+) -> list[InputSpec]:
+    """The inputs of ``model`` (an ``onnx.ModelProto``) and how each is fed, in graph order
+    (initialisers listed as inputs left out).
+
+    Args:
+        model: the ONNX model.
+        where: names the model in errors (its path).
+        batch_size: what a dynamic first axis takes.
+        first_shape: the first input's shape, overriding its declared one (a workload's shape,
+            a kernel's shape); the batch size is then its first axis.
+
+    Raises:
+        HwnasError: no input; an input of a type hwnas does not feed (string, complex...), with
+            no declared shape, or with a dynamic axis other than the first; a ``batch_size``
+            below 1.
+    """
+    from onnx import TensorProto
+
+    if batch_size < 1:
+        raise HwnasError(f"batch size must be at least 1, got {batch_size}")
+    weights = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in weights]
+    if not inputs:
+        raise HwnasError(f"{where}: the graph has no input to feed")
+    if first_shape is not None:
+        batch_size = int(first_shape[0]) if len(first_shape) else batch_size
+    bounds = _index_bounds(model, {i.name for i in inputs})
+    specs = []
+    for k, inp in enumerate(inputs):
+        tt = inp.type.tensor_type
+        if not inp.type.HasField("tensor_type"):
+            raise HwnasError(f"{where}: input '{inp.name}' is not a tensor; hwnas feeds tensors")
+        kind = TensorProto.DataType.Name(tt.elem_type)
+        if kind not in DTYPES:
+            raise HwnasError(
+                f"{where}: input '{inp.name}' is {kind.lower()}; hwnas feeds inputs of type "
+                f"{', '.join(k.lower() for k in DTYPES)}"
+            )
+        if k == 0 and first_shape is not None:
+            shape = tuple(int(d) for d in first_shape)
+        else:
+            if not tt.HasField("shape"):
+                raise HwnasError(
+                    f"{where}: input '{inp.name}' declares no shape; export the model with "
+                    "its input shapes"
+                )
+            shape = _static_shape(inp, where, batch_size)
+        specs.append(InputSpec(inp.name, shape, DTYPES[kind], bounds.get(inp.name)))
+    return specs
+
+
+def _static_shape(inp, where: str, batch_size: int) -> tuple[int, ...]:
+    dims = []
+    for i, d in enumerate(inp.type.tensor_type.shape.dim):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            dims.append(int(d.dim_value))
+        elif i == 0:
+            dims.append(int(batch_size))
+        else:
+            name = d.dim_param or "?"
+            raise HwnasError(
+                f"{where}: input '{inp.name}' axis {i} is dynamic ('{name}'); only the batch "
+                "axis may be: latency depends on the size, so export the model at the size it "
+                "will run at (torch.onnx.export without that axis in dynamic_axes / dynamic_shapes)"
+            )
+    return tuple(dims)
+
+
+def _index_bounds(model, names: set[str]) -> dict[str, int]:
+    """Input name -> the smallest gathered axis it indexes (through :data:`PASS_THROUGH`
+    operators), for the integer inputs used as ``Gather``/``GatherElements`` indices of a
+    tensor of known size (an initialiser or a Constant)."""
+    from onnx import numpy_helper
+
+    sizes = {t.name: tuple(int(d) for d in t.dims) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value":
+                    sizes[node.output[0]] = tuple(numpy_helper.to_array(a.t).shape)
+    consumers: dict[str, list] = {}
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, i))
+    bounds: dict[str, int] = {}
+    for start in names:
+        seen, queue = {start}, deque([start])
+        while queue:
+            name = queue.popleft()
+            for node, i in consumers.get(name, []):
+                if node.op_type in ("Gather", "GatherElements") and i == 1:
+                    data = sizes.get(node.input[0])
+                    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                    if data and -len(data) <= axis < len(data):
+                        n = data[axis]
+                        bounds[start] = min(bounds.get(start, n), n)
+                elif node.op_type in PASS_THROUGH and i == 0:
+                    for out in node.output:
+                        if out and out not in seen:
+                            seen.add(out)
+                            queue.append(out)
+    return bounds
+
+
+def feeds(specs: list[InputSpec], seed: int = 0) -> dict[str, np.ndarray]:
+    """Input name -> the array fed to it (:meth:`InputSpec.value`), the same for a seed."""
+    rng = np.random.default_rng(seed)
+    return {s.name: s.value(rng) for s in specs}
+
+
+def bytes_inputs(
+    onnx_bytes: bytes, first_shape: tuple[int, ...] | None = None
+) -> list[InputSpec]:
+    """:func:`model_inputs` of a serialised model (its weights are not needed, only its
+    graph's inputs and index uses).
+
+    Raises:
+        HwnasError: as :func:`model_inputs`; bytes that are not an ONNX model.
+    """
+    import onnx
+
+    try:
+        model = onnx.load_from_string(onnx_bytes)
+    except Exception as exc:  # DecodeError and others
+        raise HwnasError(f"not an ONNX model: {type(exc).__name__}") from None
+    return model_inputs(model, first_shape=first_shape)

@@ -1,0 +1,133 @@
+"""Models that are not one float image: token ids, masks, several inputs, weights in external
+data files. hwnas refused every one ("hwnas times models with one float32 input") and could not
+read a model saved by ``torch.onnx.export``'s default exporter with its weights beside it."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from hwnas.errors import HwnasError
+from hwnas.onnx_inputs import feeds, model_inputs
+from tests.helpers import hwnas_main
+
+VOCAB, SEQ, WIDTH = 500, 16, 8
+
+
+def text_model(batch: int | str = "batch", seq: int | str = SEQ) -> onnx.ModelProto:
+    """A tiny text classifier as exporters write one: input_ids (int64, cast to int32 before
+    the embedding's Gather), an attention mask (int64) weighting the mean, a float output."""
+    rng = np.random.default_rng(0)
+    emb = numpy_helper.from_array(rng.standard_normal((VOCAB, WIDTH)).astype(np.float32), "emb")
+    head = numpy_helper.from_array(rng.standard_normal((WIDTH, 2)).astype(np.float32), "head")
+    axes = numpy_helper.from_array(np.array([2], np.int64), "axes")
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["ids32"], to=TensorProto.INT32),
+        helper.make_node("Gather", ["emb", "ids32"], ["x"]),
+        helper.make_node("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["m", "axes"], ["m3"]),
+        helper.make_node("Mul", ["x", "m3"], ["xm"]),
+        helper.make_node("ReduceMean", ["xm"], ["pooled"], axes=[1], keepdims=0),
+        helper.make_node("MatMul", ["pooled", "head"], ["logits"]),
+    ]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, [batch, seq])
+              for n in ("input_ids", "attention_mask")]  # fmt: skip
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 2])
+    graph = helper.make_graph(nodes, "text", inputs, [out], [emb, head, axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_token_ids_spread_over_the_vocabulary_and_a_mask_keeps_every_position():
+    specs = model_inputs(text_model(), batch_size=3)
+    assert [(s.name, s.shape, s.dtype, s.high) for s in specs] == [
+        ("input_ids", (3, SEQ), "int64", VOCAB),  # found through the Cast
+        ("attention_mask", (3, SEQ), "int64", None),
+    ]
+    fed = feeds(specs)
+    ids = fed["input_ids"]
+    assert ids.dtype == np.int64 and ids.min() >= 0 and ids.max() < VOCAB
+    assert len(np.unique(ids)) > SEQ  # spread over the table, not one row
+    assert (fed["attention_mask"] == 1).all()
+    np.testing.assert_array_equal(feeds(specs)["input_ids"], ids)  # the same every time
+
+
+def test_image_inputs_of_other_types_get_values_of_their_type():
+    x8 = helper.make_tensor_value_info("img", TensorProto.UINT8, [1, 3, 4, 4])
+    flag = helper.make_tensor_value_info("flag", TensorProto.BOOL, [])
+    half = helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 3, 4, 4])
+    graph = helper.make_graph([helper.make_node("Identity", ["img"], ["y"])], "g",
+                              [x8, flag, half], [y])  # fmt: skip
+    fed = feeds(model_inputs(helper.make_model(graph)))
+    assert fed["img"].dtype == np.uint8 and fed["img"].max() > 100  # the whole range
+    assert fed["flag"].shape == () and fed["flag"].dtype == bool and bool(fed["flag"])
+    assert fed["h"].dtype == np.float16
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (text_model(seq="sequence"), "input 'input_ids' axis 1 is dynamic ('sequence')"),
+        (helper.make_model(helper.make_graph(
+            [helper.make_node("Identity", ["s"], ["y"])], "g",
+            [helper.make_tensor_value_info("s", TensorProto.STRING, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.STRING, [1])])),
+         "input 's' is string; hwnas feeds inputs of type float, float16"),
+    ],
+)  # fmt: skip
+def test_inputs_hwnas_cannot_feed_are_named(model, expected):
+    with pytest.raises(HwnasError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        model_inputs(model, "m.onnx")
+
+
+def test_a_text_model_is_measured_and_predicted_through_the_cli(tmp_path):
+    """Measured by ONNX Runtime at --batch-size 2 (the mask takes the batch too), and predicted
+    kernel by kernel: the embedding's Gather is a kernel fed token ids (it was bookkeeping,
+    as the ids are not float)."""
+    from hwnas.predictors.kernels.read import read_kernels
+
+    path = tmp_path / "text.onnx"
+    onnx.save(text_model(), path)
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", str(path), "--batch-size", "2",
+                   "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "text.onnx" in r.stdout and "1 measured" in r.stdout
+    kernels = read_kernels(path.read_bytes(), (1, SEQ)).kernels
+    gather = next(k for k in kernels if k.op == "Gather")
+    assert [(t.dtype, t.role) for t in gather.inputs] == [("float32", "w"), ("int32", "x")]
+    assert gather.outputs == ((1, SEQ, WIDTH),)
+    r = hwnas_main("predict", "--device", "cpu-fast", "--onnx", str(path),
+                   "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"{path}: " in r.stdout and " ms (std " in r.stdout
+
+
+def test_weights_in_an_external_data_file_are_read_with_the_model(tmp_path):
+    """``torch.onnx.export`` saves large models as model.onnx plus model.onnx.data: hwnas
+    loaded the graph's bytes alone and ONNX Runtime could not find the weights."""
+    folder = tmp_path / "export"
+    folder.mkdir()
+    onnx.save(text_model(), folder / "text.onnx", save_as_external_data=True,
+              location="text.onnx.data", size_threshold=0)  # fmt: skip
+    assert (folder / "text.onnx.data").stat().st_size > VOCAB * WIDTH * 4
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", "export/text.onnx",
+                   "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (folder / "text.onnx.data").rename(tmp_path / "text.onnx.data")
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", "export/text.onnx",
+                   "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "text.onnx.data" in lines[0], r.stderr
+    # a data file outside the model's folder is not read, whatever the model says
+    model = onnx.load(folder / "text.onnx", load_external_data=False)
+    for t in model.graph.initializer:
+        next(e for e in t.external_data if e.key == "location").value = "../text.onnx.data"
+    onnx.save(model, folder / "text.onnx")
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", "export/text.onnx",
+                   "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "points outside" in lines[0], r.stderr
