@@ -181,6 +181,8 @@ def predict(
     metric: str = "latency_ms",
     runtime: str | None = None,
     predictor: str | None = None,
+    kernel_budget: int | None = None,
+    dims: dict[str, int] | None = None,
     store: str | Path | None = None,
 ) -> list[Any]:
     """Predict latency (ms) or energy (mJ) of ``models`` on a device: ``hwnas predict`` as a
@@ -199,6 +201,10 @@ def predict(
         metric: with ``device``: "latency_ms" or "energy_mj".
         runtime: with ``device``: the runtime replacing its profile's.
         predictor: a predictor artifact's name, or "kernel"; default: picked per model.
+        kernel_budget: the kernel-level predictor's new kernels it may time on the device
+            (None: ``hwnas predict``'s default, 2000; 0: none).
+        dims: sizes of ONNX models' dynamic input axes other than the batch, by name
+            (``{"sequence_length": 128}``; ``hwnas predict --dim``).
         store: measurement store, a SQLite path or a PostgreSQL URL (default: the home's).
 
     Returns:
@@ -210,6 +216,7 @@ def predict(
             malformed arch, an unreadable file, too few usable device measurements.
     """
     from hwnas.measure import split_models
+    from hwnas.onnx_inputs import check_dims
     from hwnas.paths import path_arg
     from hwnas.predictors.calibration import parse_model
     from hwnas.predictors.predict import onnx_model, predict_models
@@ -218,11 +225,16 @@ def predict(
     path_arg("calibration", calibration)
     path_arg("store", store, "a path or a URL")
     path_arg("predictor", predictor, "a name or a folder's path")
+    if kernel_budget is not None:
+        from hwnas.limits import bounded
+
+        kernel_budget = bounded("kernel_budget", kernel_budget, 0, 10**6, integer=True)
 
     onnx, archs = split_models(models)
+    check_dims(onnx, dims or {})
     sp = get_space(space or "nasbench201", code=True)
     return predict_models(
-        [onnx_model(p) for p in onnx],
+        [onnx_model(p, dims) for p in onnx],
         [parse_model(sp, t, Path.cwd(), "arch") for t in archs],
         sp,
         device=device,
@@ -230,5 +242,6 @@ def predict(
         metric=metric,
         runtime=runtime,
         predictor=predictor,
+        kernel_budget=kernel_budget,
         store=store,
     )

@@ -100,10 +100,11 @@ class NoisyMeasurementError(CandidateError):
         self.measurement = m
 
 
-def onnx_workload(path, batch_size: int = 1) -> Workload:
+def onnx_workload(path, batch_size: int = 1, dims: dict[str, int] | None = None) -> Workload:
     """The workload of an ONNX file: its inputs as :mod:`hwnas.onnx_inputs` feeds them (a
-    dynamic batch axis takes ``batch_size``), keyed by its first input's shape and hashed by
-    the file's bytes and that shape.
+    dynamic batch axis takes ``batch_size``; the dynamic axes ``dims`` names take its sizes,
+    :func:`hwnas.onnx_inputs.fix_dims`), keyed by its first input's shape and hashed by the
+    bytes run and that shape.
 
     Raises:
         HwnasError: ``batch_size`` below 1; unreadable or invalid ONNX
@@ -119,6 +120,10 @@ def onnx_workload(path, batch_size: int = 1) -> Workload:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
     model, data = read_onnx(path)
+    if dims:
+        from hwnas.onnx_inputs import fix_dims
+
+        data = fix_dims(model, dims).SerializeToString()
     shape = onnx_input_shape(model, path, batch_size)
     key = content_hash(data, "x".join(map(str, shape)))
     return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
@@ -412,6 +417,7 @@ def measure(
     space: str | None = None,
     dataset: str = "cifar100",
     batch_size: int = 1,
+    dims: dict[str, int] | None = None,
     runtime: str | None = None,
     store: Any = None,
 ) -> list[MeasuredModel]:
@@ -427,6 +433,8 @@ def measure(
         space: the space of the arch strings (default nasbench201).
         dataset: the dataset whose network an arch string is (its input size and classes).
         batch_size: B of the measured input (an ONNX model's dynamic batch axis takes it).
+        dims: sizes of ONNX models' other dynamic input axes, by name
+            (``{"sequence_length": 128}``; ``hwnas measure --dim``).
         runtime: runtime replacing the device profile's ("ort", "tvm").
         store: measurement store, a SQLite path or a PostgreSQL URL (default: the home's).
 
@@ -448,27 +456,36 @@ def measure(
     batch_size = bounded("batch_size", batch_size, 1, MAX_BATCH_SIZE, integer=True)
     dev = get_device(device, runtime=runtime)
     dev.require_reachable()
-    workloads = model_workloads(archs, onnx, space or "nasbench201", dataset, batch_size)
+    workloads = model_workloads(archs, onnx, space or "nasbench201", dataset, batch_size, dims)
     return measure_models(dev, workloads, store).models
 
 
 def model_workloads(
-    archs: list[str], onnx_paths: list[Any], space: str, dataset: str, batch_size: int = 1
+    archs: list[str],
+    onnx_paths: list[Any],
+    space: str,
+    dataset: str,
+    batch_size: int = 1,
+    dims: dict[str, int] | None = None,
 ) -> list[Workload]:
     """The workloads of arch strings (or indices) of ``space`` built for ``dataset`` (read and
-    checked first), then of ONNX files, at ``batch_size`` (``hwnas measure``'s models).
+    checked first), then of ONNX files, at ``batch_size``, their dynamic axes named in ``dims``
+    at its sizes (``hwnas measure``'s models).
 
     Raises:
-        HwnasError: an unknown space or dataset, a malformed arch, an unreadable ONNX file.
+        HwnasError: an unknown space or dataset, a malformed arch, an unreadable ONNX file, a
+            ``dims`` name no ONNX file has.
     """
+    from hwnas.onnx_inputs import check_dims
     from hwnas.spaces import arch_from_text, get_space
 
+    check_dims(onnx_paths, dims or {})
     workloads = []
     if archs:
         sp = get_space(space)
         sp.dataset(dataset)
         workloads += [arch_workload(sp, arch_from_text(sp, t), dataset, batch_size) for t in archs]
-    return workloads + [onnx_workload(path, batch_size) for path in onnx_paths]
+    return workloads + [onnx_workload(path, batch_size, dims) for path in onnx_paths]
 
 
 class _MeasureModule(types.ModuleType):

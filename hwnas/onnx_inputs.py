@@ -13,9 +13,10 @@ the model to run the way it will in use:
 - other integer inputs (an attention mask, a length) are all ones, and bool inputs all True: a
   mask that keeps every position, the work the model does on a full-length input.
 
-Every axis must be static but the first, which takes the batch size when it is dynamic (the
-size of a sequence or image changes the work done, so the model is exported at the size it will
-run at). Used by the runtimes (:mod:`hwnas.runtimes`), the workloads of ONNX files
+Every axis must be static but the first, which takes the batch size when it is dynamic: the
+size of a sequence or image changes the work done, so a model exported with a dynamic sequence
+axis is first fixed to the size it will run at (:func:`fix_dims`: ``--dim sequence_length=128``
+on the command line). Used by the runtimes (:mod:`hwnas.runtimes`), the workloads of ONNX files
 (:func:`hwnas.measure.onnx_workload`) and the graph and kernel readers of the predictors.
 """
 
@@ -149,11 +150,14 @@ def _static_shape(inp, where: str, batch_size: int) -> tuple[int, ...]:
         elif i == 0:
             dims.append(int(batch_size))
         else:
-            name = d.dim_param or "?"
+            how = (
+                f"give its size with --dim {d.dim_param}=N or export the model at that size"
+                if d.dim_param
+                else "export the model at the size it will run at"
+            )
             raise HwnasError(
-                f"{where}: input '{inp.name}' axis {i} is dynamic ('{name}'); only the batch "
-                "axis may be: latency depends on the size, so export the model at the size it "
-                "will run at (torch.onnx.export without that axis in dynamic_axes / dynamic_shapes)"
+                f"{where}: input '{inp.name}' axis {i} is dynamic ('{d.dim_param or '?'}'); only "
+                f"the batch axis may be, as latency depends on the size: {how}"
             )
     return tuple(dims)
 
@@ -192,6 +196,70 @@ def _index_bounds(model, names: set[str]) -> dict[str, int]:
                             seen.add(out)
                             queue.append(out)
     return bounds
+
+
+def dynamic_dims(model) -> list[str]:
+    """The names of the dynamic axes (``dim_param``) of ``model``'s inputs, in order."""
+    weights = {t.name for t in model.graph.initializer}
+    names: list[str] = []
+    for inp in model.graph.input:
+        if inp.name not in weights:
+            for d in inp.type.tensor_type.shape.dim:
+                if d.dim_param and not d.HasField("dim_value") and d.dim_param not in names:
+                    names.append(d.dim_param)
+    return names
+
+
+def fix_dims(model: Any, dims: dict[str, int]) -> Any:
+    """``model`` (an ``onnx.ModelProto``, changed in place and returned) with each dynamic axis
+    of its inputs that ``dims`` names fixed to the size it gives, in every tensor of the graph
+    (ONNX Runtime's ``make_dim_param_fixed``); names the model does not have are left out
+    (:func:`check_dims` finds those no model has). An axis named by several inputs
+    (``sequence_length`` of ids and mask) takes the size in all of them.
+    """
+    from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
+
+    have = dynamic_dims(model)
+    for name, size in dims.items():
+        if name in have:
+            make_dim_param_fixed(model.graph, name, int(size))
+    return model
+
+
+def check_dims(paths: list[Any], dims: dict[str, int]) -> None:
+    """Refuse a ``--dim`` name that no ONNX file of ``paths`` has as a dynamic input axis, or a
+    size below 1, before any work.
+
+    Raises:
+        HwnasError: one line naming the dynamic axes the files have.
+    """
+    from collections.abc import Mapping
+
+    import onnx
+
+    if not isinstance(dims, Mapping):
+        raise HwnasError(f"dims must map axis names to sizes ({{'sequence_length': 128}}), got "
+                         f"{type(dims).__name__}")  # fmt: skip
+    for name, size in dims.items():
+        if not isinstance(name, str) or isinstance(size, bool) or not isinstance(size, int):
+            raise HwnasError(f"dims: {name!r}: {size!r} is not an axis name and an integer size")
+        if size < 1:
+            raise HwnasError(f"--dim {name}={size}: the size must be at least 1")
+    if not dims:
+        return
+    have: list[str] = []
+    for path in paths:
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except Exception:  # noqa: BLE001 (reading the file reports it, naming it)
+            continue
+        have += [d for d in dynamic_dims(model) if d not in have]
+    unknown = [n for n in dims if n not in have]
+    if unknown:
+        raise HwnasError(
+            f"--dim {unknown[0]}: no input axis of the ONNX model(s) is named '{unknown[0]}' "
+            f"(their dynamic axes: {', '.join(have) or 'none'})"
+        )
 
 
 def feeds(specs: list[InputSpec], seed: int = 0) -> dict[str, np.ndarray]:

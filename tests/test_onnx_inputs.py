@@ -9,6 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import hwnas
 from hwnas.errors import HwnasError
 from hwnas.onnx_inputs import feeds, model_inputs
 from tests.helpers import hwnas_main
@@ -131,3 +132,36 @@ def test_weights_in_an_external_data_file_are_read_with_the_model(tmp_path):
                    "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "points outside" in lines[0], r.stderr
+
+
+def test_a_dynamic_sequence_is_fixed_by_its_name(tmp_path):
+    """Text models are exported with dynamic batch and sequence axes (``sequence_length``):
+    ``--dim sequence_length=N`` fixes the sequence in every input; a name the model does not
+    have, or a value that is not NAME=SIZE, is one line before any work."""
+    path = tmp_path / "text.onnx"
+    onnx.save(text_model(seq="sequence_length"), path)
+    store = ["--store", str(tmp_path / "m.db")]
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, *store)
+    assert r.returncode == 2 and "give its size with --dim sequence_length=N" in r.stderr
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--dim", "seq=8", *store)
+    assert r.returncode == 2, r.stderr
+    assert (
+        "--dim seq: no input axis of the ONNX model(s) is named 'seq' (their dynamic axes: "
+        "batch, sequence_length)" in r.stderr
+    )
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--dim", "seq", *store)
+    assert r.returncode == 2 and "'seq' is not NAME=SIZE" in r.stderr
+    short, long = (
+        hwnas.measure(path, device="cpu-fast", dims={"sequence_length": n},
+                      store=tmp_path / "m.db")[0]
+        for n in (8, 512)
+    )  # fmt: skip
+    assert short.latency.model_hash != long.latency.model_hash  # two sizes, two measurements
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--dim", "sequence_length=8",
+                   *store)  # fmt: skip
+    assert r.returncode == 0 and "0 measured, 1 from the store" in r.stdout, r.stderr
+    (p,) = hwnas.predict(path, device="cpu-fast", dims={"sequence_length": 8},
+                         store=tmp_path / "m.db")  # fmt: skip
+    assert p.low < p.value < p.high
+    with pytest.raises(HwnasError, match="not an axis name and an integer size"):
+        hwnas.predict(path, device="cpu-fast", dims={"sequence_length": "8"})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import DEVICE, device_options, store_option
+from hwnas.cli.options import DEVICE, device_options, dim_option, store_option
 from hwnas.spaces import space_option
 
 
@@ -40,10 +40,11 @@ from hwnas.spaces import space_option
 )
 @click.option("--dataset", default="cifar100", show_default=True, help="Dataset of --arch.")
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Batch size.")
+@dim_option
 @store_option
 @click.pass_context
 def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, archs_file,
-                  onnx_files, space, dataset, batch_size, store):  # fmt: skip
+                  onnx_files, space, dataset, batch_size, dims, store):  # fmt: skip
     """Measure latency (and energy where the device has a meter) of architectures or ONNX
     models on DEVICE, and store them (taken once per device, runtime and model).
 
@@ -70,7 +71,8 @@ def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, arc
 
     dev = _open_device(device, runtime, tracker, key, target, trials)
     texts = list(archs) + (_read_archs(archs_file) if archs_file else [])
-    _measure(dev, model_workloads(texts, list(onnx_files), space, dataset, batch_size), store)
+    workloads = model_workloads(texts, list(onnx_files), space, dataset, batch_size, dims)
+    _measure(dev, workloads, store)
 
 
 def _read_archs(path: Path) -> list[str]:

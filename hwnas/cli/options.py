@@ -95,6 +95,28 @@ store_option = click.option(
     "the hwnas home ($HWNAS_HOME or the user data folder).",
 )
 
+def _dims_value(_ctx, _param, values) -> dict[str, int]:
+    """``--dim NAME=SIZE`` values -> {NAME: SIZE}."""
+    dims: dict[str, int] = {}
+    for text in values:
+        name, eq, size = text.partition("=")
+        if not eq or not name.strip() or not size.strip().isdigit():
+            raise click.BadParameter(f"'{text}' is not NAME=SIZE (sequence_length=128)")
+        dims[name.strip()] = int(size)
+    return dims
+
+
+dim_option = click.option(
+    "--dim",
+    "dims",
+    multiple=True,
+    metavar="NAME=SIZE",
+    callback=_dims_value,
+    help="Fix an ONNX model's dynamic input axis by its name (repeatable): "
+    "--dim sequence_length=128 times a text model exported with a dynamic sequence at 128 "
+    "tokens. The batch axis takes --batch-size.",
+)
+
 storage_option = click.option(
     "--storage",
     default=None,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import RUNTIME, store_option
+from hwnas.cli.options import RUNTIME, dim_option, store_option
 
 
 @click.command("predict")
@@ -83,14 +83,15 @@ from hwnas.cli.options import RUNTIME, store_option
 @click.option(
     "--kernel-budget",
     type=click.IntRange(min=0),
-    default=2000,
+    default=2000,  # hwnas.predictors.kernels.device.KERNEL_BUDGET (not imported: startup)
     show_default=True,
     help="Kernel-level predictor: new kernels it may time on the device (each once, kept in "
     "the store); 0 predicts from the kernels already timed.",
 )
+@dim_option
 @store_option
 def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_texts, archs, out,
-                predictor, kernel_budget, store):  # fmt: skip
+                predictor, kernel_budget, dims, store):  # fmt: skip
     """Predict latency (or energy) of models on a device: ONNX files, architectures, or every
     row of ARCHS.csv, with a standard deviation and a 90% interval.
 
@@ -107,6 +108,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     hwnas predict --calibration cal.csv --archs archs.csv --out pred.csv
     """
     from hwnas.errors import HwnasError
+    from hwnas.onnx_inputs import check_dims
     from hwnas.predictors.calibration import parse_model, read_archs, write_predictions
     from hwnas.predictors.predict import onnx_model, predict_models
     from hwnas.spaces import get_space
@@ -118,7 +120,8 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     if archs is not None and out is None:
         raise HwnasError("--archs writes its predictions to a file: add --out PRED.csv")
     sp = get_space(space or "nasbench201")
-    onnx_models = [onnx_model(p) for p in onnx_files]
+    check_dims(list(onnx_files), dims)
+    onnx_models = [onnx_model(p, dims) for p in onnx_files]
     arch_models = [parse_model(sp, t, Path.cwd(), "--arch") for t in arch_texts]
     shown = {id(m) for m in onnx_models + arch_models}  # printed; --archs rows go to --out
     if archs is not None:

@@ -405,8 +405,9 @@ def _einsum(acc, node, attrs, shapes, full, constants, elems) -> bool:
     return True
 
 
-def load_graph_model(path: str | Path) -> GraphModel:
-    """A :class:`GraphModel` from an ONNX file.
+def load_graph_model(path: str | Path, dims: dict[str, int] | None = None) -> GraphModel:
+    """A :class:`GraphModel` from an ONNX file, the dynamic input axes ``dims`` names fixed
+    to its sizes (:func:`hwnas.onnx_inputs.fix_dims`).
 
     Raises:
         HwnasError: missing, corrupt or unsupported ONNX file, or one with an input hwnas
@@ -416,6 +417,10 @@ def load_graph_model(path: str | Path) -> GraphModel:
     from hwnas.measure import onnx_input_shape
 
     model, data = read_onnx(path)
+    if dims:
+        from hwnas.onnx_inputs import fix_dims
+
+        data = fix_dims(model, dims).SerializeToString()
     onnx_input_shape(model, path)
     try:
         features, uncounted = read_graph(model)

@@ -68,7 +68,8 @@ def predict_models(
         runtime: with ``device``: the runtime replacing its profile's.
         predictor: a predictor artifact's name, "kernel" (the kernel-level predictor for
             architectures too), or None (picked per model, see the module doc).
-        kernel_budget: most kernels timed now by the kernel-level predictor.
+        kernel_budget: most kernels timed now by the kernel-level predictor (None:
+            :data:`hwnas.predictors.kernels.device.KERNEL_BUDGET`).
         store: the measurement store (a SQLite path or a PostgreSQL URL; default the home's).
         note: gets the lines that say which predictor was used and any warning.
 
@@ -181,15 +182,17 @@ def warn_suspects(pred, models, values, metric: str, note: Callable[[str], None]
         note(gross_error_warning(metric, models[i], float(values[i]), p))
 
 
-def onnx_model(path: str | Path) -> Any:
-    """The graph model of the ONNX file ``path``, labelled by its path.
+def onnx_model(path: str | Path, dims: dict[str, int] | None = None) -> Any:
+    """The graph model of the ONNX file ``path``, labelled by its path, the dynamic input axes
+    ``dims`` names fixed to its sizes.
 
     Raises:
-        HwnasError: the file cannot be read as an ONNX model.
+        HwnasError: the file cannot be read as an ONNX model, or has an input hwnas cannot
+            feed.
     """
     from hwnas.predictors.graph import load_graph_model
 
-    return replace(load_graph_model(path), label=str(path))
+    return replace(load_graph_model(path, dims), label=str(path))
 
 
 def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
@@ -198,9 +201,10 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
     ``note``."""
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
-    from hwnas.predictors.kernels.device import kernel_predictor
+    from hwnas.predictors.kernels.device import KERNEL_BUDGET, kernel_predictor
     from hwnas.store import MeasurementStore
 
+    budget = KERNEL_BUDGET if budget is None else budget
     dev.require_reachable()
     if store is None:
         check_writable(hwnas_home(), "HWNAS_HOME")

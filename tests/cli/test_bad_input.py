@@ -190,7 +190,7 @@ def test_onnx_models_hwnas_cannot_feed_are_refused_before_measuring(tmp_path):
     r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", text, cwd=tmp_path)
     _one_line_error(r, "input 's' is string; hwnas feeds inputs of type float, float16")
     r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", seq, cwd=tmp_path)
-    _one_line_error(r, "input 'ids' axis 1 is dynamic ('seq'); only the batch axis may be")
+    _one_line_error(r, "input 'ids' axis 1 is dynamic ('seq'); only the batch axis may be, as")
 
 
 def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):

@@ -18,6 +18,10 @@ import numpy as np
 
 from hwnas.predictors.kernels.model import Correction, KernelPredictor
 
+KERNEL_BUDGET = 2000
+"""New kernels one prediction may time on the device by default (``hwnas predict
+--kernel-budget``): a 224x224 network has 50-300 kernels, most shared with others."""
+
 PRIOR = Correction(scale=1.35, bias_ms=0.0, rel_std=0.40, q=1.6448536, networks=0)
 """Correction before any calibration network is measured on the device, from the two CPUs
 this project has measured whole networks and their kernels on (ONNX Runtime 1.32, 1 thread):
@@ -51,7 +55,7 @@ def calibration_networks(device, store, spaces=CALIBRATION_SPACES):
 
 
 def kernel_predictor(
-    profiler, budget: int = 2000, on_kernel: Callable | None = None
+    profiler, budget: int = KERNEL_BUDGET, on_kernel: Callable | None = None
 ) -> tuple[KernelPredictor, str]:
     """The kernel-level predictor of ``profiler``'s device and one line saying how its
     network-level correction was calibrated.
