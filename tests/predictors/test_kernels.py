@@ -11,7 +11,12 @@ import pytest
 from hwnas.measure import network_workload
 from hwnas.predictors.graph import GraphModel, onnx_graph_features
 from hwnas.predictors.kernels.features import FEATURES, feature_matrix, kernel_type
-from hwnas.predictors.kernels.model import Correction, KernelPredictor, fit_correction
+from hwnas.predictors.kernels.model import (
+    Correction,
+    KernelPredictor,
+    ModelEstimate,
+    fit_correction,
+)
 from hwnas.predictors.kernels.read import optimise, read_kernels
 from hwnas.predictors.kernels.regress import KernelRegressors
 
@@ -151,6 +156,29 @@ def test_correction_and_conformal_interval_cover_the_calibration_networks():
     half = c.q * np.sqrt(c.rel_std**2 + 0.01**2)
     assert np.mean(np.abs(np.log(y / pred)) <= half) >= 0.85
     assert Correction().scale == 1.0
+
+
+def test_a_network_far_outside_the_calibration_range_gets_a_wide_but_usable_interval():
+    """A 1 ms text model against calibration networks of 3-70 ms: the interval grows with how
+    far outside it lies, but stays a few times the prediction (widening by the whole log
+    distance gave 0.002-677 ms for a 1.1 ms model)."""
+    rng = np.random.default_rng(0)
+    total = np.exp(rng.uniform(np.log(3), np.log(70), 20))
+    c = fit_correction(total, 1.1 * total * np.exp(rng.normal(0, 0.1, 20)), np.full(20, 0.03))
+    kp = KernelPredictor(None, budget=0)
+    kp.correction = c
+
+    def interval(ms):
+        return kp.interval(ModelEstimate(ms, 0.03, 50, 50, 0, 0, 0, 0, ()))
+
+    lo, mid, hi, note = interval(10.0)  # inside the range: the conformal interval alone
+    assert not note and 1.1 < hi / mid < 1.5
+    widths = []
+    for ms in (1.0, 0.1, 2000.0):  # 3x, 30x below; 29x above
+        lo, mid, hi, note = interval(ms)
+        assert "outside the calibration networks'" in note and lo < mid < hi
+        widths.append(hi / mid)
+    assert 2.0 < widths[0] < widths[1] < 12.0 and 2.0 < widths[2] < 12.0
 
 
 def _conv_model(c: int, groups: int) -> bytes:
