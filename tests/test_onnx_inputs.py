@@ -165,3 +165,26 @@ def test_a_dynamic_sequence_is_fixed_by_its_name(tmp_path):
     assert p.low < p.value < p.high
     with pytest.raises(HwnasError, match="not an axis name and an integer size"):
         hwnas.predict(path, device="cpu-fast", dims={"sequence_length": "8"})
+
+
+def test_a_float16_model_is_read_kernel_by_kernel():
+    """ONNX Runtime runs a float16 LayerNormalization natively on the CPU: it is a kernel of
+    float16 data (it was counted as a shape-only node: only float32 tensors were data), and
+    the Casts ONNX Runtime puts around float32-only operators are kernels too."""
+    from hwnas.predictors.kernels.read import read_kernels
+
+    scale = numpy_helper.from_array(np.ones(64, np.float16), "scale")
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale"], ["n"]),
+             helper.make_node("Relu", ["n"], ["y"])]  # fmt: skip
+    half = [1, 64, 64]
+    graph = helper.make_graph(nodes, "half",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT16, half)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, half)],
+                              [scale])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    mk = read_kernels(model.SerializeToString())
+    assert mk.bookkeeping == 0
+    norm = next(k for k in mk.kernels if k.op == "LayerNormalization")
+    assert norm.inputs[0].dtype == "float16" and norm.inputs[0].role == "x"
+    assert [k.op for k in mk.kernels].count("Cast") == 2  # around the float32 Relu

@@ -315,13 +315,13 @@ def read_kernels(
             continue
         floats_in = [
             i for i in node.input
-            if i and i not in weights and i in values and values[i].dtype == np.float32
+            if i and i not in weights and i in values and _floating(values[i].dtype)
         ]  # fmt: skip
         indices_in = [
             i for i in node.input
-            if i and i not in weights and i in dynamic and values[i].dtype != np.float32
+            if i and i not in weights and i in dynamic and not _floating(values[i].dtype)
         ]  # fmt: skip (token ids an embedding gathers)
-        floats_out = [o for o in node.output if o in values and values[o].dtype == np.float32]
+        floats_out = [o for o in node.output if o in values and _floating(values[o].dtype)]
         if not (floats_in or indices_in) or not floats_out or node.op_type == "Shape":
             bookkeeping += 1
             continue
@@ -348,7 +348,7 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
             t = weights[name]
             arr_shape = tuple(int(d) for d in t.dims)
             dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
-            small = int(np.prod(arr_shape)) <= SMALL_CONSTANT or dtype != "float32"
+            small = int(np.prod(arr_shape)) <= SMALL_CONSTANT or not _floating(np.dtype(dtype))
             vals = tuple(numpy_helper.to_array(t).reshape(-1).tolist()) if small else ()
             specs.append(TensorSpec(new, arr_shape, dtype, "c" if small else "w", _round(vals)))
             init = onnx.TensorProto()
@@ -357,7 +357,7 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
             initializers.append(init)
             continue
         arr = values[name]
-        if arr.dtype == np.float32 or name in dynamic:  # run-time data: fed (token ids too)
+        if _floating(arr.dtype) or name in dynamic:  # run-time data: fed (token ids too)
             specs.append(TensorSpec(new, tuple(arr.shape), arr.dtype.name, "x"))
             graph_inputs.append(
                 helper.make_tensor_value_info(
@@ -400,6 +400,11 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
     key = content_hash("kernel", identity)
     label = _label(op, attrs, specs, out_shapes)
     return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, label, proto.SerializeToString())
+
+
+def _floating(dtype) -> bool:
+    """A float tensor of any width (float32, float16, float64): data or weights, not a shape."""
+    return bool(np.issubdtype(dtype, np.floating))
 
 
 def _round(vals: tuple) -> tuple:
