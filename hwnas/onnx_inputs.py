@@ -80,11 +80,6 @@ class InputSpec:
             return rng.integers(info.min, info.max + 1, self.shape).astype(self.dtype)
         return np.ones(self.shape, dtype=self.dtype)
 
-    @property
-    def text(self) -> str:
-        """"ids int64 1x128" (for messages and model cards)."""
-        return f"{self.name} {self.dtype} {'x'.join(map(str, self.shape)) or 'scalar'}"
-
 
 def model_inputs(
     model: Any,
