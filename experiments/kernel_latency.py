@@ -133,7 +133,8 @@ class Predictors:
             from hwnas.predictors.kernels.model import fit_correction
 
             kp.correction = fit_correction(
-                np.array([e.total_ms for e in est]), y_ref, np.array([e.rel_std for e in est])
+                np.array([e.total_ms for e in est]), y_ref, np.array([e.rel_std for e in est]),
+                families=[r["family"] for r in self.refs],
             )
         # FLOPs: log-latency on log-MACs over the references
         x = np.log([float(r["mmacs"]) for r in self.refs])
@@ -145,7 +146,8 @@ class Predictors:
         return kp.estimate_kernels(mk)
 
     def kernel(self, kp, rows):
-        out = [kp.interval(self.estimate(kp, r)) for r in rows]
+        out = [kp.interval(self.estimate(kp, r), r["family"] if r["family"] != "known" else None)
+               for r in rows]  # fmt: skip (a well-known network is of no calibration family)
         lo, mid, hi = (np.array([o[i] for o in out]) for i in range(3))
         warned = sum(bool(o[3]) for o in out)
         return mid, lo, hi, warned

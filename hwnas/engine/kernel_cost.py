@@ -54,7 +54,7 @@ class KernelCostModel(CostModel):
 
     def interval(self, arch: Arch) -> tuple[float, float, float, str]:
         """(low, mean, high, warning) of the deployed network's latency: its 90% interval."""
-        return self.predictor.interval(self.predictor.estimate(arch))
+        return self.predictor.interval(self.predictor.estimate(arch), arch.space)
 
 
 def _deployment(space: SearchSpace) -> str:

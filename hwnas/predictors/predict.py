@@ -202,6 +202,7 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.kernels.device import KERNEL_BUDGET, kernel_predictor
+    from hwnas.predictors.kernels.model import family_of
     from hwnas.store import MeasurementStore
 
     budget = KERNEL_BUDGET if budget is None else budget
@@ -214,7 +215,7 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
         out = []
         for m in models:
             e = kp.estimate(m)
-            lo, mid, hi, warn = kp.interval(e)
+            lo, mid, hi, warn = kp.interval(e, family_of(m))
             out.append((m, mid, (hi - lo) / (2 * 1.6448536), lo, hi))
             if warn:
                 note(f"warning: {m}: {warn}")

@@ -80,6 +80,12 @@ class Correction:
         q: conformal factor of the normalised 90% score (Z90 before calibration).
         networks: calibration networks it was fitted on (0: the prior).
         log_sum_range: (low, high) of log(sum) over calibration networks, or None.
+        families: the families (spaces) of the calibration networks.
+        family_rel: how far the scale moves from one family to another: the root mean square,
+            over families, of the log error of a family's median network under the scale
+            fitted on the others (0 with fewer than two families). A network of none of
+            :attr:`families` (a user's ONNX file, a user's space) adds it to its interval:
+            the conformal factor holds for networks like the calibration ones only.
     """
 
     scale: float = 1.0
@@ -88,6 +94,8 @@ class Correction:
     q: float = Z90
     networks: int = 0
     log_sum_range: tuple[float, float] | None = None
+    families: tuple[str, ...] = ()
+    family_rel: float = 0.0
 
     def apply(self, total: np.ndarray) -> np.ndarray:
         return np.maximum(self.scale * total + self.bias_ms, 1e-6)
@@ -319,7 +327,8 @@ class KernelPredictor(Predictor):
         est = [self.estimate(m) for m in archs]
         s = np.array([e.total_ms for e in est])
         kr = np.array([e.rel_std for e in est])
-        self.correction = fit_correction(s, y, kr)
+        families = [str(getattr(m, "space", "") or "") for m in archs]
+        self.correction = fit_correction(s, y, kr, families=families)
         return self
 
     def predict(self, archs: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
@@ -328,17 +337,23 @@ class KernelPredictor(Predictor):
         mean, std = np.zeros(len(archs)), np.zeros(len(archs))
         for i, m in enumerate(archs):
             e = self.estimate(m)
-            lo, mid, hi, note = self.interval(e)
+            lo, mid, hi, note = self.interval(e, family_of(m))
             mean[i], std[i] = mid, (hi - lo) / (2 * Z90)
             if note:
                 self.warnings.append(f"{m}: {note}")
         return mean, std
 
-    def interval(self, e: ModelEstimate) -> tuple[float, float, float, str]:
-        """(low, mean, high, warning) of one estimate: the 90% interval and why it is wide."""
+    def interval(
+        self, e: ModelEstimate, family: str | None = None
+    ) -> tuple[float, float, float, str]:
+        """(low, mean, high, warning) of one estimate: the 90% interval and why it is wide.
+        ``family``: the model's (:func:`family_of`); a model of no calibration family gets the
+        correction's :attr:`Correction.family_rel` too."""
         c = self.correction
         mid = float(c.apply(np.array([e.total_ms]))[0])
         rel = float(np.sqrt(c.rel_std**2 + e.rel_std**2))
+        if family not in c.families:
+            rel = float(np.sqrt(rel**2 + c.family_rel**2))
         notes = []
         if e.unseen:
             notes.append(
@@ -371,8 +386,18 @@ class KernelPredictor(Predictor):
         return mid * float(np.exp(-half)), mid, mid * float(np.exp(half)), note
 
 
+def family_of(model: Model) -> str | None:
+    """The family of a model for :meth:`KernelPredictor.interval`: an architecture's space, or
+    None (an ONNX file: a family no calibration network is of)."""
+    return getattr(model, "space", None)
+
+
 def fit_correction(
-    total: np.ndarray, y: np.ndarray, kernel_rel: np.ndarray, alpha: float = 0.1
+    total: np.ndarray,
+    y: np.ndarray,
+    kernel_rel: np.ndarray,
+    alpha: float = 0.1,
+    families: Sequence[str] | None = None,
 ) -> Correction:
     """Fit ``y = a * total`` (least squares on relative errors) and the conformal factor.
 
@@ -385,6 +410,8 @@ def fit_correction(
         y: their measured latency (ms), shape (n,).
         kernel_rel: relative standard deviation of each sum from its kernels, shape (n,).
         alpha: 1 - the coverage of the intervals (0.1: 90%).
+        families: each network's family (its space), shape (n,): gives
+            :attr:`Correction.family_rel` where two families have 3 networks or more.
 
     Returns:
         The :class:`Correction`; with fewer than 3 networks the prior's spread and factor.
@@ -410,6 +437,17 @@ def fit_correction(
     fitted.rel_std, fitted.q = rel_std, max(q, 1.0)
     ls = np.log(np.maximum(total, 1e-6))
     fitted.log_sum_range = (float(ls.min()), float(ls.max()))
+    if families is not None:
+        fam = np.asarray(list(families), dtype=object)
+        fitted.families = tuple(sorted(set(fam.tolist())))
+        shifts = []  # each family's median network under the scale of the others
+        for f in fitted.families:
+            own = fam == f
+            if own.sum() >= 3 and (~own).sum() >= 3:
+                s_other = np.sum(r[~own]) / np.sum(r[~own] ** 2)
+                shifts.append(float(np.median(np.log(1.0 / (s_other * r[own])))))
+        if len(shifts) >= 2:
+            fitted.family_rel = float(np.sqrt(np.mean(np.square(shifts))))
     return fitted
 
 
