@@ -103,8 +103,8 @@ class NoisyMeasurementError(CandidateError):
 def onnx_workload(path, batch_size: int = 1, dims: dict[str, int] | None = None) -> Workload:
     """The workload of an ONNX file: its inputs as :mod:`hwnas.onnx_inputs` feeds them (a
     dynamic batch axis takes ``batch_size``; the dynamic axes ``dims`` names take its sizes,
-    :func:`hwnas.onnx_inputs.fix_dims`), keyed by its first input's shape and hashed by the
-    bytes run and that shape.
+    :func:`hwnas.onnx_inputs.fix_dims`, and its label says so: "text.onnx (sequence_length=128)"),
+    keyed by its first input's shape and hashed by the bytes run and that shape.
 
     Raises:
         HwnasError: ``batch_size`` below 1; unreadable or invalid ONNX
@@ -120,13 +120,16 @@ def onnx_workload(path, batch_size: int = 1, dims: dict[str, int] | None = None)
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
     model, data = read_onnx(path)
+    label = path.name
     if dims:
-        from hwnas.onnx_inputs import fix_dims
+        from hwnas.onnx_inputs import dynamic_dims, fix_dims
 
+        fixed = [f"{name}={dims[name]}" for name in dynamic_dims(model) if name in dims]
+        label += f" ({', '.join(fixed)})" if fixed else ""
         data = fix_dims(model, dims).SerializeToString()
     shape = onnx_input_shape(model, path, batch_size)
     key = content_hash(data, "x".join(map(str, shape)))
-    return Workload(key, path.name, tuple(shape), onnx_factory=lambda: data)
+    return Workload(key, label, tuple(shape), onnx_factory=lambda: data)
 
 
 def onnx_input_shape(model, path, batch_size: int = 1) -> list[int]:

@@ -157,6 +157,8 @@ def test_a_dynamic_sequence_is_fixed_by_its_name(tmp_path):
         for n in (8, 512)
     )  # fmt: skip
     assert short.latency.model_hash != long.latency.model_hash  # two sizes, two measurements
+    assert (short.label, long.label) == ("text.onnx (sequence_length=8)",
+                                         "text.onnx (sequence_length=512)")  # fmt: skip
     r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--dim", "sequence_length=8",
                    *store)  # fmt: skip
     assert r.returncode == 0 and "0 measured, 1 from the store" in r.stdout, r.stderr
