@@ -114,19 +114,13 @@ def onnx_workload(path, batch_size: int = 1, dims: dict[str, int] | None = None)
     """
     from pathlib import Path
 
-    from hwnas.export import read_onnx
+    from hwnas.onnx_inputs import read_fixed
 
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
-    model, data = read_onnx(path)
-    label = path.name
-    if dims:
-        from hwnas.onnx_inputs import dynamic_dims, fix_dims
-
-        fixed = [f"{name}={dims[name]}" for name in dynamic_dims(model) if name in dims]
-        label += f" ({', '.join(fixed)})" if fixed else ""
-        data = fix_dims(model, dims).SerializeToString()
+    model, data, fixed = read_fixed(path, dims)
+    label = path.name + (f" ({', '.join(fixed)})" if fixed else "")
     shape = onnx_input_shape(model, path, batch_size)
     key = content_hash(data, "x".join(map(str, shape)))
     return Workload(key, label, tuple(shape), onnx_factory=lambda: data)

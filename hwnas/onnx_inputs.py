@@ -205,20 +205,38 @@ def dynamic_dims(model) -> list[str]:
     return names
 
 
-def fix_dims(model: Any, dims: dict[str, int]) -> Any:
-    """``model`` (an ``onnx.ModelProto``, changed in place and returned) with each dynamic axis
-    of its inputs that ``dims`` names fixed to the size it gives, in every tensor of the graph
-    (ONNX Runtime's ``make_dim_param_fixed``); names the model does not have are left out
-    (:func:`check_dims` finds those no model has). An axis named by several inputs
-    (``sequence_length`` of ids and mask) takes the size in all of them.
+def fix_dims(model: Any, dims: dict[str, int]) -> list[str]:
+    """Fix each dynamic axis of ``model``'s inputs (an ``onnx.ModelProto``, changed in place)
+    that ``dims`` names to the size it gives, in every tensor of the graph (ONNX Runtime's
+    ``make_dim_param_fixed``); names the model does not have are left out (:func:`check_dims`
+    finds those no model has). An axis named by several inputs (``sequence_length`` of ids and
+    mask) takes the size in all of them.
+
+    Returns:
+        What was fixed, "NAME=SIZE" each, in the model's order of its axes.
     """
     from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
 
-    have = dynamic_dims(model)
-    for name, size in dims.items():
-        if name in have:
-            make_dim_param_fixed(model.graph, name, int(size))
-    return model
+    fixed = []
+    for name in dynamic_dims(model):
+        if name in dims:
+            make_dim_param_fixed(model.graph, name, int(dims[name]))
+            fixed.append(f"{name}={int(dims[name])}")
+    return fixed
+
+
+def read_fixed(path: Any, dims: dict[str, int] | None) -> tuple[Any, bytes, list[str]]:
+    """(model, the bytes a runtime loads, what :func:`fix_dims` fixed) of the ONNX file
+    ``path`` (:func:`hwnas.export.read_onnx`), its dynamic axes named in ``dims`` fixed.
+
+    Raises:
+        HwnasError: as :func:`hwnas.export.read_onnx`.
+    """
+    from hwnas.export import read_onnx
+
+    model, data = read_onnx(path)
+    fixed = fix_dims(model, dims) if dims else []
+    return model, (model.SerializeToString() if fixed else data), fixed
 
 
 def check_dims(paths: list[Any], dims: dict[str, int]) -> None:

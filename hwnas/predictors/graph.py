@@ -413,14 +413,10 @@ def load_graph_model(path: str | Path, dims: dict[str, int] | None = None) -> Gr
         HwnasError: missing, corrupt or unsupported ONNX file, or one with an input hwnas
             cannot feed (:func:`hwnas.onnx_inputs.model_inputs`; one line naming it).
     """
-    from hwnas.export import read_onnx
     from hwnas.measure import onnx_input_shape
+    from hwnas.onnx_inputs import read_fixed
 
-    model, data = read_onnx(path)
-    if dims:
-        from hwnas.onnx_inputs import fix_dims
-
-        data = fix_dims(model, dims).SerializeToString()
+    model, data, _ = read_fixed(path, dims)
     onnx_input_shape(model, path)
     try:
         features, uncounted = read_graph(model)

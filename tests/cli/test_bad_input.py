@@ -164,7 +164,9 @@ def test_values_of_a_repeatable_option_after_one_flag_say_to_repeat_it(args, exp
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and expected in err, err
 
 
-def _one_line_error(r, expected: str) -> None:
+def assert_error_line(r, expected: str) -> None:
+    """Assert that ``r`` exited 2 with one line, "error: ..." holding ``expected``, and no
+    traceback."""
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], r.stderr
@@ -188,9 +190,9 @@ def test_onnx_models_hwnas_cannot_feed_are_refused_before_measuring(tmp_path):
     seq = model([helper.make_tensor_value_info("ids", TensorProto.INT64, ["b", "seq"])],
                 tmp_path / "b")  # fmt: skip
     r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", text, cwd=tmp_path)
-    _one_line_error(r, "input 's' is string; hwnas feeds inputs of type float, float16")
+    assert_error_line(r, "input 's' is string; hwnas feeds inputs of type float, float16")
     r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", seq, cwd=tmp_path)
-    _one_line_error(r, "input 'ids' axis 1 is dynamic ('seq'); only the batch axis may be, as")
+    assert_error_line(r, "input 'ids' axis 1 is dynamic ('seq'); only the batch axis may be, as")
 
 
 def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):
@@ -198,7 +200,7 @@ def test_a_home_that_cannot_be_written_is_found_before_any_work(tmp_path):
     home = str(tmp_path / "file" / "home")
     for args in (["search", "--device", "pixel3"], ["measure", "-d", "cpu", "--arch", SMALL]):
         r = hwnas_main(*args, cwd=tmp_path, env={"HWNAS_HOME": home})
-        _one_line_error(r, f"HWNAS_HOME {home} cannot be created: {tmp_path / 'file'} is a file")
+        assert_error_line(r, f"HWNAS_HOME {home} cannot be created: {tmp_path / 'file'} is a file")
     assert not (tmp_path / "runs").exists()
 
 
@@ -213,7 +215,7 @@ def test_a_wrong_device_is_refused_before_a_space_file_is_imported(command, tmp_
     )
     r = hwnas_main(*command, "--space", f"{tmp_path / 'net.py'}:space", "--device", "typo",
                   cwd=tmp_path)  # fmt: skip
-    _one_line_error(r, "unknown device 'typo'; known")
+    assert_error_line(r, "unknown device 'typo'; known")
     assert not marker.exists()
 
 
