@@ -238,3 +238,60 @@ def test_a_convolution_kind_never_timed_is_predicted_by_a_timed_kind_of_its_op()
     # the guess at 1 ns per multiply-accumulate is 20x), and inside two of its wider stds
     err = abs(np.log(p.median_ms[1] / (5e-8 * macs(grouped))))
     assert err < np.log(3.0) and err < 2 * p.log_std[1], (p.median_ms[1], p.log_std[1])
+
+
+def _weights_model(k: int = 256, n: int = 1024) -> bytes:
+    """x (1, k) @ W (k, n) then Relu: one kernel with k * n * 4 bytes of weights, one without."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.full((k, n), 0.01, np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    m = helper.make_model(helper.make_graph(nodes, "m", [x], [y], [w]),
+                          opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def test_a_kernel_takes_at_least_the_time_to_stream_its_weights():
+    """Inside a network a kernel reads its weights at the device's streaming rate for the
+    network's weight size: a 1 MB matrix-vector product timed alone at 2 us (weights in the
+    cache) takes 1 MB / rate; a kernel without weights keeps its time; without a timed rate
+    the sum is the plain one."""
+    from types import SimpleNamespace
+
+    model = GraphModel("mv.onnx", np.zeros(1), _weights_model())
+    kp = KernelPredictor(None, budget=0)
+    kp.set_overheads(0.001, 0.0)
+    mk = kp.kernels_of(model)
+    assert sorted(k.weight_bytes for k in mk.kernels) == [0, 2**20]
+    kp.add_measured(mk.kernels, [SimpleNamespace(value=0.003, cv=0.01)] * len(mk.kernels))
+    plain = kp.estimate(model)
+    assert plain.total_ms == pytest.approx(0.002 * len(mk.kernels)) and plain.streamed == 0
+    kp.set_stream_rates({0.5: 1e6, 2.0: 4e6})  # bytes per ms; 1 MB lies halfway in the log
+    assert kp.stream_rate(2**20) == pytest.approx(2e6)
+    assert kp.stream_rate(2**30) == pytest.approx(4e6)  # beyond the probes: the largest's
+    e = kp.estimate(model)
+    assert e.streamed == 1 and e.weight_mb == pytest.approx(1.0)
+    assert e.total_ms == pytest.approx(2**20 / 2e6 + 0.002 * (len(mk.kernels) - 1))
+    assert e.rel_std > plain.rel_std  # the streaming rate's uncertainty joins the interval
+
+
+def test_the_streaming_rate_is_timed_once_per_device(tmp_path):
+    """On a live device the probes bracketing a network's weight size are timed with its first
+    prediction and kept in the store: another predictor on the same store times none."""
+    from hwnas.devices import get_device
+    from hwnas.measure import Profiler
+    from hwnas.store import MeasurementStore
+
+    model = GraphModel("mv.onnx", np.zeros(1), _weights_model())  # 1 MB of weights
+    with MeasurementStore(tmp_path / "m.db") as store:
+        first = KernelPredictor(Profiler(get_device("cpu"), store), budget=10)
+        e = first.estimate(model)
+        assert sorted(first.stream_rates) == [0.5, 2.0]
+        assert all(v > 0 for v in first.stream_rates.values()) and e.weight_mb == 1.0
+        again = Profiler(get_device("cpu"), store)
+        second = KernelPredictor(again, budget=10)
+        assert second.estimate(model).total_ms == pytest.approx(e.total_ms)
+        assert again.counts.taken == 0 and second.stream_rates == first.stream_rates

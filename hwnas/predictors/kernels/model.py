@@ -9,9 +9,16 @@ timed once per device, ever, and shared by every network, search and worker thro
 store), and sums them without the runtime's per-call overhead that each kernel paid alone
 (nn-Meter, Zhang et al., MobiSys 2021: the latency of a network is the sum of its kernels').
 
-A network-level *correction* turns the sum into the network's latency: ``a * sum`` (a kernel
-timed alone keeps its weights and inputs in the caches; inside a network its neighbours evict
-them: on the reference CPU whole networks took 1.16 times their kernel sum), fitted on a few
+A kernel timed alone finds its weights in the caches, where its previous call left them. Inside
+a network whose weights do not all fit there, it reads them from further away: each kernel
+takes at least the time to stream its weights at the device's rate for a working set of the
+network's weight size (:func:`~hwnas.predictors.kernels.timing.stream_rate`, a matrix-vector
+product timed once per device at 0.5-128 MB). A ResNet-50 at 64x64 px (97 MB of weights,
+convolutions on 2x2 to 16x16 maps) is bound by it; a 224x224 network hardly ever is.
+
+A network-level *correction* turns the sum into the network's latency: ``a * sum`` (inside a
+network a kernel's neighbours also evict its inputs and code: on the reference CPU whole
+networks took 1.16 times their kernel sum), fitted on a few
 whole networks measured on the device (:meth:`KernelPredictor.fit`; without any, the prior of
 :mod:`hwnas.predictors.kernels.device`). The sum already holds the dispatch of every node,
 shape-only ones included (timed once per device, :func:`~hwnas.predictors.kernels.timing.
@@ -59,6 +66,11 @@ timed on a live device rather than trusted."""
 
 UNSEEN_REL_STD = 1.0
 """Relative standard deviation given to a kernel no regressor covers and nobody timed."""
+
+STREAM_REL_STD = 0.15
+"""Relative standard deviation (of the log) of a kernel whose time is the time to stream its
+weights: the probe is one access pattern (a matrix-vector product); a convolution's reorder
+and a network's other traffic move the rate by about this much."""
 
 EXTRAPOLATION_REL_STD = 0.25
 """Relative standard deviation (of the log) the correction gains per e-fold a network's kernel
@@ -116,6 +128,8 @@ class ModelEstimate:
         unseen: of a type no regressor covers and not timed.
         bookkeeping: shape-only nodes.
         unseen_types: the types of the unseen kernels.
+        weight_mb: its kernels' weights (MB).
+        streamed: kernels whose time is the time to stream their weights (longer than alone).
     """
 
     total_ms: float
@@ -127,6 +141,8 @@ class ModelEstimate:
     unseen: int
     bookkeeping: int
     unseen_types: tuple[str, ...] = ()
+    weight_mb: float = 0.0
+    streamed: int = 0
 
 
 @dataclass
@@ -163,6 +179,7 @@ class KernelPredictor(Predictor):
         self._times: dict[str, tuple[float, float, str]] = {}
         self._overhead: tuple[float, float] | None = None
         self._speed_done = False
+        self._stream: dict[float, float] = {}  # probe size (MB) -> bytes per ms
         if self.profiler is not None:
             dev = self.profiler.device
             if getattr(dev, "runtime_name", None) != "ort" or not dev.runs_models:
@@ -221,6 +238,40 @@ class KernelPredictor(Predictor):
     def set_overheads(self, call_ms: float, node_ms: float) -> None:
         """Use these overheads (ms) instead of timing them (a recorded device's)."""
         self._overhead = (float(call_ms), float(node_ms))
+
+    def set_stream_rates(self, rates: dict[float, float]) -> None:
+        """Use these weight-streaming rates (probe size in MB -> bytes per ms) instead of timing
+        them (a recorded device's)."""
+        self._stream = {float(k): float(v) for k, v in rates.items()}
+
+    @property
+    def stream_rates(self) -> dict[float, float]:
+        """The weight-streaming rates known so far: probe size (MB) -> bytes per ms."""
+        return dict(self._stream)
+
+    def stream_rate(self, weight_bytes: float) -> float | None:
+        """Bytes per ms at which the device streams the weights of a network of
+        ``weight_bytes`` bytes: the rates timed, interpolated in the log of the size (the
+        nearest one beyond them); None when none was timed."""
+        if not self._stream:
+            return None
+        sizes = sorted(self._stream)
+        log_mb = np.log(max(weight_bytes / 2**20, 1e-6))
+        rates = np.log([self._stream[m] for m in sizes])
+        return float(np.exp(np.interp(log_mb, np.log(sizes), rates)))
+
+    def _resolve_stream(self, weight_bytes: float) -> None:
+        """Time (once per device, through the store) the weight-streaming probes bracketing a
+        network of ``weight_bytes`` bytes, on a live device; whatever the budget."""
+        if self.profiler is None or not self.profiler.device.can_measure or weight_bytes <= 0:
+            return
+        from hwnas.predictors.kernels.timing import STREAM_PROBE_MB, stream_rate
+
+        grid = np.array(STREAM_PROBE_MB)
+        i = int(np.searchsorted(grid, weight_bytes / 2**20))
+        for mb in {float(grid[max(i - 1, 0)]), float(grid[min(i, len(grid) - 1)])}:
+            if mb not in self._stream:
+                self._stream[mb] = stream_rate(self.profiler, mb)
 
     def kernels_of(self, model: Model) -> ModelKernels:
         """The kernels ``model`` runs (read once per model).
@@ -286,22 +337,31 @@ class KernelPredictor(Predictor):
         regressors are unsure of, within the budget)."""
         mk = self.kernels_of(model)
         self._resolve(mk.kernels)
+        self._resolve_stream(sum(k.weight_bytes for k in mk.kernels))
         return self.estimate_kernels(mk)
 
     def estimate_kernels(self, mk: ModelKernels) -> ModelEstimate:
-        """:meth:`estimate` of kernels whose times are all known."""
+        """:meth:`estimate` of kernels whose times are all known: each kernel's time alone
+        less the per-call overhead, or the time to stream its weights where that is longer
+        (at the rate of the device for the network's weight size, when one was timed)."""
         o, d = self._overheads()
         total, by_type = d * (len(mk.kernels) + mk.bookkeeping), {}
         n = dict.fromkeys(("measured", "fitted", "extrapolated", "unseen"), 0)
         unseen_types = set()
+        weights = sum(k.weight_bytes for k in mk.kernels)
+        rate = self.stream_rate(weights)
+        streamed = 0
         for k in mk.kernels:
             ms, rel, source = self._times[k.key]
             net = max(ms - o, 0.01 * ms)
-            total += net
             # errors of one type add up; so do those of every kernel guessed at one work
             # class's rate (the rate is the device's, or the reference CPU's scaled by a probe)
             t = kernel_type(k)
             group = f"guessed {work_class(k)}" if source == "unseen" else t
+            if rate is not None and k.weight_bytes / rate > net:
+                net, rel, group = k.weight_bytes / rate, STREAM_REL_STD, "weight streaming"
+                streamed += 1
+            total += net
             by_type[group] = by_type.get(group, 0.0) + net * rel
             n[source] += 1
             if source == "unseen":
@@ -310,7 +370,8 @@ class KernelPredictor(Predictor):
         rel_std = float(np.sqrt(var) / total) if total > 0 else 1.0
         return ModelEstimate(total, rel_std, len(mk.kernels), n["measured"], n["fitted"],
                              n["extrapolated"], n["unseen"], mk.bookkeeping,
-                             tuple(sorted(unseen_types)))  # fmt: skip
+                             tuple(sorted(unseen_types)), weights / 2**20,
+                             streamed)  # fmt: skip
 
     # -- Predictor ------------------------------------------------------------------------
 

@@ -97,6 +97,12 @@ class Kernel:
         return dict(self.attrs)
 
     @property
+    def weight_bytes(self) -> int:
+        """Bytes of its weights (its "w" inputs): what it reads from memory inside a network
+        whose weights do not stay in the caches between calls."""
+        return sum(t.elems * np.dtype(t.dtype).itemsize for t in self.inputs if t.role == "w")
+
+    @property
     def x_inputs(self) -> tuple[TensorSpec, ...]:
         """The inputs fed at run time."""
         return tuple(t for t in self.inputs if t.role == "x")

@@ -5,7 +5,10 @@ by the device's own runtime and timing protocol, through :class:`hwnas.measure.P
 store keeps every kernel measured (key: the kernel's content hash), so a kernel shared by many
 networks, searches or workers is timed once per device. The one-node model's time includes the
 runtime's per-call overhead (binding, dispatch), which a kernel inside a network does not pay:
-:func:`overhead_workload` times an empty kernel (a ReLU of one element) to subtract it.
+:func:`overhead_workload` times an empty kernel (a ReLU of one element) to subtract it. A kernel
+timed alone also finds its weights where its previous call left them, in the caches; inside a
+network of more weights than the caches hold it reads them from further away:
+:func:`stream_rate` times how fast the device streams weights at each size.
 """
 
 from __future__ import annotations
@@ -111,6 +114,50 @@ def device_speed(profiler) -> dict[str, float]:
         )
         for cls, wl in speed_probe_workloads().items()
     }
+
+
+STREAM_PROBE_MB = (0.5, 2.0, 8.0, 32.0, 128.0)
+"""Weight sizes (MB) at which :func:`stream_rate` times the device: from inside a core's
+second-level cache to beyond most last-level caches (a network with more weights streams them
+at the rate of the largest)."""
+
+
+def stream_workload(mb: float) -> Workload:
+    """A matrix-vector product, (1, k) x (k, 1024) float32 with a weight matrix of ``mb`` MB:
+    each call reads every weight once for two flops per four bytes, so its time is the time to
+    stream that many weights from where a working set of that size lives between calls (the
+    caches while it fits, memory beyond)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwnas.export import content_hash
+
+    n = 1024
+    k = max(1, int(round(mb * 2**20 / 4 / n)))
+
+    def factory() -> bytes:
+        import numpy as np
+
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])
+        w = numpy_helper.from_array(np.full((k, n), 0.01, np.float32), "w")
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "stream",
+                              [x], [y], [w])  # fmt: skip
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return m.SerializeToString()
+
+    key = content_hash("weight-stream-probe", f"{k}x{n}")
+    return Workload(key, f"weight streaming probe ({mb:g} MB)", (1, k), onnx_factory=factory)
+
+
+def stream_rate(profiler, mb: float) -> float:
+    """Bytes per ms at which the device streams ``mb`` MB of weights
+    (:func:`stream_workload`, less the per-call overhead), timed once through ``profiler`` and
+    its store."""
+    wl = stream_workload(mb)
+    ms = profiler.measure(wl, "latency_ms", allow_flagged=True).value
+    size = 4 * wl.input_shape[1] * 1024
+    return float(size / max(ms - overheads(profiler)[0], 1e-6))
 
 
 def overheads(profiler) -> tuple[float, float]:
