@@ -169,6 +169,25 @@ def test_a_dynamic_sequence_is_fixed_by_its_name(tmp_path):
         hwnas.predict(path, device="cpu-fast", dims={"sequence_length": "8"})
 
 
+def test_an_archs_file_of_text_models_takes_the_dims_too(tmp_path):
+    """``hwnas predict --archs`` rows may be ONNX files: ``--dim`` fixes their dynamic axes as
+    it does --onnx's (it was refused: "give its size with --dim" with --dim given), and a
+    name none of the rows has is one line before any work."""
+    onnx.save(text_model(seq="sequence_length"), tmp_path / "text.onnx")
+    (tmp_path / "archs.csv").write_text("arch\ntext.onnx\n")
+    out = tmp_path / "pred.csv"
+    args = ["predict", "-d", "cpu-fast", "--archs", tmp_path / "archs.csv", "--out", out,
+            "--store", tmp_path / "m.db"]  # fmt: skip
+    r = hwnas_main(*args, "--dim", "seq=8")
+    assert r.returncode == 2 and "no input axis of the ONNX model(s) is named 'seq'" in r.stderr
+    assert not out.exists()
+    r = hwnas_main(*args, "--dim", "sequence_length=8")
+    assert r.returncode == 0, r.stderr
+    rows = out.read_text().splitlines()
+    assert rows[0].startswith("arch,") and rows[1].startswith("text.onnx,") and len(rows) == 2
+    assert float(rows[1].split(",")[1]) > 0
+
+
 def test_a_float16_model_is_read_kernel_by_kernel():
     """ONNX Runtime runs a float16 LayerNormalization natively on the CPU: it is a kernel of
     float16 data (it was counted as a shape-only node: only float32 tensors were data), and

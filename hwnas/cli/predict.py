@@ -109,7 +109,13 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     """
     from hwnas.errors import HwnasError
     from hwnas.onnx_inputs import check_dims
-    from hwnas.predictors.calibration import parse_model, read_archs, write_predictions
+    from hwnas.predictors.calibration import (
+        archs_onnx_files,
+        onnx_cell_path,
+        parse_model,
+        read_archs,
+        write_predictions,
+    )
     from hwnas.predictors.predict import onnx_model, predict_models
     from hwnas.spaces import get_space
 
@@ -120,12 +126,15 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     if archs is not None and out is None:
         raise HwnasError("--archs writes its predictions to a file: add --out PRED.csv")
     sp = get_space(space or "nasbench201")
-    check_dims(list(onnx_files), dims)
+    named = [p for p in (onnx_cell_path(t, Path.cwd()) for t in arch_texts) if p is not None]
+    if archs is not None:
+        named += archs_onnx_files(archs)
+    check_dims(list(onnx_files) + named, dims)
     onnx_models = [onnx_model(p, dims) for p in onnx_files]
-    arch_models = [parse_model(sp, t, Path.cwd(), "--arch") for t in arch_texts]
+    arch_models = [parse_model(sp, t, Path.cwd(), "--arch", dims) for t in arch_texts]
     shown = {id(m) for m in onnx_models + arch_models}  # printed; --archs rows go to --out
     if archs is not None:
-        arch_models += read_archs(archs, sp)
+        arch_models += read_archs(archs, sp, dims)
     results = predict_models(
         onnx_models, arch_models, sp, device=device, calibration=calibration, metric=metric,
         runtime=runtime, predictor=predictor, kernel_budget=kernel_budget, store=store,

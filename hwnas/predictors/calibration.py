@@ -63,8 +63,11 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     return header, rows
 
 
-def parse_model(space: SearchSpace, cell: str, base: Path, where: str) -> Model:
-    """An architecture or ONNX model from an ``arch`` cell.
+def parse_model(
+    space: SearchSpace, cell: str, base: Path, where: str, dims: dict[str, int] | None = None
+) -> Model:
+    """An architecture or ONNX model from an ``arch`` cell; an ONNX model's dynamic input axes
+    that ``dims`` names are fixed to its sizes (:func:`hwnas.onnx_inputs.fix_dims`).
 
     Raises:
         HwnasError: empty, malformed or unknown architecture, or unreadable ONNX file; the
@@ -73,16 +76,25 @@ def parse_model(space: SearchSpace, cell: str, base: Path, where: str) -> Model:
     text = (cell or "").strip()
     if not text:
         raise HwnasError(f"{where}: empty arch")
-    if text.lower().endswith(".onnx"):
-        path = Path(text) if Path(text).is_absolute() else base / text
+    path = onnx_cell_path(text, base)
+    if path is not None:
         try:
-            return replace(load_graph_model(path), label=text)
+            return replace(load_graph_model(path, dims), label=text)
         except HwnasError as exc:
             raise HwnasError(f"{where}: {exc}") from None
     try:
         return arch_from_text(space, text)
     except HwnasError as exc:
         raise HwnasError(f"{where}: unknown or malformed {space.name} arch: {exc}") from None
+
+
+def onnx_cell_path(cell: str, base: Path) -> Path | None:
+    """The ONNX file an ``arch`` cell names (relative paths against ``base``, the CSV's
+    folder), or None for an architecture."""
+    text = (cell or "").strip()
+    if not text.lower().endswith(".onnx"):
+        return None
+    return Path(text) if Path(text).is_absolute() else base / text
 
 
 def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
@@ -138,8 +150,11 @@ def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
     return Calibration(models, np.asarray(values), metric, path, flagged)
 
 
-def read_archs(path: str | Path, space: SearchSpace) -> list[Model]:
-    """Read ``ARCHS.csv`` (column ``arch``).
+def read_archs(
+    path: str | Path, space: SearchSpace, dims: dict[str, int] | None = None
+) -> list[Model]:
+    """Read ``ARCHS.csv`` (column ``arch``: architectures, or ONNX files whose dynamic input
+    axes ``dims`` names take its sizes).
 
     Raises:
         HwnasError: missing file or column, malformed or unknown archs, no rows.
@@ -147,11 +162,24 @@ def read_archs(path: str | Path, space: SearchSpace) -> list[Model]:
     path = Path(path)
     _header, rows = _rows(path)
     models = [
-        parse_model(space, row.get("arch", ""), path.parent, f"{path}:{line}") for line, row in rows
+        parse_model(space, row.get("arch", ""), path.parent, f"{path}:{line}", dims)
+        for line, row in rows
     ]
     if not models:
         raise HwnasError(f"{path}: no architectures")
     return models
+
+
+def archs_onnx_files(path: str | Path) -> list[Path]:
+    """The ONNX files the rows of ``ARCHS.csv`` name (for :func:`hwnas.onnx_inputs.check_dims`
+    before they are read).
+
+    Raises:
+        HwnasError: missing file or column.
+    """
+    path = Path(path)
+    cells = (onnx_cell_path(row.get("arch", ""), path.parent) for _, row in _rows(path)[1])
+    return [p for p in cells if p is not None]
 
 
 MIN_TRAIN_ARCHS = 20
