@@ -295,3 +295,27 @@ def test_the_streaming_rate_is_timed_once_per_device(tmp_path):
         second = KernelPredictor(again, budget=10)
         assert second.estimate(model).total_ms == pytest.approx(e.total_ms)
         assert again.counts.taken == 0 and second.stream_rates == first.stream_rates
+
+
+def test_a_convolution_reads_only_the_weights_of_taps_that_meet_its_input():
+    """A 3x3 convolution padded by 1 on a 1x1 map (ResNet-18's last stage at 32x32 px) reads
+    its centre tap alone, 1/9 of its weights; on a 4x4 map, all of them."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwnas.predictors.kernels.features import streamed_bytes
+
+    def conv(side: int):
+        w = numpy_helper.from_array(np.ones((64, 64, 3, 3), np.float32), "w")
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, side, side])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, side, side])
+        node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+        m = helper.make_model(helper.make_graph([node], "c", [x], [y], [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+        m.ir_version = 8
+        (k,) = [k for k in read_kernels(m.SerializeToString()).kernels if k.weight_bytes]
+        return k
+
+    one, four = conv(1), conv(4)
+    assert one.weight_bytes == four.weight_bytes >= 64 * 64 * 9 * 4
+    assert streamed_bytes(one) == pytest.approx(one.weight_bytes / 9)
+    assert streamed_bytes(four) == four.weight_bytes

@@ -100,6 +100,41 @@ def work(kernel: Kernel) -> float:
     return float(macs(kernel)) + float(sum(t.elems for t in kernel.inputs if t.role != "x"))
 
 
+def _spatial(shape: tuple[int, ...], op: str, n: int) -> tuple[int, ...]:
+    """The ``n`` spatial sizes of a convolution's tensor: NCHW..., or NCHWc (5-D, the nchwc
+    layout's blocked channels last)."""
+    if op.startswith("com.microsoft.nchwc:") and len(shape) == 2 + n + 1:
+        return tuple(shape[2 : 2 + n])
+    return tuple(shape[-n:])
+
+
+def streamed_bytes(kernel: Kernel) -> float:
+    """Bytes of weights the kernel reads in one call: its weights (:attr:`Kernel.weight_bytes`),
+    for a convolution only the kernel positions that meet the input for some output (a 3x3
+    convolution, padded by 1, on a 1x1 map reads its centre tap alone: 1/9 of its weights)."""
+    total = float(kernel.weight_bytes)
+    a = kernel.attr
+    w = next((t for t in kernel.inputs if t.role == "w" and len(t.shape) >= 3), None)
+    x = kernel.x_inputs
+    if kernel.op not in CONV_OPS or w is None or not x or not kernel.outputs:
+        return total
+    ks = a.get("kernel_shape") or w.shape[2:]
+    n = len(ks)
+    ins, outs = _spatial(x[0].shape, kernel.op, n), _spatial(kernel.outputs[0], kernel.op, n)
+    strides = a.get("strides") or (1,) * n
+    dilations = a.get("dilations") or (1,) * n
+    pads = a.get("pads") or (0,) * (2 * n)
+    if len(ins) != n or len(outs) != n:
+        return total
+    fraction = 1.0
+    for i in range(n):
+        k, s, d, p = int(ks[i]), int(strides[i]), int(dilations[i]), int(pads[i])
+        o = np.arange(int(outs[i])) * s - p
+        used = sum(bool(np.any((o + t * d >= 0) & (o + t * d < int(ins[i])))) for t in range(k))
+        fraction *= max(used, 1) / k
+    return total * fraction
+
+
 def work_class(kernel: Kernel) -> str:
     """ "compute" for :data:`COMPUTE_OPS`, else "memory"."""
     return "compute" if kernel.op in COMPUTE_OPS else "memory"

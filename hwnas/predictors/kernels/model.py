@@ -11,8 +11,8 @@ store), and sums them without the runtime's per-call overhead that each kernel p
 
 A kernel timed alone finds its weights in the caches, where its previous call left them. Inside
 a network whose weights do not all fit there, it reads them from further away: each kernel
-takes at least the time to stream its weights at the device's rate for a working set of the
-network's weight size (:func:`~hwnas.predictors.kernels.timing.stream_rate`, a matrix-vector
+takes at least the time to stream the weights it reads at the device's rate for a working set
+of the network's weight size (:func:`~hwnas.predictors.kernels.timing.stream_rate`, a matrix-vector
 product timed once per device at 0.5-128 MB). A ResNet-50 at 64x64 px (97 MB of weights,
 convolutions on 2x2 to 16x16 maps) is bound by it; a 224x224 network hardly ever is.
 
@@ -45,7 +45,7 @@ import numpy as np
 
 from hwnas.errors import HwnasError
 from hwnas.predictors.base import Model, Predictor, check_calibration
-from hwnas.predictors.kernels.features import kernel_type, work_class
+from hwnas.predictors.kernels.features import kernel_type, streamed_bytes, work_class
 from hwnas.predictors.kernels.read import Kernel, ModelKernels, read_kernels
 from hwnas.predictors.kernels.regress import KernelRegressors
 
@@ -128,7 +128,8 @@ class ModelEstimate:
         unseen: of a type no regressor covers and not timed.
         bookkeeping: shape-only nodes.
         unseen_types: the types of the unseen kernels.
-        weight_mb: its kernels' weights (MB).
+        weight_mb: the weights its kernels read in one call (MB;
+            :func:`~hwnas.predictors.kernels.features.streamed_bytes`).
         streamed: kernels whose time is the time to stream their weights (longer than alone).
     """
 
@@ -337,7 +338,7 @@ class KernelPredictor(Predictor):
         regressors are unsure of, within the budget)."""
         mk = self.kernels_of(model)
         self._resolve(mk.kernels)
-        self._resolve_stream(sum(k.weight_bytes for k in mk.kernels))
+        self._resolve_stream(sum(streamed_bytes(k) for k in mk.kernels))
         return self.estimate_kernels(mk)
 
     def estimate_kernels(self, mk: ModelKernels) -> ModelEstimate:
@@ -348,7 +349,8 @@ class KernelPredictor(Predictor):
         total, by_type = d * (len(mk.kernels) + mk.bookkeeping), {}
         n = dict.fromkeys(("measured", "fitted", "extrapolated", "unseen"), 0)
         unseen_types = set()
-        weights = sum(k.weight_bytes for k in mk.kernels)
+        reads = {k.key: streamed_bytes(k) for k in mk.kernels}
+        weights = sum(reads[k.key] for k in mk.kernels)
         rate = self.stream_rate(weights)
         streamed = 0
         for k in mk.kernels:
@@ -358,8 +360,8 @@ class KernelPredictor(Predictor):
             # class's rate (the rate is the device's, or the reference CPU's scaled by a probe)
             t = kernel_type(k)
             group = f"guessed {work_class(k)}" if source == "unseen" else t
-            if rate is not None and k.weight_bytes / rate > net:
-                net, rel, group = k.weight_bytes / rate, STREAM_REL_STD, "weight streaming"
+            if rate is not None and reads[k.key] / rate > net:
+                net, rel, group = reads[k.key] / rate, STREAM_REL_STD, "weight streaming"
                 streamed += 1
             total += net
             by_type[group] = by_type.get(group, 0.0) + net * rel
