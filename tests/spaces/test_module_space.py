@@ -323,7 +323,10 @@ def test_a_users_residual_cnn_made_elastic_is_searched_from_python_and_the_cli(t
     latency = [r.costs["latency_ms"].value for r in records]
     assert len(front) >= 2 and max(latency) >= 2 * min(latency)
     assert all(s.startswith("measured:cpu-fast") for s in front["latency_ms_source"])
-    assert run.summary["zoo_weights"] == "inherited" and len(run.zoo) == len(front)
+    # every front subnet above chance is in the zoo (a chance-level one can be on the front:
+    # the fastest subnet, when its inherited weights score 10%)
+    assert run.summary["zoo_weights"] == "inherited"
+    assert len(run.zoo) == int((~front["chance_level"].astype(bool)).sum()) >= 1
 
     x = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype(np.float32)
     for entry in run.zoo:

@@ -28,14 +28,14 @@ this project has measured whole networks and their kernels on (ONNX Runtime 1.32
 the kernels bounded below by their weight streaming (:mod:`hwnas.predictors.kernels.model`)
 where a rate was timed: the reference CPU took 1.16 times the kernel sum (median over 431
 networks at 224x224, 1.03-1.30 across families; ``devices/data/cpu_ground_truth/``; no
-streaming rate was timed there: on the Xeon below the bound moves 224x224 networks by 0-6%), a shared Intel Xeon VM 1.12
-(``experiments/kernel_sum_ratio.py``, 66 well-known networks at 32-224 px, log spread 0.15,
-5-95% 0.94-1.52), a shared 2-core AMD EPYC VM 1.55 (the same script before the bound existed,
-two runs of 44 networks at 32-160 px: median 1.48 and 1.69, 5-95% 0.84-2.48 and 0.94-2.77;
-the bound would have lowered it). The scale is the geometric mean of the three medians and
-the relative standard deviation 0.40 a 90% interval of 0.65-2.43 times the kernel sum: it
-holds the reference CPU's whole range, the Xeon's 5-95% and the EPYC's up to its 95th
-percentile. Calibrating narrows it."""
+streaming rate was timed there, and on the Xeon below the bound moves 224x224 networks by
+0-6%), a shared Intel Xeon VM 1.12 (``experiments/kernel_sum_ratio.py``, 66 well-known
+networks at 32-224 px, log spread 0.15, 5-95% 0.94-1.52), a shared 2-core AMD EPYC VM 1.55
+(the same script before the bound existed, two runs of 44 networks at 32-160 px: median 1.48
+and 1.69, 5-95% 0.84-2.48 and 0.94-2.77; the bound would have lowered it). The scale is the
+geometric mean of the three medians and the relative standard deviation 0.40 a 90% interval
+of 0.65-2.43 times the kernel sum: it holds the reference CPU's whole range, the Xeon's 5-95%
+and the EPYC's up to its 95th percentile. Calibrating narrows it."""
 
 CALIBRATION_SPACES = ("mobilenetv4", "vit")
 """Spaces whose reference sets, at their deployment size, calibrate the correction."""

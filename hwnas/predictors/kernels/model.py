@@ -12,9 +12,10 @@ store), and sums them without the runtime's per-call overhead that each kernel p
 A kernel timed alone finds its weights in the caches, where its previous call left them. Inside
 a network whose weights do not all fit there, it reads them from further away: each kernel
 takes at least the time to stream the weights it reads at the device's rate for a working set
-of the network's weight size (:func:`~hwnas.predictors.kernels.timing.stream_rate`, a matrix-vector
-product timed once per device at 0.5-128 MB). A ResNet-50 at 64x64 px (97 MB of weights,
-convolutions on 2x2 to 16x16 maps) is bound by it; a 224x224 network hardly ever is.
+of the network's weight size (:func:`~hwnas.predictors.kernels.timing.stream_rate`, a
+matrix-vector product timed once per device at 0.5-128 MB). It makes a ResNet-50 at 64x64 px
+(97 MB of weights, convolutions on 2x2 to 16x16 maps) 13% slower; 224x224 networks 0-6%
+(``experiments/kernel_sum_ratio.py``).
 
 A network-level *correction* turns the sum into the network's latency: ``a * sum`` (inside a
 network a kernel's neighbours also evict its inputs and code: on the reference CPU whole
