@@ -5,7 +5,8 @@ tokens; a 2-layer encoder at 64 tokens with one input and with ids + mask; BERT-
 et al. 2019: 12 layers, 768 wide, 12 heads, token, position and segment embeddings, 128
 tokens, ids + segment ids + mask, exported once with the TorchScript exporter and once with
 the default exporter, which writes its weights to ``model.onnx.data``), plus well-known CNNs
-at small sizes (:mod:`hwnas.known_networks`), and prints for each the latency ``hwnas
+at small sizes (:mod:`hwnas.known_networks`) and ResNet-18 quantized to int8 (dynamically and
+statically, by ONNX Runtime's quantization tool), and prints for each the latency ``hwnas
 measure`` takes, the kernel-level prediction ``hwnas predict`` gives with its 90% interval, and
 whether the measurement is inside. The prediction uses whatever calibration the machine's store
 holds (``hwnas refset measure --device cpu --space vit`` / ``--space mobilenetv4``: run them
@@ -97,6 +98,41 @@ def cnn_models(folder: Path) -> list[tuple[str, Path, dict]]:
     return out
 
 
+def int8_models(folder: Path) -> list[tuple[str, Path, dict]]:
+    """ResNet-18 at 64x64 quantized to int8 by ONNX Runtime's own tool, dynamically
+    (``ConvInteger``) and statically in the QDQ format (``QLinearConv``), calibrated on 4
+    random images."""
+    import numpy as np
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
+
+    from hwnas.export import export_onnx
+    from hwnas.known_networks import build_network
+
+    class Images(CalibrationDataReader):
+        def __init__(self):
+            self.rng, self.n = np.random.default_rng(0), 0
+
+        def get_next(self):
+            self.n += 1
+            x = self.rng.standard_normal((1, 3, 64, 64)).astype(np.float32)
+            return {"input": x} if self.n <= 4 else None
+
+    float_path = folder / "resnet18_64_float.onnx"
+    float_path.write_bytes(export_onnx(build_network("resnet18", 1000, 1.0, 64), (1, 3, 64, 64)))
+    dynamic, qdq = folder / "resnet18_64_int8_dynamic.onnx", folder / "resnet18_64_int8_qdq.onnx"
+    quantize_dynamic(float_path, dynamic, weight_type=QuantType.QInt8)
+    quantize_static(float_path, qdq, Images(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)  # fmt: skip
+    return [("resnet18 64x64 int8 (dynamic)", dynamic, {}),
+            ("resnet18 64x64 int8 (static QDQ)", qdq, {})]  # fmt: skip
+
+
 def main() -> None:
     import warnings
 
@@ -109,7 +145,7 @@ def main() -> None:
     folder = args.folder or Path(tempfile.mkdtemp(prefix="hwnas-beyond-"))
     folder.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
-    models = text_models(folder, not args.no_bert_base) + cnn_models(folder)
+    models = text_models(folder, not args.no_bert_base) + cnn_models(folder) + int8_models(folder)
     print(f"{'model':32s} {'measured ms':>11s} {'predicted ms':>12s} {'90% interval':>18s}"
           f" {'ratio':>6s}  inside")  # fmt: skip
     inside = 0

@@ -39,8 +39,13 @@ FEATURES: tuple[str, ...] = (
 )
 """Names of the feature columns, in order."""
 
-CONV_OPS = frozenset({"Conv", "com.microsoft:FusedConv", "com.microsoft.nchwc:Conv"})
-MATMUL_OPS = frozenset({"MatMul", "Gemm", "com.microsoft:FusedMatMul", "com.microsoft:FusedGemm"})
+CONV_OPS = frozenset({"Conv", "com.microsoft:FusedConv", "com.microsoft.nchwc:Conv",
+                      "ConvInteger", "QLinearConv", "com.microsoft:QLinearConv"})  # fmt: skip
+MATMUL_OPS = frozenset({"MatMul", "Gemm", "com.microsoft:FusedMatMul", "com.microsoft:FusedGemm",
+                        "MatMulInteger", "QLinearMatMul", "com.microsoft:DynamicQuantizeMatMul",
+                        "com.microsoft:MatMulIntegerToFloat", "com.microsoft:QGemm"})  # fmt: skip
+"""Convolutions and matrix products, float and integer (an int8 model's, quantized by ONNX
+Runtime's tools: the first input is the data, the weight has the float one's shape)."""
 RECURRENT_OPS = frozenset({"LSTM", "GRU", "RNN"})
 COMPUTE_OPS = CONV_OPS | MATMUL_OPS | RECURRENT_OPS
 """Ops whose time follows their multiply-accumulates (:func:`macs` counts them); every other

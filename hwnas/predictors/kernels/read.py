@@ -15,9 +15,11 @@ inputs :mod:`hwnas.onnx_inputs` feeds (random floats, token ids within their voc
 of ones) with every intermediate tensor as an output, so every operator ONNX Runtime can run is
 read, whatever its domain.
 
-A node is a *kernel* when it writes a float tensor and reads a tensor of the network's data: a
-float tensor that is not a weight, or a tensor whose values come from the inputs' values (token
-ids an embedding gathers, a mask). Nodes that only compute shapes (``Shape``, ``Gather`` of a
+A node is a *kernel* when it reads a tensor of the network's data (a float tensor that is not a
+weight, or a tensor whose values come from the inputs' values: token ids an embedding gathers,
+a mask, an int8 model's quantized activations) and writes data (a float tensor, or one whose
+values come from the inputs': an int8 model's ``ConvInteger`` writes int32). Nodes that only
+compute shapes (``Shape``, ``Gather`` of a
 shape, ``Unsqueeze``...) are *bookkeeping*, counted but not timed (their cost is a dispatch,
 which the network-level correction of :mod:`hwnas.predictors.kernels.model` accounts for). Each
 kernel can be written as a one-node ONNX model (:meth:`Kernel.onnx_bytes`: its data inputs as
@@ -40,8 +42,9 @@ from hwnas.errors import HwnasError
 from hwnas.export import content_hash
 
 SMALL_CONSTANT = 64
-"""Constant inputs with at most this many elements (or not float) are part of a kernel's
-identity by value (a Reshape's target shape, a Clip's bounds); larger ones (weights) by shape."""
+"""Constant inputs with at most this many elements are part of a kernel's identity by value (a
+Reshape's target shape, a Clip's bounds); larger ones (weights, float or an int8 model's) by
+shape and type."""
 
 
 @dataclass(frozen=True)
@@ -327,8 +330,11 @@ def read_kernels(
             i for i in node.input
             if i and i not in weights and i in dynamic and not _floating(values[i].dtype)
         ]  # fmt: skip (token ids an embedding gathers)
-        floats_out = [o for o in node.output if o in values and _floating(values[o].dtype)]
-        if not (floats_in or indices_in) or not floats_out or node.op_type == "Shape":
+        data_out = [
+            o for o in node.output
+            if o in values and (_floating(values[o].dtype) or o in dynamic)
+        ]  # fmt: skip (an int8 model's ConvInteger writes int32 data)
+        if not (floats_in or indices_in) or not data_out or node.op_type in ("Shape", "Size"):
             bookkeeping += 1
             continue
         kernels.append(_kernel(node, op, weights, values, opsets, dynamic))
@@ -354,7 +360,7 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
             t = weights[name]
             arr_shape = tuple(int(d) for d in t.dims)
             dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
-            small = int(np.prod(arr_shape)) <= SMALL_CONSTANT or not _floating(np.dtype(dtype))
+            small = int(np.prod(arr_shape)) <= SMALL_CONSTANT
             vals = tuple(numpy_helper.to_array(t).reshape(-1).tolist()) if small else ()
             specs.append(TensorSpec(new, arr_shape, dtype, "c" if small else "w", _round(vals)))
             init = onnx.TensorProto()
@@ -370,12 +376,11 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
                     new, helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape
                 )
             )
-        else:  # a computed shape or index: a constant of the kernel
-            specs.append(
-                TensorSpec(
-                    new, tuple(arr.shape), arr.dtype.name, "c", tuple(arr.reshape(-1).tolist())
-                )
-            )
+        else:  # a computed shape or index: a constant of the kernel (large ones by shape)
+            small = arr.size <= SMALL_CONSTANT
+            vals = tuple(arr.reshape(-1).tolist()) if small else ()
+            specs.append(TensorSpec(new, tuple(arr.shape), arr.dtype.name, "c" if small else "w",
+                                    vals))  # fmt: skip
             initializers.append(numpy_helper.from_array(arr, new))
     outs, out_shapes = [], []
     for k, name in enumerate(node.output):
