@@ -18,14 +18,15 @@ read, whatever its domain.
 A node is a *kernel* when it reads a tensor of the network's data (a float tensor that is not a
 weight, or a tensor whose values come from the inputs' values: token ids an embedding gathers,
 a mask, an int8 model's quantized activations) and writes data (a float tensor, or one whose
-values come from the inputs': an int8 model's ``ConvInteger`` writes int32). Nodes that only
-compute shapes (``Shape``, ``Gather`` of a
-shape, ``Unsqueeze``...) are *bookkeeping*, counted but not timed (their cost is a dispatch,
-which the network-level correction of :mod:`hwnas.predictors.kernels.model` accounts for). Each
-kernel can be written as a one-node ONNX model (:meth:`Kernel.onnx_bytes`: its data inputs as
-graph inputs, weights and computed shape values as initializers) that ONNX Runtime runs
-unchanged (re-optimising a one-node optimised graph leaves it as it is), so it can be timed
-alone on the device.
+values come from the inputs': an int8 model's ``ConvInteger`` writes int32), or when it turns
+integer weights into float ones (a QDQ model's ``DequantizeLinear`` of int8 weights, which ONNX
+Runtime does not fold: it runs every call). Nodes that only compute shapes (``Shape``,
+``Gather`` of a shape, ``Unsqueeze``...) are *bookkeeping*, counted but not timed (their cost
+is a dispatch, which the network-level correction of :mod:`hwnas.predictors.kernels.model`
+accounts for). Each kernel can be written as a one-node ONNX model (:meth:`Kernel.onnx_bytes`:
+its data inputs as graph inputs, weights and computed shape values as initializers) that ONNX
+Runtime runs unchanged (re-optimising a one-node optimised graph leaves it as it is), so it can
+be timed alone on the device.
 """
 
 from __future__ import annotations
@@ -334,16 +335,29 @@ def read_kernels(
             o for o in node.output
             if o in values and (_floating(values[o].dtype) or o in dynamic)
         ]  # fmt: skip (an int8 model's ConvInteger writes int32 data)
-        if not (floats_in or indices_in) or not data_out or node.op_type in ("Shape", "Size"):
+        # ONNX Runtime folds constant work into weights, but not a QDQ model's
+        # DequantizeLinear of int8 weights: it turns them into float ones every call
+        unfolded = not (floats_in or indices_in) and any(
+            i in weights and _integer_weight(weights[i]) for i in node.input
+        ) and any(
+            _floating(values[o].dtype) and values[o].size > SMALL_CONSTANT
+            for o in node.output if o in values
+        )  # fmt: skip
+        reads_data = (floats_in or indices_in) and data_out
+        if not (reads_data or unfolded) or node.op_type in ("Shape", "Size"):
             bookkeeping += 1
             continue
-        kernels.append(_kernel(node, op, weights, values, opsets, dynamic))
+        kernels.append(_kernel(node, op, weights, values, opsets, dynamic, unfolded))
     return ModelKernels(tuple(kernels), bookkeeping, ops)
 
 
-def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel:
+def _kernel(
+    node, op: str, weights, values, opsets, dynamic: set[str], unfolded: bool = False
+) -> Kernel:
     """One :class:`Kernel` (its one-node model built from the optimised graph); ``dynamic``:
-    the tensors that depend on the model's input values (:func:`_data_dependent`)."""
+    the tensors that depend on the model's input values (:func:`_data_dependent`);
+    ``unfolded``: a node turning integer weights into float ones, whose integer weights are
+    fed as its input (a model needs one; a runtime may not fold a fed tensor)."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -356,7 +370,7 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
             continue
         new = f"in{k}"
         renamed[name] = new
-        if name in weights:
+        if name in weights and not (unfolded and _integer_weight(weights[name])):
             t = weights[name]
             arr_shape = tuple(int(d) for d in t.dims)
             dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
@@ -368,8 +382,8 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
             init.name = new
             initializers.append(init)
             continue
-        arr = values[name]
-        if _floating(arr.dtype) or name in dynamic:  # run-time data: fed (token ids too)
+        arr = values[name] if name in values else numpy_helper.to_array(weights[name])
+        if _floating(arr.dtype) or name in dynamic or name in weights:  # fed (token ids too)
             specs.append(TensorSpec(new, tuple(arr.shape), arr.dtype.name, "x"))
             graph_inputs.append(
                 helper.make_tensor_value_info(
@@ -411,6 +425,15 @@ def _kernel(node, op: str, weights, values, opsets, dynamic: set[str]) -> Kernel
     key = content_hash("kernel", identity)
     label = _label(op, attrs, specs, out_shapes)
     return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, label, proto.SerializeToString())
+
+
+def _integer_weight(t) -> bool:
+    """An initializer (``onnx.TensorProto``) of integer weights: more than
+    :data:`SMALL_CONSTANT` elements of an integer type (an int8 model's)."""
+    from onnx import helper
+
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type))
+    return np.issubdtype(dtype, np.integer) and int(np.prod(t.dims)) > SMALL_CONSTANT
 
 
 def _floating(dtype) -> bool:
