@@ -350,7 +350,7 @@ def test_an_int8_models_integer_convolutions_are_kernels_keyed_by_shape(tmp_path
 
 def test_int8_weights_dequantized_every_call_are_a_kernel_that_runs_alone():
     """A QDQ model's DequantizeLinear of int8 weights, which ONNX Runtime does not fold into
-    float weights, runs every call (0.8 ms for a 512x512x3x3 one on this project's VM; a
+    float weights, runs every call (0.7-0.8 ms for a 512x512x3x3 one on this project's VM; a
     static int8 ResNet-18 at 64 px has 16): it is a kernel, its int8 weights fed as its input
     so that its one-node model runs; it was counted as a shape-only node."""
     import onnxruntime as ort
