@@ -319,6 +319,14 @@ def test_a_convolution_reads_only_the_weights_of_taps_that_meet_its_input():
     assert one.weight_bytes == four.weight_bytes >= 64 * 64 * 9 * 4
     assert streamed_bytes(one) == pytest.approx(one.weight_bytes / 9)
     assert streamed_bytes(four) == four.weight_bytes
+    # an int8 QLinearConv in NHWC (channels_last): its map is dims 1-2, not the last two
+    from hwnas.predictors.kernels.read import Kernel, TensorSpec
+
+    x = TensorSpec("x", (1, 1, 1, 64), "uint8", "x")
+    w = TensorSpec("w", (64, 64, 3, 3), "int8", "w")
+    nhwc = Kernel("com.microsoft:QLinearConv", (("channels_last", 1),), (x, w), ((1, 1, 1, 64),),
+                  "k", "l")  # fmt: skip
+    assert streamed_bytes(nhwc) == pytest.approx(64 * 64 * 9 / 9)
 
 
 def test_an_int8_models_integer_convolutions_are_kernels_keyed_by_shape(tmp_path):

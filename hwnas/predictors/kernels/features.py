@@ -105,11 +105,13 @@ def work(kernel: Kernel) -> float:
     return float(macs(kernel)) + float(sum(t.elems for t in kernel.inputs if t.role != "x"))
 
 
-def _spatial(shape: tuple[int, ...], op: str, n: int) -> tuple[int, ...]:
-    """The ``n`` spatial sizes of a convolution's tensor: NCHW..., or NCHWc (5-D, the nchwc
-    layout's blocked channels last)."""
-    if op.startswith("com.microsoft.nchwc:") and len(shape) == 2 + n + 1:
+def _spatial(shape: tuple[int, ...], kernel: Kernel, n: int) -> tuple[int, ...]:
+    """The ``n`` spatial sizes of a convolution's tensor: NCHW..., NCHWc (5-D, the nchwc
+    layout's blocked channels last) or NHWC (``channels_last``, an int8 ``QLinearConv``)."""
+    if kernel.op.startswith("com.microsoft.nchwc:") and len(shape) == 2 + n + 1:
         return tuple(shape[2 : 2 + n])
+    if int(kernel.attr.get("channels_last", 0)) and len(shape) == n + 2:
+        return tuple(shape[1 : 1 + n])
     return tuple(shape[-n:])
 
 
@@ -125,7 +127,7 @@ def streamed_bytes(kernel: Kernel) -> float:
         return total
     ks = a.get("kernel_shape") or w.shape[2:]
     n = len(ks)
-    ins, outs = _spatial(x[0].shape, kernel.op, n), _spatial(kernel.outputs[0], kernel.op, n)
+    ins, outs = _spatial(x[0].shape, kernel, n), _spatial(kernel.outputs[0], kernel, n)
     strides = a.get("strides") or (1,) * n
     dilations = a.get("dilations") or (1,) * n
     pads = a.get("pads") or (0,) * (2 * n)
