@@ -95,6 +95,9 @@ class Kernel:
     label: str
     model: bytes = field(default=b"", repr=False, compare=False)
     """The serialised one-node ONNX model (empty for kernels re-created from a record)."""
+    node: str = field(default="", repr=False, compare=False)
+    """The node's name in the optimised graph (what ONNX Runtime's profiles name it by; empty
+    for kernels re-created from a record)."""
 
     @property
     def attr(self) -> dict[str, Any]:
@@ -424,7 +427,8 @@ def _kernel(
     )
     key = content_hash("kernel", identity)
     label = _label(op, attrs, specs, out_shapes)
-    return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, label, proto.SerializeToString())
+    return Kernel(op, attrs, tuple(specs), tuple(out_shapes), key, label, proto.SerializeToString(),
+                  node.name)  # fmt: skip
 
 
 def _integer_weight(t) -> bool:
