@@ -40,7 +40,7 @@ from hwnas.spaces import space_option
 )
 @click.option("--dataset", default="cifar100", show_default=True, help="Dataset of --arch.")
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Batch size.")
-@dim_option
+@dim_option("The batch axis takes --batch-size.")
 @store_option
 @click.pass_context
 def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, archs_file,

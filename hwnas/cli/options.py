@@ -106,16 +106,19 @@ def _dims_value(_ctx, _param, values) -> dict[str, int]:
     return dims
 
 
-dim_option = click.option(
-    "--dim",
-    "dims",
-    multiple=True,
-    metavar="NAME=SIZE",
-    callback=_dims_value,
-    help="Fix an ONNX model's dynamic input axis by its name (repeatable): "
-    "--dim sequence_length=128 times a text model exported with a dynamic sequence at 128 "
-    "tokens. The batch axis takes --batch-size.",
-)
+def dim_option(batch: str):
+    """The ``--dim NAME=SIZE`` option; ``batch`` says what the command does with the batch
+    axis (its help must not name an option the command lacks)."""
+    return click.option(
+        "--dim",
+        "dims",
+        multiple=True,
+        metavar="NAME=SIZE",
+        callback=_dims_value,
+        help="Fix an ONNX model's dynamic input axis by its name (repeatable): "
+        "--dim sequence_length=128 times a text model exported with a dynamic sequence at 128 "
+        f"tokens. {batch}",
+    )
 
 storage_option = click.option(
     "--storage",

@@ -88,7 +88,7 @@ from hwnas.cli.options import RUNTIME, dim_option, store_option
     help="Kernel-level predictor: new kernels it may time on the device (each once, kept in "
     "the store); 0 predicts from the kernels already timed.",
 )
-@dim_option
+@dim_option("A dynamic batch axis is predicted at 1 unless a --dim names it.")
 @store_option
 def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_texts, archs, out,
                 predictor, kernel_budget, dims, store):  # fmt: skip

@@ -90,3 +90,31 @@ def test_fewshot_search_reports_the_fronts_best(tmp_path):
     assert any(s.startswith("few-shot search: predictor nasbench201 (") for s in err)
     for step in ("calibration on pixel3: ", "verification on pixel3: "):
         assert any(s.startswith(step) and ", done in " in s for s in err), step
+
+
+def test_an_options_help_names_only_options_its_command_has():
+    """``hwnas predict --help`` said "the batch axis takes --batch-size", an option predict
+    does not have: every ``--option`` an option's help names is one of its command's (another
+    program's, in backticks as `torchrun --nnodes ...`, excepted)."""
+    import click
+
+    from hwnas.cli import app
+
+    def commands(cmd, path):
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, f"{path} {name}")
+
+    wrong, seen = [], 0
+    for path, cmd in commands(app, "hwnas"):
+        opts = {o for p in cmd.params for o in [*p.opts, *getattr(p, "secondary_opts", [])]}
+        for p in cmd.params:
+            text = re.sub(r"`[^`]*`", "", getattr(p, "help", None) or "")
+            for named in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text):
+                seen += 1
+                if named not in opts:
+                    wrong.append(f"{path} {p.opts[0]}: {named}")
+    assert seen > 20 and not wrong, wrong
+    predict = app.commands["predict"]
+    dim = next(p for p in predict.params if p.name == "dims")
+    assert isinstance(dim, click.Option) and "--batch-size" not in dim.help
