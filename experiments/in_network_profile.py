@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -46,14 +45,13 @@ def in_network_us(onnx_bytes: bytes, runs: int) -> dict[str, float]:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_profiling = True
-    options.profile_file_prefix = str(Path(tempfile.mkdtemp(prefix="hwnas-profile-")) / "p")
-    session = ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"])
-    fed = feeds(bytes_inputs(onnx_bytes))
-    for _ in range(runs):
-        session.run(None, fed)
-    path = session.end_profiling()
-    events = json.loads(Path(path).read_text())
-    os.remove(path)
+    with tempfile.TemporaryDirectory(prefix="hwnas-profile-") as folder:
+        options.profile_file_prefix = str(Path(folder) / "p")
+        session = ort.InferenceSession(onnx_bytes, options, providers=["CPUExecutionProvider"])
+        fed = feeds(bytes_inputs(onnx_bytes))
+        for _ in range(runs):
+            session.run(None, fed)
+        events = json.loads(Path(session.end_profiling()).read_text())
     times = collections.defaultdict(list)
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):

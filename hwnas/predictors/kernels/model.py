@@ -182,6 +182,7 @@ class KernelPredictor(Predictor):
         self._overhead: tuple[float, float] | None = None
         self._speed_done = False
         self._stream: dict[float, float] = {}  # probe size (MB) -> bytes per ms
+        self._reads: dict[str, float] = {}  # kernel key -> weight bytes it reads in one call
         if self.profiler is not None:
             dev = self.profiler.device
             if getattr(dev, "runtime_name", None) != "ort" or not dev.runs_models:
@@ -262,6 +263,16 @@ class KernelPredictor(Predictor):
         rates = np.log([self._stream[m] for m in sizes])
         return float(np.exp(np.interp(log_mb, np.log(sizes), rates)))
 
+    def _weight_reads(self, mk: ModelKernels) -> tuple[list[float], float]:
+        """The weight bytes each kernel of ``mk`` reads in one call
+        (:func:`~hwnas.predictors.kernels.features.streamed_bytes`, once per distinct
+        kernel), in order, and their sum over the network."""
+        for k in mk.kernels:
+            if k.key not in self._reads:
+                self._reads[k.key] = streamed_bytes(k)
+        reads = [self._reads[k.key] for k in mk.kernels]
+        return reads, float(sum(reads))
+
     def _resolve_stream(self, weight_bytes: float) -> None:
         """Time (once per device, through the store) the weight-streaming probes bracketing a
         network of ``weight_bytes`` bytes, on a live device; whatever the budget."""
@@ -273,7 +284,7 @@ class KernelPredictor(Predictor):
         i = int(np.searchsorted(grid, weight_bytes / 2**20))
         for mb in {float(grid[max(i - 1, 0)]), float(grid[min(i, len(grid) - 1)])}:
             if mb not in self._stream:
-                self._stream[mb] = stream_rate(self.profiler, mb)
+                self._stream[mb] = stream_rate(self.profiler, mb, self.overhead_ms)
 
     def kernels_of(self, model: Model) -> ModelKernels:
         """The kernels ``model`` runs (read once per model).
@@ -339,7 +350,7 @@ class KernelPredictor(Predictor):
         regressors are unsure of, within the budget)."""
         mk = self.kernels_of(model)
         self._resolve(mk.kernels)
-        self._resolve_stream(sum(streamed_bytes(k) for k in mk.kernels))
+        self._resolve_stream(self._weight_reads(mk)[1])
         return self.estimate_kernels(mk)
 
     def estimate_kernels(self, mk: ModelKernels) -> ModelEstimate:
@@ -350,19 +361,18 @@ class KernelPredictor(Predictor):
         total, by_type = d * (len(mk.kernels) + mk.bookkeeping), {}
         n = dict.fromkeys(("measured", "fitted", "extrapolated", "unseen"), 0)
         unseen_types = set()
-        reads = {k.key: streamed_bytes(k) for k in mk.kernels}
-        weights = sum(reads[k.key] for k in mk.kernels)
+        reads, weights = self._weight_reads(mk)
         rate = self.stream_rate(weights)
         streamed = 0
-        for k in mk.kernels:
+        for k, read in zip(mk.kernels, reads):
             ms, rel, source = self._times[k.key]
             net = max(ms - o, 0.01 * ms)
             # errors of one type add up; so do those of every kernel guessed at one work
             # class's rate (the rate is the device's, or the reference CPU's scaled by a probe)
             t = kernel_type(k)
             group = f"guessed {work_class(k)}" if source == "unseen" else t
-            if rate is not None and reads[k.key] / rate > net:
-                net, rel, group = reads[k.key] / rate, STREAM_REL_STD, "weight streaming"
+            if rate is not None and read / rate > net:
+                net, rel, group = read / rate, STREAM_REL_STD, "weight streaming"
                 streamed += 1
             total += net
             by_type[group] = by_type.get(group, 0.0) + net * rel

@@ -150,14 +150,14 @@ def stream_workload(mb: float) -> Workload:
     return Workload(key, f"weight streaming probe ({mb:g} MB)", (1, k), onnx_factory=factory)
 
 
-def stream_rate(profiler, mb: float) -> float:
+def stream_rate(profiler, mb: float, overhead_ms: float) -> float:
     """Bytes per ms at which the device streams ``mb`` MB of weights
-    (:func:`stream_workload`, less the per-call overhead), timed once through ``profiler`` and
-    its store."""
+    (:func:`stream_workload`, less the per-call overhead ``overhead_ms``, :func:`overheads`),
+    timed once through ``profiler`` and its store."""
     wl = stream_workload(mb)
     ms = profiler.measure(wl, "latency_ms", allow_flagged=True).value
     size = 4 * wl.input_shape[1] * 1024
-    return float(size / max(ms - overheads(profiler)[0], 1e-6))
+    return float(size / max(ms - overhead_ms, 1e-6))
 
 
 def overheads(profiler) -> tuple[float, float]:
