@@ -340,8 +340,11 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
     measurement store (``hwnas refset measure``, ``hwnas measure import``); measures nothing.
 
     Returns:
-        list of :class:`ReferenceValue` (``how`` "missing" and value NaN where none is stored;
-        flagged ones are returned marked).
+        list of :class:`ReferenceValue`. From a table: the recorded ones, a reference cell the
+        table lacks replaced by an isomorphic cell it has, else left out
+        (:func:`hwnas.predictors.data.measured_reference`). From the store: every reference
+        architecture, ``how`` "missing" and value NaN where none is stored, flagged ones
+        marked.
 
     Raises:
         HwnasError: the device has no ``metric``.
@@ -351,13 +354,16 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
     device.check_metric(metric)
     indexed = ability(space, IndexedSpace)
     table = device.table(space.name, metric) if indexed is not None else None
+    if table is not None:  # a reference cell the table lacks stands in by an isomorphic one
+        from hwnas.predictors.data import measured_reference
+
+        table = np.asarray(table, dtype=np.float64)
+        return [
+            ReferenceValue(indexed.arch_at(i), float(table[i]), how="recorded")
+            for i in measured_reference(space.name, table)
+        ]
     out = []
     for arch in reference_archs(space):
-        if table is not None:
-            value = float(table[indexed.index(arch)])
-            how = "recorded" if np.isfinite(value) and value > 0 else "missing"
-            out.append(ReferenceValue(arch, value, how=how))
-            continue
         w = arch_workload(space, arch, dataset)
         m = None
         if store is not None:

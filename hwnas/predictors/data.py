@@ -158,6 +158,49 @@ def reference_indices(space: str) -> tuple[int, ...]:
     return tuple(int(i) for i in sets[space])
 
 
+@cache
+def _isomorphism_classes(space: str) -> np.ndarray | None:
+    """(N,) int class id of every architecture of ``space`` (:class:`IsomorphicSpace`), or
+    None for a space without isomorphism classes."""
+    from hwnas.spaces import IsomorphicSpace, ability, get_space
+
+    iso = ability(get_space(space), IsomorphicSpace)
+    if iso is None:
+        return None
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(iso.unique_str(a), len(ids)) for a in iso.all_archs()])
+
+
+def measured_reference(space: str, values: np.ndarray) -> list[int]:
+    """The reference set as a table measured it: the indices to adapt on for a device whose
+    values (index order, NaN where not measured) are ``values``.
+
+    A reference architecture with a value is itself. One without is replaced by the first
+    architecture of its isomorphism class that has one (:class:`hwnas.spaces.IsomorphicSpace`;
+    HW-NAS-Bench-360 measured one NAS-Bench-201 cell per unique cell, and 5 of the 10
+    reference cells are not those): the same function, measured with its own operations. It
+    is left out when nothing of its class was measured (the Eagle tables' unconnected cells).
+
+    Returns:
+        table indices, at most one per reference architecture, in reference-set order.
+
+    Raises:
+        HwnasError: the space has no reference set.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    measured = np.isfinite(values) & (values > 0)
+    classes = _isomorphism_classes(space)
+    out = []
+    for i in reference_indices(space):
+        if measured[i]:
+            out.append(i)
+        elif classes is not None:
+            alike = np.flatnonzero((classes == classes[i]) & measured)
+            if len(alike):
+                out.append(int(alike[0]))
+    return out
+
+
 def recorded_columns(space: str, metrics: tuple[str, ...] = ("latency_ms", "energy_mj")):
     """Every recorded device column of ``space`` for ``metrics``, sorted by key.
 

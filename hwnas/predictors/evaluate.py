@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hwnas.predictors.base import Predictor
-from hwnas.predictors.data import Column, reference_indices
+from hwnas.predictors.data import Column, measured_reference
 from hwnas.predictors.metrics import scores
 from hwnas.spaces import get_space
 
@@ -16,7 +16,9 @@ from hwnas.spaces import get_space
 def evaluate_columns(
     make: Callable[[], Predictor], space: str, columns: Sequence[Column]
 ) -> dict[str, dict[str, float]]:
-    """Scores of a fresh predictor adapted to each column from its reference-set values.
+    """Scores of a fresh predictor adapted to each column from its reference-set values
+    (:func:`hwnas.predictors.data.measured_reference`: an isomorphic cell stands in for a
+    reference cell the table lacks).
 
     Args:
         make: returns an un-adapted predictor.
@@ -29,9 +31,9 @@ def evaluate_columns(
     """
     sp = get_space(space)
     archs = sp.all_archs()
-    ref = list(reference_indices(space))
     out = {}
     for col in columns:
+        ref = measured_reference(space, col.values)
         pred = make().fit([archs[i] for i in ref], col.values[ref], col.metric)
         mean, std = pred.predict(archs)
         ok = np.isfinite(col.values) & (col.values > 0)

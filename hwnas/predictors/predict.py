@@ -470,7 +470,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
         flagged = sum(v.flagged for v in values)
         raise HwnasError(
             f"device '{dev.name}' ({dev.runtime}) has {len(usable)} usable {metric} values of "
-            f"the {len(values)} reference architectures of {sp.name}"
+            f"the {len(sp.reference_archs())} reference architectures of {sp.name}"
             + (f" ({flagged} flagged as noisy)" if flagged else "")
             + f"; at least {MIN_CALIBRATION} are needed: {refset}"
         )

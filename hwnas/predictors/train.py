@@ -27,7 +27,7 @@ import numpy as np
 
 from hwnas import __version__
 from hwnas.errors import HwnasError
-from hwnas.predictors.data import Column, reference_indices
+from hwnas.predictors.data import Column, measured_reference, reference_indices
 from hwnas.predictors.featurize import get_featurizer
 from hwnas.predictors.meta import (
     DEFAULT_GRID,
@@ -261,10 +261,14 @@ def meta_train(
     if len(rows) < 2 or rows[0] < 0 or rows[-1] >= n_all:
         raise HwnasError(f"meta-training rows must be at least 2 indices in 0..{n_all - 1}")
     feats = table_features(space, None if len(rows) == n_all else rows)
-    # each column divided by its mean on the reference set (the calibration a new device
-    # gives), or on the training rows when the reference set is not among them
-    norm = ref if np.isin(ref, rows).all() else rows
-    targets = np.stack([c.values / np.nanmean(c.values[norm]) for c in columns], 1)[rows]
+
+    def scale(column: Column) -> float:
+        """The column's mean on its reference set (the calibration a new device gives), or
+        on the training rows when the reference set is not among them."""
+        refs = measured_reference(space, column.values)
+        return float(np.nanmean(column.values[refs if np.isin(refs, rows).all() else rows]))
+
+    targets = np.stack([c.values / scale(c) for c in columns], 1)[rows]
 
     g = feats["graph"]
     keep = np.nonzero(g.std(0) > 1e-9 * np.abs(g).mean(0).clip(min=1e-30))[0]

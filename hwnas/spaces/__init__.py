@@ -27,6 +27,7 @@ from hwnas.spaces.base import (
     DatasetSpec,
     IndexedSpace,
     InheritedSpace,
+    IsomorphicSpace,
     SearchSpace,
     TabulatedSpace,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "DatasetSpec",
     "IndexedSpace",
     "InheritedSpace",
+    "IsomorphicSpace",
     "SearchSpace",
     "TabulatedSpace",
     "ability",
@@ -59,7 +61,8 @@ _FILES: dict[str, SearchSpace] = {}
 
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
     """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`,
-    :class:`InheritedSpace`, :class:`CostTermsSpace`) if it has that optional ability, else
+    :class:`InheritedSpace`, :class:`IsomorphicSpace`,
+    :class:`CostTermsSpace`) if it has that optional ability, else
     None: the one place where abilities are looked up."""
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 

@@ -270,6 +270,16 @@ class TabulatedSpace(IndexedSpace, Protocol):
 
 
 @runtime_checkable
+class IsomorphicSpace(IndexedSpace, Protocol):
+    """An indexed space whose benchmark groups architectures that compute the same function
+    (NAS-Bench-201's 6,466 unique cells of 15,625)."""
+
+    def unique_str(self, arch: Arch) -> str:
+        """The key shared by every architecture of ``arch``'s isomorphism class."""
+        ...
+
+
+@runtime_checkable
 class InheritedSpace(Protocol):
     """A space whose architectures come with inherited weights: the subnets of a trained module
     (:func:`hwnas.elastic`). Evaluators score those rather than fresh networks."""

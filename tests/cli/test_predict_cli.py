@@ -13,7 +13,7 @@ import pytest
 from helpers import hwnas_cli, hwnas_main
 
 from hwnas.cli import main
-from hwnas.predictors.data import get_column, reference_indices
+from hwnas.predictors.data import get_column, measured_reference, reference_indices
 from hwnas.predictors.metrics import scores
 from hwnas.spaces import get_space
 
@@ -31,7 +31,7 @@ def write_csv(path, header, rows):
 
 def calibration(path, device="fpga", n=10, metric="latency_ms"):
     y = get_column("nasbench201", device).values
-    rows = [(SPACE.arch_at(i).text, y[i]) for i in REF[:n]]
+    rows = [(SPACE.arch_at(i).text, y[i]) for i in measured_reference("nasbench201", y)[:n]]
     return write_csv(path, ["arch", metric], rows)
 
 

@@ -37,7 +37,9 @@ def test_pi5_devices_have_latency_and_energy():
         device = get_device(f"pi5_{runtime}")
         assert device.metrics == ("latency_ms", "energy_mj")
         energy = device.column("nasbench201", "energy_mj")
-        assert energy.shape == (15625,) and (energy > 0).all()
+        # HW-NAS-Bench-360 measured one cell per NAS-Bench-201 unique cell; no copied values
+        assert energy.shape == (15625,) and (energy[np.isfinite(energy)] > 0).all()
+        assert np.isfinite(energy).sum() == 6466
 
 
 @pytest.mark.parametrize("name", list_devices())

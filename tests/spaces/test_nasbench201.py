@@ -195,6 +195,23 @@ def test_effective_operations(arch, effective):
     assert SPACE.effective_ops(SPACE.parse(arch)) == SPACE.ops(SPACE.parse(effective))
 
 
+def test_unique_str_is_nas_bench_201s_isomorphism_key():
+    """Structure.to_unique_str(consider_zero=True) of NAS-Bench-201's API: the 6,466 unique
+    cells its paper counts; a dead convolution and a reordered sum change nothing."""
+    keys = [SPACE.unique_str(a) for a in SPACE.all_archs()]
+    assert len(set(keys)) == 6466
+    key = SPACE.unique_str
+    dead = SPACE.parse("|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|")
+    assert key(dead) == "#+#+0"
+    assert key(dead) == key(SPACE.parse("|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|"))
+    # the 1x1 convolution and the pooling swap places between two paths into the output
+    a = SPACE.parse("|nor_conv_1x1~0|+|none~0|none~1|+|avg_pool_3x3~0|skip_connect~1|none~2|")
+    b = SPACE.parse("|avg_pool_3x3~0|+|none~0|none~1|+|nor_conv_1x1~0|skip_connect~1|none~2|")
+    assert key(a) == key(b) == "#+(0)@avg_pool_3x3+(0)@nor_conv_1x1"
+    c = SPACE.parse("|nor_conv_3x3~0|+|none~0|none~1|+|avg_pool_3x3~0|skip_connect~1|none~2|")
+    assert key(c) != key(a)
+
+
 def test_surrogate_features_are_equal_for_functionally_equal_cells():
     a = SPACE.parse("|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|")
     b = SPACE.parse("|avg_pool_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|")

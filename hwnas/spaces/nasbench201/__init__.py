@@ -255,6 +255,34 @@ class NasBench201Space(SearchSpace):
             op if (i in reach and j in useful) else "none" for (j, i), op in zip(self.edges, ops)
         )
 
+    def unique_str(self, arch: Arch) -> str:
+        """NAS-Bench-201's own isomorphism key of ``arch``: ``Structure.to_unique_str(
+        consider_zero=True)`` of its API (Dong & Yang, ICLR 2020), which groups the 15,625
+        cells into the 6,466 "unique" ones the paper counts.
+
+        Each node is the sorted ``+``-sum of its inputs' terms: ``#`` for a ``none`` edge or a
+        zero input, the input's own term for ``skip_connect``, ``(term)@op`` otherwise; the key
+        is the output node's sum. Cells with equal keys compute the same function, but not
+        with the same operations: one may run convolutions whose results are discarded. A
+        table that measures one cell per key and copies its value to the others
+        (HW-NAS-Bench-360) therefore holds one measurement per key, not one per cell.
+        """
+        ops = self.ops(arch)
+        nodes, k = ["0"], 0
+        for j in range(1, self.num_nodes):
+            terms = []
+            for i in range(j):
+                op, src = ops[k], nodes[i]
+                k += 1
+                if op == "none" or src == "#":
+                    terms.append("#")
+                elif op == "skip_connect":
+                    terms.append(src)
+                else:
+                    terms.append(f"({src})@{op}")
+            nodes.append("+".join(sorted(terms)))
+        return nodes[-1]
+
     def surrogate_features(self, archs: Sequence[Arch]) -> np.ndarray:
         """Features of the function each cell computes, for accuracy surrogates, shape
         (n, 150), float32.
