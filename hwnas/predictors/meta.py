@@ -647,6 +647,12 @@ class MetaPredictor(Predictor):
         g = fz.graph(archs)
         xg, fg = self._graph_x(g)
         x = np.concatenate([fz.encoding(archs), s, xg], 1)
+        if x.shape[1] != len(self.enc_space.mean):
+            raise HwnasError(
+                f"predictor artifact '{self.name}' reads {len(self.enc_space.mean)} features of "
+                f"a {self.space_name} architecture, this hwnas computes {x.shape[1]}: it was "
+                f"trained by another hwnas version; train it again (`hwnas predictor train`)"
+            )
         parts = [np.ones((len(archs), 1))]
         if "structural" in self.additive:
             parts.append(s)

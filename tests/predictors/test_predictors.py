@@ -231,3 +231,23 @@ def test_meta_training_on_given_architectures_reads_no_other_value(tmp_path):
         np.testing.assert_array_equal(wa[k], wb[k], err_msg=k)
     assert cards[0]["training_archs"]["count"] == 100
     assert cards[0]["training_archs"]["of"] == 15625
+
+
+def test_an_artifact_trained_on_other_features_is_refused_in_one_line(tmp_path):
+    """An artifact from an hwnas whose featurizer computed other columns (a user's own, kept
+    in the hwnas home across an upgrade) gets a clear error naming the fix, not a numpy
+    broadcast traceback."""
+    from hwnas.predictors.meta import MetaPredictor
+
+    art = tmp_path / "old-artifact"
+    shutil.copytree(list_artifacts()["nasbench201-help"], art)
+    data = dict(np.load(art / "weights.npz"))
+    for key in ("space_mean", "space_scale"):
+        data[key] = data[key][:-3]
+    for key in ("space_h0_w", "space_lin_w"):
+        data[key] = data[key][:-3]
+    np.savez(art / "weights.npz", **data)
+    sp = get_space("nasbench201")
+    archs = [sp.arch_at(i) for i in reference_indices("nasbench201")]
+    with pytest.raises(HwnasError, match="reads 48 features .* computes 51: .*train it again"):
+        MetaPredictor(art).fit(archs, np.linspace(1.0, 2.0, len(archs)))
