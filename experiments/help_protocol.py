@@ -301,7 +301,7 @@ def space_table(space: str, console) -> dict[str, dict[str, float]]:
     from rich.table import Table
 
     from hwnas.predictors import load_predictor
-    from hwnas.predictors.data import SPLITS, get_column, measured_reference
+    from hwnas.predictors.data import SPLITS, get_column, reference_indices
     from hwnas.predictors.metrics import scores
     from hwnas.predictors.proxy import FlopsProxy
     from hwnas.spaces import get_space

@@ -658,6 +658,8 @@ class MetaPredictor(Predictor):
             parts.append(s)
         if "graph" in self.additive:
             parts.append(fg[:, 1:])
+        if "merged" in self.additive:
+            parts.append(fz.merged(archs))
         return x, np.concatenate(parts, 1), g
 
     def graph_inputs(self, models: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
@@ -748,16 +750,21 @@ class MetaPredictor(Predictor):
         space table; None when the grid has no broad family."""
         if not {BROAD, SINGLE, ARD} & set(self.grid.get("alpha", ())):
             return None
-        center, scale, n_struct = _table_stats(self.path, self.space_name, path)
+        center, scale, n_struct, n_merged = _table_stats(self.path, self.space_name, path)
         cols = np.arange(1, len(center))
         if path == "graph":
             groups = [cols]
         else:
+            merged = cols[len(cols) - n_merged :]
+            cols = cols[: len(cols) - n_merged]
             struct = cols[:n_struct]
             graph = cols[n_struct:]
             groups = [g for g in (struct, graph) if len(g)]
             if len(groups) == 2:
                 groups.append(cols)
+            if len(merged):  # what a merging runtime runs, beside the counts it merges
+                groups.append(np.concatenate([struct, merged]))
+                cols = np.concatenate([cols, merged])
         groups += [np.array([c]) for c in cols if scale[c] > 1e-9 * max(1.0, abs(center[c]))]
         return BroadBasis(groups, center, scale)
 
@@ -811,22 +818,26 @@ class MetaPredictor(Predictor):
 
 
 @lru_cache(maxsize=16)
-def _table_stats(path: Path, space: str, which: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """(mean (f,), std (f,), number of structural columns) of an artifact's additive features
-    over every architecture of its space's table (the intercept column has mean 1, std 1)."""
+def _table_stats(
+    path: Path, space: str, which: str
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(mean (f,), std (f,), number of structural columns, number of merged columns, the
+    last ones) of an artifact's additive features over every architecture of its space's table
+    (the intercept column has mean 1, std 1)."""
     pred = MetaPredictor(path)
     archs = pred.featurizer.space.all_archs()
+    n_struct = n_merged = 0
     if which == "graph":
         f = pred._graph_x(pred.featurizer.graph(archs))[1]
-        n_struct = 0
     else:
         f = pred._space_inputs(archs)[1]
-        n_struct = f.shape[1] - 1 if "structural" in pred.additive else 0
-        if "graph" in pred.additive:
-            n_struct = len(pred.featurizer.structural_names) if "structural" in pred.additive else 0
+        if "structural" in pred.additive:
+            n_struct = len(pred.featurizer.structural_names)
+        if "merged" in pred.additive:
+            n_merged = len(pred.featurizer.merged_names)
     center, scale = f.mean(0), f.std(0)
     center[0], scale[0] = 1.0, 1.0
-    return center, np.where(scale > 1e-12, scale, 1.0), n_struct
+    return center, np.where(scale > 1e-12, scale, 1.0), n_struct, n_merged
 
 
 # -- artifacts -------------------------------------------------------------------------------

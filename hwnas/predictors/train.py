@@ -40,7 +40,7 @@ from hwnas.predictors.meta import (
 )
 
 DEFAULT_ADDITIVE = {
-    "nasbench201": ("structural", "graph"),
+    "nasbench201": ("structural", "graph", "merged"),
     "fbnet": ("graph",),
     "ofa": ("graph",),
 }
@@ -52,7 +52,8 @@ def table_features(space: str, rows: Sequence[int] | None = None) -> dict[str, n
     ``rows``), in that order.
 
     Returns:
-        {"encoding": (N, e), "structural": (N, s), "graph": (N, len(GRAPH_COLUMNS))}.
+        {"encoding": (N, e), "structural": (N, s), "merged": (N, m),
+        "graph": (N, len(GRAPH_COLUMNS))}.
     """
     fz = get_featurizer(space)
     archs = fz.space.all_archs()
@@ -61,6 +62,7 @@ def table_features(space: str, rows: Sequence[int] | None = None) -> dict[str, n
     return {
         "encoding": fz.encoding(archs).astype(np.float64),
         "structural": fz.structural(archs),
+        "merged": fz.merged(archs),
         "graph": fz.graph(archs),
     }
 
@@ -158,13 +160,24 @@ def _train_encoder(torch, x, targets, seed, hidden, steps, batch, lr, log) -> En
     )
 
 
-def additive_prior(f: np.ndarray, targets: np.ndarray) -> AdditivePrior:
+def additive_prior(f: np.ndarray, targets: np.ndarray, broad_only: int = 0) -> AdditivePrior:
     """Mean and covariance over columns of each column's relative-error least-squares costs.
 
     Args:
         f: (N, d) additive features (with the intercept).
         targets: (N, K) normalised values.
+        broad_only: how many last columns of ``f`` only the broad prior families read (the
+            merged counts): the training devices' costs are fitted without them, and their
+            prior mean and covariance are zero (near-duplicates of the counts before them,
+            they made the fitted costs, hence the covariance, ill-conditioned).
     """
+    if broad_only:
+        inner = additive_prior(f[:, :-broad_only], targets)
+        d = f.shape[1]
+        mean, cov = np.zeros(d), np.zeros((d, d))
+        mean[: d - broad_only] = inner.mean
+        cov[: d - broad_only, : d - broad_only] = inner.cov
+        return AdditivePrior(mean, cov + 1e-4 * np.eye(d) * (np.arange(d) >= d - broad_only))
     coefs = []
     for k in range(targets.shape[1]):
         t = targets[:, k]
@@ -282,6 +295,9 @@ def meta_train(
         parts.append(feats["structural"])
     if "graph" in additive:
         parts.append(u)
+    broad_only = feats["merged"].shape[1] if "merged" in additive else 0
+    if broad_only:
+        parts.append(feats["merged"])
     f_space = np.concatenate(parts, 1)
     f_graph = np.concatenate([np.ones((len(u), 1)), u], 1)
 
@@ -289,7 +305,7 @@ def meta_train(
     enc_space = train_encoder(x_space, targets, seed=seed, steps=steps, log=say)
     say(f"{name}: graph encoder")
     enc_graph = train_encoder(x_graph, targets, seed=seed + 1, steps=steps, log=say)
-    prior_space = additive_prior(f_space, targets)
+    prior_space = additive_prior(f_space, targets, broad_only)
     prior_graph = additive_prior(f_graph, targets)
 
     out.mkdir(parents=True, exist_ok=True)

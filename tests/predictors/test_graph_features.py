@@ -116,6 +116,33 @@ def test_featurizers_give_finite_features_of_the_documented_shape(space):
     assert len(np.unique(g[:, COLUMN["params"]])) > 1  # architectures differ
 
 
+@pytest.mark.parametrize(
+    ("ops", "counts"),
+    [
+        # pooling node 0 three times (node 1 is node 0 through its skip): one pooling; node 2's
+        # own pooling input is new; no zeroing; no convolution
+        (("skip_connect", "avg_pool_3x3", "avg_pool_3x3", "avg_pool_3x3", "avg_pool_3x3",
+          "avg_pool_3x3"), (2, 0, 0)),
+        # zeroing nodes 0, 1 and 2, node 1 its own tensor: three zeroings
+        (("nor_conv_3x3", "none", "none", "none", "none", "none"), (0, 3, 1)),
+        # three convolutions read node 0: one ReLU, the fourth reads node 2; both zeroings
+        # read node 1: one
+        (("nor_conv_1x1", "nor_conv_3x3", "none", "nor_conv_1x1", "none", "nor_conv_3x3"),
+         (0, 1, 2)),
+    ],
+)  # fmt: skip
+def test_merged_counts_follow_nas_bench_201s_own_network_after_merging(ops, counts):
+    """What PyTorch Mobile runs of NAS-Bench-201's reference network code (every edge, a
+    ``none`` edge as x.mul(0.)) once it merges identical parameter-free operations: the
+    Raspberry Pi 5's PyTorch Mobile latency follows these counts (docs/benchmarks.md)."""
+    from hwnas.predictors.featurize import get_featurizer
+
+    fz = get_featurizer("nasbench201")
+    arch = fz.space.from_ops(ops)
+    assert tuple(fz.merged([arch])[0]) == counts
+    assert fz.merged(fz.space.all_archs()[:7]).shape == (7, len(fz.merged_names))
+
+
 def test_transposed_convolutions_recurrent_layers_and_einsum_are_counted_and_the_rest_named(
     tmp_path, capsys
 ):

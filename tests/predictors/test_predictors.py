@@ -43,6 +43,9 @@ def test_shipped_artifacts_are_listed_with_cards():
         ("nasbench201-help", "nasbench201", "eyeriss", 0.98, 0.9),
         ("nasbench201-help", "nasbench201", "raspi4", 0.95, 0.6),
         ("fbnet-help", "fbnet", "fpga", 0.95, 0.8),
+        # PyTorch Mobile merges identical parameter-free operations, which no training device
+        # does: the head's broad family reads the merged counts (0.928 / 0.62 without them)
+        ("nasbench201-help", "nasbench201", "pi5_torchmobile", 0.945, 0.7),
     ],
 )
 def test_meta_predictor_adapts_to_an_unseen_device_from_its_reference_set(
@@ -53,7 +56,8 @@ def test_meta_predictor_adapts_to_an_unseen_device_from_its_reference_set(
     mean, std = pred.predict(archs)
     assert mean.shape == std.shape == (len(archs),)
     assert (mean > 0).all() and (std > 0).all() and np.isfinite(std).all()
-    s = scores(mean, col.values)
+    ok = np.isfinite(col.values)  # the Pi 5 table holds the 6,466 cells measured
+    s = scores(mean[ok], col.values[ok])
     assert s["spearman_rho"] >= min_rho, s
     assert s["acc_10pct"] >= min_acc, s
 

@@ -33,6 +33,15 @@ class Featurizer(ABC):
     def structural(self, archs: Sequence[Arch]) -> np.ndarray:
         """Structural counts, shape (n, len(structural_names)), float64, non-negative."""
 
+    merged_names: tuple[str, ...] = ()
+    """Names of :meth:`merged`'s columns."""
+
+    def merged(self, archs: Sequence[Arch]) -> np.ndarray:
+        """Counts of the operations a runtime that merges identical computations runs, shape
+        (n, len(merged_names)), float64: additive costs of the meta head's broad prior family
+        only. Default: none."""
+        return np.zeros((len(archs), len(self.merged_names)))
+
     @abstractmethod
     def graph(self, archs: Sequence[Arch]) -> np.ndarray:
         """Graph features at batch 1 for :attr:`dataset`, shape (n, len(GRAPH_COLUMNS))."""
