@@ -189,12 +189,11 @@ def measured_reference(space: str, values: np.ndarray) -> list[int]:
     """
     values = np.asarray(values, dtype=np.float64)
     measured = np.isfinite(values) & (values > 0)
-    classes = _isomorphism_classes(space)
     out = []
     for i in reference_indices(space):
         if measured[i]:
             out.append(i)
-        elif classes is not None:
+        elif (classes := _isomorphism_classes(space)) is not None:  # only when needed: 0.3 s
             alike = np.flatnonzero((classes == classes[i]) & measured)
             if len(alike):
                 out.append(int(alike[0]))

@@ -61,9 +61,8 @@ _FILES: dict[str, SearchSpace] = {}
 
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
     """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`,
-    :class:`InheritedSpace`, :class:`IsomorphicSpace`,
-    :class:`CostTermsSpace`) if it has that optional ability, else
-    None: the one place where abilities are looked up."""
+    :class:`IsomorphicSpace`, :class:`InheritedSpace`, :class:`CostTermsSpace`) if it has that
+    optional ability, else None: the one place where abilities are looked up."""
     return space if isinstance(space, protocol) else None  # type: ignore[return-value]
 
 
