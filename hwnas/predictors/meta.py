@@ -755,16 +755,14 @@ class MetaPredictor(Predictor):
         if path == "graph":
             groups = [cols]
         else:
-            merged = cols[len(cols) - n_merged :]
-            cols = cols[: len(cols) - n_merged]
             struct = cols[:n_struct]
-            graph = cols[n_struct:]
+            graph = cols[n_struct : len(cols) - n_merged]
+            merged = cols[len(cols) - n_merged :]
             groups = [g for g in (struct, graph) if len(g)]
             if len(groups) == 2:
-                groups.append(cols)
+                groups.append(np.concatenate([struct, graph]))
             if len(merged):  # what a merging runtime runs, beside the counts it merges
                 groups.append(np.concatenate([struct, merged]))
-                cols = np.concatenate([cols, merged])
         groups += [np.array([c]) for c in cols if scale[c] > 1e-9 * max(1.0, abs(center[c]))]
         return BroadBasis(groups, center, scale)
 
@@ -818,9 +816,7 @@ class MetaPredictor(Predictor):
 
 
 @lru_cache(maxsize=16)
-def _table_stats(
-    path: Path, space: str, which: str
-) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _table_stats(path: Path, space: str, which: str) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(mean (f,), std (f,), number of structural columns, number of merged columns, the
     last ones) of an artifact's additive features over every architecture of its space's table
     (the intercept column has mean 1, std 1)."""
