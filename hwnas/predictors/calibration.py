@@ -240,6 +240,11 @@ def write_predictions(
             w.writerow([str(m), f"{v:.6g}", f"{s:.6g}"])
 
 
+STAND_IN = "recorded, isomorphic stand-in"
+"""``ReferenceValue.how`` of a table's cell that stands in for a reference architecture the table
+lacks: it computes the same function (:func:`hwnas.predictors.data.measured_reference`)."""
+
+
 @dataclass
 class ReferenceValue:
     """One reference architecture's value on a device.
@@ -249,7 +254,7 @@ class ReferenceValue:
         value: ms or mJ (NaN when the device has none stored).
         cv: coefficient of variation of the samples (NaN when not known).
         flagged: the measurement missed the device's precision target (``timing.max_cv``).
-        how: "measured", "from store", "recorded" or "missing".
+        how: "measured", "from store", "recorded", :data:`STAND_IN` or "missing".
     """
 
     arch: Arch
@@ -355,11 +360,14 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
     indexed = ability(space, IndexedSpace)
     table = device.table(space.name, metric) if indexed is not None else None
     if table is not None:  # a reference cell the table lacks stands in by an isomorphic one
-        from hwnas.predictors.data import measured_reference
+        from hwnas.predictors.data import measured_reference, reference_indices
 
         table = np.asarray(table, dtype=np.float64)
+        own = set(reference_indices(space.name))
         return [
-            ReferenceValue(indexed.arch_at(i), float(table[i]), how="recorded")
+            ReferenceValue(
+                indexed.arch_at(i), float(table[i]), how="recorded" if i in own else STAND_IN
+            )
             for i in measured_reference(space.name, table)
         ]
     out = []

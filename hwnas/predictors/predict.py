@@ -431,7 +431,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
 
     from hwnas.devices import get_device
     from hwnas.paths import default_store_path
-    from hwnas.predictors.calibration import stored_reference_set
+    from hwnas.predictors.calibration import STAND_IN, stored_reference_set
     from hwnas.predictors.featurize import get_featurizer
     from hwnas.store import MeasurementStore
 
@@ -475,6 +475,12 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             + f"; at least {MIN_CALIBRATION} are needed: {refset}"
         )
     source = "its recorded table" if st is None else f"the store {st.path}"
+    stand_ins = [v.arch.text for v in usable if v.how == STAND_IN]
+    if stand_ins:  # the table measured one cell per isomorphism class
+        source += (
+            f" ({len(stand_ins)} of them isomorphic cells standing in for reference cells the "
+            f"table lacks: {', '.join(stand_ins)})"
+        )
     return (
         [v.arch for v in usable],
         np.array([v.value for v in usable]),

@@ -575,3 +575,19 @@ def test_refit_floored_takes_architectures_of_a_space_too():
     assert mean[0] > 0.01 * values[REF].min() and std[0] >= mean[0]
     assert (mean[1], std[1]) == (5.0, 0.2)
     assert len(notes) == 1 and "predicted instead by FLOPs" in notes[0]
+
+
+def test_predict_on_a_recorded_device_names_the_reference_cells_stood_in_for(capsys):
+    """The Raspberry Pi 5 table measured one cell per isomorphism class: 5 of the 10 reference
+    cells are adapted on through the measured cell of their class, and `hwnas predict` says
+    which; a table with every cell (raspi4) adapts on the reference cells themselves."""
+    code, out, err = run(["predict", "--device", "pi5_onnx", "--arch", "5"], capsys)
+    assert code == 0, err
+    used = measured_reference("nasbench201", get_column("nasbench201", "pi5_onnx").values)
+    stood_in = [SPACE.arch_at(s).text for r, s in zip(REF, used) if r != s]
+    assert len(stood_in) == 5
+    assert "5 of them isomorphic cells standing in" in err
+    assert all(text in err for text in stood_in)
+    code, out, err = run(["predict", "--device", "raspi4", "--arch", "5"], capsys)
+    assert code == 0, err
+    assert "standing in" not in err and "from its recorded table;" in err
