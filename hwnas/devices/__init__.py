@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,6 +36,7 @@ __all__ = [
     "get_device",
     "list_devices",
     "offline_routes",
+    "recorded_tables",
 ]
 
 DEVICE_KINDS: Registry = Registry("device kind")
@@ -154,6 +156,31 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
             "live devices (local, cuda, rpc, android)"
         )
     return device
+
+
+_WARNED: set[str] = set()
+
+
+def recorded_tables(space: str, metric: str) -> Iterator[tuple[Device, object]]:
+    """Every device with a recorded ``metric`` table (ms or mJ) of ``space``, with the table
+    (one value per architecture index, NaN where none), in name order.
+
+    A profile that cannot be used (an unknown kind, a table file that is missing or malformed)
+    is skipped with one warning line on stderr, as ``hwnas devices`` lists it as broken: one
+    broken user profile does not stop a command that reads every table (a zoo export's
+    recorded latencies, meta-training).
+    """
+    for name in list_devices():
+        try:
+            dev = get_device(name)
+            column = dev.table(space, metric)
+        except HwnasError as exc:
+            if name not in _WARNED:
+                _WARNED.add(name)
+                print(f"warning: skipped device '{name}': {exc}", file=sys.stderr)
+            continue
+        if column is not None:
+            yield dev, column
 
 
 def nearest_recorded(device: Device, space: str) -> str | None:

@@ -201,21 +201,19 @@ def measured_reference(space: str, values: np.ndarray) -> list[int]:
 
 
 def recorded_columns(space: str, metrics: tuple[str, ...] = ("latency_ms", "energy_mj")):
-    """Every recorded device column of ``space`` for ``metrics``, sorted by key.
+    """Every recorded device column of ``space`` for ``metrics``, sorted by key (a broken
+    profile skipped with a warning: :func:`hwnas.devices.recorded_tables`).
 
     Returns:
         list of :class:`Column`.
     """
-    from hwnas.devices import get_device, list_devices
+    from hwnas.devices import recorded_tables
 
     out = []
-    for name in list_devices():
-        dev = get_device(name)
-        for metric in metrics:
-            column = dev.table(space, metric)
-            if column is not None:
-                values = np.asarray(column, dtype=np.float64)
-                out.append(Column(name, metric, values, dev.table_source(space, metric)))
+    for metric in metrics:
+        for dev, column in recorded_tables(space, metric):
+            values = np.asarray(column, dtype=np.float64)
+            out.append(Column(dev.name, metric, values, dev.table_source(space, metric)))
     return sorted(out, key=lambda c: c.key)
 
 

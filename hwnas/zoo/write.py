@@ -16,6 +16,7 @@ make them useful (their output does not depend on their input), and a zoo is wha
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -495,13 +496,14 @@ def recorded_latencies(
     space_name: str, archs: list[str], skip: str, dataset: str | None = None
 ) -> dict[str, dict[str, dict]]:
     """Latency of ``archs`` on every recorded device with a table for the space (architectures
-    not in the recorded tables get none); with ``dataset``, only from tables of networks of
-    its input size (:meth:`hwnas.devices.base.Device.check_table_dataset`).
+    not in the recorded tables, or a cell a table lacks, get none); with ``dataset``, only
+    from tables of networks of its input size
+    (:meth:`hwnas.devices.base.Device.check_table_dataset`).
 
     Returns:
         arch -> device -> {"value": ms, "source": ...}.
     """
-    from hwnas.devices import get_device, list_devices
+    from hwnas.devices import recorded_tables
     from hwnas.errors import HwnasError
     from hwnas.spaces import IndexedSpace, ability, get_space
 
@@ -515,10 +517,9 @@ def recorded_latencies(
             rows[a] = space.index(space.parse(a))
         except HwnasError:
             continue
-    for name in list_devices():
-        dev = get_device(name)
-        column = None if name == skip else dev.table(space_name, "latency_ms")
-        if column is None:
+    for dev, column in recorded_tables(space_name, "latency_ms"):
+        name = dev.name
+        if name == skip:
             continue
         if dataset is not None:
             try:
@@ -527,7 +528,8 @@ def recorded_latencies(
                 continue
         source = dev.table_source(space_name, "latency_ms")
         for a, i in rows.items():
-            out[a][name] = {"value": float(column[i]), "source": source}
+            if math.isfinite(column[i]):  # a table may lack the cell (the Pi 5 tables: 6,466)
+                out[a][name] = {"value": float(column[i]), "source": source}
     return out
 
 
