@@ -72,7 +72,50 @@ def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, arc
     dev = _open_device(device, runtime, tracker, key, target, trials)
     texts = list(archs) + (_read_archs(archs_file) if archs_file else [])
     workloads = model_workloads(texts, list(onnx_files), space, dataset, batch_size, dims)
+    _check_recorded(dev, workloads)
     _measure(dev, workloads, store)
+
+
+def _check_recorded(dev, workloads) -> None:
+    """Before any work: an architecture a recorded table lacks is refused in one line that
+    says what to do instead (predict it; where the table measured one cell of each isomorphism
+    class, the cell of its class that was measured).
+
+    Raises:
+        HwnasError: a workload's architecture has no value in the device's table.
+    """
+    import numpy as np
+
+    from hwnas.errors import HwnasError
+    from hwnas.spaces import IsomorphicSpace, ability, get_space
+
+    for w in workloads:
+        if w.arch is None:
+            continue
+        space = get_space(w.arch.space)
+        tables = [dev.table(space.name, m) for m in dev.metrics]
+        column = next((c for c in tables if c is not None), None)  # a live device: none
+        if column is None or np.isfinite(column[space.index(w.arch)]):
+            continue
+        hint = f"predict it: hwnas predict --device {dev.name} --arch '{w.arch.text}'"
+        iso = ability(space, IsomorphicSpace)
+        if iso is not None:
+            key = iso.unique_str(w.arch)
+            alike = next(
+                (i for i in np.flatnonzero(np.isfinite(column))
+                 if iso.unique_str(iso.arch_at(int(i))) == key),
+                None,
+            )  # fmt: skip
+            if alike is not None:
+                hint = (
+                    f"the table measured one cell per isomorphism class, and "
+                    f"'{iso.arch_at(int(alike)).text}' (index {alike}) computes the same "
+                    f"function; or {hint}"
+                )
+        raise HwnasError(
+            f"device '{dev.name}' has no recorded value for '{w.arch.text}' (index "
+            f"{space.index(w.arch)}): {hint}"
+        )
 
 
 def _read_archs(path: Path) -> list[str]:

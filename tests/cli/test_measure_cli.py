@@ -63,6 +63,18 @@ def test_an_arch_is_named_by_its_index_as_in_hwnas_arch_and_predict():
         (["devices", "check", "vu9p_hls4ml"], "is not reachable"),
         (["measure", "-d", "cpu-fast", "--trials", "3", "--arch", "0"], "add --runtime tvm"),
         (["measure", "-d", "pixel3", "--arch", "15625"], "index 15625 out of range 0..15624"),
+        # the Pi 5 table measured one cell per isomorphism class: index 69 is not one, 42 is
+        # its class's (main: a table of the other, measured cells, then "no recorded
+        # latency_ms" after them)
+        (["measure", "-d", "pi5_onnx", "--arch", "0", "--arch", "69"],
+         "no recorded value for '|none~0|+|nor_conv_3x3~0|none~1|+|skip_connect~0|none~1|"
+         "nor_conv_3x3~2|' (index 69): the table measured one cell per isomorphism class, and "
+         "'|none~0|+|nor_conv_3x3~0|nor_conv_1x1~1|+|skip_connect~0|none~1|nor_conv_3x3~2|' "
+         "(index 42) computes the same function; or predict it: hwnas predict --device "
+         "pi5_onnx --arch"),
+        (["measure", "-d", "embedded_tpu_edge_tpu_int8", "--arch", "1651"],  # no input path
+         "no recorded value for '|none~0|+|none~0|none~1|+|none~0|none~1|none~2|' (index "
+         "1651): predict it"),
     ],
 )
 def test_one_line_errors(args, expected, tmp_path):
