@@ -68,7 +68,7 @@ def check(settings: Any, space: Any, device: Any, fewshot: Any = None) -> None:
 def _complete(column: np.ndarray, size: int, what: str, why: str) -> None:
     missing = int(np.sum(~np.isfinite(column))) + max(0, size - len(column))
     if missing:
-        raise HwnasError(f"{why}: the {what} table lacks {missing} of {size} architectures")
+        raise HwnasError(f"{why}: the {what} table lacks {missing:,} of {size:,} architectures")
 
 
 def exact_front(

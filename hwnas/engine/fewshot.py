@@ -32,14 +32,20 @@ from typing import Any
 import numpy as np
 
 from hwnas.cost_record import CostRecord, precision_target
-from hwnas.engine.costs import CostContext, CostRequest, PredictorCostModel, make_cost_model
+from hwnas.engine.costs import (
+    CostContext,
+    CostModel,
+    CostRequest,
+    PredictorCostModel,
+    make_cost_model,
+)
 from hwnas.engine.evaluate import Evaluation
 from hwnas.engine.frontier import MIN_P_FEASIBLE, ndtr
 from hwnas.engine.loop import SearchResult, SearchSettings, TrialRecord, run_search, summarise
-from hwnas.errors import HwnasError
+from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.measure import NoisyMeasurementError, Profiler, arch_workload
 from hwnas.predictors import Predictor
-from hwnas.predictors.calibration import reference_archs
+from hwnas.predictors.calibration import as_recorded, reference_archs
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -137,11 +143,13 @@ class PredictedEvaluator:
         dataset: str,
         predictors: dict[str, PredictorCostModel],
         label: str,
+        held: np.ndarray | None = None,
     ):
         self.space = space
         self.dataset = dataset
         self.predictors = predictors
         self.label = label
+        self.held = held
         self._accuracy = space.table_accuracy(dataset)
         self._source = space.accuracy_source(dataset)
         self.accuracy_queries = 0
@@ -151,9 +159,17 @@ class PredictedEvaluator:
         return {m: p.predict(archs) for m, p in self.predictors.items()}
 
     def evaluate(self, arch: Arch) -> Evaluation:
-        """The table's accuracy and each metric's predicted cost, with its 90% interval."""
+        """The table's accuracy and each metric's predicted cost, with its 90% interval.
+
+        Raises:
+            UnrecordedError: on a recorded device, an architecture its tables lack (it could
+                never be verified; a search skips it).
+        """
+        index = self.space.index(arch)
+        if self.held is not None and not self.held[index]:
+            raise UnrecordedError(f"no recorded value for {arch.text}: it cannot be verified")
         self.accuracy_queries += 1
-        accuracy = float(self._accuracy[self.space.index(arch)])
+        accuracy = float(self._accuracy[index])
         costs = {
             metric: CostRecord.predicted(metric, mean[0], sd[0], f"predicted:{self.label}")
             for metric, (mean, sd) in self.costs([arch]).items()
@@ -194,11 +210,48 @@ class FewShotPlan:
         return str(path) if path is not None else self.predictor_name
 
 
+def table_cells(device, space: SearchSpace, metrics: list[str]) -> np.ndarray | None:
+    """(N,) bool, in index order: the architectures a recorded ``device``'s tables of
+    ``metrics`` all hold (the Pi 5 tables: 6,466 of NAS-Bench-201's 15,625; the Eagle ones
+    lack the 341 cells whose output ignores the input); None for a device without a table of
+    the space (live or imported), whose every architecture can be measured."""
+    tables = [device.table(space.name, m) for m in metrics]
+    tables = [np.asarray(t, dtype=np.float64) for t in tables if t is not None]
+    if not tables:
+        return None
+    return np.all([np.isfinite(t) & (t > 0) for t in tables], axis=0)
+
+
+class HeldOnly(CostModel):
+    """A cost model's predictions where a recorded device's tables hold the architecture, NaN
+    elsewhere: a few-shot search on a recorded device draws its candidates from what can be
+    verified there, as a search on the table does (:func:`hwnas.engine.pool.candidate_pool`
+    leaves out candidates without a finite cost).
+
+    Args:
+        model: the adapted cost model.
+        space: an indexed space.
+        held: :func:`table_cells`, or None (every architecture).
+    """
+
+    def __init__(self, model: CostModel, space: SearchSpace, held: np.ndarray | None):
+        self.model, self.space, self.held = model, space, held
+        self.metric, self.source, self.fit = model.metric, model.source, model.fit
+
+    def predict(self, archs) -> tuple[np.ndarray, np.ndarray]:
+        mean, std = self.model.predict(archs)
+        if self.held is None:
+            return mean, std
+        held = self.held[[self.space.index(a) for a in archs]]
+        return np.where(held, mean, np.nan), np.where(held, std, np.nan)
+
+
 def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure: bool):
     """Architectures to calibrate on: the reference set (leaving one measurement for
     verification); for a device that cannot measure, every stored architecture of the space
     (reference set first), up to the cap."""
-    refs = reference_archs(space)
+    device = budget.profiler.device
+    refs = [a for a, _ in as_recorded(device, space, reference_archs(space), budget.metrics)]
     if can_measure:
         return refs[: max(budget.cap - 1, 0)]
     stored = []
@@ -263,12 +316,16 @@ def run_fewshot(
     cal = _calibrate(space, budget, say, reporter)
     predictors = adapt_all(plan, budget)
     suspects = _suspects(predictors, budget, reporter)
-    evaluator = PredictedEvaluator(space, settings.dataset, predictors, plan.predictor.name)
+    held = table_cells(device, space, plan.metrics)
+    evaluator = PredictedEvaluator(
+        space, settings.dataset, predictors, plan.predictor.name, held=held
+    )
     say(f"search on costs predicted by {plan.predictor.name}")
+    latency = predictors.get("latency_ms")
     costs = dataclasses.replace(
         costs or CostContext(space, max_latency=settings.max_latency, budget=settings.budget),
-        cost=predictors[settings.metric],
-        latency=predictors.get("latency_ms"),
+        cost=HeldOnly(predictors[settings.metric], space, held),
+        latency=HeldOnly(latency, space, held) if latency is not None else None,
     )
     result = run_search(settings, space, evaluator.evaluate, storage, on_trial, costs=costs)
     say("verification by measurement")

@@ -328,16 +328,43 @@ def measure_reference_set(
 
     profiler.device.check_metric(metric)
     out = []
-    for arch in archs if archs is not None else reference_archs(space):
+    wanted = archs if archs is not None else reference_archs(space)
+    for arch, stand_in in as_recorded(profiler.device, space, wanted, [metric]):
         taken, reused = profiler.counts.taken, profiler.counts.reused
         m = profiler.measure(arch_workload(space, arch, dataset), metric, allow_flagged=True)
-        how = "recorded"
+        how = STAND_IN if stand_in else "recorded"
         if profiler.counts.taken > taken:
             how = "measured"
         elif profiler.counts.reused > reused:
             how = "from store"
         out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how))
     return out
+
+
+def as_recorded(device, space: SearchSpace, archs, metrics) -> list[tuple[Arch, bool]]:
+    """``archs`` as ``device``'s recorded tables of ``metrics`` measured them: on a device
+    without a table of the space (a live one), themselves; on a recorded one, an architecture
+    the tables lack is replaced by the first of its isomorphism class they have (the Pi 5
+    tables measured one NAS-Bench-201 cell per class:
+    :func:`hwnas.predictors.data.measured_stand_ins`), or left out.
+
+    Returns:
+        (architecture, whether it stands in for another), in the order of ``archs``.
+    """
+    from hwnas.predictors.data import measured_stand_ins
+
+    archs = list(archs)
+    indexed = ability(space, IndexedSpace)
+    tables = [device.table(space.name, m) for m in metrics] if indexed is not None else []
+    tables = [np.asarray(t, dtype=np.float64) for t in tables if t is not None]
+    if not tables:
+        return [(a, False) for a in archs]
+    values = np.where(np.isfinite(tables).all(0), tables[0], np.nan)
+    wanted = [indexed.index(a) for a in archs]
+    return [
+        (indexed.arch_at(i), i not in wanted)
+        for i in measured_stand_ins(space.name, values, wanted)
+    ]
 
 
 def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric: str):

@@ -187,16 +187,27 @@ def measured_reference(space: str, values: np.ndarray) -> list[int]:
     Raises:
         HwnasError: the space has no reference set.
     """
+    return measured_stand_ins(space, values, reference_indices(space))
+
+
+def measured_stand_ins(space: str, values: np.ndarray, indices) -> list[int]:
+    """``indices`` as a table measured them (:func:`measured_reference`, for any architectures):
+    each index with a value is itself, one without is the first index of its isomorphism class
+    with a value, or is left out; an index already in the list is not repeated.
+
+    Returns:
+        table indices, in the order of ``indices``.
+    """
     values = np.asarray(values, dtype=np.float64)
     measured = np.isfinite(values) & (values > 0)
-    out = []
-    for i in reference_indices(space):
-        if measured[i]:
-            out.append(i)
-        elif (classes := _isomorphism_classes(space)) is not None:  # only when needed: 0.3 s
+    out: list[int] = []
+    for i in indices:
+        j = int(i) if measured[i] else None
+        if j is None and (classes := _isomorphism_classes(space)) is not None:  # 0.3 s, once
             alike = np.flatnonzero((classes == classes[i]) & measured)
-            if len(alike):
-                out.append(int(alike[0]))
+            j = int(alike[0]) if len(alike) else None
+        if j is not None and j not in out:
+            out.append(j)
     return out
 
 

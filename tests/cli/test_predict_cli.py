@@ -591,3 +591,25 @@ def test_predict_on_a_recorded_device_names_the_reference_cells_stood_in_for(cap
     code, out, err = run(["predict", "--device", "raspi4", "--arch", "5"], capsys)
     assert code == 0, err
     assert "standing in" not in err and "from its recorded table;" in err
+
+
+def test_refset_measure_on_a_table_of_one_cell_per_class_reads_the_measured_cells(
+    tmp_path, capsys
+):
+    """`hwnas refset measure --device pi5_onnx` wrote nothing ("no recorded latency_ms for"
+    the first reference cell); it now reads the measured cell of each reference cell's class,
+    marked as a stand-in, and its calibration file predicts as `--device pi5_onnx` does."""
+    out = tmp_path / "ref"
+    code, text, err = run(["refset", "measure", "--device", "pi5_onnx", "--out", out], capsys)
+    assert code == 0, err
+    assert text.count("isomorphic") == 5 and "10 read from a table" in text
+    y = get_column("nasbench201", "pi5_onnx").values
+    rows = list(csv.DictReader(open(out / "calibration.csv")))
+    used = measured_reference("nasbench201", y)
+    assert [r["arch"] for r in rows] == [SPACE.arch_at(i).text for i in used]
+    assert [float(r["latency_ms"]) for r in rows] == pytest.approx(list(y[used]), rel=1e-5)
+    code, from_file, err = run(["predict", "--calibration", out / "calibration.csv", "--arch",
+                                "5"], capsys)  # fmt: skip
+    assert code == 0, err
+    code, from_device, err = run(["predict", "--device", "pi5_onnx", "--arch", "5"], capsys)
+    assert from_file == from_device
