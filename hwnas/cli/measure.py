@@ -87,7 +87,8 @@ def _check_recorded(dev, workloads) -> None:
     import numpy as np
 
     from hwnas.errors import HwnasError
-    from hwnas.spaces import IsomorphicSpace, ability, get_space
+    from hwnas.predictors.data import measured_stand_ins
+    from hwnas.spaces import get_space
 
     for w in workloads:
         if w.arch is None:
@@ -95,26 +96,20 @@ def _check_recorded(dev, workloads) -> None:
         space = get_space(w.arch.space)
         tables = [dev.table(space.name, m) for m in dev.metrics]
         column = next((c for c in tables if c is not None), None)  # a live device: none
-        if column is None or np.isfinite(column[space.index(w.arch)]):
+        index = space.index(w.arch) if column is not None else None
+        if index is None or np.isfinite(column[index]):
             continue
         hint = f"predict it: hwnas predict --device {dev.name} --arch '{w.arch.text}'"
-        iso = ability(space, IsomorphicSpace)
-        if iso is not None:
-            key = iso.unique_str(w.arch)
-            alike = next(
-                (i for i in np.flatnonzero(np.isfinite(column))
-                 if iso.unique_str(iso.arch_at(int(i))) == key),
-                None,
-            )  # fmt: skip
-            if alike is not None:
-                hint = (
-                    f"the table measured one cell per isomorphism class, and "
-                    f"'{iso.arch_at(int(alike)).text}' (index {alike}) computes the same "
-                    f"function; or {hint}"
-                )
+        alike = measured_stand_ins(space.name, column, [index])  # its class's measured cell
+        if alike:
+            hint = (
+                f"the table measured one cell per isomorphism class, and "
+                f"'{space.arch_at(alike[0]).text}' (index {alike[0]}) computes the same "
+                f"function; or {hint}"
+            )
         raise HwnasError(
-            f"device '{dev.name}' has no recorded value for '{w.arch.text}' (index "
-            f"{space.index(w.arch)}): {hint}"
+            f"device '{dev.name}' has no recorded value for '{w.arch.text}' (index {index}): "
+            f"{hint}"
         )
 
 
