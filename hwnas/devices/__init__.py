@@ -85,9 +85,15 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
     return profiles, problems
 
 
+_WARNED: set[str] = set()
+"""Profiles :func:`recorded_tables` has warned of (once per process, until reloaded)."""
+
+
 def reload_profiles() -> None:
-    """Forget the profiles read so far (after a profile file was written)."""
+    """Forget the profiles read so far (after a profile file was written), and which broken
+    ones :func:`recorded_tables` has warned of."""
     _scan.cache_clear()
+    _WARNED.clear()
 
 
 def profiles() -> dict[str, dict]:
@@ -156,9 +162,6 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
             "live devices (local, cuda, rpc, android)"
         )
     return device
-
-
-_WARNED: set[str] = set()
 
 
 def recorded_tables(space: str, metric: str) -> Iterator[tuple[Device, object]]:
