@@ -84,32 +84,27 @@ def _check_recorded(dev, workloads) -> None:
     Raises:
         HwnasError: a workload's architecture has no value in the device's table.
     """
-    import numpy as np
-
     from hwnas.errors import HwnasError
-    from hwnas.predictors.data import measured_stand_ins
+    from hwnas.predictors.calibration import as_recorded
     from hwnas.spaces import get_space
 
     for w in workloads:
         if w.arch is None:
             continue
         space = get_space(w.arch.space)
-        tables = [dev.table(space.name, m) for m in dev.metrics]
-        column = next((c for c in tables if c is not None), None)  # a live device: none
-        index = space.index(w.arch) if column is not None else None
-        if index is None or np.isfinite(column[index]):
+        got = as_recorded(dev, space, [w.arch], dev.metrics)  # a live device: the arch itself
+        if got and not got[0][1]:
             continue
         hint = f"predict it: hwnas predict --device {dev.name} --arch '{w.arch.text}'"
-        alike = measured_stand_ins(space.name, column, [index])  # its class's measured cell
-        if alike:
+        if got:  # its class's measured cell
+            alike = got[0][0]
             hint = (
-                f"the table measured one cell per isomorphism class, and "
-                f"'{space.arch_at(alike[0]).text}' (index {alike[0]}) computes the same "
-                f"function; or {hint}"
+                f"the table measured one cell per isomorphism class, and '{alike.text}' (index "
+                f"{space.index(alike)}) computes the same function; or {hint}"
             )
         raise HwnasError(
-            f"device '{dev.name}' has no recorded value for '{w.arch.text}' (index {index}): "
-            f"{hint}"
+            f"device '{dev.name}' has no recorded value for '{w.arch.text}' (index "
+            f"{space.index(w.arch)}): {hint}"
         )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from hwnas.assets import asset_path, read_yaml
@@ -36,6 +37,7 @@ __all__ = [
     "get_device",
     "list_devices",
     "offline_routes",
+    "recorded_cells",
     "recorded_tables",
 ]
 
@@ -184,6 +186,18 @@ def recorded_tables(space: str, metric: str) -> Iterator[tuple[Device, object]]:
             continue
         if column is not None:
             yield dev, column
+
+
+def recorded_cells(device: Device, space: str, metrics) -> np.ndarray | None:
+    """(N,) bool, in the space's index order: the architectures ``device``'s recorded tables
+    of ``metrics`` all hold (the Pi 5 tables: 6,466 of NAS-Bench-201's 15,625; the Eagle ones
+    lack the 341 cells whose output ignores the input); None for a device without a table of
+    ``space`` (live or imported), whose every architecture can be measured."""
+    tables = [device.table(space, m) for m in metrics]
+    tables = [np.asarray(t, dtype=np.float64) for t in tables if t is not None]
+    if not tables:
+        return None
+    return np.all([np.isfinite(t) & (t > 0) for t in tables], axis=0)
 
 
 def nearest_recorded(device: Device, space: str) -> str | None:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from hwnas.cost_record import CostRecord, precision_target
+from hwnas.devices import recorded_cells
 from hwnas.engine.costs import (
     CostContext,
     CostModel,
@@ -210,18 +211,6 @@ class FewShotPlan:
         return str(path) if path is not None else self.predictor_name
 
 
-def table_cells(device, space: SearchSpace, metrics: list[str]) -> np.ndarray | None:
-    """(N,) bool, in index order: the architectures a recorded ``device``'s tables of
-    ``metrics`` all hold (the Pi 5 tables: 6,466 of NAS-Bench-201's 15,625; the Eagle ones
-    lack the 341 cells whose output ignores the input); None for a device without a table of
-    the space (live or imported), whose every architecture can be measured."""
-    tables = [device.table(space.name, m) for m in metrics]
-    tables = [np.asarray(t, dtype=np.float64) for t in tables if t is not None]
-    if not tables:
-        return None
-    return np.all([np.isfinite(t) & (t > 0) for t in tables], axis=0)
-
-
 class HeldOnly(CostModel):
     """A cost model's predictions where a recorded device's tables hold the architecture, NaN
     elsewhere: a few-shot search on a recorded device draws its candidates from what can be
@@ -231,7 +220,7 @@ class HeldOnly(CostModel):
     Args:
         model: the adapted cost model.
         space: an indexed space.
-        held: :func:`table_cells`, or None (every architecture).
+        held: :func:`hwnas.devices.recorded_cells`, or None (every architecture).
     """
 
     def __init__(self, model: CostModel, space: SearchSpace, held: np.ndarray | None):
@@ -316,7 +305,7 @@ def run_fewshot(
     cal = _calibrate(space, budget, say, reporter)
     predictors = adapt_all(plan, budget)
     suspects = _suspects(predictors, budget, reporter)
-    held = table_cells(device, space, plan.metrics)
+    held = recorded_cells(device, space.name, plan.metrics)
     evaluator = PredictedEvaluator(
         space, settings.dataset, predictors, plan.predictor.name, held=held
     )

@@ -351,19 +351,18 @@ def as_recorded(device, space: SearchSpace, archs, metrics) -> list[tuple[Arch, 
     Returns:
         (architecture, whether it stands in for another), in the order of ``archs``.
     """
+    from hwnas.devices import recorded_cells
     from hwnas.predictors.data import measured_stand_ins
 
     archs = list(archs)
     indexed = ability(space, IndexedSpace)
-    tables = [device.table(space.name, m) for m in metrics] if indexed is not None else []
-    tables = [np.asarray(t, dtype=np.float64) for t in tables if t is not None]
-    if not tables:
+    held = recorded_cells(device, space.name, metrics) if indexed is not None else None
+    if held is None:
         return [(a, False) for a in archs]
-    values = np.where(np.isfinite(tables).all(0), tables[0], np.nan)
     wanted = [indexed.index(a) for a in archs]
     return [
         (indexed.arch_at(i), i not in wanted)
-        for i in measured_stand_ins(space.name, values, wanted)
+        for i in measured_stand_ins(space.name, held, wanted)
     ]
 
 
@@ -387,15 +386,9 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
     indexed = ability(space, IndexedSpace)
     table = device.table(space.name, metric) if indexed is not None else None
     if table is not None:  # a reference cell the table lacks stands in by an isomorphic one
-        from hwnas.predictors.data import measured_reference, reference_indices
-
-        table = np.asarray(table, dtype=np.float64)
-        own = set(reference_indices(space.name))
         return [
-            ReferenceValue(
-                indexed.arch_at(i), float(table[i]), how="recorded" if i in own else STAND_IN
-            )
-            for i in measured_reference(space.name, table)
+            ReferenceValue(a, float(table[indexed.index(a)]), how=STAND_IN if s else "recorded")
+            for a, s in as_recorded(device, space, reference_archs(space), [metric])
         ]
     out = []
     for arch in reference_archs(space):

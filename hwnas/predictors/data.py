@@ -187,19 +187,20 @@ def measured_reference(space: str, values: np.ndarray) -> list[int]:
     Raises:
         HwnasError: the space has no reference set.
     """
-    return measured_stand_ins(space, values, reference_indices(space))
+    values = np.asarray(values, dtype=np.float64)
+    measured = np.isfinite(values) & (values > 0)
+    return measured_stand_ins(space, measured, reference_indices(space))
 
 
-def measured_stand_ins(space: str, values: np.ndarray, indices) -> list[int]:
+def measured_stand_ins(space: str, measured: np.ndarray, indices) -> list[int]:
     """``indices`` as a table measured them (:func:`measured_reference`, for any architectures):
-    each index with a value is itself, one without is the first index of its isomorphism class
-    with a value, or is left out; an index already in the list is not repeated.
+    each index the table has (``measured``, (N,) bool) is itself, one it lacks is the first
+    index of its isomorphism class it has, or is left out; an index already in the list is not
+    repeated.
 
     Returns:
         table indices, in the order of ``indices``.
     """
-    values = np.asarray(values, dtype=np.float64)
-    measured = np.isfinite(values) & (values > 0)
     out: list[int] = []
     for i in indices:
         j = int(i) if measured[i] else None
