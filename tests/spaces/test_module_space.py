@@ -197,6 +197,114 @@ def test_a_vit_gets_elastic_mlp_widths_and_depth_with_attention_fixed():
     assert len(small.blocks) == 1 and small.blocks[0].fc1.out_features == 32
 
 
+@pytest.mark.parametrize(
+    "network, depths",
+    [  # flat stem-to-head nn.Sequentials, as written from their papers (hwnas.known_networks)
+        (
+            "mobilenet_v2",
+            {
+                "2-3.d": (1, 2),
+                "4-6.d": (1, 2, 3),
+                "7-10.d": (1, 2, 3, 4),
+                "11-13.d": (1, 2, 3),
+                "14-16.d": (1, 2, 3),
+            },
+        ),  # fmt: skip
+        ("resnet18", {"1-3.d": (1, 2, 3), "4-5.d": (1, 2), "6-7.d": (1, 2), "8-9.d": (1, 2)}),
+        ("shufflenet_v2", {}),  # its units split and shuffle channels: none adds its input
+    ],
+)
+def test_flat_networks_get_a_depth_per_run_of_residual_blocks(network, depths):
+    """Once-for-All's stages inside one flat list: each run of residual blocks after the block
+    that changed the shape can be shortened (that block kept); blocks that do not add their
+    input (ShuffleNetV2's units, a depthwise conv inside a block's body) are never dropped;
+    the supernet's path of every sampled subnet equals its extracted module."""
+    from hwnas.known_networks import build_network
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(build_network(network, num_classes=10, width=0.5, side=32))
+    x = torch.randn(2, 3, 32, 32)
+    space = hwnas.elastic(model, x[:1], name=network)
+    assert {d.key: d.values for d in space.decisions if d.kind == "depth"} == depths
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 10, (3, 32, 32), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            sub = net.extract(arch)
+            assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5), arch.text
+    dropped = sum(len(v) - 1 for v in depths.values())
+    assert len(space.subnet(space.smallest())) == len(model) - dropped
+
+
+class TorchvisionBottleneck(nn.Module):
+    """torchvision's ResNet Bottleneck as written there: one ``self.relu`` called three times,
+    ``out += identity``, a ``downsample`` Sequential; plus squeeze-excite through ``view`` and
+    ``expand_as`` (SENet's code)."""
+
+    def __init__(self, c_in: int, c: int, stride: int):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c_in, c, 1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, stride, 1, bias=False), nn.BatchNorm2d(c)
+        self.conv3, self.bn3 = nn.Conv2d(c, 4 * c, 1, bias=False), nn.BatchNorm2d(4 * c)
+        self.fc1, self.fc2 = nn.Linear(4 * c, c), nn.Linear(c, 4 * c)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or c_in != 4 * c:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(c_in, 4 * c, 1, stride, bias=False), nn.BatchNorm2d(4 * c)
+            )
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        b, c, _, _ = out.size()
+        se = F.adaptive_avg_pool2d(out, 1).view(b, c)
+        se = torch.sigmoid(self.fc2(self.relu(self.fc1(se)))).view(b, c, 1, 1)
+        out = out * se.expand_as(out)
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        return self.relu(out)
+
+
+class TorchvisionResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.relu = nn.Conv2d(3, 16, 3, 1, 1), nn.ReLU()
+        block = TorchvisionBottleneck
+        self.layer1 = nn.Sequential(block(16, 8, 1), block(32, 8, 1))
+        self.layer2 = nn.Sequential(block(32, 16, 2), block(64, 16, 1))
+        self.avgpool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(self.relu(self.conv1(x))))
+        x = self.avgpool(x)
+        return self.fc(x.view(x.size(0), -1))
+
+
+def test_a_layer_without_weights_called_many_times_leaves_widths_elastic():
+    """torchvision's blocks call one ``nn.ReLU`` three times: no weights are shared, so every
+    bottleneck width and the residual stream stay elastic, and the subnets stay exact."""
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(TorchvisionResNet())
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="tv_resnet")
+    assert space.describe()["fixed_widths"] == {}
+    keys = {d.key for d in space.decisions}
+    assert {"layer1.0.conv1.w", "layer1.0.conv2.w", "layer2.1.conv1.w", "conv1.w"} <= keys
+    assert {"layer1.d", "layer2.d"} <= keys
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
+
+
 class ControlFlow(nn.Module):
     def __init__(self):
         super().__init__()

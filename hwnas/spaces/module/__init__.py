@@ -4,7 +4,8 @@ or the user's own trained model made elastic.
 Both are a :class:`ModuleSpace`: the module, traced once (:mod:`.analysis`), is the weight-sharing
 supernet; its decisions are channel widths (one per channel group, kept consistent across
 residual additions and concatenations), kernel sizes (a centre crop), block depths (a stage's
-last blocks dropped) and operations (:class:`hwnas.nn.Choice`). From that a space gets arch
+last residual blocks dropped: a container's last ones, or a run inside a flat stem-to-head list)
+and operations (:class:`hwnas.nn.Choice`). From that a space gets arch
 strings, sampling, encodings, a supernet with exact subnet extraction
 (:class:`hwnas.supernet.module.ModuleSupernet`), ONNX export, cost models and zoo entries, like a
 declared space.
@@ -17,8 +18,9 @@ declared space.
   ModelOpt's FastNAS and Once-for-All do, plus any choice points it declares.
 
 Arch strings: one ``KEY=VALUE`` per decision, in the order of the network: ``layer1.0.conv1.w=32
-layer2.d=1 layer2.0.dw.k=3 ...`` (``.w`` a width in channels, ``.k`` a kernel size, ``.d`` a
-depth, ``.op`` an operation; a :class:`hwnas.nn.ValueChoice` / :class:`hwnas.nn.Choice` with a
+layer2.d=1 layer2.0.dw.k=3 features.3-6.d=2 ...`` (``.w`` a width in channels, ``.k`` a kernel
+size, ``.d`` a depth: of a container, or of its blocks 3 to 6, the 3rd always kept; ``.op`` an
+operation; a :class:`hwnas.nn.ValueChoice` / :class:`hwnas.nn.Choice` with a
 label is written by its label). Decisions that only concern dropped blocks take their first
 value and may be left out.
 """
@@ -517,10 +519,13 @@ def elastic(
     Channel widths (``widths`` of each channel group's trained width, the most important
     channels kept: the L1 norm of the weights producing and consuming each channel, ordered
     once), kernel sizes of depthwise convolutions (the centre of the trained kernel) and block
-    depths (the first blocks of a stage kept, where the dropped ones keep their input's shape)
-    become elastic wherever tracing shows it is safe: channel groups stay consistent across
-    residual additions, multiplications and concatenations (NVIDIA ModelOpt FastNAS's
-    dependency analysis; Once-for-All's elastic width, kernel and depth, Cai et al., ICLR 2020).
+    depths (the first blocks of a stage kept, where the dropped ones are residual blocks that
+    keep their input's shape: those ending an ``nn.Sequential`` / ``nn.ModuleList``, and in a
+    flat stem-to-head list such as MobileNetV2's ``features`` each run of them after the block
+    that changed the shape) become elastic wherever tracing shows it is safe: channel groups
+    stay consistent across residual additions, multiplications and concatenations (NVIDIA
+    ModelOpt FastNAS's dependency analysis; Once-for-All's elastic width, kernel and depth, Cai
+    et al., ICLR 2020).
     What stays fixed, and why, is in :meth:`ModuleSpace.describe`.
 
     Args:

@@ -13,9 +13,13 @@ operations hwnas does not know (their channel semantics are unknown), parameters
 in ``forward``, layers called twice, flattening that mixes channels with positions, and so on;
 each frozen group keeps the reason.
 
-Blocks whose input and output have the same shape, at the end of an ``nn.Sequential`` /
-``nn.ModuleList`` of blocks, can be dropped (elastic depth, Once-for-All); convolutions whose
-padding is half their odd kernel can run the centre of it (elastic kernel).
+Residual blocks (a block that adds its input to what it computes) whose input and output have
+the same shape can be dropped (elastic depth, Once-for-All): those at the end of an
+``nn.Sequential`` / ``nn.ModuleList``, and, inside one (a flat ``features`` list such as
+MobileNetV2's, stem to head), each run of them after the block that changed the shape (a stage
+of OFA's); in a :class:`~hwnas.spaces.module.choices.Repeat` the user declared, any blocks that
+keep their shape. Convolutions whose padding is half their odd kernel can run the centre of it
+(elastic kernel).
 """
 
 from __future__ import annotations
@@ -90,20 +94,26 @@ class Group:
 
 @dataclass
 class Stage:
-    """A container of blocks whose last ones can be dropped (elastic depth).
+    """Consecutive blocks of a container whose last ones can be dropped (elastic depth).
 
     Attributes:
-        path: the container's module name (``layer2``, ``blocks``).
-        children: its blocks' names, in order.
-        first_droppable: index of the first block of the trailing run that keeps its input's
-            shape (the smallest depth is ``max(1, first_droppable)``).
+        path: the stage's name: the container's module name (``layer2``, ``blocks``) for the
+            run of blocks that ends it; for a run inside it, its blocks' range
+            (``features.3-6``: blocks 3 to 6 of ``features``, the 3rd always kept).
+        children: its blocks' names, in order: a depth of d runs the first d.
+        first_droppable: index in ``children`` of the first block that can be dropped (the
+            smallest depth is ``max(1, first_droppable)``).
         why: why the block before the run cannot be dropped.
+        container: the container's module name.
+        start: index of ``children[0]`` in the container.
     """
 
     path: str
     children: list[str]
     first_droppable: int
     why: str = ""
+    container: str = ""
+    start: int = 0
 
 
 @dataclass
@@ -287,6 +297,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         try:
             with torch.no_grad():
                 model(example_input)
+                for h in hooks:  # the traced graph calls the same leaf layers again
+                    h.remove()
                 ShapeProp(gm).propagate(example_input)
         except HwnasError:
             raise
@@ -418,7 +430,10 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
 
     choices = [p for p, m in modules.items() if isinstance(m, Choice)]
     for name, n in counts.items():  # shared weights: a layer used twice keeps its widths
-        if n > 1:
+        stateful = any(True for _ in modules[name].parameters()) or any(
+            True for _ in modules[name].buffers()
+        )
+        if n > 1 and stateful:  # a ReLU called three times (torchvision's ResNet) is no sharing
             for gid in touched.get(name, ()):
                 g.freeze(gid, f"'{name}' is called {n} times (shared weights)")
     for name in direct:  # weights read in forward (weight standardisation, ...)
@@ -657,21 +672,91 @@ def _is_block(m: nn.Module) -> bool:
     return any(isinstance(s, (nn.Conv2d, nn.Linear)) for s in m.modules() if s is not m)
 
 
+_SHORTCUT_THROUGH = (nn.Identity, nn.Dropout)
+"""Modules a shortcut may pass through between a block's input and its addition."""
+
+
+def _residual(inside: list[fx.Node], src: fx.Node, modules: dict[str, nn.Module]) -> bool:
+    """Whether the block whose nodes are ``inside`` adds its input ``src`` to what it computes
+    (a residual block: dropping it leaves the identity path its training already had)."""
+    for n in inside:
+        if n.op not in ("call_function", "call_method") or _name(n.target) not in _ADDS:
+            continue
+        for a in _nodes((n.args, n.kwargs)):
+            while (
+                a is not src
+                and a.op == "call_module"
+                and isinstance(modules.get(str(a.target)), _SHORTCUT_THROUGH)
+                and len(_nodes(a.args)) == 1
+            ):
+                a = _nodes(a.args)[0]
+            if a is src:
+                return True
+    return False
+
+
+_ADDS = {"add", "iadd", "add_", "__add__", "__iadd__"}
+
+
+def _why_kept(i, children, blocks, ends, residual, io, repeat: bool) -> str:
+    """Why block ``i`` of a container cannot be dropped ("" if it can): in a
+    :class:`~hwnas.spaces.module.choices.Repeat` the user declared, any block that keeps its
+    input's shape; elsewhere only residual ones."""
+    shapes = io.get(children[i])
+    if not blocks[i]:
+        return f"'{children[i]}' is a layer, not a block of layers"
+    if ends[i] is None or shapes is None:
+        return f"'{children[i]}' is not one block with one input and one output"
+    if shapes[0] != shapes[1]:
+        return f"'{children[i]}' changes its input's shape"
+    if not (repeat or residual[i]):
+        return f"'{children[i]}' does not add its input to its output (no residual)"
+    return ""
+
+
+def _runs(children, blocks, ends, residual, io, repeat: bool) -> list[tuple[int, int, str]]:
+    """The container's runs of droppable blocks, each taking the previous one's output:
+    (index of the first, index after the last, why the block before the first is kept)."""
+
+    def why(i: int) -> str:
+        return _why_kept(i, children, blocks, ends, residual, io, repeat)
+
+    def chained(i: int) -> bool:
+        prev, this = ends[i - 1], ends[i]
+        return i > 0 and prev is not None and this is not None and prev[1] is this[0]
+
+    runs = []
+    i = 0
+    while i < len(children):
+        if why(i) or (i > 0 and not chained(i)):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(children) and not why(j) and chained(j):
+            j += 1
+        runs.append((i, j, why(i - 1) if i > 0 else ""))
+        i = j
+    return runs
+
+
 def _stages(model, gm, layout, calls, io, join, g) -> dict[str, Stage]:
-    """Containers whose trailing blocks keep their input's shape (droppable), with each such
-    block's input and output channel groups joined."""
+    """Runs of droppable blocks in every container (:func:`_runs`), by stage name, with each
+    droppable block's input and output channel groups joined."""
     from hwnas.spaces.module.choices import Repeat
 
     stack = {n: n.meta.get("nn_module_stack", {}) for n in gm.graph.nodes}
+    modules = dict(model.named_modules())
     out: dict[str, Stage] = {}
     for path, m in model.named_modules():
         if type(m) not in (nn.Sequential, nn.ModuleList, Repeat) or len(m) < 2:
             continue
         children = [f"{path}.{i}" if path else str(i) for i in range(len(m))]
-        if not all(_is_block(c) for c in m):
+        blocks = [_is_block(c) for c in m]
+        if not any(blocks):
             continue
         ends: list[tuple[fx.Node, fx.Node] | None] = []
-        for name in children:
+        residual: list[bool] = []
+        for name, block in zip(children, blocks):
             inside = [n for n in gm.graph.nodes if name in stack[n] and n.op != "get_attr"]
             inside_set = set(inside)
             srcs = {
@@ -683,35 +768,26 @@ def _stages(model, gm, layout, calls, io, join, g) -> dict[str, Stage]:
             sinks = [n for n in inside if any(u not in inside_set for u in n.users)]
             ok = calls.get(name) == 1 and len(srcs) == 1 and len(sinks) == 1
             ends.append((next(iter(srcs)), sinks[0]) if ok else None)
-        first = len(children)
-        why = ""
-        for i in range(len(children) - 1, -1, -1):
-            e = ends[i]
-            shapes = io.get(children[i])
-            if e is None or shapes is None or shapes[0] != shapes[1]:
-                why = (
-                    f"'{children[i]}' changes its input's shape"
-                    if shapes is not None and shapes[0] != shapes[1]
-                    else f"'{children[i]}' is not one block with one input and one output"
-                )
-                break
-            if i > 0 and (ends[i - 1] is None or ends[i - 1][1] is not e[0]):
-                why = f"'{children[i]}' does not take the output of '{children[i - 1]}'"
-                break
-            first = i
-        if first >= len(children):
-            continue
-        for i in range(max(first, 1), len(children)):
-            src, sink = ends[i]  # type: ignore[misc]
-            a, b = layout.get(src), layout.get(sink)
-            if a is not None and b is not None and a[1] == b[1]:
-                join(a, b, "it skips a block whose channels are concatenated otherwise")
+            residual.append(ok and block and _residual(inside, next(iter(srcs)), modules))
+
+        runs = _runs(children, blocks, ends, residual, io, repeat=type(m) is Repeat)
+        for first, end, why in runs:
+            start = first - 1 if first > 0 and end < len(children) else 0
+            for k in range(max(first, 1), end):
+                src, sink = ends[k]  # type: ignore[misc]
+                a, b = layout.get(src), layout.get(sink)
+                if a is not None and b is not None and a[1] == b[1]:
+                    join(a, b, "it skips a block whose channels are concatenated otherwise")
+                else:
+                    for lay in (a, b):
+                        if lay is not None:
+                            for gid in lay[0]:
+                                g.freeze(gid, f"'{children[k]}' can be dropped")
+            if end == len(children):
+                key = path
             else:
-                for lay in (a, b):
-                    if lay is not None:
-                        for gid in lay[0]:
-                            g.freeze(gid, f"'{children[i]}' can be dropped")
-        out[path] = Stage(path, children, first, why)
+                key = f"{path}.{start}-{end - 1}" if path else f"{start}-{end - 1}"
+            out[key] = Stage(key, children[start:end], first - start, why, path, start)
     return out
 
 

@@ -191,9 +191,10 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
     for name, m in modules.items():
         if type(m) in (ElasticConv2d, ElasticLinear, DBN, DLayerNorm):
             replace(name, _plain(name, m, analysis, sub))
-    for path, d in sub.depths.items():
-        stage = out.get_submodule(path)
-        del stage[d:]
+    stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
+    for st in stages:  # the last runs first: deleting renumbers the blocks after
+        container = out.get_submodule(st.container)
+        del container[st.start + sub.depths[st.path] : st.start + len(st.children)]
     for m in list(out.modules()):
         if hasattr(m, "hw_plain"):
             m.__class__ = m.hw_plain
