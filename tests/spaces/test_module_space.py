@@ -529,3 +529,30 @@ def test_a_users_file_may_import_the_files_beside_it(tmp_path):
     (tmp_path / "blocks_beside.py").write_text("WIDTH = 24\n")
     (tmp_path / "mynet_beside.py").write_text("import blocks_beside\nwidth = blocks_beside.WIDTH\n")
     assert code_object(f"{tmp_path / 'mynet_beside.py'}:width") == 24
+
+
+class DenseLayers(nn.Module):
+    """DenseNet's pattern: each layer normalises the concatenation of all before it."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.bn1, self.conv1 = nn.BatchNorm2d(16), nn.Conv2d(16, 8, 3, padding=1)
+        self.bn2, self.conv2 = nn.BatchNorm2d(24), nn.Conv2d(24, 8, 3, padding=1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.cat([x, self.conv1(F.relu(self.bn1(x)))], 1)
+        x = torch.cat([x, self.conv2(F.relu(self.bn2(x)))], 1)
+        return self.fc(x.mean((2, 3)))
+
+
+def test_a_normalised_concatenation_keeps_its_widths_and_says_why():
+    space = hwnas.elastic(DenseLayers().eval(), torch.zeros(1, 3, 16, 16), name="dense")
+    fixed = space.describe()["fixed_widths"]
+    assert fixed["stem"] == (
+        "'bn2' (BatchNorm2d) normalises a concatenation of channel groups; hwnas slices a "
+        "normalisation of one group only"
+    )
+    assert "conv2" not in fixed  # the last layer's output is only concatenated, then pooled

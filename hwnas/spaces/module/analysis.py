@@ -417,6 +417,11 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                     if lay is not None or not ins
                     else f"'{name}' ({type(m).__name__}) takes its input in an unknown layout"
                 )
+                if type(m) in (nn.BatchNorm2d, nn.LayerNorm) and lay and len(lay[0]) > 1:
+                    what = (  # DenseNet's layers normalise the concatenation of all before
+                        f"'{name}' ({type(m).__name__}) normalises a concatenation of channel "
+                        "groups; hwnas slices a normalisation of one group only"
+                    )
                 freeze_all(ins, what)
                 result = fresh(node, what) if shape is not None else None
             for n in ins:
