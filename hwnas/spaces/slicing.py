@@ -54,27 +54,42 @@ class DConv(nn.Conv2d):
         return F.conv2d(x, w, bias, self.stride, pad, self.dilation, groups)
 
 
+def _first_channels_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor):
+    """``bn`` on ``x``, whose channels (axis 1) are the first of ``bn``'s."""
+    n = x.shape[1]
+    momentum = bn.momentum
+    if bn.training and momentum is None:  # cumulative average (recalibration)
+        bn.num_batches_tracked += 1
+        momentum = 1.0 / float(bn.num_batches_tracked)
+    return F.batch_norm(
+        x,
+        bn.running_mean[:n] if bn.running_mean is not None else None,
+        bn.running_var[:n] if bn.running_var is not None else None,
+        bn.weight[:n] if bn.weight is not None else None,
+        bn.bias[:n] if bn.bias is not None else None,
+        bn.training or bn.running_mean is None,
+        momentum if momentum is not None else 0.1,
+        bn.eps,
+    )
+
+
 class DBN(nn.BatchNorm2d):
-    """Batch norm over the first channels of its input (running statistics shared)."""
+    """Batch norm over the first channels of its input (running statistics shared):
+    (N, n, H, W) -> (N, n, H, W)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = x.shape[1]
-        if n == self.num_features:
+        if x.shape[1] == self.num_features:
             return super().forward(x)
-        momentum = self.momentum
-        if self.training and momentum is None:  # cumulative average (recalibration)
-            self.num_batches_tracked += 1
-            momentum = 1.0 / float(self.num_batches_tracked)
-        return F.batch_norm(
-            x,
-            self.running_mean[:n],
-            self.running_var[:n],
-            self.weight[:n],
-            self.bias[:n],
-            self.training,
-            momentum if momentum is not None else 0.1,
-            self.eps,
-        )
+        return _first_channels_batch_norm(self, x)
+
+
+class DBN1d(nn.BatchNorm1d):
+    """:class:`DBN` of ``nn.BatchNorm1d`` (an MLP head's, a 1-D conv's): (N, n) or (N, n, L)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] == self.num_features:
+            return super().forward(x)
+        return _first_channels_batch_norm(self, x)
 
 
 class DLinear(nn.Linear):

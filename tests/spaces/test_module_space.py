@@ -556,3 +556,37 @@ def test_a_normalised_concatenation_keeps_its_widths_and_says_why():
         "normalisation of one group only"
     )
     assert "conv2" not in fixed  # the last layer's output is only concatenated, then pooled
+
+
+class BNHead(nn.Module):
+    """A CNN with a BatchNorm1d in its MLP head (a re-ID model's BNNeck, tabular-style heads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.fc1, self.bn1 = nn.Linear(16, 64), nn.BatchNorm1d(64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x))).mean((2, 3))
+        return self.fc2(F.relu(self.bn1(self.fc1(x))))
+
+
+def test_a_batchnorm1d_head_keeps_its_width_elastic():
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = BNHead().eval()
+    with torch.no_grad():
+        model.bn1.running_mean.uniform_(-0.5, 0.5)
+        model.bn1.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(3, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="bnhead")
+    assert space.by_key["fc1.w"].values == (16, 32, 48, 64)
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            sub = net.extract(arch)
+            assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5)
+        assert space.subnet(space.smallest()).bn1.num_features == 16

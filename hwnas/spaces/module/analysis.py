@@ -391,7 +391,12 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 gid = g.new(m.out_features)
                 layer_out[name] = gid
                 result = ((gid,), len(shape) - 1) if shape else None
-            elif type(m) is nn.BatchNorm2d and lay is not None and lay[1] == 1 and len(lay[0]) == 1:
+            elif (
+                type(m) in (nn.BatchNorm2d, nn.BatchNorm1d)
+                and lay is not None
+                and lay[1] == 1
+                and len(lay[0]) == 1
+            ):
                 carriers[name] = lay[0][0]
                 layer_in[name] = segs(lay)
                 result = lay
@@ -417,7 +422,11 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                     if lay is not None or not ins
                     else f"'{name}' ({type(m).__name__}) takes its input in an unknown layout"
                 )
-                if type(m) in (nn.BatchNorm2d, nn.LayerNorm) and lay and len(lay[0]) > 1:
+                if (
+                    type(m) in (nn.BatchNorm2d, nn.BatchNorm1d, nn.LayerNorm)
+                    and lay
+                    and len(lay[0]) > 1
+                ):
                     what = (  # DenseNet's layers normalise the concatenation of all before
                         f"'{name}' ({type(m).__name__}) normalises a concatenation of channel "
                         "groups; hwnas slices a normalisation of one group only"

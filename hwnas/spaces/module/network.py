@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from hwnas.spaces.module.analysis import Analysis
-from hwnas.spaces.slicing import DBN, DConv, DLayerNorm, DLinear
+from hwnas.spaces.slicing import DBN, DBN1d, DConv, DLayerNorm, DLinear
 
 
 class ElasticConv2d(DConv):
@@ -51,7 +51,7 @@ class ElasticLinear(DLinear):
 
 
 ELASTIC = {nn.Conv2d: ElasticConv2d, nn.Linear: ElasticLinear, nn.BatchNorm2d: DBN,
-           nn.LayerNorm: DLayerNorm}  # fmt: skip
+           nn.BatchNorm1d: DBN1d, nn.LayerNorm: DLayerNorm}  # fmt: skip
 """Plain layer type -> its sliceable type (the same parameters and buffers)."""
 
 _SKIPPABLE: dict[type, type] = {}
@@ -189,7 +189,7 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
         setattr(out.get_submodule(parent) if parent else out, child, new)
 
     for name, m in modules.items():
-        if type(m) in (ElasticConv2d, ElasticLinear, DBN, DLayerNorm):
+        if type(m) in (ElasticConv2d, ElasticLinear, DBN, DBN1d, DLayerNorm):
             replace(name, _plain(name, m, analysis, sub))
     stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
     for st in stages:  # the last runs first: deleting renumbers the blocks after
@@ -251,8 +251,9 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
             new.bias.copy_(m.bias[:c_out])
         return new
     n = n_in if n_in is not None else m.weight.shape[0]
-    if isinstance(m, DBN):
-        new = nn.BatchNorm2d(n, m.eps, m.momentum, m.affine, m.track_running_stats)
+    if isinstance(m, (DBN, DBN1d)):
+        plain = nn.BatchNorm2d if isinstance(m, DBN) else nn.BatchNorm1d
+        new = plain(n, m.eps, m.momentum, m.affine, m.track_running_stats)
         if m.affine:
             new.weight.copy_(m.weight[:n])
             new.bias.copy_(m.bias[:n])
