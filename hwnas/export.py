@@ -68,6 +68,22 @@ def export_onnx(
     model = model.eval()
     example = torch.zeros(input_shape, dtype=torch.float32)
     buffer = io.BytesIO()
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    # nn.MultiheadAttention's fused fast path (taken without gradients) has no ONNX export
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        _export(model, example, buffer, opset)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
+    data = buffer.getvalue()
+    if check:
+        onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+    return data
+
+
+def _export(model: torch.nn.Module, example: torch.Tensor, buffer: io.BytesIO, opset: int) -> None:
+    import torch
+
     with warnings.catch_warnings(), torch.no_grad(), one_torch_thread():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
         torch.onnx.export(
@@ -80,10 +96,6 @@ def export_onnx(
             output_names=[OUTPUT_NAME],
             dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}},
         )
-    data = buffer.getvalue()
-    if check:
-        onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
-    return data
 
 
 MAX_ONNX_BYTES = 2**31 - 1

@@ -590,3 +590,86 @@ def test_a_batchnorm1d_head_keeps_its_width_elastic():
             sub = net.extract(arch)
             assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5)
         assert space.subnet(space.smallest()).bn1.num_features == 16
+
+
+class TorchEncoderViT(nn.Module):
+    """A ViT written with PyTorch's own nn.TransformerEncoder (opaque to torch.fx as is)."""
+
+    def __init__(self, norm_first: bool, d: int = 32):
+        super().__init__()
+        self.embed = nn.Conv2d(3, d, 4, 4)
+        layer = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, batch_first=True,
+                                           norm_first=norm_first)  # fmt: skip
+        self.encoder = nn.TransformerEncoder(
+            layer, 3, norm=nn.LayerNorm(d), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x).flatten(2).transpose(1, 2)).mean(1))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_pytorchs_transformer_encoder_gets_elastic_feed_forward_widths_and_depth(norm_first):
+    """nn.TransformerEncoder(Layer) is traced through its plain computation: each layer's
+    feed-forward width and the encoder's depth are searched, the subnets are exact (against
+    PyTorch's own fast path for the full model) and export to ONNX."""
+    import onnxruntime as ort
+
+    from hwnas.export import export_onnx
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = TorchEncoderViT(norm_first).eval()
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="torch_vit")
+    assert {d.key: d.kind for d in space.decisions} == {
+        **{f"encoder.layers.{i}.linear1.w": "width" for i in range(3)},
+        "encoder.layers.d": "depth",
+    }
+    assert type(model.encoder) is nn.TransformerEncoder  # the user's model is left as it was
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
+        small = space.subnet(space.smallest())
+        assert len(small.encoder.layers) == 1 and small.encoder.layers[0].linear1.out_features == 16
+        session = ort.InferenceSession(export_onnx(small, (1, 3, 16, 16)))
+        got = session.run(None, {"input": x.numpy()})[0]
+        assert np.abs(got - small(x).numpy()).max() < 1e-4
+
+
+class AttentionBlock(nn.Module):
+    """nn.MultiheadAttention then an MLP, each with its residual."""
+
+    def __init__(self, d: int = 32):
+        super().__init__()
+        self.embed = nn.Conv2d(3, d, 4, 4)
+        self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(d, 64), nn.GELU(), nn.Linear(64, d))
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2)
+        x = x + self.attn(x, x, x, need_weights=False)[0]
+        return self.head((x + self.mlp(x)).mean(1))
+
+
+def test_a_subnet_with_multihead_attention_exports_to_onnx():
+    """Without gradients nn.MultiheadAttention takes a fused fast path that has no ONNX
+    export: export_onnx turns it off, so such a model reaches the zoo."""
+    import onnxruntime as ort
+
+    from hwnas.export import export_onnx
+
+    torch.manual_seed(0)
+    space = hwnas.elastic(AttentionBlock().eval(), torch.zeros(1, 3, 16, 16), name="attn")
+    assert [d.key for d in space.decisions] == ["mlp.0.w"]
+    small = space.subnet(space.smallest())
+    x = torch.randn(2, 3, 16, 16)
+    session = ort.InferenceSession(export_onnx(small, (1, 3, 16, 16)))
+    with torch.no_grad():
+        want = small(x).numpy()
+    assert np.abs(session.run(None, {"input": x.numpy()})[0] - want).max() < 1e-4
+    assert torch.backends.mha.get_fastpath_enabled()  # as it was

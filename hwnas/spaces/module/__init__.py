@@ -432,6 +432,7 @@ def module_space(
 
     from hwnas.spaces.module.analysis import analyse
     from hwnas.spaces.module.network import convert, order_channels
+    from hwnas.spaces.module.transformer import make_traceable
 
     if not isinstance(model, nn.Module):
         raise HwnasError(f"expected a torch.nn.Module, got {type(model).__name__}")
@@ -447,7 +448,7 @@ def module_space(
             f"example_input needs a batch axis, got shape {tuple(example_input.shape)}"
         )
     x = example_input[:1].detach().float().cpu()
-    model = copy.deepcopy(model).float().cpu()
+    model = make_traceable(copy.deepcopy(model).float().cpu())  # PyTorch's encoder layers
     _check_choices(model, x, label)
     analysis = analyse(model, x, label)
     if len(analysis.output_shape) != 2:
