@@ -7,6 +7,7 @@ zoo that hwnas.zoo.load reads back."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -673,3 +674,44 @@ def test_a_subnet_with_multihead_attention_exports_to_onnx():
         want = small(x).numpy()
     assert np.abs(session.run(None, {"input": x.numpy()})[0] - want).max() < 1e-4
     assert torch.backends.mha.get_fastpath_enabled()  # as it was
+
+
+class NamedStages(nn.Module):
+    """A flat nn.Sequential built from an OrderedDict (torchvision's ViT and DenseNet are): its
+    blocks are named, not numbered."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            OrderedDict(
+                stem=nn.Conv2d(3, 16, 3, padding=1),
+                block_a=Residual(16),
+                block_b=Residual(16),
+                down=nn.Conv2d(16, 32, 3, 2, 1),
+                block_c=Residual(32),
+                block_d=Residual(32),
+            )
+        )
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(self.features(x).mean((2, 3)))
+
+
+def test_blocks_named_in_an_ordereddict_get_depths_and_keep_their_names():
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(NamedStages())
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="named")
+    depths = {d.key: d.values for d in space.decisions if d.kind == "depth"}
+    assert depths == {"features.0-2.d": (1, 2, 3), "features.d": (4, 5, 6)}
+    small = space.subnet(space.smallest())
+    assert list(small.features._modules) == ["stem", "down"]
+    with torch.no_grad():
+        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            sub = net.extract(arch)
+            assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5)
+            assert set(sub.state_dict()) <= set(net.net.state_dict())  # names as trained

@@ -667,8 +667,8 @@ def _record_blocks(model: nn.Module, calls: dict, io: dict) -> list:
     for path, m in model.named_modules():
         if not isinstance(m, (nn.Sequential, nn.ModuleList)):
             continue
-        for i, child in enumerate(m):
-            name = f"{path}.{i}" if path else str(i)
+        for key, child in m._modules.items():
+            name = f"{path}.{key}" if path else key
 
             def hook(_m, inp, out, name=name):
                 calls[name] = calls.get(name, 0) + 1
@@ -764,7 +764,7 @@ def _stages(model, gm, layout, calls, io, join, g) -> dict[str, Stage]:
     for path, m in model.named_modules():
         if type(m) not in (nn.Sequential, nn.ModuleList, Repeat) or len(m) < 2:
             continue
-        children = [f"{path}.{i}" if path else str(i) for i in range(len(m))]
+        children = [f"{path}.{k}" if path else k for k in m._modules]  # OrderedDict names too
         blocks = [_is_block(c) for c in m]
         if not any(blocks):
             continue

@@ -192,9 +192,13 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
         if type(m) in (ElasticConv2d, ElasticLinear, DBN, DBN1d, DLayerNorm):
             replace(name, _plain(name, m, analysis, sub))
     stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
-    for st in stages:  # the last runs first: deleting renumbers the blocks after
+    for st in stages:  # the last runs first: deleting from a ModuleList renumbers the rest
         container = out.get_submodule(st.container)
-        del container[st.start + sub.depths[st.path] : st.start + len(st.children)]
+        if isinstance(container, nn.Sequential):  # the kept blocks keep their names
+            for child in st.children[sub.depths[st.path] :]:
+                delattr(container, child.rpartition(".")[2])
+        else:
+            del container[st.start + sub.depths[st.path] : st.start + len(st.children)]
     for m in list(out.modules()):
         if hasattr(m, "hw_plain"):
             m.__class__ = m.hw_plain
