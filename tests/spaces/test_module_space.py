@@ -715,3 +715,66 @@ def test_blocks_named_in_an_ordereddict_get_depths_and_keep_their_names():
             sub = net.extract(arch)
             assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5)
             assert set(sub.state_dict()) <= set(net.net.state_dict())  # names as trained
+
+
+class TorchvisionEncoderBlock(nn.Module):
+    """torchvision's ViT EncoderBlock as written there (the attention's output added first)."""
+
+    def __init__(self, d: int = 32, mlp: int = 64):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d, eps=1e-6)
+        self.self_attention = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.dropout = nn.Dropout(0.0)
+        self.ln_2 = nn.LayerNorm(d, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(d, mlp), nn.GELU(), nn.Dropout(0.0), nn.Linear(mlp, d))
+
+    def forward(self, input):
+        torch._assert(input.dim() == 3, "expected (batch_size, seq_length, hidden_dim)")
+        x = self.ln_1(input)
+        x, _ = self.self_attention(x, x, x, need_weights=False)
+        x = self.dropout(x)
+        x = x + input
+        return x + self.mlp(self.ln_2(x))
+
+
+class TorchvisionViT(nn.Module):
+    """torchvision's VisionTransformer's structure: patches, class token, position embedding,
+    encoder layers named in an OrderedDict, the class token's output to the head."""
+
+    def __init__(self, d: int = 32):
+        super().__init__()
+        self.conv_proj = nn.Conv2d(3, d, 4, 4)
+        self.class_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos_embedding = nn.Parameter(torch.randn(1, 17, d) * 0.02)
+        blocks = ((f"encoder_layer_{i}", TorchvisionEncoderBlock(d)) for i in range(3))
+        self.layers = nn.Sequential(OrderedDict(blocks))
+        self.ln = nn.LayerNorm(d, eps=1e-6)
+        self.heads = nn.Sequential(OrderedDict(head=nn.Linear(d, 10)))
+
+    def forward(self, x):
+        n = x.shape[0]
+        x = self.conv_proj(x).reshape(n, self.conv_proj.out_channels, -1).permute(0, 2, 1)
+        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1) + self.pos_embedding
+        return self.heads(self.ln(self.layers(x))[:, 0])
+
+
+def test_torchvisions_vit_gets_elastic_mlp_widths_and_depth():
+    """The attention's output (a tuple's first element) keeps the query's layout, so the blocks
+    after it are analysed: each MLP width and the encoder's depth are searched."""
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = TorchvisionViT().eval()
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="tv_vit")
+    assert {d.key: d.kind for d in space.decisions} == {
+        "layers.d": "depth",
+        **{f"layers.encoder_layer_{i}.mlp.0.w": "width" for i in range(3)},
+    }
+    fixed = space.describe()["fixed_widths"]  # the class token is a raw parameter
+    assert fixed == {"conv_proj": "it is concatenated with a tensor of unknown channels"}
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)

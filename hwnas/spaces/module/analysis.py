@@ -331,12 +331,17 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 for gid in lay[0]:
                     g.freeze(gid, why)
 
-    def fresh(node: fx.Node, why: str) -> Layout | None:
-        """A new group for a tensor whose channels nothing is known of (frozen)."""
+    def fresh(node: fx.Node, why: str, like: Layout | None = None) -> Layout | None:
+        """A new group for a tensor whose channels nothing is known of (frozen): on the
+        channel axis of ``like`` (the input's layout) where the ranks agree, else axis 1."""
         shape = _shape(node)
         if shape is None or len(shape) < 2:
             return None
-        return ((g.new(shape[1], why),), 1)
+        x = node.args[0] if node.args else None
+        axis = 1
+        if like is not None and isinstance(x, fx.Node) and len(_shape(x) or ()) == len(shape):
+            axis = like[1]
+        return ((g.new(shape[axis], why),), axis)
 
     def segs(lay: Layout) -> list[tuple[int, int]]:
         return [(gid, g.size[gid]) for gid in lay[0]]
@@ -410,6 +415,11 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 carriers[name] = lay[0][0]
                 layer_in[name] = segs(lay)
                 result = lay
+            elif type(m) is nn.MultiheadAttention and lay is not None:
+                # its heads are reshaped out of the width it reads and writes; its output
+                # (a tuple: the attended query, the weights) keeps the query's layout
+                freeze_all(ins, f"'{name}' (MultiheadAttention) splits its width into heads")
+                result = lay
             elif isinstance(m, PASS_MODULES) and lay is not None:
                 result = lay
             elif isinstance(m, nn.Flatten) and lay is not None:
@@ -432,7 +442,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                         "groups; hwnas slices a normalisation of one group only"
                     )
                 freeze_all(ins, what)
-                result = fresh(node, what) if shape is not None else None
+                result = fresh(node, what, lay) if shape is not None else None
             for n in ins:
                 touched.setdefault(name, set()).update(layout[n][0])  # type: ignore[index]
             if result is not None:
@@ -598,13 +608,16 @@ def _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh):
             dims = [d % len(xs) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
             if lay[1] not in dims:
                 return (lay[0], lay[1] if keep else lay[1] - sum(d < lay[1] for d in dims))
-    if fn == "getitem" and lay is not None:
+    if fn == "getitem" and lay is not None and xs is None:  # a layer's tuple (attention's)
+        if args[1] == 0:
+            return lay
+    elif fn == "getitem" and lay is not None:
         out = _indexed(lay, args[1], xs)
         if out is not None:
             return out
     what = f"'{fn}' is not an operation hwnas knows the channels of"
     freeze_all(ins, what)
-    return fresh(node, what)
+    return fresh(node, what, lay)
 
 
 def _binary(node, ins, layout, shape, join, freeze_all, g):
