@@ -418,9 +418,12 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
         )
     chance = 0 if no_zoo else _chance_level_rows(out / "pareto.csv")
     if chance:
+        from hwnas.datasets import CHANCE_FACTOR
+
         console.print(
-            f"{chance} chance-level architecture(s) of the front not put in the zoo (their "
-            "output does not depend on the input; chance_level in pareto.csv)"
+            f"{chance} chance-level architecture(s) of the front not put in the zoo (top-1 at "
+            f"most {CHANCE_FACTOR:g}x chance: no better than guessing; chance_level in "
+            "pareto.csv)"
         )
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
         _print_trained_zoo(out / "zoo", summary, console.console)

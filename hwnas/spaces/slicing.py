@@ -1,10 +1,11 @@
 """Sliceable layers: the weight-sharing primitives of every supernet built from ordinary layers.
 
-A layer here is an ordinary ``nn.Conv2d`` / ``nn.BatchNorm2d`` / ``nn.Linear`` / ``nn.LayerNorm``
-that can also run on its *first* input/output channels and, for a convolution, on the centre of
-its kernel (Once-for-All, Cai et al., ICLR 2020; AutoFormer's weight entanglement, Chen et al.,
-ICCV 2021; Single-Path NAS's superkernel, Stamoulis et al., 2019). At full size each calls the
-plain layer's forward, so a network of them exports to ONNX as ordinary layers. Declared spaces
+A layer here is an ordinary ``nn.Conv2d`` / ``nn.Conv1d`` / ``nn.BatchNorm2d`` /
+``nn.BatchNorm1d`` / ``nn.Linear`` / ``nn.LayerNorm`` that can also run on its *first*
+input/output channels and, for a convolution, on the centre of its kernel (Once-for-All, Cai
+et al., ICLR 2020; AutoFormer's weight entanglement, Chen et al., ICCV 2021; Single-Path NAS's
+superkernel, Stamoulis et al., 2019). At full size each calls the plain layer's forward, so a
+network of them exports to ONNX as ordinary layers. Declared spaces
 (:mod:`hwnas.spaces.declared.modules`) and spaces made from a user's own module
 (:mod:`hwnas.spaces.module`) both build on them.
 """
@@ -14,6 +15,28 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+
+def _sliced_conv(conv: nn.Conv1d | nn.Conv2d, x, out, kernel, index, fn) -> torch.Tensor:
+    """``conv`` run on ``x``'s channels, at ``out`` output channels and the centre ``kernel``
+    of its kernel (see :meth:`DConv.forward`), with ``fn`` (``F.conv2d`` or ``F.conv1d``)."""
+    c_in, k_full = x.shape[1], conv.kernel_size[0]
+    out = out or conv.out_channels
+    k = kernel or k_full
+    w = conv.weight
+    if conv.groups == conv.in_channels and conv.groups > 1:  # depthwise
+        w, groups, out = w[:c_in], c_in, c_in
+    elif conv.groups == 1:
+        w, groups = w[:out], 1
+        w = w[:, :c_in] if index is None else w.index_select(1, index)
+    else:
+        raise RuntimeError("a grouped convolution runs at its full size only")
+    if k != k_full:
+        lo = (k_full - k) // 2
+        w = w[(slice(None), slice(None)) + (slice(lo, lo + k),) * (w.dim() - 2)]
+    pad = k // 2 if conv.padding[0] == k_full // 2 else conv.padding
+    bias = conv.bias[:out] if conv.bias is not None else None
+    return fn(x, w, bias, conv.stride, pad, conv.dilation, groups)
 
 
 class DConv(nn.Conv2d):
@@ -33,25 +56,29 @@ class DConv(nn.Conv2d):
         """(B, c_in, H, W) -> (B, out, H', W'); ``kernel``: the centre k x k of the kernel;
         ``index``: the weight's input channels that ``x``'s channels are, in order (an input
         concatenated from several sliced tensors), instead of the first ``c_in``."""
-        c_in, k_full = x.shape[1], self.kernel_size[0]
-        out = out or self.out_channels
-        k = kernel or k_full
-        if index is None and c_in == self.in_channels and out == self.out_channels and k == k_full:
+        k_full = self.kernel_size[0]
+        full = (out or self.out_channels) == self.out_channels and (kernel or k_full) == k_full
+        if index is None and x.shape[1] == self.in_channels and full:
             return super().forward(x)
-        w = self.weight
-        if self.groups == self.in_channels and self.groups > 1:  # depthwise
-            w, groups, out = w[:c_in], c_in, c_in
-        elif self.groups == 1:
-            w, groups = w[:out], 1
-            w = w[:, :c_in] if index is None else w.index_select(1, index)
-        else:
-            raise RuntimeError("a grouped convolution runs at its full size only")
-        if k != k_full:
-            lo = (k_full - k) // 2
-            w = w[:, :, lo : lo + k, lo : lo + k]
-        pad = k // 2 if self.padding[0] == k_full // 2 else self.padding
-        bias = self.bias[:out] if self.bias is not None else None
-        return F.conv2d(x, w, bias, self.stride, pad, self.dilation, groups)
+        return _sliced_conv(self, x, out, kernel, index, F.conv2d)
+
+
+class DConv1d(nn.Conv1d):
+    """:class:`DConv` of ``nn.Conv1d`` (audio, sensor and sequence models): (B, c_in, L) ->
+    (B, out, L'); ``kernel`` the centre k of the kernel."""
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        out: int | None = None,
+        kernel: int | None = None,
+        index: torch.Tensor | None = None,
+    ):
+        k_full = self.kernel_size[0]
+        full = (out or self.out_channels) == self.out_channels and (kernel or k_full) == k_full
+        if index is None and x.shape[1] == self.in_channels and full:
+            return super().forward(x)
+        return _sliced_conv(self, x, out, kernel, index, F.conv1d)
 
 
 def _first_channels_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor):

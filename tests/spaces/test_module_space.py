@@ -778,3 +778,69 @@ def test_torchvisions_vit_gets_elastic_mlp_widths_and_depth():
         net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
         for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
             assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
+
+
+class Residual1d(nn.Module):
+    """A 1-D residual block: depthwise conv 9, pointwise expand and project, batch norms."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.dw, self.bn1 = nn.Conv1d(c, c, 9, padding=4, groups=c, bias=False), nn.BatchNorm1d(c)
+        self.pw, self.pw2 = nn.Conv1d(c, 2 * c, 1), nn.Conv1d(2 * c, c, 1)
+        self.bn2 = nn.BatchNorm1d(c)
+
+    def forward(self, x):
+        return x + self.bn2(self.pw2(F.relu(self.pw(F.relu(self.bn1(self.dw(x)))))))
+
+
+class KeywordSpotter(nn.Module):
+    """A 1-D CNN over 40 MFCCs x 98 frames (keyword spotting), flat stem to pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Sequential(nn.Conv1d(40, 32, 3, padding=1), nn.BatchNorm1d(32), nn.ReLU()),
+            Residual1d(32),
+            Residual1d(32),
+            nn.Sequential(nn.Conv1d(32, 48, 3, 2, 1), nn.BatchNorm1d(48), nn.ReLU()),
+            Residual1d(48),
+        )
+        self.pool, self.fc = nn.AdaptiveAvgPool1d(1), nn.Linear(48, 12)
+
+    def forward(self, x):
+        return self.fc(self.pool(self.net(x)).flatten(1))
+
+
+def test_a_1d_cnn_gets_elastic_widths_kernels_and_depths():
+    """nn.Conv1d and nn.BatchNorm1d are sliced as their 2-D kin: widths, depthwise kernels
+    (the centre of the trained one) and depths; exact subnets that export to ONNX."""
+    import onnxruntime as ort
+
+    from hwnas.export import export_onnx
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = KeywordSpotter().eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm1d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(2, 40, 98)
+    space = hwnas.elastic(model, x[:1], name="kws")
+    kinds = {d.key: d.kind for d in space.decisions}
+    assert kinds == {
+        "net.0.0.w": "width", "net.0-2.d": "depth", "net.d": "depth", "net.1.dw.k": "kernel",
+        "net.1.pw.w": "width", "net.2.dw.k": "kernel", "net.2.pw.w": "width",
+        "net.3.0.w": "width", "net.4.dw.k": "kernel", "net.4.pw.w": "width",
+    }  # fmt: skip
+    assert space.by_key["net.1.dw.k"].values == (3, 5, 7, 9)
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
+        net = ModuleSupernet(space, 12, (40, 98), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
+        small = space.subnet(space.smallest())
+        want = small(x).numpy()
+    assert list(small.net._modules) == ["0", "3"]  # the stem and the downsampling block
+    session = ort.InferenceSession(export_onnx(small, (1, 40, 98)))
+    assert np.abs(session.run(None, {"input": x.numpy()})[0] - want).max() < 1e-4

@@ -134,7 +134,9 @@ class ModuleSpace(SearchSpace):
         for layer in self.analysis.layers:
             conds = []
             for path, key in depth_of.items():
-                for i, child in enumerate(self.analysis.stages[path].children):
+                stage = self.analysis.stages[path]
+                first = max(1, stage.first_droppable)
+                for i, child in enumerate(stage.children[first:], first):
                     if layer.startswith(child + "."):
                         conds.append((key, i))
             out[layer] = conds
@@ -442,7 +444,10 @@ def module_space(
     if not NAME.match(dataset):
         raise HwnasError(f"dataset name '{dataset}': use letters, digits, '_' and '-' only")
     if not isinstance(example_input, torch.Tensor) or not example_input.is_floating_point():
-        raise HwnasError("example_input must be a float tensor, (batch, C, H, W) for images")
+        raise HwnasError(
+            "example_input must be a float tensor, (batch, C, H, W) for images, (batch, C, L) "
+            "for 1-D signals"
+        )
     if example_input.dim() < 2 or example_input.shape[0] < 1:
         raise HwnasError(
             f"example_input needs a batch axis, got shape {tuple(example_input.shape)}"
@@ -530,9 +535,11 @@ def elastic(
     What stays fixed, and why, is in :meth:`ModuleSpace.describe`.
 
     Args:
-        model: the trained ``nn.Module`` (conv/bn/linear stacks, residual blocks, inverted
-            residuals, a ViT's MLPs and blocks); not modified.
-        example_input: a float tensor the model takes (a batch of one image is enough).
+        model: the trained ``nn.Module`` (2-D or 1-D conv/bn/linear stacks, residual blocks,
+            inverted residuals, a ViT's MLPs and blocks, ``nn.TransformerEncoder``); not
+            modified.
+        example_input: a float tensor the model takes (a batch of one is enough): (1, C, H, W)
+            for images, (1, C, L) for a 1-D model.
         name, dataset, description, divisor: as for :func:`module_space`.
         widths: width ratios to offer (None: no elastic width).
         kernels: kernel sizes to offer (None: no elastic kernel).
@@ -580,8 +587,9 @@ def _decision(key, kind, values, sites, analysis) -> Decision:
         if kind == "width":
             g = analysis.groups[s]
             layers += g.producers + g.carriers + [c for c, _ in g.consumers]
-        elif kind == "depth":
-            layers += [n for n in analysis.layers if n.startswith(s + ".")]
+        elif kind == "depth":  # the layers of the blocks it counts
+            blocks = tuple(c + "." for c in analysis.stages[s].children)
+            layers += [n for n in analysis.layers if (n + ".").startswith(blocks)]
         else:
             layers.append(s)
             layers += [n for n in analysis.layers if n.startswith(s + ".")]

@@ -49,9 +49,9 @@ BINARY = {
 """Element-wise functions of two tensors: their channels are joined (residual add, SE)."""
 SPATIAL = {
     "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "max_pool2d", "interpolate",
-    "upsample",
+    "upsample", "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_pool1d",
 }  # fmt: skip
-"""Functions over (H, W) of a (B, C, H, W) tensor: channels pass through."""
+"""Functions over (H, W) of a (B, C, H, W) tensor, or L of a (B, C, L) one: channels pass."""
 RESHAPE = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as"}
 REDUCE = {"mean", "sum", "amax", "amin"}
 NON_TENSOR = {"size", "dim", "numel", "getattr"}
@@ -60,7 +60,8 @@ PASS_MODULES: tuple[type, ...] = (
     nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Hardswish, nn.Hardsigmoid, nn.Tanh,
     nn.LeakyReLU, nn.ELU, nn.SELU, nn.Mish, nn.Softplus, nn.Hardtanh, nn.Dropout, nn.Dropout2d,
     nn.Identity, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d, nn.AvgPool2d, nn.MaxPool2d,
-    nn.Upsample,
+    nn.Upsample, nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d, nn.AvgPool1d, nn.MaxPool1d,
+    nn.Dropout1d,
 )  # fmt: skip
 """Parameter-free layers whose output channels are their input's."""
 
@@ -378,7 +379,12 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             lay = layout.get(x) if isinstance(x, fx.Node) else None
             xs = _shape(x)
             result: Layout | None = None
-            if type(m) is nn.Conv2d and lay is not None and lay[1] == 1 and len(xs) == 4:
+            if (
+                type(m) in (nn.Conv2d, nn.Conv1d)
+                and lay
+                and lay[1] == 1
+                and len(xs) == m.weight.dim()
+            ):
                 depthwise = m.groups == m.in_channels == m.out_channels and m.groups > 1
                 if m.groups == 1:
                     layer_in[name] = segs(lay)
@@ -493,7 +499,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     kernels, kernel_why = {}, {}
     for name in order:
         m = modules[name]
-        if type(m) is nn.Conv2d:
+        if type(m) in (nn.Conv2d, nn.Conv1d):
             why = _kernel_why(m, counts.get(name, 0))
             if why:
                 kernel_why[name] = why
@@ -515,19 +521,19 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     )
 
 
-def _kernel_why(m: nn.Conv2d, calls: int) -> str:
+def _kernel_why(m: nn.Conv2d | nn.Conv1d, calls: int) -> str:
     """Why a convolution's kernel cannot be cropped to its centre ("" when it can)."""
-    k = m.kernel_size
+    k = tuple(m.kernel_size)
     if calls != 1:
         return "it is called more than once"
-    if k[0] != k[1] or k[0] % 2 == 0:
-        return f"its kernel {tuple(k)} is not square and odd"
-    if tuple(m.dilation) != (1, 1):
+    if len(set(k)) != 1 or k[0] % 2 == 0:
+        return f"its kernel {k} is not square and odd"
+    if set(m.dilation) != {1}:
         return "it is dilated"
     if m.padding_mode != "zeros":
         return f"its padding mode is {m.padding_mode}"
     pad = m.padding
-    if pad != "same" and tuple(pad) != (k[0] // 2, k[0] // 2):  # type: ignore[arg-type]
+    if pad != "same" and tuple(pad) != (k[0] // 2,) * len(k):  # type: ignore[arg-type]
         return f"its padding {pad} is not half its kernel ({k[0] // 2})"
     return ""
 
@@ -559,7 +565,7 @@ def _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh):
         return None
     if fn in POINTWISE and lay is not None:
         return lay
-    if fn in SPATIAL and lay is not None and lay[1] == 1 and xs and len(xs) == 4:
+    if fn in SPATIAL and lay is not None and lay[1] == 1 and xs and len(xs) in (3, 4):
         return lay
     if fn in ("softmax", "log_softmax"):
         dim = node.kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -696,7 +702,7 @@ def _record_blocks(model: nn.Module, calls: dict, io: dict) -> list:
 def _is_block(m: nn.Module) -> bool:
     """A block (not a single layer): a module holding at least one conv or linear layer
     below it."""
-    return any(isinstance(s, (nn.Conv2d, nn.Linear)) for s in m.modules() if s is not m)
+    return any(isinstance(s, (nn.Conv2d, nn.Conv1d, nn.Linear)) for s in m.modules() if s is not m)
 
 
 _SHORTCUT_THROUGH = (nn.Identity, nn.Dropout)

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from hwnas.spaces.module.analysis import Analysis
-from hwnas.spaces.slicing import DBN, DBN1d, DConv, DLayerNorm, DLinear
+from hwnas.spaces.slicing import DBN, DBN1d, DConv, DConv1d, DLayerNorm, DLinear
 
 
 class ElasticConv2d(DConv):
@@ -39,6 +39,17 @@ class ElasticConv2d(DConv):
         return DConv.forward(self, x, self.hw_out, self.hw_kernel, self.hw_index)
 
 
+class ElasticConv1d(DConv1d):
+    """A ``nn.Conv1d`` of a supernet (see :class:`ElasticConv2d`)."""
+
+    hw_out: int | None = None
+    hw_kernel: int | None = None
+    hw_index: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return DConv1d.forward(self, x, self.hw_out, self.hw_kernel, self.hw_index)
+
+
 class ElasticLinear(DLinear):
     """A ``nn.Linear`` of a supernet: runs at the width and input features :func:`configure`
     set."""
@@ -50,8 +61,8 @@ class ElasticLinear(DLinear):
         return DLinear.forward(self, x, self.hw_out, self.hw_index)
 
 
-ELASTIC = {nn.Conv2d: ElasticConv2d, nn.Linear: ElasticLinear, nn.BatchNorm2d: DBN,
-           nn.BatchNorm1d: DBN1d, nn.LayerNorm: DLayerNorm}  # fmt: skip
+ELASTIC = {nn.Conv2d: ElasticConv2d, nn.Conv1d: ElasticConv1d, nn.Linear: ElasticLinear,
+           nn.BatchNorm2d: DBN, nn.BatchNorm1d: DBN1d, nn.LayerNorm: DLayerNorm}  # fmt: skip
 """Plain layer type -> its sliceable type (the same parameters and buffers)."""
 
 _SKIPPABLE: dict[type, type] = {}
@@ -144,17 +155,18 @@ def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
 
     modules = dict(net.named_modules())
     for name, m in modules.items():
-        if isinstance(m, (ElasticConv2d, ElasticLinear)):
+        if isinstance(m, (ElasticConv2d, ElasticConv1d, ElasticLinear)):
             gid = analysis.layer_out.get(name)
             m.hw_out = sub.widths.get(gid) if gid is not None else None
             segments = analysis.layer_in.get(name, [])
             index = _index(segments, _active(analysis, sub, segments)) if segments else None
             m.hw_index = index.to(m.weight.device) if index is not None else None
-            if isinstance(m, ElasticConv2d):
+            if isinstance(m, (ElasticConv2d, ElasticConv1d)):
                 m.hw_kernel = sub.kernels.get(name)
     for path, d in sub.depths.items():
         stage = analysis.stages[path]
-        for i, child in enumerate(stage.children):
+        first = max(1, stage.first_droppable)  # the blocks before may be another stage's
+        for i, child in enumerate(stage.children[first:], first):
             m = modules[child]
             if hasattr(m, "hw_plain"):
                 m.hw_skip = i >= d
@@ -189,7 +201,7 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
         setattr(out.get_submodule(parent) if parent else out, child, new)
 
     for name, m in modules.items():
-        if type(m) in (ElasticConv2d, ElasticLinear, DBN, DBN1d, DLayerNorm):
+        if type(m) in (ElasticConv2d, ElasticConv1d, ElasticLinear, DBN, DBN1d, DLayerNorm):
             replace(name, _plain(name, m, analysis, sub))
     stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
     for st in stages:  # the last runs first: deleting from a ModuleList renumbers the rest
@@ -222,13 +234,13 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
     index = _index(segments, active)
     n_in = sum(active) if segments else None
     gid = analysis.layer_out.get(name)
-    if isinstance(m, ElasticConv2d):
+    if isinstance(m, (ElasticConv2d, ElasticConv1d)):
         k_full = m.kernel_size[0]
         k = sub.kernels.get(name, k_full)
         lo = (k_full - k) // 2
-        w = m.weight[:, :, lo : lo + k, lo : lo + k]
+        w = m.weight[(slice(None), slice(None)) + (slice(lo, lo + k),) * (m.weight.dim() - 2)]
         depthwise = m.groups == m.in_channels and m.groups > 1
-        pad = m.padding if k == k_full else (k // 2, k // 2)
+        pad = m.padding if k == k_full else (k // 2,) * (m.weight.dim() - 2)
         if depthwise:
             c = n_in if n_in is not None else m.in_channels
             w, c_in, c_out, groups = w[:c], c, c, c
@@ -237,7 +249,8 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
             w = w[:c_out]
             w = w.index_select(1, index) if index is not None else w[:, : n_in or m.in_channels]
             c_in, groups = w.shape[1], 1
-        new = nn.Conv2d(
+        plain = nn.Conv2d if isinstance(m, ElasticConv2d) else nn.Conv1d
+        new = plain(
             c_in, c_out, k, m.stride, pad, m.dilation, groups, m.bias is not None,
             m.padding_mode,
         )  # fmt: skip
