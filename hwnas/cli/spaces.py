@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from hwnas.spaces import space_option
+
 
 def space_row(name_or_path: str) -> dict[str, Any]:
     """What ``hwnas spaces`` shows of one space: name, where its file is (shipped / yours),
@@ -107,7 +109,7 @@ def spaces_cmd(ctx, as_json):
 
 
 @spaces_cmd.command("show")
-@click.argument("space")
+@click.argument("space", callback=space_option)
 @click.option("--json", "as_json", is_flag=True, help="Print the space as JSON on stdout.")
 def show_cmd(space, as_json):
     """Show SPACE (a name or a space file): its file, decisions and their choices, size,
@@ -120,6 +122,9 @@ def show_cmd(space, as_json):
     from hwnas.spaces import get_space
 
     row = space_row(space)
+    typed = click.get_current_context().meta.get("typed", {}).get("space")
+    if typed is not None and ".py:" in typed:
+        row["file"] = typed  # a space written in Python: its FILE.py:ATTR
     sp = get_space(space)
     row["choices"] = {k: list(v) for k, v in sp.choices().items()}
     row["supernet_strategies"] = supernet_strategies(sp.name)

@@ -501,6 +501,9 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     )
     assert bad.returncode == 2
     assert "unknown attribute of" in bad.stderr and "did you mean space" in bad.stderr
+    shown = hwnas_main("spaces", "show", f"{file}:space")  # typed by the user: imported
+    assert shown.returncode == 0, shown.stderr
+    assert f"file        {file}:space" in shown.stdout and "depth" in shown.stdout
 
 
 def test_nproc_passes_a_space_given_by_path_on_as_typed():
