@@ -7,12 +7,14 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import RUNTIME, dim_option, store_option
+from hwnas.spaces import space_option
 
 
 @click.command("predict")
 @click.option(
     "--space",
     default=None,
+    callback=space_option,
     help="Search space of --arch, --archs and CAL.csv (default: nasbench201). ONNX models "
     "need none: the predictor is picked for them.",
 )
@@ -153,7 +155,5 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     for r in results:
         if id(r.model) not in shown:
             continue
-        interval = (
-            f"; 90% interval {r.low:.4g}-{r.high:.4g} {unit}" if r.low is not None else ""
-        )
+        interval = f"; 90% interval {r.low:.4g}-{r.high:.4g} {unit}" if r.low is not None else ""
         click.echo(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval})")

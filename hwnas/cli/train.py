@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import SEED
+from hwnas.spaces import space_option
 
 
 @click.command("train")
@@ -17,7 +18,9 @@ from hwnas.cli.options import SEED
     help="Training data: 'digits' (scikit-learn's bundled digits), a CIFAR-10/100 "
     "python-pickle folder, or a folder with one sub-folder of images per class.",
 )
-@click.option("--space", default=None, help="Space of ARCH (default nasbench201).")
+@click.option(
+    "--space", default=None, callback=space_option, help="Space of ARCH (default nasbench201)."
+)
 @click.option(
     "--dataset",
     default=None,

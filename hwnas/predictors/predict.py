@@ -433,6 +433,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
     from hwnas.paths import default_store_path
     from hwnas.predictors.calibration import STAND_IN, stored_reference_set
     from hwnas.predictors.featurize import get_featurizer
+    from hwnas.spaces import command_line_name
     from hwnas.store import MeasurementStore
 
     dev = get_device(device, runtime=runtime)
@@ -441,7 +442,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
     st = None
     if dev.runs_models:  # a live device measures its reference set
         refset = f"run `hwnas refset measure --device {dev.name}" + (
-            "" if sp.name == "nasbench201" else f" --space {sp.name}"
+            "" if sp.name == "nasbench201" else f" --space {command_line_name(sp.name)}"
         ) + "`"
     else:  # a recorded or imported device has only what it was given
         refset = f"import them with `hwnas measure import --device {dev.name} CAL.csv`"

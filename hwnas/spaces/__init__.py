@@ -37,6 +37,7 @@ T = TypeVar("T")
 
 __all__ = [
     "Arch",
+    "command_line_name",
     "CostTermsSpace",
     "DatasetSpec",
     "IndexedSpace",
@@ -185,7 +186,18 @@ def _load_code(text: str, file: str, attr: str) -> SearchSpace:
         )
     register_space(obj)
     _FILES[key] = obj
+    _TYPED[obj.name] = text
     return obj
+
+
+_TYPED: dict[str, str] = {}
+"""Space name -> the ``FILE.py:ATTR`` it was loaded from in this process."""
+
+
+def command_line_name(name: str) -> str:
+    """How a command typed by the user names the space ``name``: its ``FILE.py:ATTR`` when
+    it was loaded from one (the name alone is unknown to a new process), else the name."""
+    return _TYPED.get(name, name)
 
 
 def get_space(name: str, code: bool = False) -> SearchSpace:

@@ -504,6 +504,14 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     shown = hwnas_main("spaces", "show", f"{file}:space")  # typed by the user: imported
     assert shown.returncode == 0, shown.stderr
     assert f"file        {file}:space" in shown.stdout and "depth" in shown.stdout
+    archs = tmp_path / "archs.csv"
+    archs.write_text(f'arch\n"{best["arch"]}"\n')
+    predicted = hwnas_main(  # no reference set measured in this home yet: says how, usably
+        "predict", "--device", "cpu", "--space", f"{file}:space", "--archs", archs,
+        "--out", tmp_path / "pred.csv",
+    )  # fmt: skip
+    assert predicted.returncode == 2
+    assert f"run `hwnas refset measure --device cpu --space {file}:space`" in predicted.stderr
 
 
 def test_nproc_passes_a_space_given_by_path_on_as_typed():
