@@ -8,6 +8,7 @@ import click
 
 from hwnas.cli.measure import measure_group
 from hwnas.cli.options import store_option
+from hwnas.spaces import space_option
 
 
 @measure_group.command("import")
@@ -15,7 +16,9 @@ from hwnas.cli.options import store_option
     "--device", "-d", required=True, help="Device name (new, or an imported one of yours)."
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--space", default="nasbench201", show_default=True, help="Search space.")
+@click.option(
+    "--space", default="nasbench201", show_default=True, callback=space_option, help="Search space."
+)
 @click.option(
     "--table",
     "as_table",

@@ -225,16 +225,22 @@ def nearest_recorded(device: Device, space: str) -> str | None:
 def offline_routes(device: Device, space: str) -> str:
     """What a user can do when the live ``device`` cannot be reached, as one clause: search the
     nearest recorded device, or time the reference set where the device is and import it
-    (a few-shot search on an ``imported`` device needs no connection)."""
+    (a few-shot search on an ``imported`` device needs no connection; it reads the space's
+    accuracy table, so a space without one gets only the first route, or none)."""
+    from hwnas.spaces import TabulatedSpace, ability, command_line_name, get_space
+
+    named = "" if space == "nasbench201" else f" --space {command_line_name(space)}"
     routes = []
     near = nearest_recorded(device, space)
     if near is not None:
         routes.append(f"search the nearest recorded device: hwnas search --device {near}")
+    if ability(get_space(space), TabulatedSpace) is None:  # no table: it must be measured
+        return "; ".join(routes) or "a search of this space measures every subnet it scores"
     routes.append(
         f"or time the reference set on the device itself (hwnas refset measure --device "
-        f"{device.name} when it is attached, or hwnas refset export --space {space} --out "
-        f"refset/ and time the 10 ONNX files with any tool), then hwnas measure import --device "
-        f"{device.name}-refset refset/calibration.csv and hwnas search --device "
-        f"{device.name}-refset (few-shot: predicted latency)"
+        f"{device.name}{named} when it is attached, or hwnas refset export --space "
+        f"{command_line_name(space)} --out refset/ and time the 10 ONNX files with any tool), "
+        f"then hwnas measure import --device {device.name}-refset{named} refset/calibration.csv "
+        f"and hwnas search --device {device.name}-refset{named} (few-shot: predicted latency)"
     )
     return "; ".join(routes)

@@ -79,7 +79,7 @@ def prepare(
             the metric or space; unusable measurement store or study storage; unknown
             predictor or one of another space; a measurement budget below 4; a latency limit
             below every latency of the device's table; a device table of another dataset's
-            input size.
+            input size; an accuracy function on a device that cannot measure.
     """
     accuracy = _accuracy_source(settings, predictor, measurement_budget)
     space, device = resolve(settings)
@@ -88,6 +88,12 @@ def prepare(
     data = _function_data(settings, space)
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
+    if fewshot is not None and accuracy is not None:  # an imported device: few-shot
+        raise HwnasError(
+            f"device '{device.name}' cannot measure, so its costs would be predicted, and a "
+            "search on predicted costs reads an accuracy table; with --accuracy search a "
+            "device that measures each subnet (hwnas devices)"
+        )
     check = TABLE_STRATEGIES.info(settings.strategy).get("check")
     if check is not None:  # what the strategy alone needs (exact: full tables)
         load(check)(settings, space, device, fewshot)

@@ -7,6 +7,7 @@ import csv
 import json
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,6 +174,16 @@ def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_
     summary = json.loads((out / "summary.json").read_text())
     assert summary["device_measurements"] == 10 and summary["predictor"]["name"] == "nasbench201"
     assert summary["best"] is not None and summary["best_verified"] in (True, False)
+    # a search on predicted costs reads the table's accuracy: the user's function would be
+    # ignored (it was, silently), so it is refused before any work
+    function = Path(__file__).parents[1] / "spaces" / "my_model.py"
+    r = hwnas_main(
+        "search", "--device", "myboard", "--accuracy", f"{function}:val_accuracy",
+        "--data", "digits", "--budget", "5", "--out", tmp_path / "run2",
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "cannot measure, so its costs would be predicted" in r.stderr
+    assert not (tmp_path / "run2").exists()
 
 
 def test_measure_without_subcommand_prints_help(capsys):
