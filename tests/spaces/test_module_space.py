@@ -855,3 +855,20 @@ def test_a_1d_cnn_gets_elastic_widths_kernels_and_depths():
     assert list(small.net._modules) == ["0", "3"]  # the stem and the downsampling block
     session = ort.InferenceSession(export_onnx(small, (1, 40, 98)))
     assert np.abs(session.run(None, {"input": x.numpy()})[0] - want).max() < 1e-4
+
+
+def test_a_prelu_with_one_slope_passes_channels():
+    """nn.PReLU() (one learned slope for all channels) is element-wise: the width before it
+    stays elastic; a per-channel PReLU keeps it fixed and says why."""
+    torch.manual_seed(0)
+    for slopes, fixed in [(1, {}), (16, {"conv": "'act' (PReLU) is not a layer hwnas can slice"})]:
+        model = nn.Sequential()
+        model.conv, model.act = nn.Conv2d(3, 16, 3, padding=1), nn.PReLU(slopes, init=0.1)
+        model.pool, model.flat = nn.AdaptiveAvgPool2d(1), nn.Flatten()
+        model.fc1, model.relu, model.fc2 = nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10)
+        space = hwnas.elastic(model.eval(), torch.zeros(1, 3, 8, 8), name="prelu")
+        assert space.describe()["fixed_widths"] == fixed
+        x = torch.randn(2, 3, 8, 8)
+        with torch.no_grad():
+            assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-6)
+            space.subnet(space.smallest())(x)

@@ -428,6 +428,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 result = lay
             elif isinstance(m, PASS_MODULES) and lay is not None:
                 result = lay
+            elif type(m) is nn.PReLU and m.num_parameters == 1 and lay is not None:  # one slope
+                result = lay
             elif isinstance(m, nn.Flatten) and lay is not None:
                 result = _reshaped(lay, xs, shape)
                 if result is None:
