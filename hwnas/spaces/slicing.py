@@ -1,8 +1,8 @@
 """Sliceable layers: the weight-sharing primitives of every supernet built from ordinary layers.
 
 A layer here is an ordinary ``nn.Conv2d`` / ``nn.Conv1d`` / ``nn.BatchNorm2d`` /
-``nn.BatchNorm1d`` / ``nn.Linear`` / ``nn.LayerNorm`` that can also run on its *first*
-input/output channels and, for a convolution, on the centre of its kernel (Once-for-All, Cai
+``nn.BatchNorm1d`` / ``nn.Linear`` / ``nn.LayerNorm`` / ``nn.PReLU`` that can also run on its
+*first* input/output channels and, for a convolution, on the centre of its kernel (Once-for-All, Cai
 et al., ICLR 2020; AutoFormer's weight entanglement, Chen et al., ICCV 2021; Single-Path NAS's
 superkernel, Stamoulis et al., 2019). At full size each calls the plain layer's forward, so a
 network of them exports to ONNX as ordinary layers. Declared spaces
@@ -133,6 +133,17 @@ class DLinear(nn.Linear):
         w = self.weight[:out]
         w = w[:, :n_in] if index is None else w.index_select(1, index)
         return F.linear(x, w, bias)
+
+
+class DPReLU(nn.PReLU):
+    """PReLU with one slope per channel over the first channels of its input (face-recognition
+    networks use it): (N, n, ...) -> (N, n, ...)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[1]
+        if n == self.num_parameters or self.num_parameters == 1:
+            return super().forward(x)
+        return F.prelu(x, self.weight[:n])
 
 
 class DLayerNorm(nn.LayerNorm):

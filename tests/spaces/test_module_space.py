@@ -857,18 +857,26 @@ def test_a_1d_cnn_gets_elastic_widths_kernels_and_depths():
     assert np.abs(session.run(None, {"input": x.numpy()})[0] - want).max() < 1e-4
 
 
-def test_a_prelu_with_one_slope_passes_channels():
-    """nn.PReLU() (one learned slope for all channels) is element-wise: the width before it
-    stays elastic; a per-channel PReLU keeps it fixed and says why."""
+def test_a_prelu_passes_channels_and_slices_its_slopes():
+    """nn.PReLU() (one learned slope) is element-wise; nn.PReLU(C) (a slope per channel, as in
+    face-recognition networks) is sliced with its channels: the width before either stays
+    elastic and subnets are exact."""
+    from hwnas.supernet.module import ModuleSupernet
+
     torch.manual_seed(0)
-    for slopes, fixed in [(1, {}), (16, {"conv": "'act' (PReLU) is not a layer hwnas can slice"})]:
+    for slopes in (1, 16):
         model = nn.Sequential()
         model.conv, model.act = nn.Conv2d(3, 16, 3, padding=1), nn.PReLU(slopes, init=0.1)
         model.pool, model.flat = nn.AdaptiveAvgPool2d(1), nn.Flatten()
         model.fc1, model.relu, model.fc2 = nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10)
+        with torch.no_grad():
+            model.act.weight.uniform_(0.0, 0.5)
         space = hwnas.elastic(model.eval(), torch.zeros(1, 3, 8, 8), name="prelu")
-        assert space.describe()["fixed_widths"] == fixed
+        assert space.describe()["fixed_widths"] == {}
+        assert space.by_key["conv.w"].values == (8, 16)  # ratios 0.25-1, multiples of 8
         x = torch.randn(2, 3, 8, 8)
         with torch.no_grad():
             assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-6)
-            space.subnet(space.smallest())(x)
+            net = ModuleSupernet(space, 10, (3, 8, 8), {}).eval()
+            for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+                assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-6)

@@ -430,6 +430,10 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 result = lay
             elif type(m) is nn.PReLU and m.num_parameters == 1 and lay is not None:  # one slope
                 result = lay
+            elif type(m) is nn.PReLU and lay is not None and lay[1] == 1 and len(lay[0]) == 1:
+                carriers[name] = lay[0][0]  # a slope per channel: sliced with them
+                layer_in[name] = segs(lay)
+                result = lay
             elif isinstance(m, nn.Flatten) and lay is not None:
                 result = _reshaped(lay, xs, shape)
                 if result is None:

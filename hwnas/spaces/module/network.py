@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from hwnas.spaces.module.analysis import Analysis
-from hwnas.spaces.slicing import DBN, DBN1d, DConv, DConv1d, DLayerNorm, DLinear
+from hwnas.spaces.slicing import DBN, DBN1d, DConv, DConv1d, DLayerNorm, DLinear, DPReLU
 
 
 class ElasticConv2d(DConv):
@@ -62,7 +62,8 @@ class ElasticLinear(DLinear):
 
 
 ELASTIC = {nn.Conv2d: ElasticConv2d, nn.Conv1d: ElasticConv1d, nn.Linear: ElasticLinear,
-           nn.BatchNorm2d: DBN, nn.BatchNorm1d: DBN1d, nn.LayerNorm: DLayerNorm}  # fmt: skip
+           nn.BatchNorm2d: DBN, nn.BatchNorm1d: DBN1d, nn.LayerNorm: DLayerNorm,
+           nn.PReLU: DPReLU}  # fmt: skip
 """Plain layer type -> its sliceable type (the same parameters and buffers)."""
 
 _SKIPPABLE: dict[type, type] = {}
@@ -201,7 +202,7 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
         setattr(out.get_submodule(parent) if parent else out, child, new)
 
     for name, m in modules.items():
-        if type(m) in (ElasticConv2d, ElasticConv1d, ElasticLinear, DBN, DBN1d, DLayerNorm):
+        if type(m) in (ElasticConv2d, ElasticConv1d, ElasticLinear, DBN, DBN1d, DLayerNorm, DPReLU):
             replace(name, _plain(name, m, analysis, sub))
     stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
     for st in stages:  # the last runs first: deleting from a ModuleList renumbers the rest
@@ -268,6 +269,10 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
             new.bias.copy_(m.bias[:c_out])
         return new
     n = n_in if n_in is not None else m.weight.shape[0]
+    if isinstance(m, DPReLU):
+        new = nn.PReLU(n)
+        new.weight.copy_(m.weight[:n])
+        return new
     if isinstance(m, (DBN, DBN1d)):
         plain = nn.BatchNorm2d if isinstance(m, DBN) else nn.BatchNorm1d
         new = plain(n, m.eps, m.momentum, m.affine, m.track_running_stats)
