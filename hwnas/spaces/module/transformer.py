@@ -19,8 +19,6 @@ width, so the width the attention reads and writes stays fixed). Vaswani et al.,
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -69,7 +67,7 @@ TRACEABLE: dict[type, type] = {
 """PyTorch module class -> the traceable class it is given."""
 
 
-def make_traceable(model: nn.Module) -> Any:
+def make_traceable(model: nn.Module) -> nn.Module:
     """Give every module of ``model`` whose class is a key of :data:`TRACEABLE` (exactly: a
     subclass may have changed its forward) the traceable class, in place; returns ``model``."""
     for m in model.modules():
