@@ -12,6 +12,8 @@ network of them exports to ONNX as ordinary layers. Declared spaces
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,46 +41,50 @@ def _sliced_conv(conv: nn.Conv1d | nn.Conv2d, x, out, kernel, index, fn) -> torc
     return fn(x, w, bias, conv.stride, pad, conv.dilation, groups)
 
 
-class DConv(nn.Conv2d):
-    """A convolution runnable on its first input/output channels and its centre kernel.
+class _SlicedConv:
+    """The forward of :class:`DConv` and :class:`DConv1d` (before ``nn.ConvNd`` in their
+    bases): the plain layer's at full size, else :func:`_sliced_conv` with ``_conv``."""
+
+    _conv: Any
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        out: int | None = None,
+        kernel: int | None = None,
+        index: torch.Tensor | None = None,
+    ):
+        """(B, c_in, ...) -> (B, out, ...); ``kernel``: the centre k (x k) of the kernel;
+        ``index``: the weight's input channels that ``x``'s channels are, in order (an input
+        concatenated from several sliced tensors), instead of the first ``c_in``."""
+        k_full = self.kernel_size[0]
+        full = (
+            index is None
+            and x.shape[1] == self.in_channels
+            and (out or self.out_channels) == self.out_channels
+            and (kernel or k_full) == k_full
+        )
+        if full:
+            return super().forward(x)
+        return _sliced_conv(self, x, out, kernel, index, self._conv)
+
+
+class DConv(_SlicedConv, nn.Conv2d):
+    """A convolution runnable on its first input/output channels and its centre kernel:
+    (B, c_in, H, W) -> (B, out, H', W') (:meth:`_SlicedConv.forward`).
 
     Depthwise convolutions (``groups == in_channels > 1``) follow their input's channel count;
     grouped convolutions run at full size only.
     """
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        out: int | None = None,
-        kernel: int | None = None,
-        index: torch.Tensor | None = None,
-    ):
-        """(B, c_in, H, W) -> (B, out, H', W'); ``kernel``: the centre k x k of the kernel;
-        ``index``: the weight's input channels that ``x``'s channels are, in order (an input
-        concatenated from several sliced tensors), instead of the first ``c_in``."""
-        k_full = self.kernel_size[0]
-        full = (out or self.out_channels) == self.out_channels and (kernel or k_full) == k_full
-        if index is None and x.shape[1] == self.in_channels and full:
-            return super().forward(x)
-        return _sliced_conv(self, x, out, kernel, index, F.conv2d)
+    _conv = staticmethod(F.conv2d)
 
 
-class DConv1d(nn.Conv1d):
+class DConv1d(_SlicedConv, nn.Conv1d):
     """:class:`DConv` of ``nn.Conv1d`` (audio, sensor and sequence models): (B, c_in, L) ->
     (B, out, L'); ``kernel`` the centre k of the kernel."""
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        out: int | None = None,
-        kernel: int | None = None,
-        index: torch.Tensor | None = None,
-    ):
-        k_full = self.kernel_size[0]
-        full = (out or self.out_channels) == self.out_channels and (kernel or k_full) == k_full
-        if index is None and x.shape[1] == self.in_channels and full:
-            return super().forward(x)
-        return _sliced_conv(self, x, out, kernel, index, F.conv1d)
+    _conv = staticmethod(F.conv1d)
 
 
 def _first_channels_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor):
@@ -100,23 +106,23 @@ def _first_channels_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Ten
     )
 
 
-class DBN(nn.BatchNorm2d):
+class _SlicedBN:
+    """The forward of :class:`DBN` and :class:`DBN1d` (before ``nn.BatchNormNd`` in their
+    bases): the plain layer's at full size, else over the first channels."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] == self.num_features:
+            return super().forward(x)
+        return _first_channels_batch_norm(self, x)
+
+
+class DBN(_SlicedBN, nn.BatchNorm2d):
     """Batch norm over the first channels of its input (running statistics shared):
     (N, n, H, W) -> (N, n, H, W)."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[1] == self.num_features:
-            return super().forward(x)
-        return _first_channels_batch_norm(self, x)
 
-
-class DBN1d(nn.BatchNorm1d):
+class DBN1d(_SlicedBN, nn.BatchNorm1d):
     """:class:`DBN` of ``nn.BatchNorm1d`` (an MLP head's, a 1-D conv's): (N, n) or (N, n, L)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[1] == self.num_features:
-            return super().forward(x)
-        return _first_channels_batch_norm(self, x)
 
 
 class DLinear(nn.Linear):

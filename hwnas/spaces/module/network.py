@@ -27,27 +27,24 @@ from hwnas.spaces.module.analysis import Analysis
 from hwnas.spaces.slicing import DBN, DBN1d, DConv, DConv1d, DLayerNorm, DLinear, DPReLU
 
 
-class ElasticConv2d(DConv):
-    """A ``nn.Conv2d`` of a supernet: runs at the width, kernel and input channels
-    :func:`configure` set."""
+class _ElasticConv:
+    """A convolution of a supernet (before :class:`DConv` / :class:`DConv1d` in its bases):
+    runs at the width, kernel and input channels :func:`configure` set."""
 
     hw_out: int | None = None
     hw_kernel: int | None = None
     hw_index: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return DConv.forward(self, x, self.hw_out, self.hw_kernel, self.hw_index)
+        return super().forward(x, self.hw_out, self.hw_kernel, self.hw_index)
 
 
-class ElasticConv1d(DConv1d):
-    """A ``nn.Conv1d`` of a supernet (see :class:`ElasticConv2d`)."""
+class ElasticConv2d(_ElasticConv, DConv):
+    """A ``nn.Conv2d`` of a supernet (:class:`_ElasticConv`)."""
 
-    hw_out: int | None = None
-    hw_kernel: int | None = None
-    hw_index: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return DConv1d.forward(self, x, self.hw_out, self.hw_kernel, self.hw_index)
+class ElasticConv1d(_ElasticConv, DConv1d):
+    """A ``nn.Conv1d`` of a supernet (:class:`_ElasticConv`)."""
 
 
 class ElasticLinear(DLinear):
@@ -65,6 +62,8 @@ ELASTIC = {nn.Conv2d: ElasticConv2d, nn.Conv1d: ElasticConv1d, nn.Linear: Elasti
            nn.BatchNorm2d: DBN, nn.BatchNorm1d: DBN1d, nn.LayerNorm: DLayerNorm,
            nn.PReLU: DPReLU}  # fmt: skip
 """Plain layer type -> its sliceable type (the same parameters and buffers)."""
+PLAIN = {sliceable: plain for plain, sliceable in ELASTIC.items()}
+"""Sliceable type -> the plain layer type a subnet gets."""
 
 _SKIPPABLE: dict[type, type] = {}
 
@@ -156,13 +155,13 @@ def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
 
     modules = dict(net.named_modules())
     for name, m in modules.items():
-        if isinstance(m, (ElasticConv2d, ElasticConv1d, ElasticLinear)):
+        if isinstance(m, (_ElasticConv, ElasticLinear)):
             gid = analysis.layer_out.get(name)
             m.hw_out = sub.widths.get(gid) if gid is not None else None
             segments = analysis.layer_in.get(name, [])
             index = _index(segments, _active(analysis, sub, segments)) if segments else None
             m.hw_index = index.to(m.weight.device) if index is not None else None
-            if isinstance(m, (ElasticConv2d, ElasticConv1d)):
+            if isinstance(m, _ElasticConv):
                 m.hw_kernel = sub.kernels.get(name)
     for path, d in sub.depths.items():
         stage = analysis.stages[path]
@@ -202,7 +201,7 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
         setattr(out.get_submodule(parent) if parent else out, child, new)
 
     for name, m in modules.items():
-        if type(m) in (ElasticConv2d, ElasticConv1d, ElasticLinear, DBN, DBN1d, DLayerNorm, DPReLU):
+        if type(m) in PLAIN:
             replace(name, _plain(name, m, analysis, sub))
     stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
     for st in stages:  # the last runs first: deleting from a ModuleList renumbers the rest
@@ -235,7 +234,7 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
     index = _index(segments, active)
     n_in = sum(active) if segments else None
     gid = analysis.layer_out.get(name)
-    if isinstance(m, (ElasticConv2d, ElasticConv1d)):
+    if isinstance(m, _ElasticConv):
         k_full = m.kernel_size[0]
         k = sub.kernels.get(name, k_full)
         lo = (k_full - k) // 2
@@ -250,8 +249,7 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
             w = w[:c_out]
             w = w.index_select(1, index) if index is not None else w[:, : n_in or m.in_channels]
             c_in, groups = w.shape[1], 1
-        plain = nn.Conv2d if isinstance(m, ElasticConv2d) else nn.Conv1d
-        new = plain(
+        new = PLAIN[type(m)](
             c_in, c_out, k, m.stride, pad, m.dilation, groups, m.bias is not None,
             m.padding_mode,
         )  # fmt: skip
@@ -274,8 +272,7 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
         new.weight.copy_(m.weight[:n])
         return new
     if isinstance(m, (DBN, DBN1d)):
-        plain = nn.BatchNorm2d if isinstance(m, DBN) else nn.BatchNorm1d
-        new = plain(n, m.eps, m.momentum, m.affine, m.track_running_stats)
+        new = PLAIN[type(m)](n, m.eps, m.momentum, m.affine, m.track_running_stats)
         if m.affine:
             new.weight.copy_(m.weight[:n])
             new.bias.copy_(m.bias[:n])
