@@ -95,6 +95,19 @@ def _randomised(model: nn.Module) -> nn.Module:
     return model.eval()
 
 
+def _assert_subnets_exact(space, model, x, classes=10, atol=1e-5):
+    """The full subnet computes what ``model`` does, and the supernet's path of the smallest
+    and 3 random subnets equals the subnet cut out of it."""
+    from hwnas.supernet.module import ModuleSupernet
+
+    with torch.no_grad():
+        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=atol)
+        net = ModuleSupernet(space, classes, tuple(x.shape[1:]), {}).eval()
+        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
+            got = net(x, net.path_of(arch))
+            assert torch.allclose(got, net.extract(arch)(x), atol=atol), arch.text
+
+
 def test_elastic_subnets_are_exact_across_residuals_se_and_concatenation():
     """The full subnet computes what the model does (channels reordered by importance change
     nothing); every sampled subnet's supernet path equals its extracted module, whose ONNX
@@ -221,19 +234,13 @@ def test_flat_networks_get_a_depth_per_run_of_residual_blocks(network, depths):
     input (ShuffleNetV2's units, a depthwise conv inside a block's body) are never dropped;
     the supernet's path of every sampled subnet equals its extracted module."""
     from hwnas.known_networks import build_network
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     model = _randomised(build_network(network, num_classes=10, width=0.5, side=32))
     x = torch.randn(2, 3, 32, 32)
     space = hwnas.elastic(model, x[:1], name=network)
     assert {d.key: d.values for d in space.decisions if d.kind == "depth"} == depths
-    with torch.no_grad():
-        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
-        net = ModuleSupernet(space, 10, (3, 32, 32), {}).eval()
-        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-            sub = net.extract(arch)
-            assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5), arch.text
+    _assert_subnets_exact(space, model, x)
     dropped = sum(len(v) - 1 for v in depths.values())
     assert len(space.subnet(space.smallest())) == len(model) - dropped
 
@@ -289,7 +296,6 @@ class TorchvisionResNet(nn.Module):
 def test_a_layer_without_weights_called_many_times_leaves_widths_elastic():
     """torchvision's blocks call one ``nn.ReLU`` three times: no weights are shared, so every
     bottleneck width and the residual stream stay elastic, and the subnets stay exact."""
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     model = _randomised(TorchvisionResNet())
@@ -299,11 +305,7 @@ def test_a_layer_without_weights_called_many_times_leaves_widths_elastic():
     keys = {d.key for d in space.decisions}
     assert {"layer1.0.conv1.w", "layer1.0.conv2.w", "layer2.1.conv1.w", "conv1.w"} <= keys
     assert {"layer1.d", "layer2.d"} <= keys
-    with torch.no_grad():
-        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
-        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
-        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
+    _assert_subnets_exact(space, model, x)
 
 
 class ControlFlow(nn.Module):
@@ -585,7 +587,6 @@ class BNHead(nn.Module):
 
 
 def test_a_batchnorm1d_head_keeps_its_width_elastic():
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     model = BNHead().eval()
@@ -595,13 +596,8 @@ def test_a_batchnorm1d_head_keeps_its_width_elastic():
     x = torch.randn(3, 3, 16, 16)
     space = hwnas.elastic(model, x[:1], name="bnhead")
     assert space.by_key["fc1.w"].values == (16, 32, 48, 64)
-    with torch.no_grad():
-        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
-        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
-        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-            sub = net.extract(arch)
-            assert torch.allclose(net(x, net.path_of(arch)), sub(x), atol=1e-5)
-        assert space.subnet(space.smallest()).bn1.num_features == 16
+    _assert_subnets_exact(space, model, x)
+    assert space.subnet(space.smallest()).bn1.num_features == 16
 
 
 class TorchEncoderViT(nn.Module):
@@ -629,7 +625,6 @@ def test_pytorchs_transformer_encoder_gets_elastic_feed_forward_widths_and_depth
     import onnxruntime as ort
 
     from hwnas.export import export_onnx
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     model = TorchEncoderViT(norm_first).eval()
@@ -640,11 +635,8 @@ def test_pytorchs_transformer_encoder_gets_elastic_feed_forward_widths_and_depth
         "encoder.layers.d": "depth",
     }
     assert type(model.encoder) is nn.TransformerEncoder  # the user's model is left as it was
+    _assert_subnets_exact(space, model, x)
     with torch.no_grad():
-        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
-        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
-        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
         small = space.subnet(space.smallest())
         assert len(small.encoder.layers) == 1 and small.encoder.layers[0].linear1.out_features == 16
         session = ort.InferenceSession(export_onnx(small, (1, 3, 16, 16)))
@@ -772,7 +764,6 @@ class TorchvisionViT(nn.Module):
 def test_torchvisions_vit_gets_elastic_mlp_widths_and_depth():
     """The attention's output (a tuple's first element) keeps the query's layout, so the blocks
     after it are analysed: each MLP width and the encoder's depth are searched."""
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     model = TorchvisionViT().eval()
@@ -784,11 +775,7 @@ def test_torchvisions_vit_gets_elastic_mlp_widths_and_depth():
     }
     fixed = space.describe()["fixed_widths"]  # the class token is a raw parameter
     assert fixed == {"conv_proj": "it is concatenated with a tensor of unknown channels"}
-    with torch.no_grad():
-        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
-        net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
-        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
+    _assert_subnets_exact(space, model, x)
 
 
 class Residual1d(nn.Module):
@@ -828,7 +815,6 @@ def test_a_1d_cnn_gets_elastic_widths_kernels_and_depths():
     import onnxruntime as ort
 
     from hwnas.export import export_onnx
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     model = KeywordSpotter().eval()
@@ -845,11 +831,8 @@ def test_a_1d_cnn_gets_elastic_widths_kernels_and_depths():
         "net.3.0.w": "width", "net.4.dw.k": "kernel", "net.4.pw.w": "width",
     }  # fmt: skip
     assert space.by_key["net.1.dw.k"].values == (3, 5, 7, 9)
+    _assert_subnets_exact(space, model, x, classes=12)
     with torch.no_grad():
-        assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-5)
-        net = ModuleSupernet(space, 12, (40, 98), {}).eval()
-        for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-            assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
         small = space.subnet(space.smallest())
         want = small(x).numpy()
     assert list(small.net._modules) == ["0", "3"]  # the stem and the downsampling block
@@ -861,7 +844,6 @@ def test_a_prelu_passes_channels_and_slices_its_slopes():
     """nn.PReLU() (one learned slope) is element-wise; nn.PReLU(C) (a slope per channel, as in
     face-recognition networks) is sliced with its channels: the width before either stays
     elastic and subnets are exact."""
-    from hwnas.supernet.module import ModuleSupernet
 
     torch.manual_seed(0)
     for slopes in (1, 16):
@@ -875,8 +857,4 @@ def test_a_prelu_passes_channels_and_slices_its_slopes():
         assert space.describe()["fixed_widths"] == {}
         assert space.by_key["conv.w"].values == (8, 16)  # ratios 0.25-1, multiples of 8
         x = torch.randn(2, 3, 8, 8)
-        with torch.no_grad():
-            assert torch.allclose(space.subnet(space.largest())(x), model(x), atol=1e-6)
-            net = ModuleSupernet(space, 10, (3, 8, 8), {}).eval()
-            for arch in [space.smallest(), *space.sample(np.random.default_rng(0), 3)]:
-                assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-6)
+        _assert_subnets_exact(space, model, x, atol=1e-6)
