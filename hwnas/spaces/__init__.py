@@ -273,6 +273,7 @@ def reload_spaces() -> None:
             del _FILES[key]
             if _SPACES.get(space.name) is space:
                 del _SPACES[space.name]
+    _TYPED.clear()  # every FILE.py:ATTR space was forgotten above
 
 
 def space_option(ctx, param, value: str | None) -> str | None:
