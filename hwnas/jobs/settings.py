@@ -203,6 +203,7 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
 def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
     from hwnas.distributed import check_processes, ranks_from_env
     from hwnas.jobs.supernet import SupernetSettings
+    from hwnas.supernet.settings import strategy_settings
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
     o = {**_defaults(SupernetSettings), **o}
@@ -219,6 +220,8 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
             if {"--predictor", "--measurement-budget"} & set(wrong)
             else ""
         )
+        if "--budget" in wrong and "evolution_trials" in strategy_settings(strategy):
+            hint += "; the subnets its evolution scores: --set evolution_trials=N"
         raise HwnasError(
             f"{', '.join(wrong)} applies to table search, not to supernet strategy "
             f"'{strategy}'{hint}"

@@ -57,6 +57,9 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "pixel3", "--budget", "-5"], "--budget must be at least 1"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--budget", "50"],
          "--budget applies to table search, not to supernet strategy 'gdas'"),
+        (["search", "-d", "pixel3", "--strategy", "oneshot", "--budget", "50"],
+         "--budget applies to table search, not to supernet strategy 'oneshot'; the subnets its "
+         "evolution scores: --set evolution_trials=N"),
         (["search", "-d", "cpu", "--strategy", "gdas", "--runtime", "tvm"],
          "--runtime applies to table search, not to supernet strategy 'gdas'"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--predictor", "nasbench201"],
