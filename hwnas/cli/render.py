@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -21,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["escape", "print_json", "print_table", "text_line"]
+__all__ = ["escape", "print_chance_line", "print_json", "print_table", "text_line"]
 
 
 def _cell(value: Any) -> Text:
@@ -156,3 +157,23 @@ def cost_text(record: dict, metric: str) -> str:
         if m != metric and record.get(m) is not None
     ]
     return text + (f"  ({', '.join(others)})" if others else "")
+
+
+def print_chance_line(pareto_csv: Path, console: Any) -> None:
+    """Say how many front rows of ``pareto_csv`` were kept out of the zoo as chance-level
+    (:func:`hwnas.datasets.is_chance_level`); nothing when none were."""
+    import csv
+
+    from hwnas.datasets import CHANCE_FACTOR
+
+    try:
+        with open(pareto_csv, newline="") as fh:
+            chance = sum(row.get("chance_level") == "true" for row in csv.DictReader(fh))
+    except OSError:
+        return
+    if chance:
+        console.print(
+            f"{chance} chance-level architecture(s) of the front not put in the zoo (top-1 at "
+            f"most {CHANCE_FACTOR:g}x chance: no better than guessing; chance_level in "
+            "pareto.csv)"
+        )

@@ -365,7 +365,7 @@ def _print_front(result, console) -> None:
 def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) -> None:
     """The best architecture, counts, and where the run folder and study are (all printed
     literally: arch strings and paths are not markup)."""
-    from hwnas.cli.render import cost_text
+    from hwnas.cli.render import cost_text, print_chance_line
 
     s = result.settings
     console = _Literal(console)
@@ -416,15 +416,8 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             f"TVM ({p['runtime']}): {p['tvm_workloads_tuned']} new workload(s) tuned in "
             f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
         )
-    chance = 0 if no_zoo else _chance_level_rows(out / "pareto.csv")
-    if chance:
-        from hwnas.datasets import CHANCE_FACTOR
-
-        console.print(
-            f"{chance} chance-level architecture(s) of the front not put in the zoo (top-1 at "
-            f"most {CHANCE_FACTOR:g}x chance: no better than guessing; chance_level in "
-            "pareto.csv)"
-        )
+    if not no_zoo:
+        print_chance_line(out / "pareto.csv", console)
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
         _print_trained_zoo(out / "zoo", summary, console.console)
     kind = {"trained": "trained ", "inherited": "inherited-weight "}.get(
@@ -478,14 +471,3 @@ def _print_trained_zoo(zoo, summary, console) -> None:
         keys=("entry",),
         right=cols[1:],
     )
-
-
-def _chance_level_rows(path: Path) -> int:
-    """Rows of ``pareto.csv`` flagged chance-level."""
-    import csv
-
-    try:
-        with open(path, newline="") as fh:
-            return sum(row.get("chance_level") == "true" for row in csv.DictReader(fh))
-    except OSError:
-        return 0

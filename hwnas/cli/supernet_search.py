@@ -168,15 +168,23 @@ def run_supernet_search(
 def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: bool) -> None:
     """The subnets handed out, the best (by the run's rule) and derived architectures with
     their units, the run folder and the study."""
-    from hwnas.cli.render import UNITS, cost_text, print_table, text_line
+    from hwnas.cli.render import UNITS, cost_text, print_chance_line, print_table, text_line
 
     unit = UNITS[s.metric]
-    columns = ("role", "arch", f"{data_name} test acc %", f"{s.metric} ({unit})", "source")
+    columns = (
+        "role",
+        "arch",
+        f"{data_name} val acc %",
+        "test acc %",
+        f"{s.metric} ({unit})",
+        "source",
+    )
     rows = [
         (
             c["role"],
             c["arch"],
             f"{c['accuracy']:.2f}",
+            f"{c['test_accuracy']:.2f}" if "test_accuracy" in c else "",
             f"{c[s.metric]:.3f}",
             c[f"{s.metric}_source"],
         )
@@ -204,6 +212,8 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
         if "table_accuracy" in r:
             line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
         text_line(console, line)
+    if not no_zoo:
+        print_chance_line(out / "pareto.csv", console)
     text_line(
         console,
         f"run folder: {out}  (supernet.pt, pareto.csv, pareto.png, summary.json, "

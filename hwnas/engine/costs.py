@@ -187,7 +187,7 @@ class CostRequest:
         on_use: make the model now but take its measurements when a cost is first asked for
             (``predicted`` on a live device: :class:`CalibratedOnUse`), so a search checks its
             inputs before any measurement and a strategy that never asks costs nothing.
-        extra: factory-specific callbacks (``log``, ``on_block``).
+        extra: factory-specific callbacks (``log``, ``status``, ``on_measured``).
     """
 
     space: SearchSpace

@@ -101,14 +101,16 @@ def kernel_model(request: CostRequest) -> CostModel:
     refs = space.reference_archs()
     log(f"kernel-level cost: measuring the {len(refs)} reference networks of {space.name} at "
         f"deployment size ({_deployment(space)}) once")  # fmt: skip
-    ref_values = np.array(
-        [
-            profiler.measure(arch_workload(space, a, space.reference_dataset), "latency_ms",
-                             allow_flagged=True).value
-            for a in refs
-        ]
-    )  # fmt: skip
-    kp, note = kernel_predictor(profiler)
+    on_measured = request.extra.get("on_measured")
+    ref_values = np.zeros(len(refs))
+    for i, a in enumerate(refs):
+        ref_values[i] = profiler.measure(arch_workload(space, a, space.reference_dataset),
+                                         "latency_ms", allow_flagged=True).value  # fmt: skip
+        if on_measured:
+            on_measured(f"reference network {i + 1}/{len(refs)}")
+    kp, note = kernel_predictor(
+        profiler, on_kernel=on_measured and (lambda k: on_measured(f"kernel {k.label}"))
+    )
     archs, values = calibration_networks(device, profiler.store)
     known = {a.text for a in archs if a.space == space.name}
     extra = [(a, v) for a, v in zip(refs, ref_values) if a.text not in known]

@@ -216,8 +216,9 @@ def search(
     (:func:`hwnas.jobs.output.write_run`).
 
     ``reporter`` shows each long stage as a step (:mod:`hwnas.progress`): the cost model
-    (blocks measured), supernet training (steps, with ETA), derivation (subnets scored),
-    fine-tuning and measuring the candidates, the zoo; ``log`` gets one-off lines.
+    (measurements: blocks, kernels), supernet training (steps, with ETA), derivation
+    (subnets scored), fine-tuning and measuring the candidates, the zoo; ``log`` gets one-off
+    lines.
 
     Under torchrun (``RANK``, ``WORLD_SIZE`` set) every process calls this; they train the
     supernet together (:mod:`hwnas.distributed`), then rank 0 alone derives,
@@ -390,7 +391,7 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     cost: Any = None
     if ranks.main:  # measured once; the other ranks get rank 0's model (or its error)
         costing = f"cost model for {job.device.name} ({s.job.cost})"
-        with reporter.step(costing, unit="blocks measured") as step:
+        with reporter.step(costing, unit="measurements") as step:
 
             def cost_log(message: str) -> None:
                 log(message)
@@ -405,7 +406,8 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
                     s.job.cost,
                     s.job.predictor or None,
                     log=cost_log,
-                    on_block=lambda label: step.advance(status=f"measured block {label}"),
+                    on_measured=lambda label: step.advance(status=f"measured {label}"),
+                    status=lambda message: step.update(status=message),
                 )
             except HwnasError as exc:
                 cost = exc

@@ -420,7 +420,7 @@ def measured_block_lut(
     metric: str = "latency_ms",
     calibration: int = 3,
     seed: int = 0,
-    on_block: Callable[[str], None] | None = None,
+    on_measured: Callable[[str], None] | None = None,
 ) -> MultilinearLUT:
     """Per-block lookup table measured on a live device (FBNet, Wu et al. CVPR 2019).
 
@@ -469,8 +469,8 @@ def measured_block_lut(
                 key, f"{space.name}:{name}@{'x'.join(map(str, shape))}", shape, onnx_factory=factory
             )
             tables[m.decision][c] += profiler.measure(wl, metric).value
-            if on_block:
-                on_block(wl.label)
+            if on_measured:
+                on_measured(f"block {wl.label}")
     terms = additive_terms(space)
     weights = np.concatenate(tables)
     lut = MultilinearLUT(
@@ -540,6 +540,7 @@ def lut_of(
     samples: int = 4000,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> MultilinearLUT:
     """The lookup table fitted on ``model``'s costs of every architecture of an enumerable
     space (or ``samples`` random ones): a supernet's hardware term needs the expected cost,
@@ -547,10 +548,12 @@ def lut_of(
     the kernel-level predictor) is asked for its reference networks and ``lut_samples`` random
     architectures, and the table's fit is also reported against the reference networks'
     measured costs (``truth_r2``, ``truth_rho``; the model's own as
-    ``<source kind>_model_truth_r2``).
+    ``<source kind>_model_truth_r2``); ``log`` gets a line when it starts, ``status`` the
+    network it is at.
     """
     if model.lut_samples is not None:
-        return _sampled_lut(model, space, seed, log or (lambda _m: None))
+        quiet = lambda _m: None  # noqa: E731
+        return _sampled_lut(model, space, seed, log or quiet, status or quiet)
     indexed = ability(space, IndexedSpace)
     if indexed is not None and len(indexed) <= 20000:
         pool = indexed.all_archs()
@@ -564,7 +567,11 @@ def lut_of(
 
 
 def _sampled_lut(
-    model: CostModel, space: SearchSpace, seed: int, log: Callable[[str], None]
+    model: CostModel,
+    space: SearchSpace,
+    seed: int,
+    log: Callable[[str], None],
+    status: Callable[[str], None],
 ) -> MultilinearLUT:
     from scipy.stats import spearmanr
 
@@ -572,8 +579,12 @@ def _sampled_lut(
     rng = np.random.default_rng(seed)
     pool = list(dict.fromkeys([*refs, *space.sample(rng, model.lut_samples)]))
     kind = model.source.split(":")[0]
-    log(f"{kind}-level cost: predicting {len(pool)} deployed networks for the lookup table")
-    mean = model.predict(pool)[0]
+    what = f"{kind}-level cost: predicting {len(pool)} deployed networks for the lookup table"
+    log(what)
+    mean = np.zeros(len(pool))
+    for i, arch in enumerate(pool):  # one at a time: a new network's kernels are timed first
+        status(f"{what}: network {i + 1}/{len(pool)}")
+        mean[i] = model.predict([arch])[0][0]
     lut = fit_lut(space, pool, mean, model.metric, f"lut-fit:{model.source}:{len(pool)}-archs",
                   seed=seed)  # fmt: skip
     lut.truth = model
@@ -633,7 +644,7 @@ def measured_model(request: CostRequest) -> MultilinearLUT:
     if request.supernet.mixed_choices():
         return measured_block_lut(
             request.supernet, request.profiler, request.metric,
-            on_block=request.extra.get("on_block"),
+            on_measured=request.extra.get("on_measured"),
         )  # fmt: skip
     return measured_subnet_lut(request.supernet, request.profiler, request.metric)
 
@@ -653,21 +664,24 @@ def cost_model_for(
     kind: str = "auto",
     predictor: str | None = None,
     log: Callable[[str], None] | None = None,
-    on_block: Callable[[str], None] | None = None,
+    on_measured: Callable[[str], None] | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> CostModel:
     """The cost model of a supernet search (:func:`hwnas.engine.costs.make_cost_model` with the
     supernet): a fitted table LUT for recorded devices, a measured LUT for live ones, FLOPs when
     asked (``kind="flops"``), the LUT fitted on a meta-learned predictor calibrated on the
     reference set (``kind="predicted"``), or on the kernel-level predictor at the space's
     deployment size (``kind="kernel"``, the default for declared spaces on a live ONNX Runtime
-    device); ``log`` receives progress lines, ``on_block`` the label of each block measured.
+    device); ``log`` receives progress lines, ``status`` the current one (not kept),
+    ``on_measured`` the label of each measurement taken (a block, a kernel).
 
     Raises:
         HwnasError: an unknown kind, or a kind the device cannot give.
     """
     if kind not in COST_KINDS:
         raise HwnasError(f"unknown cost model '{kind}'; known: {', '.join(COST_KINDS)}")
-    extra = {k: v for k, v in (("log", log), ("on_block", on_block)) if v is not None}
+    callbacks = (("log", log), ("on_measured", on_measured), ("status", status))
+    extra = {k: v for k, v in callbacks if v is not None}
     request = CostRequest(supernet.space, device, profiler, metric, predictor, supernet=supernet,
                           extra=extra)  # fmt: skip
     model = make_cost_model(kind, request)
@@ -676,7 +690,7 @@ def cost_model_for(
     # a supernet's hardware term needs the expected cost, which only a lookup table gives
     if model.full_table() is not None:  # the device's table: fitted on its every value
         return fit_table_lut(supernet.space, device, metric)
-    return lut_of(model, supernet.space, seed=request.seed, log=log)
+    return lut_of(model, supernet.space, seed=request.seed, log=log, status=status)
 
 
 # -- the hardware loss ----------------------------------------------------------------------

@@ -176,6 +176,62 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
                for s in err)  # fmt: skip
 
 
+TINY_DECLARED = """\
+name: tinyk
+description: a declared space small enough to cost kernel by kernel in a test
+datasets:
+  cifar10: {classes: 10, input_shape: [3, 32, 32]}
+reference_dataset: cifar10
+stem:
+  - {block: conv, out: 8, kernel: 3, stride: 2}
+stages:
+  - name: a
+    out: {choices: [8, 16]}
+    depth: {choices: [1, 2]}
+    layer: {block: mbconv, kernel: {choices: [3, 5]}, expand: 2}
+head:
+  - {block: pool}
+"""
+
+
+def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progress(tmp_path):
+    """The default cost model of a declared space on a live ONNX Runtime device is the
+    kernel-level predictor at deployment size. Its step counts what it measures (kernels,
+    reference networks; it used to read "0 blocks measured" for minutes on a ViT), the table
+    of subnets names its accuracies (validation, then test: the column said "test" over
+    validation values), and chance-level subnets left out of the zoo are said so."""
+    space = tmp_path / "tiny.yaml"
+    space.write_text(TINY_DECLARED)
+    out = tmp_path / "run"
+    r = hwnas_main(
+        "search", "--strategy", "oneshot", "--space", str(space), "--device", "cpu-fast",
+        "--epochs", "1", "--finetune-epochs", "0", "--set", "evolution_trials=4",
+        "--set", "population=4", "--set", "candidates=1", "--set", "limit=200",
+        "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hardware_term"]["cost_model"]["source"].startswith("lut-fit:kernel:cpu-fast")
+    deployed = summary["deployed"]
+    assert deployed["deployment"] == "cifar10 3x32x32" and deployed["measured_ms"] > 0
+    done = [s for s in r.stderr.splitlines() if s.startswith("cost model for cpu-fast (auto): ")
+            and ", done in " in s]  # fmt: skip
+    assert done, r.stderr
+    taken = int(done[-1].split(": ")[1].split()[0])
+    assert taken >= 10 + 1, done  # the 10 reference networks and at least one kernel
+    assert any("measured kernel " in s for s in r.stderr.splitlines()), r.stderr
+    assert "deployed network (cifar10 3x32x32): predicted" in r.stderr
+    derived = summary["candidates"][0]
+    row = next(s for s in r.stdout.splitlines() if s.startswith("│ derived "))
+    cells = [c.strip() for c in row.split("│")]
+    assert cells[3] == f"{derived['accuracy']:.2f}"
+    assert cells[4] == f"{derived['test_accuracy']:.2f}"
+    with open(out / "pareto.csv", newline="") as fh:
+        chance = sum(row["chance_level"] == "true" for row in csv.DictReader(fh))
+    said = "chance-level architecture(s) of the front not put in the zoo" in r.stdout
+    assert said == (chance > 0) and summary["zoo_models"] == summary["pareto_size"] - chance
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
