@@ -125,6 +125,8 @@ def entry_row(e: dict) -> dict:
         "device": e["device"],
         "latency_ms": e["latency_ms"],
         "latency_source": e["latency_source"],
+        "energy_mj": e.get("energy_mj"),
+        "energy_source": e.get("energy_source", ""),
         "weights": e["weights_kind"],
     }
 
@@ -142,8 +144,9 @@ def entry_row(e: dict) -> dict:
 def list_cmd(path, storage, as_json):
     """List the entries of the zoo folder DIR or of RUN's zoo (`latest`, a study name or a unique
     part of one; without either, of every run's zoo, each entry named RUN/ENTRY): the
-    architecture, accuracy and its source, latency and its source, and whether the weights are
-    trained or random. Arch strings are printed whole."""
+    architecture, accuracy and its source, latency (and energy, where the device has a meter)
+    and its source, and whether the weights are trained or random. Arch strings are printed
+    whole."""
     from rich.console import Console
 
     from hwnas.cli.render import print_json, print_table, text_line
@@ -157,9 +160,11 @@ def list_cmd(path, storage, as_json):
     console = Console(emoji=False)
     rows = []
     many = len(zoos) > 1  # entry folders repeat across runs: name them by run too
+    metered = any(e["energy_mj"] is not None for e in entries)  # an energy column then
     for e in entries:
         acc = "" if e["accuracy"] is None else f"{e['accuracy']:.2f}"
         lat = "" if e["latency_ms"] is None else f"{e['latency_ms']:.3f} {e['device']}"
+        mj = "" if e["energy_mj"] is None else f"{e['energy_mj']:.3f} {e['device']}"
         entry = Path(e["entry"])
         rows.append(
             (
@@ -167,16 +172,14 @@ def list_cmd(path, storage, as_json):
                 e["arch"],
                 f"{acc}{' chance' if e['chance_level'] else ''} ({e['accuracy_source']})",
                 f"{lat} ({e['latency_source']})" if lat else "",
+                *([f"{mj} ({e['energy_source']})" if mj else ""] if metered else []),
                 e["weights"],
             )
         )
-    print_table(
-        console,
-        "zoo: " + ", ".join(map(str, zoos)),
-        ("entry", "arch", "accuracy % (source)", "latency ms (device, source)", "weights"),
-        rows,
-        keys=("entry", "arch"),
-    )
+    columns = ("entry", "arch", "accuracy % (source)", "latency ms (device, source)",
+               *(["energy mJ (device, source)"] if metered else []), "weights")  # fmt: skip
+    print_table(console, "zoo: " + ", ".join(map(str, zoos)), columns, rows,
+                keys=("entry", "arch"))  # fmt: skip
     if not entries:
         text_line(console, "no zoo entries: run `hwnas search` (without --no-zoo)")
     else:

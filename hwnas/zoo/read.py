@@ -50,7 +50,8 @@ def read_entry(path: str | Path) -> dict[str, Any]:
     Returns:
         The ``card.json`` dict plus ``folder`` (str, the entry's path), ``weights_kind``
         (``trained`` | ``random``), ``accuracy_value`` (%), ``accuracy_source``,
-        ``latency_ms`` (on the search device, or None), ``latency_source`` and ``device`` (the
+        ``latency_ms`` (on the search device, or None), ``latency_source``, ``energy_mj``
+        (mJ, or None where the device has no meter), ``energy_source`` and ``device`` (the
         first device of the card: the search's).
 
     Raises:
@@ -79,7 +80,8 @@ def read_entry(path: str | Path) -> dict[str, Any]:
     accuracy = card.get("accuracy") or {}
     devices = card.get("devices") or {}
     device = next(iter(devices), None)
-    latency = (devices.get(device) or {}).get("latency_ms") if device else None
+    costs = (devices.get(device) or {}) if device else {}
+    latency, energy = costs.get("latency_ms"), costs.get("energy_mj")
     return {
         **card,
         "folder": str(folder),
@@ -89,6 +91,8 @@ def read_entry(path: str | Path) -> dict[str, Any]:
         "device": device,
         "latency_ms": latency.get("value") if latency else None,
         "latency_source": latency.get("source", "") if latency else "",
+        "energy_mj": energy.get("value") if energy else None,
+        "energy_source": energy.get("source", "") if energy else "",
     }
 
 

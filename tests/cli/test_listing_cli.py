@@ -49,6 +49,7 @@ def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwna
     assert [e["arch"] for e in listed] == archs
     assert {e["weights"] for e in listed} == {"random"}
     assert listed[0]["latency_source"].startswith("recorded:") and listed[0]["device"] == "pixel3"
+    assert listed[0]["energy_mj"] is None and "energy" not in zoo_out  # pixel3 has no meter
     assert listed[0]["accuracy_source"].startswith("nasbench201-table:")
     shown = _cli("zoo", "show", listed[0]["entry"]).stdout
     assert archs[0] in shown and "hwnas zoo verify" in shown and "random" in shown
@@ -163,3 +164,19 @@ def test_a_reader_that_stops_reading_does_not_cut_the_run_short(tmp_path, hwnas_
             resumed = next(x for x in r.stderr.splitlines() if "5/9 trials" in x)
             assert f"best {best:.2f}%" in resumed, resumed
         best = summary["best"]["accuracy"]
+
+
+def test_an_energy_searchs_zoo_lists_each_models_energy(tmp_path):
+    """An energy search's zoo shows the objective it was chosen by: each entry's energy (mJ)
+    beside its latency (`hwnas zoo list` showed latency alone)."""
+    out = tmp_path / "run"
+    _cli("search", "--device", "pi5_onnx", "--objective", "energy", "--budget", "6",
+         "--out", str(out))  # fmt: skip
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    front = {row["arch"]: float(row["energy_mj"]) for row in rows if row["zoo"]}
+    listed = json.loads(_cli("zoo", "list", str(out / "zoo"), "--json").stdout)["entries"]
+    assert {e["arch"]: e["energy_mj"] for e in listed} == front
+    assert all(e["energy_source"].startswith("recorded:") for e in listed)
+    shown = hwnas_main("zoo", "list", str(out / "zoo"), env={"COLUMNS": "300"}).stdout
+    assert "energy mJ (device, source)" in shown
+    assert all(f"{mj:.3f} pi5_onnx" in shown for mj in front.values())
