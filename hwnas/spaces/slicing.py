@@ -26,13 +26,16 @@ def _sliced_conv(conv: nn.Conv1d | nn.Conv2d, x, out, kernel, index, fn) -> torc
     out = out or conv.out_channels
     k = kernel or k_full
     w = conv.weight
-    if conv.groups == conv.in_channels and conv.groups > 1:  # depthwise
-        w, groups, out = w[:c_in], c_in, c_in
+    if conv.groups > 1 and conv.in_channels == conv.out_channels:  # depthwise or grouped
+        per_group = conv.in_channels // conv.groups  # a grouped one keeps whole groups
+        w, groups, out = w[:c_in], c_in // per_group, c_in
     elif conv.groups == 1:
         w, groups = w[:out], 1
         w = w[:, :c_in] if index is None else w.index_select(1, index)
-    else:
-        raise RuntimeError("a grouped convolution runs at its full size only")
+    else:  # groups changing the width (a channel multiplier): run whole
+        if c_in != conv.in_channels:
+            raise RuntimeError("a grouped convolution changing the width runs at full size only")
+        w, groups, out = w, conv.groups, conv.out_channels
     if k != k_full:
         lo = (k_full - k) // 2
         w = w[(slice(None), slice(None)) + (slice(lo, lo + k),) * (w.dim() - 2)]

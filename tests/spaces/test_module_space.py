@@ -858,3 +858,73 @@ def test_a_prelu_passes_channels_and_slices_its_slopes():
         assert space.by_key["conv.w"].values == (8, 16)  # ratios 0.25-1, multiples of 8
         x = torch.randn(2, 3, 8, 8)
         _assert_subnets_exact(space, model, x, atol=1e-6)
+
+
+def test_grouped_convolutions_keep_or_drop_whole_groups():
+    """ResNeXt's grouped 3x3 convolutions (hwnas.known_networks, from the paper) carry their
+    input's width in whole groups: each bottleneck width is searched in multiples of its
+    channels per group, a subnet's grouped convolution has fewer groups of the same width, and
+    every subnet is exact (supernet path, extracted module, ONNX). They were frozen before."""
+    import onnxruntime as ort
+
+    from hwnas.export import export_onnx
+    from hwnas.known_networks import build_network
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(build_network("resnext50", num_classes=10, width=0.5, side=32))
+    x = torch.randn(2, 3, 32, 32)
+    space = hwnas.elastic(model, x[:1], name="resnext")
+    grouped = {n: m for n, m in model.named_modules() if isinstance(m, nn.Conv2d) and m.groups > 1}
+    per_group = {n: m.in_channels // m.groups for n, m in grouped.items()}
+    carried = {}
+    for d in space.decisions:
+        g = space.analysis.groups[d.sites[0]] if d.kind == "width" else None
+        for conv in set(g.carriers if g else ()) & set(grouped):
+            carried[conv] = d
+    assert set(carried) == set(grouped)  # every bottleneck width is searched
+    for conv, d in carried.items():
+        assert len(d.values) > 1 and all(v % per_group[conv] == 0 for v in d.values), d
+    _assert_subnets_exact(space, model, x)
+    small = ModuleSupernet(space, 10, (3, 32, 32), {}).eval().extract(space.smallest())
+    convs = dict(small.named_modules())
+    kept = [c for c in carried if c in convs]  # blocks the depths dropped are gone
+    assert kept
+    for conv in kept:
+        d = carried[conv]
+        assert convs[conv].in_channels == min(d.values)
+        assert convs[conv].groups == min(d.values) // per_group[conv]
+    session = ort.InferenceSession(export_onnx(small, (1, 3, 32, 32)))
+    with torch.no_grad():
+        want = small(x[:1]).numpy()
+    assert np.abs(session.run(None, {"input": x[:1].numpy()})[0] - want).max() < 1e-4
+
+
+class Multiplier(nn.Module):
+    """A depthwise convolution with a channel multiplier (groups = input channels, twice as
+    many outputs), as in some mobile networks."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.dw = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 16, 5, padding=2, groups=8)
+        self.b = nn.Conv2d(16, 24, 1)
+        self.head = nn.Sequential(nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(24, 4))  # fmt: skip
+
+    def forward(self, x):
+        return self.head(self.b(self.dw(self.a(x))))
+
+
+def test_a_grouped_convolution_changing_the_width_stays_whole():
+    """A depthwise convolution with a channel multiplier keeps its width and its kernel, with
+    the reason (it got an elastic kernel its supernet could not run: "a grouped convolution
+    runs at its full size only"); the rest is still searched and exact."""
+    torch.manual_seed(0)
+    model = Multiplier().eval()
+    x = torch.randn(2, 3, 8, 8)
+    space = hwnas.elastic(model, x[:1], name="multiplier")
+    assert not any(d.key.startswith("dw.") for d in space.decisions)
+    assert [d.key for d in space.decisions] == ["b.w"]
+    why = "'dw' is a grouped convolution changing the width"
+    assert any(g.frozen == why for g in space.analysis.groups.values())
+    _assert_subnets_exact(space, model, x, classes=4)

@@ -470,13 +470,13 @@ def module_space(
         for gid, g in analysis.groups.items():
             if g.frozen or not g.producers or gid in taken_groups:
                 continue
-            values = _widths(g.size, widths, divisor)
+            values = _widths(g.size, widths, divisor, g.quantum)
             if len(values) > 1:
                 decisions.append(_decision(f"{g.name}.w", "width", values, (gid,), analysis))
     if kernels:
         for conv, k in analysis.kernels.items():
             m = modules[conv]
-            if conv in taken_convs or not (m.groups == m.in_channels > 1):
+            if conv in taken_convs or not (m.groups == m.in_channels == m.out_channels > 1):
                 continue
             values = sorted({v for v in kernels if v % 2 == 1 and v < k} | {k})
             if len(values) > 1:
@@ -568,10 +568,16 @@ def elastic(
     )
 
 
-def _widths(size: int, ratios: Sequence[float], divisor: int) -> list[int]:
+def _widths(size: int, ratios: Sequence[float], divisor: int, quantum: int = 1) -> list[int]:
+    """The widths of a group of ``size`` channels: ``ratios`` of it rounded to a multiple of
+    ``divisor`` and of ``quantum`` (the channels per group of a grouped convolution carrying
+    it: whole groups only); of ``quantum`` alone for groups narrower than twice that."""
+    import math
+
     from hwnas.spaces.ofa.model import make_divisible
 
-    step = divisor if size >= 2 * divisor else 1
+    step = math.lcm(divisor, quantum)
+    step = step if size >= 2 * step else quantum
     out = set()
     for r in ratios:
         if not 0 < float(r) <= 1:
@@ -628,13 +634,19 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
             if gid is None:
                 raise HwnasError(
                     f"{label}: '{path}' ({type(m).__name__}): its width {out!r} cannot be "
-                    "searched: hwnas slices plain nn.Conv2d (groups 1 or depthwise) and nn.Linear "
-                    "layers only"
+                    "searched: hwnas slices plain nn.Conv2d (groups 1, depthwise, or grouped "
+                    "keeping their width) and nn.Linear layers only"
                 )
             g = analysis.groups[gid]
             if g.frozen:
                 raise HwnasError(
                     f"{label}: '{path}': its width {out!r} cannot be searched: {g.frozen}"
+                )
+            if any(v % g.quantum for v in out.values):
+                raise HwnasError(
+                    f"{label}: '{path}': its widths {list(out.values)} must be multiples of "
+                    f"{g.quantum}, the channels per group of the grouped convolutions carrying "
+                    "them (whole groups are kept or dropped)"
                 )
             add(out.label or f"{g.name}.w", "width", out.values, gid, path)
         if isinstance(m, nn.Conv2d) and isinstance(m.kernel_size[0], ValueChoice):

@@ -4,14 +4,15 @@ The module is traced once with :mod:`torch.fx` (its layers and :class:`hwnas.nn.
 leaves) and the example input's shapes are propagated through the graph. Every tensor's channel
 axis carries a *layout*: the channel groups it is made of, in order (a concatenation joins
 groups; anything else keeps one). A group is a set of channels that must keep the same width:
-a convolution or linear layer *produces* a group, batch norms, layer norms and depthwise
-convolutions *carry* it, convolutions and linear layers *consume* it; residual additions,
-multiplications (squeeze-excite) and a droppable block's input and output *join* groups
-(union-find), as NVIDIA ModelOpt's FastNAS dependency analysis does. A group is *frozen* (kept at
-full width) wherever slicing its channels would be unsafe: the network's input and output,
-operations hwnas does not know (their channel semantics are unknown), parameters read directly
-in ``forward``, layers called twice, flattening that mixes channels with positions, and so on;
-each frozen group keeps the reason.
+a convolution or linear layer *produces* a group, batch norms, layer norms, depthwise and
+grouped convolutions *carry* it (a grouped one in whole groups: the group's width is then a
+multiple of its channels per group), convolutions and linear layers *consume* it; residual
+additions, multiplications (squeeze-excite) and a droppable block's input and output *join*
+groups (union-find), as NVIDIA ModelOpt's FastNAS dependency analysis does. A group is *frozen*
+(kept at full width) wherever slicing its channels would be unsafe: the network's input and
+output, operations hwnas does not know (their channel semantics are unknown), parameters read
+directly in ``forward``, layers called twice, flattening that mixes channels with positions,
+and so on; each frozen group keeps the reason.
 
 Residual blocks (a block that adds its input to what it computes) whose input and output have
 the same shape can be dropped (elastic depth, Once-for-All): those at the end of an
@@ -78,6 +79,9 @@ class Group:
             conv).
         consumers: (layer, offset): layers taking these channels at ``offset`` of their input.
         frozen: why the group keeps its full width ("" when it may be elastic).
+        quantum: its width is a multiple of this: the channels per group of the grouped
+            convolutions carrying it (ResNeXt, RegNet), whose groups are kept or dropped whole;
+            1 otherwise.
     """
 
     id: int
@@ -86,6 +90,7 @@ class Group:
     carriers: list[str] = field(default_factory=list)
     consumers: list[tuple[str, int]] = field(default_factory=list)
     frozen: str = ""
+    quantum: int = 1
 
     @property
     def name(self) -> str:
@@ -321,6 +326,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     layer_out: dict[str, int] = {}
     layers: dict[str, str] = {}
     carriers: dict[str, int] = {}
+    quanta: dict[str, int] = {}  # grouped carrier -> channels per group
     touched: dict[str, set[int]] = {}
     counts: dict[str, int] = {}
     direct: set[str] = set()
@@ -385,18 +391,24 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 and lay[1] == 1
                 and len(xs) == m.weight.dim()
             ):
-                depthwise = m.groups == m.in_channels == m.out_channels and m.groups > 1
+                grouped = m.groups > 1 and m.in_channels == m.out_channels  # depthwise too
                 if m.groups == 1:
                     layer_in[name] = segs(lay)
                     result = ((g.new(m.out_channels),), 1)
                     layer_out[name] = result[0][0]
-                elif depthwise and len(lay[0]) == 1:
+                elif grouped and len(lay[0]) == 1:  # carries its input's group, whole groups
                     carriers[name] = lay[0][0]
+                    quanta[name] = m.in_channels // m.groups
                     layer_in[name] = segs(lay)
                     result = lay
                 else:
-                    freeze_all(ins, f"'{name}' is a grouped convolution")
-                    result = fresh(node, f"'{name}' is a grouped convolution")
+                    why = (
+                        f"'{name}' is a grouped convolution over a concatenation"
+                        if grouped
+                        else f"'{name}' is a grouped convolution changing the width"
+                    )
+                    freeze_all(ins, why)
+                    result = fresh(node, why)
             elif type(m) is nn.Linear and lay is not None and lay[1] == len(xs) - 1:
                 layer_in[name] = segs(lay)
                 gid = g.new(m.out_features)
@@ -492,6 +504,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             root(layer_out[name]).producers.append(name)
         if name in carriers:
             root(carriers[name]).carriers.append(name)
+            root(carriers[name]).quantum = math.lcm(root(carriers[name]).quantum,
+                                                    quanta.get(name, 1))  # fmt: skip
         if name in layer_in and name not in carriers:
             offset = 0
             for gid, size in layer_in[name]:

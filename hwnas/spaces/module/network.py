@@ -239,11 +239,13 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
         k = sub.kernels.get(name, k_full)
         lo = (k_full - k) // 2
         w = m.weight[(slice(None), slice(None)) + (slice(lo, lo + k),) * (m.weight.dim() - 2)]
-        depthwise = m.groups == m.in_channels and m.groups > 1
+        grouped = m.groups > 1 and m.in_channels == m.out_channels  # depthwise too
         pad = m.padding if k == k_full else (k // 2,) * (m.weight.dim() - 2)
-        if depthwise:
+        if grouped:  # whole groups of its input's channels (a carrier of their group)
             c = n_in if n_in is not None else m.in_channels
-            w, c_in, c_out, groups = w[:c], c, c, c
+            w, c_in, c_out, groups = w[:c], c, c, c // (m.in_channels // m.groups)
+        elif m.groups > 1:  # changes the width: its groups stay whole (frozen)
+            c_in, c_out, groups = m.in_channels, m.out_channels, m.groups
         else:
             c_out = sub.widths.get(gid, m.out_channels) if gid is not None else m.out_channels
             w = w[:c_out]
@@ -307,7 +309,9 @@ def order_channels(net: nn.Module, analysis: Analysis, groups: set[int]) -> None
             w = modules[name].weight.detach().double()[:, off : off + g.size]
             v = w.abs().transpose(0, 1).reshape(g.size, -1).mean(1)
             score += v / v.mean().clamp_min(1e-12)
-        perm = torch.argsort(score, descending=True, stable=True)
+        q = g.quantum  # a grouped convolution's groups move whole, in their own order
+        blocks = torch.argsort(score.reshape(-1, q).sum(1), descending=True, stable=True)
+        perm = (blocks[:, None] * q + torch.arange(q)).reshape(-1)
         for name in g.producers + g.carriers:
             m = modules[name]
             for key in ("weight", "bias", "running_mean", "running_var"):
