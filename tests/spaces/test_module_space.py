@@ -773,8 +773,9 @@ def test_torchvisions_vit_gets_elastic_mlp_widths_and_depth():
         "layers.d": "depth",
         **{f"layers.encoder_layer_{i}.mlp.0.w": "width" for i in range(3)},
     }
-    fixed = space.describe()["fixed_widths"]  # the class token is a raw parameter
-    assert fixed == {"conv_proj": "it is concatenated with a tensor of unknown channels"}
+    fixed = space.describe()["fixed_widths"]  # the class token is sliced, but torchvision's
+    # _process_input reshapes with self.hidden_dim (and the attention splits it into heads)
+    assert fixed == {"conv_proj": "'reshape' is given its channel count as a number"}
     _assert_subnets_exact(space, model, x)
 
 
@@ -927,4 +928,143 @@ def test_a_grouped_convolution_changing_the_width_stays_whole():
     assert [d.key for d in space.decisions] == ["b.w"]
     why = "'dw' is a grouped convolution changing the width"
     assert any(g.frozen == why for g in space.analysis.groups.values())
+    _assert_subnets_exact(space, model, x, classes=4)
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt's block as its paper's code writes it (Liu et al., CVPR 2022): depthwise 7x7,
+    channels-last LayerNorm and MLP, a layer scale ``gamma`` read as a raw parameter."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pwconv1, self.act = nn.Linear(dim, 4 * dim), nn.GELU()
+        self.pwconv2 = nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.gamma * self.pwconv2(self.act(self.pwconv1(self.norm(y))))
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtLike(nn.Module):
+    def __init__(self, dims=(16, 32)):
+        super().__init__()
+        self.stem = nn.Conv2d(3, dims[0], 4, 4)
+        self.stage1 = nn.Sequential(ConvNeXtBlock(dims[0]), ConvNeXtBlock(dims[0]))
+        self.down = nn.Conv2d(dims[0], dims[1], 2, 2)
+        self.stage2 = nn.Sequential(ConvNeXtBlock(dims[1]), ConvNeXtBlock(dims[1]))
+        self.norm, self.head = nn.LayerNorm(dims[1]), nn.Linear(dims[1], 10)
+
+    def forward(self, x):
+        x = self.stage2(self.down(self.stage1(self.stem(x))))
+        return self.head(self.norm(x.mean((2, 3))))
+
+
+class TokenViT(nn.Module):
+    """A ViT whose attention never reads its input's width from ``x.shape`` (Hugging Face's
+    way: the heads' sizes are constants), with a class token and a position embedding."""
+
+    def __init__(self, dim=32, heads=2, depth=2, tokens=16):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, 4, 4)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, tokens + 1, dim))
+        self.heads, self.hd = heads, 16
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(depth))
+        self.qkv = nn.ModuleList(nn.Linear(dim, 3 * heads * 16) for _ in range(depth))
+        self.proj = nn.ModuleList(nn.Linear(heads * 16, dim) for _ in range(depth))
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat((self.cls.expand(x.shape[0], -1, -1), x), dim=1) + self.pos
+        for norm, qkv, proj in zip(self.norms, self.qkv, self.proj):
+            b, n = x.shape[0], x.shape[1]
+            q, k, v = qkv(norm(x)).reshape(b, n, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4)
+            y = ((q @ k.transpose(-2, -1)) * self.hd**-0.5).softmax(-1) @ v
+            x = x + proj(y.transpose(1, 2).reshape(b, n, self.heads * self.hd))
+        return self.head(x[:, 0])
+
+
+@pytest.mark.parametrize(
+    "build, width, params",
+    [
+        (ConvNeXtLike, "stem.w", {"stage1.0.gamma", "stage1.1.gamma"}),
+        (TokenViT, "patch.w", {"cls", "pos"}),
+    ],
+)
+def test_raw_parameters_are_sliced_with_the_channels_they_meet(build, width, params):
+    """A layer scale (ConvNeXt) or a class token and position embedding (ViT), read as raw
+    parameters in ``forward``, are sliced with the channels they are multiplied, added or
+    concatenated to, so the residual stream's width is searched (it was fixed: "combined with a
+    per-channel tensor of unknown channels"); the supernet keeps their names and whole
+    values, a subnet gets their first channels, and every subnet is exact."""
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(build())
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="raw")
+    decision = space.by_key[width]
+    assert decision.kind == "width" and len(decision.values) > 1
+    group = space.analysis.groups[decision.sites[0]]
+    assert {target for target, _ in group.params} == params
+    _assert_subnets_exact(space, model, x)
+    net = ModuleSupernet(space, 10, (3, 16, 16), {}).eval()
+    whole = net.state_dict()  # trained as whole tensors under their own names
+    original = model.state_dict()
+    assert all(whole[f"net.{p}"].shape == original[p].shape for p in params)
+    small = net.extract(space.smallest())
+    state = small.state_dict()
+    assert any(target in state for target, _ in group.params)
+    for target, axis in group.params:
+        if target in state:  # not in a dropped block
+            assert state[target].shape[axis] == min(decision.values)
+            owner = target.rpartition(".")[0]
+            plain = model.get_submodule(owner) if owner else model
+            assert type(small.get_submodule(owner) if owner else small) is type(plain)
+
+
+def test_a_channel_count_read_from_x_shape_that_sizes_other_channels_keeps_them_whole():
+    """timm's attention (``b, n, c = x.shape`` ... ``reshape(b, n, c)`` of its heads) ties the
+    residual stream's width to the heads': it stays whole, with the reason, and every subnet
+    is exact (slicing it broke the supernet: "shape '[2, 17, 48]' is invalid")."""
+    from hwnas.known_networks import build_network
+
+    torch.manual_seed(0)
+    model = _randomised(build_network("vit_tiny", num_classes=10, width=1.0, side=32))
+    x = torch.randn(2, 3, 32, 32)
+    space = hwnas.elastic(model, x[:1], name="timm_vit")
+    fixed = space.describe()["fixed_widths"]
+    assert fixed["patch"].startswith("its channel count (x.shape) sizes")
+    _assert_subnets_exact(space, model, x)
+
+
+class ConstantView(nn.Module):
+    """Channels reshaped with their count written as a number (traced as a constant)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 16, 3, padding=1), nn.Linear(16, 4)
+        self.a, self.b = nn.Conv2d(3, 12, 1), nn.Conv2d(12, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x).view(x.shape[0], 16, -1).mean(2)
+        return self.fc(y) + self.b(self.a(x)).mean((2, 3))
+
+
+def test_a_channel_count_written_as_a_number_keeps_its_channels_whole():
+    """``view(b, 16, -1)`` of 16 channels is traced with 16 as a constant: a subnet of 8 would
+    be viewed as 16 (silently wrong, or a shape error); the width stays whole, with the
+    reason."""
+    torch.manual_seed(0)
+    model = ConstantView().eval()
+    x = torch.randn(2, 3, 8, 8)
+    space = hwnas.elastic(model, x[:1], name="constant")
+    why = "'view' is given its channel count as a number"
+    assert space.describe()["fixed_widths"]["conv"] == why
+    assert [d.key for d in space.decisions] == ["a.w"]
     _assert_subnets_exact(space, model, x, classes=4)

@@ -82,6 +82,9 @@ class Group:
         quantum: its width is a multiple of this: the channels per group of the grouped
             convolutions carrying it (ResNeXt, RegNet), whose groups are kept or dropped whole;
             1 otherwise.
+        params: (qualified name, axis) of the raw parameters and buffers a module reads in
+            its forward that hold these channels on that axis (a ViT's class token and
+            position embedding, ConvNeXt's layer scale): sliced with them.
     """
 
     id: int
@@ -91,6 +94,7 @@ class Group:
     consumers: list[tuple[str, int]] = field(default_factory=list)
     frozen: str = ""
     quantum: int = 1
+    params: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -327,6 +331,9 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     layers: dict[str, str] = {}
     carriers: dict[str, int] = {}
     quanta: dict[str, int] = {}  # grouped carrier -> channels per group
+    params: dict[str, tuple[int, int]] = {}  # raw parameter read in forward -> (group, axis)
+    sizes: dict[fx.Node, tuple] = {}  # a channel count read from a shape: _track_sizes
+    checks: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
     touched: dict[str, set[int]] = {}
     counts: dict[str, int] = {}
     direct: set[str] = set()
@@ -372,8 +379,15 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 else None
             )
         elif op == "get_attr":
-            direct.add(str(node.target).rsplit(".", 1)[0] if "." in str(node.target) else "")
+            target = str(node.target)
+            direct.add(target.rsplit(".", 1)[0] if "." in target else "")
+            found = _param_axis(model, target)
             layout[node] = None
+            if found is not None:  # a class token, position embedding, layer scale: sliced
+                axis, size = found
+                gid = params[target][0] if target in params else g.new(size)
+                params[target] = (gid, axis)  # with the channels it meets, on its last
+                layout[node] = ((gid,), axis)  # axis of more than one element
         elif op == "output":
             freeze_all(ins, "the network's output")
         elif op == "call_module":
@@ -409,8 +423,12 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                     )
                     freeze_all(ins, why)
                     result = fresh(node, why)
-            elif type(m) is nn.Linear and lay is not None and lay[1] == len(xs) - 1:
-                layer_in[name] = segs(lay)
+            elif type(m) is nn.Linear and lay is not None and shape:
+                if lay[1] == len(xs) - 1:
+                    layer_in[name] = segs(lay)
+                else:  # it mixes features of a tensor whose channels are on another axis (an
+                    # attention's heads put back together): they stay whole, its own are sliced
+                    freeze_all(ins, f"'{name}' (Linear) reads them on another axis")
                 gid = g.new(m.out_features)
                 layer_out[name] = gid
                 result = ((gid,), len(shape) - 1) if shape else None
@@ -475,6 +493,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         else:  # call_function, call_method
             fn = _name(node.target)
             layout[node] = _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh)
+            _track_sizes(node, fn, layout, sizes, checks, g)
 
     choices = [p for p, m in modules.items() if isinstance(m, Choice)]
     for name, n in counts.items():  # shared weights: a layer used twice keeps its widths
@@ -488,6 +507,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         for gid in touched.get(name, ()):
             g.freeze(gid, f"the weights of '{name}' are read directly in forward")
 
+    _check_sizes(checks, g)
     stages = _stages(model, gm, layout, calls, io, join, g)
 
     roots: dict[int, Group] = {}
@@ -511,6 +531,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             for gid, size in layer_in[name]:
                 root(gid).consumers.append((name, offset))
                 offset += size
+    for target, (gid, axis) in params.items():
+        root(gid).params.append((target, axis))
     layer_in = {k: [(g.find(a), s) for a, s in v] for k, v in layer_in.items()}
     layer_out = {k: g.find(v) for k, v in layer_out.items()}
     for r in list(roots):
@@ -541,6 +563,22 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     )
 
 
+def _param_axis(model: nn.Module, target: str) -> tuple[int, int] | None:
+    """(channel axis, its size) of the parameter or buffer ``target`` a module reads in its
+    forward: its last axis of more than one element; None for anything else (a plain tensor
+    attribute, a scalar)."""
+    owner, _, name = target.rpartition(".")
+    try:
+        m = model.get_submodule(owner) if owner else model
+    except AttributeError:
+        return None
+    t = m._parameters.get(name) if name in m._parameters else m._buffers.get(name)
+    if not isinstance(t, torch.Tensor):
+        return None
+    axes = [i for i, n in enumerate(t.shape) if n > 1]
+    return (axes[-1], int(t.shape[axes[-1]])) if axes else None
+
+
 def _kernel_why(m: nn.Conv2d | nn.Conv1d, calls: int) -> str:
     """Why a convolution's kernel cannot be cropped to its centre ("" when it can)."""
     k = tuple(m.kernel_size)
@@ -556,6 +594,75 @@ def _kernel_why(m: nn.Conv2d | nn.Conv1d, calls: int) -> str:
     if pad != "same" and tuple(pad) != (k[0] // 2,) * len(k):  # type: ignore[arg-type]
         return f"its padding {pad} is not half its kernel ({k[0] // 2})"
     return ""
+
+
+def _track_sizes(
+    node: fx.Node, fn: str, layout: dict, sizes: dict, checks: list, g: _Groups
+) -> None:
+    """Follow a tensor's channel count read from its shape (``b, n, c = x.shape``,
+    ``x.size(1)``, ``c // heads``): a narrower subnet changes it at run time, which is right
+    where it sizes the same channels (SENet's ``view(b, c)``) and breaks the network where it
+    sizes others (an attention's ``reshape(b, n, c)`` of its heads, a ``c // heads`` head
+    width): there the groups keep their full width. ``sizes`` maps a node to (groups, axis,
+    rank): a whole shape tuple with the channels at ``axis`` of ``rank``, or (groups, None,
+    0) for the count itself or a number computed from it; ``checks`` gets (node name, the
+    count's groups, the groups on the axis it sizes) for :func:`_check_sizes`."""
+    args = node.args
+    x = args[0] if args else None
+    lay = layout.get(x) if isinstance(x, fx.Node) else None
+    rank = len(_shape(x) or ()) if isinstance(x, fx.Node) else 0
+    if fn in ("getattr", "size") and lay is not None and rank:
+        dim = args[1] if len(args) > 1 else node.kwargs.get("dim")
+        if fn == "getattr" and dim != "shape":
+            return
+        if fn == "getattr" or dim is None:
+            sizes[node] = (lay[0], lay[1], rank)
+        elif isinstance(dim, int) and dim % rank == lay[1]:
+            sizes[node] = (lay[0], None, 0)
+        return
+    if fn == "getitem" and isinstance(x, fx.Node) and x in sizes and sizes[x][1] is not None:
+        gids, axis, rank = sizes[x]
+        i = args[1]
+        if not isinstance(i, int) or i % rank == axis:
+            sizes[node] = (gids, None, 0)
+        return
+    out = layout.get(node)
+    if fn in ("view", "reshape", "expand") and out is not None:  # sizes given as numbers
+        dims = list(args[1:])
+        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+            dims = list(dims[0])
+        if out[1] < len(dims) and isinstance(dims[out[1]], int) and dims[out[1]] > 1:
+            for gid in out[0]:  # traced as a number: it would not follow a narrower subnet
+                g.freeze(gid, f"'{node.name}' is given its channel count as a number")
+    used = [sizes[a] for a in _nodes((args, node.kwargs)) if a in sizes]
+    if not used:
+        return
+    if fn in RESHAPE and out is not None:
+        dims = list(args[1:])
+        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+            dims = list(dims[0])
+        for k, d in enumerate(dims):
+            if isinstance(d, fx.Node) and d in sizes:
+                gids, axis, _ = sizes[d]
+                # the same channels where it sizes their axis: checked once every group is
+                # joined (SENet's gate is joined to its block's channels after its view)
+                checks.append((node.name, gids, out[0] if axis is None and k == out[1] else ()))
+        return
+    if _shape(node) is None and fn not in RESHAPE:  # a number computed from the count
+        sizes[node] = (tuple(i for u in used for i in u[0]), None, 0)
+        return
+    for gids, _, _ in used:  # it sizes some other tensor
+        for gid in gids:
+            g.freeze(gid, f"its channel count (x.shape) sizes a tensor in '{node.name}'")
+
+
+def _check_sizes(checks: list, g: _Groups) -> None:
+    """Freeze the groups of a channel count that sizes other channels than its own, and those
+    channels (each would change without the other)."""
+    for name, counted, sized in checks:
+        if sorted({g.find(i) for i in counted}) != sorted({g.find(i) for i in sized}):
+            for gid in (*counted, *sized):
+                g.freeze(gid, f"its channel count (x.shape) sizes other channels in '{name}'")
 
 
 def _reshaped(lay: Layout, before: tuple[int, ...] | None, after: tuple[int, ...] | None):

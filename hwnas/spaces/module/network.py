@@ -66,6 +66,38 @@ PLAIN = {sliceable: plain for plain, sliceable in ELASTIC.items()}
 """Sliceable type -> the plain layer type a subnet gets."""
 
 _SKIPPABLE: dict[type, type] = {}
+_SLICED_PARAMS: dict[tuple[type, tuple[tuple[str, int], ...]], type] = {}
+
+
+def sliced_params(cls: type, params: tuple[tuple[str, int], ...]) -> type:
+    """``cls`` whose raw parameters or buffers ``params`` ((name, channel axis), read in its
+    forward: a class token, a layer scale) read as their first ``hw_widths[name]`` channels
+    on that axis (all of them where it is None). They stay registered under their names, so
+    the state dict and the optimiser see the whole tensors."""
+    key = (cls, params)
+    if key not in _SLICED_PARAMS:
+
+        def reader(name: str, axis: int) -> property:
+            def get(self):
+                t = self._parameters[name] if name in self._parameters else self._buffers[name]
+                n = self.hw_widths.get(name)
+                return t if n is None or n == t.shape[axis] else t.narrow(axis, 0, n)
+
+            return property(get)
+
+        attrs = {name: reader(name, axis) for name, axis in params}
+        _SLICED_PARAMS[key] = type(cls.__name__, (cls,), {**attrs, "hw_plain": cls})
+    return _SLICED_PARAMS[key]
+
+
+def _owner(net: nn.Module, target: str) -> tuple[nn.Module | None, str]:
+    """The module holding the parameter ``target`` and its name there (None when the module
+    is gone: a dropped block's)."""
+    path, _, name = target.rpartition(".")
+    try:
+        return (net.get_submodule(path) if path else net), name
+    except AttributeError:
+        return None, name
 
 
 def skippable(cls: type) -> type:
@@ -113,6 +145,15 @@ def convert(model: nn.Module, analysis: Analysis, groups: set[int], kernels: set
     """
     net = copy.deepcopy(model)
     modules = dict(net.named_modules())
+    owned: dict[str, list[tuple[str, int]]] = {}
+    for gid in groups:
+        for target, axis in analysis.groups[gid].params:
+            path, _, name = target.rpartition(".")
+            owned.setdefault(path, []).append((name, axis))
+    for path, params in owned.items():
+        m = modules[path]
+        m.__class__ = sliced_params(type(m), tuple(sorted(params)))
+        m.hw_widths = {}
     for name in _sliced_layers(analysis, groups) | kernels:
         m = modules[name]
         m.__class__ = ELASTIC[type(m)]
@@ -163,12 +204,17 @@ def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
             m.hw_index = index.to(m.weight.device) if index is not None else None
             if isinstance(m, _ElasticConv):
                 m.hw_kernel = sub.kernels.get(name)
+    for gid, g in analysis.groups.items():
+        for target, _axis in g.params:
+            owner, name = _owner(net, target)
+            if owner is not None and hasattr(owner, "hw_widths"):
+                owner.hw_widths[name] = sub.widths.get(gid)
     for path, d in sub.depths.items():
         stage = analysis.stages[path]
         first = max(1, stage.first_droppable)  # the blocks before may be another stage's
         for i, child in enumerate(stage.children[first:], first):
             m = modules[child]
-            if hasattr(m, "hw_plain"):
+            if hasattr(m, "hw_skip"):
                 m.hw_skip = i >= d
     for path, (active, weights) in sub.ops.items():
         m = modules[path]
@@ -211,10 +257,23 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
                 delattr(container, child.rpartition(".")[2])
         else:
             del container[st.start + sub.depths[st.path] : st.start + len(st.children)]
+    for gid, g in analysis.groups.items():  # raw parameters: their first channels, as such
+        for target, axis in g.params:
+            owner, name = _owner(out, target)
+            n = sub.widths.get(gid)
+            if owner is None or n is None:
+                continue
+            if name in owner._parameters:
+                p = owner._parameters[name]
+                owner._parameters[name] = nn.Parameter(p.narrow(axis, 0, n).clone(),
+                                                       requires_grad=p.requires_grad)  # fmt: skip
+            else:
+                owner._buffers[name] = owner._buffers[name].narrow(axis, 0, n).clone()
     for m in list(out.modules()):
-        if hasattr(m, "hw_plain"):
-            m.__class__ = m.hw_plain
-            m.__dict__.pop("hw_skip", None)
+        while "hw_plain" in type(m).__dict__:  # a dropped block's, a raw parameter owner's
+            m.__class__ = type(m).__dict__["hw_plain"]
+        m.__dict__.pop("hw_skip", None)
+        m.__dict__.pop("hw_widths", None)
     for name, m in list(out.named_modules()):  # outermost first: inner names stay valid
         if isinstance(m, Choice):
             active, _ = sub.ops.get(name, (m.active, None))
@@ -321,3 +380,7 @@ def order_channels(net: nn.Module, analysis: Analysis, groups: set[int]) -> None
         for name, off in g.consumers:
             w = modules[name].weight
             w[:, off : off + g.size] = w[:, off : off + g.size][:, perm]
+        for target, axis in g.params:
+            owner, name = _owner(net, target)
+            t = owner._parameters[name] if name in owner._parameters else owner._buffers[name]
+            t.copy_(t.index_select(axis, perm))
