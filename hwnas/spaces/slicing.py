@@ -90,33 +90,46 @@ class DConv1d(_SlicedConv, nn.Conv1d):
     _conv = staticmethod(F.conv1d)
 
 
-def _first_channels_batch_norm(bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor):
-    """``bn`` on ``x``, whose channels (axis 1) are the first of ``bn``'s."""
+def _first_channels_batch_norm(
+    bn: nn.modules.batchnorm._BatchNorm, x: torch.Tensor, index: torch.Tensor | None = None
+):
+    """``bn`` on ``x``, whose channels (axis 1) are the first of ``bn``'s, or those at
+    ``index`` (a concatenation's active channels; running statistics updated in place)."""
     n = x.shape[1]
     momentum = bn.momentum
     if bn.training and momentum is None:  # cumulative average (recalibration)
         bn.num_batches_tracked += 1
         momentum = 1.0 / float(bn.num_batches_tracked)
-    return F.batch_norm(
+    pick = (lambda t: t[:n]) if index is None else (lambda t: t.index_select(0, index))
+    stats = [pick(t) if t is not None else None for t in (bn.running_mean, bn.running_var)]
+    out = F.batch_norm(
         x,
-        bn.running_mean[:n] if bn.running_mean is not None else None,
-        bn.running_var[:n] if bn.running_var is not None else None,
-        bn.weight[:n] if bn.weight is not None else None,
-        bn.bias[:n] if bn.bias is not None else None,
+        stats[0],
+        stats[1],
+        pick(bn.weight) if bn.weight is not None else None,
+        pick(bn.bias) if bn.bias is not None else None,
         bn.training or bn.running_mean is None,
         momentum if momentum is not None else 0.1,
         bn.eps,
     )
+    if index is not None and bn.training and bn.running_mean is not None:
+        with torch.no_grad():  # a gathered copy was updated: put it back
+            bn.running_mean[index] = stats[0]
+            bn.running_var[index] = stats[1]
+    return out
 
 
 class _SlicedBN:
     """The forward of :class:`DBN` and :class:`DBN1d` (before ``nn.BatchNormNd`` in their
-    bases): the plain layer's at full size, else over the first channels."""
+    bases): the plain layer's at full size, else over the first channels, or over those at
+    ``hw_index`` (a concatenation's active ones, set by ``hwnas.spaces.module.network``)."""
+
+    hw_index: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[1] == self.num_features:
             return super().forward(x)
-        return _first_channels_batch_norm(self, x)
+        return _first_channels_batch_norm(self, x, self.hw_index)
 
 
 class DBN(_SlicedBN, nn.BatchNorm2d):

@@ -562,14 +562,30 @@ class DenseLayers(nn.Module):
         return self.fc(x.mean((2, 3)))
 
 
-def test_a_normalised_concatenation_keeps_its_widths_and_says_why():
-    space = hwnas.elastic(DenseLayers().eval(), torch.zeros(1, 3, 16, 16), name="dense")
-    fixed = space.describe()["fixed_widths"]
-    assert fixed["stem"] == (
-        "'bn2' (BatchNorm2d) normalises a concatenation of channel groups; hwnas slices a "
-        "normalisation of one group only"
-    )
-    assert "conv2" not in fixed  # the last layer's output is only concatenated, then pooled
+def test_a_batch_norm_over_a_concatenation_slices_each_groups_share():
+    """DenseNet's layers normalise the concatenation of every layer before: each growth
+    width is searched (they were fixed: "normalises a concatenation"), the batch norm keeps
+    each group's active channels at its offset, in a supernet path, an extracted subnet and
+    supernet training (its running statistics updated where those channels are)."""
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    model = _randomised(DenseLayers())
+    x = torch.randn(2, 3, 16, 16)
+    space = hwnas.elastic(model, x[:1], name="dense")
+    assert space.describe()["fixed_widths"] == {}
+    assert {"stem.w", "conv1.w", "conv2.w"} <= {d.key for d in space.decisions}
+    _assert_subnets_exact(space, model, x)
+    small = space.smallest()
+    widths = space.values(small)
+    net = ModuleSupernet(space, 10, (3, 16, 16), {}).train()
+    bn2 = net.get_submodule("net.bn2")
+    before = bn2.running_mean.clone()
+    net(x, net.path_of(small))
+    moved = (bn2.running_mean != before).nonzero().flatten().tolist()
+    stem, grown = widths["stem.w"], widths["conv1.w"]
+    assert moved == [*range(stem), *range(16, 16 + grown)]  # each group's first channels
+    assert net.eval().extract(small).bn2.num_features == stem + grown
 
 
 class BNHead(nn.Module):

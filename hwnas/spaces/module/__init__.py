@@ -592,7 +592,7 @@ def _decision(key, kind, values, sites, analysis) -> Decision:
     for s in sites:
         if kind == "width":
             g = analysis.groups[s]
-            layers += g.producers + g.carriers + [c for c, _ in g.consumers]
+            layers += g.producers + g.carriers + [c for c, _ in g.consumers + g.spread]
         elif kind == "depth":  # the layers of the blocks it counts
             blocks = tuple(c + "." for c in analysis.stages[s].children)
             layers += [n for n in analysis.layers if (n + ".").startswith(blocks)]

@@ -12,7 +12,11 @@ groups (union-find), as NVIDIA ModelOpt's FastNAS dependency analysis does. A gr
 (kept at full width) wherever slicing its channels would be unsafe: the network's input and
 output, operations hwnas does not know (their channel semantics are unknown), parameters read
 directly in ``forward``, layers called twice, flattening that mixes channels with positions,
-and so on; each frozen group keeps the reason.
+and so on; each frozen group keeps the reason. A batch norm over a concatenation carries each
+of its groups at its offset (DenseNet), and a parameter a module reads in its ``forward`` (a class
+token, a layer scale) carries the group it meets. A channel count read from ``x.shape`` may size
+only the same channels (SENet's ``view(b, c)``); one sizing others, or written as a number in a
+``view``, keeps its channels whole.
 
 Residual blocks (a block that adds its input to what it computes) whose input and output have
 the same shape can be dropped (elastic depth, Once-for-All): those at the end of an
@@ -82,6 +86,8 @@ class Group:
         quantum: its width is a multiple of this: the channels per group of the grouped
             convolutions carrying it (ResNeXt, RegNet), whose groups are kept or dropped whole;
             1 otherwise.
+        spread: (layer, offset): batch norms over a concatenation holding these channels at
+            ``offset`` (DenseNet's), whose per-channel parameters are sliced with them.
         params: (qualified name, axis) of the raw parameters and buffers a module reads in
             its forward that hold these channels on that axis (a ViT's class token and
             position embedding, ConvNeXt's layer scale): sliced with them.
@@ -95,6 +101,7 @@ class Group:
     frozen: str = ""
     quantum: int = 1
     params: list[tuple[str, int]] = field(default_factory=list)
+    spread: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -331,6 +338,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     layers: dict[str, str] = {}
     carriers: dict[str, int] = {}
     quanta: dict[str, int] = {}  # grouped carrier -> channels per group
+    spread: set[str] = set()  # batch norms over a concatenation of groups
     params: dict[str, tuple[int, int]] = {}  # raw parameter read in forward -> (group, axis)
     sizes: dict[fx.Node, tuple] = {}  # a channel count read from a shape: _track_sizes
     checks: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
@@ -432,13 +440,11 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 gid = g.new(m.out_features)
                 layer_out[name] = gid
                 result = ((gid,), len(shape) - 1) if shape else None
-            elif (
-                type(m) in (nn.BatchNorm2d, nn.BatchNorm1d)
-                and lay is not None
-                and lay[1] == 1
-                and len(lay[0]) == 1
-            ):
-                carriers[name] = lay[0][0]
+            elif type(m) in (nn.BatchNorm2d, nn.BatchNorm1d) and lay is not None and lay[1] == 1:
+                if len(lay[0]) == 1:
+                    carriers[name] = lay[0][0]
+                else:  # DenseNet's: a concatenation's channels, each group's at its offset
+                    spread.add(name)
                 layer_in[name] = segs(lay)
                 result = lay
             elif (
@@ -474,14 +480,10 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                     if lay is not None or not ins
                     else f"'{name}' ({type(m).__name__}) takes its input in an unknown layout"
                 )
-                if (
-                    type(m) in (nn.BatchNorm2d, nn.BatchNorm1d, nn.LayerNorm)
-                    and lay
-                    and len(lay[0]) > 1
-                ):
-                    what = (  # DenseNet's layers normalise the concatenation of all before
+                if type(m) is nn.LayerNorm and lay and len(lay[0]) > 1:
+                    what = (
                         f"'{name}' ({type(m).__name__}) normalises a concatenation of channel "
-                        "groups; hwnas slices a normalisation of one group only"
+                        "groups; hwnas slices a layer norm of one group only"
                     )
                 freeze_all(ins, what)
                 result = fresh(node, what, lay) if shape is not None else None
@@ -529,7 +531,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         if name in layer_in and name not in carriers:
             offset = 0
             for gid, size in layer_in[name]:
-                root(gid).consumers.append((name, offset))
+                at = root(gid).spread if name in spread else root(gid).consumers
+                at.append((name, offset))
                 offset += size
     for target, (gid, axis) in params.items():
         root(gid).params.append((target, axis))

@@ -171,7 +171,7 @@ def _sliced_layers(analysis: Analysis, groups: set[int]) -> set[str]:
         g = analysis.groups[gid]
         out.update(g.producers)
         out.update(g.carriers)
-        out.update(name for name, _ in g.consumers)
+        out.update(name for name, _ in g.consumers + g.spread)
     return out
 
 
@@ -196,6 +196,10 @@ def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
 
     modules = dict(net.named_modules())
     for name, m in modules.items():
+        if isinstance(m, (DBN, DBN1d)):  # over a concatenation: which of its channels run
+            segments = analysis.layer_in.get(name, [])
+            index = _index(segments, _active(analysis, sub, segments)) if segments else None
+            m.hw_index = index.to(m.weight.device) if index is not None else None
         if isinstance(m, (_ElasticConv, ElasticLinear)):
             gid = analysis.layer_out.get(name)
             m.hw_out = sub.widths.get(gid) if gid is not None else None
@@ -332,14 +336,15 @@ def _plain(name: str, m: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Modul
         new = nn.PReLU(n)
         new.weight.copy_(m.weight[:n])
         return new
-    if isinstance(m, (DBN, DBN1d)):
+    if isinstance(m, (DBN, DBN1d)):  # its first channels, or a concatenation's active ones
         new = PLAIN[type(m)](n, m.eps, m.momentum, m.affine, m.track_running_stats)
+        keep = index.to(m.weight.device) if index is not None else torch.arange(n)
         if m.affine:
-            new.weight.copy_(m.weight[:n])
-            new.bias.copy_(m.bias[:n])
+            new.weight.copy_(m.weight[keep])
+            new.bias.copy_(m.bias[keep])
         if m.track_running_stats:
-            new.running_mean.copy_(m.running_mean[:n])
-            new.running_var.copy_(m.running_var[:n])
+            new.running_mean.copy_(m.running_mean[keep])
+            new.running_var.copy_(m.running_var[keep])
             new.num_batches_tracked.copy_(m.num_batches_tracked)
         return new
     new = nn.LayerNorm(n, m.eps, m.elementwise_affine, bias=m.bias is not None)
@@ -384,3 +389,9 @@ def order_channels(net: nn.Module, analysis: Analysis, groups: set[int]) -> None
             owner, name = _owner(net, target)
             t = owner._parameters[name] if name in owner._parameters else owner._buffers[name]
             t.copy_(t.index_select(axis, perm))
+        for name, off in g.spread:  # a batch norm over a concatenation: its share of channels
+            m = modules[name]
+            for key in ("weight", "bias", "running_mean", "running_var"):
+                t = getattr(m, key, None)
+                if isinstance(t, torch.Tensor):
+                    t[off : off + g.size] = t[off : off + g.size][perm]
