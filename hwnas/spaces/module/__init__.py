@@ -28,6 +28,7 @@ value and may be left out.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -572,8 +573,6 @@ def _widths(size: int, ratios: Sequence[float], divisor: int, quantum: int = 1) 
     """The widths of a group of ``size`` channels: ``ratios`` of it rounded to a multiple of
     ``divisor`` and of ``quantum`` (the channels per group of a grouped convolution carrying
     it: whole groups only); of ``quantum`` alone for groups narrower than twice that."""
-    import math
-
     from hwnas.spaces.ofa.model import make_divisible
 
     step = math.lcm(divisor, quantum)

@@ -630,10 +630,10 @@ def _track_sizes(
             sizes[node] = (gids, None, 0)
         return
     out = layout.get(node)
+    dims = list(args[1:])  # a reshape's sizes, given one by one or as one tuple
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = list(dims[0])
     if fn in ("view", "reshape", "expand") and out is not None:  # sizes given as numbers
-        dims = list(args[1:])
-        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
-            dims = list(dims[0])
         if out[1] < len(dims) and isinstance(dims[out[1]], int) and dims[out[1]] > 1:
             for gid in out[0]:  # traced as a number: it would not follow a narrower subnet
                 g.freeze(gid, f"'{node.name}' is given its channel count as a number")
@@ -641,9 +641,6 @@ def _track_sizes(
     if not used:
         return
     if fn in RESHAPE and out is not None:
-        dims = list(args[1:])
-        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
-            dims = list(dims[0])
         for k, d in enumerate(dims):
             if isinstance(d, fx.Node) and d in sizes:
                 gids, axis, _ = sizes[d]
