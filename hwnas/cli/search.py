@@ -382,11 +382,11 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
     if "device_measurements" in summary:
         p = summary["predictor"]
-        verified = summary.get("best_verified")
-        note = "" if verified is None else (" (verified)" if verified else " (NOT verified)")
+        verified = summary.get("best_verified")  # None: no --max-latency to verify it under
+        note = {None: "", True: "; best verified"}.get(verified, "; best NOT verified")
         console.print(
             f"costs predicted by {p['name']} ({p['path']}); {summary['device_measurements']} "
-            f"device measurements (budget {summary['measurement_budget']}); best{note}"
+            f"device measurements (budget {summary['measurement_budget']}){note}"
         )
     console.print(
         f"{summary['trials']['completed']} architectures scored "

@@ -90,6 +90,16 @@ def test_fewshot_search_reports_the_fronts_best(tmp_path):
     assert any(s.startswith("few-shot search: predictor nasbench201 (") for s in err)
     for step in ("calibration on pixel3: ", "verification on pixel3: "):
         assert any(s.startswith(step) and ", done in " in s for s in err), step
+    # without --max-latency nothing verifies the best: the line says no more (it ended "; best")
+    line = next(s for s in r.stdout.splitlines() if s.startswith("costs predicted by "))
+    assert line.endswith(f"{summary['device_measurements']} device measurements (budget 6)")
+    limited = tmp_path / "limited"
+    r = hwnas_main("search", "--device", "pixel3", "--measurement-budget", "6", "--budget", "10",
+                  "--max-latency", "20", "--no-zoo", "--out", str(limited))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    verified = json.loads((limited / "summary.json").read_text())["best_verified"]
+    line = next(s for s in r.stdout.splitlines() if s.startswith("costs predicted by "))
+    assert line.endswith("; best verified" if verified else "; best NOT verified"), line
 
 
 def test_an_options_help_names_only_options_its_command_has():
