@@ -51,7 +51,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
     from hwnas.errors import HwnasError
     from hwnas.measure import arch_workload
     from hwnas.paths import confined, default_store_path, hwnas_home
-    from hwnas.predictors.calibration import read_calibration
+    from hwnas.predictors.calibration import MIN_CALIBRATION, read_calibration
     from hwnas.predictors.featurize import get_featurizer
     from hwnas.spaces import Arch, get_space
     from hwnas.store import MeasurementStore
@@ -62,7 +62,10 @@ def import_cmd(device, files, space, as_table, dataset, store):
     if not device.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise HwnasError(f"device name '{device}' may only use letters, digits, '-', '_', '.'")
     existing = profiles().get(device)
-    cals = [read_calibration(f, sp) for f in files]  # validate every file before storing
+    adding = existing is not None and existing.get("kind") == "imported" and not as_table
+    # validate every file before storing; an imported device takes values one at a time (the
+    # best of a search, to verify it), a new one needs enough to calibrate on
+    cals = [read_calibration(f, sp, 1 if adding else MIN_CALIBRATION) for f in files]
     for cal in cals:
         for m in cal.models:
             if not isinstance(m, Arch):

@@ -384,6 +384,14 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
         p = summary["predictor"]
         verified = summary.get("best_verified")  # None: no --max-latency to verify it under
         note = {None: "", True: "; best verified"}.get(verified, "; best NOT verified")
+        if verified is False and not summary.get("verification"):
+            from hwnas.devices import get_device
+
+            if not get_device(s.device).can_measure:  # an imported device's values alone
+                note += (
+                    f" ({s.device} cannot measure: time the best on the device, then "
+                    f"hwnas measure import --device {s.device} FILE.csv)"
+                )
         console.print(
             f"costs predicted by {p['name']} ({p['path']}); {summary['device_measurements']} "
             f"device measurements (budget {summary['measurement_budget']}){note}"

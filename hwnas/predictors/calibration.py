@@ -97,12 +97,15 @@ def onnx_cell_path(cell: str, base: Path) -> Path | None:
     return Path(text) if Path(text).is_absolute() else base / text
 
 
-def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
-    """Read and validate ``CAL.csv``.
+def read_calibration(
+    path: str | Path, space: SearchSpace, minimum: int = MIN_CALIBRATION
+) -> Calibration:
+    """Read and validate ``CAL.csv`` (at least ``minimum`` rows: 3 to calibrate on it alone;
+    1 to add values to a device that has some).
 
     Raises:
         HwnasError: missing file or columns, malformed or unknown archs, duplicate archs,
-            non-numeric or non-positive values, fewer than 3 rows.
+            non-numeric or non-positive values, fewer than ``minimum`` rows.
     """
     path = Path(path)
     header, rows = _rows(path)
@@ -141,10 +144,10 @@ def read_calibration(path: str | Path, space: SearchSpace) -> Calibration:
             )
         models.append(model)
         values.append(value)
-    if len(models) < MIN_CALIBRATION:
+    if len(models) < minimum:
         noisy = f" ({flagged} more flagged as too noisy)" if flagged else ""
         raise HwnasError(
-            f"{path}: {len(models)} calibration rows{noisy}; at least {MIN_CALIBRATION} are "
+            f"{path}: {len(models)} calibration rows{noisy}; at least {minimum} are "
             "needed (the reference set has 10: hwnas refset export)"
         )
     return Calibration(models, np.asarray(values), metric, path, flagged)

@@ -173,7 +173,24 @@ def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["device_measurements"] == 10 and summary["predictor"]["name"] == "nasbench201"
-    assert summary["best"] is not None and summary["best_verified"] in (True, False)
+    assert summary["best"] is not None and summary["best_verified"] is False
+    line = next(s for s in r.stdout.splitlines() if s.startswith("costs predicted by "))
+    hint = "time the best on the device, then hwnas measure import --device myboard FILE.csv"
+    assert line.endswith(f"best NOT verified (myboard cannot measure: {hint})")
+    # doing so: the best's one value is imported (a new device needs 3) and verifies it
+    best = summary["best"]["arch"]
+    timed = write_csv(tmp_path / "best.csv", ["arch", "latency_ms"], [[best, y[SPACE.index(
+        SPACE.parse(best))]]])  # fmt: skip
+    r = hwnas_main("measure", "import", "--device", "newboard", str(timed))
+    assert r.returncode == 2 and "1 calibration rows; at least 3" in r.stderr, r.stderr
+    r = hwnas_main("measure", "import", "--device", "myboard", str(timed))
+    assert r.returncode == 0 and "1 measurements imported" in r.stderr, r.stderr
+    r = hwnas_main("search", "--device", "myboard", "--budget", "25", "--max-latency", "4",
+                  "--no-zoo", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best_verified"] is True and summary["best"]["arch"] == best
+    assert summary["best"]["latency_ms"] == pytest.approx(y[SPACE.index(SPACE.parse(best))])
     # a search on predicted costs reads the table's accuracy: the user's function would be
     # ignored (it was, silently), so it is refused before any work
     function = Path(__file__).parents[1] / "spaces" / "my_model.py"
