@@ -1084,3 +1084,21 @@ def test_a_channel_count_written_as_a_number_keeps_its_channels_whole():
     assert space.describe()["fixed_widths"]["conv"] == why
     assert [d.key for d in space.decisions] == ["a.w"]
     _assert_subnets_exact(space, model, x, classes=4)
+
+
+def test_a_layer_reading_untracked_channels_still_has_its_own_width_searched():
+    """ShuffleNetV2's units split their input with ``chunk`` (its parts' channels are not
+    followed, so they stay whole); the convolution reading one part still produces channels
+    of its own, and their width (the branch's bottleneck) is searched in every unit (only the
+    3 downsampling units' were), with exact subnets."""
+    from hwnas.known_networks import build_network
+
+    torch.manual_seed(0)
+    model = _randomised(build_network("shufflenet_v2", num_classes=10, width=0.5, side=32))
+    x = torch.randn(2, 3, 32, 32)
+    space = hwnas.elastic(model, x[:1], name="shufflenet")
+    units = [n for n, m in model.named_children() if hasattr(m, "branch2")]
+    assert len(units) == 16
+    widths = {d.key for d in space.decisions if d.kind == "width"}
+    assert {f"{u}.branch2.0.0.w" for u in units} <= widths
+    _assert_subnets_exact(space, model, x)

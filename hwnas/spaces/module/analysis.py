@@ -431,11 +431,21 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                     )
                     freeze_all(ins, why)
                     result = fresh(node, why)
-            elif type(m) is nn.Linear and lay is not None and shape:
-                if lay[1] == len(xs) - 1:
+            elif (
+                type(m) in (nn.Conv2d, nn.Conv1d)
+                and m.groups == 1
+                and lay is None
+                and isinstance(x, fx.Node)
+                and len(shape or ()) == m.weight.dim()
+            ):  # its input's channels are not followed (one of a chunk's parts, which freezes
+                # them): read whole; its own output channels are sliced
+                result = ((g.new(m.out_channels),), 1)
+                layer_out[name] = result[0][0]
+            elif type(m) is nn.Linear and shape and (lay is not None or isinstance(x, fx.Node)):
+                if lay is not None and lay[1] == len(xs) - 1:
                     layer_in[name] = segs(lay)
-                else:  # it mixes features of a tensor whose channels are on another axis (an
-                    # attention's heads put back together): they stay whole, its own are sliced
+                elif lay is not None:  # it mixes features of a tensor whose channels are on
+                    # another axis (an attention's heads put back together): they stay whole
                     freeze_all(ins, f"'{name}' (Linear) reads them on another axis")
                 gid = g.new(m.out_features)
                 layer_out[name] = gid
