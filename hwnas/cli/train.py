@@ -58,8 +58,9 @@ from hwnas.spaces import space_option
     "retrained in place.",
 )
 def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, threads, limit, out):
-    """Train ARCH (an arch string of --space), or every model of ZOO_DIR (a zoo folder or one
-    entry, retrained in place), from scratch on --data with the space's recipe (NAS-Bench-201:
+    """Train ARCH (an arch string of --space, or its index in a numbered space, as `hwnas
+    arch` takes it), or every model of ZOO_DIR (a zoo folder or one entry, retrained in place),
+    from scratch on --data with the space's recipe (NAS-Bench-201:
     SGD, Nesterov momentum 0.9, lr 0.1 cosine, weight decay 5e-4, batch 256).
 
     Each entry gets weights.pt, model.onnx, the measured test accuracy (the benchmark's table

@@ -12,7 +12,7 @@ from typing import Any
 
 from hwnas.errors import HwnasError
 from hwnas.paths import sweep_temporaries
-from hwnas.spaces import Arch, TabulatedSpace, ability, get_space
+from hwnas.spaces import Arch, TabulatedSpace, ability, arch_from_text, get_space
 from hwnas.zoo.read import entry_folders, is_entry, read_entry
 from hwnas.zoo.train import TrainSettings, ZooTrainer
 from hwnas.zoo.write import _swap_in, _temporary, trained_entry
@@ -128,7 +128,7 @@ def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None
     from hwnas.zoo.write import recorded_latencies
 
     space = get_space(space_name)
-    arch = space.parse(text)
+    arch = arch_from_text(space, text)  # an arch string, or an index as every --arch takes
     dataset = dataset or space.default_dataset()  # the search's default where it has it
     space.dataset(dataset)  # an unknown dataset fails here
     name = f"{space.name}-{arch_workload(space, arch, dataset).model_hash}"

@@ -33,7 +33,8 @@ def _front_matter(readme: str) -> dict:
 
 def test_train_an_arch_on_digits_writes_an_entry_that_verifies(tmp_path):
     entry = tmp_path / "entry"
-    r = hwnas_main("train", CHEAP, "--data", "digits", "--epochs", "1", "--batch-size", "32",
+    index = get_space("nasbench201").index(get_space("nasbench201").parse(CHEAP))
+    r = hwnas_main("train", index, "--data", "digits", "--epochs", "1", "--batch-size", "32",
                   "--limit", "200", "--out", str(entry))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert f"{entry}:" in r.stdout and "test accuracy on digits" in r.stdout
