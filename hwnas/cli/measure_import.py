@@ -62,7 +62,8 @@ def import_cmd(device, files, space, as_table, dataset, store):
     if not device.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise HwnasError(f"device name '{device}' may only use letters, digits, '-', '_', '.'")
     existing = profiles().get(device)
-    adding = existing is not None and existing.get("kind") == "imported" and not as_table
+    imported = existing is not None and isinstance(get_device(device), ImportedDevice)
+    adding = imported and not as_table
     # validate every file before storing; an imported device takes values one at a time (the
     # best of a search, to verify it), a new one needs enough to calibrate on
     cals = [read_calibration(f, sp, 1 if adding else MIN_CALIBRATION) for f in files]
@@ -76,7 +77,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
     if as_table or _covers_space(cals, sp):
         _import_table(device, sp, cals, existing)
         return
-    if existing is not None and not isinstance(get_device(device), ImportedDevice):
+    if existing is not None and not imported:
         raise HwnasError(
             f"device '{device}' is a {existing['kind']} device ({existing['_path']}); import "
             "into a new device name"

@@ -76,8 +76,8 @@ class DConv(_SlicedConv, nn.Conv2d):
     """A convolution runnable on its first input/output channels and its centre kernel:
     (B, c_in, H, W) -> (B, out, H', W') (:meth:`_SlicedConv.forward`).
 
-    Depthwise convolutions (``groups == in_channels > 1``) follow their input's channel count;
-    grouped convolutions run at full size only.
+    Depthwise and grouped convolutions keeping their width follow their input's channel count
+    (a grouped one in whole groups); one changing the width runs at full size only.
     """
 
     _conv = staticmethod(F.conv2d)

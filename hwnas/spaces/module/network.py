@@ -196,16 +196,13 @@ def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
 
     modules = dict(net.named_modules())
     for name, m in modules.items():
-        if isinstance(m, (DBN, DBN1d)):  # over a concatenation: which of its channels run
+        if isinstance(m, (_ElasticConv, ElasticLinear, DBN, DBN1d)):  # inputs that run
             segments = analysis.layer_in.get(name, [])
             index = _index(segments, _active(analysis, sub, segments)) if segments else None
             m.hw_index = index.to(m.weight.device) if index is not None else None
         if isinstance(m, (_ElasticConv, ElasticLinear)):
             gid = analysis.layer_out.get(name)
             m.hw_out = sub.widths.get(gid) if gid is not None else None
-            segments = analysis.layer_in.get(name, [])
-            index = _index(segments, _active(analysis, sub, segments)) if segments else None
-            m.hw_index = index.to(m.weight.device) if index is not None else None
             if isinstance(m, _ElasticConv):
                 m.hw_kernel = sub.kernels.get(name)
     for gid, g in analysis.groups.items():
@@ -385,9 +382,9 @@ def order_channels(net: nn.Module, analysis: Analysis, groups: set[int]) -> None
         for name, off in g.consumers:
             w = modules[name].weight
             w[:, off : off + g.size] = w[:, off : off + g.size][:, perm]
-        for target, axis in g.params:
+        for target, axis in g.params:  # ``net`` is the plain model: attributes read whole
             owner, name = _owner(net, target)
-            t = owner._parameters[name] if name in owner._parameters else owner._buffers[name]
+            t = getattr(owner, name)
             t.copy_(t.index_select(axis, perm))
         for name, off in g.spread:  # a batch norm over a concatenation: its share of channels
             m = modules[name]
