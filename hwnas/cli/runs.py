@@ -203,7 +203,10 @@ def show_cmd(study, storage, as_json):
     console = Console(emoji=False)
     line = lambda *p: text_line(console, *p)  # noqa: E731
     line(f"study      {study}  ({url})")
-    for key, value in (attrs.get("settings") or {}).items():
+    # a finished run's summary has the settings as they ran: a supernet search's dataset is
+    # the data its subnets were trained on (the study's holds the tables' dataset there)
+    settings = (summary or {}).get("settings") or attrs.get("settings") or {}
+    for key, value in settings.items():
         if value is not None:  # unset options (a recorded device has no runtime)
             line(f"  {key:<12} {value}")
     line(f"trials     {row['trials']}")

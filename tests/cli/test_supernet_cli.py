@@ -161,6 +161,8 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     assert derived["arch"] == cands[0]["arch"] and derived["accuracy"] <= best["accuracy"]
     assert summary["settings"]["dataset"] == "digits"
     assert summary["settings"]["table_dataset"] == "cifar100"
+    shown = hwnas_main("runs", "show", "latest").stdout  # as the run folder says, not cifar100
+    assert "  dataset      digits\n" in shown and "  table_dataset cifar100\n" in shown, shown
     assert best["accuracy_label"].startswith("measured:digits:validation split")
     lines = r.stdout.splitlines()
     assert any(s.startswith("best (most accurate") and " ms" in s for s in lines)
