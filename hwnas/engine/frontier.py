@@ -155,7 +155,7 @@ LOCAL_GRID = {
     "linear": (1.0, 3.0, 10.0),
     "local": (0.0, 0.03, 0.1, 0.3),
     "length": (1.5, 3.0, 6.0, 12.0),
-    "noise": (0.1, 0.3, 1.0),
+    "noise": (0.3, 1.0),
 }
 """Hyperparameters :class:`AccuracyModel` chooses among by marginal likelihood when it has the
 candidates' choices: the linear kernel's prior variance over the evidence-maximising one
