@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from hwnas.cli.options import storage_option
+from hwnas.engine.publish import run_settings
 
 
 def _storage(storage: str | None):
@@ -40,8 +41,8 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
     rows = []
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
         attrs = s.user_attrs
-        settings = attrs.get("settings") or {}
         summary = attrs.get("summary") or {}
+        settings = run_settings(attrs)
         folder = attrs.get("run_folder")
         rows.append(
             {
@@ -198,15 +199,12 @@ def show_cmd(study, storage, as_json):
         except (OSError, ValueError):
             summary = None
     if as_json:
-        print_json({**row, "settings": attrs.get("settings"), "summary": summary})
+        print_json({**row, "settings": run_settings(attrs), "summary": summary})
         return
     console = Console(emoji=False)
     line = lambda *p: text_line(console, *p)  # noqa: E731
     line(f"study      {study}  ({url})")
-    # a finished run's summary has the settings as they ran: a supernet search's dataset is
-    # the data its subnets were trained on (the study's holds the tables' dataset there)
-    settings = (summary or {}).get("settings") or attrs.get("settings") or {}
-    for key, value in settings.items():
+    for key, value in run_settings(attrs).items():
         if value is not None:  # unset options (a recorded device has no runtime)
             line(f"  {key:<12} {value}")
     line(f"trials     {row['trials']}")

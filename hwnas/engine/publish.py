@@ -66,7 +66,17 @@ def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
         "measurements": summary.get("measurements"),
         "elapsed_s": summary.get("elapsed_s"),
         "finished_at": summary.get("finished_at"),
+        # the settings as the run used them: a supernet search's dataset is its training data
+        # (the study's own record holds the tables' dataset there)
+        "settings": summary.get("settings"),
     }
+
+
+def run_settings(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A study's search settings from its user attributes: as its finished run used them (its
+    :func:`brief_summary`), else as the study was opened with them (a run not finished, or one
+    recorded by an older hwnas)."""
+    return (attrs.get("summary") or {}).get("settings") or attrs.get("settings") or {}
 
 
 def note_markdown(
@@ -128,7 +138,7 @@ def write_notes(storage: Any) -> int:
         if not brief or not folder or s.user_attrs.get("note_for") == brief.get("finished_at"):
             continue
         study = optuna.load_study(study_name=s.study_name, storage=storage)
-        save_note(study, note_markdown(s.study_name, folder, brief, s.user_attrs.get("settings")))
+        save_note(study, note_markdown(s.study_name, folder, brief, run_settings(s.user_attrs)))
         study.set_user_attr("note_for", brief.get("finished_at"))
         written += 1
     return written
