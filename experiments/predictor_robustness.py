@@ -33,8 +33,14 @@ measurement noise bound); a ``head's basis`` column what the meta head's own fea
 outputs, cost proxies, additive costs) reach when fitted by least squares on that half (the
 bound of any setting of the head, given however many values).
 
+4. With ``--power``: the mean power (energy over latency, W) of the Raspberry Pi 5's CIFAR-100
+   networks per runtime, by the number of 3x3 convolutions in the cell: no other recorded
+   device has an energy column, so with no board in training nothing teaches the predictor
+   how a runtime's power follows the operations.
+
     python experiments/predictor_robustness.py [--families gpu cpu phone board accelerator]
         [--cache runs/predictor_robustness] [--steps 3000] [--no-ceiling] [--no-gross-errors]
+        [--power]
 
 Meta-trains one artifact per family (about 2 minutes each on one thread, cached in --cache: a
 second run only scores); the rest takes about a minute.
@@ -269,6 +275,34 @@ def gross_errors(console, factors=(0.3, 3.0)) -> None:
     console.print(table)
 
 
+def power_table(console) -> None:
+    """Table 4 of the module docstring."""
+    from rich.table import Table
+
+    from hwnas.predictors.data import recorded_columns
+    from hwnas.spaces import get_space
+
+    columns = {c.key: c.values for c in recorded_columns("nasbench201")}
+    archs = get_space("nasbench201").all_archs()
+    convs = np.array([a.text.count("nor_conv_3x3") for a in archs])
+    counts = range(6)
+    table = Table(title="Raspberry Pi 5 (CIFAR-100 networks): median power (W) = energy / "
+                  "latency, by the cell's 3x3 convolutions (cells measured)")  # fmt: skip
+    table.add_column("runtime")
+    for k in counts:
+        table.add_column(f"{k} ({int(((convs == k) & np.isfinite(columns['pi5_onnx'])).sum())})",
+                         justify="right")  # fmt: skip
+    table.add_column("rho(power, latency)", justify="right")
+    for runtime in ("litert", "onnx", "torchmobile"):
+        lat, energy = columns[f"pi5_{runtime}"], columns[f"pi5_{runtime}:energy_mj"]
+        ok = np.isfinite(lat) & np.isfinite(energy)
+        power = energy / lat
+        cells = [f"{np.median(power[ok & (convs == k)]):.2f}" for k in counts]
+        rho = np.corrcoef(np.argsort(np.argsort(power[ok])), np.argsort(np.argsort(lat[ok])))
+        table.add_row(runtime, *cells, f"{rho[0, 1]:.2f}")
+    console.print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
@@ -276,6 +310,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--no-ceiling", action="store_true")
     parser.add_argument("--no-gross-errors", action="store_true")
+    parser.add_argument("--power", action="store_true")
     args = parser.parse_args()
 
     from rich.console import Console
@@ -308,6 +343,8 @@ def main() -> None:
         )
     if not args.no_gross_errors:
         gross_errors(console)
+    if args.power:
+        power_table(console)
     console.print("summary: evaluation, mean rho, worst rho, mean ±10%, worst ±10%")
     for name, s in summaries.items():
         console.print(
