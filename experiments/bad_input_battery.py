@@ -437,6 +437,8 @@ def cases() -> list[Case]:
     add("predict --onnx 1x3x100000x100000 (graph features only: nothing allocated)",
         ["predict", "-d", "pixel3", "--onnx", "{tmp}/onnx/huge.onnx"], expect="ok",
         check=_exit0_and(r"\d+\.\d+"))  # fmt: skip
+    add("predict --onnx 1x3x100000x100000 on a live device (its kernels are read from a run)",
+        ["predict", "-d", "cpu", "--onnx", "{tmp}/onnx/huge.onnx"])  # fmt: skip
     add("predict --metric energy (no energy table)",
         ["predict", "-d", "pixel3", "--metric", "energy_mj", "--arch", ARCH])  # fmt: skip
 

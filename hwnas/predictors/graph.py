@@ -413,11 +413,10 @@ def load_graph_model(path: str | Path, dims: dict[str, int] | None = None) -> Gr
         HwnasError: missing, corrupt or unsupported ONNX file, or one with an input hwnas
             cannot feed (:func:`hwnas.onnx_inputs.model_inputs`; one line naming it).
     """
-    from hwnas.measure import onnx_input_shape
-    from hwnas.onnx_inputs import read_fixed
+    from hwnas.onnx_inputs import model_inputs, read_fixed
 
     model, data, _ = read_fixed(path, dims)
-    onnx_input_shape(model, path)
+    model_inputs(model, str(path))  # feedable; allocated only where the model is run
     try:
         features, uncounted = read_graph(model)
     except HwnasError as exc:

@@ -199,13 +199,19 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
     """Predictions of the kernel-level predictor on a live ONNX Runtime device (kernels timed
     through the store): (model, mean, std, low, high) each; warnings and a summary to
     ``note``."""
+    from hwnas.limits import input_size
     from hwnas.measure import Profiler
+    from hwnas.onnx_inputs import bytes_inputs
     from hwnas.paths import check_writable, default_store_path, hwnas_home
+    from hwnas.predictors.graph import GraphModel
     from hwnas.predictors.kernels.device import KERNEL_BUDGET, kernel_predictor
     from hwnas.predictors.kernels.model import family_of
     from hwnas.store import MeasurementStore
 
     budget = KERNEL_BUDGET if budget is None else budget
+    for m in models:  # its kernels are read from one run of it: before any kernel is timed
+        for spec in bytes_inputs(m.onnx) if isinstance(m, GraphModel) and m.onnx else []:
+            input_size(f"{m}: input '{spec.name}'", spec.shape)
     dev.require_reachable()
     if store is None:
         check_writable(hwnas_home(), "HWNAS_HOME")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -366,6 +367,8 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
          "timing.max_cv must be a finite number"),
         (["measure", "-d", "cpu-fast", "--onnx", "{tmp}/huge.onnx"],
          "input shape 1x3x100000x100000 has 3e+10 elements"),
+        (["predict", "-d", "cpu-fast", "--onnx", "{tmp}/huge.onnx"],
+         "huge.onnx: input 'x': input shape 1x3x100000x100000 has 3e+10 elements"),
         (["measure", "-d", "cpu-fast", "--arch", SMALL, "--batch-size", "1000000000"],
          "elements, more than the"),
         (["predict", "--calibration", "{tmp}/cal_1e308.csv", "--arch", SMALL],
@@ -429,6 +432,20 @@ def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypat
     assert not (Path(os.environ["HWNAS_HOME"]) / "studies.db").exists()  # no study opened
     assert not list(tmp_path.parent.glob("*.hwnas-lock"))  # no lock beside a refused storage
     reload_profiles()
+
+
+def test_a_model_too_large_to_run_is_still_predicted_from_its_graph(tmp_path, capsys):
+    """A recorded device predicts an ONNX model from its graph, which ONNX infers without
+    running it: an input hwnas could not allocate (an 8K satellite image, here 100000 pixels
+    square) is predicted there, and refused only where the model is run (the kernel-level
+    predictor of a live device, above)."""
+    from hwnas.cli import main
+
+    _identity_onnx(tmp_path / "huge.onnx", [1, 3, 100000, 100000])
+    code = main(["predict", "-d", "pixel3", "--onnx", str(tmp_path / "huge.onnx")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert re.search(r"huge\.onnx: [\d.e+]+ ms", out), out
 
 
 def _identity_onnx(path: Path, shape: list[int]) -> None:

@@ -257,11 +257,23 @@ def _tensor_values(model, fed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def probe_shapes(model) -> dict[str, list[int]]:
     """Shape of every tensor of ``model`` (an ``onnx.ModelProto``, not optimised) at batch 1,
     from one ONNX Runtime run on the inputs :mod:`hwnas.onnx_inputs` feeds; {} when ONNX
-    Runtime cannot run it (the caller reports what it still cannot read)."""
+    Runtime cannot run it (the caller reports what it still cannot read).
+
+    Raises:
+        HwnasError: an input too large to allocate (:func:`hwnas.limits.input_size`).
+    """
+    from hwnas.limits import input_size
     from hwnas.onnx_inputs import feeds, model_inputs
 
     try:
-        values = _tensor_values(model, feeds(model_inputs(model)))
+        specs = model_inputs(model)
+    except HwnasError:
+        return {}
+    for s in specs:  # the run allocates the inputs: refuse one too large (one line)
+        input_size(f"reading the shapes ONNX cannot infer needs one run of the model; input "
+                   f"'{s.name}'", s.shape)  # fmt: skip
+    try:
+        values = _tensor_values(model, feeds(specs))
     except Exception:  # noqa: BLE001 (the reader names the node it cannot read)
         return {}
     return {name: list(v.shape) for name, v in values.items()}
@@ -295,13 +307,16 @@ def read_kernels(
     Raises:
         HwnasError: ONNX Runtime cannot load or run the model, or an input hwnas cannot feed
             (:func:`hwnas.onnx_inputs.model_inputs`: a string, a dynamic axis other than the
-            batch).
+            batch) or allocate (:func:`hwnas.limits.input_size`).
     """
     import onnx
 
+    from hwnas.limits import input_size
     from hwnas.onnx_inputs import bytes_inputs, feeds
 
     specs = bytes_inputs(onnx_bytes, input_shape)  # read on the graph as exported
+    for s in specs:  # the run below allocates them
+        input_size(f"input '{s.name}'", s.shape)
     model = optimise(onnx_bytes, threads)
     try:
         values = _tensor_values(model, feeds(specs))
