@@ -136,6 +136,13 @@ class Device(ABC):
         self.description: str = profile.get("description", "")
 
     @property
+    def value_batch_size(self) -> int:
+        """Batch size of the values this device gives a predictor to adapt on: a recorded
+        table's as published (``batch_size`` in its profile: a GPU measured at 256), else 1
+        (reference sets are measured at batch 1)."""
+        return int(self.profile.get("batch_size", 1))
+
+    @property
     def metrics(self) -> tuple[str, ...]:
         """Metrics the device can give, a subset of :data:`METRICS`."""
         return ("latency_ms",)

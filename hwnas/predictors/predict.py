@@ -128,6 +128,8 @@ def predict_models(
             archs = []
     else:
         warn_uncounted(graphs, note)
+        warn_batch(graphs, dev.value_batch_size if dev is not None else 1, metric,
+                   dev.name if dev is not None else str(calibration), note)  # fmt: skip
         if graphs and predictor is None and calibration is None:
             put(_meta_fallback(dev, graphs, metric, runtime, store, note))
             graphs = []
@@ -300,6 +302,35 @@ def warn_uncounted(models, note) -> None:
                 f"warning: {m}: its graph has operators this predictor's graph features do not "
                 f"count ({listed}): their time is not in the prediction; the kernel-level "
                 "predictor (a live ONNX Runtime device) times them"
+            )
+
+
+def warn_batch(models, batch: int, metric: str, values: str, note) -> None:
+    """A warning per ONNX model exported at a static batch size other than ``batch``, the one
+    the adapting values were measured at (``values`` names them: a device, a calibration file).
+    Graph features describe one sample, and a predictor adapted on batch-``batch`` values
+    predicts the model at that batch, whatever it was exported at. A dynamic batch axis runs at
+    any batch: no warning. Inputs of rank 3 are left alone: their first axis may be a sequence
+    (PyTorch's sequence-first layout)."""
+    import onnx
+
+    for m in models:
+        if not m.onnx:
+            continue
+        graph = onnx.load_from_string(m.onnx).graph
+        weights = {t.name for t in graph.initializer}
+        first = next((i for i in graph.input if i.name not in weights), None)
+        dims = list(first.type.tensor_type.shape.dim) if first is not None else []
+        if len(dims) == 3 or not dims or not dims[0].HasField("dim_value"):
+            continue
+        exported = int(dims[0].dim_value)
+        if exported > 0 and exported != batch:
+            what = metric.split("_")[0]
+            note(
+                f"warning: {m}: exported at batch {exported}, but the predictor is adapted on "
+                f"{values}'s values at batch {batch}: this is its {what} at batch {batch}. "
+                f"Export it at batch {batch}, or time it at batch {exported} on a live ONNX "
+                "Runtime device (hwnas predict --device cpu, hwnas measure)"
             )
 
 

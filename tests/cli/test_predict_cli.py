@@ -481,8 +481,9 @@ def test_a_device_measured_on_actively_selected_architectures_is_predicted(tmp_p
     assert not (tmp_path / "c").exists()
 
 
-def _far_model(path, side=224, channels=64):
-    """An image network unlike NAS-Bench-201's (224x224 input, one wide convolution)."""
+def _far_model(path, side=224, channels=64, batch: int | str = 1):
+    """An image network unlike NAS-Bench-201's (224x224 input, one wide convolution), exported
+    at ``batch`` (a name: a dynamic batch axis)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -490,8 +491,8 @@ def _far_model(path, side=224, channels=64):
         rng.standard_normal((channels, 3, 3, 3)).astype(np.float32), "W"
     )
     fc = numpy_helper.from_array(rng.standard_normal((10, channels)).astype(np.float32), "F")
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, side, side])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, side, side])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 10])
     nodes = [
         helper.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["r"]),
@@ -504,6 +505,29 @@ def _far_model(path, side=224, channels=64):
     m.ir_version = 8
     path.write_bytes(m.SerializeToString())
     return path
+
+
+def test_a_model_exported_at_another_batch_than_the_devices_values_is_named(tmp_path, capsys):
+    """Graph features describe one sample, so a predictor adapted on batch-1 values (a Pixel
+    3's table) predicts a model exported at batch 8 at batch 1 (main printed the same number
+    for both, silently); a GPU table at batch 256 predicts at 256. The batch is said beside the
+    prediction; a dynamic batch axis, or the device's own batch, gets no word."""
+    cases = [(1, "pixel3", None), (8, "pixel3", 1), ("n", "pixel3", None),
+             (256, "1080ti_256", None), (1, "1080ti_256", 256), ("n", "1080ti_256", None)]
+    for batch, device, said in cases:  # fmt: skip
+        model = _far_model(tmp_path / f"b{batch}.onnx", side=32, batch=batch)
+        code, out, err = run(["predict", "--device", device, "--onnx", model], capsys)
+        assert code == 0 and f"{model}: " in out, err
+        warned = [line for line in err.splitlines() if "exported at batch" in line]
+        if said is None:
+            assert not warned, (batch, device, err)
+        else:
+            assert warned == [
+                f"warning: {model}: exported at batch {batch}, but the predictor is adapted on "
+                f"{device}'s values at batch {said}: this is its latency at batch {said}. Export "
+                f"it at batch {said}, or time it at batch {batch} on a live ONNX Runtime device "
+                "(hwnas predict --device cpu, hwnas measure)"
+            ], err
 
 
 def _two_inputs(path, side: int | str = 8):
