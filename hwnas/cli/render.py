@@ -159,6 +159,37 @@ def cost_text(record: dict, metric: str) -> str:
     return text + (f"  ({', '.join(others)})" if others else "")
 
 
+def print_chance_best(pareto_csv: Path, best: dict | None, max_latency: float | None,
+                      console: Any) -> None:  # fmt: skip
+    """Say so when ``best`` (summary.json's) is a chance-level row of ``pareto_csv``
+    (:func:`hwnas.datasets.is_chance_level`): under a latency limit that only networks whose
+    output ignores their input meet, the most accurate one within it guesses."""
+    import csv
+
+    from hwnas.datasets import CHANCE_FACTOR
+
+    if not best:
+        return
+    try:
+        with open(pareto_csv, newline="") as fh:
+            chance = any(
+                row.get("arch") == best["arch"] and row.get("chance_level") == "true"
+                for row in csv.DictReader(fh)
+            )
+    except OSError:
+        return
+    if chance:
+        where = (
+            f"no architecture within --max-latency {max_latency:g} ms does better; loosen it"
+            if max_latency is not None
+            else "no architecture of the front does better"
+        )
+        console.print(
+            f"! best is chance-level (top-1 at most {CHANCE_FACTOR:g}x chance: no better than "
+            f"guessing; chance_level in pareto.csv): {where}"
+        )
+
+
 def print_chance_line(pareto_csv: Path, console: Any) -> None:
     """Say how many front rows of ``pareto_csv`` were kept out of the zoo as chance-level
     (:func:`hwnas.datasets.is_chance_level`); nothing when none were."""

@@ -365,7 +365,7 @@ def _print_front(result, console) -> None:
 def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) -> None:
     """The best architecture, counts, and where the run folder and study are (all printed
     literally: arch strings and paths are not markup)."""
-    from hwnas.cli.render import cost_text, print_chance_line
+    from hwnas.cli.render import cost_text, print_chance_best, print_chance_line
 
     s = result.settings
     console = _Literal(console)
@@ -378,6 +378,7 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             + "  "
             + cost_text(best, s.metric)
         )
+        print_chance_best(out / "pareto.csv", best, s.max_latency, console)
     else:
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
     if "device_measurements" in summary:

@@ -168,7 +168,14 @@ def run_supernet_search(
 def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: bool) -> None:
     """The subnets handed out, the best (by the run's rule) and derived architectures with
     their units, the run folder and the study."""
-    from hwnas.cli.render import UNITS, cost_text, print_chance_line, print_table, text_line
+    from hwnas.cli.render import (
+        UNITS,
+        cost_text,
+        print_chance_best,
+        print_chance_line,
+        print_table,
+        text_line,
+    )
 
     unit = UNITS[s.metric]
     columns = (
@@ -212,6 +219,7 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
         if "table_accuracy" in r:
             line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
         text_line(console, line)
+    print_chance_best(out / "pareto.csv", best, s.max_latency, console)
     if not no_zoo:
         print_chance_line(out / "pareto.csv", console)
     text_line(

@@ -18,6 +18,23 @@ from helpers import hwnas_cli, hwnas_main
 from hwnas.store import MeasurementStore
 
 
+def test_a_limit_only_chance_level_cells_meet_says_that_its_best_guesses(tmp_path):
+    """On a Pixel 3 only NAS-Bench-201's cells whose output ignores their input (1.00% on
+    CIFAR-100, 0.003 ms) run within 0.1 ms: the most accurate one within the limit is one of
+    them, and the search says so beside it (main printed it as any best)."""
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "pixel3", "--max-latency", "0.1", "--budget", "20",
+                   "--no-zoo", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    best = json.loads((out / "summary.json").read_text())["best"]
+    assert best["accuracy"] == pytest.approx(1.0) and best["latency_ms"] <= 0.1
+    assert (
+        "! best is chance-level (top-1 at most 1.5x chance: no better than guessing; "
+        "chance_level in pareto.csv): no architecture within --max-latency 0.1 ms does better; "
+        "loosen it"
+    ) in r.stdout
+
+
 def test_search_on_a_recorded_phone_writes_the_run_folder(tmp_path):
     out = tmp_path / "run"
     r = hwnas_cli("search", "--device", "pixel3", "--budget", "20", "--out", str(out))
