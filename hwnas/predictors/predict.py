@@ -128,8 +128,10 @@ def predict_models(
             archs = []
     else:
         warn_uncounted(graphs, note)
-        warn_batch(graphs, dev.value_batch_size if dev is not None else 1, metric,
-                   dev.name if dev is not None else str(calibration), note)  # fmt: skip
+        if dev is not None:
+            warn_batch(graphs, dev.value_batch_size, metric, dev.name, note)
+        else:  # a calibration file: its column says the metric; reference sets are at batch 1
+            warn_batch(graphs, 1, None, str(calibration), note)
         if graphs and predictor is None and calibration is None:
             put(_meta_fallback(dev, graphs, metric, runtime, store, note))
             graphs = []
@@ -305,7 +307,7 @@ def warn_uncounted(models, note) -> None:
             )
 
 
-def warn_batch(models, batch: int, metric: str, values: str, note) -> None:
+def warn_batch(models, batch: int, metric: str | None, values: str, note) -> None:
     """A warning per ONNX model exported at a static batch size other than ``batch``, the one
     the adapting values were measured at (``values`` names them: a device, a calibration file).
     Graph features describe one sample, and a predictor adapted on batch-``batch`` values
@@ -325,7 +327,7 @@ def warn_batch(models, batch: int, metric: str, values: str, note) -> None:
             continue
         exported = int(dims[0].dim_value)
         if exported > 0 and exported != batch:
-            what = metric.split("_")[0]
+            what = {"latency_ms": "latency", "energy_mj": "energy"}.get(metric, "value")
             note(
                 f"warning: {m}: exported at batch {exported}, but the predictor is adapted on "
                 f"{values}'s values at batch {batch}: this is its {what} at batch {batch}. "
