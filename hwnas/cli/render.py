@@ -159,26 +159,13 @@ def cost_text(record: dict, metric: str) -> str:
     return text + (f"  ({', '.join(others)})" if others else "")
 
 
-def print_chance_best(pareto_csv: Path, best: dict | None, max_latency: float | None,
-                      console: Any) -> None:  # fmt: skip
-    """Say so when ``best`` (summary.json's) is a chance-level row of ``pareto_csv``
-    (:func:`hwnas.datasets.is_chance_level`): under a latency limit that only networks whose
+def print_chance_best(best: dict | None, max_latency: float | None, console: Any) -> None:
+    """Say so when ``best`` (summary.json's) is chance-level (its ``chance_level``,
+    :func:`hwnas.datasets.is_chance_level`): under a latency limit that only networks whose
     output ignores their input meet, the most accurate one within it guesses."""
-    import csv
-
     from hwnas.datasets import CHANCE_FACTOR
 
-    if not best:
-        return
-    try:
-        with open(pareto_csv, newline="") as fh:
-            chance = any(
-                row.get("arch") == best["arch"] and row.get("chance_level") == "true"
-                for row in csv.DictReader(fh)
-            )
-    except OSError:
-        return
-    if chance:
+    if best and best.get("chance_level"):
         where = (
             f"no architecture within --max-latency {max_latency:g} ms does better; loosen it"
             if max_latency is not None

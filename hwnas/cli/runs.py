@@ -212,6 +212,8 @@ def show_cmd(study, storage, as_json):
     if best:
         line(f"best       {best['arch']}")
         line(f"           {_best_cell(best, row['objective'])}  (trial {best.get('trial')})")
+        if best.get("chance_level"):
+            line("           chance-level: no better than guessing")
     if row["folder"]:
         state = "" if row["folder_exists"] else "  (missing: moved or deleted)"
         line(f"folder     {row['folder']}{state}")

@@ -378,7 +378,7 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             + "  "
             + cost_text(best, s.metric)
         )
-        print_chance_best(out / "pareto.csv", best, s.max_latency, console)
+        print_chance_best(best, s.max_latency, console)
     else:
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
     if "device_measurements" in summary:

@@ -113,9 +113,11 @@ def write_summary(
     extra: dict[str, Any],
     elapsed_s: float,
     zoo_files: dict[str, str],
+    num_classes: int | None = None,
 ) -> dict[str, Any]:
     """``summary.json``: settings, counts, the Pareto set size, ``best`` (the answer to
-    ``best_rule`` over the front written to ``pareto.csv``), the objective's unit, and
+    ``best_rule`` over the front written to ``pareto.csv``; with ``num_classes``, its
+    ``chance_level``: :func:`hwnas.datasets.is_chance_level`), the objective's unit, and
     ``zoo_files`` (the sha256 of each zoo entry's card and model, as
     :func:`hwnas.zoo.read.zoo_manifest` gives them)."""
     summary = {
@@ -142,5 +144,10 @@ def write_summary(
         "zoo_files": zoo_files,
         **extra,
     }
+    best = summary["best"]
+    if best and num_classes is not None:  # a best that guesses (a limit only such cells meet)
+        from hwnas.datasets import is_chance_level
+
+        summary["best"] = {**best, "chance_level": is_chance_level(best["accuracy"], num_classes)}
     write_atomic(path, json.dumps(summary, indent=2) + "\n")
     return summary

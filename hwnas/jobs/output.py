@@ -126,7 +126,9 @@ def write_run(
     if o.close is not None:
         o.close()
     elapsed = time.time() - o.started
-    summary = write_summary(out / "summary.json", result, extra, elapsed, zoo_manifest(out))
+    summary = write_summary(
+        out / "summary.json", result, extra, elapsed, zoo_manifest(out), o.num_classes
+    )
     publish_run(o.storage, o.study, out, summary, artifact_dir)
     return summary
 

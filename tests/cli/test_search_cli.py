@@ -28,11 +28,14 @@ def test_a_limit_only_chance_level_cells_meet_says_that_its_best_guesses(tmp_pat
     assert r.returncode == 0, r.stderr
     best = json.loads((out / "summary.json").read_text())["best"]
     assert best["accuracy"] == pytest.approx(1.0) and best["latency_ms"] <= 0.1
+    assert best["chance_level"] is True
     assert (
         "! best is chance-level (top-1 at most 1.5x chance: no better than guessing; "
         "chance_level in pareto.csv): no architecture within --max-latency 0.1 ms does better; "
         "loosen it"
     ) in r.stdout
+    shown = hwnas_main("runs", "show", "latest")
+    assert shown.returncode == 0 and "chance-level: no better than guessing" in shown.stdout
 
 
 def test_search_on_a_recorded_phone_writes_the_run_folder(tmp_path):

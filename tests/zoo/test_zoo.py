@@ -115,6 +115,7 @@ def test_a_search_zoo_names_its_rows_skips_chance_level_cells_and_reuses_exports
     assert torch.equal(torch.get_rng_state(), rng)
     assert "1 chance-level architecture(s) of the front not put in the zoo" in r.stdout
     assert "best is chance-level" not in r.stdout  # the front's most accurate learns
+    assert json.loads((out / "summary.json").read_text())["best"]["chance_level"] is False
     rows = list(csv.DictReader(open(out / "pareto.csv")))
     chance = [row for row in rows if row["chance_level"] == "true"]
     assert len(chance) == 1 and float(chance[0]["accuracy"]) == pytest.approx(1.0)
