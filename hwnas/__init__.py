@@ -20,6 +20,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "get_space": ("hwnas.spaces", "get_space"),
     "get_device": ("hwnas.devices", "get_device"),
     "HwnasError": ("hwnas.errors", "HwnasError"),
+    "HwnasWarning": ("hwnas.errors", "HwnasWarning"),
     "elastic": ("hwnas.spaces.module", "elastic"),
     "register_space": ("hwnas.spaces", "register_space"),
     "nn": ("hwnas.nn", None),

@@ -210,11 +210,17 @@ def predict(
     Returns:
         One :class:`hwnas.predictors.predict.Prediction` per model, in order (``.value`` and
         ``.std`` in the metric's unit, ``.low``/``.high`` the 90% interval where known).
+        What ``hwnas predict`` prints as ``warning:`` lines is issued as
+        :class:`hwnas.HwnasWarning` (:func:`warnings.warn`; ``warnings.simplefilter("error",
+        hwnas.HwnasWarning)`` makes them errors).
 
     Raises:
         HwnasError: neither or both of ``device`` and ``calibration``, unknown names, a
             malformed arch, an unreadable file, too few usable device measurements.
     """
+    import warnings
+
+    from hwnas.errors import HwnasWarning
     from hwnas.measure import split_models
     from hwnas.onnx_inputs import check_dims
     from hwnas.paths import path_arg
@@ -233,7 +239,8 @@ def predict(
     onnx, archs = split_models(models)
     check_dims(onnx, dims or {})
     sp = get_space(space or "nasbench201", code=True)
-    return predict_models(
+    said: list[str] = []  # hwnas predict's lines; its "warning:" ones are warned below
+    out = predict_models(
         [onnx_model(p, dims) for p in onnx],
         [parse_model(sp, t, Path.cwd(), "arch") for t in archs],
         sp,
@@ -244,4 +251,9 @@ def predict(
         predictor=predictor,
         kernel_budget=kernel_budget,
         store=store,
+        note=said.append,
     )
+    for line in said:
+        if line.startswith("warning: "):
+            warnings.warn(line.removeprefix("warning: "), HwnasWarning, stacklevel=3)
+    return out

@@ -14,6 +14,13 @@ class HwnasError(Exception):
     """
 
 
+class HwnasWarning(UserWarning):
+    """A result that holds but needs a word: the CLI prints it as a ``warning:`` line, the
+    Python API (:func:`hwnas.predict`) issues it with :func:`warnings.warn` (a model unlike the
+    calibration networks, operators the graph features do not count, a batch other than the
+    device values', a calibration value taken for a gross error)."""
+
+
 class UnknownNameError(HwnasError, KeyError):
     """A name that is not in a registry (device, space, strategy, dataset...); the message
     offers the closest known names (``difflib``) and lists the known ones."""

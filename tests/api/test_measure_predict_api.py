@@ -33,6 +33,33 @@ def test_predict_from_python_gives_the_clis_prediction():
     assert f"{ARCH}: {p.value:.4g} ms (std {p.std:.2g} ms)" in cli.stdout
 
 
+def test_what_the_cli_prints_as_a_warning_python_gets_as_a_warning(tmp_path):
+    """A model exported at batch 8 and unlike NAS-Bench-201's networks, on a recorded phone:
+    ``hwnas predict`` prints two ``warning:`` lines; ``hwnas.predict`` gave the number alone,
+    with no word of either (main). They are now :class:`hwnas.HwnasWarning`, and an arch of
+    the space gets none."""
+    import warnings
+
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU()).eval()
+    path = tmp_path / "b8.onnx"
+    torch.onnx.export(model, (torch.randn(8, 3, 64, 64),), str(path), dynamo=False)
+    with pytest.warns(hwnas.HwnasWarning) as caught:
+        (p,) = hwnas.predict(str(path), device="pixel3")
+    said = [str(w.message) for w in caught if issubclass(w.category, hwnas.HwnasWarning)]
+    assert p.value > 0
+    assert any(m.startswith(f"{path}: exported at batch 8, but the predictor is adapted on "
+                            "pixel3's values at batch 1") for m in said), said  # fmt: skip
+    assert any(f"{path}: unlike every network the predictor knows" in m for m in said), said
+    cli = hwnas_main("predict", "--device", "pixel3", "--onnx", str(path))
+    assert sorted(line.removeprefix("warning: ") for line in cli.stderr.splitlines()
+                  if line.startswith("warning: ")) == sorted(said)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hwnas.HwnasWarning)
+        hwnas.predict(ARCH, device="pixel3")  # nothing to say
+
+
 def test_an_index_names_an_architecture_as_on_the_command_line():
     """``5`` (or ``[5]``, or a NumPy integer) is NAS-Bench-201's architecture 5, as in ``hwnas
     measure --arch 5``: a bare integer raised a TypeError."""
