@@ -117,7 +117,8 @@ def search(
             ``--set``).
 
     Returns:
-        The :class:`SearchRun`.
+        The :class:`SearchRun`. A chance-level ``best`` (a ``max_latency`` that only networks
+        whose output ignores their input meet) is also issued as :class:`hwnas.HwnasWarning`.
 
     Raises:
         HwnasError: an unknown option or any bad input the CLI refuses, with its message.
@@ -154,6 +155,22 @@ def search(
     done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
     if done.result is None:  # pragma: no cover - a torchrun rank other than 0
         raise HwnasError("this process is not rank 0 of its torchrun job: rank 0 reports")
+    best = done.summary.get("best")
+    if best and best.get("chance_level"):  # what the CLI prints under its best line
+        import warnings
+
+        from hwnas.datasets import CHANCE_FACTOR
+        from hwnas.errors import HwnasWarning
+
+        limit = settings.max_latency
+        warnings.warn(
+            f"best is chance-level ({best['accuracy']:.2f}%, top-1 at most {CHANCE_FACTOR:g}x "
+            "chance: no better than guessing): "
+            + (f"no architecture within max_latency={limit:g} ms does better; loosen it"
+               if limit is not None else "no architecture of the front does better"),
+            HwnasWarning,
+            stacklevel=3,
+        )  # fmt: skip
     return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)
 
 

@@ -138,6 +138,17 @@ def test_paths_of_the_wrong_type_are_one_line_errors(where, message, hwnas_home)
     assert message in str(info.value) and not (hwnas_home / "studies.db").exists()
 
 
+def test_a_chance_level_best_is_a_warning_from_python(tmp_path):
+    """What the CLI prints under its best line when the best guesses (pixel3 within 0.1 ms:
+    only cells whose output ignores their input) is a :class:`hwnas.HwnasWarning` from
+    Python, and ``run.best`` says ``chance_level``."""
+    said = r"best is chance-level \(1\.00%.*max_latency=0\.1 ms does better"
+    with pytest.warns(hwnas.HwnasWarning, match=said):
+        run = hwnas.search(device="pixel3", max_latency=0.1, budget=20, zoo=False,
+                           out=tmp_path / "run")  # fmt: skip
+    assert run.best["chance_level"] is True and run.best["accuracy"] == pytest.approx(1.0)
+
+
 def test_a_users_accuracy_function_is_checked_before_any_work(tmp_path):
     """--accuracy FILE.py:NAME: a misspelt name stops in one line with a did-you-mean; a space
     without an accuracy table and no function says what to give."""
