@@ -15,10 +15,11 @@ class HwnasError(Exception):
 
 
 class HwnasWarning(UserWarning):
-    """A result that holds but needs a word: the CLI prints it as a ``warning:`` line, the
-    Python API (:func:`hwnas.predict`) issues it with :func:`warnings.warn` (a model unlike the
-    calibration networks, operators the graph features do not count, a batch other than the
-    device values', a calibration value taken for a gross error)."""
+    """A result that holds but needs a word: the CLI prints it (``warning:`` and ``!`` lines),
+    the Python API issues it with :func:`warnings.warn`: :func:`hwnas.predict` for a model
+    unlike the calibration networks, operators the graph features do not count, a batch other
+    than the device values', a calibration value taken for a gross error;
+    :func:`hwnas.search` for a chance-level best."""
 
 
 class UnknownNameError(HwnasError, KeyError):

@@ -525,5 +525,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
         [v.arch for v in usable],
         np.array([v.value for v in usable]),
         metric,
-        f"of device {dev.name} from {source}",
+        f"of device {dev.name}"
+        + (f" (batch {dev.value_batch_size})" if dev.value_batch_size != 1 else "")
+        + f" from {source}",
     )

@@ -519,6 +519,8 @@ def test_a_model_exported_at_another_batch_than_the_devices_values_is_named(tmp_
         code, out, err = run(["predict", "--device", device, "--onnx", model], capsys)
         assert code == 0 and f"{model}: " in out, err
         warned = [line for line in err.splitlines() if "exported at batch" in line]
+        named = f"values of device {device} (batch 256) from its recorded table" in out + err
+        assert named == (device == "1080ti_256"), (out, err)  # the values' batch, where not 1
         if said is None:
             assert not warned, (batch, device, err)
         else:
