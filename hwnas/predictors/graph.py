@@ -164,12 +164,19 @@ class GraphModel:
             reads its kernels from); empty otherwise.
         uncounted: operators of its graph the features do not count, type -> nodes
             (:func:`read_graph`); a prediction from the features leaves their time out.
+        inputs: its inputs as hwnas feeds them (:func:`hwnas.onnx_inputs.model_inputs`: a
+            dynamic batch at 1), read with the file; empty otherwise.
+        batch: the batch size it was exported at (its first input's static first axis), or
+            None: a dynamic batch axis, or a first input of rank 3, whose first axis may be a
+            sequence (PyTorch's sequence-first layout).
     """
 
     label: str
     features: np.ndarray
     onnx: bytes = field(default=b"", repr=False, compare=False)
     uncounted: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    inputs: tuple = field(default=(), repr=False, compare=False)
+    batch: int | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return self.label
@@ -416,9 +423,21 @@ def load_graph_model(path: str | Path, dims: dict[str, int] | None = None) -> Gr
     from hwnas.onnx_inputs import model_inputs, read_fixed
 
     model, data, _ = read_fixed(path, dims)
-    model_inputs(model, str(path))  # feedable; allocated only where the model is run
+    inputs = model_inputs(model, str(path))  # feedable; allocated only where the model is run
     try:
         features, uncounted = read_graph(model)
     except HwnasError as exc:
         raise HwnasError(f"{path}: {exc}") from None
-    return GraphModel(Path(path).name, features, data, uncounted)
+    return GraphModel(
+        Path(path).name, features, data, uncounted, tuple(inputs), _exported_batch(model)
+    )
+
+
+def _exported_batch(model) -> int | None:
+    """:attr:`GraphModel.batch` of an ``onnx.ModelProto``."""
+    weights = {t.name for t in model.graph.initializer}
+    first = next((i for i in model.graph.input if i.name not in weights), None)
+    dims = list(first.type.tensor_type.shape.dim) if first is not None else []
+    if len(dims) == 3 or not dims or not dims[0].HasField("dim_value"):
+        return None
+    return int(dims[0].dim_value) if dims[0].dim_value > 0 else None

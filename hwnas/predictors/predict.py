@@ -205,7 +205,6 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
     ``note``."""
     from hwnas.limits import input_size
     from hwnas.measure import Profiler
-    from hwnas.onnx_inputs import bytes_inputs
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.graph import GraphModel
     from hwnas.predictors.kernels.device import KERNEL_BUDGET, kernel_predictor
@@ -214,7 +213,7 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
 
     budget = KERNEL_BUDGET if budget is None else budget
     for m in models:  # its kernels are read from one run of it: before any kernel is timed
-        for spec in bytes_inputs(m.onnx) if isinstance(m, GraphModel) and m.onnx else []:
+        for spec in m.inputs if isinstance(m, GraphModel) else ():
             input_size(f"{m}: input '{spec.name}'", spec.shape)
     dev.require_reachable()
     if store is None:
@@ -308,30 +307,19 @@ def warn_uncounted(models, note) -> None:
 
 
 def warn_batch(models, batch: int, metric: str | None, values: str, note) -> None:
-    """A warning per ONNX model exported at a static batch size other than ``batch``, the one
-    the adapting values were measured at (``values`` names them: a device, a calibration file).
+    """A warning per ONNX model exported at a batch size other than ``batch``, the one the
+    adapting values were measured at (``values`` names them: a device, a calibration file).
     Graph features describe one sample, and a predictor adapted on batch-``batch`` values
     predicts the model at that batch, whatever it was exported at. A dynamic batch axis runs at
-    any batch: no warning. Inputs of rank 3 are left alone: their first axis may be a sequence
-    (PyTorch's sequence-first layout)."""
-    import onnx
-
+    any batch, and a first input of rank 3 may be sequence-first: no warning
+    (:attr:`hwnas.predictors.graph.GraphModel.batch`)."""
     for m in models:
-        if not m.onnx:
-            continue
-        graph = onnx.load_from_string(m.onnx).graph
-        weights = {t.name for t in graph.initializer}
-        first = next((i for i in graph.input if i.name not in weights), None)
-        dims = list(first.type.tensor_type.shape.dim) if first is not None else []
-        if len(dims) == 3 or not dims or not dims[0].HasField("dim_value"):
-            continue
-        exported = int(dims[0].dim_value)
-        if exported > 0 and exported != batch:
+        if m.batch is not None and m.batch != batch:
             what = {"latency_ms": "latency", "energy_mj": "energy"}.get(metric, "value")
             note(
-                f"warning: {m}: exported at batch {exported}, but the predictor is adapted on "
+                f"warning: {m}: exported at batch {m.batch}, but the predictor is adapted on "
                 f"{values}'s values at batch {batch}: this is its {what} at batch {batch}. "
-                f"Export it at batch {batch}, or time it at batch {exported} on a live ONNX "
+                f"Export it at batch {batch}, or time it at batch {m.batch} on a live ONNX "
                 "Runtime device (hwnas predict --device cpu, hwnas measure)"
             )
 
