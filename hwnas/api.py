@@ -159,18 +159,17 @@ def search(
     if best and best.get("chance_level"):  # what the CLI prints under its best line
         import warnings
 
-        from hwnas.datasets import CHANCE_FACTOR
+        from hwnas.datasets import CHANCE_FACTOR, chance_best_reason
         from hwnas.errors import HwnasWarning
 
         limit = settings.max_latency
         warnings.warn(
             f"best is chance-level ({best['accuracy']:.2f}%, top-1 at most {CHANCE_FACTOR:g}x "
             "chance: no better than guessing): "
-            + (f"no architecture within max_latency={limit:g} ms does better; loosen it"
-               if limit is not None else "no architecture of the front does better"),
+            + chance_best_reason(f"max_latency={limit:g}" if limit is not None else None),
             HwnasWarning,
             stacklevel=3,
-        )  # fmt: skip
+        )
     return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)
 
 

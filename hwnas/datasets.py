@@ -406,3 +406,12 @@ def chance_accuracy(num_classes: int) -> float:
 def is_chance_level(accuracy: float, num_classes: int) -> bool:
     """Whether ``accuracy`` (%) is at or near chance (see :data:`CHANCE_FACTOR`)."""
     return accuracy <= CHANCE_FACTOR * chance_accuracy(num_classes) + 1e-9
+
+
+def chance_best_reason(limit: str | None) -> str:
+    """Why a search's chance-level ``best`` is still its answer, for a warning: ``limit`` names
+    the latency limit as its user gave it (``--max-latency 0.1``, ``max_latency=0.1``), None
+    without one."""
+    if limit is None:
+        return "no architecture of the front does better"
+    return f"no architecture within {limit} ms does better; loosen it"

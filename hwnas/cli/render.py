@@ -163,17 +163,13 @@ def print_chance_best(best: dict | None, max_latency: float | None, console: Any
     """Say so when ``best`` (summary.json's) is chance-level (its ``chance_level``,
     :func:`hwnas.datasets.is_chance_level`): under a latency limit that only networks whose
     output ignores their input meet, the most accurate one within it guesses."""
-    from hwnas.datasets import CHANCE_FACTOR
+    from hwnas.datasets import CHANCE_FACTOR, chance_best_reason
 
     if best and best.get("chance_level"):
-        where = (
-            f"no architecture within --max-latency {max_latency:g} ms does better; loosen it"
-            if max_latency is not None
-            else "no architecture of the front does better"
-        )
+        limit = f"--max-latency {max_latency:g}" if max_latency is not None else None
         console.print(
             f"! best is chance-level (top-1 at most {CHANCE_FACTOR:g}x chance: no better than "
-            f"guessing; chance_level in pareto.csv): {where}"
+            f"guessing; chance_level in pareto.csv): {chance_best_reason(limit)}"
         )
 
 
