@@ -13,11 +13,14 @@ Conventions (batch 1): a convolution is *depthwise* when ``group == C_in > 1``, 
 1-D and 3-D convolutions (audio, video) count as 2-D ones with the same sizes' products.
 Multiply-accumulates (MACs) count convolution (``Conv``, ``ConvTranspose``) and Gemm/MatMul
 products; the products of recurrent layers (``LSTM``, ``GRU``, ``RNN``) and contracting
-``Einsum`` nodes count as Gemm MACs. Element counts are the output elements of a node. ONNX
-``Identity``, ``Shape``, ``Constant``, ``Flatten`` and other shape bookkeeping nodes, and cheap
-element-wise math, have no cost here. Any other operator (``Resize``, ``Loop``, a quantised
-convolution...) is not counted either, but it is named: :attr:`GraphModel.uncounted`, and the
-predictions that rest on these features say so.
+``Einsum`` nodes count as Gemm MACs. Element counts are the output elements of a node. The nodes
+of a control-flow node's subgraphs are counted as the node runs them: a ``Loop``'s body once
+per iteration, a ``Scan``'s once per scanned element, an ``If``'s costlier branch (their
+parameters once; :mod:`hwnas.predictors.subgraphs`). ONNX ``Identity``, ``Shape``,
+``Constant``, ``Flatten`` and other shape bookkeeping nodes, and cheap element-wise math, have
+no cost here. Any other operator (``Resize``, a quantised convolution, a loop whose number of
+iterations depends on the data...) is not counted either, but it is named:
+:attr:`GraphModel.uncounted`, and the predictions that rest on these features say so.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hwnas.errors import HwnasError
+from hwnas.predictors.subgraphs import CONTROL_FLOW
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -110,9 +114,11 @@ class GraphAccumulator:
         in_hw: tuple[int, int],
         out_hw: tuple[int, int],
         transposed: bool = False,
+        batch: int = 1,
     ) -> None:
         """A convolution from (c_in, *in_hw) to (c_out, *out_hw); ``transposed``: a transposed
-        convolution (each input element meets ``c_out // groups * kh * kw`` weights)."""
+        convolution (each input element meets ``c_out // groups * kh * kw`` weights);
+        ``batch``: of so many images (its MACs and elements scale, its parameters do not)."""
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
         out_elems = c_out * out_hw[0] * out_hw[1]
         if transposed:
@@ -128,13 +134,13 @@ class GraphAccumulator:
             kind = "macs_conv_pointwise"
         else:
             kind = "macs_conv_dense"
-        self.add(kind, macs)
+        self.add(kind, macs * batch)
         self.add("params", c_out * (c_in // groups) * kh * kw)
         self.add("n_conv", 1)
         if out_hw[0] < in_hw[0] or out_hw[1] < in_hw[1]:
             self.add("n_conv_strided", 1)
-        self.add("conv_in_elems", c_in * in_hw[0] * in_hw[1])
-        self.add("conv_out_elems", out_elems)
+        self.add("conv_in_elems", c_in * in_hw[0] * in_hw[1] * batch)
+        self.add("conv_out_elems", out_elems * batch)
 
     def gemm(self, n_in: int, n_out: int) -> None:
         """A fully connected layer of one row."""
@@ -185,10 +191,13 @@ class GraphModel:
         return hash(self.label)
 
 
-def _dims(value_info) -> list[int] | None:
-    """Dimensions of a tensor at batch 1, or None when a non-batch dimension is unknown."""
+def _dims(value_info, per_image: bool = True) -> list[int] | None:
+    """Dimensions of a tensor at batch 1 (``per_image``; else its first one as written), or
+    None when a non-batch dimension is unknown."""
     dims = list(value_info.type.tensor_type.shape.dim)
     out = [1] if dims else []
+    if dims and not per_image and dims[0].HasField("dim_value") and dims[0].dim_value > 0:
+        out = [int(dims[0].dim_value)]
     for d in dims[1:]:
         if not d.HasField("dim_value") or d.dim_value <= 0:
             return None
@@ -228,9 +237,11 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
     return read_graph(model)[0]
 
 
-def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
+def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarray, dict[str, int]]:
     """(:func:`onnx_graph_features` of ``model``, the operators it holds that the features do
     not count: type -> nodes), e.g. ``{"Resize": 2}``; see the module docstring.
+    ``per_image=False`` counts every tensor at its written first axis instead of one image
+    (what a kernel of a static model does: :func:`hwnas.predictors.kernels.features.macs`).
 
     Raises:
         HwnasError: as :func:`onnx_graph_features`.
@@ -242,7 +253,9 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
     shapes: dict[str, list[int]] = {}
     full: dict[str, list[int | None]] = {}  # every dimension as written (None: symbolic)
     for vi in [*graph.input, *graph.value_info, *graph.output]:
-        dims = _dims(vi)
+        if not vi.type.tensor_type.HasField("shape"):  # rank unknown (a Loop's output), not []
+            continue
+        dims = _dims(vi, per_image)
         if dims is not None:
             shapes[vi.name] = dims
         full[vi.name] = [
@@ -259,12 +272,14 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
             shapes.setdefault(name, shape)
     initializers = {init.name for init in graph.initializer}
     constants = set(initializers)
+    weights = {init.name: init for init in graph.initializer}
     for node in graph.node:  # Constant nodes make weights too (some exporters)
         if node.op_type == "Constant":
             constants.update(node.output)
             for attr in node.attribute:
                 if attr.name == "value":
                     shapes[node.output[0]] = list(numpy_helper.to_array(attr.t).shape)
+                    weights[node.output[0]] = attr.t
 
     acc = GraphAccumulator()
     uncounted: Counter[str] = Counter()
@@ -273,13 +288,14 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
         acc.add("input_elems", float(np.prod((_dims(i) or [1])[1:])))
 
     producer = {out: node for node in graph.node for out in node.output}
+    scope = _Scope(model, graph, shapes, full, weights, per_image)
 
     def elems(name: str, depth: int = 0) -> float:
         """Elements of one image's tensor ``name``; through element-preserving reshapes when
         its own shape is unknown; 0 if unknown."""
         shape = shapes.get(name)
         if shape:
-            return float(np.prod(shape[1:]))
+            return float(np.prod(shape[1:] if per_image else shape))
         node = producer.get(name)
         if node is not None and node.op_type in RESHAPES and depth < 8:
             return elems(node.input[0], depth + 1)
@@ -297,14 +313,15 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
                     "(its input, weight and output need static sizes)"
                 )
             groups = int(attrs.get("group", 1))
-            acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]))
+            acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]),
+                     batch=1 if per_image else x[0])  # fmt: skip
         elif op in ("Gemm", "MatMul"):
             a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
             if not a or not b:
                 raise HwnasError(f"cannot infer the shapes of {op} node '{node.name}'")
             transposed = op == "Gemm" and int(attrs.get("transB", 0)) == 1
             n_in, n_out = (b[-1], b[0]) if transposed else (b[-2] if len(b) >= 2 else b[0], b[-1])
-            rows = float(np.prod(a[1:-1])) if len(a) > 2 else 1.0
+            rows = float(np.prod(a[1:-1] if per_image else a[:-1])) if len(a) >= 2 else 1.0
             acc.add("macs_gemm", n_in * n_out * rows)
             if node.input[1] in constants:  # weights (not activation x activation)
                 acc.add("params", n_in * n_out)
@@ -323,7 +340,7 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
         elif op == "Transpose":
             acc.elementwise("transpose", elems(node.output[0]))
         elif op == "ConvTranspose":
-            if not _transposed_conv(acc, node, attrs, shapes):
+            if not _transposed_conv(acc, node, attrs, shapes, 1 if per_image else None):
                 uncounted[op] += 1
         elif op in RECURRENT:
             if not _recurrent(acc, node, attrs, shapes, full):
@@ -331,9 +348,127 @@ def read_graph(model: onnx.ModelProto) -> tuple[np.ndarray, dict[str, int]]:
         elif op == "Einsum":
             if not _einsum(acc, node, attrs, shapes, full, constants, elems):
                 uncounted[op] += 1
+        elif op in CONTROL_FLOW:
+            counted = _control_flow(node, attrs, scope)
+            if counted is None:
+                uncounted[op] += 1
+            else:
+                acc.values += counted[0]
+                uncounted.update(counted[1])
         elif op not in NOT_COUNTED and op not in RESHAPES:
             uncounted[op] += 1
     return acc.values, dict(uncounted)
+
+
+class _Scope:
+    """What a control-flow node's subgraphs may read of the graph around it (see
+    :mod:`hwnas.predictors.subgraphs`): its weights, its tensors' types and shapes at batch
+    1, and the values of small tensors (a Loop's trip count), from the weights or else from
+    one run of the model."""
+
+    def __init__(self, model, graph, shapes, full, weights, per_image) -> None:
+        self.model, self.weights, self.opsets = model, weights, model.opset_import
+        self.per_image = per_image
+        self.types: dict[str, tuple[int, list[int | None]]] = {}
+        self.written = full  # every dimension as written (None: symbolic)
+        for vi in [*graph.input, *graph.value_info, *graph.output]:
+            tt = vi.type.tensor_type
+            if tt.HasField("shape") and vi.name in full:
+                self.types[vi.name] = (tt.elem_type, shapes.get(vi.name) or full[vi.name])
+        self._run: dict | None = None
+
+    def value(self, name: str) -> np.ndarray | None:
+        """The value of tensor ``name``: a weight's, or from one run of the model (None when
+        it cannot run)."""
+        from onnx import numpy_helper
+
+        if name in self.weights:
+            return numpy_helper.to_array(self.weights[name])
+        if self._run is None:
+            from hwnas.predictors.kernels.read import probe_values
+
+            self._run = probe_values(self.model)
+        return self._run.get(name)
+
+    def type(self, name: str) -> tuple[int, list[int | None]]:
+        """(ONNX element type, shape at batch 1) of tensor ``name``.
+
+        Raises:
+            KeyError: unknown.
+        """
+        if name in self.weights:
+            t = self.weights[name]
+            return t.data_type, list(t.dims)
+        return self.types[name]
+
+
+def _control_flow(node, attrs, scope: _Scope) -> tuple[np.ndarray, dict[str, int]] | None:
+    """Graph features of a Loop, Scan or If node and the operators its subgraphs hold that
+    they do not count: a Loop's body counted once per iteration (its trip count a weight, or
+    read from one run of the model, and its condition absent or constant true), a Scan's
+    once per element of its scanned axis, an If's costlier branch (by multiply-accumulates:
+    which branch runs depends on the data). None when that cannot be read: a loop whose
+    number of iterations depends on the data, a subgraph with shapes ONNX cannot infer."""
+    from onnx import TensorProto
+
+    from hwnas.predictors.subgraphs import body_model
+
+    def read(graph, input_types):
+        try:
+            features, uncounted = read_graph(
+                body_model(graph, input_types, scope.weights, scope.types, scope.opsets),
+                scope.per_image,
+            )
+        except (HwnasError, KeyError):
+            return None
+        features = features.copy()
+        features[COLUMN["input_elems"]] = 0.0  # the body's inputs are the graph's tensors
+        return features, uncounted
+
+    def declared(i, fallback):  # a body input's own element type, else the outer tensor's
+        return i.type.tensor_type.elem_type or fallback[0], fallback[1]
+
+    try:
+        if node.op_type == "If":
+            branches = [read(attrs[b], []) for b in ("then_branch", "else_branch")]
+            if None in branches:
+                return None
+            macs = [i for n, i in COLUMN.items() if n.startswith("macs_")]
+            return max(branches, key=lambda b: (b[0][macs].sum(), b[0].sum()))
+        body = attrs["body"]
+        if node.op_type == "Loop":
+            trip = node.input[0] if node.input else ""
+            cond = node.input[1] if len(node.input) > 1 else ""
+            trips = scope.value(trip) if trip else None
+            go = scope.value(cond) if cond else np.array(True)
+            if trips is None or trips.size != 1 or go is None or not bool(go.reshape(-1)[0]):
+                return None
+            given = [(TensorProto.INT64, []), (TensorProto.BOOL, [])]
+            given += [scope.type(n) for n in node.input[2:]]
+            steps = float(trips.reshape(-1)[0])
+        else:  # Scan (opset 9+): state values, then the scanned inputs
+            n_scan = int(attrs["num_scan_inputs"])
+            states, scanned = node.input[: len(node.input) - n_scan], node.input[-n_scan:]
+            axes = list(attrs.get("scan_input_axes") or [0] * n_scan)
+            given = [scope.type(n) for n in states]
+            steps = None
+            for name, axis in zip(scanned, axes):
+                elem, shape = scope.type(name)
+                axis = axis % len(shape)
+                written = scope.written.get(name) or []  # a time-first axis 0 is no batch
+                size = written[axis] if len(written) == len(shape) else None
+                steps = (size or shape[axis]) if steps is None else steps
+                given.append((elem, shape[:axis] + shape[axis + 1 :]))
+            if not steps:
+                return None
+        counted = read(body, [declared(i, t) for i, t in zip(body.input, given)])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    if counted is None:
+        return None
+    features = counted[0] * steps
+    features[COLUMN["params"]] = counted[0][COLUMN["params"]]  # the same weights every step
+    return features, counted[1]
 
 
 def _conv_shapes(x, w, y) -> bool:
@@ -353,14 +488,16 @@ def _plane(spatial) -> tuple[int, int]:
     return int(np.prod(dims[:-1])), dims[-1]
 
 
-def _transposed_conv(acc, node, attrs, shapes) -> bool:
-    """Count a ConvTranspose node (1-D, 2-D or 3-D); False when its shapes are unknown."""
+def _transposed_conv(acc, node, attrs, shapes, batch: int | None = 1) -> bool:
+    """Count a ConvTranspose node (1-D, 2-D or 3-D), for ``batch`` inputs (None: its input's
+    first axis); False when its shapes are unknown."""
     x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
     y = shapes.get(node.output[0])
     if not _conv_shapes(x, w, y):
         return False
     groups = int(attrs.get("group", 1))  # weight: (C_in, C_out / group, *kernel)
-    acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]), transposed=True)
+    acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]), transposed=True,
+             batch=x[0] if batch is None else batch)  # fmt: skip
     return True
 
 

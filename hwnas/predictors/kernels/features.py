@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwnas.predictors.kernels.read import Kernel
+from hwnas.predictors.subgraphs import CONTROL_FLOW
 
 FEATURES: tuple[str, ...] = (
     "log_macs",
@@ -81,6 +82,9 @@ def macs(kernel: Kernel) -> float:
     shapes (directions, gates x hidden, input or hidden size)); the larger of input and output
     elements for any other kernel (what a memory-bound kernel touches)."""
     out = float(np.prod(kernel.outputs[0])) if kernel.outputs else 0.0
+    if kernel.op in CONTROL_FLOW and kernel.model:  # its subgraphs' work, every iteration
+        products, elements = subgraph_work(kernel)
+        return products or max(elements, out)
     if kernel.op in RECURRENT_OPS and len(kernel.inputs) >= 3 and kernel.inputs[0].shape:
         x = kernel.inputs[0].shape  # (steps, batch, input size); (batch, steps, ...) if layout=1
         w, r = kernel.inputs[1], kernel.inputs[2]
@@ -143,8 +147,49 @@ def streamed_bytes(kernel: Kernel) -> float:
 
 
 def work_class(kernel: Kernel) -> str:
-    """ "compute" for :data:`COMPUTE_OPS`, else "memory"."""
+    """ "compute" for :data:`COMPUTE_OPS` and a control-flow kernel whose subgraphs multiply,
+    else "memory"."""
+    if kernel.op in CONTROL_FLOW and kernel.model:
+        return "compute" if subgraph_work(kernel)[0] else "memory"
     return "compute" if kernel.op in COMPUTE_OPS else "memory"
+
+
+def subgraph_work(kernel: Kernel) -> tuple[float, float]:
+    """(multiply-accumulates, output elements) of a control-flow kernel's subgraphs (a Loop's
+    body every iteration: :func:`hwnas.predictors.graph.read_graph` on its one-node model);
+    (0, 0) where they cannot be read. What its time follows before it is timed."""
+    if kernel.key not in _SUBGRAPH_WORK:
+        import onnx
+
+        from hwnas.errors import HwnasError
+        from hwnas.predictors.graph import COLUMN, read_graph
+
+        try:
+            f = read_graph(onnx.load_from_string(kernel.model), per_image=False)[0]
+        except HwnasError:
+            f = np.zeros(len(COLUMN))
+        products = sum(f[i] for n, i in COLUMN.items() if n.startswith("macs_"))
+        elements = sum(
+            f[i] for n, i in COLUMN.items() if n.endswith("_elems") and n != "input_elems"
+        )
+        _SUBGRAPH_WORK[kernel.key] = (float(products), float(elements))
+    return _SUBGRAPH_WORK[kernel.key]
+
+
+_SUBGRAPH_WORK: dict[str, tuple[float, float]] = {}
+
+
+def subgraph_runs(kernel: Kernel) -> float:
+    """Nodes a control-flow kernel's subgraphs run, every iteration
+    (:func:`hwnas.predictors.subgraphs.node_runs`); 0 for any other kernel. Each is a
+    dispatch the kernel pays inside."""
+    if kernel.op not in CONTROL_FLOW or not kernel.model:
+        return 0.0
+    import onnx
+
+    from hwnas.predictors.subgraphs import node_runs
+
+    return max(node_runs(onnx.load_from_string(kernel.model)) - 1.0, 0.0)
 
 
 def _dims(shape: tuple[int, ...]) -> list[float]:

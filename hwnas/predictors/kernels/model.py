@@ -46,7 +46,12 @@ import numpy as np
 
 from hwnas.errors import HwnasError
 from hwnas.predictors.base import Model, Predictor, check_calibration
-from hwnas.predictors.kernels.features import kernel_type, streamed_bytes, work_class
+from hwnas.predictors.kernels.features import (
+    kernel_type,
+    streamed_bytes,
+    subgraph_runs,
+    work_class,
+)
 from hwnas.predictors.kernels.read import Kernel, ModelKernels, read_kernels
 from hwnas.predictors.kernels.regress import KernelRegressors
 
@@ -330,7 +335,8 @@ class KernelPredictor(Predictor):
             if k.key in self._times:
                 continue
             if st == "unseen":  # a type nobody timed: a guess from its work
-                self._times[k.key] = (o + regressors.guess_ms(k), UNSEEN_REL_STD, st)
+                guess = regressors.guess_ms(k) + self.dispatch_ms * subgraph_runs(k)
+                self._times[k.key] = (o + guess, UNSEEN_REL_STD, st)
             else:
                 self._times[k.key] = (o + float(np.exp(mu)), float(sd), st)
             self.counts["predicted"] += 1

@@ -41,6 +41,7 @@ import numpy as np
 
 from hwnas.errors import HwnasError
 from hwnas.export import content_hash
+from hwnas.predictors.subgraphs import outer_reads
 
 SMALL_CONSTANT = 64
 """Constant inputs with at most this many elements are part of a kernel's identity by value (a
@@ -183,6 +184,10 @@ def _attr_value(a) -> Any:
     v = helper.get_attribute_value(a)
     if isinstance(v, bytes):
         return v.decode()
+    if hasattr(v, "node") and hasattr(v, "initializer"):  # a subgraph (Loop's body): a digest
+        return ("graph", content_hash(v.SerializeToString(deterministic=True)))
+    if isinstance(v, (list, tuple)) and v and hasattr(v[0], "node"):
+        return tuple(("graph", content_hash(g.SerializeToString(deterministic=True))) for g in v)
     if isinstance(v, (list, tuple)):
         return tuple(x.decode() if isinstance(x, bytes) else x for x in v)
     if hasattr(v, "dims"):  # a tensor attribute: its shape and a digest of its values
@@ -279,6 +284,32 @@ def probe_shapes(model) -> dict[str, list[int]]:
     return {name: list(v.shape) for name, v in values.items()}
 
 
+def probe_values(model) -> dict[str, np.ndarray]:
+    """Value of every tensor of ``model`` (an ``onnx.ModelProto``, not optimised) of at most
+    :data:`SMALL_CONSTANT` elements (a Loop's trip count, a computed shape), from one ONNX
+    Runtime run at batch 1 on the inputs :mod:`hwnas.onnx_inputs` feeds; {} when ONNX Runtime
+    cannot run it.
+
+    Raises:
+        HwnasError: an input too large to allocate (:func:`hwnas.limits.input_size`).
+    """
+    from hwnas.limits import input_size
+    from hwnas.onnx_inputs import feeds, model_inputs
+
+    try:
+        specs = model_inputs(model)
+    except HwnasError:
+        return {}
+    for s in specs:
+        input_size(f"reading a loop's iterations needs one run of the model; input "
+                   f"'{s.name}'", s.shape)  # fmt: skip
+    try:
+        values = _tensor_values(model, feeds(specs))
+    except Exception:  # noqa: BLE001 (the caller counts what it cannot read as unread)
+        return {}
+    return {name: v for name, v in values.items() if v.size <= SMALL_CONSTANT}
+
+
 def _data_dependent(model) -> set[str]:
     """The tensors of ``model`` whose values depend on its inputs' values: the graph inputs
     and every output of a node reading one, except ``Shape``/``Size`` (a shape is known before
@@ -286,9 +317,15 @@ def _data_dependent(model) -> set[str]:
     weights = {t.name for t in model.graph.initializer}
     out = {i.name for i in model.graph.input if i.name not in weights}
     for node in model.graph.node:  # a graph's nodes are in topological order
-        if node.op_type not in ("Shape", "Size") and any(i in out for i in node.input):
+        if node.op_type not in ("Shape", "Size") and any(i in out for i in _reads(node)):
             out.update(o for o in node.output if o)
     return out
+
+
+def _reads(node) -> list[str]:
+    """Every tensor ``node`` reads: its inputs, then the outer-scope values its subgraphs
+    read (a Loop's body reading the model's input by name)."""
+    return [*node.input, *outer_reads(node)]
 
 
 def read_kernels(
@@ -341,12 +378,13 @@ def read_kernels(
         if node.op_type == "Constant":
             bookkeeping += 1
             continue
+        reads = _reads(node)
         floats_in = [
-            i for i in node.input
+            i for i in reads
             if i and i not in weights and i in values and _floating(values[i].dtype)
         ]  # fmt: skip
         indices_in = [
-            i for i in node.input
+            i for i in reads
             if i and i not in weights and i in dynamic and not _floating(values[i].dtype)
         ]  # fmt: skip (token ids an embedding gathers)
         data_out = [
@@ -356,7 +394,7 @@ def read_kernels(
         # ONNX Runtime folds constant work into weights, but not a QDQ model's
         # DequantizeLinear of int8 weights: it turns them into float ones every call
         unfolded = not (floats_in or indices_in) and any(
-            i in weights and _integer_weight(weights[i]) for i in node.input
+            i in weights and _integer_weight(weights[i]) for i in reads
         ) and any(
             _floating(values[o].dtype) and values[o].size > SMALL_CONSTANT
             for o in node.output if o in values
@@ -381,12 +419,14 @@ def _kernel(
 
     specs: list[TensorSpec] = []
     graph_inputs, initializers, renamed = [], [], {}
-    for k, name in enumerate(node.input):
+    captured = [n for n in outer_reads(node) if n in weights or n in values]
+    for k, name in enumerate([*node.input, *captured]):
         if not name:
             continue
         if name in renamed:
             continue
-        new = f"in{k}"
+        # a subgraph reads an outer-scope value by its own name: it keeps it
+        new = f"in{k}" if k < len(node.input) else name
         renamed[name] = new
         if name in weights and not (unfolded and _integer_weight(weights[name])):
             t = weights[name]
