@@ -16,7 +16,8 @@ products; the products of recurrent layers (``LSTM``, ``GRU``, ``RNN``) and cont
 ``Einsum`` nodes count as Gemm MACs. Element counts are the output elements of a node. The nodes
 of a control-flow node's subgraphs are counted as the node runs them: a ``Loop``'s body once
 per iteration, a ``Scan``'s once per scanned element, an ``If``'s costlier branch (their
-parameters once; :mod:`hwnas.predictors.subgraphs`). ONNX ``Identity``, ``Shape``,
+parameters once; :mod:`hwnas.predictors.subgraphs`), and a local function's (a module exported
+by ``export_modules_as_functions``) as if inlined. ONNX ``Identity``, ``Shape``,
 ``Constant``, ``Flatten`` and other shape bookkeeping nodes, and cheap element-wise math, have
 no cost here. Any other operator (``Resize``, a quantised convolution, a loop whose number of
 iterations depends on the data...) is not counted either, but it is named:
@@ -249,6 +250,10 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
     import onnx
     from onnx import numpy_helper
 
+    if model.functions:  # a module exported as a local function (export_modules_as_functions)
+        from onnx.inliner import inline_local_functions
+
+        model = inline_local_functions(model)
     graph = _infer_shapes(model).graph
     shapes: dict[str, list[int]] = {}
     full: dict[str, list[int | None]] = {}  # every dimension as written (None: symbolic)

@@ -237,3 +237,36 @@ def test_one_and_three_dimensional_convolutions_are_counted_exactly(tmp_path):
     assert video[COLUMN["macs_conv_depthwise"]] == 8 * 4 * 10 * 12
     assert video[COLUMN["params"]] == 8 * 3 * 27 + 8
     assert video[COLUMN["input_elems"]] == 3 * 4 * 10 * 12
+
+
+@pytest.mark.slow
+def test_modules_exported_as_local_functions_are_counted_as_when_inlined(tmp_path):
+    """PyTorch's ``export_modules_as_functions`` writes each block as an ONNX local function
+    (a node of the model's own domain): its convolutions are counted as in the plain export.
+    (main: "operators this predictor's graph features do not count (Block x3)", and 3 of the
+    4 convolutions left out.)"""
+    import torch
+    from torch import nn
+
+    from hwnas.predictors.graph import load_graph_model
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(8, 8, 3, padding=1)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x)) + x
+
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), Block(), Block(), Block()).eval()
+    x = torch.randn(1, 3, 32, 32)
+    plain, functions = tmp_path / "plain.onnx", tmp_path / "functions.onnx"
+    torch.onnx.export(net, (x,), str(plain), dynamo=False)
+    torch.onnx.export(net, (x,), str(functions), dynamo=False, export_modules_as_functions={Block})
+    import onnx
+
+    assert onnx.load(str(functions)).functions  # the blocks are functions
+    read = load_graph_model(functions)
+    assert read.uncounted == {}
+    assert read.features[COLUMN["n_conv"]] == 4
+    np.testing.assert_array_equal(read.features, load_graph_model(plain).features)
