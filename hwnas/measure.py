@@ -213,17 +213,10 @@ class Profiler:
             value = self.device.measure(workload, metric)
             self.counts.read += 1  # a value read (a table's gap raises first)
             return value
-        key = (
-            self.device.name,
-            self.device.runtime,
-            metric,
-            workload.model_hash,
-            workload.input_shape,
-        )
-        found = self.store.lookup(*key)
+        found = self.stored(workload, metric)
         if found is None or found.flagged:
             with self.store.device_lock(self.device.name):
-                found = self.store.lookup(*key)
+                found = self.stored(workload, metric)
                 if found is None or found.flagged:
                     m = self._take(workload)[metric]
                     if m.flagged and not allow_flagged:
@@ -231,6 +224,15 @@ class Profiler:
                     return m
         self.counts.reused += 1
         return found
+
+    def stored(self, workload: Workload, metric: str = "latency_ms") -> Measurement | None:
+        """The store's measurement of ``workload`` on this device and runtime (flagged or
+        not), or None: what :meth:`measure` would reuse rather than take."""
+        if self.store is None:
+            return None
+        key = (self.device.name, self.device.runtime, metric, workload.model_hash,
+               workload.input_shape)  # fmt: skip
+        return self.store.lookup(*key)
 
     def _take(self, workload: Workload) -> dict[str, Measurement]:
         """Measure every metric of the device (re-measuring flagged results after waiting for a

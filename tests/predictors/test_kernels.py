@@ -383,3 +383,60 @@ def test_int8_weights_dequantized_every_call_are_a_kernel_that_runs_alone():
     s = ort.InferenceSession(dq.onnx_bytes(), providers=["CPUExecutionProvider"])
     (out,) = s.run(None, {"in0": wq})
     assert out.shape == (32, 32, 3, 3) and np.allclose(out, wq * np.float32(0.01))
+
+
+def test_each_kernel_sheds_the_call_overhead_timed_with_it(tmp_path):
+    """A kernel timed alone pays the runtime's per-call overhead, which moves on a shared or
+    throttling machine (3.2-5.9 us within minutes on this project's VM). Here the machine's
+    calls get 3 us slower between the device's overhead probe and the kernels' timing: each
+    kernel keeps the overhead timed with it, so its time inside a network is still its work
+    (4 us), where subtracting the probe's overhead made it 7 us. (main: a text classifier of
+    37 kernels of 5-10 us was predicted at 0.151 ms against 0.062 ms measured.)"""
+    from dataclasses import replace
+
+    from onnx import TensorProto, helper
+
+    from hwnas.devices import get_device
+    from hwnas.devices.base import Measurement
+    from hwnas.measure import Profiler
+    from hwnas.store import MeasurementStore
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Softmax", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [x], [y])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    model = GraphModel("two.onnx", np.zeros(1), proto.SerializeToString())
+
+    device = get_device("cpu-fast")
+    slower = {"ms": 0.0}  # what every call pays on top, now
+
+    def measure_all(workload):  # call overhead 1 us (+ 0.1 us per extra node); kernels 4 us
+        if workload.label.startswith("kernel overhead"):
+            nodes = 65 if "65 nodes" in workload.label else 1
+            work = 0.0001 * (nodes - 1)
+        else:
+            work = 0.004
+        value = 0.001 + work + slower["ms"]
+        m = Measurement(device.name, device.runtime, "latency_ms", workload.model_hash,
+                        workload.label, 1, workload.input_shape, value)  # fmt: skip
+        if workload.info:
+            m = replace(m, extra={"workload": workload.info})
+        return {"latency_ms": m}
+
+    device.measure_all = measure_all
+    with MeasurementStore(tmp_path / "m.db") as store:
+        kp = KernelPredictor(Profiler(device, store), budget=10)
+        assert kp.overhead_ms == pytest.approx(0.001) and kp.dispatch_ms == pytest.approx(0.0001)
+        slower["ms"] = 0.003
+        e = kp.estimate(model)
+        n = e.kernels + e.bookkeeping
+        assert e.measured == 2 and e.total_ms == pytest.approx(2 * 0.004 + n * 0.0001)
+        kept = [m.extra["workload"]["overhead_ms"] for m in store.measurements("cpu-fast")
+                if "kernel" in m.extra.get("workload", {})]  # fmt: skip
+        assert kept == pytest.approx([0.004, 0.004])
+        # a predictor started later, at yet another speed, reads the same times from the store
+        slower["ms"] = -0.0005
+        again = KernelPredictor(Profiler(device, store), budget=10).estimate(model)
+        assert again.measured == 2 and again.total_ms == pytest.approx(e.total_ms)

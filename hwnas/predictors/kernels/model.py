@@ -212,17 +212,21 @@ class KernelPredictor(Predictor):
 
         dev = self.profiler.device
         stored = stored_kernels(self.profiler.store, dev.name, dev.runtime)
-        for key, (_, m) in stored.items():
-            self._times[key] = (m.value, max(MEASURED_REL_STD, m.cv), "measured")
+        self.add_measured([k for k, _ in stored.values()], [m for _, m in stored.values()])
         if self.regressors is None:
             kernels = [k for k, _ in stored.values()]
-            values = [m.value for _, m in stored.values()]
+            values = [self._times[k.key][0] for k in kernels]
             self.regressors = KernelRegressors().fit(kernels, values, self.overhead_ms)
 
     def add_measured(self, kernels: Sequence[Kernel], measurements: Sequence[Any]) -> None:
-        """Use these kernels' measured times (from a store the profiler does not read)."""
+        """Use these kernels' measured times (from a store the profiler does not read), each
+        with the per-call overhead timed with it replaced by the device's
+        (:func:`~hwnas.predictors.kernels.timing.alone_ms`)."""
+        from hwnas.predictors.kernels.timing import alone_ms
+
+        o = self.overhead_ms if measurements else 0.0
         for k, m in zip(kernels, measurements):
-            self._times[k.key] = (m.value, max(MEASURED_REL_STD, m.cv), "measured")
+            self._times[k.key] = (alone_ms(m, o), max(MEASURED_REL_STD, m.cv), "measured")
 
     @property
     def overhead_ms(self) -> float:
@@ -327,8 +331,8 @@ class KernelPredictor(Predictor):
             got, counts = time_kernels(self.profiler, chosen, on_kernel=self.on_kernel)
             self.counts["measured"] += counts.measured
             self.counts["reused"] += counts.reused
-            for key, m in got.items():
-                self._times[key] = (m.value, max(MEASURED_REL_STD, m.cv), "measured")
+            timed = [k for k in chosen if k.key in got]
+            self.add_measured(timed, [got[k.key] for k in timed])
         if any(st == "unseen" and k.key not in self._times for k, _, _, st in unsure):
             self._use_device_speed(regressors)
         for k, mu, sd, st in unsure:

@@ -456,7 +456,7 @@ def sample_device(
         HwnasError: the device does not run ONNX Runtime models.
     """
     from hwnas.errors import HwnasError
-    from hwnas.predictors.kernels.timing import stored_kernels, time_kernels
+    from hwnas.predictors.kernels.timing import alone_ms, overheads, stored_kernels, time_kernels
 
     dev = profiler.device
     if getattr(dev, "runtime_name", None) != "ort" or not dev.runs_models:
@@ -465,10 +465,11 @@ def sample_device(
             f"{dev.runtime or 'no runtime'}"
         )
     stored = stored_kernels(profiler.store, dev.name, dev.runtime)
-    known = ([k for k, _ in stored.values()], [m.value for _, m in stored.values()])
+    o = overheads(profiler)[0]  # each time as if its call had paid the device's overhead
+    known = ([k for k, _ in stored.values()], [alone_ms(m, o) for _, m in stored.values()])
 
     def timer(kernels: list[Kernel]) -> dict[str, float]:
         got, _ = time_kernels(profiler, kernels)
-        return {key: m.value for key, m in got.items()}
+        return {key: alone_ms(m, o) for key, m in got.items()}
 
     return adaptive_sample(timer, budget, seed=seed, known=known, log=log)
