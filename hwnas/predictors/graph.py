@@ -380,6 +380,8 @@ class _Scope:
             tt = vi.type.tensor_type
             if tt.HasField("shape") and vi.name in full:
                 self.types[vi.name] = (tt.elem_type, shapes.get(vi.name) or full[vi.name])
+        for name, shape in shapes.items():  # probed where ONNX could not infer (float data)
+            self.types.setdefault(name, (1, shape))
         self._run: dict | None = None
 
     def value(self, name: str) -> np.ndarray | None:
@@ -392,7 +394,10 @@ class _Scope:
         if self._run is None:
             from hwnas.predictors.kernels.read import probe_values
 
-            self._run = probe_values(self.model)
+            try:
+                self._run = probe_values(self.model)
+            except HwnasError:  # an input too large to run: the loop stays uncounted
+                self._run = {}
         return self._run.get(name)
 
     def type(self, name: str) -> tuple[int, list[int | None]]:

@@ -117,7 +117,8 @@ def body_model(
 def node_runs(model) -> float:
     """How many nodes one run of ``model`` (an ``onnx.ModelProto``, static shapes: a kernel's
     one-node model) executes, counting each subgraph's nodes once per iteration: a Loop's
-    trip count where it is a weight (else 1), a Scan's scanned length, an If's larger branch.
+    trip count where it is one of the model's weights (else 1), a Scan's scanned length where
+    it scans one of the model's inputs (else 1), an If's larger branch.
     Each costs the runtime a dispatch, which a loop of small steps spends mostly on."""
     from onnx import numpy_helper
 
@@ -144,7 +145,7 @@ def node_runs(model) -> float:
             inner = [runs(g) for g in subgraphs(node)]
             if inner:
                 attrs = {a.name: a for a in node.attribute}
-                steps = trips(node, attrs) if graph is model.graph else 1.0
+                steps = trips(node, attrs)  # names are unique across a model's scopes
                 total += steps * (max(inner) if node.op_type == "If" else sum(inner))
         return total
 

@@ -196,3 +196,36 @@ def test_a_scripted_recurrent_cell_is_read_and_predicted(tmp_path, capsys):
     assert "gru_cell.onnx:" in out and "do not count" not in err
     assert main(["predict", "--device", "cpu", "--kernel-budget", "0", "--onnx", str(path)]) == 0
     assert "gru_cell.onnx:" in capsys.readouterr().out
+
+
+def test_nested_loops_multiply_their_iterations(tmp_path):
+    """A Loop of 3 whose body runs a Loop of 2 multiplying by the model's W: 6 products in the
+    graph features; as one kernel, 18 nodes run inside it (3 x (2 + 2 x 2))."""
+
+    def body(name, inner=None):
+        p = name + "_"
+        if inner is None:
+            step = h.make_node("MatMul", [p + "y", "W"], [p + "out"])
+        else:
+            step = h.make_node("Loop", ["two", "", p + "y"], [p + "out"], body=inner)
+        return h.make_graph(
+            [h.make_node("Identity", [p + "c"], [p + "c_out"]), step], name,
+            [h.make_tensor_value_info(p + "i", T.INT64, []),
+             h.make_tensor_value_info(p + "c", T.BOOL, []),
+             h.make_tensor_value_info(p + "y", T.FLOAT, ["a", "b"])],
+            [h.make_tensor_value_info(p + "c_out", T.BOOL, []),
+             h.make_tensor_value_info(p + "out", T.FLOAT, ["a", "b"])],
+        )  # fmt: skip
+
+    nested = _model(
+        [h.make_node("Loop", ["three", "", "x"], ["y"], body=body("outer", body("inner")))],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 32])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 32])],
+        [W, nh.from_array(np.array(3, np.int64), "three"),
+         nh.from_array(np.array(2, np.int64), "two")],
+    )  # fmt: skip
+    path = _save(nested, tmp_path / "nested.onnx")
+    g = load_graph_model(path)
+    assert g.uncounted == {} and g.features[COLUMN["macs_gemm"]] == 6 * 32 * 32
+    (loop,) = read_kernels(open(path, "rb").read()).kernels
+    assert subgraph_runs(loop) == 18 and macs(loop) == 6 * 32 * 32
