@@ -5,8 +5,9 @@ tokens; a 2-layer encoder at 64 tokens with one input and with ids + mask; BERT-
 et al. 2019: 12 layers, 768 wide, 12 heads, token, position and segment embeddings, 128
 tokens, ids + segment ids + mask, exported once with the TorchScript exporter and once with
 the default exporter, which writes its weights to ``model.onnx.data``), plus well-known CNNs
-at small sizes (:mod:`hwnas.known_networks`) and ResNet-18 quantized to int8 (dynamically and
-statically, by ONNX Runtime's quantization tool), and prints for each the latency ``hwnas
+at small sizes (:mod:`hwnas.known_networks`), ResNet-18 quantized to int8 (dynamically and
+statically, by ONNX Runtime's quantization tool) and a GRU cell stepped by a scripted loop (an
+ONNX ``Loop``), and prints for each the latency ``hwnas
 measure`` takes, the kernel-level prediction ``hwnas predict`` gives with its 90% interval, and
 whether the measurement is inside. The prediction uses whatever calibration the machine's store
 holds (``hwnas refset measure --device cpu --space vit`` / ``--space mobilenetv4``: run them
@@ -98,6 +99,36 @@ def cnn_models(folder: Path) -> list[tuple[str, Path, dict]]:
     return out
 
 
+def control_flow_models(folder: Path) -> list[tuple[str, Path, dict]]:
+    """A GRU cell written by hand and stepped over 40 tokens by a Python loop, exported by
+    TorchScript's scripting: an ONNX Loop whose body reads the cell's weights and the input
+    from the graph around it (hwnas could not read it before 2026-11-29)."""
+    import torch
+    from torch import nn
+
+    class Cell(nn.Module):
+        def __init__(self, d=128, hidden=256):
+            super().__init__()
+            self.x, self.h = nn.Linear(d, 3 * hidden), nn.Linear(hidden, 3 * hidden)
+            self.hd, self.out = hidden, nn.Linear(hidden, 10)
+
+        def forward(self, x):  # (batch, tokens, d)
+            state = torch.zeros(x.size(0), self.hd)
+            for t in range(x.size(1)):
+                gx, gh = self.x(x[:, t]), self.h(state)
+                r = torch.sigmoid(gx[:, : self.hd] + gh[:, : self.hd])
+                z = torch.sigmoid(gx[:, self.hd : 2 * self.hd] + gh[:, self.hd : 2 * self.hd])
+                n = torch.tanh(gx[:, 2 * self.hd :] + r * gh[:, 2 * self.hd :])
+                state = (1 - z) * n + z * state
+            return self.out(state)
+
+    torch.manual_seed(0)
+    path = folder / "scripted_gru_cell.onnx"
+    torch.onnx.export(torch.jit.script(Cell().eval()), (torch.randn(1, 40, 128),), str(path),
+                      dynamo=False, input_names=["x"])  # fmt: skip
+    return [("GRU cell, scripted Loop (40 steps)", path, {})]
+
+
 def int8_models(folder: Path) -> list[tuple[str, Path, dict]]:
     """ResNet-18 at 64x64 quantized to int8 by ONNX Runtime's own tool, dynamically
     (``ConvInteger``) and statically in the QDQ format (``QLinearConv``), calibrated on 4
@@ -146,6 +177,7 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
     models = text_models(folder, not args.no_bert_base) + cnn_models(folder) + int8_models(folder)
+    models += control_flow_models(folder)
     print(f"{'model':32s} {'measured ms':>11s} {'predicted ms':>12s} {'90% interval':>18s}"
           f" {'ratio':>6s}  inside")  # fmt: skip
     inside = 0
