@@ -443,6 +443,10 @@ class TvmRuntime(Runtime):
         from hwnas.onnx_inputs import model_inputs
 
         model = onnx.load_from_string(onnx_bytes)
+        if model.functions:  # TVM's importer knows no local functions (a module exported as one)
+            from onnx.inliner import inline_local_functions
+
+            model = inline_local_functions(model)
         try:
             specs = model_inputs(model, first_shape=tuple(input_shape))
         except HwnasError as exc:

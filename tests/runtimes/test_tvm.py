@@ -70,6 +70,39 @@ def test_tvm_runs_a_text_model_with_token_ids_and_a_mask(tvm_cache):
 
 
 @pytest.mark.slow
+def test_tvm_compiles_a_model_whose_blocks_are_onnx_local_functions(tvm_cache):
+    """PyTorch's ``export_modules_as_functions`` writes blocks as ONNX local functions, which
+    TVM's importer does not know ("not supported for frontend ONNX: Block"): they are inlined
+    first, and TVM computes what ONNX Runtime does."""
+    import onnx
+    import onnxruntime as rt
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.full((4, 4, 1, 1), 0.1, np.float32), "w")
+    block = helper.make_function(
+        "mine", "Block", ["a", "k"], ["b"],
+        [helper.make_node("Conv", ["a", "k"], ["c"]), helper.make_node("Relu", ["c"], ["b"])],
+        [helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Block", ["x", "w"], ["h"], domain="mine"),
+         helper.make_node("Block", ["h", "w"], ["y"], domain="mine")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w],
+    )  # fmt: skip
+    model = helper.make_model(graph, functions=[block], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("mine", 1)])  # fmt: skip
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    data = model.SerializeToString()
+    runtime = TvmRuntime(trials_per_task=0, device="cpu-fast", cache_dir=tvm_cache)
+    executable = runtime.compile(data, (1, 4, 8, 8))
+    x = np.random.default_rng(0).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    want = rt.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(executable.predict(x), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
 def test_ort_and_tvm_time_the_same_architectures_and_rank_them_alike(tvm_cache):
     archs = [SPACE.parse(t) for t in (SMALL, MIXED, LARGE)]
     ort = get_device("cpu-fast")
