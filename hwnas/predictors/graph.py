@@ -12,8 +12,9 @@ Conventions (batch 1): a convolution is *depthwise* when ``group == C_in > 1``, 
 ``1 < group < C_in``, *pointwise* when its kernel is 1x1 and ``group == 1``, *dense* otherwise;
 1-D and 3-D convolutions (audio, video) count as 2-D ones with the same sizes' products.
 Multiply-accumulates (MACs) count convolution (``Conv``, ``ConvTranspose``) and Gemm/MatMul
-products; the products of recurrent layers (``LSTM``, ``GRU``, ``RNN``) and contracting
-``Einsum`` nodes count as Gemm MACs. Element counts are the output elements of a node. The nodes
+products; the products of recurrent layers (``LSTM``, ``GRU``, ``RNN``), contracting
+``Einsum`` nodes and opset 23's ``Attention`` (queries x keys and scores x values, its softmax
+an activation) count as Gemm MACs. Element counts are the output elements of a node. The nodes
 of a control-flow node's subgraphs are counted as the node runs them: a ``Loop``'s body once
 per iteration, a ``Scan``'s once per scanned element, an ``If``'s costlier branch (their
 parameters once; :mod:`hwnas.predictors.subgraphs`), and a local function's (a module exported
@@ -69,11 +70,11 @@ COLUMN = {name: i for i, name in enumerate(GRAPH_COLUMNS)}
 
 ACTIVATIONS = frozenset(
     ("Relu HardSwish HardSigmoid Sigmoid Clip LeakyRelu Tanh Gelu Elu Erf Softmax "
-     "LayerNormalization").split()
+     "LayerNormalization RMSNormalization").split()
 )  # fmt: skip
 """Element-wise and row-wise nonlinear nodes counted as activations (``n_act``, ``act_elems``):
 a GELU exported at opset 17 is ``Erf`` between Div/Add/Mul, a transformer's attention has
-``Softmax`` and its layer norms ``LayerNormalization``."""
+``Softmax`` and its layer norms ``LayerNormalization`` (``RMSNormalization`` at opset 23)."""
 POOLS = frozenset({"AveragePool", "MaxPool", "LpPool"})
 GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool"})
 RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
@@ -353,6 +354,14 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
         elif op == "Einsum":
             if not _einsum(acc, node, attrs, shapes, full, constants, elems):
                 uncounted[op] += 1
+        elif op == "Attention" and node.domain in ("", "ai.onnx"):  # opset 23's
+            counted = attention_products(*[shapes.get(n) if n else None for n in
+                                           (list(node.input) + [""] * 6)[:6]], attrs)  # fmt: skip
+            if counted is None:
+                uncounted[op] += 1
+            else:
+                acc.add("macs_gemm", counted[0])
+                acc.elementwise("act", counted[1])  # its softmax over the scores
         elif op in CONTROL_FLOW:
             counted = _control_flow(node, attrs, scope)
             if counted is None:
@@ -479,6 +488,30 @@ def _control_flow(node, attrs, scope: _Scope) -> tuple[np.ndarray, dict[str, int
     features = counted[0] * steps
     features[COLUMN["params"]] = counted[0][COLUMN["params"]]  # the same weights every step
     return features, counted[1]
+
+
+def attention_products(q, k, v, mask=None, past_key=None, past_value=None, attrs=None):
+    """(multiply-accumulates, attention scores) of one ONNX ``Attention`` node (opset 23: the
+    dynamo exporter's ``scaled_dot_product_attention``) per batch element: queries times keys
+    and scores times values, ``heads x q_seq x kv_seq x (head_size + v_head_size)``, the keys
+    of a cache (``past_key``) included. ``q``, ``k``, ``v``: shapes (batch, heads, seq, size),
+    or (batch, seq, hidden) with the ``q_num_heads`` and ``kv_num_heads`` attributes; None
+    where a shape or an attribute it needs is unknown."""
+    attrs = attrs or {}
+    if not q or not k or not v or len(q) != len(k) or len(q) not in (3, 4):
+        return None
+    past = past_key[-2] if past_key and len(past_key) == 4 else 0
+    if len(q) == 4:
+        heads, q_seq, size = q[1], q[2], q[3]
+        kv_seq, v_size = k[2] + past, v[3]
+    else:
+        heads, kv_heads = int(attrs.get("q_num_heads", 0)), int(attrs.get("kv_num_heads", 0))
+        if heads <= 0 or kv_heads <= 0:
+            return None
+        q_seq, size = q[1], q[2] / heads
+        kv_seq, v_size = k[1] + past, v[2] / kv_heads
+    scores = float(heads * q_seq * kv_seq)
+    return scores * (size + v_size), scores
 
 
 def _conv_shapes(x, w, y) -> bool:

@@ -270,3 +270,47 @@ def test_modules_exported_as_local_functions_are_counted_as_when_inlined(tmp_pat
     assert read.uncounted == {}
     assert read.features[COLUMN["n_conv"]] == 4
     np.testing.assert_array_equal(read.features, load_graph_model(plain).features)
+
+
+def test_opset_23_attention_and_rms_normalization_are_counted(tmp_path, capsys):
+    """PyTorch's dynamo exporter writes ``scaled_dot_product_attention`` and ``nn.RMSNorm`` as
+    ONNX opset 23's ``Attention`` and ``RMSNormalization``: their products (queries x keys,
+    scores x values, per head) and normalisations are counted. (main: "operators this
+    predictor's graph features do not count (Attention x1, RMSNormalization x1)", the
+    attention's products left out.)"""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwnas.predictors.graph import load_graph_model
+    from hwnas.predictors.kernels.features import macs
+    from hwnas.predictors.kernels.read import read_kernels
+
+    t, d, heads = 32, 64, 4
+    w = {n: numpy_helper.from_array(np.full((d, d), 0.01, np.float32), n) for n in "qkv"}
+    scale = numpy_helper.from_array(np.ones(d, np.float32), "g")
+    nodes = [helper.make_node("RMSNormalization", ["x", "g"], ["n"], axis=-1)]
+    nodes += [helper.make_node("MatMul", ["n", n], [n + "_"]) for n in "qkv"]
+    nodes.append(helper.make_node("Attention", ["q_", "k_", "v_"], ["y"], q_num_heads=heads,
+                                  kv_num_heads=heads))  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, t, d])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, t, d])], [*w.values(), scale],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    onnx.checker.check_model(model)
+    path = tmp_path / "attention.onnx"
+    onnx.save(model, str(path))
+    g = load_graph_model(path)
+    assert g.uncounted == {}
+    per_head = t * t * (d // heads) * 2  # queries x keys, then scores x values
+    assert g.features[COLUMN["macs_gemm"]] == 3 * t * d * d + heads * per_head
+    assert g.features[COLUMN["n_act"]] == 2  # the normalisation and the attention's softmax
+    assert g.features[COLUMN["act_elems"]] == t * d + heads * t * t
+    (attention,) = [k for k in read_kernels(path.read_bytes()).kernels if k.op == "Attention"]
+    assert macs(attention) == heads * per_head  # what its time follows before it is timed
+
+    from hwnas.cli import main
+
+    assert main(["predict", "--device", "pixel3", "--onnx", str(path)]) == 0
+    assert "do not count" not in capsys.readouterr().err

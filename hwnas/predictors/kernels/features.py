@@ -48,7 +48,7 @@ MATMUL_OPS = frozenset({"MatMul", "Gemm", "com.microsoft:FusedMatMul", "com.micr
 """Convolutions and matrix products, float and integer (an int8 model's, quantized by ONNX
 Runtime's tools: the first input is the data, the weight has the float one's shape)."""
 RECURRENT_OPS = frozenset({"LSTM", "GRU", "RNN"})
-COMPUTE_OPS = CONV_OPS | MATMUL_OPS | RECURRENT_OPS
+COMPUTE_OPS = CONV_OPS | MATMUL_OPS | RECURRENT_OPS | {"Attention"}
 """Ops whose time follows their multiply-accumulates (:func:`macs` counts them); every other
 op is memory-bound: its time follows the elements it touches."""
 ACTIVATIONS = {"": 0, "Relu": 1, "Clip": 2, "HardSigmoid": 3, "Sigmoid": 4, "LeakyRelu": 5,
@@ -79,9 +79,18 @@ def kernel_type(kernel: Kernel) -> str:
 def macs(kernel: Kernel) -> float:
     """Multiply-accumulates of a convolution, matrix product or recurrent layer (ONNX
     ``LSTM``/``GRU``/``RNN``: every step multiplies the input by ``W`` and the state by ``R``,
-    shapes (directions, gates x hidden, input or hidden size)); the larger of input and output
-    elements for any other kernel (what a memory-bound kernel touches)."""
+    shapes (directions, gates x hidden, input or hidden size)), of an opset-23 ``Attention``
+    (:func:`hwnas.predictors.graph.attention_products`) and of a control-flow kernel's
+    subgraphs; the larger of input and output elements for any other kernel (what a
+    memory-bound kernel touches)."""
     out = float(np.prod(kernel.outputs[0])) if kernel.outputs else 0.0
+    if kernel.op == "Attention" and len(kernel.inputs) >= 3:  # opset 23's, every batch element
+        from hwnas.predictors.graph import attention_products
+
+        q, k, v = (t.shape for t in kernel.inputs[:3])
+        counted = attention_products(q, k, v, attrs=kernel.attr)
+        if counted is not None:
+            return float(q[0]) * counted[0]
     if kernel.op in CONTROL_FLOW and kernel.model:  # its subgraphs' work, every iteration
         products, elements = subgraph_work(kernel)
         return products or max(elements, out)
