@@ -69,7 +69,7 @@ GRAPH_COLUMNS: tuple[str, ...] = (
 COLUMN = {name: i for i, name in enumerate(GRAPH_COLUMNS)}
 
 ACTIVATIONS = frozenset(
-    ("Relu HardSwish HardSigmoid Sigmoid Clip LeakyRelu Tanh Gelu Elu Erf Softmax "
+    ("Relu HardSwish HardSigmoid Sigmoid Clip LeakyRelu Tanh Gelu Elu Erf Softmax Mish Swish "
      "LayerNormalization RMSNormalization").split()
 )  # fmt: skip
 """Element-wise and row-wise nonlinear nodes counted as activations (``n_act``, ``act_elems``):
@@ -88,7 +88,7 @@ NOT_COUNTED = frozenset(
      "Neg Abs Exp Log Sqrt Reciprocal Pow Min Max Mean Floor Ceil Round Sign Mod "
      "Sin Cos Softplus Softsign Selu ThresholdedRelu PRelu HardMax LogSoftmax IsNaN IsInf "
      "ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2 ArgMax ArgMin "
-     "InstanceNormalization GroupNormalization DepthToSpace SpaceToDepth").split()
+     "InstanceNormalization GroupNormalization DepthToSpace SpaceToDepth RotaryEmbedding").split()
 )  # fmt: skip
 """Operators the features leave out by design: shape bookkeeping, and element-wise math or
 reductions that are cheap beside the products (ONNX Runtime folds BatchNormalization into the
