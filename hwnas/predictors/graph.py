@@ -70,7 +70,10 @@ COLUMN = {name: i for i, name in enumerate(GRAPH_COLUMNS)}
 
 ACTIVATIONS = frozenset(
     ("Relu HardSwish HardSigmoid Sigmoid Clip LeakyRelu Tanh Gelu Elu Erf Softmax Mish Swish "
-     "LayerNormalization RMSNormalization").split()
+     "LayerNormalization RMSNormalization "
+     # ONNX Runtime's own (com.microsoft), in models its transformer optimiser wrote
+     "SkipLayerNormalization SimplifiedLayerNormalization SkipSimplifiedLayerNormalization "
+     "EmbedLayerNormalization BiasGelu FastGelu QuickGelu BiasSoftmax").split()
 )  # fmt: skip
 """Element-wise and row-wise nonlinear nodes counted as activations (``n_act``, ``act_elems``):
 a GELU exported at opset 17 is ``Erf`` between Div/Add/Mul, a transformer's attention has
@@ -271,11 +274,18 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
     for init in graph.initializer:
         shapes[init.name] = list(init.dims)
     missing = [o for node in graph.node for o in node.output if o and o not in shapes]
+    probed: set[str] = set()  # shapes from the run: as the model runs them, not per image
     if missing:  # shapes ONNX inference cannot propagate (a chunk's computed Slice bounds)
         from hwnas.predictors.kernels.read import probe_shapes
 
         for name, shape in probe_shapes(model).items():
-            shapes.setdefault(name, shape)
+            if name not in shapes:
+                shapes[name] = shape
+                probed.add(name)
+    # a tensor of rank 2 or more is counted as written, over the batch the model was exported
+    # at: the first axis of a sequence-first tensor (PyTorch's attention, (tokens, batch,
+    # width)) or of a (tokens x batch, width) matrix is not the batch
+    batch = float(_exported_batch(model) or 1)
     initializers = {init.name for init in graph.initializer}
     constants = set(initializers)
     weights = {init.name: init for init in graph.initializer}
@@ -286,6 +296,13 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
                 if attr.name == "value":
                     shapes[node.output[0]] = list(numpy_helper.to_array(attr.t).shape)
                     weights[node.output[0]] = attr.t
+        elif node.op_type in RESHAPES | {"Cast"} and node.input[0] in constants:
+            # a weight re-laid out or shared through an Identity (the TorchScript exporter's
+            # for a layer deep-copied): a weight still, whose first axis is no batch
+            constants.update(o for o in node.output if o)
+            dims = full.get(node.output[0])
+            if dims and None not in dims:
+                shapes[node.output[0]] = dims
 
     acc = GraphAccumulator()
     uncounted: Counter[str] = Counter()
@@ -296,12 +313,25 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
     producer = {out: node for node in graph.node for out in node.output}
     scope = _Scope(model, graph, shapes, full, weights, per_image)
 
+    def written(name: str) -> float | None:
+        """Elements of one image's tensor ``name`` of rank 2 or more, from its shape as written
+        (or as run) over the exported batch; None otherwise."""
+        if not per_image or name in constants:
+            return None
+        dims = full.get(name)
+        if dims and len(dims) >= 2 and None not in dims:
+            return float(np.prod(dims)) / batch
+        if name in probed and len(shapes[name]) >= 2:
+            return float(np.prod(shapes[name])) / batch
+        return None
+
     def elems(name: str, depth: int = 0) -> float:
         """Elements of one image's tensor ``name``; through element-preserving reshapes when
         its own shape is unknown; 0 if unknown."""
         shape = shapes.get(name)
         if shape:
-            return float(np.prod(shape[1:] if per_image else shape))
+            size = written(name)
+            return size if size is not None else float(np.prod(shape[1:] if per_image else shape))
         node = producer.get(name)
         if node is not None and node.op_type in RESHAPES and depth < 8:
             return elems(node.input[0], depth + 1)
@@ -328,6 +358,10 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
             transposed = op == "Gemm" and int(attrs.get("transB", 0)) == 1
             n_in, n_out = (b[-1], b[0]) if transposed else (b[-2] if len(b) >= 2 else b[0], b[-1])
             rows = float(np.prod(a[1:-1] if per_image else a[:-1])) if len(a) >= 2 else 1.0
+            size = written(node.input[0])
+            if size is not None and a[-1] > 0:  # (tokens, batch, width) x W: every token
+                k = a[0] if op == "Gemm" and int(attrs.get("transA", 0)) else a[-1]
+                rows = size / k
             acc.add("macs_gemm", n_in * n_out * rows)
             if node.input[1] in constants:  # weights (not activation x activation)
                 acc.add("params", n_in * n_out)
@@ -362,6 +396,14 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
             else:
                 acc.add("macs_gemm", counted[0])
                 acc.elementwise("act", counted[1])  # its softmax over the scores
+        elif op in ("Attention", "MultiHeadAttention") and node.domain == "com.microsoft":
+            counted = _fused_attention(node, attrs, shapes)
+            if counted is None:
+                uncounted[op] += 1
+            else:
+                acc.add("macs_gemm", counted[0])
+                acc.add("params", counted[2])
+                acc.elementwise("act", counted[1])
         elif op in CONTROL_FLOW:
             counted = _control_flow(node, attrs, scope)
             if counted is None:
@@ -512,6 +554,34 @@ def attention_products(q, k, v, mask=None, past_key=None, past_value=None, attrs
         kv_seq, v_size = k[1] + past, v[2] / kv_heads
     scores = float(heads * q_seq * kv_seq)
     return scores * (size + v_size), scores
+
+
+def _fused_attention(node, attrs, shapes) -> tuple[float, float, float] | None:
+    """(multiply-accumulates, attention scores, parameters) per batch element of ONNX
+    Runtime's fused ``com.microsoft`` ``Attention`` (input (batch, seq, hidden) times its packed
+    query/key/value weights, then attention over the sequence) or ``MultiHeadAttention``
+    (query (batch, seq, hidden), key and value (batch, kv_seq, hidden) already projected): the
+    nodes its transformer optimiser writes for BERT-like models. None where a shape or the
+    number of heads is unknown."""
+    heads = int(attrs.get("num_heads", 0))
+    if heads <= 0:
+        return None
+    if node.op_type == "Attention":
+        x, w = shapes.get(node.input[0]), shapes.get(node.input[1])
+        if not x or not w or len(x) != 3 or len(w) != 2:
+            return None
+        sizes = list(attrs.get("qkv_hidden_sizes") or [w[1] / 3] * 3)
+        seq, params = x[1], float(w[0] * w[1])
+        products = seq * params + seq * seq * (sizes[0] + sizes[2])
+        return float(products), float(heads * seq * seq), params
+    names = list(node.input) + [""] * 3
+    q, k, v = (shapes.get(n) if n else None for n in names[:3])
+    if not q or not k or not v or len(q) != 3:
+        return None
+    kv_seq = k[1] if len(k) == 3 else k[2]  # (batch, kv_seq, hidden), (batch, heads, kv_seq, d)
+    v_hidden = v[2] if len(v) == 3 else v[1] * v[3]
+    scores = float(heads * q[1] * kv_seq)
+    return float(q[1] * kv_seq * (q[2] + v_hidden)), scores, 0.0
 
 
 def _conv_shapes(x, w, y) -> bool:

@@ -314,3 +314,28 @@ def test_opset_23_attention_and_rms_normalization_are_counted(tmp_path, capsys):
 
     assert main(["predict", "--device", "pixel3", "--onnx", str(path)]) == 0
     assert "do not count" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_sequence_first_transformer_counts_every_token_and_shared_weights(tmp_path):
+    """PyTorch's ``nn.TransformerEncoder`` (sequence first, as by default) exported by the
+    TorchScript exporter: its projections read (tokens, batch, width) tensors and (tokens x
+    batch, width) matrices, and its second layer's weights, equal to the first's, are shared
+    through Identity nodes. Every token's products and both layers' weights are counted.
+    (main: the first axis read as the batch, so 1 token of 10 counted, and the second
+    layer's weights read as a (1, width) activation: 8.3x too few MACs, half the params.)"""
+    import torch
+    from torch import nn
+
+    from hwnas.predictors.graph import load_graph_model
+
+    tokens, width, heads, ff = 10, 32, 2, 64
+    layer = nn.TransformerEncoderLayer(width, heads, ff, dropout=0.0)
+    net = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    path = tmp_path / "encoder.onnx"
+    torch.onnx.export(net, (torch.randn(tokens, 1, width),), str(path), dynamo=False)
+    g = load_graph_model(path)
+    assert g.uncounted == {}
+    per_layer = tokens * width * (3 * width + width + 2 * ff) + 2 * tokens * tokens * width
+    assert g.features[COLUMN["macs_gemm"]] == 2 * per_layer
+    assert g.features[COLUMN["params"]] == 2 * (4 * width * width + 2 * width * ff)
