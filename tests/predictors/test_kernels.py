@@ -440,3 +440,33 @@ def test_each_kernel_sheds_the_call_overhead_timed_with_it(tmp_path):
         slower["ms"] = -0.0005
         again = KernelPredictor(Profiler(device, store), budget=10).estimate(model)
         assert again.measured == 2 and again.total_ms == pytest.approx(e.total_ms)
+
+
+def test_a_model_whose_activations_underflow_is_named():
+    """A network whose activations underflow to subnormal floats (as a randomly initialised
+    Hugging Face MobileViT's do: 146 of its 372 kernels, measured at 351 ms against 19 ms
+    predicted) runs slower as a file than its architecture does once trained: its kernels
+    are counted and the prediction says so."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])
+    w = numpy_helper.from_array(np.full((8, 8, 3, 3), 0.1, np.float32), "w")
+    tiny = numpy_helper.from_array(np.array(1e-20, np.float32), "tiny")
+    nodes = [helper.make_node("Mul", ["x", "tiny"], ["a"]),
+             helper.make_node("Mul", ["a", "tiny"], ["b"]),  # about 1e-40: subnormal
+             helper.make_node("Conv", ["b", "w"], ["y"], pads=[1, 1, 1, 1])]  # fmt: skip
+    model = helper.make_model(helper.make_graph(nodes, "underflow", [x], [y], [w, tiny]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    model.ir_version = 8
+    mk = read_kernels(model.SerializeToString())
+    assert mk.subnormal >= 1
+    kp = KernelPredictor(None, budget=0)
+    e = ModelEstimate(1.0, 0.05, len(mk.kernels), len(mk.kernels), 0, 0, 0, 0,
+                      subnormal=mk.subnormal)  # fmt: skip
+    assert "read subnormal floats" in kp.interval(e)[3]
+    normal = helper.make_graph(nodes[2:], "normal", [helper.make_tensor_value_info(
+        "b", TensorProto.FLOAT, [1, 8, 16, 16])], [y], [w])  # fmt: skip
+    model = helper.make_model(normal, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    assert read_kernels(model.SerializeToString()).subnormal == 0

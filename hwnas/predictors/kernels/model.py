@@ -137,6 +137,8 @@ class ModelEstimate:
         weight_mb: the weights its kernels read in one call (MB;
             :func:`~hwnas.predictors.kernels.features.streamed_bytes`).
         streamed: kernels whose time is the time to stream their weights (longer than alone).
+        subnormal: kernels that read subnormal floats in the network
+            (:attr:`~hwnas.predictors.kernels.read.ModelKernels.subnormal`).
     """
 
     total_ms: float
@@ -150,6 +152,7 @@ class ModelEstimate:
     unseen_types: tuple[str, ...] = ()
     weight_mb: float = 0.0
     streamed: int = 0
+    subnormal: int = 0
 
 
 @dataclass
@@ -394,7 +397,7 @@ class KernelPredictor(Predictor):
         return ModelEstimate(total, rel_std, len(mk.kernels), n["measured"], n["fitted"],
                              n["extrapolated"], n["unseen"], mk.bookkeeping,
                              tuple(sorted(unseen_types)), weights / 2**20,
-                             streamed)  # fmt: skip
+                             streamed, mk.subnormal)  # fmt: skip
 
     # -- Predictor ------------------------------------------------------------------------
 
@@ -466,6 +469,13 @@ class KernelPredictor(Predictor):
                 "unlike the networks this predictor knows: "
                 + "; ".join(notes)
                 + " (interval widened)"
+            )
+        if e.subnormal:  # what it predicts is not what this file takes here
+            note += ("; " if note else "") + (
+                f"{e.subnormal} of its {e.kernels} kernels read subnormal floats (activations "
+                "that underflow, as untrained weights can make them), which a CPU computes on "
+                "up to 100x slower: measured, this file takes longer than predicted; the "
+                "prediction is the architecture's latency with normal activations (trained)"
             )
         return mid * float(np.exp(-half)), mid, mid * float(np.exp(half)), note
 

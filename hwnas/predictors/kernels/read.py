@@ -43,6 +43,10 @@ from hwnas.errors import HwnasError
 from hwnas.export import content_hash
 from hwnas.predictors.subgraphs import outer_reads
 
+SUBNORMAL_SHARE = 0.01
+"""A kernel reading more than this share of subnormal floats is counted in
+:attr:`ModelKernels.subnormal`."""
+
 SMALL_CONSTANT = 64
 """Constant inputs with at most this many elements are part of a kernel's identity by value (a
 Reshape's target shape, a Clip's bounds); larger ones (weights, float or an int8 model's) by
@@ -161,11 +165,16 @@ class ModelKernels:
         kernels: the timed kernels, in execution order (repeats included).
         bookkeeping: how many shape-only nodes run besides them.
         ops: op -> count over every node (kernels and bookkeeping).
+        subnormal: kernels whose float data read in the run more than
+            :data:`SUBNORMAL_SHARE` subnormal values (activations that underflow, as a
+            network's untrained weights can make them; a CPU computes on them many times
+            slower than on normal floats, while each kernel is timed alone on normal ones).
     """
 
     kernels: tuple[Kernel, ...]
     bookkeeping: int
     ops: dict[str, int]
+    subnormal: int = 0
 
     def distinct(self) -> dict[str, Kernel]:
         """Kernel key -> kernel, one per distinct kernel."""
@@ -371,7 +380,7 @@ def read_kernels(
                     t.name = node.output[0]
                     weights[node.output[0]] = t
     opsets = [o for o in model.opset_import]
-    kernels, bookkeeping, ops = [], 0, {}
+    kernels, bookkeeping, ops, subnormal = [], 0, {}, 0
     for node in model.graph.node:
         op = _op_name(node)
         ops[op] = ops.get(op, 0) + 1
@@ -404,7 +413,19 @@ def read_kernels(
             bookkeeping += 1
             continue
         kernels.append(_kernel(node, op, weights, values, opsets, dynamic, unfolded))
-    return ModelKernels(tuple(kernels), bookkeeping, ops)
+        subnormal += _subnormal_share([values[i] for i in floats_in]) > SUBNORMAL_SHARE
+    return ModelKernels(tuple(kernels), bookkeeping, ops, int(subnormal))
+
+
+def _subnormal_share(arrays: list[np.ndarray]) -> float:
+    """The share of subnormal values (non-zero, smaller than the type's smallest normal)
+    among the elements of ``arrays`` (float tensors of any width)."""
+    total = sum(a.size for a in arrays)
+    if not total:
+        return 0.0
+    tiny = [np.finfo(a.dtype).tiny for a in arrays]
+    count = sum(int(np.count_nonzero((a != 0) & (np.abs(a) < t))) for a, t in zip(arrays, tiny))
+    return count / total
 
 
 def _kernel(
