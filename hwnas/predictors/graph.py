@@ -285,7 +285,7 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
     # a tensor of rank 2 or more is counted as written, over the batch the model was exported
     # at: the first axis of a sequence-first tensor (PyTorch's attention, (tokens, batch,
     # width)) or of a (tokens x batch, width) matrix is not the batch
-    batch = float(_exported_batch(model) or 1)
+    batch = float(_counted_batch(model))
     initializers = {init.name for init in graph.initializer}
     constants = set(initializers)
     weights = {init.name: init for init in graph.initializer}
@@ -681,6 +681,23 @@ def load_graph_model(path: str | Path, dims: dict[str, int] | None = None) -> Gr
     return GraphModel(
         Path(path).name, features, data, uncounted, tuple(inputs), _exported_batch(model)
     )
+
+
+def _counted_batch(model) -> int:
+    """The batch a model's written tensors hold (:func:`read_graph` counts them over it):
+    :func:`_exported_batch`; for a first input of rank 3, its second axis's batch of 1 when
+    that axis is 1 (sequence first, PyTorch's default layout: (tokens, 1, width)), else its
+    first axis (batch first); 1 where it is dynamic."""
+    exported = _exported_batch(model)
+    if exported is not None:
+        return exported
+    weights = {t.name for t in model.graph.initializer}
+    first = next((i for i in model.graph.input if i.name not in weights), None)
+    dims = [d.dim_value if d.HasField("dim_value") else 0
+            for d in (first.type.tensor_type.shape.dim if first is not None else [])]  # fmt: skip
+    if len(dims) == 3 and dims[0] > 0 and dims[1] != 1:
+        return dims[0]
+    return 1
 
 
 def _exported_batch(model) -> int | None:
