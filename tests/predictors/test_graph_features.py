@@ -339,3 +339,41 @@ def test_a_sequence_first_transformer_counts_every_token_and_shared_weights(tmp_
     per_layer = tokens * width * (3 * width + width + 2 * ff) + 2 * tokens * tokens * width
     assert g.features[COLUMN["macs_gemm"]] == 2 * per_layer
     assert g.features[COLUMN["params"]] == 2 * (4 * width * width + 2 * width * ff)
+
+
+def test_onnx_runtimes_fused_attention_nodes_are_counted(tmp_path):
+    """ONNX Runtime's transformer optimiser writes BERT-like models with its own fused
+    ``com.microsoft`` ``Attention`` (the packed query/key/value projection, then attention)
+    and ``MultiHeadAttention`` (already projected) nodes: their products are counted, and the
+    model runs in ONNX Runtime as written. (main: both named as uncounted.)"""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwnas.predictors.graph import load_graph_model
+
+    seq, hidden, heads = 16, 32, 4
+    w = numpy_helper.from_array(np.full((hidden, 3 * hidden), 0.01, np.float32), "w")
+    b = numpy_helper.from_array(np.zeros(3 * hidden, np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Attention", ["x", "w", "b"], ["y"], domain="com.microsoft",
+                          num_heads=heads),
+         helper.make_node("MultiHeadAttention", ["y", "y", "y"], ["z"], domain="com.microsoft",
+                          num_heads=heads)], "fused",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, seq, hidden])], [w, b],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    path = tmp_path / "fused.onnx"
+    onnx.save(model, str(path))
+    x = np.random.default_rng(0).standard_normal((1, seq, hidden)).astype(np.float32)
+    ran = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert ran[0].shape == (1, seq, hidden)
+    g = load_graph_model(path)
+    assert g.uncounted == {}
+    attention = seq * seq * (hidden + hidden)  # queries x keys, scores x values, all heads
+    assert g.features[COLUMN["macs_gemm"]] == seq * hidden * 3 * hidden + 2 * attention
+    assert g.features[COLUMN["params"]] == hidden * 3 * hidden
+    assert g.features[COLUMN["act_elems"]] == 2 * heads * seq * seq
