@@ -42,8 +42,9 @@ def kernel_workload(kernel: Kernel, overhead_ms: float | None = None) -> Workloa
 
 OVERHEAD_REFRESH_S = 30.0
 """While kernels are being timed, the per-call overhead kept with each is timed again after
-this many seconds: on a shared or throttling machine it moves (3.2-5.9 us within minutes on
-this project's 2-core VM), and a kernel of a few microseconds is its difference from it."""
+this many seconds: on a shared or throttling machine it moves (3.0-6.2 us from one minute to
+the next on this project's 2-core VM), and a kernel of a few microseconds is its difference
+from it."""
 
 
 def alone_ms(m: Measurement, overhead_ms: float) -> float:
