@@ -229,3 +229,38 @@ def test_nested_loops_multiply_their_iterations(tmp_path):
     assert g.uncounted == {} and g.features[COLUMN["macs_gemm"]] == 6 * 32 * 32
     (loop,) = read_kernels(open(path, "rb").read()).kernels
     assert subgraph_runs(loop) == 18 and macs(loop) == 6 * 32 * 32
+
+
+def test_a_loop_that_would_run_for_ever_is_stopped_not_waited_for(tmp_path, monkeypatch, capsys):
+    """A Loop whose trip count is computed (the input's size times 10^17): reading its trip
+    count, or its kernels, runs the model once, and that run is stopped after
+    READ_RUN_LIMIT_S (1 s here): on a recorded phone the loop is named as uncounted, on the
+    CPU the model is refused in one line. (Before the limit: `hwnas predict --device pixel3`
+    ran until killed.)"""
+    from hwnas.cli import main
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.kernels import read
+
+    monkeypatch.setattr(read, "READ_RUN_LIMIT_S", 1.0)
+    body = h.make_graph(
+        [h.make_node("Relu", ["y_in"], ["y_out"]), h.make_node("Identity", ["c_in"], ["c_out"])],
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c_in", T.BOOL, []),
+         h.make_tensor_value_info("y_in", T.FLOAT, ["a", "b"])],
+        [h.make_tensor_value_info("c_out", T.BOOL, []),
+         h.make_tensor_value_info("y_out", T.FLOAT, ["a", "b"])],
+    )  # fmt: skip
+    endless = _model(
+        [h.make_node("Shape", ["x"], ["s"]), h.make_node("ReduceProd", ["s"], ["p"], keepdims=0),
+         h.make_node("Mul", ["p", "big"], ["n"]),
+         h.make_node("Loop", ["n", "", "x"], ["y"], body=body)],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 8])],
+        [nh.from_array(np.array(10**17, np.int64), "big")],
+    )  # fmt: skip
+    path = _save(endless, tmp_path / "endless.onnx")
+    assert load_graph_model(path).uncounted == {"Loop": 1}
+    with pytest.raises(HwnasError, match="did not end in 1 s"):
+        read_kernels(open(path, "rb").read())
+    assert main(["predict", "--device", "pixel3", "--onnx", path]) == 0
+    assert "(Loop x1)" in capsys.readouterr().err

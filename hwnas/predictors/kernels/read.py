@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,11 @@ from hwnas.predictors.subgraphs import outer_reads
 SUBNORMAL_SHARE = 0.01
 """A kernel reading more than this share of subnormal floats is counted in
 :attr:`ModelKernels.subnormal`."""
+
+READ_RUN_LIMIT_S = 120.0
+"""The one run of a model that reading it takes (its shapes, a loop's trip count, its kernels'
+inputs) is stopped after this many seconds: a model whose loop would run for ever is refused in
+one line instead of hanging."""
 
 SMALL_CONSTANT = 64
 """Constant inputs with at most this many elements are part of a kernel's identity by value (a
@@ -263,7 +269,21 @@ def _tensor_values(model, fed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     )
     feeds = {i.name: fed[i.name] for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
-    values = dict(zip(names, session.run(names, feeds)))
+    run = ort.RunOptions()
+    stop = threading.Timer(READ_RUN_LIMIT_S, lambda: setattr(run, "terminate", True))
+    stop.daemon = True
+    stop.start()
+    try:
+        outputs = session.run(names, feeds, run)
+    except Exception:
+        if run.terminate:  # a loop of a billion steps: named, not waited for
+            raise HwnasError(
+                f"one run of the model did not end in {READ_RUN_LIMIT_S:g} s (stopped)"
+            ) from None
+        raise
+    finally:
+        stop.cancel()
+    values = dict(zip(names, outputs))
     values.update(feeds)
     return values
 
@@ -351,7 +371,8 @@ def read_kernels(
         The model's kernels, bookkeeping count and op counts.
 
     Raises:
-        HwnasError: ONNX Runtime cannot load or run the model, or an input hwnas cannot feed
+        HwnasError: ONNX Runtime cannot load or run the model (or its run does not end in
+            :data:`READ_RUN_LIMIT_S`), or an input hwnas cannot feed
             (:func:`hwnas.onnx_inputs.model_inputs`: a string, a dynamic axis other than the
             batch) or allocate (:func:`hwnas.limits.input_size`).
     """
