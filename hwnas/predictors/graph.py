@@ -233,7 +233,7 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
     Runs ONNX shape inference; a dynamic (symbolic) batch dimension counts as 1. Shapes it
     cannot propagate (a channel split's Slice bounds computed by Shape/Gather/Div) are read
     from one run of the model by ONNX Runtime on a random input
-    (:func:`hwnas.predictors.kernels.read.probe_shapes`), so every operator ONNX Runtime runs
+    (:func:`hwnas.predictors.kernels.read.probe`), so every operator ONNX Runtime runs
     is read.
 
     Raises:
@@ -275,10 +275,12 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
         shapes[init.name] = list(init.dims)
     missing = [o for node in graph.node for o in node.output if o and o not in shapes]
     probed: set[str] = set()  # shapes from the run: as the model runs them, not per image
+    run = None  # one run of the model, made where reading it needs one
     if missing:  # shapes ONNX inference cannot propagate (a chunk's computed Slice bounds)
-        from hwnas.predictors.kernels.read import probe_shapes
+        from hwnas.predictors.kernels.read import probe
 
-        for name, shape in probe_shapes(model).items():
+        run = probe(model, "the shapes ONNX cannot infer")
+        for name, shape in run.shapes.items():
             if name not in shapes:
                 shapes[name] = shape
                 probed.add(name)
@@ -311,7 +313,7 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
         acc.add("input_elems", float(np.prod((_dims(i) or [1])[1:])))
 
     producer = {out: node for node in graph.node for out in node.output}
-    scope = _Scope(model, graph, shapes, full, weights, per_image)
+    scope = _Scope(model, graph, shapes, full, weights, per_image, run)
 
     def written(name: str) -> float | None:
         """Elements of one image's tensor ``name`` of rank 2 or more, from its shape as written
@@ -422,7 +424,7 @@ class _Scope:
     1, and the values of small tensors (a Loop's trip count), from the weights or else from
     one run of the model."""
 
-    def __init__(self, model, graph, shapes, full, weights, per_image) -> None:
+    def __init__(self, model, graph, shapes, full, weights, per_image, run=None) -> None:
         self.model, self.weights, self.opsets = model, weights, model.opset_import
         self.per_image = per_image
         self.types: dict[str, tuple[int, list[int | None]]] = {}
@@ -433,7 +435,7 @@ class _Scope:
                 self.types[vi.name] = (tt.elem_type, shapes.get(vi.name) or full[vi.name])
         for name, shape in shapes.items():  # probed where ONNX could not infer (float data)
             self.types.setdefault(name, (1, shape))
-        self._run: dict | None = None
+        self._run: dict | None = None if run is None else run.small  # the shapes' run, reused
 
     def value(self, name: str) -> np.ndarray | None:
         """The value of tensor ``name``: a weight's, or from one run of the model (None when
@@ -443,10 +445,10 @@ class _Scope:
         if name in self.weights:
             return numpy_helper.to_array(self.weights[name])
         if self._run is None:
-            from hwnas.predictors.kernels.read import probe_values
+            from hwnas.predictors.kernels.read import probe
 
             try:
-                self._run = probe_values(self.model)
+                self._run = probe(self.model, "a loop's iterations").small
             except HwnasError:  # an input too large to run: the loop stays uncounted
                 self._run = {}
         return self._run.get(name)

@@ -288,10 +288,25 @@ def _tensor_values(model, fed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return values
 
 
-def probe_shapes(model) -> dict[str, list[int]]:
-    """Shape of every tensor of ``model`` (an ``onnx.ModelProto``, not optimised) at batch 1,
-    from one ONNX Runtime run on the inputs :mod:`hwnas.onnx_inputs` feeds; {} when ONNX
-    Runtime cannot run it (the caller reports what it still cannot read).
+@dataclass(frozen=True)
+class Probe:
+    """What one run of a model tells its graph reader.
+
+    Attributes:
+        shapes: the shape of every tensor, as run (batch 1 for a dynamic batch axis).
+        small: the value of every tensor of at most :data:`SMALL_CONSTANT` elements (a Loop's
+            trip count, a computed shape).
+    """
+
+    shapes: dict[str, list[int]]
+    small: dict[str, np.ndarray]
+
+
+def probe(model, why: str) -> Probe:
+    """One ONNX Runtime run of ``model`` (an ``onnx.ModelProto``, not optimised) on the inputs
+    :mod:`hwnas.onnx_inputs` feeds: what the graph reader cannot infer without running it
+    (``why``, for the error). Empty when ONNX Runtime cannot run it (the caller reports what
+    it still cannot read).
 
     Raises:
         HwnasError: an input too large to allocate (:func:`hwnas.limits.input_size`).
@@ -302,41 +317,17 @@ def probe_shapes(model) -> dict[str, list[int]]:
     try:
         specs = model_inputs(model)
     except HwnasError:
-        return {}
+        return Probe({}, {})
     for s in specs:  # the run allocates the inputs: refuse one too large (one line)
-        input_size(f"reading the shapes ONNX cannot infer needs one run of the model; input "
-                   f"'{s.name}'", s.shape)  # fmt: skip
+        input_size(f"reading {why} needs one run of the model; input '{s.name}'", s.shape)
     try:
         values = _tensor_values(model, feeds(specs))
     except Exception:  # noqa: BLE001 (the reader names the node it cannot read)
-        return {}
-    return {name: list(v.shape) for name, v in values.items()}
-
-
-def probe_values(model) -> dict[str, np.ndarray]:
-    """Value of every tensor of ``model`` (an ``onnx.ModelProto``, not optimised) of at most
-    :data:`SMALL_CONSTANT` elements (a Loop's trip count, a computed shape), from one ONNX
-    Runtime run at batch 1 on the inputs :mod:`hwnas.onnx_inputs` feeds; {} when ONNX Runtime
-    cannot run it.
-
-    Raises:
-        HwnasError: an input too large to allocate (:func:`hwnas.limits.input_size`).
-    """
-    from hwnas.limits import input_size
-    from hwnas.onnx_inputs import feeds, model_inputs
-
-    try:
-        specs = model_inputs(model)
-    except HwnasError:
-        return {}
-    for s in specs:
-        input_size(f"reading a loop's iterations needs one run of the model; input "
-                   f"'{s.name}'", s.shape)  # fmt: skip
-    try:
-        values = _tensor_values(model, feeds(specs))
-    except Exception:  # noqa: BLE001 (the caller counts what it cannot read as unread)
-        return {}
-    return {name: v for name, v in values.items() if v.size <= SMALL_CONSTANT}
+        return Probe({}, {})
+    return Probe(
+        {name: list(v.shape) for name, v in values.items()},
+        {name: v for name, v in values.items() if v.size <= SMALL_CONSTANT},
+    )
 
 
 def _data_dependent(model) -> set[str]:
