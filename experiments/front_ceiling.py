@@ -22,8 +22,14 @@ chance-level cells left out), prints:
   from NAS-Bench-201's 12-epoch training: the front of the 12-epoch validation accuracy
   itself (as if every cell had been trained for 12 epochs, 937 queries' worth at 12/200 each),
   and the linear model given it as one more feature (standardised) for every cell.
+- with ``--other-tasks``: what a prior from other tasks could give (a user searching this space
+  for a new dataset has NAS-Bench-201's published accuracies on the others): the front of the
+  200-epoch CIFAR-10 and ImageNet16-120 accuracies themselves, scored with CIFAR-100's (15,625
+  full trainings' worth on another task each), and the linear model given both (standardised,
+  times 3, as the zero-cost proxy is) as two more features of every cell.
 
     python experiments/front_ceiling.py [--sizes 100 300 1000 15625] [--low-fidelity]
+                                        [--other-tasks]
 
 About 30 seconds on this project's 2-core VM.
 """
@@ -55,6 +61,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000, 15625])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--low-fidelity", action="store_true")
+    parser.add_argument("--other-tasks", action="store_true")
     args = parser.parse_args()
 
     from sklearn.ensemble import ExtraTreesRegressor
@@ -77,6 +84,18 @@ def main() -> None:
 
     low12 = np.asarray(space.table_accuracy("cifar100", epochs=12), dtype=float)
     low = (low12 - low12.mean()) / low12.std()
+    others = {name: np.asarray(space.table_accuracy(name), dtype=float)
+              for name in ("cifar10", "imagenet16")}  # fmt: skip
+    prior = np.column_stack([3 * (v - v.mean()) / v.std() for v in others.values()])
+    if args.other_tasks:
+        from scipy.stats import spearmanr
+
+        valid = acc > 1.5 * sq.CHANCE
+        top = acc > np.quantile(acc, 0.9)
+        for name, v in others.items():
+            print(f"{name} vs CIFAR-100 accuracy (200 epochs), Spearman rho: valid cells "
+                  f"{spearmanr(v[valid], acc[valid])[0]:.3f}, top 10% "
+                  f"{spearmanr(v[top], acc[top])[0]:.3f}")  # fmt: skip
     rng = np.random.default_rng(args.seed)
     fits = {}
     for n in args.sizes:
@@ -87,10 +106,15 @@ def main() -> None:
         fits[n] = (linear, trees.fit(x[rows], acc[rows]).predict(x))
         if args.low_fidelity:
             fits[n] += (AccuracyModel(np.c_[x, low]).fit(rows, y).predict()[0],)
+        if args.other_tasks:
+            fits[n] += (AccuracyModel(np.c_[x, prior]).fit(rows, y).predict()[0],)
 
-    kinds = ("linear", "trees", "linear+12ep") if args.low_fidelity else ("linear", "trees")
+    kinds = ("linear", "trees")
+    kinds += ("linear+12ep",) if args.low_fidelity else ()
+    kinds += ("linear+other tasks",) if args.other_tasks else ()
     head = ["device", "oracle front", "oracle HV %"]
     head += ["12-epoch accuracy's own front HV %"] if args.low_fidelity else []
+    head += [f"{name}'s own front HV %" for name in others] if args.other_tasks else []
     head += [f"{kind} {n}" for n in args.sizes for kind in kinds]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -100,6 +124,8 @@ def main() -> None:
         cells = [device, str(n_oracle), f"{hv_oracle:.2f}"]
         if args.low_fidelity:
             cells.append(f"{front_hv(t, low12)[1]:.2f}")
+        if args.other_tasks:
+            cells += [f"{front_hv(t, v)[1]:.2f}" for v in others.values()]
         for n in args.sizes:
             cells += [f"{front_hv(t, model)[1]:.2f}" for model in fits[n]]
         print("| " + " | ".join(cells) + " |")
