@@ -353,10 +353,15 @@ def measure_models(
     try:
         for w in workloads:
             before = profiler.counts.taken
-            m = profiler.measure(w, "latency_ms", allow_flagged=True)
-            energy = None
-            if "energy_mj" in device.metrics:
-                energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            try:
+                m = profiler.measure(w, "latency_ms", allow_flagged=True)
+                energy = None
+                if "energy_mj" in device.metrics:
+                    energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            except CandidateError as exc:  # which of several models, and what was kept
+                kept = "; the models before it are measured and stored" if out else ""
+                same = type(exc).__init__ is CandidateError.__init__  # keeps NativeCrashError
+                raise (type(exc) if same else CandidateError)(f"{w.label}: {exc}{kept}") from None
             how = "measured" if profiler.counts.taken > before else "from store"
             if not device.stored_in_profiler:
                 how = "recorded"

@@ -30,6 +30,7 @@ from hwnas.devices.meters import METERS, Meter
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.limits import MAX_THREADS, bounded
 from hwnas.runtimes import RUNTIMES, get_runtime
+from hwnas.runtimes.executable import CALL_LIMIT_S
 from hwnas.runtimes.timing import TimingProtocol, patient, time_callable
 
 
@@ -188,6 +189,7 @@ class LiveDevice(Device):
         self.require_reachable()
         executable = self.engine.compile(workload.onnx_bytes(), workload.input_shape)
         build = self.engine.last_build
+        executable.first_call(CALL_LIMIT_S)  # a model that never ends is refused here
         self.before_model()
         meter = self.make_meter()
         timing = time_callable(executable, self.protocol, meter)

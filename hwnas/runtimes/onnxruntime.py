@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -12,6 +15,35 @@ from hwnas.runtimes.executable import Executable
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 """Short provider names accepted in profiles and on the command line."""
+
+
+@contextmanager
+def stop_after(limit_s: float, what: str, error: type[HwnasError] = HwnasError) -> Iterator:
+    """ONNX Runtime ``RunOptions`` that stop the run they are passed to after ``limit_s``
+    seconds (``RunOptions.terminate``, set from a timer thread).
+
+    A model with a ``Loop`` whose trip count it computes can run for ever (a trip count of
+    10^17); every run hwnas makes of a user's model goes through this.
+
+    Raises:
+        error: ("{what} did not end in {limit_s} s (stopped)") when the run was stopped;
+            any other exception of the run passes through unchanged.
+    """
+    import onnxruntime as ort
+
+    run = ort.RunOptions()
+    run.log_severity_level = 4  # the stop is reported by the error below, not ORT's log
+    timer = threading.Timer(limit_s, lambda: setattr(run, "terminate", True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield run
+    except Exception:
+        if run.terminate:
+            raise error(f"{what} did not end in {limit_s:g} s (stopped)") from None
+        raise
+    finally:
+        timer.cancel()
 
 
 class OrtExecutable(Executable):
@@ -24,6 +56,15 @@ class OrtExecutable(Executable):
 
     def __call__(self) -> None:
         self.session.run_with_iobinding(self.binding)
+
+    def first_call(self, limit_s: float) -> None:
+        """One inference, stopped after ``limit_s`` seconds (:func:`stop_after`).
+
+        Raises:
+            CandidateError: the inference did not end in ``limit_s`` seconds.
+        """
+        with stop_after(limit_s, "one inference", CandidateError) as run:
+            self.session.run_with_iobinding(self.binding, run)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return self.session.run(None, {self.input_name: np.asarray(x, np.float32)})[0]

@@ -164,6 +164,8 @@ def _load_model(path: Path):
 def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
     import onnxruntime as ort
 
+    from hwnas.runtimes.executable import CALL_LIMIT_S
+    from hwnas.runtimes.onnxruntime import stop_after
     from hwnas.zoo.entry import read_tensor
 
     tests = folder / TEST_DATA
@@ -177,7 +179,8 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
             model.SerializeToString(), providers=["CPUExecutionProvider"]
         )
         name = session.get_inputs()[0].name
-        got = session.run(None, {name: x})[0]
+        with stop_after(CALL_LIMIT_S, "one inference") as run:  # a zoo from someone else
+            got = session.run(None, {name: x}, run)[0]
     except Exception as exc:  # ORT rejects the model or the input
         raise _Failed(f"ONNX Runtime failed: {str(exc).splitlines()[0]}") from None
     if got.shape != y.shape:

@@ -231,17 +231,8 @@ def test_nested_loops_multiply_their_iterations(tmp_path):
     assert subgraph_runs(loop) == 18 and macs(loop) == 6 * 32 * 32
 
 
-def test_a_loop_that_would_run_for_ever_is_stopped_not_waited_for(tmp_path, monkeypatch, capsys):
-    """A Loop whose trip count is computed (the input's size times 10^17): reading its trip
-    count, or its kernels, runs the model once, and that run is stopped after
-    READ_RUN_LIMIT_S (1 s here): on a recorded phone the loop is named as uncounted, on the
-    CPU the model is refused in one line. (Before the limit: `hwnas predict --device pixel3`
-    ran until killed.)"""
-    from hwnas.cli import main
-    from hwnas.errors import HwnasError
-    from hwnas.predictors.kernels import read
-
-    monkeypatch.setattr(read, "READ_RUN_LIMIT_S", 1.0)
+def _endless(path) -> str:
+    """A Loop whose trip count is computed: the input's size times 10^17."""
     body = h.make_graph(
         [h.make_node("Relu", ["y_in"], ["y_out"]), h.make_node("Identity", ["c_in"], ["c_out"])],
         "body",
@@ -258,9 +249,47 @@ def test_a_loop_that_would_run_for_ever_is_stopped_not_waited_for(tmp_path, monk
         [h.make_tensor_value_info("y", T.FLOAT, [1, 8])],
         [nh.from_array(np.array(10**17, np.int64), "big")],
     )  # fmt: skip
-    path = _save(endless, tmp_path / "endless.onnx")
+    return _save(endless, path)
+
+
+def test_a_loop_that_would_run_for_ever_is_stopped_not_waited_for(tmp_path, monkeypatch, capsys):
+    """A Loop whose trip count is computed (the input's size times 10^17): reading its trip
+    count, or its kernels, runs the model once, and that run is stopped after
+    READ_RUN_LIMIT_S (1 s here): on a recorded phone the loop is named as uncounted, on the
+    CPU the model is refused in one line. (Before the limit: `hwnas predict --device pixel3`
+    ran until killed.)"""
+    from hwnas.cli import main
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.kernels import read
+
+    monkeypatch.setattr(read, "READ_RUN_LIMIT_S", 1.0)
+    path = _endless(tmp_path / "endless.onnx")
     assert load_graph_model(path).uncounted == {"Loop": 1}
     with pytest.raises(HwnasError, match="did not end in 1 s"):
         read_kernels(open(path, "rb").read())
     assert main(["predict", "--device", "pixel3", "--onnx", path]) == 0
     assert "(Loop x1)" in capsys.readouterr().err
+
+
+def test_measuring_a_model_that_never_ends_stops_it_and_names_it(tmp_path, monkeypatch, capsys):
+    """`hwnas measure --device cpu` of the same endless loop: its first inference is stopped
+    after CALL_LIMIT_S (1 s here) and the error names the model among several; the model
+    before it stays in the store. (Before: the command ran until killed.)"""
+    import torch
+
+    from hwnas.cli import main
+    from hwnas.devices import live
+    from hwnas.export import export_onnx
+
+    monkeypatch.setattr(live, "CALL_LIMIT_S", 1.0)
+    small = tmp_path / "small.onnx"
+    small.write_bytes(export_onnx(torch.nn.Linear(8, 8), (1, 8)))
+    endless = _endless(tmp_path / "endless.onnx")
+    store = str(tmp_path / "m.db")
+    args = ["measure", "-d", "cpu-fast", "--store", store, "--onnx", str(small)]
+    assert main([*args, "--onnx", endless]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "endless.onnx: one inference did not end in 1 s" in err, err
+    assert "before it are measured and stored" in err
+    assert main(args) == 0
+    assert "0 measured, 1 from the store" in capsys.readouterr().out

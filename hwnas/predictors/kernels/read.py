@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ import numpy as np
 from hwnas.errors import HwnasError
 from hwnas.export import content_hash
 from hwnas.predictors.subgraphs import outer_reads
+from hwnas.runtimes.onnxruntime import stop_after
 
 SUBNORMAL_SHARE = 0.01
 """A kernel reading more than this share of subnormal floats is counted in
@@ -269,20 +269,9 @@ def _tensor_values(model, fed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     )
     feeds = {i.name: fed[i.name] for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
-    run = ort.RunOptions()
-    stop = threading.Timer(READ_RUN_LIMIT_S, lambda: setattr(run, "terminate", True))
-    stop.daemon = True
-    stop.start()
-    try:
+    # a loop of a billion steps: named, not waited for
+    with stop_after(READ_RUN_LIMIT_S, "one run of the model") as run:
         outputs = session.run(names, feeds, run)
-    except Exception:
-        if run.terminate:  # a loop of a billion steps: named, not waited for
-            raise HwnasError(
-                f"one run of the model did not end in {READ_RUN_LIMIT_S:g} s (stopped)"
-            ) from None
-        raise
-    finally:
-        stop.cancel()
     values = dict(zip(names, outputs))
     values.update(feeds)
     return values
