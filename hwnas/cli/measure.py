@@ -199,6 +199,9 @@ def _measure(dev, workloads, store_path) -> None:
         f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table; "
         "ms = median latency, CI = 95% interval of the median, mJ = energy per inference"
     )
+    for r in done.models:
+        if r.warning:
+            click.echo(f"warning: {r.label}: {r.warning}", err=True)
     if dev.runtime.startswith("tvm"):
         console.print(
             f"TVM: {c.tuned_workloads} new workload(s) tuned in {c.tuning_s:.1f} s, "
