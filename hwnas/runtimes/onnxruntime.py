@@ -23,7 +23,7 @@ def stop_after(limit_s: float, what: str, error: type[HwnasError] = HwnasError) 
     seconds (``RunOptions.terminate``, set from a timer thread).
 
     A model with a ``Loop`` whose trip count it computes can run for ever (a trip count of
-    10^17); every run hwnas makes of a user's model goes through this.
+    10^17); the runs hwnas makes of a user's model to read or measure it go through this.
 
     Raises:
         error: ("{what} did not end in {limit_s} s (stopped)") when the run was stopped;
