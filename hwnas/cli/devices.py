@@ -76,7 +76,8 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             tables = {}
             for space in dev.table_spaces:
                 columns = [dev.table(space, m) for m in dev.metrics]
-                tables[space] = max(int(np.isfinite(c).sum()) for c in columns if c is not None)
+                tables[space] = max((int(np.isfinite(c).sum()) for c in columns if c is not None),
+                                    default=0)  # fmt: skip
         except HwnasError as exc:
             broken[profiles()[name].get("_path", name)] = str(exc)
             continue
@@ -127,6 +128,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
                 soft_wrap=True,
             )
     for p, why in broken.items():
+        why = why.removeprefix(f"device profile {p}: ")  # the path once
         console.print(  # one whole line: a path is never cut at the terminal's width
             f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)", soft_wrap=True
         )

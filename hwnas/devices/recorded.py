@@ -66,6 +66,14 @@ def _keyed_column(
     values = np.asarray(table[column], dtype=float) if table[column].dtype != object else None
     if values is None:
         raise HwnasError(f"table {path}: column '{column}' holds text, not numbers")
+    # a cost is positive and finite; an empty cell (NaN) is an architecture without a value
+    bad = np.flatnonzero(~np.isnan(values) & ~((values > 0) & np.isfinite(values)))
+    if len(bad):
+        raise HwnasError(
+            f"table {path}, row {int(bad[0]) + 2}: '{column}' must be a positive number (ms or "
+            f"mJ), got {values[bad[0]]:g}"
+            + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+        )
     space = ability(get_space(space_name), IndexedSpace)
     if space is None:
         raise HwnasError(f"space '{space_name}' has no architecture index for a device table")
@@ -101,6 +109,32 @@ def _keyed_column(
     return out
 
 
+PROFILE_KEYS = ("name", "kind", "class", "description", "source", "sources", "batch_size",
+                "tables", "_path")  # fmt: skip
+"""Keys of a ``kind: recorded`` profile (``_path``: set when it is read)."""
+METRICS = ("latency_ms", "energy_mj")
+"""The metrics a table may hold, as ``tables.<space>`` keys."""
+ENTRY_KEYS = ("file", "column", "dataset")
+"""Keys of one ``tables.<space>.<metric>`` entry."""
+
+
+def _known_keys(where: str, prefix: str, mapping: dict, known, what: str = "key") -> None:
+    """Refuse a key of ``mapping`` not in ``known``, naming the closest known one: a
+    misspelt ``datset:`` or ``colum:`` would be ignored and its table read as another's.
+
+    Raises:
+        HwnasError: one line naming the profile, the key and what is allowed.
+    """
+    import difflib
+
+    for key in mapping:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), [k for k in known if k != "_path"], 1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            allowed = ", ".join(k for k in known if k != "_path")
+            raise HwnasError(f"{where}: unknown {what} '{prefix}{key}'{hint}; allowed: {allowed}")
+
+
 class RecordedDevice(Device):
     """A device whose values come from tables, one value per architecture of a space.
 
@@ -117,7 +151,31 @@ class RecordedDevice(Device):
 
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
-        self.tables: dict[str, dict[str, dict[str, str]]] = profile.get("tables", {})
+        where = f"device profile {profile.get('_path', profile.get('name'))}"
+        _known_keys(where, "", profile, PROFILE_KEYS)
+        tables = profile.get("tables") or {}
+        if not isinstance(tables, dict):
+            raise HwnasError(f"{where}: 'tables' must map spaces to their metrics' tables")
+        from hwnas.spaces import get_space
+
+        for space, per_space in tables.items():
+            try:  # a misspelt space: named here, not as a space without a table later
+                get_space(str(space))
+            except HwnasError as exc:
+                raise HwnasError(f"{where}: tables.{space}: {exc}") from None
+            if not isinstance(per_space, dict) or not per_space:
+                raise HwnasError(
+                    f"{where}: tables.{space} must map latency_ms or energy_mj to a table"
+                )
+            _known_keys(where, f"tables.{space}.", per_space, METRICS, "metric")
+            for metric, entry in per_space.items():
+                if not isinstance(entry, dict) or not entry.get("file"):
+                    raise HwnasError(
+                        f"{where}: tables.{space}.{metric} needs 'file' (and optionally "
+                        "'column' and 'dataset')"
+                    )
+                _known_keys(where, f"tables.{space}.{metric}.", entry, ENTRY_KEYS)
+        self.tables: dict[str, dict[str, dict[str, str]]] = tables
         self.batch_size = int(profile.get("batch_size", 1))
 
     @property

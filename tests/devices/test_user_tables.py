@@ -137,6 +137,63 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     assert "pixel3" in keys and not {"gone", "emo"} & keys
 
 
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("  nasbench201:\n    latncy_ms: {file: tables/t.csv}\n",
+         "unknown metric 'tables.nasbench201.latncy_ms' (did you mean latency_ms?)"),
+        ("  nasbench201:\n    latency_ms: {file: tables/t.csv, datset: imagenet16}\n",
+         "unknown key 'tables.nasbench201.latency_ms.datset' (did you mean dataset?)"),
+        ("  nasbench201:\n    latency_ms: {file: tables/t.csv, colum: mj}\n",
+         "unknown key 'tables.nasbench201.latency_ms.colum' (did you mean column?)"),
+        ("  nasbenh201:\n    latency_ms: {file: tables/t.csv}\n",
+         "unknown search space 'nasbenh201'; did you mean nasbench201?"),
+        ("  nasbench201:\n    latency_ms: {file: tables/neg.csv}\n",
+         "neg.csv, row 3: 'latency_ms' must be a positive number (ms or mJ), got -3"),
+        ("  nasbench201:\n    latency_ms: {file: tables/inf.csv}\n",
+         "inf.csv, row 2: 'latency_ms' must be a positive number (ms or mJ), got inf"),
+    ],
+    ids=["metric", "dataset", "column", "space", "negative", "infinite"],
+)
+def test_a_misspelt_key_or_a_cost_that_is_not_positive_breaks_only_that_profile(
+    tmp_path, cli, entry, why
+):
+    """A typo in a user's profile was ignored (`datset:` read the table as the CIFAR networks'
+    latencies, `colum: mj` read the latency column as energy), or made `hwnas devices` die with
+    a traceback (`latncy_ms:`); a negative or infinite latency was searched on (`--strategy
+    exact` dropped 12 architectures from the front behind a -3 ms cell). Now each is one line
+    naming the key (and the closest allowed one) or the row: the profile is listed as broken,
+    every other device works, and a search of it says the same before any work."""
+    profiles = tmp_path / "profiles"
+    (profiles / "tables").mkdir(parents=True)
+    (profiles / "tables" / "t.csv").write_text("index,latency_ms,mj\n0,1.5,2.5\n1,2.0,3.0\n")
+    (profiles / "tables" / "neg.csv").write_text("index,latency_ms\n0,1.5\n1,-3\n")
+    (profiles / "tables" / "inf.csv").write_text("index,latency_ms\n0,inf\n1,2.0\n")
+    (profiles / "typo.yaml").write_text(f"name: typo\nkind: recorded\ntables:\n{entry}")
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    listing = json.loads(out)
+    broken = {p.split("/")[-1]: w for p, w in listing["broken_profiles"].items()}
+    assert set(broken) == {"typo.yaml"} and why in broken["typo.yaml"], broken
+    assert {"fpga", "pixel3"} <= {d["device"] for d in listing["devices"]}
+    status, out, err = cli("devices", profiles=profiles)
+    assert status == 0 and "Traceback" not in err and why in out.replace("\n", " ")
+    status, _, err = cli("search", "--device", "typo", "--budget", "5", "--no-zoo",
+                         profiles=profiles)  # fmt: skip
+    error = [line for line in err.splitlines() if line.startswith("error:")]
+    assert status == 2 and len(error) == 1 and why in error[0], err
+
+
+def test_a_top_level_key_misspelt_in_a_recorded_profile_is_named(tmp_path, cli):
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "b.yaml").write_text("name: b\nkind: recorded\nclas: board\ntables: {}\n")
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    broken = json.loads(out)["broken_profiles"]
+    assert status == 0 and any("unknown key 'clas' (did you mean class?)" in w
+                               for w in broken.values()), broken  # fmt: skip
+
+
 def test_a_gross_error_in_an_imported_calibration_is_named_by_the_search(tmp_path, cli):
     """A user's 10 reference values with one of them 3x too fast (a measurement taken while
     another job ran, a typo): the few-shot search says which, discounts it, and its summary
