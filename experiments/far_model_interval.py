@@ -80,6 +80,8 @@ def main() -> None:
             ref_idx = list(reference_indices(a))
             ref = [spaces[a].arch_at(i) for i in ref_idx]
             y_ref = get_column(a, name).values[ref_idx]
+            if not np.isfinite(y_ref).all():  # a table without every reference cell (Eagle's)
+                continue
             refs_g = _graph_features(spaces[a], ref)
             pred = load_predictor(a, a).fit(ref, y_ref, "latency_ms")
             for b in have:
@@ -133,6 +135,46 @@ def main() -> None:
               f"scaled on the same values instead (hwnas.predictors.predict.refit_floored): a "
               f"factor of {np.exp(np.median(np.abs(lr))):.2f}, inside mean +- 1.645 std (std at "
               f"least the mean): {inside.mean():.3f}")  # fmt: skip
+
+    # the same family's own architectures (arch strings, not far): every recorded one
+    own = []  # (device, family, floored, above chance level, floor's and FLOPs' |log r|)
+    for name in list_devices():
+        try:
+            if get_device(name).runs_models:
+                continue
+        except HwnasError:
+            continue
+        for f in FAMILIES:
+            try:
+                y_all = get_column(f, name).values
+            except HwnasError:
+                continue
+            ref_idx = list(reference_indices(f))
+            ref = [spaces[f].arch_at(i) for i in ref_idx]
+            y_ref = y_all[ref_idx]
+            if not np.isfinite(y_ref).all():
+                continue
+            idx = np.flatnonzero(np.isfinite(y_all))
+            archs = [spaces[f].arch_at(int(i)) for i in idx]
+            mean, _ = load_predictor(f, f).fit(ref, y_ref, "latency_ms").predict(archs)
+            low = np.flatnonzero(mean <= FLOORED * float(np.min(y_ref)) * (1 + 1e-9))
+            if not len(low):
+                continue
+            f_mean, _ = flops_fit(f, ref, y_ref).predict([archs[i] for i in low])
+            y = y_all[idx[low]]
+            chance = 0
+            if f == "nasbench201":  # CIFAR-100 at chance level: an output blind to the input
+                chance = int(np.sum(spaces[f].table_accuracy("cifar100")[idx[low]] <= 1.5))
+            own.append((name, f, len(low), len(low) - chance,
+                        np.median(np.abs(np.log(mean[low] / y))),
+                        np.median(np.abs(np.log(np.maximum(f_mean, 1e-12) / y)))))  # fmt: skip
+    print("\nthe family's own architectures at the floor (every recorded value; `hwnas predict` "
+          "keeps the floor and its warning for these):")  # fmt: skip
+    for name, f, n, above, fl, fx in own:
+        print(f"{name:40s} {f:12s} {n:5d} at the floor, {above} above chance level; a factor "
+              f"of {np.exp(fl):.1f} off at the median, FLOPs instead {np.exp(fx):.1f}")  # fmt: skip
+    if not own:
+        print("none")
 
 
 if __name__ == "__main__":
