@@ -19,10 +19,11 @@ def supernet_options(f):
         click.option(
             "--data",
             default=default_of(SupernetSettings, "data"),
-            show_default=True,
-            help="Supernet strategies: training data, 'digits' (scikit-learn's bundled digits) "
-            "or a folder (CIFAR-10/100 python-pickle folder, or one sub-folder of images per "
-            "class). With --accuracy (table search too): the data handed to your function.",
+            show_default=False,
+            help="Supernet strategies: training data, 'digits' (scikit-learn's bundled digits; "
+            "the default) or a folder (CIFAR-10/100 python-pickle folder, or one sub-folder of "
+            "images per class). With --accuracy in a table search: the data handed to your "
+            "function (no default there: a function taking data needs --data).",
         ),
         click.option(
             "--epochs",

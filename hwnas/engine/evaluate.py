@@ -213,7 +213,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         params = None
-    takes_data = True
+    takes_data, needs_data = True, False
     if params is not None:
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         star = any(p.kind == p.VAR_POSITIONAL for p in params)
@@ -224,6 +224,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
                 f"it takes {len(positional)} positional argument(s)"
             )
         takes_data = star or len(positional) >= 3
+        needs_data = len(required) >= 3  # data without a default: None would fail in it
 
     def call(model: Any, arch: Arch, data: Any = None) -> float:
         try:
@@ -249,6 +250,7 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
 
     call.label = name  # type: ignore[attr-defined]
     call.checked = True  # type: ignore[attr-defined]
+    call.needs_data = needs_data  # type: ignore[attr-defined]
     return call
 
 

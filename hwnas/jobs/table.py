@@ -86,6 +86,11 @@ def prepare(
     for metric in dict.fromkeys((settings.metric, "latency_ms")):  # the table networks: these
         device.check_table_dataset(space.name, metric, settings.dataset)
     data = _function_data(settings, space)
+    if data is None and getattr(accuracy, "needs_data", False):  # before any measurement
+        raise HwnasError(
+            f"the accuracy function {settings.accuracy} takes (model, arch, data): give the "
+            "data to hand it, --data digits or a folder (data= from Python)"
+        )
     metrics = device_metrics(device, settings)
     fewshot = plan_fewshot(settings, space, device, predictor, measurement_budget)
     if fewshot is not None and accuracy is not None:  # an imported device: few-shot
