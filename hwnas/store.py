@@ -28,7 +28,7 @@ from pathlib import Path
 from hwnas.db import check_sqlite_file
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
-from hwnas.paths import confined, file_lock
+from hwnas.paths import confined, file_lock, hwnas_home
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS measurements (
@@ -103,6 +103,14 @@ class MeasurementStore:
             path = str(path).removeprefix("sqlite:///")
         self.path = Path(path).expanduser()
         existed = self.path.exists()
+        if not self.path.parent.is_dir():
+            # the hwnas home is made on first use; a store elsewhere in a folder that is not
+            # there is a mistyped path, not a new empty store to start silently
+            if self.path.parent.resolve() != hwnas_home().resolve():
+                raise HwnasError(
+                    f"measurement store {self.path}: folder {self.path.parent} does not exist "
+                    "(create it, or check the path)"
+                )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with file_lock(self.path.with_name(self.path.name + ".hwnas-lock")):

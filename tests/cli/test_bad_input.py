@@ -30,6 +30,11 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         ),
         (["search", "--device", "cpu", "--store", "{bad_store}"], "is not an SQLite database"),
         (["devices", "--store", "{bad_store}"], "is not an SQLite database"),
+        # a mistyped folder: main made it and started an empty store there, silently
+        (["search", "--device", "cpu", "--store", "{tmp}/typo/m.db", "--budget", "2"],
+         "folder {tmp}/typo does not exist"),
+        (["measure", "--device", "cpu", "--arch", "5", "--store", "{tmp}/typo/m.db"],
+         "folder {tmp}/typo does not exist"),
         (["arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
         (["arch", "99999"], "out of range"),
         (["predictor", "train", "--space", "nasbench201", "--devices", "pixel3,fpga,pixel3",
