@@ -132,7 +132,10 @@ def search(
     path_arg("artifact_dir", artifact_dir)
     for name in options:
         if name not in OPTIONS:
-            raise UnknownNameError("option of hwnas.search", name, list(OPTIONS))
+            import inspect
+
+            own = set(inspect.signature(search).parameters) - {"device", "options"}
+            raise UnknownNameError("option of hwnas.search", name, sorted({*OPTIONS, *own}))
     if options.get("space") is not None:  # an object, a path: known by its name from here on
         options["space"] = _space_name(options["space"])
     settings = build_settings({"device": device, **options}, given=set(options))

@@ -86,6 +86,8 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
     ("options", "message"),
     [
         ({"budgte": 3}, "unknown option of hwnas.search 'budgte'; did you mean budget?"),
+        # its own parameters are offered too (main: "did you mean strategy?" alone)
+        ({"stroage": "x"}, "did you mean storage or strategy or store?"),
         ({"budget": 0}, "budget must be at least 1, got 0"),
         ({"strategy": "gdas", "budget": 5}, "budget applies to table search"),
         ({"space": "nasbench201", "strategy": "nsga9"}, "unknown strategy 'nsga9'"),
