@@ -469,6 +469,25 @@ def check_budget(ledger: StudyLedger, settings: SearchSettings) -> None:
         )
 
 
+def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
+    """:func:`check_budget` on the study as stored, before the search starts (a search refused
+    for its budget is refused before its progress is shown, in one line).
+
+    Raises:
+        HwnasError: as :func:`check_budget`.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.load_study(study_name=settings.study, storage=storage)
+    except KeyError:  # a new study
+        return
+    ledger = study_ledger(study, settings.study)
+    ledger.load()
+    check_budget(ledger, settings)
+
+
 def run_search(
     settings: SearchSettings,
     space: SearchSpace,

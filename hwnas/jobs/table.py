@@ -27,6 +27,7 @@ from hwnas.engine.loop import (
     SearchResult,
     SearchSettings,
     TrialRecord,
+    check_stored_budget,
     run_search,
 )
 from hwnas.engine.plot import PlotProcess
@@ -132,6 +133,7 @@ def prepare(
     if fewshot is None:
         _check_feasible(settings, space, device)
     problem = open_problem(settings, space, device, storage, store_path)
+    check_stored_budget(settings, problem.storage)
     if predict_live:
 
         def calibrated(metric: str) -> CostModel:  # the reference set measured on first use
