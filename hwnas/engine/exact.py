@@ -10,9 +10,10 @@ limit.
 ``hwnas search --strategy exact`` runs that front through the usual pipeline: its architectures,
 by cost, are proposed to the engine (:class:`hwnas.engine.loop.ProposalSampler`, as supernet
 strategies hand over their candidates), scored from the tables, and recorded in the study, the
-run folder and the zoo like any search. The number of trials is the size of the front (at most
-``--budget``); the strategy reads every tabulated accuracy, so its accuracy queries are not
-comparable with a search's. It is the reference a search strategy's front is measured against
+run folder and the zoo like any search. The number of trials is the size of the front (a
+``--budget`` below it is refused: the front's cheapest few alone would be cut short); the
+strategy reads every tabulated accuracy, so its accuracy queries are not comparable with a
+search's. It is the reference a search strategy's front is measured against
 (``experiments/search_quality.py`` computes the same front).
 
 A space or device without full tables (a live device, a predictor's costs, a space without an
@@ -41,7 +42,7 @@ def check(settings: Any, space: Any, device: Any, fewshot: Any = None) -> None:
             measurement budget).
 
     Raises:
-        HwnasError: one line naming what is missing.
+        HwnasError: one line naming what is missing, or a budget below the front's size.
     """
     from hwnas.spaces import TabulatedSpace, ability
 
@@ -63,6 +64,16 @@ def check(settings: Any, space: Any, device: Any, fewshot: Any = None) -> None:
         _complete(np.asarray(column, dtype=float), len(space), f"{device.name} {metric}", why)
     accuracy = np.asarray(space.table_accuracy(settings.dataset), dtype=float)
     _complete(accuracy, len(space), f"{space.name} {settings.dataset} accuracy", why)
+    cost = np.asarray(device.table(space.name, settings.metric), dtype=float)
+    latency = None
+    if settings.max_latency is not None:
+        latency = np.asarray(device.table(space.name, "latency_ms"), dtype=float)
+    size = len(exact_front(accuracy, cost, latency, settings.max_latency))
+    if size > settings.budget:  # its cheapest few alone would be a front cut short, silently
+        raise HwnasError(
+            f"--strategy exact scores the exact front, {size} architectures here, more than "
+            f"--budget {settings.budget}: give --budget {size} (or more)"
+        )
 
 
 def _complete(column: np.ndarray, size: int, what: str, why: str) -> None:

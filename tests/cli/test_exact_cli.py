@@ -60,3 +60,17 @@ def test_exact_strategy_without_tables_is_refused_in_one_line(tmp_path):
         "device 'cpu' has no recorded latency_ms table for space 'nasbench201' "
         "(`hwnas devices` lists the recorded ones)"
     ]
+
+
+def test_exact_strategy_with_a_budget_below_the_front_is_refused_in_one_line(tmp_path):
+    """`--strategy exact --budget 5` on the Pixel 3 scored the 5 cheapest of its 35 front
+    architectures and called the most accurate of them best (62.21% against the front's
+    73.51%), exit 0, no word; now refused before any work, naming the front's size."""
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "pixel3", "--strategy", "exact", "--budget", "5",
+                   "--out", str(out))  # fmt: skip
+    assert r.returncode == 2 and not out.exists()
+    assert r.stderr.strip().splitlines() == [
+        "error: --strategy exact scores the exact front, 35 architectures here, more than "
+        "--budget 5: give --budget 35 (or more)"
+    ]
