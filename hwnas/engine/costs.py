@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -92,6 +92,12 @@ class CostModel(ABC):
     def describe(self) -> dict[str, Any]:
         """JSON-able description for summaries."""
         return {"metric": self.metric, "source": self.source, **self.fit}
+
+    def report_to(self, on_candidate: Callable[[str, str], None] | None) -> None:
+        """Say each architecture this model measures to ``on_candidate`` (arch text, event),
+        as a search's candidates are (:func:`hwnas.jobs.table.run`'s ``on_candidate``); a
+        model that measures nothing has nothing to say."""
+        return None
 
     def full_table(self) -> np.ndarray | None:
         """The exact cost of every architecture of an indexed space, shape (len(space),), in
@@ -245,12 +251,17 @@ def predicted_model(request: CostRequest) -> CostModel:
     dataset = get_featurizer(space.name).dataset  # the networks the features describe
     refs = reference_archs(space)
     values, noisy = [], []
+    say = request.extra.get("on_candidate")  # the CLI's progress line: what is measured now
     for i, a in enumerate(refs):
+        if say is not None:
+            say(f"reference set {i + 1}/{len(refs)} {a.text}", "measuring")
         try:
             values.append(request.profiler.measure(arch_workload(space, a, dataset), metric).value)
         except NoisyMeasurementError as exc:  # stayed too noisy: see MIN_CLEAN_REFERENCES
             values.append(exc.measurement.value)
             noisy.append(i)
+    if say is not None:
+        say("", "done")
     note: dict[str, Any] = {}
     if noisy and len(refs) - len(noisy) >= MIN_CLEAN_REFERENCES:
         keep = [i for i in range(len(refs)) if i not in noisy]
@@ -344,6 +355,11 @@ class CalibratedOnUse(CostModel):
         self.source = f"predicted:{request.predictor or request.space.name}"
         self.fit = {"calibration": "reference set, measured when the search starts"}
         self._model: CostModel | None = None
+
+    def report_to(self, on_candidate: Callable[[str, str], None] | None) -> None:
+        """Say each reference architecture measured to ``on_candidate`` (arch text, event), as
+        a search's candidates are (:func:`hwnas.jobs.table.run`'s ``on_candidate``)."""
+        self.request.extra["on_candidate"] = on_candidate
 
     def calibrated(self) -> CostModel:
         """The calibrated model (measures the reference set on the first call).

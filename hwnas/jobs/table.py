@@ -335,6 +335,9 @@ def search(
             )  # fmt: skip
         else:
             evaluate = _watched(job.evaluator.evaluate, on_candidate)
+            for model in (job.costs.cost, job.costs.latency):  # a live device's reference set
+                if model is not None:
+                    model.report_to(on_candidate)
             result = run_search(
                 settings, space, evaluate, job.storage, on_trial, costs=job.costs,
                 instant=job.evaluator.instant, check=job.evaluator.check_resumed,

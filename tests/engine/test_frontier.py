@@ -243,3 +243,28 @@ def test_the_local_kernel_learns_what_neighbours_share_and_stays_off_where_they_
     test = np.setdiff1d(np.arange(len(top)), rows)
     errors = rmse(AccuracyModel(x), rows, test, y), rmse(AccuracyModel(x, choices), rows, test, y)
     assert errors[1] <= 1.02 * errors[0], errors
+
+
+def test_a_live_devices_reference_set_is_said_as_it_is_measured():
+    """A search on a live device measures the space's reference set before its first trial
+    (65 s on this VM); its progress line said nothing meanwhile ("0/40 trials", no counts, no
+    candidate). The calibrating cost model now says each reference architecture as the
+    search's own candidates are said. (A recorded device stands in: its profiler reads.)"""
+    from hwnas.devices import get_device
+    from hwnas.engine.costs import CostRequest, make_cost_model
+    from hwnas.measure import Profiler
+    from hwnas.predictors.calibration import reference_archs
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    device = get_device("pixel3")
+    said = []
+    request = CostRequest(space, device, Profiler(device, None), "latency_ms", on_use=True)
+    model = make_cost_model("predicted", request)
+    model.report_to(lambda arch, event: said.append((arch, event)))
+    model.predict([space.arch_at(0)])
+    refs = reference_archs(space)
+    assert said == [
+        *((f"reference set {i + 1}/{len(refs)} {a.text}", "measuring") for i, a in enumerate(refs)),
+        ("", "done"),
+    ]
