@@ -42,7 +42,8 @@ def predictor_group():
     "space's recorded table), e.g. the ones you measured; default: every one.",
 )
 @click.option("--steps", type=int, default=3000, show_default=True, help="Steps per encoder.")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of the meta-training (its initialisation and mini-batches).")
 def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed):
     """Meta-train artifacts NAMES (default: every shipped one: nasbench201, nasbench201-help,
     fbnet, fbnet-help, ofa), or a custom one with --space/--devices/--name."""

@@ -53,6 +53,7 @@ def supernet_options(f):
             type=int,
             default=default_of(SupernetSettings, "batch_size"),
             show_default=True,
+            help="Supernet strategies and --train-zoo: training mini-batch size.",
         ),
         click.option(
             "--finetune-epochs",

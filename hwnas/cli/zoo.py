@@ -63,7 +63,7 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
 
 
 @zoo_group.command("verify")
-@click.argument("ref", metavar="DIR|RUN", default="latest")
+@click.argument("ref", metavar="[DIR|RUN]", default="latest")
 @click.option(
     "--storage",
     default=None,

@@ -63,9 +63,7 @@ def _keyed_column(
     table = read_table(path)
     if column not in table:
         raise HwnasError(f"table {path} has no column '{column}' (columns: {', '.join(table)})")
-    values = np.asarray(table[column], dtype=float) if table[column].dtype != object else None
-    if values is None:
-        raise HwnasError(f"table {path}: column '{column}' holds text, not numbers")
+    values = _numbers(table[column], path, column)
     # a cost is positive and finite; an empty cell (NaN) is an architecture without a value
     bad = np.flatnonzero(~np.isnan(values) & ~((values > 0) & np.isfinite(values)))
     if len(bad):
@@ -88,7 +86,13 @@ def _keyed_column(
         return values
     cells = table[key]
     if cells.dtype != object:  # indices
-        if np.any(cells != np.round(cells)) or np.any((cells < 0) | (cells >= size)):
+        frac = np.flatnonzero(cells != np.round(cells))
+        if len(frac):
+            raise HwnasError(
+                f"table {path}, row {int(frac[0]) + 2}: '{key}' must be a whole index, got "
+                f"{cells[frac[0]]:g}"
+            )
+        if np.any((cells < 0) | (cells >= size)):
             raise HwnasError(f"table {path}: '{key}' holds indices outside 0..{size - 1}")
         rows = cells.astype(np.intp)
     else:
@@ -135,6 +139,29 @@ def _known_keys(where: str, prefix: str, mapping: dict, known, what: str = "key"
             raise HwnasError(f"{where}: unknown {what} '{prefix}{key}'{hint}; allowed: {allowed}")
 
 
+def _numbers(cells: np.ndarray, path: Path, column: str) -> np.ndarray:
+    """A table column as floats: empty cells NaN (no value), any other text refused.
+
+    Raises:
+        HwnasError: a cell that is not a number, naming its row.
+    """
+    if cells.dtype != object:
+        return np.asarray(cells, dtype=float)
+    out = np.full(len(cells), np.nan)
+    for i, cell in enumerate(cells):
+        text = "" if cell is None else str(cell).strip()
+        if not text:
+            continue
+        try:
+            out[i] = float(text)
+        except ValueError:
+            raise HwnasError(
+                f"table {path}, row {i + 2}: column '{column}' holds text, not a number: "
+                f"{text[:40]!r}"
+            ) from None
+    return out
+
+
 class RecordedDevice(Device):
     """A device whose values come from tables, one value per architecture of a space.
 
@@ -152,6 +179,11 @@ class RecordedDevice(Device):
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
         where = f"device profile {profile.get('_path', profile.get('name'))}"
+        if "runtime" in profile:  # the profile's, or --runtime's (hwnas.devices.get_device)
+            raise HwnasError(
+                f"device '{profile.get('name')}' (recorded) has no runtime choice: a runtime "
+                "(--runtime, runtime:) applies to live devices (local, cuda, rpc, android)"
+            )
         _known_keys(where, "", profile, PROFILE_KEYS)
         tables = profile.get("tables") or {}
         if not isinstance(tables, dict):

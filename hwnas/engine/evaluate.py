@@ -148,7 +148,7 @@ def check_recorded_costs(device: Any, space: SearchSpace, records: list[Any]) ->
             if not math.isclose(now, cost.value, rel_tol=1e-6):
                 unit = cost.unit
                 raise HwnasError(
-                    f"device '{device.name}''s table changed since this study was scored "
+                    f"the table of device '{device.name}' changed since this study was scored "
                     f"({r.arch}: {cost.value:.4g} {unit} in the study, {now:.4g} {unit} in "
                     f"{source.split(':', 1)[1]} now): search it as a new study (--study NAME) "
                     "or delete this one"

@@ -530,7 +530,7 @@ def strategy_options(options: dict[str, Any], strategy: str) -> dict[str, Any]:
 
 def help_text() -> str:
     """The ``--set`` help: every key with its default, grouped by who reads it."""
-    parts = ["Supernet search setting, repeatable, typed and range-checked."]
+    parts = ["Supernet search setting, repeatable, typed and range-checked"]
     parts.append("Strategies: " + ", ".join(f"{s.key} ({_show(s.default)})" for s in STRATEGY_BASE))
     for name, own in STRATEGY_OWN.items():
         if own:

@@ -233,7 +233,7 @@ def test_a_study_resumed_after_its_device_table_changed_is_refused(tmp_path, cli
     assert cli("measure", "import", "--device", "lab-npu", "--table", "few.csv")[0] == 0
     status, out, err = cli(*search, "--budget", "14")
     (line,) = [x for x in err.splitlines() if x.startswith("error:")]
-    assert status == 2 and "table changed" in line and "--study" in line
+    assert status == 2 and "changed since this study was scored" in line and "--study" in line
     arch = line.split("(", 1)[1].split(":", 1)[0]
     old = latency[space.index(space.parse(arch))]
     assert f"{old:.4g} ms in the study, {old * 10:.4g} ms" in line
@@ -324,3 +324,26 @@ def test_a_table_is_read_only_as_networks_of_its_own_input_size(tmp_path, cli):
     status, _, err = cli("search", "--device", "npu16", "--budget", "5", "--no-zoo",
                          profiles=profiles)  # fmt: skip
     assert status == 2 and "nasbench201's imagenet16 networks (3x16x16 input)" in err, err
+
+
+def test_an_empty_cell_is_no_value_and_a_fractional_index_is_named(tmp_path, cli):
+    """An empty value cell was 'holds text, not numbers' (the whole column refused); a
+    fractional index was 'outside 0..15624'. Now the empty cell is an architecture without a
+    value, and the fraction is named with its row."""
+    profiles = tmp_path / "profiles"
+    (profiles / "tables").mkdir(parents=True)
+    (profiles / "tables" / "gap.csv").write_text("index,latency_ms\n0,1.5\n1,\n2,2.5\n")
+    (profiles / "tables" / "frac.csv").write_text("index,latency_ms\n0,1.5\n0.5,2.0\n")
+    for name in ("gap", "frac"):
+        (profiles / f"{name}.yaml").write_text(
+            f"name: {name}\nkind: recorded\ntables:\n  nasbench201:\n"
+            f"    latency_ms: {{file: tables/{name}.csv}}\n"
+        )
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    listing = json.loads(out)
+    broken = {p.split("/")[-1]: w for p, w in listing["broken_profiles"].items()}
+    assert set(broken) == {"frac.yaml"}
+    assert "frac.csv, row 3: 'index' must be a whole index, got 0.5" in broken["frac.yaml"]
+    gap = next(d for d in listing["devices"] if d["device"] == "gap")
+    assert gap["table_rows"] == {"nasbench201": 2}
