@@ -376,8 +376,9 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
     floor = FLOORED * float(np.min(cal_values)) * (1 + 1e-9)
     # an ONNX graph (its own features); an architecture of the artifact's space keeps its floor
     low = [i for i, v in enumerate(mean) if v <= floor and hasattr(models[i], "features")]
-    warn_floored([m for i, m in enumerate(models) if i not in low],
-                 [v for i, v in enumerate(mean) if i not in low], cal_values, note)  # fmt: skip
+    refit = set(low)
+    kept = [i for i in range(len(models)) if i not in refit]
+    warn_floored([models[i] for i in kept], [mean[i] for i in kept], cal_values, note)
     if not low:
         return mean, std
     flops = load_predictor("flops").fit(cal_models, cal_values, cal_metric)
