@@ -57,7 +57,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     from rich.markup import escape
 
     from hwnas.cli.render import print_json, print_table
-    from hwnas.devices import broken_profiles, get_device, list_devices, profiles
+    from hwnas.devices import broken_profiles, broken_shown, get_device, list_devices, profiles
     from hwnas.errors import HwnasError
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
@@ -69,6 +69,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             counts = st.counts()
     rows, compact, listed = [], [], []
     broken = {str(p): why for p, why in broken_profiles().items()}
+    broken_shown()  # listed below, not warned of as well
     for name in list_devices():
         try:  # a profile that parses but cannot be used is listed as broken, not fatal
             dev = get_device(name)

@@ -82,9 +82,25 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
                 continue
             profile["_path"] = str(path)
             profiles[str(profile["name"])] = profile
-    for path, why in problems.items():
-        print(f"warning: skipped device profile {path}: {why}", file=sys.stderr)
     return profiles, problems
+
+
+_SHOWN: set[Path] = set()
+"""Broken profile files already named to the user in this process (until reloaded)."""
+
+
+def _warn_broken(skip: Path | None = None) -> None:
+    """Name each broken profile file once on stderr (the one a command is about, ``skip``, is
+    named by its own error instead), so one bad user file is said, not repeated."""
+    for path, why in broken_profiles().items():
+        if path != skip and path not in _SHOWN:
+            _SHOWN.add(path)
+            print(f"warning: skipped device profile {path}: {why}", file=sys.stderr)
+
+
+def broken_shown() -> None:
+    """Mark every broken profile as named (``hwnas devices`` lists them itself)."""
+    _SHOWN.update(broken_profiles())
 
 
 _WARNED: set[str] = set()
@@ -96,6 +112,7 @@ def reload_profiles() -> None:
     ones :func:`recorded_tables` has warned of."""
     _scan.cache_clear()
     _WARNED.clear()
+    _SHOWN.clear()
 
 
 def profiles() -> dict[str, dict]:
@@ -143,7 +160,11 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         safe_name(name, "device name")  # '../x': say why no profile can have that name
         for path, why in broken_profiles().items():
             if path.stem == name:
+                _warn_broken(skip=path)
+                _SHOWN.add(path)
                 raise HwnasError(f"device profile {path} is broken: {why}")
+    _warn_broken()
+    if name not in known:
         raise UnknownNameError("device", name, list(known))
     profile = copy.deepcopy(known[name])
     if overrides:

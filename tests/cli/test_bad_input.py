@@ -239,8 +239,10 @@ def test_one_malformed_user_profile_is_skipped_and_named(tmp_path):
     assert f"warning: skipped device profile {folder / 'myboard.yaml'}" in r.stderr
     r = hwnas_cli("search", "--device", "myboard", cwd=tmp_path, env=env)
     assert r.returncode == 2 and f"device profile {folder / 'myboard.yaml'} is broken" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # main: a warning, then the error
     r = hwnas_cli("devices", cwd=tmp_path, env={**env, "COLUMNS": "200"})
     assert r.returncode == 0 and "broken profile" in r.stdout and "myboard.yaml" in r.stdout
+    assert "warning: skipped" not in r.stderr  # listed once, not warned of as well
 
 
 def test_a_zoo_export_that_fails_part_way_leaves_no_partial_zoo(tmp_path, monkeypatch):
