@@ -64,7 +64,7 @@ HELP_FACTS = [
     (r"--strategy TEXT .*Default: (\w+) wherever .*, else (\w+)\.", (DEFAULT, FALLBACK)),
     (r"--storage URL .*Default: (\S+) in the hwnas home", (Path(default_storage_url()).name,)),
     (r"--store PATH\|URL .*Default: (\S+) in the hwnas home", (default_store_path().name,)),
-    (r"--data TEXT .*\[default: (\w+)\]", (SUPERNET["data"],)),
+    (r"--data TEXT .*'(\w+)' \(scikit-learn's bundled digits; the default\)", (SUPERNET["data"],)),
     (r"--epochs INTEGER .*\[default: (\d+)\]", (SUPERNET["epochs"],)),
     (r"--batch-size INTEGER .*\[default: (\d+)\]", (SUPERNET["batch_size"],)),
     (r"--finetune-epochs INTEGER .*\[default: (\d+)\]", (SUPERNET["finetune_epochs"],)),

@@ -478,7 +478,6 @@ def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
     """
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         study = optuna.load_study(study_name=settings.study, storage=storage)
     except KeyError:  # a new study
