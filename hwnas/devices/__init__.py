@@ -62,7 +62,8 @@ def profile_folders() -> list[Path]:
 @lru_cache(maxsize=8)
 def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
     """(profiles by name, broken profile file -> one-line reason). A broken file is skipped
-    and reported once on stderr, so one bad user file does not make every device unusable."""
+    (named once on stderr by :func:`get_device`, listed by ``hwnas devices``), so one bad user
+    file does not make every device unusable."""
     profiles: dict[str, dict] = {}
     problems: dict[Path, str] = {}
     for folder in folders:
