@@ -170,3 +170,24 @@ def test_a_users_accuracy_function_is_checked_before_any_work(tmp_path):
     none = hwnas_main("search", "--space", f"{file}:space", "--device", "cpu-fast")
     assert none.returncode == 2
     assert "has no accuracy table to search over: give an accuracy function" in none.stderr
+
+
+def test_an_accuracy_function_that_takes_data_without_data_stops_before_any_work(tmp_path):
+    """`--accuracy FILE:accuracy` (model, arch, data) without --data: main handed it None
+    and the search failed on its first candidate, after starting ('NoneType' object has no
+    attribute 'val'), although --help showed '[default: digits]'; now one line, before any
+    measurement."""
+    from helpers import hwnas_main
+
+    (tmp_path / "acc.py").write_text(
+        "def accuracy(net, arch, data):\n    return 100.0 * float(data.val.y.mean() > -1)\n"
+    )
+    store = tmp_path / "m.db"
+    result = hwnas_main(
+        "search", "--accuracy", f"{tmp_path / 'acc.py'}:accuracy", "--device", "cpu-fast",
+        "--budget", "2", "--store", str(store), "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr
+    assert "accuracy takes (model, arch, data): give the data" in errors[0]
+    assert not store.exists() and not (tmp_path / "run").exists()

@@ -1102,23 +1102,3 @@ def test_a_layer_reading_untracked_channels_still_has_its_own_width_searched():
     widths = {d.key for d in space.decisions if d.kind == "width"}
     assert {f"{u}.branch2.0.0.w" for u in units} <= widths
     _assert_subnets_exact(space, model, x)
-
-
-def test_an_accuracy_function_that_takes_data_without_data_stops_before_any_work(tmp_path):
-    """`--accuracy FILE:val_accuracy` (model, arch, data) without --data: main handed it None
-    and the search failed on its first candidate, after starting ('NoneType' object has no
-    attribute 'val'), although --help showed '[default: digits]'; now one line, before any
-    measurement."""
-    from pathlib import Path
-
-    file = Path(__file__).parent / "my_model.py"
-    store = tmp_path / "m.db"
-    result = hwnas_main(
-        "search", "--space", f"{file}:space", "--accuracy", f"{file}:val_accuracy",
-        "--device", "cpu-fast", "--budget", "2", "--store", str(store), "--out",
-        str(tmp_path / "run"),
-    )  # fmt: skip
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert result.returncode == 2 and len(errors) == 1, result.stderr
-    assert "val_accuracy takes (model, arch, data): give the data" in errors[0]
-    assert not store.exists() and not (tmp_path / "run").exists()
