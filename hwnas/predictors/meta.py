@@ -166,19 +166,18 @@ def positive_part(
     each: the mean and standard deviation of its predictive normal conditioned on the value
     being positive (a truncated normal: Johnson, Kotz & Balakrishnan, *Continuous Univariate
     Distributions*, vol. 1, ch. 13) where the head's mean is above ``floor``; ``floor`` (and
-    the head's deviation) where it is not (the head extrapolated below zero; ``hwnas predict``
-    and a search's cost model predict those again by FLOPs:
-    :func:`hwnas.predictors.predict.refit_floored`).
+    the head's deviation) where it is not (the head extrapolated below zero: ``hwnas predict``
+    predicts an ONNX graph's again by FLOPs, :func:`hwnas.predictors.predict.refit_floored`).
 
     Where the mean is many deviations above zero nothing changes. Where the head's interval
     reaches below zero its mean alone understates the value: on the recorded Pixel 3 (10
-    reference values), 18 NAS-Bench-201 cells whose convolutions cannot reach the cell output
-    were predicted below 0.3x their recorded latency (0.018 ms, std 2 ms, against 1.47 ms), and
-    a search put one on its front; conditioned on being positive, none is. Over the cells above
-    chance level, every device's Spearman rho and ±10% accuracy stay as they were (MAPE 10.6 ->
-    10.4% on the Pixel 3, 8.4 -> 8.5% on the Raspberry Pi 4); on the chance-level cells (an
-    output that does not depend on the input), which folding runtimes time near zero, the
-    error grows (``python experiments/help_protocol.py --protocol all``: MAPE over every cell).
+    reference values), NAS-Bench-201 cell 13047, whose convolutions cannot reach the cell
+    output, was predicted at 0.018 ms (std 2 ms) against 1.47 ms recorded, and a few-shot
+    search put it on its front; conditioned on being positive, 1.6 ms (``hwnas predict
+    --device pixel3 --arch 13047``). On every unseen device, rho, tau and ±10% accuracy stay
+    as they were; MAPE over every cell grows where folding runtimes time the chance-level cells
+    (an output that does not depend on the input) near zero (``python
+    experiments/help_protocol.py --protocol all``).
     """
     from scipy.special import log_ndtr
 
