@@ -59,16 +59,18 @@ def main() -> None:
 
     rows = []
     replaced = []  # (log ratio, inside, the floor's log ratio) per pair
+    recorded = []  # the devices that cannot run models: their values are tables
+    for name in list_devices():
+        try:
+            if not get_device(name).runs_models:
+                recorded.append(name)
+        except HwnasError:
+            continue
 
     def flops_fit(family, ref, y_ref):
         return load_predictor("flops").fit(ref, y_ref, "latency_ms")
 
-    for name in list_devices():
-        try:
-            if get_device(name).runs_models:
-                continue
-        except HwnasError:
-            continue
+    for name in recorded:
         have = []
         for f in FAMILIES:
             try:
@@ -138,12 +140,7 @@ def main() -> None:
 
     # the same family's own architectures (arch strings, not far): every recorded one
     own = []  # (device, family, floored, above chance level, floor's and FLOPs' |log r|)
-    for name in list_devices():
-        try:
-            if get_device(name).runs_models:
-                continue
-        except HwnasError:
-            continue
+    for name in recorded:
         for f in FAMILIES:
             try:
                 y_all = get_column(f, name).values

@@ -356,18 +356,7 @@ def read_kernels(
             (:func:`hwnas.onnx_inputs.model_inputs`: a string, a dynamic axis other than the
             batch) or allocate (:func:`hwnas.limits.input_size`).
     """
-    from hwnas.limits import input_size
-    from hwnas.onnx_inputs import bytes_inputs, feeds
-
-    specs = bytes_inputs(onnx_bytes, input_shape)  # read on the graph as exported
-    for s in specs:  # the run below allocates them
-        input_size(f"input '{s.name}'", s.shape)
-    model = optimise(onnx_bytes, threads)
-    try:
-        values = _tensor_values(model, feeds(specs))
-    except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HwnasError(f"ONNX Runtime cannot run the optimised model: {first}") from None
+    model, values = _optimised_run(onnx_bytes, input_shape, threads)
     dynamic = _data_dependent(model)
     weights = _weights(model)
     opsets = [o for o in model.opset_import]
@@ -403,6 +392,30 @@ def read_kernels(
         kernels.append(_kernel(node, op, weights, values, opsets, dynamic, unfolded))
         subnormal += _subnormal_share([values[i] for i in floats_in]) > SUBNORMAL_SHARE
     return ModelKernels(tuple(kernels), bookkeeping, ops, int(subnormal))
+
+
+def _optimised_run(
+    onnx_bytes: bytes, input_shape: tuple[int, ...] | None, threads: int
+) -> tuple[Any, dict[str, np.ndarray]]:
+    """The model as ONNX Runtime optimises it, and every tensor of one run of it on
+    :mod:`hwnas.onnx_inputs`' inputs (name -> array).
+
+    Raises:
+        HwnasError: as :func:`read_kernels`.
+    """
+    from hwnas.limits import input_size
+    from hwnas.onnx_inputs import bytes_inputs, feeds
+
+    specs = bytes_inputs(onnx_bytes, input_shape)  # read on the graph as exported
+    for s in specs:  # the run below allocates them
+        input_size(f"input '{s.name}'", s.shape)
+    model = optimise(onnx_bytes, threads)
+    try:
+        values = _tensor_values(model, feeds(specs))
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HwnasError(f"ONNX Runtime cannot run the optimised model: {first}") from None
+    return model, values
 
 
 def _weights(model) -> dict[str, Any]:
@@ -448,20 +461,7 @@ def subnormal_reads(
         HwnasError: ONNX Runtime cannot load or run the model, or the run does not end in
             :data:`READ_RUN_LIMIT_S`; an input hwnas cannot feed or allocate.
     """
-    from hwnas.limits import input_size
-    from hwnas.onnx_inputs import bytes_inputs, feeds
-
-    specs = bytes_inputs(onnx_bytes, input_shape)
-    for s in specs:
-        input_size(f"input '{s.name}'", s.shape)
-    model = optimise(onnx_bytes, threads)
-    try:
-        values = _tensor_values(model, feeds(specs))
-    except HwnasError:
-        raise
-    except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HwnasError(f"ONNX Runtime cannot run the optimised model: {first}") from None
+    model, values = _optimised_run(onnx_bytes, input_shape, threads)
     weights = _weights(model)
     reading = [
         f for node in model.graph.node if node.op_type != "Constant"
