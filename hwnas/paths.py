@@ -283,3 +283,61 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+MAX_TEXT_FILE_BYTES = 64 * 2**20
+"""Largest profile, space file, zoo card, ``summary.json`` or list of architectures read: far
+above any real one (a few KB), far below what could exhaust memory."""
+
+
+class NotReadableFile(OSError):
+    """A path that is not a regular file (a device such as ``/dev/zero``, a pipe, a folder) or
+    is larger than a file of its kind can be; an ``OSError``, so a reader's own handler names
+    the file."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.strerror = message
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def read_bounded(path: str | Path, max_bytes: int = MAX_TEXT_FILE_BYTES) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes``: a file handed to hwnas
+    (a device profile, a zoo card) naming ``/dev/zero`` or a pipe would otherwise exhaust the
+    memory or wait forever. Opened without blocking and checked on the open file, so a path
+    swapped for a pipe after a check is refused too.
+
+    Raises:
+        NotReadableFile: not a regular file, or larger than ``max_bytes``.
+        OSError: it cannot be read (``FileNotFoundError`` when missing).
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotReadableFile("not a regular file")
+        if st.st_size > max_bytes:
+            raise NotReadableFile(_too_large(st.st_size, max_bytes))
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while read
+        raise NotReadableFile(_too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return f"{size / 2**20:.0f} MiB, more than the {max_bytes / 2**20:g} MiB such a file may have"
+
+
+def read_bounded_text(path: str | Path, max_bytes: int = MAX_TEXT_FILE_BYTES) -> str:
+    """:func:`read_bounded` decoded as UTF-8.
+
+    Raises:
+        NotReadableFile, OSError: as :func:`read_bounded`.
+        UnicodeDecodeError: not UTF-8 text.
+    """
+    return read_bounded(path, max_bytes).decode("utf-8")
+

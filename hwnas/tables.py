@@ -24,6 +24,10 @@ import numpy as np
 from hwnas import spreadsheet
 from hwnas.errors import HwnasError
 
+MAX_TABLE_BYTES = 256 * 2**20
+"""Largest table file, and largest once a gzip file is decompressed: 15,625 rows x 30 columns
+take 5 MB; a device file (``/dev/zero``), a pipe or a larger file is refused before it is read."""
+
 CACHE_VERSION = 3  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet)
 """Part of every cache file's name: bump it when the parsed form changes."""
 
@@ -56,15 +60,18 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
     not part of the first column's name.
 
     Raises:
-        HwnasError: the file is missing or not a CSV table.
+        HwnasError: the file is missing, not a regular file (a device, a pipe), larger than
+            :data:`MAX_TABLE_BYTES` (decompressed), or not a CSV table.
     """
     return _read_table(path, file_version(path))
 
 
 @lru_cache(maxsize=32)
 def _read_table(path: Path, version: tuple[int, int]) -> dict[str, np.ndarray]:
+    from hwnas.paths import read_bounded
+
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_TABLE_BYTES)
     except OSError as exc:
         raise HwnasError(f"cannot read table {path}: {exc}") from None
     digest = hashlib.blake2b(raw, digest_size=12).hexdigest()
@@ -78,8 +85,16 @@ def _read_table(path: Path, version: tuple[int, int]) -> dict[str, np.ndarray]:
 
 def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
     try:
-        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8-sig")
-    except (OSError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        if path.suffix == ".gz":
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+                raw = fh.read(MAX_TABLE_BYTES + 1)
+        if len(raw) > MAX_TABLE_BYTES:
+            raise HwnasError(
+                f"cannot read table {path}: more than the {MAX_TABLE_BYTES // 2**20} MiB a "
+                "table may have once decompressed"
+            )
+        text = raw.decode("utf-8-sig")
+    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise HwnasError(f"cannot read table {path}: {exc}") from None
     sep = spreadsheet.delimiter(text.split("\n", 1)[0])
     rows = list(csv.reader(io.StringIO(text), delimiter=sep))

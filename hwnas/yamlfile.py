@@ -131,8 +131,11 @@ def read_yaml(path: str | Path) -> Any:
     """The YAML file at ``path``, read with :func:`load_yaml`.
 
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, is not a regular file or is too large
+            (:func:`hwnas.paths.read_bounded`).
         UnicodeDecodeError: it is not UTF-8 text.
         yaml.YAMLError: invalid YAML, or beyond the limits (:class:`YamlLimitError`).
     """
-    return load_yaml(Path(path).read_text())
+    from hwnas.paths import read_bounded_text
+
+    return load_yaml(read_bounded_text(path))

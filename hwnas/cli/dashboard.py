@@ -23,11 +23,11 @@ def dashboard_cmd(storage, artifact_dir, port):
     port_free(port)  # before any work, not after the storage and notes
     url = storage or default_storage_url()
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
-    if url.startswith("sqlite:///"):
-        from pathlib import Path
+    from hwnas.engine.workers import sqlite_file
 
-        if not Path(url.removeprefix("sqlite:///")).is_file():
-            raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
+    db_file = sqlite_file(url)  # a query (?timeout=...) is not part of the file's name
+    if db_file is not None and not db_file.is_file():
+        raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     artifact_dir = (artifact_dir or default_artifact_dir()).expanduser()
     if artifact_dir.exists() and not artifact_dir.is_dir():
         raise HwnasError(f"--artifact-dir {artifact_dir} is not a folder")

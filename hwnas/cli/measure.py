@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import DEVICE, device_options, dim_option, store_option
+from hwnas.paths import read_bounded_text
 from hwnas.spaces import space_option
 
 
@@ -38,7 +39,11 @@ from hwnas.spaces import space_option
     callback=space_option,
     help="Search space of --arch (a name, or a space file's path).",
 )
-@click.option("--dataset", default="cifar100", show_default=True, help="Dataset of --arch.")
+@click.option(
+    "--dataset",
+    default=None,
+    help="Dataset of --arch (default: cifar100, or the space's first dataset).",
+)
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Batch size.")
 @dim_option("The batch axis takes --batch-size.")
 @store_option
@@ -112,7 +117,7 @@ def _read_archs(path: Path) -> list[str]:
     from hwnas.errors import HwnasError
 
     try:
-        lines = path.read_text().splitlines()
+        lines = read_bounded_text(path).splitlines()
     except OSError as exc:
         raise HwnasError(f"cannot read --archs file {path}: {exc.strerror}") from None
     archs = [line.split("#", 1)[0].strip() for line in lines]
@@ -164,9 +169,7 @@ def parse_target(text: str):
 
 
 def _measure(dev, workloads, store_path) -> None:
-    from rich.console import Console
-
-    from hwnas.cli.render import print_table
+    from hwnas.cli.render import Console, print_table, visible
     from hwnas.measure import measure_models
 
     console = Console(emoji=False)
@@ -201,7 +204,7 @@ def _measure(dev, workloads, store_path) -> None:
     )
     for r in done.models:
         if r.warning:
-            click.echo(f"warning: {r.label}: {r.warning}", err=True)
+            click.echo(visible(f"warning: {r.label}: {r.warning}"), err=True)
     if dev.runtime.startswith("tvm"):
         console.print(
             f"TVM: {c.tuned_workloads} new workload(s) tuned in {c.tuning_s:.1f} s, "

@@ -14,6 +14,7 @@ import click
 
 from hwnas.cli.options import storage_option
 from hwnas.engine.publish import run_settings
+from hwnas.paths import read_bounded_text
 
 
 def _storage(storage: str | None):
@@ -25,7 +26,10 @@ def _storage(storage: str | None):
 
     url = storage or default_storage_url()
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+    from hwnas.engine.workers import sqlite_file
+
+    db_file = sqlite_file(url)  # a query (?timeout=...) is not part of the file's name
+    if db_file is not None and not db_file.is_file():
         raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     from hwnas.engine.loop import open_storage
 
@@ -135,9 +139,7 @@ def runs_group() -> None:
 def list_cmd(storage, as_json):
     """List every search in STORAGE: study, device, space, strategy, trials, best (accuracy and
     cost of the best architecture; its arch string with `hwnas runs show`) and run folder."""
-    from rich.console import Console
-
-    from hwnas.cli.render import print_json, print_table, text_line
+    from hwnas.cli.render import Console, print_json, print_table, text_line
 
     url, rdb = _storage(storage)
     rows = run_rows(rdb)
@@ -182,9 +184,7 @@ def show_cmd(study, storage, as_json):
     `latest` (the default: the most recent search) or `latest:WORD`."""
     import json
 
-    from rich.console import Console
-
-    from hwnas.cli.render import print_json, text_line
+    from hwnas.cli.render import Console, print_json, text_line
 
     url, rdb = _storage(storage)
     row = find_run(study, run_rows(rdb), url)
@@ -195,7 +195,7 @@ def show_cmd(study, storage, as_json):
     summary = None
     if row["folder_exists"]:
         try:
-            summary = json.loads((Path(row["folder"]) / "summary.json").read_text())
+            summary = json.loads(read_bounded_text(Path(row["folder"]) / "summary.json"))
         except (OSError, ValueError):
             summary = None
     if as_json:

@@ -64,7 +64,7 @@ def _keyed_column(
     if column not in table:
         raise HwnasError(f"table {path} has no column '{column}' (columns: {', '.join(table)})")
     values = _numbers(table[column], path, column)
-    # a cost is positive and finite; an empty cell (NaN) is an architecture without a value
+    # a cost is positive and finite; an empty or `nan` cell is an architecture without a value
     bad = np.flatnonzero(~np.isnan(values) & ~((values > 0) & np.isfinite(values)))
     if len(bad):
         raise HwnasError(
@@ -140,7 +140,7 @@ def _known_keys(where: str, prefix: str, mapping: dict, known, what: str = "key"
 
 
 def _numbers(cells: np.ndarray, path: Path, column: str) -> np.ndarray:
-    """A table column as floats: empty cells NaN (no value), any other text refused.
+    """A table column as floats: empty and ``nan`` cells NaN (no value), any other text refused.
 
     Raises:
         HwnasError: a cell that is not a number, naming its row.

@@ -476,3 +476,9 @@ def storage_of(study: Any) -> Any:
 def set_study_system_attr(study: Any, key: str, value: Any) -> None:
     """Set a study system attribute (what optuna-dashboard's artifact records are)."""
     study._storage.set_study_system_attr(study._study_id, key, value)
+
+
+def study_system_attrs(study: Any) -> dict[str, Any]:
+    """The study's system attributes (Optuna's artifact records among them; Optuna 5 has no
+    public ``Study.system_attrs``)."""
+    return study._storage.get_study_system_attrs(study._study_id)

@@ -197,9 +197,7 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
     from hwnas.errors import HwnasError, out_of_space
 
     store = _WholeFiles(FileSystemArtifactStore(str(artifact_dir)))
-    known: dict[str, dict[str, str]] = (
-        {} if fresh else dict(study.user_attrs.get("artifacts") or {})
-    )
+    known = {} if fresh else _recorded(study)
     uploaded, kept = [], []
     sweep_temporaries(artifact_dir)  # links a killed upload left
     links = temporary(artifact_dir / "links")
@@ -259,6 +257,31 @@ class _WholeFiles:
 
     def remove(self, artifact_id: str) -> None:
         self.store.remove(artifact_id)
+
+
+def _recorded(study: Any) -> dict[str, dict[str, str]]:
+    """The study's ``artifacts`` attribute (run-folder file -> ``{"id", "sha256"}``), keeping
+    only entries that name an artifact Optuna made for this study: a study database handed
+    over could name any file of the shared artifact folder, and the file it names is deleted
+    when a newer version replaces it."""
+    import uuid
+
+    from hwnas.engine.ledger import study_system_attrs
+
+    attrs = study.user_attrs.get("artifacts")
+    system = study_system_attrs(study)
+    out = {}
+    for rel, record in (attrs.items() if isinstance(attrs, dict) else ()):
+        if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
+            continue
+        artifact_id = record.get("id")
+        try:
+            own = str(uuid.UUID(artifact_id)) == artifact_id  # Optuna's ids are uuid4s
+        except (TypeError, ValueError, AttributeError):
+            own = False
+        if own and system.get(f"artifacts:{artifact_id}") not in (None, "null"):  # _forget
+            out[str(rel)] = {"id": artifact_id, "sha256": record["sha256"]}
+    return out
 
 
 def _remove(study: Any, store: Any, artifact_id: str) -> None:

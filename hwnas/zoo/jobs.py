@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.errors import HwnasError
-from hwnas.paths import sweep_temporaries
+from hwnas.paths import read_bounded_text, sweep_temporaries
 from hwnas.spaces import Arch, TabulatedSpace, ability, arch_from_text, get_space
 from hwnas.zoo.read import entry_folders, is_entry, read_entry
 from hwnas.zoo.train import TrainSettings, ZooTrainer
@@ -186,7 +186,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
     for run in runs:
         path = run / "summary.json"
         try:
-            summary = json.loads(path.read_text())
+            summary = json.loads(read_bounded_text(path))
         except (OSError, ValueError):
             continue
         if not isinstance(summary, dict) or "zoo_files" not in summary:

@@ -4,6 +4,7 @@ onnxruntime."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,34 @@ def entry_folder(entry: str | Path) -> Path:
     return path
 
 
-def _checked(folder: Path, card: dict[str, Any], name: str) -> Path:
-    """``folder/name``, whose sha256 must be the card's."""
-    path = folder / name
+def _checked(folder: Path, card: dict[str, Any], name: Any) -> Path:
+    """``folder/name``, a file of the entry (not a path leading out of it) whose sha256 the
+    card lists and matches: a card handed over with ``weights.file: ../../x.pt`` or an
+    unlisted file is refused before the file is opened.
+
+    Raises:
+        HwnasError: a name leading out of the entry, a missing file, a file the card lists no
+            checksum of, or one whose checksum differs.
+    """
+    from hwnas.paths import confined
+
+    if not isinstance(name, str):
+        raise HwnasError(f"{folder}: card.json names a file {name!r} that is not a file name")
+    try:
+        path = confined(folder, *name.split("/"), what="card.json file")
+    except HwnasError:
+        shown = repr(name[:80])
+        raise HwnasError(f"{folder}: card.json names {shown}, not a file of the entry") from None
     if not path.is_file():
         raise HwnasError(f"{folder}: {name} is missing")
-    want = (card.get("files") or {}).get(name)
-    if want is not None and sha256_file(path) != want:
+    files = card.get("files")
+    want = files.get(name) if isinstance(files, dict) else None
+    if want is None:
+        raise HwnasError(
+            f"{folder}: card.json lists no sha256 of {name}, so it cannot be checked (an "
+            "entry written by an older hwnas, or edited); open the file yourself if you trust it"
+        )
+    if sha256_file(path) != want:
         raise HwnasError(
             f"{path} has changed since the entry was written (sha256 differs from card.json); "
             "`hwnas zoo verify` checks the entry"
@@ -118,7 +140,15 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
     state = None
     if weights:
         path = _checked(folder, card, weights)
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:  # tensors only: PyTorch's restricted unpickler refuses code
+            with warnings.catch_warnings():  # its pickle-protocol warning, on refused files
+                warnings.simplefilter("ignore", UserWarning)
+                state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # pickle.UnpicklingError, RuntimeError (not a torch file)
+            raise HwnasError(  # torch's own text advises weights_only=False: not shown
+                f"{path} holds more than tensors, or is not a PyTorch file "
+                f"({type(exc).__name__}); refused: loading anything else could run code"
+            ) from None
     with torch.random.fork_rng(devices=[]):  # building draws random weights: not the user's
         if build.get("kind") == "supernet":
             from hwnas.supernet import SUPERNETS

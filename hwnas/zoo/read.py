@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.errors import HwnasError
+from hwnas.paths import read_bounded_text
 from hwnas.zoo.card import CARD_FILE, CARD_VERSION
 
 
@@ -60,7 +61,7 @@ def read_entry(path: str | Path) -> dict[str, Any]:
     folder = Path(path).expanduser()
     file = folder / CARD_FILE
     try:
-        card = json.loads(file.read_text())
+        card = json.loads(read_bounded_text(file))
     except FileNotFoundError:
         raise HwnasError(f"{folder} is not a zoo entry: no {CARD_FILE}") from None
     except (OSError, ValueError) as exc:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.paths import sha256_file
+from hwnas.paths import read_bounded_text, sha256_file
 from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props
 from hwnas.zoo.read import MANIFEST_FILES, entry_folders
 
@@ -113,13 +113,15 @@ def _check(folder: Path) -> tuple[dict[str, Any], str]:
     from hwnas.paths import confined
 
     try:
-        card = json.loads((folder / "card.json").read_text())
+        card = json.loads(read_bounded_text(folder / "card.json"))
     except (OSError, ValueError) as exc:
         raise _Failed(f"card.json unreadable: {exc}") from None
     files = card.get("files") if isinstance(card, dict) else None
     if not isinstance(files, dict) or MODEL_FILE not in files:
         raise _Failed("card.json lists no checksums (written by an older hwnas?)")
-    unlisted = [f for f in REQUIRED_FILES if f not in files]
+    weights = card.get("weights") if isinstance(card.get("weights"), dict) else {}
+    named = [weights["file"]] if isinstance(weights.get("file"), str) else []
+    unlisted = [f for f in (*REQUIRED_FILES, *named) if f not in files]
     if unlisted:
         raise _Failed(f"card.json lists no checksum of {', '.join(unlisted)}")
     for name, digest in files.items():
@@ -225,7 +227,10 @@ class StudyRecords:
         url = self.storage or default_storage_url()
         self.shown = redact(url)
         self._studies = []
-        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        from hwnas.engine.workers import sqlite_file
+
+        db_file = sqlite_file(url)  # a query (?timeout=...) is not part of the file's name
+        if db_file is not None and not db_file.is_file():
             if self.storage is not None:
                 raise HwnasError(f"no study database at {self.shown}")
             return self._studies
@@ -295,7 +300,7 @@ def _provenance(folder: Path, card: dict[str, Any], records: StudyRecords) -> tu
     if folder.parent.name == "zoo" and (folder.parent.parent / "summary.json").is_file():
         run = folder.parent.parent
         try:
-            summary = json.loads((run / "summary.json").read_text())
+            summary = json.loads(read_bounded_text(run / "summary.json"))
         except (OSError, ValueError):
             raise _Failed(f"the run's {run / 'summary.json'} is unreadable") from None
         summary = summary if isinstance(summary, dict) else {}

@@ -142,7 +142,7 @@ def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
     old = temporary(folder, "old")
     for attempt in range(attempts):
         try:
-            if folder.exists():
+            if folder.exists() or folder.is_symlink():  # a link (a dangling one too) is moved
                 os.replace(folder, old)
             os.replace(new, folder)
             break
@@ -152,7 +152,10 @@ def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
                 or attempt + 1 == attempts
             ):
                 raise
-    shutil.rmtree(old, ignore_errors=True)
+    if old.is_symlink():  # a handed-over zoo/ linking elsewhere: the link goes, not its target
+        old.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_zoo_into(

@@ -52,6 +52,7 @@ from hwnas.limits import (
     MAX_INPUT_SIDE,
     MAX_STRIDE,
 )
+from hwnas.paths import read_bounded_text
 from hwnas.spaces.declared.blocks import BLOCKS, BlockType, Param
 from hwnas.yamlfile import load_yaml
 
@@ -156,7 +157,7 @@ class _Reader:
         self.path = path
         self.lines: dict[Where, int] = {}
         try:
-            text = path.read_text()
+            text = read_bounded_text(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise HwnasError(f"space file {path} cannot be read: {exc}") from None
         try:

@@ -1,0 +1,140 @@
+"""Files someone else hands a user (a device profile, a zoo entry, a study database): none of
+them may exhaust the memory, hang a command, reach outside its folder, delete other files or
+write to the user's terminal, whatever they hold."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+
+import pytest
+import torch
+
+from hwnas.errors import HwnasError
+from tests.security.helpers_security import CodeRunner, bounded_cli
+
+SEARCH = ["search", "--device", "pixel3", "--budget", "3", "--seed", "2"]  # 2 front points
+
+
+def _profile(folder, name: str, table: str) -> None:
+    (folder / f"{name}.yaml").write_text(
+        f"name: {name}\nkind: recorded\nclass: board\n"
+        f"tables:\n  nasbench201:\n    latency_ms: {{file: {table}}}\n"
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_profile_whose_table_is_a_device_or_a_pipe_is_listed_broken(hwnas_home, tmp_path):
+    """`latency_ms: {file: /dev/zero}` read until the memory ran out (24 GB), a pipe hung
+    `hwnas devices` for ever; now each is one broken profile and every other device works."""
+    profiles = hwnas_home / "devices"
+    os.mkfifo(tmp_path / "pipe.csv")
+    _profile(profiles, "zeros", "/dev/zero")
+    _profile(profiles, "piped", str(tmp_path / "pipe.csv"))
+    r = bounded_cli("devices", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = (r.stdout + r.stderr).splitlines()
+    for name in ("zeros", "piped"):
+        (line,) = [x for x in lines if x.startswith("broken profile") and f"{name}.yaml" in x]
+        assert "not a regular file" in line, line
+    assert "pixel3" in r.stdout  # the other devices are listed
+    r = bounded_cli("search", "--device", "piped", "--out", str(tmp_path / "run"), timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert "pipe.csv" in line and "not a regular file" in line
+    assert not (tmp_path / "run").exists()
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_card(entry, card: dict) -> None:
+    (entry / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+
+
+def test_a_zoo_entry_cannot_load_files_outside_it_nor_pickles_nor_print_escapes(
+    hwnas_home, tmp_path, capsys
+):
+    """A card naming ``weights.file: ../../outside.pt`` and leaving it out of its checksums
+    was verified "ok" and loaded by ``hwnas.zoo.load(torch=True)``; a pickled weights.pt gave
+    torch's own error advising ``weights_only=False``; an ESC in a card's text cleared the
+    screen (and could write the clipboard) in ``hwnas zoo show``."""
+    import hwnas.zoo
+    from hwnas.cli import main
+
+    run = tmp_path / "run"
+    assert main([*SEARCH, "--out", str(run)]) == 0
+    entry = sorted((run / "zoo").iterdir())[0]
+    good = json.loads((entry / "card.json").read_text())
+    module = hwnas.zoo.load(entry, torch=True)  # the untouched entry loads
+    capsys.readouterr()
+
+    # 1. weights outside the entry, not in the card's checksums
+    torch.save(module.state_dict(), run / "outside.pt")
+    card = {**good, "weights": {"kind": "trained", "file": "../../outside.pt"}}
+    _write_card(entry, card)
+    assert main(["zoo", "verify", str(entry)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL") and "no checksum of ../../outside.pt" in out
+    card["files"]["../../outside.pt"] = _sha256(run / "outside.pt")  # listed, still refused
+    _write_card(entry, card)
+    with pytest.raises(HwnasError, match="not a file of the entry"):
+        hwnas.zoo.load(entry, torch=True)
+
+    # 2. a weights.pt that is a pickle running code, with a matching checksum
+    marker = tmp_path / "ran"
+    torch.save({"w": CodeRunner(marker)}, entry / "weights.pt", _use_new_zipfile_serialization=True)
+    card = {**good, "weights": {"kind": "trained", "file": "weights.pt"}}
+    card["files"] = {**good["files"], "weights.pt": _sha256(entry / "weights.pt")}
+    _write_card(entry, card)
+    with pytest.raises(HwnasError, match="refused: loading anything else could run code"):
+        hwnas.zoo.load(entry, torch=True)
+    assert not marker.exists()
+
+    # 3. terminal escapes in the card's text: shown, not obeyed
+    card = json.loads(json.dumps(good))
+    card["accuracy"]["source"] = "\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x1b\\ all good \x9b31m"
+    _write_card(entry, card)
+    assert main(["zoo", "show", str(entry)]) == 0
+    out = capsys.readouterr().out
+    assert "\\x1b[2J\\x1b]52;c;" in out and "\\x9b31m" in out
+    assert not any(c in out for c in ("\x1b", "\x9b", "\x07"))
+
+
+def test_a_handed_study_database_deletes_no_other_artifact(hwnas_home, tmp_path, capsys):
+    """A study's ``artifacts`` attribute maps each run file to the artifact a newer version
+    replaces (and deletes). A handed database naming another file of the shared artifact
+    folder had it deleted on the next run of the search; an id with ``../`` ended in Optuna's
+    traceback. Now only artifacts Optuna made for that study are ever replaced."""
+    import optuna
+
+    from hwnas.cli import main
+
+    storage = f"sqlite:///{tmp_path / 'handed.db'}?timeout=30"  # a query: not the file's name
+    args = [*SEARCH, "--storage", storage, "--no-zoo", "--out", str(tmp_path / "run")]
+    assert main(args) == 0
+    artifacts = hwnas_home / "artifacts"
+    other = artifacts / str(uuid.uuid4())  # another study's artifact, its id known
+    other.write_text("another study's plot")
+    (study_name,) = optuna.get_all_study_names(storage)
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    known = dict(study.user_attrs["artifacts"])
+    known["summary.json"] = {"id": other.name, "sha256": "changed"}
+    known["pareto.csv"] = {"id": "../../../outside", "sha256": "changed"}
+    study.set_user_attr("artifacts", known)
+    shutil.copy(tmp_path / "run" / "summary.json", tmp_path / "before.json")
+    capsys.readouterr()
+    assert main([*args[:4], "6", *args[5:]]) == 0  # the same search, a larger budget
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert other.read_text() == "another study's plot"
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    ids = {v["id"] for v in study.user_attrs["artifacts"].values()}
+    assert other.name not in ids and "../../../outside" not in ids
+    assert all((artifacts / i).is_file() for i in ids)  # every file re-uploaded is recorded
+    for command in (["runs", "list"], ["runs", "show", "latest"]):  # "no study database"
+        assert main([*command, "--storage", storage]) == 0, capsys.readouterr().err
