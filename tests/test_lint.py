@@ -30,5 +30,6 @@ def test_every_console_prints_emoji_codes_as_written():
         for path in sorted((ROOT / "hwnas").rglob("*.py"))
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"\bConsole\(", line) and "emoji=False" not in line
+        and not line.startswith("class ")  # hwnas.cli.render.Console, rich's, subclassed
     ]
     assert not found, found

@@ -107,6 +107,28 @@ def test_a_text_model_is_measured_and_predicted_through_the_cli(tmp_path):
     assert f"{path}: " in r.stdout and " ms (std " in r.stdout
 
 
+def test_predict_names_the_file_onnx_runtime_cannot_load_among_several(tmp_path):
+    """``hwnas predict --onnx good.onnx --onnx custom.onnx`` said only "ONNX Runtime cannot
+    load the model", after timing the good file's kernels; now every file is read before any
+    kernel is timed, and the error names the one that failed."""
+    good, bad = tmp_path / "text.onnx", tmp_path / "custom.onnx"
+    onnx.save(text_model(), good)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("MyOp", ["x"], ["y"], domain="com.example")
+    model = helper.make_model(
+        helper.make_graph([node], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+    )
+    model.ir_version = 8
+    onnx.save(model, bad)
+    r = hwnas_main("predict", "--device", "cpu-fast", "--onnx", str(good), "--onnx", str(bad),
+                   "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"error: {bad}: ONNX Runtime cannot load the model"), r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_weights_in_an_external_data_file_are_read_with_the_model(tmp_path):
     """``torch.onnx.export`` saves large models as model.onnx plus model.onnx.data: hwnas
     loaded the graph's bytes alone and ONNX Runtime could not find the weights."""

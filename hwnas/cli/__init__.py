@@ -101,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hwnas`` script; returns the exit status.
 
     Every message goes through :func:`hwnas.db.scrub`: no password of a URL given to this
-    process is printed, even where a library quotes it. Standard output is :class:`PipeSafe`
-    while the command runs."""
+    process is printed, even where a library quotes it; every error line through
+    :func:`hwnas.cli.render.visible`: no control character of a file is printed raw.
+    Standard output is :class:`PipeSafe` while the command runs."""
     stdout = sys.stdout
     if not isinstance(stdout, PipeSafe):
         sys.stdout = PipeSafe(stdout)
@@ -162,7 +163,12 @@ def _repeat_hint(exc: click.UsageError, argv: list[str] | None) -> str:
 
 
 def _main(argv: list[str] | None) -> int:
-    from hwnas.db import scrub, secrets_seen
+    from hwnas.cli.render import visible
+    from hwnas.db import scrub as _scrub
+    from hwnas.db import secrets_seen
+
+    def scrub(text: str) -> str:  # no password, and no control character from a file
+        return visible(_scrub(text))
 
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
@@ -187,7 +193,7 @@ def _main(argv: list[str] | None) -> int:
     except click.ClickException as exc:
         shown = io.StringIO()
         exc.show(file=shown)
-        sys.stderr.write(scrub(shown.getvalue()))
+        sys.stderr.write(_scrub(shown.getvalue()))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -198,19 +204,22 @@ def _main(argv: list[str] | None) -> int:
         if full is None and damaged is None and memory is None:
             if not secrets_seen():  # a bug: its traceback, but never with a password in it
                 raise
-            sys.stderr.write(scrub(traceback.format_exc()))
+            sys.stderr.write(_scrub(traceback.format_exc()))
             return 1
         if memory is not None:
             click.echo(
-                f"error: {memory}: the network, input or batch is too large for this machine",
+                scrub(f"error: {memory}: the network, input or batch is too large for this "
+                      "machine"),  # fmt: skip
                 err=True,
             )
             return EXIT_USAGE
         if full is not None:
             click.echo(
-                f"error: {full}; free some space and run the same command again (what was "
-                "done is kept: studies and measurements are written in transactions, files "
-                "whole)",
+                scrub(
+                    f"error: {full}; free some space and run the same command again (what was "
+                    "done is kept: studies and measurements are written in transactions, files "
+                    "whole)"
+                ),
                 err=True,
             )
         else:

@@ -33,8 +33,7 @@ from hwnas.spaces import space_option
 def arch_cmd(arch, space, dataset, onnx_out):
     """Show ARCH (an arch string or an index into the space's recorded architectures):
     canonical form, index, params, FLOPs, table accuracies and recorded latency per device."""
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.export import count_params_flops, export_onnx
     from hwnas.export_cache import WEIGHT_SEED
     from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, arch_from_text, get_space

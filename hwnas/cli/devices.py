@@ -31,10 +31,10 @@ def devices_cmd(ctx, store, show_all, as_json):
 @device_options
 def check_cmd(device, runtime, tracker, key, target, trials):
     """Prove DEVICE reachable: compile and time a tiny CNN on it (nothing is stored)."""
-    from rich.console import Console
     from rich.markup import escape
 
     from hwnas.cli.measure import _open_device
+    from hwnas.cli.render import Console
     from hwnas.devices.check import check_device
 
     dev = _open_device(device, runtime, tracker, key, target, trials, require_reachable=False)
@@ -53,10 +53,9 @@ def check_cmd(device, runtime, tracker, key, target, trials):
 
 def _list(store, as_json: bool = False, show_all: bool = False):
     import numpy as np
-    from rich.console import Console
     from rich.markup import escape
 
-    from hwnas.cli.render import print_json, print_table
+    from hwnas.cli.render import Console, print_json, print_table
     from hwnas.devices import broken_profiles, broken_shown, get_device, list_devices, profiles
     from hwnas.errors import HwnasError
     from hwnas.paths import default_store_path

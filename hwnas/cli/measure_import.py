@@ -43,8 +43,8 @@ def import_cmd(device, files, space, as_table, dataset, store):
     import time
 
     import yaml
-    from rich.console import Console
 
+    from hwnas.cli.render import Console
     from hwnas.devices import get_device, profiles, reload_profiles
     from hwnas.devices.base import Measurement
     from hwnas.devices.imported import ImportedDevice
@@ -155,8 +155,8 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
 
     import numpy as np
     import yaml
-    from rich.console import Console
 
+    from hwnas.cli.render import Console
     from hwnas.devices import reload_profiles
     from hwnas.errors import HwnasError
     from hwnas.paths import hwnas_home

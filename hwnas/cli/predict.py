@@ -109,6 +109,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     hwnas predict --calibration refset/calibration.csv --onnx model.onnx
     hwnas predict --calibration cal.csv --archs archs.csv --out pred.csv
     """
+    from hwnas.cli.render import visible
     from hwnas.errors import HwnasError
     from hwnas.onnx_inputs import check_dims
     from hwnas.predictors.calibration import (
@@ -140,7 +141,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     results = predict_models(
         onnx_models, arch_models, sp, device=device, calibration=calibration, metric=metric,
         runtime=runtime, predictor=predictor, kernel_budget=kernel_budget, store=store,
-        note=lambda line: click.echo(line, err=True),
+        note=lambda line: click.echo(visible(line), err=True),
     )  # fmt: skip
     cal_metric = results[0].metric if results else metric
     if out is not None:
@@ -156,4 +157,4 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         if id(r.model) not in shown:
             continue
         interval = f"; 90% interval {r.low:.4g}-{r.high:.4g} {unit}" if r.low is not None else ""
-        click.echo(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval})")
+        click.echo(visible(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval})"))

@@ -47,8 +47,7 @@ def predictor_group():
 def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed):
     """Meta-train artifacts NAMES (default: every shipped one: nasbench201, nasbench201-help,
     fbnet, fbnet-help, ofa), or a custom one with --space/--devices/--name."""
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.errors import HwnasError
     from hwnas.paths import confined, hwnas_home
     from hwnas.predictors.recipes import RECIPES, build, build_custom, get_recipe
@@ -119,9 +118,10 @@ def _source(archs_file: Path | None) -> str:
 
 
 def _summary(cards, root: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from hwnas.cli.render import Console
 
     table = Table(title=Text(f"predictor artifacts in {root}"))
     right = ("archs", "train s", "rho", "±10%")
@@ -156,10 +156,10 @@ def eval_cmd(predictor, devices):
     """Score PREDICTOR (artifact name or folder): adapt on each device's 10 reference-set
     values, predict every architecture, print Spearman rho, Kendall tau, MAPE, ±10% accuracy
     and the share of values within 2 predicted standard deviations."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from hwnas.cli.render import Console
     from hwnas.predictors import load_predictor
     from hwnas.predictors.data import get_column
     from hwnas.predictors.evaluate import evaluate_columns, mean_scores
@@ -205,9 +205,7 @@ def eval_cmd(predictor, devices):
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
 def list_cmd(as_json):
     """List predictor artifacts: space, metrics, training devices, unseen-device score."""
-    from rich.console import Console
-
-    from hwnas.cli.render import print_json, print_table
+    from hwnas.cli.render import Console, print_json, print_table
     from hwnas.predictors import list_artifacts
     from hwnas.predictors.meta import read_card
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from rich.console import Console
-
+from hwnas.cli.render import Console
 from hwnas.progress import Reporter, Step
 
 PLAIN_EVERY_S = 5.0

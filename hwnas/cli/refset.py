@@ -106,8 +106,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     --calibration` or `hwnas measure import`."""
     import csv
 
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.measure import arch_workload
     from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
     from hwnas.spaces import get_space
@@ -190,11 +189,11 @@ def measure_cmd(
     once: values already in the measurement store are reused) and write OUT/calibration.csv,
     ready for `hwnas predict --calibration` (or, for the reference set, `hwnas predict --device
     DEVICE`, which reads the store)."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from hwnas.cli.measure import _open_device
+    from hwnas.cli.render import Console
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.calibration import (

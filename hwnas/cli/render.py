@@ -17,12 +17,45 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+import rich.console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["escape", "print_chance_line", "print_json", "print_table", "text_line"]
+__all__ = [
+    "Console",
+    "escape",
+    "print_chance_line",
+    "print_json",
+    "print_table",
+    "text_line",
+    "visible",
+]
+
+_CONTROLS = {
+    c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
+}
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``\\xNN``: an ESC
+    (0x1b) or a C1 CSI (0x9b) in a value read from a file someone handed over (a zoo card's
+    accuracy, a study's attribute, a table's column name) would otherwise clear the screen,
+    retitle the window or write the clipboard (OSC 52) when printed to a terminal."""
+    return text.translate(_CONTROLS)
+
+
+class Console(rich.console.Console):
+    """rich's console, printing the control characters of the text it is given visibly
+    (:func:`visible`); its own escape sequences (styles, the live progress bar's cursor
+    moves) are left as they are. Every console of the CLI is one."""
+
+    def _render_buffer(self, buffer):  # rich >= 13: the one place segments become text
+        return super()._render_buffer(
+            seg if seg.control else Segment(visible(seg.text), seg.style, seg.control)
+            for seg in buffer
+        )
 
 
 def _cell(value: Any) -> Text:

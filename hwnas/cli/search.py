@@ -165,8 +165,7 @@ def search_cmd(
     Writes pareto.csv, pareto.png, summary.json and zoo/ (ONNX + card.json per Pareto
     architecture) to the run folder, and keeps the Optuna study in STORAGE.
     """
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.jobs.settings import build_settings
 
     ctx = click.get_current_context()
@@ -229,8 +228,7 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     Raises:
         HwnasError: a folder that cannot be written, bad ``--train-zoo`` options.
     """
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
 
     settings = job.settings
@@ -310,8 +308,7 @@ def _zoo_trainer(job, options: dict, no_zoo: bool):
     Raises:
         HwnasError: --no-zoo as well, bad numbers, unreadable --data.
     """
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.zoo.train import TrainSettings, ZooTrainer
 
     if no_zoo:

@@ -121,10 +121,8 @@ def run_supernet_search(
     Raises:
         HwnasError: any device, data or storage problem (before training starts).
     """
-    from rich.console import Console
-
     from hwnas.cli.progress import TerminalReporter
-    from hwnas.cli.render import print_json
+    from hwnas.cli.render import Console, print_json
     from hwnas.distributed import INTERRUPTED, launch, ranks_from_env
     from hwnas.jobs import prepare, run
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined

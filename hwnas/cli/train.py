@@ -67,8 +67,7 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     accuracy beside it), README.md, card.json and test_data_set_0/ (check with
     `hwnas zoo verify`).
     """
-    from rich.console import Console
-
+    from hwnas.cli.render import Console
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
     from hwnas.zoo.jobs import plan_training, record_retrained, run_training
     from hwnas.zoo.train import TrainSettings

@@ -80,11 +80,12 @@ def verify_cmd(ref: str, storage: str | None) -> None:
     not hold: the run's summary.json and the study that published the run. Each line says
     which records matched, or that the entry's provenance is not proven. Exit status 1 if any
     entry fails, 2 on bad input."""
+    from hwnas.cli.render import visible
     from hwnas.zoo.verify import verify
 
     verdicts = verify(zoo_path(ref, storage), storage)  # HwnasError (not a zoo): one line, exit 2
     for v in verdicts:
-        click.echo(v.line())
+        click.echo(visible(v.line()))
     failed = sum(not v.ok for v in verdicts)
     proven = sum(v.ok and v.proven for v in verdicts)
     click.echo(
@@ -147,9 +148,7 @@ def list_cmd(path, storage, as_json):
     architecture, accuracy and its source, latency (and energy, where the device has a meter)
     and its source, and whether the weights are trained or random. Arch strings are printed
     whole."""
-    from rich.console import Console
-
-    from hwnas.cli.render import print_json, print_table, text_line
+    from hwnas.cli.render import Console, print_json, print_table, text_line
     from hwnas.zoo import entry_folders, read_entry
 
     zoos = _zoo_folders(path, storage)
@@ -195,9 +194,7 @@ def show_cmd(ref, storage, as_json):
     preprocessing, input and output, and its files. ENTRY is the entry's folder, or RUN/PREFIX
     (`latest/00`, a study name or a unique part of one, then the start of the entry's folder
     name), or PREFIX alone for the latest run's zoo."""
-    from rich.console import Console
-
-    from hwnas.cli.render import print_json, text_line
+    from hwnas.cli.render import Console, print_json, text_line
     from hwnas.errors import HwnasError
     from hwnas.zoo import is_entry, read_entry
 

@@ -221,6 +221,11 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
     st = MeasurementStore(store or default_store_path())
     try:
         kp, how = kernel_predictor(Profiler(dev, st), budget=budget)
+        for m in models:  # every model read before any kernel is timed; a bad one named
+            try:
+                kp.kernels_of(m)
+            except HwnasError as exc:
+                raise HwnasError(f"{m}: {exc}") from None
         out = []
         for m in models:
             e = kp.estimate(m)
