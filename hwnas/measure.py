@@ -333,10 +333,11 @@ def subnormal_warning(workload: Workload) -> str:
     if not hit:
         return ""
     return (
-        f"{hit} of its {reading} nodes read subnormal floats (activations that underflow, as "
-        "untrained weights can make them; a CPU computes on them up to 100x slower): this is "
-        "the file's latency, and the same network trained can be far faster (hwnas predict "
-        "gives its latency with normal activations)"
+        f"{hit} of its {reading} nodes read subnormal floats (activations that underflow: "
+        "untrained weights can make them, and so can a Softmax after an additive mask of -100, "
+        "as Swin's; a CPU computes on them up to 100x slower): this is the file's latency; "
+        "where untrained weights cause it, the trained network can be far faster (hwnas "
+        "predict gives its latency with normal activations)"
     )
 
 
@@ -457,7 +458,7 @@ def measure(
     *,
     device: str,
     space: str | None = None,
-    dataset: str = "cifar100",
+    dataset: str | None = None,
     batch_size: int = 1,
     dims: dict[str, int] | None = None,
     runtime: str | None = None,
@@ -473,7 +474,8 @@ def measure(
             file path (``Path``, or a string ending in ``.onnx``), or a list of them.
         device: device name (``hwnas devices``).
         space: the space of the arch strings (default nasbench201).
-        dataset: the dataset whose network an arch string is (its input size and classes).
+        dataset: the dataset whose network an arch string is (its input size and classes);
+            default cifar100, or the space's first dataset where it has no cifar100.
         batch_size: B of the measured input (an ONNX model's dynamic batch axis takes it).
         dims: sizes of ONNX models' other dynamic input axes, by name
             (``{"sequence_length": 128}``; ``hwnas measure --dim``).
@@ -510,11 +512,12 @@ def model_workloads(
     archs: list[str],
     onnx_paths: list[Any],
     space: str,
-    dataset: str,
+    dataset: str | None,
     batch_size: int = 1,
     dims: dict[str, int] | None = None,
 ) -> list[Workload]:
-    """The workloads of arch strings (or indices) of ``space`` built for ``dataset`` (read and
+    """The workloads of arch strings (or indices) of ``space`` built for ``dataset`` (None:
+    the space's default, :meth:`~hwnas.spaces.SearchSpace.default_dataset`; read and
     checked first), then of ONNX files, at ``batch_size``, their dynamic axes named in ``dims``
     at its sizes (``hwnas measure``'s models).
 
@@ -529,6 +532,7 @@ def model_workloads(
     workloads = []
     if archs:
         sp = get_space(space)
+        dataset = dataset or sp.default_dataset()
         sp.dataset(dataset)
         workloads += [arch_workload(sp, arch_from_text(sp, t), dataset, batch_size) for t in archs]
     return workloads + [onnx_workload(path, batch_size, dims) for path in onnx_paths]

@@ -331,6 +331,27 @@ def test_a_convolution_reads_only_the_weights_of_taps_that_meet_its_input():
     assert streamed_bytes(nhwc) == pytest.approx(64 * 64 * 9 / 9)
 
 
+def test_an_embedding_lookup_streams_the_rows_it_reads_not_its_table():
+    """A Gather on a 20,000 x 64 embedding table looking up 16 tokens reads 16 rows. Its whole
+    table was charged as streamed weights: an embedding of a 250,000-word vocabulary was
+    predicted at 26.5 ms on the CPU against 0.009 ms measured, and a multilingual encoder
+    about 2.5 times its latency."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwnas.predictors.kernels.features import streamed_bytes
+
+    table = numpy_helper.from_array(np.ones((20_000, 64), np.float32), "table")
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 64])
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], axis=0)
+    m = helper.make_model(helper.make_graph([node], "e", [ids], [y], [table]),
+                          opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    m.ir_version = 8
+    (k,) = [k for k in read_kernels(m.SerializeToString()).kernels if k.weight_bytes]
+    assert k.op == "Gather" and k.weight_bytes == 20_000 * 64 * 4
+    assert streamed_bytes(k) == 16 * 64 * 4
+
+
 def test_an_int8_models_integer_convolutions_are_kernels_keyed_by_shape(tmp_path):
     """A model quantized by ONNX Runtime's own tool (``quantize_dynamic``) runs ConvInteger,
     which writes int32: it is a kernel (it was counted as a shape-only node, and an int8

@@ -13,6 +13,8 @@ permutation). A regressor of one type sees the columns that vary within it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hwnas.predictors.kernels.read import Kernel
@@ -128,11 +130,24 @@ def _spatial(shape: tuple[int, ...], kernel: Kernel, n: int) -> tuple[int, ...]:
     return tuple(shape[-n:])
 
 
+GATHER_OPS = frozenset({"Gather", "GatherElements", "GatherND"})
+"""Ops that read only the entries of their data input that their indices name."""
+
+
 def streamed_bytes(kernel: Kernel) -> float:
     """Bytes of weights the kernel reads in one call: its weights (:attr:`Kernel.weight_bytes`),
     for a convolution only the kernel positions that meet the input for some output (a 3x3
-    convolution, padded by 1, on a 1x1 map reads its centre tap alone: 1/9 of its weights)."""
+    convolution, padded by 1, on a 1x1 map reads its centre tap alone: 1/9 of its weights), for
+    a lookup in a table of weights (:data:`GATHER_OPS`: an embedding) only the entries it
+    returns."""
     total = float(kernel.weight_bytes)
+    if kernel.op in GATHER_OPS and kernel.inputs and kernel.inputs[0].role == "w":
+        # an embedding table: the rows looked up, not the table (a 250,000-word vocabulary
+        # is 256 MB, of which a 16-token lookup reads 16 rows)
+        data = kernel.inputs[0]
+        rows = math.prod(kernel.outputs[0]) * np.dtype(data.dtype).itemsize if kernel.outputs else 0
+        rest = total - data.elems * np.dtype(data.dtype).itemsize  # constant indices
+        return min(total, float(rows) + rest)
     a = kernel.attr
     w = next((t for t in kernel.inputs if t.role == "w" and len(t.shape) >= 3), None)
     x = kernel.x_inputs

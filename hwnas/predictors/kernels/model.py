@@ -473,9 +473,10 @@ class KernelPredictor(Predictor):
         if e.subnormal:  # what it predicts is not what this file takes here
             note += ("; " if note else "") + (
                 f"{e.subnormal} of its {e.kernels} kernels read subnormal floats (activations "
-                "that underflow, as untrained weights can make them), which a CPU computes on "
-                "up to 100x slower: measured, this file takes longer than predicted; the "
-                "prediction is the architecture's latency with normal activations (trained)"
+                "that underflow: untrained weights can make them, and so can a Softmax after an "
+                "additive mask of -100, as Swin's), which a CPU computes on up to 100x slower: "
+                "measured, this file takes longer than predicted; the prediction is the "
+                "architecture's latency with normal activations"
             )
         return mid * float(np.exp(-half)), mid, mid * float(np.exp(half)), note
 
