@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ def space_row(name_or_path: str) -> dict[str, Any]:
         "file": str(path),
         "language": getattr(space, "language", "") or ("hand-written" if written else "declared"),
         "decisions": len(choices),
-        "size": math.prod(len(v) for v in choices.values()) if choices else 0,
+        "size": space.num_architectures() if choices else 0,
         "tabulated": len(indexed) if indexed is not None else None,
         "datasets": space.datasets(),
         "accuracy_table": ability(space, TabulatedSpace) is not None,
@@ -69,20 +68,19 @@ def spaces_cmd(ctx, as_json):
     `hwnas spaces show SPACE` shows one (a name or a space file)."""
     if ctx.invoked_subcommand is not None:
         return
-    from rich.console import Console
-
-    from hwnas.cli.render import print_json, print_table, text_line
+    from hwnas.cli.render import Console, print_json, print_table, text_line
     from hwnas.errors import HwnasError
-    from hwnas.spaces import list_spaces
+    from hwnas.spaces import list_spaces, unused_space_files
 
     rows, broken = [], {}
+    unused = {str(p): why for p, why in unused_space_files().items()}
     for name in list_spaces():
         try:
             rows.append(space_row(name))
         except HwnasError as exc:  # one broken user file does not hide the others
             broken[name] = str(exc)
     if as_json:
-        print_json({"spaces": rows, "broken": broken})
+        print_json({"spaces": rows, "broken": broken, "unused": unused})
         return
     console = Console(emoji=False)
     print_table(
@@ -105,6 +103,8 @@ def spaces_cmd(ctx, as_json):
     )
     for name, why in broken.items():
         text_line(console, f"broken space {name}: {why} (skipped)")
+    for path, why in unused.items():
+        text_line(console, f"unused space file {path}: {why}")
     text_line(console, "details: hwnas spaces show SPACE; your own: docs/spaces.md")
 
 
@@ -116,9 +116,8 @@ def show_cmd(space, as_json):
     datasets, accuracy table, supernet and the strategies that search it, and an example
     arch string."""
     import numpy as np
-    from rich.console import Console
 
-    from hwnas.cli.render import print_json, text_line
+    from hwnas.cli.render import Console, print_json, text_line
     from hwnas.spaces import get_space
 
     row = space_row(space)

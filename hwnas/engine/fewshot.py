@@ -343,10 +343,13 @@ def run_fewshot(
         ),
     }
     if settings.max_latency is not None:  # best is the verified one, not the front's top
-        extra["best_rule"] = (
-            f"most accurate architecture whose latency measured on the device is <= "
-            f"{settings.max_latency:g} ms, among those the measurement budget verified "
-            "(best_verified false: none could be, the most accurate predicted within it)"
+        limit = f"{settings.max_latency:g} ms"
+        extra["best_rule"] = (  # says which of the two rules chose this best
+            f"most accurate architecture whose latency measured on the device is <= {limit}, "
+            "among those the measurement budget verified"
+            if extra["best_verified"] is not False
+            else f"none could be verified within the measurement budget: the most accurate "
+            f"predicted within {limit}"
         )
     return final, extra, evaluator
 

@@ -91,16 +91,32 @@ def user_space_folder() -> Path:
 
 def space_files() -> dict[str, Path]:
     """Every space file by name: the shipped ones, then the user's (a user file may not reuse a
-    shipped name)."""
+    shipped name: :func:`unused_space_files` lists those that do)."""
+    return _space_files()[0]
+
+
+def unused_space_files() -> dict[Path, str]:
+    """The user's space files that are not used, each with why: a name a shipped space (or an
+    earlier file of the user's: ``x.yaml`` before ``x/space.yaml``) already has."""
+    return _space_files()[1]
+
+
+def _space_files() -> tuple[dict[str, Path], dict[Path, str]]:
     out = {p.parent.name: p for p in sorted(asset_path("search_spaces").glob("*/space.yaml"))}
+    shipped = set(out)
+    unused = {}
     user = user_space_folder()
     if user.is_dir():
         found = sorted(user.glob("*.yaml")) + sorted(user.glob("*.yml"))
         found += sorted(user.glob("*/space.yaml"))
         for p in found:
             name = p.parent.name if p.name == "space.yaml" else p.stem
-            out.setdefault(name, p)
-    return out
+            if name in out:
+                owner = "a shipped space" if name in shipped else str(out[name])
+                unused[p] = f"'{name}' is already the name of {owner}: rename the file"
+            else:
+                out[name] = p
+    return out, unused
 
 
 def list_spaces() -> list[str]:

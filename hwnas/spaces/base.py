@@ -7,6 +7,7 @@ architecture. Everything else (tables, supernets) is an optional ability of a co
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -93,6 +94,12 @@ class SearchSpace(ABC):
     @abstractmethod
     def datasets(self) -> list[str]:
         """Names of the datasets the space defines networks for."""
+
+    def num_architectures(self) -> int:
+        """How many distinct architectures the space holds: the product of its decisions'
+        sizes. A space whose depth decisions leave some decisions unused (a layer past its
+        stage's depth) overrides it to count each network once."""
+        return math.prod(len(v) for v in self.choices().values())
 
     def default_dataset(self, preferred: str = "cifar100") -> str:
         """The dataset used where none is given: ``preferred`` where the space defines it (a

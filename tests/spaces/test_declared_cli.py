@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 
 import numpy as np
 import onnxruntime as ort
@@ -174,3 +175,33 @@ def test_a_malformed_space_file_stops_the_search_in_one_line(tmp_path, hwnas_hom
     assert r.stderr.strip().count("\n") == 0, r.stderr
     assert f"{path}:6: stages[0].layer.kernel: must be an integer" in r.stderr
     assert not (tmp_path / "run").exists() and not (hwnas_home / "studies.db").exists()
+
+
+def test_hwnas_spaces_counts_each_network_once_and_names_an_unused_file(
+    tiny_space_file, capsys
+):
+    """A layer past its stage's depth does not change the network: `hwnas spaces` counted its
+    choices anyway (a user's ConvNeXt-like space: 34,992 listed, 9,288 distinct); OFA showed
+    7.4e22 for the paper's 10^19 per resolution. A user file named like a shipped space was
+    ignored without a word."""
+    import itertools
+
+    from hwnas.cli import main
+    from hwnas.spaces import get_space, reload_spaces
+
+    space = get_space("tiny")
+    choices = space.choices()
+    distinct = {
+        space.from_choices(dict(zip(choices, combo))).text
+        for combo in itertools.product(*choices.values())
+    }
+    assert space.num_architectures() == len(distinct) < math.prod(map(len, choices.values()))
+    # OFA: 5 stages of depth 2-4, 3 kernels x 3 expansions a block, 25 resolutions
+    assert get_space("ofa").num_architectures() == (9**2 + 9**3 + 9**4) ** 5 * 25
+    (tiny_space_file.parent / "nasbench201.yaml").write_text(tiny_space_file.read_text())
+    reload_spaces()
+    assert main(["spaces"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(distinct):,}" in out.split("tiny", 1)[1].splitlines()[0]
+    assert "unused space file" in out and "nasbench201.yaml" in out
+    assert "'nasbench201' is already the name of a shipped space" in out

@@ -21,6 +21,7 @@ them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,6 +228,28 @@ class DeclaredSpace(SearchSpace):
                 f"{' ...' if len(missing) > 5 else ''}"
             )
         return self._arch(labels)
+
+    def num_architectures(self) -> int:
+        """Distinct architectures: a layer past its stage's depth does not count (for each
+        stage, the sum over its depths of the product of its used layers' choices)."""
+        total = 1
+        stages: dict[int, list[Decision]] = {}
+        for d in self.decisions:
+            if d.part == "stage" and (d.position >= 0 or d.kind == "depth"):
+                stages.setdefault(d.index, []).append(d)
+            else:
+                total *= len(d.values)
+        for s, decs in stages.items():
+            st = self.spec.stages[s]
+            layers = [d for d in decs if d.kind != "depth"]
+            if not isinstance(st.depth, Choices):
+                total *= math.prod(len(d.values) for d in layers)
+                continue
+            total *= sum(
+                math.prod(len(d.values) for d in layers if d.position < int(depth))
+                for depth in st.depth.values
+            )
+        return total
 
     def _needed(self, labels: dict[str, str], d: Decision) -> bool:
         """Whether ``d`` is needed: not a layer past its stage's depth (depth unknown: yes)."""

@@ -142,6 +142,14 @@ class OFASpace(SearchSpace):
         out["r"] = tuple(map(str, self.resolutions))
         return out
 
+    def num_architectures(self) -> int:
+        """Distinct networks: per stage, the sum over its depths d of (kernels x expansions)^d
+        (blocks past the depth do not count), times the resolutions; about 2.2e19 per
+        resolution, the paper's "more than 10^19"."""
+        per_block = len(self.kernel_sizes) * len(self.expand_ratios)
+        per_stage = sum(per_block ** int(d) for d in self.depths)
+        return per_stage**self.num_stages * len(self.resolutions)
+
     def from_choices(self, values: dict[str, str]) -> Arch:
         cfg = OFAConfig(
             tuple(int(values[f"ks_{i}"]) for i in range(self.num_blocks)),
