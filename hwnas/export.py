@@ -123,10 +123,13 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
         raise HwnasError(f"ONNX file not found: {path}")
     try:
         model = onnx.load(str(path), load_external_data=False)
-        external = [t.name for t in model.graph.initializer if uses_external_data(t)]
+        external = [t for t in model.graph.initializer if uses_external_data(t)]
         if external:
+            _check_external_files(path, external)
             load_external_data_for_model(model, str(path.resolve().parent))
         onnx.checker.check_model(model)
+    except HwnasError:
+        raise
     except Exception as exc:  # onnx raises DecodeError, ValidationError, OSError, ...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HwnasError(f"corrupt or invalid ONNX file {path}: {first}") from None
@@ -139,6 +142,24 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
             "models up to 2 GiB (one protobuf message)"
         )
     return model, model.SerializeToString()
+
+
+def _check_external_files(path: Path, tensors: list) -> None:
+    """Raise when a file the model's weights are stored in (``model.onnx.data``, named in the
+    model, relative to its folder) is missing: ONNX says the model is invalid instead.
+
+    Raises:
+        HwnasError: naming the first missing file.
+    """
+    from onnx.external_data_helper import ExternalDataInfo
+
+    for t in tensors:
+        location = ExternalDataInfo(t).location
+        if location and not (path.parent / location).exists() and ".." not in location:
+            raise HwnasError(
+                f"{path}: its weights are stored in {location}, which is not beside it (copy "
+                "the .onnx file together with its data file)"
+            )
 
 
 def content_hash(*parts: str | bytes) -> str:

@@ -145,6 +145,7 @@ def test_weights_in_an_external_data_file_are_read_with_the_model(tmp_path):
                    "--store", str(tmp_path / "m.db"), cwd=tmp_path)  # fmt: skip
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "text.onnx.data" in lines[0], r.stderr
+    assert "which is not beside it" in lines[0] and "corrupt" not in lines[0]  # not "invalid"
     # a data file outside the model's folder is not read, whatever the model says
     model = onnx.load(folder / "text.onnx", load_external_data=False)
     for t in model.graph.initializer:

@@ -342,7 +342,8 @@ def warn_floored(models, mean, cal_values, note) -> None:
             note(
                 f"warning: {m}: predicted below a thousandth of every calibration value: the "
                 "predictor extrapolates below zero for it (its mean is a floor, not a "
-                "prediction): time it instead"
+                "prediction): time it on the device instead (hwnas measure; a device hwnas cannot "
+                "run takes its value through hwnas measure import)"
             )
 
 
