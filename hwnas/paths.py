@@ -340,4 +340,3 @@ def read_bounded_text(path: str | Path, max_bytes: int = MAX_TEXT_FILE_BYTES) ->
         UnicodeDecodeError: not UTF-8 text.
     """
     return read_bounded(path, max_bytes).decode("utf-8")
-
