@@ -171,6 +171,11 @@ def prepare(
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     space, device = resolve(settings)
     device.check_table_dataset(space.name, settings.metric, settings.dataset)
+    if settings.metric == "latency_ms":  # a limit or target no subnet can meet: before training
+        from hwnas.jobs.table import check_feasible
+
+        check_feasible(settings.max_latency, "--max-latency", space, device, whole=True)
+        check_feasible(settings.latency_target, "--latency-target", space, device, whole=True)
     if settings.job.cost == "kernel":  # the one cost model refused on what it is given
         from hwnas.engine.kernel_cost import check_kernel_cost
 
@@ -270,6 +275,11 @@ class _Derived:
     argmax_info: dict[str, Any]
 
 
+TOO_SMALL = ("Output size is too small", "Kernel size can't be greater", "input image is smaller")
+"""PyTorch's words when a layer's input map is smaller than its window (``--set image_size``
+below what a supernet's strides allow)."""
+
+
 def _train(
     job: PreparedSupernetSearch, out: Path, log: Callable[[str], None], ranks, reporter: Reporter
 ) -> _Trained | None:
@@ -329,7 +339,17 @@ def _train(
         log(f"resuming from {ckpt} after epoch {start_epoch}")
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
-    _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter)
+    try:
+        _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter)
+    except RuntimeError as exc:  # a map pooled or convolved down to nothing: images too small
+        first = (str(exc).strip().splitlines() or [""])[0]
+        if not any(m in first for m in TOO_SMALL):
+            raise
+        raise HwnasError(
+            f"images of {data.image_shape[-1]}x{data.image_shape[-2]} pixels are too small "
+            f"for the {space.name} supernet's downsampling (set a larger --set image_size): "
+            f"{first}"
+        ) from None
     turn.done(ckpt, s.epochs)
     if ranks.many:  # rank 0 goes on alone: derivation, fine-tuning, scoring, the run folder
         # free the DDP wrapper while the process group and the interpreter are alive: freed at
@@ -460,6 +480,15 @@ def _derive(
             + ("inside" if deployed["inside"] else "OUTSIDE")
             + " the interval)"
         )
+        limit = s.max_latency if s.max_latency is not None else s.latency_target
+        if limit is not None:  # the front's latency is the trained subnets', at training size
+            option = "--max-latency" if s.max_latency is not None else "--latency-target"
+            log(
+                f"warning: the search steered to {option} {limit:g} ms at the deployment size "
+                f"({deployed['deployment']}), but pareto.csv's latency_ms, and the best under "
+                "the limit, are the trained subnets' at the training size: judge a deployed "
+                "network by its predicted latency (hwnas predict, the line above)"
+            )
     with torch.no_grad():  # the distribution's own argmax, before any target constraint
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
@@ -771,7 +800,7 @@ class SubnetEvaluator:
             "predicted_cost": float(self.cost.cost(arch)),
             "predicted_cost_source": f"{self.cost.source} ({self.cost.metric})",
             "weights_note": (
-                f"trained: supernet ({s.strategy}, {s.epochs} epochs) on {data.name}, inherited, "
+                f"supernet ({s.strategy}, {s.epochs} epochs) on {data.name}, inherited, "
                 f"batch norm recalibrated, fine-tuned {s.finetune_epochs} epochs; supernet "
                 f"config {json.dumps(self.net.config, sort_keys=True)}"
             ),

@@ -131,7 +131,7 @@ def prepare(
     if not needs_costs and fewshot is None:
         _check_covered(settings, space, device)
     if fewshot is None:
-        _check_feasible(settings, space, device)
+        check_feasible(settings.max_latency, "--max-latency", space, device)
     problem = open_problem(settings, space, device, storage, store_path)
     check_stored_budget(settings, problem.storage)
     if predict_live:
@@ -189,10 +189,19 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
         )
 
 
-def _check_feasible(settings: SearchSettings, space: SearchSpace, device: Any) -> None:
-    """Under ``--max-latency`` on a device whose latency table this search reads, some
-    architecture of the table must meet the limit: otherwise every strategy would spend its
-    budget on architectures none of which can be the answer.
+def check_feasible(
+    limit: float | None, option: str, space: SearchSpace, device: Any, whole: bool = False
+) -> None:
+    """Under a latency ``limit`` (ms) on a device whose latency table the search reads, some
+    architecture of the table must meet it: otherwise every strategy would spend its budget
+    (or a supernet its training) on architectures none of which can be the answer.
+
+    Args:
+        limit: ``--max-latency`` or ``--latency-target`` (ms), or None (nothing checked).
+        option: the option's name, for the message.
+        whole: check only a table with a value for every architecture of the space (a
+            supernet search also prices, by prediction, architectures a sampled table such as
+            OFA's 5,000 lacks, any of which may be faster than the table's fastest).
 
     Raises:
         HwnasError: no recorded latency is within the limit (one line: the limit and the
@@ -200,17 +209,19 @@ def _check_feasible(settings: SearchSettings, space: SearchSpace, device: Any) -
     """
     import numpy as np
 
-    if settings.max_latency is None:
+    if limit is None:
         return
     column = device.table(space.name, "latency_ms")
     if column is None:  # measured or predicted as the search goes
         return
     recorded = column[np.isfinite(column)]
-    if recorded.size and recorded.min() > settings.max_latency:
+    if whole and recorded.size < space.num_architectures():  # a sampled table (OFA, FBNet)
+        return
+    if recorded.size and recorded.min() > limit:
         raise HwnasError(
-            f"no architecture of {space.name} meets --max-latency {settings.max_latency:g} ms "
-            f"on device '{device.name}': the fastest of its {recorded.size:,} recorded "
-            f"latencies is {recorded.min():.4g} ms"
+            f"no architecture of {space.name} meets {option} {limit:g} ms on device "
+            f"'{device.name}': the fastest of its {recorded.size:,} recorded latencies is "
+            f"{recorded.min():.4g} ms"
         )
 
 

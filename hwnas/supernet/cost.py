@@ -78,6 +78,11 @@ class MultilinearLUT(CostModel):
     truth_covers: str = "all"
     """Which architectures :attr:`truth` has values for: ``all``, or ``index`` (only the
     space's indexed ones, as a recorded table)."""
+    floor: float = 0.0
+    """No cost is predicted below this (ms or mJ): a least-squares table extrapolates below
+    zero for architectures cheaper than those it was fitted on (NAS-Bench-201's all-``none``
+    cell on the Pixel 3: -0.9 ms), and a hardware term would reward them without end.
+    :func:`fit_lut` and a calibrated block table set it to half the least value fitted."""
 
     def __post_init__(self) -> None:
         dims = list(self.space.choices())
@@ -119,8 +124,8 @@ class MultilinearLUT(CostModel):
         return out
 
     def cost_indices(self, indices: np.ndarray) -> np.ndarray:
-        """Cost of each row of candidate indices (N, D) -> (N,)."""
-        return self.bias + self.features(indices) @ self.weights
+        """Cost of each row of candidate indices (N, D) -> (N,), at least :attr:`floor`."""
+        return np.maximum(self.bias + self.features(indices) @ self.weights, self.floor)
 
     def indices(self, archs: Sequence[Arch]) -> np.ndarray:
         """Candidate index of every decision of each architecture, shape (len(archs), D)."""
@@ -154,7 +159,7 @@ class MultilinearLUT(CostModel):
         mats, gather, weights = self._torch_cache[key]
         parts = [p @ m for p, m in zip(probs, mats)]
         flat = torch.cat([*parts, torch.ones(1, dtype=dtype, device=device)])
-        return self.bias + (flat[gather].prod(dim=1) * weights).sum()
+        return (self.bias + (flat[gather].prod(dim=1) * weights).sum()).clamp(min=self.floor)
 
     def describe(self) -> dict[str, Any]:
         out = {"metric": self.metric, "source": self.source, "terms": len(self.terms), **self.fit}
@@ -224,7 +229,7 @@ class MultilinearLUT(CostModel):
         if enum is not None:
             return float(self.cost_indices(enum[0]).min())
         if not self.sizes:
-            return self.bias
+            return max(self.bias, self.floor)
         zero = [np.zeros(n) for n in self.sizes]
         starts = [np.zeros(len(self.sizes), dtype=int), np.array(self.sizes) - 1]
         ends = np.stack([_coordinate_ascent(zero, self, s, 1.0, 1.0) for s in starts])
@@ -295,6 +300,10 @@ def lut_terms(space: SearchSpace, pairs: int = 0) -> list[Term]:
 # -- fitting --------------------------------------------------------------------------------
 
 
+FLOOR_SHARE = 0.5
+"""A fitted table predicts no cost below this share of the least value it was fitted on."""
+
+
 def fit_lut(
     space: SearchSpace,
     archs: Sequence[Arch],
@@ -354,6 +363,7 @@ def fit_lut(
         )
     coef = solve(np.arange(len(values)))
     lut.weights, lut.bias, lut.fit = coef[:-1], float(coef[-1]), fit
+    lut.floor = FLOOR_SHARE * float(values.min())
     return lut
 
 
@@ -490,6 +500,7 @@ def measured_block_lut(
             scale, bias = 1.0, float(np.mean(meas - sums))
         lut.weights = weights * scale
         lut.bias = bias
+        lut.floor = FLOOR_SHARE * float(meas.min())  # a negative bias goes below zero
         pred = scale * sums + bias
         lut.fit = {
             "calibration_subnets": len(archs),

@@ -431,7 +431,7 @@ def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> Any:
 
     Raises:
         HwnasError: a key the strategy does not read (the message lists the known ones), a
-            bad value, or Nesterov momentum without momentum.
+            bad value, Nesterov momentum without momentum, or ``tau_min`` above ``tau_max``.
     """
     settings = strategy_settings(strategy)
     unknown = sorted(set(options) - set(settings))
@@ -444,6 +444,11 @@ def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> Any:
     out = {**strategy_defaults(strategy, given.get("preset")), **given}
     if out.get("nesterov") and not out.get("momentum"):
         raise HwnasError("--set nesterov=1 needs momentum > 0")
+    if "tau_min" in out and "tau_max" in out and out["tau_min"] > out["tau_max"]:
+        raise HwnasError(  # the temperature anneals from tau_max down to tau_min
+            f"--set tau_min={out['tau_min']:g} is above tau_max={out['tau_max']:g}: the "
+            "Gumbel-softmax temperature anneals from tau_max down to tau_min"
+        )
     return options_type(strategy)(**out)
 
 

@@ -52,6 +52,13 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
          "--latency-target must be positive"),
         (["search", "--device", "pixel3", "--strategy", "gdas", "--latency-weight", "-1"],
          "--latency-weight must be >= 0"),
+        # a supernet trained for a limit or target no subnet meets (the table search's check)
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--max-latency", "0.001"],
+         "meets --max-latency 0.001 ms on device 'pixel3': the fastest of its 15,625"),
+        (["search", "--device", "pixel3", "--strategy", "darts", "--latency-target", "0.001"],
+         "meets --latency-target 0.001 ms on device 'pixel3'"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--set", "tau_min=20"],
+         "--set tau_min=20 is above tau_max=10"),
         (["measure", "--device", "cpu-fast", "--arch", SMALL, "--batch-size", "0"],
          "--batch-size must be at least 1, got 0"),
         (["measure", "--device", "cpu-fast", "--arch", SMALL, "--batch-size", "-2"],

@@ -209,11 +209,13 @@ def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progre
         "search", "--strategy", "oneshot", "--space", str(space), "--device", "cpu-fast",
         "--epochs", "1", "--finetune-epochs", "0", "--set", "evolution_trials=4",
         "--set", "population=4", "--set", "candidates=1", "--set", "limit=200",
-        "--out", str(out),
+        "--max-latency", "100", "--out", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["hardware_term"]["cost_model"]["source"].startswith("lut-fit:kernel:cpu-fast")
+    # the limit steers at deployment size; the front's latency is the trained subnets': said
+    assert "warning: the search steered to --max-latency 100 ms at the deployment size" in r.stderr
     deployed = summary["deployed"]
     assert deployed["deployment"] == "cifar10 3x32x32" and deployed["measured_ms"] > 0
     done = [s for s in r.stderr.splitlines() if s.startswith("cost model for cpu-fast (auto): ")
@@ -292,3 +294,19 @@ def test_a_differentiable_search_derives_within_max_latency(tmp_path, hwnas_home
     rule = summary["strategy"]["derivation"]["rule"]
     assert rule == "most probable architecture within --max-latency"
     assert summary["best"] is not None and summary["best"]["latency_ms"] <= limit
+
+
+def test_images_too_small_for_the_supernet_stop_in_one_line(hwnas_home, tmp_path, capsys):
+    """``--set image_size=1`` passed the setting's range and ended in PyTorch's traceback
+    ("Output size is too small") at the first training step; the same from Python raised a
+    bare RuntimeError."""
+    from hwnas.cli import main
+
+    args = ["search", "--device", "pixel3", "--strategy", "gdas", "--data", "digits",
+            "--epochs", "1", "--set", "image_size=1", "--out", str(tmp_path / "run")]  # fmt: skip
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert "images of 1x1 pixels are too small for the nasbench201 supernet" in line
+    assert "--set image_size" in line

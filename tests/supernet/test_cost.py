@@ -70,6 +70,24 @@ def test_table_lut_predicts_the_recorded_latency():
         assert lut.cost(sp.arch_at(i)) == pytest.approx(float(column[i]), rel=0.05)
 
 
+def test_a_fitted_table_predicts_no_cost_below_zero():
+    """The least-squares table of the Pixel 3 predicted -0.9 ms for NAS-Bench-201's all-none
+    cell (recorded 0.003 ms), so a hardware term rewarded ``none`` without end (DARTS with a
+    latency weight derived the disconnected cell) and a limit check passed negative costs.
+    Now no cost, nor the expectation a supernet trains on, goes below half the least value
+    the table was fitted on."""
+    sp = get_space("nasbench201")
+    lut = table_lut("nasbench201", "pixel3")
+    column = get_device("pixel3").column("nasbench201", "latency_ms")
+    assert lut.floor == pytest.approx(0.5 * np.nanmin(column))
+    raw = lut.bias + lut.features(lut.indices(sp.all_archs())) @ lut.weights
+    assert raw.min() < 0  # what the fit alone gives
+    none = sp.parse("|none~0|+|none~0|none~1|+|none~0|none~1|none~2|")
+    assert lut.cost(none) == pytest.approx(lut.floor)
+    assert float(lut.expected(_one_hot(sp, none))) == pytest.approx(lut.floor)
+    assert lut.min_cost() == pytest.approx(lut.floor)
+
+
 @pytest.mark.parametrize(("space", "device"), [("nasbench201", "fpga"), ("fbnet", "raspi4")])
 def test_predicted_lut_needs_only_the_reference_set_of_an_unseen_device(space, device):
     from scipy.stats import spearmanr
