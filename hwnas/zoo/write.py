@@ -42,15 +42,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def entry_name(rank: int, record: TrialRecord) -> str:
-    """Folder name of a zoo entry: its row in the exported list and its model hash.
+    """Folder name of a zoo entry: its row in the exported list and its model hash (a hash of
+    its arch string where no model was measured: a latency read or predicted).
 
     Raises:
         HwnasError: a trial whose ``model_hash`` attribute (read from the study, which other
             workers write) would not make one folder name.
     """
+    from hwnas.export import content_hash
     from hwnas.paths import safe_name
 
-    return safe_name(f"{rank:02d}-{record.attrs.get('model_hash') or rank}", "zoo entry name")
+    tag = record.attrs.get("model_hash") or content_hash(record.arch)
+    return safe_name(f"{rank:02d}-{tag}", "zoo entry name")
 
 
 def zoo_columns(
@@ -423,6 +426,15 @@ def subnet_entry(
             x = F.interpolate(torch.from_numpy(x), size=side, mode="bilinear").numpy()
         x = np.ascontiguousarray(x, dtype=np.float32)
         preprocessing = {**data.preprocessing, "size": list(shape[-2:])}
+        trained_at = [int(v) for v in data.image_shape[-2:]]
+        if trained_at != list(shape[-2:]):  # a subnet of its own resolution (OFA's r)
+            h, w = int(shape[-2]), int(shape[-1])
+            step = (
+                f"bilinear {trained_at[0]}x{trained_at[1]} -> {h}x{w} on the normalised tensor "
+                "(torch, align_corners=False): this subnet's input resolution"
+            )
+            preprocessing["steps"] = [*preprocessing.get("steps", []), step]
+            preprocessing["resize"] = f"{preprocessing.get('resize', '')}; then {step}"
         preprocessing["source"] = f"the training split of {data.name} ({len(data.train)} images)"
         labels = list(data.classes)
     else:

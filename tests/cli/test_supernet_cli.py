@@ -81,7 +81,8 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     # the zoo entry carries the trained weights: ONNX and the state dict agree
     card_path = next(out.glob("zoo/*/card.json"))
     card = json.loads(card_path.read_text())
-    assert card["weights"]["kind"] == "trained" and card["weights"]["note"].startswith("trained:")
+    assert card["weights"]["kind"] == "trained"
+    assert card["weights"]["note"].startswith("supernet (darts")  # not "trained: trained: ..."
     assert card["dataset"] == "digits" and card["labels"] == [str(i) for i in range(10)]
     assert card["num_classes"] == 10 and card["input"]["shape"] == [1, 3, 16, 16]
     assert rows[0]["zoo"] == card_path.parent.name

@@ -187,3 +187,17 @@ def test_a_run_zoo_retrained_in_place_still_verifies(tmp_path, hwnas_home):
     assert r.returncode == 0, r.stdout + r.stderr
     n = before["zoo_models"]
     assert f"{n} of {n} entries verified, {n} of them proven by their study's record" in r.stdout
+
+
+def test_an_entry_without_a_measured_model_is_named_by_its_arch():
+    """An OFA or FBNet subnet whose latency is read or predicted has no model hash: its entry
+    was named ``00-0`` (its rank twice), one name for different architectures across runs."""
+    from hwnas.engine.loop import TrialRecord
+    from hwnas.zoo.write import entry_name
+
+    a = TrialRecord(0, "ks=3;e=3;d=2;r=128", 50.0, {}, {})
+    b = TrialRecord(0, "ks=5;e=3;d=2;r=128", 50.0, {}, {})
+    measured = TrialRecord(0, "x", 50.0, {}, {"model_hash": "0123456789abcdef"})
+    assert entry_name(0, measured) == "00-0123456789abcdef"
+    assert entry_name(0, a) != entry_name(0, b) and entry_name(0, a).startswith("00-")
+    assert entry_name(0, a) != "00-0" and len(entry_name(0, a)) == 3 + 16
