@@ -22,6 +22,22 @@ class HwnasWarning(UserWarning):
     :func:`hwnas.search` for a chance-level best."""
 
 
+FIELD_NAMES: dict[str, dict[str, str]] = {
+    "strategy": {
+        "pcdarts": "darts with --set partial_channels=K (PC-DARTS, Xu et al. 2020)",
+        "pc-darts": "darts with --set partial_channels=K (PC-DARTS, Xu et al. 2020)",
+        "spos": "oneshot (single-path one-shot, Guo et al. 2020)",
+        "single-path-nas": "singlepath (Stamoulis et al. 2019)",
+        "single-path": "singlepath (Stamoulis et al. 2019)",
+        "evolution": "aging (aging evolution, Real et al. 2019)",
+        "regularized-evolution": "aging (aging evolution, Real et al. 2019)",
+        "nsga-ii": "nsga2", "nsgaii": "nsga2", "nsga-iii": "nsga3",
+    },
+}  # fmt: skip
+"""Names the field uses for what hwnas names otherwise, by kind: an unknown name among them
+is answered with hwnas's own (``--strategy pcdarts``: darts with ``--set partial_channels``)."""
+
+
 class UnknownNameError(HwnasError, KeyError):
     """A name that is not in a registry (device, space, strategy, dataset...); the message
     offers the closest known names (``difflib``) and lists the known ones."""
@@ -31,8 +47,12 @@ class UnknownNameError(HwnasError, KeyError):
 
         shown = ", ".join(sorted(known)[:40])
         more = "" if len(known) <= 40 else f", ... ({len(known)} in all)"
+        alias = FIELD_NAMES.get(kind, {}).get(str(name).lower().replace("_", "-"))
         close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
-        hint = f" did you mean {' or '.join(close)}?" if close else ""
+        if alias is not None and alias.split()[0] in known:
+            hint = f" {name} is {alias} here;"
+        else:
+            hint = f" did you mean {' or '.join(close)}?" if close else ""
         super().__init__(f"unknown {kind} '{name}';{hint} known: {shown}{more}")
 
     def __str__(self) -> str:  # KeyError would quote the message

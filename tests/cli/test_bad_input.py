@@ -22,6 +22,8 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "pixel3", "--dataset", "mnist"], "unknown dataset 'mnist'"),
         (["search", "--device", "pixel8"], "device 'pixel8' cannot measure"),
         (["search", "--device", "pixel3", "--strategy", "annealing"], "unknown strategy"),
+        (["search", "--device", "pixel3", "--strategy", "pcdarts"],  # the field's name for it
+         "pcdarts is darts with --set partial_channels=K (PC-DARTS"),
         (["search", "--device", "pixel3", "--objective", "energy"], "no energy_mj"),
         (["search", "--device", "v100_1"], "no recorded measurements for space 'nasbench201'"),
         (
