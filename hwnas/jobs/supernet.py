@@ -169,7 +169,16 @@ def prepare(
     check_gpus(resolve_device(settings.job.torch_device or None), local_processes())
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
-    space, device = resolve(settings)
+    cls = SUPERNET_STRATEGIES.get(settings.strategy)
+    try:
+        space, device = resolve(settings)
+    except HwnasError as exc:  # name the strategy where its one space is what the device lacks
+        only = cls.spaces if cls.spaces is not None and len(cls.spaces) == 1 else ()
+        if settings.space in only and f"space '{settings.space}'" in str(exc):
+            raise HwnasError(
+                f"{exc}; strategy '{settings.strategy}' searches the {settings.space} space only"
+            ) from None
+        raise
     device.check_table_dataset(space.name, settings.metric, settings.dataset)
     if settings.metric == "latency_ms":  # a limit or target no subnet can meet: before training
         from hwnas.jobs.table import check_feasible
@@ -180,7 +189,6 @@ def prepare(
         from hwnas.engine.kernel_cost import check_kernel_cost
 
         check_kernel_cost(device, settings.metric)
-    cls = SUPERNET_STRATEGIES.get(settings.strategy)
     if cls.spaces is not None and space.name not in cls.spaces:
         raise HwnasError(
             f"strategy '{settings.strategy}' works on the {', '.join(cls.spaces)} space, "

@@ -22,6 +22,9 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "pixel3", "--dataset", "mnist"], "unknown dataset 'mnist'"),
         (["search", "--device", "pixel8"], "device 'pixel8' cannot measure"),
         (["search", "--device", "pixel3", "--strategy", "annealing"], "unknown strategy"),
+        (["search", "--device", "pixel3", "--strategy", "singlepath"],  # its space, not named
+         "no recorded measurements for space 'ofa' (it has: nasbench201, fbnet); strategy "
+         "'singlepath' searches the ofa space only"),
         (["search", "--device", "pixel3", "--strategy", "pcdarts"],  # the field's name for it
          "pcdarts is darts with --set partial_channels=K (PC-DARTS"),
         (["search", "--device", "pixel3", "--objective", "energy"], "no energy_mj"),
