@@ -367,11 +367,14 @@ class KernelPredictor(Predictor):
         return self.estimate_kernels(mk)
 
     def estimate_kernels(self, mk: ModelKernels) -> ModelEstimate:
-        """:meth:`estimate` of kernels whose times are all known: each kernel's time alone
-        less the per-call overhead, or the time to stream its weights where that is longer
-        (at the rate of the device for the network's weight size, when one was timed)."""
+        """:meth:`estimate` of kernels whose times are all known: the per-call overhead once,
+        then each kernel's time alone less that overhead, or the time to stream its weights
+        where that is longer (at the rate of the device for the network's weight size, when one
+        was timed), and each node's dispatch."""
         o, d = self._overheads()
-        total, by_type = d * (len(mk.kernels) + mk.bookkeeping), {}
+        # the network's own call (each kernel's time alone less that overhead, below), and the
+        # dispatch of every node: an empty graph costs the call, not nothing
+        total, by_type = o + d * (len(mk.kernels) + mk.bookkeeping), {}
         n = dict.fromkeys(("measured", "fitted", "extrapolated", "unseen"), 0)
         unseen_types = set()
         reads, weights = self._weight_reads(mk)
