@@ -571,7 +571,8 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
     zoo_records = [r for r in zoo_records if r.arch in trained]
     store = job.profiler.store
     best = _best_summary(result.best, s, data) if result.best is not None else None
-    derived = {**_best_summary(derived_record, s, data), "rule": _derived_rule(s)}
+    rule = _derived_rule(s, getattr(strategy, "derivation", None))
+    derived = {**_best_summary(derived_record, s, data), "rule": rule}
 
     def summary(zoo_models: int, zoo_s: float) -> dict[str, Any]:
         return {
@@ -579,8 +580,8 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
             "derived": derived,
             # the data the subnets were trained and scored on; table_dataset: the benchmark
             # table's dataset (table_accuracy, recorded latencies), for a space with a table
-            "settings": {
-                **s.as_dict(),
+            "settings": {  # no budget: a table search's number of queries, none here
+                **{k: v for k, v in s.as_dict().items() if k != "budget"},
                 "dataset": data.name,
                 **({"table_dataset": s.dataset} if ability(space, TabulatedSpace) else {}),
             },
@@ -688,12 +689,16 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
     return out
 
 
-def _derived_rule(s: SupernetSettings) -> str:
-    """How the derived architecture was chosen (the ``rule`` of ``derived`` in the summary)."""
+def _derived_rule(s: SupernetSettings, derivation: dict[str, Any] | None = None) -> str:
+    """How the derived architecture was chosen (the ``rule`` of ``derived`` in the summary):
+    the strategy and its hardware setting, and the derivation's own rule where it judged a
+    limit (``strategy.derivation``: the most probable architecture within --max-latency)."""
+    own = (derivation or {}).get("rule", "")
     return (
         f"architecture derived by {s.strategy}"
         + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
         + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
+        + (f": {own} {s.max_latency:g} ms" if own.endswith("--max-latency") else "")
     )
 
 

@@ -162,6 +162,7 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     assert derived["arch"] == cands[0]["arch"] and derived["accuracy"] <= best["accuracy"]
     assert summary["settings"]["dataset"] == "digits"
     assert summary["settings"]["table_dataset"] == "cifar100"
+    assert "budget" not in summary["settings"]  # a table search's queries: none here
     shown = hwnas_main("runs", "show", "latest").stdout  # as the run folder says, not cifar100
     assert "  dataset      digits\n" in shown and "  table_dataset cifar100\n" in shown, shown
     assert best["accuracy_label"].startswith("measured:digits:validation split")
@@ -294,6 +295,9 @@ def test_a_differentiable_search_derives_within_max_latency(tmp_path, hwnas_home
     assert derived["latency_ms"] <= limit and derived["latency_ms_source"].startswith("recorded:")
     rule = summary["strategy"]["derivation"]["rule"]
     assert rule == "most probable architecture within --max-latency"
+    # the derived one's rule says so too (it said "architecture derived by darts" alone)
+    assert derived["rule"].startswith(f"architecture derived by darts: {rule} ")
+    assert derived["rule"].endswith(" ms")
     assert summary["best"] is not None and summary["best"]["latency_ms"] <= limit
 
 
