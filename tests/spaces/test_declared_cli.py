@@ -205,3 +205,15 @@ def test_hwnas_spaces_counts_each_network_once_and_names_an_unused_file(
     assert f"{len(distinct):,}" in out.split("tiny", 1)[1].splitlines()[0]
     assert "unused space file" in out and "nasbench201.yaml" in out
     assert "'nasbench201' is already the name of a shipped space" in out
+
+
+def test_measure_takes_a_declared_spaces_own_dataset(tiny_space_file, capsys):
+    """`hwnas measure --space tiny --arch ...` of a space without cifar100 stopped at
+    "unknown dataset 'cifar100'": measure defaulted to it where arch and predict already took
+    the space's own dataset."""
+    from hwnas.cli import main
+
+    arch = get_space("tiny").sample(np.random.default_rng(0), 1)[0].text
+    assert main(["measure", "--device", "cpu-fast", "--space", "tiny", "--arch", arch]) == 0
+    out = capsys.readouterr()
+    assert "unknown dataset" not in out.err and "1 measured" in out.out, out.err
