@@ -155,7 +155,8 @@ def _check_external_files(path: Path, tensors: list) -> None:
 
     for t in tensors:
         location = ExternalDataInfo(t).location
-        if location and not (path.parent / location).exists() and ".." not in location:
+        # a location leading out of the folder is left to onnx, which refuses it as such
+        if location and ".." not in location and not (path.parent / location).exists():
             raise HwnasError(
                 f"{path}: its weights are stored in {location}, which is not beside it (copy "
                 "the .onnx file together with its data file)"

@@ -23,10 +23,9 @@ def dashboard_cmd(storage, artifact_dir, port):
     port_free(port)  # before any work, not after the storage and notes
     url = storage or default_storage_url()
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
-    from hwnas.engine.workers import sqlite_file
+    from hwnas.engine.workers import missing_sqlite_file
 
-    db_file = sqlite_file(url)  # a query (?timeout=...) is not part of the file's name
-    if db_file is not None and not db_file.is_file():
+    if missing_sqlite_file(url):
         raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     artifact_dir = (artifact_dir or default_artifact_dir()).expanduser()
     if artifact_dir.exists() and not artifact_dir.is_dir():

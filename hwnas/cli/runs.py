@@ -26,10 +26,9 @@ def _storage(storage: str | None):
 
     url = storage or default_storage_url()
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
-    from hwnas.engine.workers import sqlite_file
+    from hwnas.engine.workers import missing_sqlite_file
 
-    db_file = sqlite_file(url)  # a query (?timeout=...) is not part of the file's name
-    if db_file is not None and not db_file.is_file():
+    if missing_sqlite_file(url):
         raise HwnasError(f"no study database at {shown}; run `hwnas search` first")
     from hwnas.engine.loop import open_storage
 

@@ -45,8 +45,10 @@ class Problem:
     storage: Any
 
 
-def resolve(settings: SearchSettings) -> tuple[SearchSpace, Device]:
-    """The space and the device of ``settings``, checked; opens nothing.
+def resolve(settings: SearchSettings, space_note: str = "") -> tuple[SearchSpace, Device]:
+    """The space and the device of ``settings``, checked; opens nothing. ``space_note`` is
+    added to the error of a device without values for the space (why that space: a
+    strategy's only one).
 
     Raises:
         HwnasError: unknown space, dataset or device; a runtime the device cannot use; a device
@@ -66,7 +68,7 @@ def resolve(settings: SearchSettings) -> tuple[SearchSpace, Device]:
     if not device.supports(space.name):
         raise HwnasError(
             f"device '{device.name}' has no recorded measurements for space '{space.name}' "
-            f"(it has: {', '.join(device.spaces)})"
+            f"(it has: {', '.join(device.spaces)})" + (f"; {space_note}" if space_note else "")
         )
     return space, device
 

@@ -48,6 +48,14 @@ def sqlite_file(url: str) -> Path | None:
     return Path(database)
 
 
+def missing_sqlite_file(url: str) -> bool:
+    """Whether ``url`` is a SQLite URL whose database file does not exist (its query,
+    ``?timeout=30``, is not part of the file's name): a command that reads studies says so
+    instead of creating an empty database."""
+    path = sqlite_file(url)
+    return path is not None and not path.is_file()
+
+
 @contextlib.contextmanager
 def creation_lock(url: str) -> Iterator[None]:
     """Held while Optuna creates (or checks) its tables in the storage at ``url``: a file lock

@@ -170,15 +170,11 @@ def prepare(
     # a space without a supernet, or size settings it cannot take, fail here
     check_supernet(settings.space, supernet_config(settings.options, settings.space))
     cls = SUPERNET_STRATEGIES.get(settings.strategy)
-    try:
-        space, device = resolve(settings)
-    except HwnasError as exc:  # name the strategy where its one space is what the device lacks
-        only = cls.spaces if cls.spaces is not None and len(cls.spaces) == 1 else ()
-        if settings.space in only and f"space '{settings.space}'" in str(exc):
-            raise HwnasError(
-                f"{exc}; strategy '{settings.strategy}' searches the {settings.space} space only"
-            ) from None
-        raise
+    only = cls.spaces is not None and tuple(cls.spaces) == (settings.space,)
+    space, device = resolve(  # a strategy of one space: the space the device lacks is why
+        settings,
+        f"strategy '{settings.strategy}' searches the {settings.space} space only" if only else "",
+    )
     device.check_table_dataset(space.name, settings.metric, settings.dataset)
     if settings.metric == "latency_ms":  # a limit or target no subnet can meet: before training
         from hwnas.jobs.table import check_feasible
@@ -693,12 +689,12 @@ def _derived_rule(s: SupernetSettings, derivation: dict[str, Any] | None = None)
     """How the derived architecture was chosen (the ``rule`` of ``derived`` in the summary):
     the strategy and its hardware setting, and the derivation's own rule where it judged a
     limit (``strategy.derivation``: the most probable architecture within --max-latency)."""
-    own = (derivation or {}).get("rule", "")
+    d = derivation or {}
     return (
         f"architecture derived by {s.strategy}"
         + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
         + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
-        + (f": {own} {s.max_latency:g} ms" if own.endswith("--max-latency") else "")
+        + (f": {d['rule']} {d['limit']:g} ms" if "limit" in d else "")
     )
 
 

@@ -227,10 +227,9 @@ class StudyRecords:
         url = self.storage or default_storage_url()
         self.shown = redact(url)
         self._studies = []
-        from hwnas.engine.workers import sqlite_file
+        from hwnas.engine.workers import missing_sqlite_file
 
-        db_file = sqlite_file(url)  # a query (?timeout=...) is not part of the file's name
-        if db_file is not None and not db_file.is_file():
+        if missing_sqlite_file(url):
             if self.storage is not None:
                 raise HwnasError(f"no study database at {self.shown}")
             return self._studies
