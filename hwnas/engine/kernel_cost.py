@@ -134,17 +134,26 @@ def kernel_model(request: CostRequest) -> CostModel:
     return model
 
 
+def deployment_of(cost: Any) -> str | None:
+    """The deployment a cost model predicts at (``"imagenet 3x224x224"``): a kernel-level
+    model's, also under a fitted lookup table (its ``truth``); None for a model of the trained
+    subnets (a measured block table, FLOPs) or of a recorded table."""
+    model = getattr(cost, "truth", None) or cost
+    if getattr(model, "interval", None) is None:
+        return None
+    return getattr(model, "deployment", None)
+
+
 def deployed_report(cost: CostModel, space: SearchSpace, profiler: Any, arch: Arch) -> dict | None:
     """The deployed network of ``arch`` under a kernel-level cost model: its predicted latency
     with the 90% interval and, on a live device, its measured latency; None for any other
     cost model."""
     from hwnas.measure import arch_workload
 
-    model = getattr(cost, "truth", None) or cost
-    interval = getattr(model, "interval", None)
-    if interval is None or not hasattr(model, "deployment"):
+    if deployment_of(cost) is None:
         return None
-    lo, mid, hi, warn = interval(arch)
+    model = getattr(cost, "truth", None) or cost
+    lo, mid, hi, warn = model.interval(arch)
     out: dict[str, Any] = {
         "deployment": model.deployment,
         "predicted_ms": mid,

@@ -484,20 +484,11 @@ def _derive(
             + ("inside" if deployed["inside"] else "OUTSIDE")
             + " the interval)"
         )
-        limit = s.max_latency if s.max_latency is not None else s.latency_target
-        if limit is not None:  # the front's latency is the trained subnets', at training size
-            option = "--max-latency" if s.max_latency is not None else "--latency-target"
-            log(
-                f"warning: the search steered to {option} {limit:g} ms at the deployment size "
-                f"({deployed['deployment']}), but pareto.csv's latency_ms, and the best under "
-                "the limit, are the trained subnets' at the training size: judge a deployed "
-                "network by its predicted latency (hwnas predict, the line above)"
-            )
     with torch.no_grad():  # the distribution's own argmax, before any target constraint
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
     if not job.device.runs_models:  # a recorded table
-        found, _ = evaluator._device_cost(argmax, None)
+        found, _, _ = evaluator._device_cost(argmax, None)
         argmax_info[s.metric], argmax_info["source"] = found.value, found.source
     return _Derived(evaluator, candidates, derived, deployed, argmax_info)
 
@@ -814,9 +805,12 @@ class SubnetEvaluator:
                 f"config {json.dumps(self.net.config, sort_keys=True)}"
             ),
         }
-        cost, model_hash = self._device_cost(arch, copy.deepcopy(model))
+        cost, model_hash, trained = self._device_cost(arch, copy.deepcopy(model))
         out[self.metric] = cost.value
         out[f"{self.metric}_source"] = cost.source
+        if trained is not None:  # the zoo's ONNX model: the trained subnet at training size
+            out[f"trained_subnet_{self.metric}"] = trained.value
+            out[f"trained_subnet_{self.metric}_source"] = trained.source
         out["model_hash"] = model_hash
         out["cost"] = cost
         if ability(space, TabulatedSpace) is not None:
@@ -829,9 +823,14 @@ class SubnetEvaluator:
         torch.set_grad_enabled(True)
         return out
 
-    def _device_cost(self, arch, model) -> tuple[CostRecord, str]:
-        """Cost on the device: its table where it has the architecture, a measurement of the
-        trained subnet on a live device, else the cost model's prediction (labelled)."""
+    def _device_cost(self, arch, model) -> tuple[CostRecord, str, CostRecord | None]:
+        """Cost on the device: its table where it has the architecture; on a live device a
+        measurement of the deployed network where the cost model works at deployment size (a
+        declared space's kernel-level model: the limit steers there), else of the trained
+        subnet; else the cost model's prediction (labelled). Returns (the cost, the trained
+        subnet's model hash or the table network's, the trained subnet's own measurement where
+        the cost is the deployed network's)."""
+        from hwnas.engine.kernel_cost import deployment_of
         from hwnas.supernet.cost import subnet_workload
 
         device, profiler, space = self.job.device, self.job.profiler, self.job.space
@@ -841,11 +840,20 @@ class SubnetEvaluator:
                 space.index(arch)
             except HwnasError:
                 source = f"predicted:{self.cost.source} (architecture not in the recorded table)"
-                return CostRecord(self.metric, float(self.cost.cost(arch)), source), ""
+                return CostRecord(self.metric, float(self.cost.cost(arch)), source), "", None
             wl = arch_workload(space, arch, s.dataset)
-            return CostRecord.of_measurement(profiler.measure(wl, self.metric)), wl.model_hash
+            found = CostRecord.of_measurement(profiler.measure(wl, self.metric))
+            return found, wl.model_hash, None
         wl = subnet_workload(self.net, arch, model=model)
         target = precision_target(device)
         cost = CostRecord.of_measurement(profiler.measure(wl, self.metric), target)
         source = f"{cost.source}:trained-subnet{list(wl.input_shape)}"
-        return dataclasses.replace(cost, source=source), wl.model_hash
+        trained = dataclasses.replace(cost, source=source)
+        if deployment_of(self.cost) is None:
+            return trained, wl.model_hash, None
+        # the cost model, and so the limit, works at deployment size: the front's latency is
+        # the deployed network's too (the trained subnet is a reduced proxy of it), measured
+        dw = arch_workload(space, arch, space.reference_dataset)
+        cost = CostRecord.of_measurement(profiler.measure(dw, self.metric), target)
+        source = f"{cost.source}:deployed-network{list(dw.input_shape)}"
+        return dataclasses.replace(cost, source=source), wl.model_hash, trained

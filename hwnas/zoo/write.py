@@ -469,17 +469,33 @@ def subnet_entry(
         accuracy=_trained_accuracy(r),
         weights={"kind": "trained", "note": own["weights"], "file": WEIGHTS_FILE},
         devices=devices,
-        devices_note=(
-            "Device values are for this network as each source names: a live device measured "
-            "this subnet, a recorded table holds the benchmark network of the same "
-            "architecture, a prediction is labelled as one."
-        ),
+        devices_note=_subnet_devices_note(r),
         table_accuracy=table,
         test_label=label,
         build=getattr(own["model"], "hwnas_build", None),
         **found,
     )
     return model, card
+
+
+def _subnet_devices_note(r: TrialRecord) -> str:
+    """The card's ``devices_note`` of a trained subnet: what each device value is of, with the
+    trained subnet's own latency where the search device's value is the deployed network's."""
+    note = (
+        "Device values are for this network as each source names: a live device measured "
+        "this subnet, a recorded table holds the benchmark network of the same architecture, "
+        "a prediction is labelled as one."
+    )
+    own = {m: r.attrs.get(f"trained_subnet_{m}") for m in r.costs}
+    own = {m: v for m, v in own.items() if isinstance(v, (int, float))}
+    for m, v in own.items():
+        unit = m.rsplit("_", 1)[-1]
+        note += (
+            f" The search device's {m} is the deployed network's (the source names its input), "
+            "the size the search was steered at; this file is its trained proxy, which "
+            f"measured {v:.4g} {unit} there ({r.attrs.get(f'trained_subnet_{m}_source', '')})."
+        )
+    return note
 
 
 def _trained_accuracy(r: TrialRecord) -> dict[str, Any]:

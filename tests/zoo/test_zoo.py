@@ -201,3 +201,21 @@ def test_an_entry_without_a_measured_model_is_named_by_its_arch():
     assert entry_name(0, measured) == "00-0123456789abcdef"
     assert entry_name(0, a) != entry_name(0, b) and entry_name(0, a).startswith("00-")
     assert entry_name(0, a) != "00-0" and len(entry_name(0, a)) == 3 + 16
+
+
+def test_a_trained_subnets_card_says_its_latency_is_the_deployed_networks():
+    """Where the search device's latency is the deployed network's (a declared space costed at
+    deployment size), the card says so and gives the trained proxy's own latency: the ONNX file
+    is the proxy, and reading the deployed value as its latency would be wrong."""
+    from hwnas.cost_record import CostRecord
+    from hwnas.engine.loop import TrialRecord
+    from hwnas.zoo.write import _subnet_devices_note
+
+    cost = CostRecord("latency_ms", 2.5, "measured:cpu:ort:deployed-network[1, 3, 224, 224]")
+    proxy = {"trained_subnet_latency_ms": 0.05,
+             "trained_subnet_latency_ms_source": "measured:cpu:ort:trained-subnet[1, 3, 16, 16]"}
+    note = _subnet_devices_note(TrialRecord(0, "a", 50.0, {"latency_ms": cost}, proxy))
+    assert "latency_ms is the deployed network's" in note
+    assert "measured 0.05 ms there (measured:cpu:ort:trained-subnet[1, 3, 16, 16])" in note
+    plain = _subnet_devices_note(TrialRecord(0, "a", 50.0, {"latency_ms": cost}, {}))
+    assert "deployed" not in plain and "a live device measured this subnet" in plain
