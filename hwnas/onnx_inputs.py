@@ -11,7 +11,9 @@ the model to run the way it will in use:
 - ``uint8``/``int8`` inputs that are not indices (a quantised model's image) get uniform values
   over their whole range;
 - other integer inputs (an attention mask, a length) are all ones, and bool inputs all True: a
-  mask that keeps every position, the work the model does on a full-length input.
+  mask that keeps every position, the work the model does on a full-length input;
+- an input that sets a ``Loop``'s trip count or condition is refused: its value, which hwnas
+  cannot know, sets how often the loop runs.
 
 Every axis must be static but the first, which takes the batch size when it is dynamic: the
 size of a sequence or image changes the work done, so a model exported with a dynamic sequence
@@ -99,8 +101,9 @@ def model_inputs(
 
     Raises:
         HwnasError: no input; an input of a type hwnas does not feed (string, complex...), with
-            no declared shape, or with a dynamic axis other than the first; a ``batch_size``
-            below 1.
+            no declared shape, or with a dynamic axis other than the first; an input that
+            sets a ``Loop``'s trip count or condition (its value sets the work: fed 1, the loop
+            would run once, silently); a ``batch_size`` below 1.
     """
     from onnx import TensorProto
 
@@ -113,6 +116,12 @@ def model_inputs(
     if first_shape is not None:
         batch_size = int(first_shape[0]) if len(first_shape) else batch_size
     bounds = _index_bounds(model, {i.name for i in inputs})
+    for name in _trip_count_inputs(model, {i.name for i in inputs}):
+        raise HwnasError(
+            f"{where}: input '{name}' sets how many times a Loop runs, which hwnas cannot choose "
+            "for you (fed 1, the loop would run once); export the model with the count fixed "
+            "(a constant, or the length of an input axis)"
+        )
     specs = []
     for k, inp in enumerate(inputs):
         tt = inp.type.tensor_type
@@ -191,6 +200,31 @@ def _index_bounds(model, names: set[str]) -> dict[str, int]:
                             seen.add(out)
                             queue.append(out)
     return bounds
+
+
+def _trip_count_inputs(model, names: set[str]) -> list[str]:
+    """The graph inputs that reach a ``Loop``'s trip count or its first condition (through
+    :data:`PASS_THROUGH` operators): their value, not their shape, sets how much work the
+    model does."""
+    consumers: dict[str, list] = {}
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, i))
+    found = []
+    for start in sorted(names):
+        seen, queue = {start}, deque([start])
+        while queue and start not in found:
+            name = queue.popleft()
+            for node, i in consumers.get(name, []):
+                if node.op_type == "Loop" and i in (0, 1):
+                    found.append(start)
+                    break
+                if node.op_type in PASS_THROUGH and i == 0:
+                    for out in node.output:
+                        if out and out not in seen:
+                            seen.add(out)
+                            queue.append(out)
+    return found
 
 
 def dynamic_dims(model) -> list[str]:

@@ -293,3 +293,26 @@ def test_measuring_a_model_that_never_ends_stops_it_and_names_it(tmp_path, monke
     assert "before it are measured and stored" in err
     assert main(args) == 0
     assert "0 measured, 1 from the store" in capsys.readouterr().out
+
+
+def test_a_loop_whose_trip_count_is_an_input_is_refused_not_run_once(tmp_path, capsys):
+    """A Loop whose trip count is a graph input (an int64 scalar a user passes at run time):
+    hwnas cannot know its value, and fed 1 the loop runs once. Refused in one line, naming the
+    input, on a recorded phone (graph features) and on this CPU (kernels). (Before: predicted
+    as one iteration, silently.)"""
+    from hwnas.cli import main
+
+    x = h.make_tensor_value_info("x", T.FLOAT, [1, 16, 32])
+    n = h.make_tensor_value_info("steps", T.INT64, [])
+    y = h.make_tensor_value_info("y", T.FLOAT, [1, 16, 32])
+    model = _model(
+        [h.make_node("Cast", ["steps"], ["m"], to=T.INT64),
+         h.make_node("Loop", ["m", "", "h0"], ["y"], body=_loop_body())], [x, n], [y],
+        [W, nh.from_array(np.zeros((1, 16, 32), np.float32), "h0")],
+    )  # fmt: skip
+    path = _save(model, tmp_path / "steps.onnx")
+    for device in ("pixel3", "cpu"):
+        assert main(["predict", "--device", device, "--onnx", path]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err, err
+        assert "input 'steps' sets how many times a Loop runs" in err, err
