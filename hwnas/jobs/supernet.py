@@ -438,6 +438,13 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
     if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
         log(_fit_line(cost))
+        if cost.fit["truth_r2"] < WEAK_FIT_R2:
+            log(
+                f"warning: the cost model explains little of the measured networks' latency "
+                f"(R^2 {cost.fit['truth_r2']:.3f} < {WEAK_FIT_R2}): it steers the search "
+                "weakly (a busy machine makes measurements noisy); the front's values are "
+                "measured, judge by them"
+            )
     if s.latency_target is not None and cost.metric == "mflops":
         raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
     uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
@@ -627,6 +634,11 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
     return output
 
 
+
+
+WEAK_FIT_R2 = 0.5
+"""Below this R^2 against the networks measured on the device, a supernet search's cost model
+is said to steer weakly (a ViT space on a loaded 2-core machine: 0.286, said nowhere)."""
 
 
 def _fit_line(cost) -> str:
