@@ -229,6 +229,13 @@ class StudyLedger:
         """Record that this worker is still scoring ``trial_id`` (RDB storages)."""
         self.storage.record_heartbeat(trial_id)
 
+    def silent(self, grace_s: float) -> list[int]:
+        """Ids of the study's RUNNING trials that never had a heartbeat and started over
+        ``grace_s`` seconds ago: their worker died before its first beat (or the trial came
+        with a database handed over). Optuna's stale check sees only trials that have beaten;
+        none here (a storage without heartbeats)."""
+        return []
+
     @property
     def beats(self) -> bool:
         """Whether the storage keeps heartbeats (an RDB storage with an interval)."""
@@ -277,6 +284,27 @@ class RdbLedger(StudyLedger):
         fresh = [self.storage.get_trial(i) for i in sorted(set(changed))]
         self._last_id = max(self._last_id, *(tr._trial_id for tr in fresh))
         return self._merge(fresh)
+
+    def silent(self, grace_s: float) -> list[int]:
+        from optuna.trial import TrialState
+        from sqlalchemy import select
+
+        t = self._models.TrialModel.__table__
+        b = self._models.TrialHeartbeatModel.__table__
+        cutoff = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        cutoff -= datetime.timedelta(seconds=grace_s)  # naive UTC, as the column
+        query = (
+            select(t.c.trial_id)
+            .select_from(t.outerjoin(b, b.c.trial_id == t.c.trial_id))
+            .where(
+                t.c.study_id == self.study_id,
+                t.c.state == TrialState.RUNNING,
+                b.c.trial_id.is_(None),
+                t.c.datetime_start < cutoff,
+            )
+        )
+        with self.storage.engine.connect() as conn:
+            return [row[0] for row in conn.execute(query).all()]
 
     def add(self, trial: Any, defer: bool = False) -> Any:
         key = -1 - len(self._pending)  # provisional key until written

@@ -350,8 +350,9 @@ FIRST_BEAT_S = 1.0
 """Seconds of scoring before a trial's first heartbeat (quick evaluations record none)."""
 
 GRACE_S = 180
-"""A RUNNING trial whose last heartbeat is older than this is failed by any worker (its
-worker died, on any machine), so its architecture can be claimed again."""
+"""A RUNNING trial whose last heartbeat is older than this, or that started longer ago than
+this and never beat (its worker died before :data:`FIRST_BEAT_S`), is failed by any worker
+waiting on it (its worker died, on any machine), so its architecture can be claimed again."""
 
 CREATE_ATTEMPTS = 6
 """Tries at opening a storage whose tables another worker is creating at the same moment."""
@@ -697,6 +698,8 @@ class _Loop:
             time.sleep(POLL_S)
             _fail_orphans(self.ledger)
             _fail_stale(self.shared)  # a worker that died on another machine
+            for dead in self.ledger.silent(GRACE_S):  # ... before its first heartbeat
+                self.ledger.fail(dead)
             _feed(self.study, self.ledger.refresh())
             return False
         if isinstance(self.sampler, ProposalSampler) and not _proposals_left(self.sampler, state):

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,39 @@ def dataclass_replace(settings, **changes):
     import dataclasses
 
     return dataclasses.replace(settings, **changes)
+
+
+def test_a_claim_whose_worker_died_before_its_first_heartbeat_does_not_block_the_others(
+    tmp_path, monkeypatch
+):
+    """A worker killed within a second of its claim (before its first heartbeat), on another
+    machine, leaves a RUNNING trial Optuna's stale check never sees: the live worker failed
+    nothing and waited for ever at 5/6. Once it is older than the grace period it is failed,
+    as a handed-over study's RUNNING trial is, and the budget is met."""
+    import optuna
+
+    import hwnas.engine.loop as engine
+    from hwnas.devices import get_device
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, open_storage, run_search
+    from hwnas.measure import Profiler
+    from hwnas.spaces import get_space
+
+    monkeypatch.setattr(engine, "GRACE_S", 2)
+    monkeypatch.setattr(engine, "POLL_S", 0.2)
+    space = get_space("nasbench201")
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
+    settings = SearchSettings(
+        space="nasbench201", device="pixel3", budget=6, study="k", strategy="nsga2"
+    )
+    ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
+    run_search(dataclass_replace(settings, budget=5), space, ev.evaluate, storage)
+    study = optuna.load_study(study_name="k", storage=storage)
+    ghost = study.ask()  # claimed elsewhere, never beat (a live pid of this host reads the same)
+    ghost.set_user_attr("worker", "elsewhere:1")
+    ghost.set_user_attr("arch", SMALL)
+    time.sleep(2.5)  # older than the grace period
+    result = run_search(settings, space, ev.evaluate, storage)
+    assert len(result.records) == 6
+    states = {t.number: t.state for t in optuna.load_study(study_name="k", storage=storage).trials}
+    assert states[ghost.number] == optuna.trial.TrialState.FAIL
