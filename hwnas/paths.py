@@ -276,6 +276,19 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise
 
 
+def plain_file(path: str | Path) -> bool:
+    """Whether ``path`` is a regular file and not a link: what hwnas records or uploads from
+    a run folder (a link in a folder handed over could name any file of the machine)."""
+    p = Path(path)
+    return p.is_file() and not p.is_symlink()
+
+
+def plain_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a folder and not a link to one (see :func:`plain_file`)."""
+    p = Path(path)
+    return p.is_dir() and not p.is_symlink()
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes."""
     h = hashlib.sha256()

@@ -105,7 +105,12 @@ DATASET = default_of(SearchSettings, "dataset")
     help="Sampler seed.",
 )
 @store_option
-@click.option("--no-zoo", is_flag=True, help="Do not export the Pareto models to ONNX.")
+@click.option(
+    "--no-zoo",
+    is_flag=True,
+    help="Do not export the Pareto models to ONNX (an earlier run's zoo/ in the run folder is "
+    "removed).",
+)
 @click.option(
     "--train-zoo",
     is_flag=True,

@@ -506,6 +506,26 @@ def set_study_system_attr(study: Any, key: str, value: Any) -> None:
     study._storage.set_study_system_attr(study._study_id, key, value)
 
 
+def drop_study_system_attr(study: Any, key: str) -> None:
+    """Remove a study system attribute: its row in an RDB storage (Optuna has no call for
+    it; a JSON ``null`` there, what optuna-dashboard's delete writes, makes
+    ``optuna.artifacts.get_all_artifact_meta`` raise TypeError), else set to ``null``."""
+    import optuna
+
+    storage = study._storage
+    if isinstance(storage, optuna.storages._CachedStorage):  # attributes are not cached
+        storage = storage._backend
+    engine = getattr(storage, "engine", None)
+    if not isinstance(storage, optuna.storages.RDBStorage) or engine is None:
+        storage.set_study_system_attr(study._study_id, key, json.dumps(None))
+        return
+    from optuna.storages._rdb import models
+
+    t = models.StudySystemAttributeModel.__table__
+    with engine.begin() as conn:
+        conn.execute(t.delete().where(t.c.study_id == study._study_id, t.c.key == key))
+
+
 def study_system_attrs(study: Any) -> dict[str, Any]:
     """The study's system attributes (Optuna's artifact records among them; Optuna 5 has no
     public ``Study.system_attrs``)."""

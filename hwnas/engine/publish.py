@@ -16,7 +16,9 @@ After a search writes its run folder, :func:`publish_run` puts in the study
 
 Each file is uploaded once per run folder: the study's ``artifacts`` user attribute maps each
 file (relative to the run folder) to its artifact id and sha256, so a resumed or repeated run
-uploads only files whose content changed, and removes the version it replaces.
+uploads only files whose content changed, removes the version it replaces, and removes the
+artifacts of files the run folder no longer has (an earlier front's zoo entries). Links in a
+run folder are never followed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from hwnas.paths import sha256_file, sweep_temporaries, temporary
+from hwnas.paths import plain_dir, plain_file, sha256_file, sweep_temporaries, temporary
 
 ARTIFACT_FILES = ("pareto.png", "pareto.csv", "summary.json")
 """Run-folder files uploaded as artifacts (with each zoo entry's :data:`ZOO_FILES`)."""
@@ -44,12 +46,13 @@ def default_artifact_dir() -> Path:
 
 
 def run_files(out: Path) -> list[str]:
-    """The files of run folder ``out`` uploaded as artifacts, relative to it (existing ones)."""
-    names = [n for n in ARTIFACT_FILES if (out / n).is_file()]
+    """The files of run folder ``out`` uploaded as artifacts, relative to it (existing regular
+    files, not links)."""
+    names = [n for n in ARTIFACT_FILES if plain_file(out / n)]
     zoo = out / "zoo"
-    if zoo.is_dir():
-        for entry in sorted(p for p in zoo.iterdir() if p.is_dir()):
-            names += [f"zoo/{entry.name}/{f}" for f in ZOO_FILES if (entry / f).is_file()]
+    if plain_dir(zoo):  # links are never followed: they could name any file of the machine
+        for entry in sorted(p for p in zoo.iterdir() if plain_dir(p)):
+            names += [f"zoo/{entry.name}/{f}" for f in ZOO_FILES if plain_file(entry / f)]
     return names
 
 
@@ -161,8 +164,11 @@ def publish_run(
         artifact_dir: the file-system artifact store (default :func:`default_artifact_dir`).
 
     Returns:
-        ``{"artifact_dir": str, "uploaded": [files], "kept": [files]}``: files uploaded now and
-        files whose artifact from an earlier run of the study was already current.
+        ``{"artifact_dir": str, "uploaded": [files], "kept": [files], "removed": [files]}``:
+        files uploaded now, files whose artifact from an earlier run of the study was already
+        current, and an earlier run's files this run folder no longer has (their artifacts
+        deleted: an earlier front's zoo entries). A study whose artifacts were in another
+        folder forgets them there and uploads every file here.
 
     Raises:
         HwnasError: the artifact folder cannot be created or written.
@@ -197,7 +203,11 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
     from hwnas.errors import HwnasError, out_of_space
 
     store = _WholeFiles(FileSystemArtifactStore(str(artifact_dir)))
-    known = {} if fresh else _recorded(study)
+    known = _recorded(study)
+    if fresh:  # the records of another store's files: the dashboard serves this one
+        for record in known.values():
+            _forget(study, record["id"])
+        known = {}
     uploaded, kept = [], []
     sweep_temporaries(artifact_dir)  # links a killed upload left
     links = temporary(artifact_dir / "links")
@@ -230,7 +240,14 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
             study.set_user_attr("artifacts", known)
     finally:
         shutil.rmtree(links, ignore_errors=True)
-    return {"artifact_dir": str(artifact_dir), "uploaded": uploaded, "kept": kept}
+    current = set(uploaded) | set(kept)
+    gone = [rel for rel in known if rel not in current]  # an earlier front's zoo entries
+    for rel in gone:
+        _remove(study, store, known.pop(rel)["id"])
+    if gone:
+        study.set_user_attr("artifacts", known)
+    return {"artifact_dir": str(artifact_dir), "uploaded": uploaded, "kept": kept,
+            "removed": gone}  # fmt: skip
 
 
 class _WholeFiles:
@@ -296,7 +313,8 @@ def _remove(study: Any, store: Any, artifact_id: str) -> None:
 
 
 def _forget(study: Any, artifact_id: str) -> None:
-    """Drop the study's record of an artifact (as optuna-dashboard's delete does)."""
-    from hwnas.engine.ledger import set_study_system_attr
+    """Drop the study's record of an artifact (its row: Optuna's listing of a study's
+    artifacts fails on the ``null`` optuna-dashboard's delete leaves)."""
+    from hwnas.engine.ledger import drop_study_system_attr
 
-    set_study_system_attr(study, f"artifacts:{artifact_id}", json.dumps(None))
+    drop_study_system_attr(study, f"artifacts:{artifact_id}")

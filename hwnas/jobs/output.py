@@ -23,6 +23,7 @@ from hwnas.progress import SILENT, Reporter
 from hwnas.spaces import SearchSpace
 from hwnas.zoo import write_zoo, zoo_columns
 from hwnas.zoo.read import zoo_manifest
+from hwnas.zoo.write import remove_zoo
 
 
 @dataclass
@@ -80,7 +81,7 @@ def write_run(
     Args:
         out: run folder (created).
         o: the stage's output.
-        zoo: export the zoo (``--no-zoo``: not).
+        zoo: export the zoo (``--no-zoo``: not, and an earlier run's zoo folder is removed).
         reporter: shows the zoo export's progress (:mod:`hwnas.progress`).
         on_front: called with the result once ``pareto.csv`` and ``pareto.png`` are written,
             before the zoo (the CLI prints the front there).
@@ -122,6 +123,8 @@ def write_run(
             log=o.trainer.log if o.trainer is not None else None,
             reporter=reporter,
         )
+    else:  # an earlier run's zoo would be read, verified and published as this run's
+        remove_zoo(out / "zoo")
     extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
     if o.close is not None:
         o.close()

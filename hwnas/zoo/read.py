@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.errors import HwnasError
-from hwnas.paths import read_bounded_text
+from hwnas.paths import plain_dir, plain_file, read_bounded_text, sha256_file
 from hwnas.zoo.card import CARD_FILE, CARD_VERSION
 
 
@@ -110,12 +110,12 @@ def zoo_manifest(run_folder: str | Path) -> dict[str, str]:
     for _attempt in range(5):  # another worker may swap its (identical) zoo in meanwhile
         out: dict[str, str] = {}
         try:
-            if not zoo.is_dir():
+            if not zoo.is_dir() or zoo.is_symlink():
                 return out
-            for entry in sorted(p for p in zoo.iterdir() if p.is_dir() and is_entry(p)):
+            for entry in sorted(p for p in zoo.iterdir() if plain_dir(p) and is_entry(p)):
                 for name in MANIFEST_FILES:
-                    if (entry / name).is_file():
-                        digest = hashlib.sha256((entry / name).read_bytes()).hexdigest()
+                    if plain_file(entry / name):  # a link could name any file of the machine
+                        digest = sha256_file(entry / name)
                         out[f"zoo/{entry.name}/{name}"] = digest
             return out
         except OSError:

@@ -131,6 +131,22 @@ def write_zoo(
     return [folder / name for name in names]
 
 
+def remove_zoo(folder: Path) -> None:
+    """Remove the zoo folder an earlier run left (a search run with ``--no-zoo`` writes none,
+    and an earlier front's entries would read as this run's); a link goes, not its target."""
+    if not (folder.exists() or folder.is_symlink()):
+        return
+    old = temporary(folder, "old")
+    try:
+        os.replace(folder, old)
+    except FileNotFoundError:  # another worker moved it first
+        return
+    if old.is_symlink():
+        old.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def _temporary(path: Path) -> Path:
     """A hidden sibling of ``path`` to write first and rename over it
     (:func:`hwnas.paths.temporary`)."""

@@ -138,3 +138,43 @@ def test_a_handed_study_database_deletes_no_other_artifact(hwnas_home, tmp_path,
     assert all((artifacts / i).is_file() for i in ids)  # every file re-uploaded is recorded
     for command in (["runs", "list"], ["runs", "show", "latest"]):  # "no study database"
         assert main([*command, "--storage", storage]) == 0, capsys.readouterr().err
+
+
+def test_no_zoo_leaves_no_earlier_zoo_and_follows_no_link(hwnas_home, tmp_path, capsys):
+    """`--no-zoo` over a run folder with an earlier run's zoo kept it, listed it in
+    summary.json (so `hwnas zoo verify` called an earlier front's model proven) and uploaded
+    it; a handed-over zoo whose card was a link to a private file had that file hashed and
+    copied into the artifact store the dashboard serves. Now the earlier zoo is removed and no
+    link is ever followed."""
+    import optuna
+
+    from hwnas.cli import main
+    from hwnas.engine.publish import run_files
+    from hwnas.zoo.read import zoo_manifest
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    run = tmp_path / "run"
+    args = [*SEARCH, "--storage", storage, "--study", "nz", "--out", str(run)]
+    assert main(args) == 0
+    assert any((run / "zoo").iterdir())
+    assert main([*args[:4], "6", *args[5:], "--no-zoo"]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert not (run / "zoo").exists() and summary["zoo_files"] == {}
+    study = optuna.load_study(study_name="nz", storage=storage)
+    assert not [k for k in study.user_attrs["artifacts"] if k.startswith("zoo/")]
+    # a handed-over run folder whose zoo entry links outside
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-KEY")
+    entry = tmp_path / "handed" / "zoo" / "01-abc"
+    entry.mkdir(parents=True)
+    (entry / "card.json").symlink_to(secret)
+    (entry / "README.md").symlink_to(secret)
+    (tmp_path / "handed" / "summary.json").symlink_to(secret)
+    assert run_files(tmp_path / "handed") == [] and zoo_manifest(tmp_path / "handed") == {}
+    capsys.readouterr()
+    handed = ["search", "--device", "pixel3", "--budget", "3", "--no-zoo", "--study", "leak",
+              "--storage", storage, "--out", str(tmp_path / "handed")]  # fmt: skip
+    assert main(handed) == 0, capsys.readouterr().err
+    stored = [p for p in (hwnas_home / "artifacts").rglob("*") if p.is_file()]
+    assert stored and not [p for p in stored if b"SECRET-KEY" in p.read_bytes()]
+    assert secret.read_text() == "SECRET-KEY"
