@@ -5,7 +5,6 @@ Only ``json`` is imported: listing a zoo costs no torch or ONNX import.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
