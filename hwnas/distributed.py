@@ -38,6 +38,7 @@ from datetime import timedelta
 from typing import Any
 
 from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.isolate import python_module
 
 INTERRUPTED = 130
 """Exit status of an interrupted command (the CLI's, after Ctrl-C)."""
@@ -420,7 +421,7 @@ def launch(nproc: int, args: Sequence[str]) -> int:
     for log in quiet:  # the processes' own output says what went wrong, in one line
         log.setLevel(logging.CRITICAL)
     try:
-        elastic_launch(config, sys.executable)("-u", "-m", "hwnas", *args)
+        elastic_launch(config, sys.executable)("-u", *python_module("hwnas"), *args)
     except ChildFailedError as exc:
         rank, failure = exc.get_first_failure()
         if failure.exitcode == EXIT_USAGE:

@@ -3,7 +3,8 @@
 A segmentation fault inside a compiled library (TVM's FFI, a code generator, a vendor SDK) kills
 the process it happens in: no ``except`` clause sees it, and a search would die with a C stack
 dump and no word of which candidate or which library did it. :func:`run_isolated` runs one such
-step in a fresh Python interpreter (``python -m hwnas.isolate``): the step's return value or
+step in a fresh Python interpreter (``python -m hwnas.isolate``, without the working folder on
+its path: :func:`python_module`): the step's return value or
 exception comes back pickled, and a child killed by a signal becomes a
 :class:`~hwnas.errors.NativeCrashError` naming the signal, the step and the versions of the
 libraries involved. The child's output is kept in a log file named in the error.
@@ -48,6 +49,24 @@ def distribution_versions(names: Iterable[str]) -> str:
 def _resolve(target: str):
     module, _, attr = target.partition(":")
     return getattr(import_module(module), attr)
+
+
+def python_module(module: str) -> list[str]:
+    """The arguments after the interpreter that run ``module`` as ``python -m module`` would,
+    but with the working folder off ``sys.path``: ``-m`` puts it first, so a ``matplotlib.py``
+    in the folder a user runs hwnas from would be imported by the child (hwnas imports a
+    Python file only when the user names it). The folder holding this hwnas package is added
+    at the end, so the child runs the parent's code. (``-P``/``PYTHONSAFEPATH`` need Python
+    3.11; ``-I`` would also drop a ``pip install --user``'s site folder.)"""
+    here = str(Path(__file__).resolve().parents[1])
+    code = (
+        "import sys\n"
+        "if sys.path and sys.path[0] == '': del sys.path[0]\n"
+        f"if {here!r} not in sys.path: sys.path.append({here!r})\n"
+        "import runpy\n"
+        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n"
+    )
+    return ["-c", code]
 
 
 def _child_env() -> dict[str, str]:
@@ -103,7 +122,7 @@ def run_isolated(
         with open(log, "ab") as out:
             try:
                 proc = subprocess.run(
-                    [sys.executable, "-m", "hwnas.isolate", str(request), str(reply)],
+                    [sys.executable, *python_module("hwnas.isolate"), str(request), str(reply)],
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,

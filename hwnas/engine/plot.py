@@ -132,9 +132,11 @@ class PlotProcess:
     @classmethod
     def start(cls) -> PlotProcess:
         """Start the child (an inert object if a process cannot be started)."""
+        from hwnas.isolate import python_module
+
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "hwnas.engine.plot"],
+                [sys.executable, *python_module("hwnas.engine.plot")],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

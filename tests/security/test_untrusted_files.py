@@ -257,3 +257,34 @@ def test_a_space_name_in_a_zoo_card_imports_no_code(tmp_path, monkeypatch):
     with pytest.raises(HwnasError):
         hwnas.zoo.load(entry, torch=True)
     assert not marker.exists(), "hwnas.zoo.load imported the card's Python file"
+
+
+@pytest.mark.slow
+def test_no_child_process_imports_code_from_the_working_folder(hwnas_home, tmp_path):
+    """hwnas imports a Python file only when the user names it. Its children were started
+    with ``python -m``, which puts the working folder first on their path: a
+    ``matplotlib.py`` in the folder a user ran ``hwnas search`` from ran in the plot process
+    (silently: the parent then drew the plot itself), and in every rank of ``--nproc 2``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    marker = tmp_path / "ran"
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    payload = f"open({str(marker)!r}, 'a').write('ran\\n')\nraise ImportError('planted')\n"
+    for name in ("matplotlib.py", "numpy.py", "optuna.py"):
+        (folder / name).write_text(payload)
+    hwnas = Path(sys.executable).with_name("hwnas")  # the console script, as a user types it
+    base = [str(hwnas), "search", "--device", "pixel3", "--no-zoo", "--out", "run"]
+    commands = [
+        [*base, "--budget", "10"],
+        [*base, "--strategy", "gdas", "--data", "digits", "--epochs", "1", "--batch-size",
+         "64", "--finetune-epochs", "0", "--set", "limit=100", "--set", "channels=4", "--set",
+         "cost=flops", "--nproc", "2", "--study", "ranks"],
+    ]  # fmt: skip
+    for command in commands:
+        r = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert (folder / "run" / "pareto.png").is_file()
+    assert not marker.exists(), marker.read_text()
