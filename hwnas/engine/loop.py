@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import hashlib
 import os
 import random
 import socket
@@ -40,7 +41,7 @@ from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.errors import CandidateError, HwnasError, UnrecordedError
 from hwnas.limits import MAX_SEED, bounded, positive_ms
 from hwnas.measure import NoisyMeasurementError
-from hwnas.paths import process_running
+from hwnas.paths import process_running, read_bounded
 from hwnas.spaces.base import Arch, SearchSpace
 
 DEFAULT_SPACE = "nasbench201"
@@ -131,12 +132,36 @@ class SearchSettings:
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as a dict (summary.json, the study's identity); ``accuracy`` and
-        ``data`` only where set, so studies made before they existed still resume."""
+        ``data`` only where set, so studies made before they existed still resume; and
+        ``space_fingerprint`` where the space is more than its name (a space file, a user's
+        model: :attr:`hwnas.spaces.SearchSpace.fingerprint`), so that a search of an edited
+        file or a retrained model is another study."""
         out = dict(self.__dict__)
         for key in ("accuracy", "data"):
             if out.get(key) is None:
                 out.pop(key, None)
+        fingerprint = self.space_fingerprint()
+        if fingerprint is not None:
+            out["space_fingerprint"] = fingerprint
         return out
+
+    def space_fingerprint(self) -> str | None:
+        """The space's fingerprint where it is more than its name (else None): its structure
+        (a space file, a user's model), the user's model's weights, and the file of a user's
+        accuracy function (its code scores every subnet)."""
+        from hwnas.spaces import get_space
+
+        try:
+            fingerprint = get_space(self.space).fingerprint
+        except HwnasError:  # not known in this process (a study read back): its name
+            fingerprint = self.space
+        parts = [] if fingerprint == self.space else [fingerprint]
+        if self.accuracy and ":" in self.accuracy:
+            path = Path(self.accuracy.rsplit(":", 1)[0])
+            if path.suffix == ".py" and path.is_file():
+                digest = hashlib.sha256(read_bounded(path)).hexdigest()[:16]
+                parts.append(f"{path.name}:{digest}")
+        return " ".join(parts) or None
 
     def name_parts(self) -> list[str]:
         """What tells this search's study apart, in the order of its default name (see
@@ -150,7 +175,15 @@ class SearchSettings:
             self.space, self.dataset, device, f"{self.objective}{limit}", self.strategy,
             f"seed{self.seed}", *self.accuracy_parts(),
             *([f"on-{Path(self.data).name}"] if self.accuracy and self.data else []),
+            *self.fingerprint_parts(),
         ]  # fmt: skip
+
+    def fingerprint_parts(self) -> list[str]:
+        """The study-name part of :meth:`space_fingerprint` (none for a shipped space)."""
+        fingerprint = self.space_fingerprint()
+        if fingerprint is None:
+            return []
+        return [f"m{hashlib.sha256(fingerprint.encode()).hexdigest()[:8]}"]
 
     def accuracy_parts(self) -> list[str]:
         """The study-name part of a user's accuracy function (none for the space's own)."""

@@ -106,7 +106,8 @@ class SupernetSettings(SearchSettings):
         space, data, device, objective, hardware term and latency limit, strategy, epochs,
         seed, and a digest of the rest that differs from the defaults (``--set`` values,
         batch size, fine-tuning epochs): two searches that differ only there never share a
-        name, and the default command keeps its plain one."""
+        name, and the default command keeps its plain one; and the space's fingerprint where
+        it is more than its name (an edited space file, a retrained model: another study)."""
         hw = (
             f"-target{self.latency_target:g}"
             if self.latency_target is not None
@@ -128,6 +129,7 @@ class SupernetSettings(SearchSettings):
         return [
             self.space, data, self.device, f"{self.objective}{hw}", self.strategy,
             f"e{self.epochs}", f"seed{self.seed}", *self.accuracy_parts(), *digest,
+            *self.fingerprint_parts(),
         ]  # fmt: skip
 
     @property

@@ -113,10 +113,19 @@ class SearchSpace(ABC):
     @property
     def identity(self) -> str:
         """What measurement-store keys and export caches name the space by: its name here;
-        spaces made from a Python object add a hash of their structure
-        (:class:`hwnas.spaces.module.ModuleSpace`), so two different models given one name
-        never share a measurement."""
+        spaces made from a Python object or read from a space file add a hash of their
+        structure (:class:`hwnas.spaces.module.ModuleSpace`,
+        :class:`hwnas.spaces.declared.DeclaredSpace`), so two different networks given one
+        name (a file edited, a model changed) never share a measurement."""
         return self.name
+
+    @property
+    def fingerprint(self) -> str:
+        """What a study and a supernet checkpoint know the space by: :attr:`identity`, plus a
+        hash of the weights for a user's trained model made elastic (its subnets' accuracy
+        depends on them, their latency does not), so a search over a retrained or changed
+        model is another study, never the old one's results."""
+        return self.identity
 
     @property
     def supernet_name(self) -> str:

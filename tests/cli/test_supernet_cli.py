@@ -337,7 +337,7 @@ def test_a_cost_model_that_explains_little_of_the_measurements_is_said_so(
 
     monkeypatch.setattr(supernet, "WEAK_FIT_R2", 1.0)
     space = tmp_path / "tiny.yaml"
-    space.write_text(TINY_DECLARED)
+    space.write_text(TINY_DECLARED.replace("name: tinyk", "name: tinyfit"))  # one per process
     code = main([
         "search", "--strategy", "oneshot", "--space", str(space), "--device", "cpu-fast",
         "--epochs", "1", "--finetune-epochs", "0", "--set", "evolution_trials=4",

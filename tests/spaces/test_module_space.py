@@ -7,13 +7,14 @@ zoo that hwnas.zoo.load reads back."""
 from __future__ import annotations
 
 import json
+import math
 from collections import OrderedDict
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import hwnas_main
+from helpers import hwnas_cli, hwnas_main
 from torch import nn
 
 import hwnas
@@ -1102,3 +1103,65 @@ def test_a_layer_reading_untracked_channels_still_has_its_own_width_searched():
     widths = {d.key for d in space.decisions if d.kind == "width"}
     assert {f"{u}.branch2.0.0.w" for u in units} <= widths
     _assert_subnets_exact(space, model, x)
+
+
+def test_a_retrained_or_changed_model_is_another_study_not_the_old_results(tmp_path):
+    """A user's model retrained (other weights) or changed, searched with the same command:
+    the rerun resumed the old study and reported the old model's accuracies ("6 architectures
+    scored (2 this run)"). Now the study knows the model by its structure and weights, and
+    the file of the accuracy function: the same file resumes, an edited one is a new study."""
+    from pathlib import Path
+
+    source = (Path(__file__).parent / "my_space.py").read_text()
+    file = tmp_path / "mynet.py"
+    file.write_text(source.replace("space = hn.space(", "torch.manual_seed(0)\nspace = hn.space("))
+    args = ["search", "--space", f"{file}:space", "--accuracy", f"{file}:holdout_accuracy",
+            "--data", "digits", "--device", "cpu-fast", "--strategy", "random",
+            "--no-zoo"]  # fmt: skip
+
+    def run(budget: int, out: str) -> dict:
+        r = hwnas_cli(*args, "--budget", str(budget), "--out", str(tmp_path / out))
+        assert r.returncode == 0, r.stderr
+        return json.loads((tmp_path / out / "summary.json").read_text())
+
+    first = run(2, "a")
+    again = run(3, "b")  # the same file: the same study, extended
+    assert again["settings"]["study"] == first["settings"]["study"]
+    assert again["trials"]["completed"] == 3
+    file.write_text(file.read_text().replace("torch.manual_seed(0)", "torch.manual_seed(1)"))
+    retrained = run(3, "c")
+    assert retrained["settings"]["study"] != first["settings"]["study"]
+    assert retrained["settings"]["space_fingerprint"] != first["settings"]["space_fingerprint"]
+    assert retrained["trials"]["completed"] == 3
+
+
+def test_the_count_of_a_module_space_counts_each_subnet_once():
+    """A decision inside a block its stage's depth drops does not make another subnet:
+    `hwnas spaces` showed the product of every decision's choices (128 for the docs' mynet,
+    whose searches stopped at 80: "the space is exhausted")."""
+    import itertools
+
+    class Block(nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            k = hn.ValueChoice([3, 5], label=f"k{i}")  # each block its own kernel decision
+            self.conv = nn.Conv2d(8, 8, k, padding=k // 2)
+
+        def forward(self, x):
+            return x + torch.relu(self.conv(x))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 3, padding=1)
+            self.stage = hn.Repeat(lambda i: Block(i), hn.ValueChoice([1, 2, 3], label="d"))
+            self.head = nn.Linear(8, 10)
+
+        def forward(self, x):
+            return self.head(self.stage(self.stem(x)).mean((2, 3)))
+
+    space = hn.space(Net(), torch.zeros(1, 3, 8, 8), name="depthcount", dataset="digits")
+    ch = space.choices()
+    distinct = {space.from_choices(dict(zip(ch, c))).text for c in itertools.product(*ch.values())}
+    assert math.prod(len(v) for v in ch.values()) == 24
+    assert space.num_architectures() == len(distinct) == 2 + 4 + 8

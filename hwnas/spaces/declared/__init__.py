@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,20 @@ class DeclaredSpace(SearchSpace):
             for d in self.decisions
             if d.kind == "resolution" or (d.kind == "width" and not mixable)
         )
+
+    @cached_property
+    def identity(self) -> str:
+        """The space's name plus a hash of what its file declares (not its path, description
+        or paper): an edited file is another network, whose latency is measured anew."""
+        import dataclasses
+        import json
+
+        from hwnas.export import content_hash
+
+        spec = dataclasses.asdict(self.spec)
+        for key in ("path", "description", "paper"):
+            spec.pop(key, None)
+        return f"{self.name}@" + content_hash(json.dumps(spec, sort_keys=True, default=repr))
 
     # -- structure ------------------------------------------------------------------------------
 

@@ -121,6 +121,18 @@ class ModuleSpace(SearchSpace):
         shape = "x".join(map(str, self._dataset.input_shape))
         return f"{self.name}@" + content_hash(*shapes, *layers, *decisions, shape)
 
+    @cached_property
+    def fingerprint(self) -> str:
+        """:attr:`identity` plus a hash of the module's weights (its subnets' accuracy, and a
+        supernet trained from them, depend on them)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for k, v in self.net.state_dict().items():
+            h.update(k.encode())
+            h.update(v.detach().cpu().contiguous().numpy().tobytes())
+        return f"{self.identity}:{h.hexdigest()[:16]}"
+
     # -- decisions ------------------------------------------------------------------------------
 
     def _depth_conditions(self) -> dict[str, list[tuple[str, int]]]:
@@ -154,6 +166,22 @@ class ModuleSpace(SearchSpace):
 
     def choices(self) -> dict[str, tuple[str, ...]]:
         return dict(self._choices)
+
+    def num_architectures(self) -> int:
+        """Distinct subnets: a decision of a block its stage's depth drops does not count
+        (for each combination of the depths, the product of the decisions that are used;
+        a depth decision inside a dropped block counts once)."""
+        import itertools
+
+        depths = [d for d in self.decisions if d.kind == "depth"]
+        others = [d for d in self.decisions if d.kind != "depth"]
+        total = 0
+        for combo in itertools.product(*(d.values for d in depths)):
+            values = {d.key: v for d, v in zip(depths, combo)}
+            if any(v != d.values[0] and not self._active(values, d) for d, v in zip(depths, combo)):
+                continue  # the same subnet as with this depth at its first value
+            total += math.prod(len(d.values) for d in others if self._active(values, d))
+        return total
 
     def lut_terms(self) -> list:
         """The lookup-table terms of a supernet's cost model: one indicator per candidate of
