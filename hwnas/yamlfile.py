@@ -91,6 +91,49 @@ def check_events(text: str) -> None:
             add(sizes.get(event.anchor, 1), event.start_mark)  # unknown: the composer says so
 
 
+class DuplicateKeyError(yaml.MarkedYAMLError):
+    """A mapping that gives one key twice (YAML forbids it; PyYAML keeps the last silently)."""
+
+    def __init__(self, problem: str, mark: Any):
+        super().__init__(problem=problem, problem_mark=mark)
+
+    def __str__(self) -> str:
+        line = f"line {self.problem_mark.line + 1}: " if self.problem_mark is not None else ""
+        return f"{line}{self.problem}"
+
+
+def check_duplicate_keys(root: Any) -> None:
+    """Refuse a mapping that repeats a key (``channel_divisor: 8`` then ``channel_divisor:
+    16`` read as 16, silently). Merge keys (``<<``) are not keys of the mapping.
+
+    Raises:
+        DuplicateKeyError: at the second occurrence, naming the first's line.
+    """
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:  # an alias: the same node, checked once
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for key, value in node.value:
+                stack.append(value)
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    stack.append(key)
+                    continue
+                if key.value in first:
+                    line = first[key.value].start_mark.line + 1
+                    raise DuplicateKeyError(
+                        f"key '{key.value}' is given twice (first on line {line})",
+                        key.start_mark,
+                    )
+                first[key.value] = key
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
 def _plainly_bounded(text: str) -> bool:
     """Whether ``text`` is within the limits without reading its events: no alias (no ``*``
     at all), and too few characters that open a level (``[ { - : ?``: every level of nesting
@@ -114,13 +157,15 @@ def load_yaml(text: str, nodes: bool = False) -> Any:
 
     Raises:
         YamlLimitError: a self-referencing alias, an alias bomb, or too deep nesting.
-        yaml.YAMLError: invalid YAML.
+        yaml.YAMLError: invalid YAML (:class:`DuplicateKeyError`: a key given twice).
     """
     if not _plainly_bounded(text):
         check_events(text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            check_duplicate_keys(node)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()

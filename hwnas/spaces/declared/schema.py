@@ -563,6 +563,23 @@ def _values(v: Any) -> set:
     return {v}
 
 
+def _check_groups(spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader) -> None:
+    """Grouped 1x1 convs need every width they see to split into the groups: the widths are
+    multiples of the space's ``channel_divisor`` (stage widths) and of the block's ``divisor``
+    (hidden widths), so ``groups`` must divide both (5 groups of 8 channels ended in
+    PyTorch's traceback when a network was built)."""
+    for g in _values(layer.params.get("groups", 1)):
+        if not isinstance(g, int) or g <= 1:
+            continue
+        for name, d in (("the space's channel_divisor", spec.channel_divisor),
+                        ("the block's divisor", layer.params.get("divisor", 1))):  # fmt: skip
+            if isinstance(d, int) and d % g:
+                raise r.fail(
+                    (*w, "groups"),
+                    f"{g} groups must divide {name} ({d}): every width is a multiple of it",
+                )
+
+
 def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     """Checks across keys: tokens and feature maps in order, each block's own rule
     (:attr:`BlockType.check`), one input size for blocks that need it."""
@@ -588,6 +605,7 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                     problem = bt.check(values, _values(layer.stride))
                     if problem is not None:
                         raise r.fail((*w, problem[0]), problem[1])
+                _check_groups(spec, layer, w, r)
     if fixed_input is not None and spec.resolution is not None:
         raise r.fail(
             ("resolution",),
