@@ -119,10 +119,11 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
     from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise HwnasError(f"ONNX file not found: {path}")
+    data = _read_model_file(path)
     try:
-        model = onnx.load(str(path), load_external_data=False)
+        model = onnx.load_model_from_string(data)
         external = [t for t in model.graph.initializer if uses_external_data(t)]
         if external:
             _check_external_files(path, external)
@@ -134,7 +135,7 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HwnasError(f"corrupt or invalid ONNX file {path}: {first}") from None
     if not external:
-        return model, path.read_bytes()
+        return model, data
     size = model.ByteSize()
     if size > MAX_ONNX_BYTES:
         raise HwnasError(
@@ -142,6 +143,41 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
             "models up to 2 GiB (one protobuf message)"
         )
     return model, model.SerializeToString()
+
+
+def _read_model_file(path: Path) -> bytes:
+    """The bytes of the ONNX file ``path``: a regular file of at most :data:`MAX_ONNX_BYTES`
+    (a pipe or a device given as a model would hang or fill the memory).
+
+    Raises:
+        HwnasError: not a regular file, too large, unreadable (one line naming it).
+    """
+    from hwnas.paths import read_bounded
+
+    try:
+        return read_bounded(path, MAX_ONNX_BYTES)
+    except OSError as exc:
+        raise HwnasError(f"cannot read ONNX file {path}: {exc.strerror or exc}") from None
+
+
+def load_graph(path: str | Path) -> onnx.ModelProto:
+    """The ONNX file ``path`` without its external data (its graph, to read its inputs), read
+    as :func:`read_onnx` reads it.
+
+    Raises:
+        HwnasError: missing, not a regular file, too large, not ONNX.
+    """
+    import onnx
+
+    path = Path(path)
+    if not path.exists():
+        raise HwnasError(f"ONNX file not found: {path}")
+    data = _read_model_file(path)
+    try:
+        return onnx.load_model_from_string(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and others
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HwnasError(f"corrupt or invalid ONNX file {path}: {first}") from None
 
 
 def _check_external_files(path: Path, tensors: list) -> None:
@@ -153,14 +189,26 @@ def _check_external_files(path: Path, tensors: list) -> None:
     """
     from onnx.external_data_helper import ExternalDataInfo
 
+    total = 0
     for t in tensors:
-        location = ExternalDataInfo(t).location
+        info = ExternalDataInfo(t)
+        location = info.location
         # a location leading out of the folder is left to onnx, which refuses it as such
         if location and ".." not in location and not (path.parent / location).exists():
             raise HwnasError(
                 f"{path}: its weights are stored in {location}, which is not beside it (copy "
                 "the .onnx file together with its data file)"
             )
+        file = path.parent / location if location and ".." not in location else None
+        if file is not None and file.is_file():  # what loading it reads, before it is read
+            size = file.stat().st_size
+            offset = int(info.offset or 0)
+            total += int(info.length) if info.length else max(size - offset, 0)
+    if total > MAX_ONNX_BYTES:
+        raise HwnasError(
+            f"{path}: its external data hold {total / 2**30:.1f} GiB of weights; hwnas runs "
+            "models up to 2 GiB (one protobuf message)"
+        )
 
 
 def content_hash(*parts: str | bytes) -> str:

@@ -282,8 +282,6 @@ def check_dims(paths: list[Any], dims: dict[str, int]) -> None:
     """
     from collections.abc import Mapping
 
-    import onnx
-
     if not isinstance(dims, Mapping):
         raise HwnasError(f"dims must map axis names to sizes ({{'sequence_length': 128}}), got "
                          f"{type(dims).__name__}")  # fmt: skip
@@ -294,12 +292,11 @@ def check_dims(paths: list[Any], dims: dict[str, int]) -> None:
             raise HwnasError(f"--dim {name}={size}: the size must be at least 1")
     if not dims:
         return
+    from hwnas.export import load_graph
+
     have: list[str] = []
     for path in paths:
-        try:
-            model = onnx.load(str(path), load_external_data=False)
-        except Exception:  # noqa: BLE001 (reading the file reports it, naming it)
-            continue
+        model = load_graph(path)  # a pipe or a device is refused here, not waited on
         have += [d for d in dynamic_dims(model) if d not in have]
     unknown = [n for n in dims if n not in have]
     if unknown:

@@ -178,3 +178,37 @@ def test_no_zoo_leaves_no_earlier_zoo_and_follows_no_link(hwnas_home, tmp_path, 
     stored = [p for p in (hwnas_home / "artifacts").rglob("*") if p.is_file()]
     assert stored and not [p for p in stored if b"SECRET-KEY" in p.read_bytes()]
     assert secret.read_text() == "SECRET-KEY"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_an_onnx_pipe_or_sparse_external_data_is_refused_before_it_is_read(tmp_path):
+    """`--dim` read a pipe given as `--onnx` before it was checked (waited for ever); a
+    147-byte model whose external data names 6 GiB of a sparse file was read whole (12.6 GB
+    of memory) before the 2 GiB limit was checked."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    pipe = tmp_path / "pipe.onnx"
+    os.mkfifo(pipe)
+    for command in ("predict", "measure"):
+        device = "pixel3" if command == "predict" else "cpu"
+        r = bounded_cli(command, "--device", device, "--onnx", str(pipe), "--dim", "seq=8",
+                        timeout=30)  # fmt: skip
+        assert r.returncode == 2, r.stderr
+        assert f"cannot read ONNX file {pipe}: not a regular file" in r.stderr
+    folder = tmp_path / "ext"
+    folder.mkdir()
+    with open(folder / "w.bin", "wb") as fh:
+        fh.truncate(7 * 2**30)  # sparse: no disk used
+    w = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[3 * 2**29])
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "w.bin"), ("offset", "0"), ("length", str(6 * 2**30))):
+        w.external_data.add(key=key, value=value)
+    x = h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    model = h.make_model(h.make_graph([h.make_node("Identity", ["x"], ["y"])], "g", [x], [y], [w]))
+    onnx.save(model, str(folder / "m.onnx"), save_as_external_data=False)
+    r = bounded_cli("predict", "--device", "pixel3", "--onnx", str(folder / "m.onnx"), timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "its external data hold 6.0 GiB of weights" in r.stderr
