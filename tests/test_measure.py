@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
+from helpers import hwnas_main
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import HwnasError
@@ -89,3 +91,28 @@ def test_onnx_file_workload_takes_the_batch_size_for_the_dynamic_axis(tmp_path):
     (tmp_path / "bad.onnx").write_bytes(b"not onnx")
     with pytest.raises(HwnasError, match="corrupt or invalid ONNX"):
         onnx_workload(tmp_path / "bad.onnx")
+
+
+def test_a_model_that_fails_when_run_is_one_line(tmp_path, hwnas_home):
+    """A model fixed by `--dim` to a size its Reshape cannot take (a TransformerEncoder
+    exported with a dynamic sequence) failed in ONNX Runtime's traceback from `hwnas measure`;
+    `hwnas predict` already said it in one line."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    graph = h.make_graph(
+        [h.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, "n"])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        [nh.from_array(np.array([1, 4], np.int64), "shape")],
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "reshape.onnx"
+    onnx.save(model, str(path))
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", str(path), "--dim", "n=5")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0, r.stderr
+    assert "ONNX Runtime failed on one inference: " in r.stderr

@@ -61,10 +61,19 @@ class OrtExecutable(Executable):
         """One inference, stopped after ``limit_s`` seconds (:func:`stop_after`).
 
         Raises:
-            CandidateError: the inference did not end in ``limit_s`` seconds.
+            CandidateError: the inference did not end in ``limit_s`` seconds, or ONNX Runtime
+                failed on it (a Reshape whose shape does not fit the input the model was fixed
+                to: its first line).
         """
         with stop_after(limit_s, "one inference", CandidateError) as run:
-            self.session.run_with_iobinding(self.binding, run)
+            try:
+                self.session.run_with_iobinding(self.binding, run)
+            except Exception as exc:  # onnxruntime's RuntimeError / Fail / InvalidArgument
+                if run.terminate:
+                    raise  # stop_after names the stop
+                text = str(exc).strip()
+                first = text.splitlines()[0] if text else type(exc).__name__
+                raise CandidateError(f"ONNX Runtime failed on one inference: {first}") from None
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return self.session.run(None, {self.input_name: np.asarray(x, np.float32)})[0]
