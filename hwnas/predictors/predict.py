@@ -120,6 +120,17 @@ def predict_models(
     def put(rows: list[tuple]) -> None:
         results.update((id(r[0]), r) for r in rows)
 
+    # what the calibrated predictor will take, known before any kernel is timed: a device
+    # without the values it needs is refused before that work, not after
+    calibrated = (archs if not (kernel_level and predictor == "kernel") else []) + (
+        graphs if not kernel_level and (predictor is not None or calibration is not None) else []
+    )
+    early = None
+    if calibrated:
+        early = (
+            load_predictor(predictor or space.name, space.name),
+            _calibration(space, calibration, device, metric, runtime, store),
+        )
     if kernel_level and (graphs or predictor == "kernel"):
         put(_kernel_level(dev, graphs + (archs if predictor == "kernel" else []),
                           kernel_budget, store, note))  # fmt: skip
@@ -138,10 +149,8 @@ def predict_models(
     models = graphs + archs
     cal_metric = metric if calibration is None else None
     if models:
-        pred = load_predictor(predictor or space.name, space.name)
-        cal_models, cal_values, cal_metric, where = _calibration(
-            space, calibration, device, metric, runtime, store
-        )
+        assert early is not None  # every model here is one `calibrated` counted
+        pred, (cal_models, cal_values, cal_metric, where) = early
         pred.fit(cal_models, cal_values, cal_metric)
         warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         mean, std = pred.predict(models)
@@ -481,10 +490,12 @@ def _calibration(sp, calibration, device, metric, runtime, store):
     dev.check_metric(metric)
     dataset = get_featurizer(sp.name).dataset
     st = None
-    if dev.runs_models:  # a live device measures its reference set
+    if dev.runs_models:  # a live device measures its reference set, as this one would
         refset = f"run `hwnas refset measure --device {dev.name}" + (
             "" if sp.name == "nasbench201" else f" --space {command_line_name(sp.name)}"
-        ) + "`"
+        ) + (f" --runtime {runtime}" if runtime else "") + (
+            f" --metric {metric}" if metric != "latency_ms" else ""
+        ) + (f" --store {store}" if store else "") + "`"
     else:  # a recorded or imported device has only what it was given
         refset = f"import them with `hwnas measure import --device {dev.name} CAL.csv`"
     if dev.table(sp.name, metric) is None:

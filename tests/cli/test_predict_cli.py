@@ -685,3 +685,21 @@ def test_refset_measure_on_a_table_of_one_cell_per_class_reads_the_measured_cell
     assert code == 0, err
     code, from_device, err = run(["predict", "--device", "pi5_onnx", "--arch", "5"], capsys)
     assert from_file == from_device
+
+
+def test_predict_refuses_a_device_without_its_values_before_timing_kernels(tmp_path, hwnas_home):
+    """`hwnas predict --device cpu --onnx m.onnx --arch 5` timed the ONNX file's kernels, then
+    failed: the architecture needs the CPU's reference set, which was not measured. Now the
+    missing values are named first, with the command that measures them as this one would
+    (with its --runtime: the hint dropped it, so following it measured another runtime)."""
+    import torch
+
+    path = tmp_path / "mlp.onnx"
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    torch.onnx.export(net, (torch.randn(1, 8),), str(path), dynamo=False)
+    r = hwnas_main("predict", "--device", "cpu", "--onnx", str(path), "--arch", "5")
+    assert r.returncode == 2 and "kernel" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert "run `hwnas refset measure --device cpu`" in r.stderr
+    r = hwnas_main("predict", "--device", "cpu", "--runtime", "tvm", "--arch", "5")
+    assert r.returncode == 2
+    assert "run `hwnas refset measure --device cpu --runtime tvm`" in r.stderr
