@@ -66,8 +66,8 @@ def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwna
     store = hwnas_home / "artifacts"
     before = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
     assert len(before) == len(uploaded)
-    # the same command again (without the zoo export, to stay fast): the study is finished
-    again = _cli("search", "--device", "pixel3", "--budget", "6", "--out", str(out), "--no-zoo")
+    # the same command again: the study is finished, its files uploaded once
+    again = _cli("search", "--device", "pixel3", "--budget", "6", "--out", str(out))
     assert all(a in again.stdout for a in archs)  # the table, piped at 80 columns
     after = sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
     now = optuna.load_study(study_name=study, storage=storage).user_attrs["artifacts"]
@@ -95,6 +95,13 @@ def test_search_json_then_runs_and_zoo_listings_show_whole_values(tmp_path, hwna
     locks = sorted(p.name for p in hwnas_home.iterdir() if "lock" in p.name)
     assert locks == ["studies.db.hwnas-lock", "studies.db.locks"], locks
     assert len(list((hwnas_home / "studies.db.locks").iterdir())) <= 2  # two studies so far
+    # without the zoo: the earlier zoo goes, from the run folder and from the study
+    _cli("search", "--device", "pixel3", "--budget", "6", "--out", str(out), "--no-zoo")
+    now = optuna.load_study(study_name=study, storage=storage).user_attrs["artifacts"]
+    assert not (out / "zoo").exists() and set(now) == {"pareto.png", "pareto.csv", "summary.json"}
+    zoo_files = [f for f in uploaded if f.startswith("zoo/")]
+    assert zoo_files and not any(uploaded[f]["id"] in {p.name for p in store.iterdir()}
+                                 for f in zoo_files)  # fmt: skip
 
 
 def test_devices_show_the_extra_in_install_hints_and_json():
