@@ -28,7 +28,8 @@ MAX_TABLE_BYTES = 256 * 2**20
 """Largest table file, and largest once a gzip file is decompressed: 15,625 rows x 30 columns
 take 5 MB; a device file (``/dev/zero``), a pipe or a larger file is refused before it is read."""
 
-CACHE_VERSION = 3  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet)
+CACHE_VERSION = 4  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet); 4: rows
+# with cells beyond the header are refused (a cache of one parsed before must not be read)
 """Part of every cache file's name: bump it when the parsed form changes."""
 
 
@@ -61,7 +62,9 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
 
     Raises:
         HwnasError: the file is missing, not a regular file (a device, a pipe), larger than
-            :data:`MAX_TABLE_BYTES` (decompressed), or not a CSV table.
+            :data:`MAX_TABLE_BYTES` (decompressed), or not a CSV table: no rows, or a row
+            (blank lines at the end aside) with fewer cells than the header or more that are
+            not empty, named by its row.
     """
     return _read_table(path, file_version(path))
 
@@ -97,10 +100,29 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise HwnasError(f"cannot read table {path}: {exc}") from None
     sep = spreadsheet.delimiter(text.split("\n", 1)[0])
-    rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+    reader = csv.reader(io.StringIO(text), delimiter=sep)
+    try:
+        rows = list(reader)
+    except csv.Error as exc:  # a cell over csv's field size limit (128 KiB)
+        raise HwnasError(f"table {path}, line {reader.line_num}: not CSV: {exc}") from None
     if len(rows) < 2:
         raise HwnasError(f"table {path} has no rows")
     header, body = rows[0], rows[1:]
+    while body and not any(cell.strip() for cell in body[-1]):
+        body.pop()  # blank lines at the end (an editor's, a spreadsheet's): no rows
+    if not body:
+        raise HwnasError(f"table {path} has no rows")
+    for i, row in enumerate(body):
+        # a short row (a blank line, a cell left out) would shift its cells into other
+        # columns, a long one means a cell holds the separator (3,5 in a ','-separated file)
+        filled = [j for j, cell in enumerate(row) if cell.strip()]
+        if len(row) < len(header) or (filled and filled[-1] >= len(header)):
+            n = len(row) if len(row) < len(header) else filled[-1] + 1
+            what = "is blank" if not filled else f"has {n} cell{'s' * (n != 1)}"
+            raise HwnasError(
+                f"table {path}, row {i + 2} {what}, the header {len(header)} "
+                f"({', '.join(header)[:80]})"
+            )
     columns: dict[str, np.ndarray] = {}
     for j, name in enumerate(header):
         values = [r[j] for r in body]

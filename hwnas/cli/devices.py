@@ -47,7 +47,8 @@ def check_cmd(device, runtime, tracker, key, target, trials):
         unit = "ms" if metric == "latency_ms" else "mJ"
         extra = f", CV {100 * m.cv:.1f}%" if m.cv else ""
         console.print(
-            f"  tiny CNN {metric.split('_')[0]}: {m.value:.4f} {unit}{extra} ({m.runtime})"
+            f"  tiny CNN {metric.split('_')[0]}: {m.value:.4f} {unit}{extra} "
+            f"({escape(m.runtime)})"  # tvm:<target kind>-...: the user's --target names it
         )
 
 

@@ -48,10 +48,19 @@ def keyed_column(path: Path, column: str, space_name: str) -> np.ndarray:
     changed (:func:`hwnas.tables.file_version`).
 
     Raises:
-        HwnasError: unreadable table, missing column, unknown or duplicate architectures, or an
-            unkeyed table whose row count is not the space's size.
+        HwnasError: unreadable or malformed table (a short row, a repeated architecture, an
+            index outside the space, a value that is not a positive number: one line naming
+            the file and row), missing column, unknown architectures, or an unkeyed table
+            whose row count is not the space's size.
     """
-    return _keyed_column(path, file_version(path), column, space_name)
+    try:
+        return _keyed_column(path, file_version(path), column, space_name)
+    except HwnasError:
+        raise
+    except (IndexError, KeyError, TypeError, ValueError, OverflowError) as exc:
+        # a table shape no check above foresaw: still one line naming the file, so that the
+        # profile is listed as broken and every other device keeps working
+        raise HwnasError(f"table {path} is malformed ({type(exc).__name__}: {exc})") from None
 
 
 @lru_cache(maxsize=64)
@@ -92,8 +101,12 @@ def _keyed_column(
                 f"table {path}, row {int(frac[0]) + 2}: '{key}' must be a whole index, got "
                 f"{cells[frac[0]]:g}"
             )
-        if np.any((cells < 0) | (cells >= size)):
-            raise HwnasError(f"table {path}: '{key}' holds indices outside 0..{size - 1}")
+        outside = np.flatnonzero((cells < 0) | (cells >= size))
+        if len(outside):
+            raise HwnasError(
+                f"table {path}, row {int(outside[0]) + 2}: '{key}' {cells[outside[0]]:g} is "
+                f"outside {space_name}'s indices 0..{size - 1}"
+            )
         rows = cells.astype(np.intp)
     else:
         rows = np.empty(len(cells), dtype=np.intp)
@@ -103,9 +116,20 @@ def _keyed_column(
                 rows[i] = int(text) if text.isdigit() else space.index(space.parse(text))
             except (HwnasError, ValueError) as exc:
                 raise HwnasError(f"table {path}, row {i + 2}: {exc}") from None
+            if not 0 <= rows[i] < size:  # an index among arch strings
+                raise HwnasError(
+                    f"table {path}, row {i + 2}: '{key}' {text[:40]} is outside "
+                    f"{space_name}'s indices 0..{size - 1}"
+                )
     if len(np.unique(rows)) != len(rows):
-        dup = int(rows[np.flatnonzero(np.bincount(rows, minlength=size) > 1)[0]])
-        raise HwnasError(f"table {path}: architecture {dup} appears more than once")
+        first: dict[int, int] = {}
+        for i, row in enumerate(rows.tolist()):
+            if row in first:
+                raise HwnasError(
+                    f"table {path}, row {i + 2}: architecture {row} appears more than once "
+                    f"(also row {first[row] + 2})"
+                )
+            first[row] = i
     if len(rows) == size and np.array_equal(rows, np.arange(size)):
         return values
     out = np.full(size, np.nan)

@@ -1,0 +1,198 @@
+"""Hand-made tables and calibration files that must be refused in one line (never a traceback,
+never written over, never silently kept): malformed device tables, `hwnas refset measure` over
+values typed in by hand, `hwnas measure import` of a value that disagrees with the store, and
+paths that look like rich markup."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from hwnas.cli import main
+from hwnas.devices import reload_profiles
+from hwnas.spaces import get_space
+
+SPACE = get_space("nasbench201")
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path):
+    """``cli(*args, profiles=None)``: run the hwnas entry point in this process from
+    ``tmp_path`` (``HWNAS_DEVICES_PATH`` set to ``profiles``); (exit status, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args, profiles=None):
+        if profiles is not None:
+            monkeypatch.setenv("HWNAS_DEVICES_PATH", str(profiles))
+        reload_profiles()
+        capsys.readouterr()
+        status = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def _profile(folder, name, table_text):
+    (folder / "tables").mkdir(parents=True, exist_ok=True)
+    (folder / "tables" / f"{name}.csv").write_text(table_text)
+    (folder / f"{name}.yaml").write_text(
+        f"name: {name}\nkind: recorded\nclass: board\nbatch_size: 1\ntables:\n  nasbench201:\n"
+        f"    latency_ms: {{file: tables/{name}.csv}}\n"
+    )
+
+
+# the audit's shapes: each was an IndexError traceback (exit 1) in `hwnas devices` and in a
+# search of any other device (its zoo reads every recorded table)
+MALFORMED = {
+    "dupidx": ("index,latency_ms\n5,1.0\n5,2.0\n",
+               "row 3: architecture 5 appears more than once (also row 2)"),
+    "short": ("index,latency_ms\n1,2.0\n2\n3,4.0\n",
+              "row 3 has 1 cell, the header 2 (index, latency_ms)"),
+    "blank": ("index,latency_ms\n1,2.0\n\n3,4.0\n", "row 3 is blank"),
+    "bigarch": (f"arch,latency_ms\n{SPACE.arch_at(7).text},2.0\n99999,3.0\n",
+                "row 3: 'arch' 99999 is outside nasbench201's indices 0..15624"),
+    "bigindex": ("index,latency_ms\n1,2.0\n15625,3.0\n",
+                 "row 3: 'index' 15625 is outside nasbench201's indices 0..15624"),
+}  # fmt: skip
+
+
+def test_a_malformed_table_breaks_its_profile_alone_naming_file_and_row(tmp_path, cli):
+    profiles = tmp_path / "profiles"
+    for name, (text, _) in MALFORMED.items():
+        _profile(profiles, name, text)
+    _profile(profiles, "fine", "index,latency_ms\n1,2.0\n3,4.0\n\n\n")  # blank end: no rows
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    listing = json.loads(out)
+    broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
+    assert set(broken) == {f"{n}.yaml" for n in MALFORMED}, broken
+    for name, (_, why) in MALFORMED.items():
+        assert f"table {profiles}/tables/{name}.csv, {why}" in broken[f"{name}.yaml"]
+        assert "\n" not in broken[f"{name}.yaml"]
+    fine = next(d for d in listing["devices"] if d["device"] == "fine")
+    assert fine["table_rows"] == {"nasbench201": 2}
+    status, out, err = cli("devices")
+    assert status == 0 and "Traceback" not in err, err
+    assert f"broken profile {profiles}/dupidx.yaml: table" in out and "(skipped)" in out
+    # every other device still searches, its zoo included (the zoo's cards give the front's
+    # recorded latency on every device: they read every table): a warning line for each
+    status, out, err = cli("search", "--device", "pixel3", "--budget", "5")
+    assert status == 0, err
+    skipped = [line for line in err.splitlines() if line.startswith("warning: skipped")]
+    assert len(skipped) == len(MALFORMED), err
+    assert f"warning: skipped device 'dupidx': table {profiles}/tables/dupidx.csv, row 3" in err
+    status, _, err = cli("search", "--device", "dupidx", "--budget", "5", "--no-zoo")
+    assert status == 2 and err.strip().splitlines()[-1].startswith("error: table "), err
+    assert MALFORMED["dupidx"][1] in err
+
+
+def test_a_repeated_architecture_is_named_by_its_own_index(tmp_path, cli):
+    """20 rows for indices 19..0, then index 3 again: main named architecture 16 (the 4th
+    row's index), not 3."""
+    profiles = tmp_path / "profiles"
+    rows = "".join(f"{i},1.0\n" for i in range(19, -1, -1))
+    _profile(profiles, "twice", f"index,latency_ms\n{rows}3,3.0\n")
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    (why,) = json.loads(out)["broken_profiles"].values()
+    assert why.endswith("row 22: architecture 3 appears more than once (also row 18)"), why
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_refset_measure_never_writes_over_values_it_did_not_write(tmp_path, cli):
+    out = tmp_path / "refset"
+    assert cli("refset", "export", "--out", out)[0] == 0
+    rows = _rows(out / "calibration.csv")
+    for i, row in enumerate(rows):  # timed by hand, typed in
+        row["latency_ms"] = f"{4 + i}.5"
+    with open(out / "calibration.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    typed = (out / "calibration.csv").read_bytes()
+    status, _, err = cli("refset", "measure", "--device", "pixel3", "--out", out)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "holds 10 measured value(s) that hwnas refset measure did not write" in err
+    assert "another --out" in err
+    assert (out / "calibration.csv").read_bytes() == typed
+
+    # its own file: written again with the same values, refused where they would change
+    mine = tmp_path / "mine"
+    assert cli("refset", "measure", "--device", "pixel3", "--out", mine)[0] == 0
+    written = (mine / "calibration.csv").read_bytes()
+    assert cli("refset", "measure", "--device", "pixel3", "--out", mine)[0] == 0
+    assert (mine / "calibration.csv").read_bytes() == written
+    status, _, err = cli("refset", "measure", "--device", "raspi4", "--out", mine)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{mine}/calibration.csv:2 holds latency_ms " in err and "this run gives" in err
+    assert (mine / "calibration.csv").read_bytes() == written
+
+
+def test_refset_measure_of_a_recorded_device_leaves_the_unknown_cv_empty(tmp_path, cli):
+    status, out, err = cli("refset", "measure", "--device", "pixel3", "--out", tmp_path / "r")
+    assert status == 0, err
+    rows = _rows(tmp_path / "r" / "calibration.csv")
+    assert len(rows) == 10 and {r["cv"] for r in rows} == {""}  # main: 0.0000
+    assert all(float(r["latency_ms"]) > 0 for r in rows)
+    # and the file still calibrates (its reader takes the empty cv)
+    status, _, err = cli("measure", "import", "--device", "cvboard", tmp_path / "r/calibration.csv")
+    assert status == 0 and "10 measurements imported" in err, err
+
+
+@pytest.mark.parametrize("name", ["[red]rs:thumbs_up:", "x[/]y"])
+def test_refset_measure_prints_the_out_path_as_typed(tmp_path, cli, name):
+    """main printed `-> rs:thumbs_up:/calibration.csv` (markup read: a path that is not
+    there) and ended `x[/]y` with a rich MarkupError traceback after writing the file."""
+    status, out, err = cli("refset", "measure", "--device", "pixel3", "--out", name)
+    assert status == 0, err
+    assert (tmp_path / name / "calibration.csv").is_file()
+    assert f"-> {name}/calibration.csv" in out
+    assert f"next: hwnas predict --calibration {name}/calibration.csv" in out
+
+
+def _calibration(path, rows):
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["arch", "latency_ms"])
+        writer.writerows(rows)
+    return path
+
+
+def test_measure_import_refuses_a_value_that_disagrees_with_the_stored_one(
+    tmp_path, cli, hwnas_home
+):
+    from hwnas.store import MeasurementStore
+
+    good = _calibration(tmp_path / "good.csv", [[i, 4.0 + i] for i in (11, 22, 33)])
+    assert cli("measure", "import", "--device", "fewboard", good)[0] == 0
+    best = _calibration(tmp_path / "best.csv", [[14112, 7.3985]])
+    assert cli("measure", "import", "--device", "fewboard", best)[0] == 0
+    status, _, err = cli("measure", "import", "--device", "fewboard", best)
+    assert status == 0 and "0 measurements imported, 1 already stored (kept)" in err, err
+    # a corrected value: main said "0 measurements imported, 1 already stored (kept)", exit 0
+    fixed = _calibration(tmp_path / "best2.csv", [[14112, 70.0], [44, 5.0]])
+    status, _, err = cli("measure", "import", "--device", "fewboard", fixed)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    arch = SPACE.arch_at(14112).text
+    assert f"{fixed}: {arch} has latency_ms 70 ms" in err
+    assert "already holds 7.3985 ms for it on device 'fewboard'" in err
+    assert "another device name" in err
+    with MeasurementStore(hwnas_home / "measurements.db") as st:  # nothing imported (44 neither)
+        values = sorted(m.value for m in st.measurements("fewboard"))
+    assert values == [7.3985, 15.0, 26.0, 37.0]
+
+    # two files that disagree: main imported the first and "kept" the second's 10 values
+    other = _calibration(tmp_path / "other.csv", [[i, 99.0] for i in (11, 22, 33)])
+    status, _, err = cli("measure", "import", "--device", "twoboard", good, other)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{other}: {SPACE.arch_at(11).text} has latency_ms 99 ms, but {good} gives 15 ms" in err
+    assert not (hwnas_home / "devices" / "twoboard.yaml").exists()
+    status, _, err = cli("measure", "import", "--device", "twoboard", good, good)
+    assert status == 0 and "3 measurements imported, 3 already stored (kept)" in err, err
