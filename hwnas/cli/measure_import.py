@@ -39,7 +39,11 @@ def import_cmd(device, files, space, as_table, dataset, store):
 
     A few values (kind imported) calibrate a predictor of the others. Values of every
     architecture of the space, or any FILES with --table, make DEVICE a recorded device whose
-    table (copied to <hwnas home>/devices/tables/) is searched on its own values."""
+    table (copied to <hwnas home>/devices/tables/) is searched on its own values.
+
+    A value already stored for DEVICE is kept when FILES give the same one; a different one
+    (or two FILES that disagree) is refused before anything is imported: the store keeps one
+    value per architecture, so import corrected values into another device name."""
     import time
 
     import yaml
@@ -84,25 +88,29 @@ def import_cmd(device, files, space, as_table, dataset, store):
         )
     new = kept = 0
     with MeasurementStore(store or default_store_path()) as st:
-        for cal in cals:
-            for arch, value in zip(cal.models, cal.values):
-                w = arch_workload(sp, arch, dataset)
-                added = st.append(
-                    Measurement(
-                        device=device,
-                        runtime=ImportedDevice.runtime,
-                        metric=cal.metric,
-                        model_hash=w.model_hash,
-                        label=arch.text,
-                        batch_size=w.batch_size,
-                        input_shape=w.input_shape,
-                        value=float(value),
-                        samples=(float(value),),
-                        measured_at=time.time(),
-                        source=f"imported:{cal.path.resolve()}",
-                    )
+        given = [
+            (cal, arch, float(value), arch_workload(sp, arch, dataset))
+            for cal in cals
+            for arch, value in zip(cal.models, cal.values)
+        ]
+        _refuse_conflicts(device, given, st)  # before anything is stored
+        for cal, arch, value, w in given:
+            added = st.append(
+                Measurement(
+                    device=device,
+                    runtime=ImportedDevice.runtime,
+                    metric=cal.metric,
+                    model_hash=w.model_hash,
+                    label=arch.text,
+                    batch_size=w.batch_size,
+                    input_shape=w.input_shape,
+                    value=value,
+                    samples=(value,),
+                    measured_at=time.time(),
+                    source=f"imported:{cal.path.resolve()}",
                 )
-                new, kept = new + added, kept + (not added)
+            )
+            new, kept = new + added, kept + (not added)
     profile = dict(existing or {})
     profile.pop("_path", None)
     metrics = sorted({*profile.get("metrics", []), *(c.metric for c in cals)})
@@ -128,6 +136,59 @@ def import_cmd(device, files, space, as_table, dataset, store):
         highlight=False,
         soft_wrap=True,
     )
+
+
+UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
+
+REL_TOLERANCE = 1e-6
+"""Two values of an architecture within this relative difference are the same value (a file
+written again with another number of digits): the stored one is kept, nothing is said."""
+
+
+def _refuse_conflicts(device: str, given, store) -> None:
+    """Refuse values that disagree with each other or with the store: the store keeps one
+    value per (device, architecture, metric) and has no operation that replaces one, so an
+    import would otherwise keep the old value and report the new one as "already stored".
+
+    Args:
+        device: the imported device's name.
+        given: (calibration file, arch, value in ms or mJ, workload) of every value to import.
+        store: the open :class:`hwnas.store.MeasurementStore`.
+
+    Raises:
+        HwnasError: one line naming the architecture, both values with their unit and where
+            each comes from, and how to import the new one.
+    """
+    import math
+
+    from hwnas.devices.imported import ImportedDevice
+    from hwnas.errors import HwnasError
+
+    seen: dict[tuple[str, str], tuple[float, object]] = {}
+    for cal, arch, value, w in given:
+        unit = UNITS[cal.metric]
+        key = (cal.metric, w.model_hash)
+        if key in seen:
+            first, where = seen[key]
+            if not math.isclose(value, first, rel_tol=REL_TOLERANCE):
+                raise HwnasError(
+                    f"{cal.path}: {arch.text} has {cal.metric} {value:g} {unit}, but {where} "
+                    f"gives {first:g} {unit}; nothing imported: give each architecture one value"
+                )
+            continue
+        seen[key] = (value, cal.path)
+        old = store.lookup(device, ImportedDevice.runtime, cal.metric, w.model_hash,
+                           w.input_shape)  # fmt: skip
+        if old is None or old.flagged or math.isclose(value, old.value, rel_tol=REL_TOLERANCE):
+            continue  # new, replaced (a flagged one), or the same value: kept
+        source = old.source.removeprefix("imported:")
+        raise HwnasError(
+            f"{cal.path}: {arch.text} has {cal.metric} {value:g} {unit}, but the store "
+            f"{store.path} already holds {old.value:g} {unit} for it on device '{device}' "
+            f"(from {source or 'a measurement'}); nothing imported: the store keeps one value "
+            "per architecture and cannot replace it, so import the corrected values into "
+            "another device name (or another --store)"
+        )
 
 
 def _covers_space(cals, space) -> bool:

@@ -3,6 +3,7 @@ or measured on a live device into ``calibration.csv``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -50,30 +51,124 @@ def refset_group():
     embedding and the predictor's calibration)."""
 
 
-def _keep_filled(path: Path) -> None:
-    """Refuse to write over a calibration file that holds values (typed in by hand, by the
-    user's own timing: nothing could write them again).
+VALUE_COLUMNS = ("latency_ms", "energy_mj")
+"""Columns of a calibration file that hold measured values (ms, mJ)."""
+
+
+@dataclass(frozen=True)
+class _Filled:
+    """One value cell of an existing calibration file."""
+
+    line: int
+    arch: str
+    metric: str
+    cell: str
+    flagged: bool
+
+
+def _filled(path: Path) -> tuple[bool, list[_Filled]]:
+    """The values an existing calibration file holds, and whether ``hwnas refset measure``
+    wrote it (its header ends with ``cv``, ``flagged``: :func:`write_calibration`); no file:
+    ``(False, [])``.
 
     Raises:
-        HwnasError: ``path`` has a non-empty latency_ms or energy_mj cell.
+        HwnasError: ``path`` exists but cannot be read as CSV text (another kind of file, or
+            text that is not UTF-8): nothing may write over what cannot be checked.
     """
     import csv
+    import io
 
+    from hwnas import spreadsheet
     from hwnas.errors import HwnasError
+    from hwnas.paths import read_bounded_text
 
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            filled = sum(
-                1
-                for row in csv.DictReader(fh)
-                if any((row.get(m) or "").strip() for m in ("latency_ms", "energy_mj"))
-            )
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return  # nothing there, or nothing readable as values
-    if filled:
+        text = read_bounded_text(path).removeprefix("\ufeff")  # a spreadsheet's BOM
+        reader = csv.DictReader(
+            io.StringIO(text, newline=""), delimiter=spreadsheet.delimiter(text.split("\n")[0])
+        )
+        header = [h.strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
+        rows = list(enumerate(reader, start=2))
+    except FileNotFoundError:
+        return False, []
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise HwnasError(
-            f"{path} holds {filled} measured value(s); export to another --out (or move the "
-            "file) so that they are not written over"
+            f"{path} is there but not a readable CSV file ({exc}); write to another --out (or "
+            "move the file) so that it is not written over"
+        ) from None
+    own = header[-2:] == ["cv", "flagged"] and "input_shape" in header
+    found = [
+        _Filled(
+            line,
+            (row.get("arch") or "").strip(),
+            metric,
+            (row.get(metric) or "").strip(),
+            (row.get("flagged") or "").strip().lower() in ("yes", "true", "1"),
+        )
+        for line, row in rows
+        for metric in VALUE_COLUMNS
+        if (row.get(metric) or "").strip()
+    ]
+    return own, found
+
+
+def _keep_filled(path: Path, measured: bool = False) -> None:
+    """Refuse to write over a calibration file that holds values (typed in by hand, by the
+    user's own timing: nothing could write them again); with ``measured``, a file written by
+    ``hwnas refset measure`` itself is left to :func:`_keep_measured`.
+
+    Raises:
+        HwnasError: ``path`` has a non-empty latency_ms or energy_mj cell, or cannot be read.
+    """
+    from hwnas.errors import HwnasError
+
+    own, found = _filled(path)
+    if found and not (measured and own):
+        by = " that hwnas refset measure did not write" if measured else ""
+        raise HwnasError(
+            f"{path} holds {len(found)} measured value(s){by} (line {found[0].line}: "
+            f"{found[0].metric} {found[0].cell}); {'measure' if measured else 'export'} to "
+            "another --out (or move the file) so that they are not written over"
+        )
+
+
+def _keep_measured(path: Path, values, metric: str) -> None:
+    """Refuse to write ``values`` (:class:`ReferenceValue`, ``metric`` in ms or mJ) over a
+    file ``hwnas refset measure`` wrote whose values they would change: one it measured on
+    another device, runtime, space or selection, or edited since. Rows marked flagged are
+    measured again (what the command says to do with them). Equal means within the six
+    significant digits the file is written with.
+
+    Raises:
+        HwnasError: one line naming the file's line, both values and their units.
+    """
+    import math
+
+    from hwnas import spreadsheet
+    from hwnas.errors import HwnasError
+
+    new = {v.arch.text: v.value for v in values}
+    unit = {"latency_ms": "ms", "energy_mj": "mJ"}
+    for old in _filled(path)[1]:
+        if old.flagged:
+            continue
+        try:
+            value = spreadsheet.number(old.cell)
+        except ValueError:
+            value = math.nan
+        now = new.get(old.arch) if old.metric == metric else None
+        if now is not None and math.isclose(value, now, rel_tol=1e-5):
+            continue
+        got = (
+            f"this run gives {now:.6g} {unit[metric]}"
+            if now is not None
+            else f"this run writes no {old.metric} for it"
+        )
+        raise HwnasError(
+            f"{path}:{old.line} holds {old.metric} {old.cell} {unit[old.metric]} for "
+            f"{old.arch or 'an empty arch'}, {got}; measure to another --out (or move the "
+            "file) so that its values are not written over"
         )
 
 
@@ -177,7 +272,8 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Folder of calibration.csv (default: refset-<device>); a file written by `hwnas "
-    "refset export` there is filled in.",
+    "refset export` there is filled in. Values there that this command did not write (typed "
+    "in by hand), or that it would change, are never written over: the command stops.",
 )
 @store_option
 @selection_options
@@ -188,15 +284,22 @@ def measure_cmd(
     """Measure the space's reference architectures (or those --select picks) on DEVICE (each
     once: values already in the measurement store are reused) and write OUT/calibration.csv,
     ready for `hwnas predict --calibration` (or, for the reference set, `hwnas predict --device
-    DEVICE`, which reads the store)."""
+    DEVICE`, which reads the store). An OUT/calibration.csv holding values typed in by hand, or
+    values this run would change, is refused (measure to another --out); a value read from a
+    recorded table has an empty cv (unknown)."""
+    import math
+    from dataclasses import replace
+
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from hwnas.cli.measure import _open_device
     from hwnas.cli.render import Console
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.calibration import (
+        STAND_IN,
         calibration_archs,
         measure_reference_set,
         write_calibration,
@@ -211,6 +314,7 @@ def measure_cmd(
     sp.dataset(dataset)
     out = out if out is not None else Path(f"refset-{device}")
     check_writable(out, "--out")
+    _keep_filled(out / "calibration.csv", measured=True)  # before any work
     archs = calibration_archs(sp, select, count, predictor, seed)  # bad input: before any work
     dev = _open_device(device, runtime, tracker, key, target, trials)
     dev.check_metric(metric)
@@ -223,10 +327,18 @@ def measure_cmd(
     finally:
         if st is not None:
             st.close()
+    # a table's value (and an imported one) has no spread: its CV is unknown, not 0
+    values = [
+        replace(v, cv=math.nan) if v.how in ("recorded", STAND_IN) or not dev.can_measure else v
+        for v in values
+    ]
     path = out / "calibration.csv"
+    _keep_measured(path, values, metric)
     write_calibration(path, values, metric, sp, dataset)
     unit = "ms" if metric == "latency_ms" else "mJ"
-    table = Table(title=f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})")
+    table = Table(
+        title=Text(f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})")
+    )
     table.add_column("arch", overflow="fold")
     for col in (unit, "CV %", "how"):
         table.add_column(col, justify="right" if col != "how" else "left")
@@ -238,8 +350,10 @@ def measure_cmd(
     console.print(table)
     flagged = sum(v.flagged for v in values)
     c = profiler.counts
-    console.print(
-        f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table -> {path}"
+    console.print(  # the path as typed: never read as markup ('[red]' or '[/]' in it)
+        f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table -> {path}",
+        markup=False,
+        soft_wrap=True,
     )
     if flagged:
         limit = f" above {dev.max_cv:.0%}" if dev.max_cv is not None else ""
@@ -248,5 +362,7 @@ def measure_cmd(
             "the machine and run the command again to measure them again"
         )
     console.print(
-        f"next: hwnas predict --calibration {path} --onnx MODEL.onnx (or --device {dev.name})"
+        f"next: hwnas predict --calibration {path} --onnx MODEL.onnx (or --device {dev.name})",
+        markup=False,
+        soft_wrap=True,
     )
