@@ -35,34 +35,59 @@ def _storage(storage: str | None):
     return shown, open_storage(url)
 
 
+def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
+    """``value`` if it is of ``kind`` (a study attribute as hwnas writes it), else None: the
+    storage may hold other programs' studies, whose attributes can be anything. A bool is no
+    number."""
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
+_NUMBER = (int, float)
+
+
+def _best(value: Any) -> dict[str, Any] | None:
+    """A summary's best architecture: a dict with an arch string and a numeric accuracy (%),
+    else None (another program's attribute)."""
+    best = _typed(value, dict)
+    if best is None or _typed(best.get("arch"), str) is None:
+        return None
+    return best if _typed(best.get("accuracy"), _NUMBER) is not None else None
+
+
 def run_rows(storage: Any) -> list[dict[str, Any]]:
-    """One dict per study of ``storage``: study, device, space, strategy, trials, best
-    (arch, accuracy %, latency ms), folder (None for a study whose search has not finished),
-    whether the folder still exists, and the zoo size."""
+    """One dict per study of ``storage``: study, whether hwnas made it (``hwnas_run``: it holds
+    hwnas's search settings), device, space, strategy, trials, best (arch, accuracy %, latency
+    ms), folder (None where the study records none: a search not finished), whether the
+    folder still exists, and the zoo size. A study of another program sharing the storage is
+    its name and trial count, the rest None; an attribute of another type than hwnas writes
+    reads as None (trials: the study's count), never raised on."""
     import optuna
 
     rows = []
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
         attrs = s.user_attrs
-        summary = attrs.get("summary") or {}
         settings = run_settings(attrs)
-        folder = attrs.get("run_folder")
+        # another program's study: its name and trial count, none of its attributes
+        summary = (_typed(attrs.get("summary"), dict) or {}) if settings else {}
+        folder = (_typed(attrs.get("run_folder"), str) or None) if settings else None
+        trials = _typed(summary.get("trials"), int)
         rows.append(
             {
                 "study": s.study_name,
-                "device": settings.get("device"),
-                "space": settings.get("space"),
-                "dataset": settings.get("dataset"),
-                "objective": settings.get("objective", "latency"),
-                "strategy": settings.get("strategy"),
-                "trials": summary.get("trials", s.n_trials),
-                "best": summary.get("best"),
-                "pareto_size": summary.get("pareto_size"),
-                "zoo_models": summary.get("zoo_models"),
-                "zoo_weights": summary.get("zoo_weights"),
-                "finished_at": summary.get("finished_at"),
+                "hwnas_run": bool(settings),
+                "device": _typed(settings.get("device"), str),
+                "space": _typed(settings.get("space"), str),
+                "dataset": _typed(settings.get("dataset"), str),
+                "objective": _typed(settings.get("objective", "latency"), str),
+                "strategy": _typed(settings.get("strategy"), str),
+                "trials": s.n_trials if trials is None else trials,
+                "best": _best(summary.get("best")),
+                "pareto_size": _typed(summary.get("pareto_size"), int),
+                "zoo_models": _typed(summary.get("zoo_models"), int),
+                "zoo_weights": _typed(summary.get("zoo_weights"), str),
+                "finished_at": _typed(summary.get("finished_at"), str),
                 "folder": folder,
-                "folder_exists": bool(folder) and Path(folder).is_dir(),
+                "folder_exists": folder is not None and Path(folder).is_dir(),
             }
         )
     return rows
@@ -116,15 +141,25 @@ def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
 
 
 def _best_cell(best: dict[str, Any] | None, objective: str | None) -> str:
-    """Accuracy and the search objective's cost (its unit) of a run's best architecture."""
+    """Accuracy (%) and the search objective's cost (its unit) of a run's best architecture;
+    a value that is not a number (another program's attribute) is left out."""
     from hwnas.cost_record import UNITS
     from hwnas.engine.evaluate import OBJECTIVES
 
-    if not best:
+    best = _best(best)
+    if best is None:
         return ""
-    metric = OBJECTIVES.get(objective or "latency", "latency_ms")
-    cost = f"{best[metric]:.3f} {UNITS[metric]}" if best.get(metric) is not None else ""
+    metric = OBJECTIVES.get(_typed(objective, str) or "latency", "latency_ms")
+    value = _typed(best.get(metric), _NUMBER)
+    cost = f"{value:.3f} {UNITS[metric]}" if value is not None else ""
     return f"{best['accuracy']:.2f}% {cost}".strip()
+
+
+def _folder_cell(row: dict[str, Any]) -> str:
+    """The run folder of a :func:`run_rows` row as ``hwnas runs list`` shows it."""
+    if row["folder"]:
+        return row["folder"] + ("" if row["folder_exists"] else " (missing)")
+    return "(not finished)" if row["hwnas_run"] else "(not an hwnas run)"
 
 
 @click.group("runs")
@@ -158,8 +193,7 @@ def list_cmd(storage, as_json):
                 r["strategy"] or "",
                 str(r["trials"]),
                 _best_cell(r["best"], r["objective"]),
-                (r["folder"] or "(not finished)")
-                + ("" if r["folder_exists"] or not r["folder"] else " (missing)"),  # fmt: skip
+                _folder_cell(r),
             )
             for r in rows
         ],
@@ -203,6 +237,8 @@ def show_cmd(study, storage, as_json):
     console = Console(emoji=False)
     line = lambda *p: text_line(console, *p)  # noqa: E731
     line(f"study      {study}  ({url})")
+    if not row["hwnas_run"]:
+        line("           not an hwnas run: the study holds no hwnas search settings")
     for key, value in run_settings(attrs).items():
         if value is not None:  # unset options (a recorded device has no runtime)
             line(f"  {key:<12} {value}")
@@ -217,13 +253,15 @@ def show_cmd(study, storage, as_json):
         state = "" if row["folder_exists"] else "  (missing: moved or deleted)"
         line(f"folder     {row['folder']}{state}")
         line(f"finished   {row['finished_at']}")
-        line(f"zoo        {row['zoo_models']} {row['zoo_weights'] or ''} models")
+        models = "?" if row["zoo_models"] is None else row["zoo_models"]
+        line(f"zoo        {models} {row['zoo_weights'] or ''} models")
         if row["folder_exists"] and (Path(row["folder"]) / "zoo").is_dir():
             line(f"           hwnas zoo list {Path(row['folder']) / 'zoo'}")
-    else:
+    elif row["hwnas_run"]:
         line("folder     none yet: the search has not finished")
-    if attrs.get("artifacts"):
+    artifacts = _typed(attrs.get("artifacts"), dict)
+    if artifacts:
         line(
-            f"artifacts  {len(attrs['artifacts'])} files in {attrs.get('artifact_dir')} "
+            f"artifacts  {len(artifacts)} files in {attrs.get('artifact_dir')} "
             f"(hwnas dashboard --storage {url})"
         )

@@ -58,7 +58,8 @@ def run_files(out: Path) -> list[str]:
 
 def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """The part of ``summary.json`` kept in the study (what ``hwnas runs list`` shows)."""
-    trials = summary.get("trials", {})
+    trials = summary.get("trials")
+    trials = trials if isinstance(trials, dict) else {}  # a summary.json edited by hand
     return {
         "best": summary.get("best"),
         "best_rule": summary.get("best_rule"),
@@ -78,8 +79,14 @@ def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
 def run_settings(attrs: dict[str, Any]) -> dict[str, Any]:
     """A study's search settings from its user attributes: as its finished run used them (its
     :func:`brief_summary`), else as the study was opened with them (a run not finished, or one
-    recorded by an older hwnas)."""
-    return (attrs.get("summary") or {}).get("settings") or attrs.get("settings") or {}
+    recorded by an older hwnas). ``{}`` for a study hwnas did not make (another program's
+    study in a shared storage): attributes that are not dicts are ignored, never raised on."""
+    summary = attrs.get("summary")
+    finished = summary.get("settings") if isinstance(summary, dict) else None
+    for settings in (finished, attrs.get("settings")):
+        if isinstance(settings, dict) and settings:
+            return settings
+    return {}
 
 
 def note_markdown(
@@ -92,15 +99,21 @@ def note_markdown(
         out: the run folder.
         brief: :func:`brief_summary` of the run.
         settings: the study's ``settings`` user attribute.
+
+    Values of another type than hwnas writes (a study attribute edited by another program)
+    are printed as they are, or left out where a number is formatted; never raised on.
     """
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
     lines = [f"## hwnas run `{study_name}`", "", f"Run folder: `{out}`", ""]
     best = brief.get("best")
-    if best:
-        costs = ", ".join(
-            f"{m} {best[m]:.4g}" for m in ("latency_ms", "energy_mj") if best.get(m) is not None
-        )
+    if isinstance(best, dict) and number(best.get("accuracy")):
+        metrics = [m for m in ("latency_ms", "energy_mj") if number(best.get(m))]
+        costs = ", ".join(f"{m} {best[m]:.4g}" for m in metrics)
         lines += [
-            f"**Best** ({brief.get('best_rule', '')}): `{best['arch']}`, "
+            f"**Best** ({brief.get('best_rule', '')}): `{best.get('arch')}`, "
             f"{best['accuracy']:.2f}% top-1, {costs}",
             "",
         ]
@@ -115,7 +128,7 @@ def note_markdown(
         "| setting | value |",
         "|---|---|",
     ]
-    for key, value in (settings or {}).items():
+    for key, value in (settings if isinstance(settings, dict) else {}).items():
         lines.append(f"| {key} | `{value}` |")
     if brief.get("measurements"):
         lines += ["", f"Measurements: {json.dumps(brief['measurements'])}"]
@@ -131,14 +144,22 @@ def note_markdown(
 def write_notes(storage: Any) -> int:
     """Write the note of every study whose run finished since its note was written
     (``hwnas dashboard`` calls this before serving: importing optuna-dashboard takes seconds,
-    which a search does not pay). Returns the number of notes written."""
+    which a search does not pay). Returns the number of notes written.
+
+    A study not shaped like hwnas's (another program's study in a shared storage: no hwnas
+    settings, a ``summary`` that is not a dict, a ``run_folder`` that is not a string) is
+    skipped, never raised on or written to."""
     import optuna
     from optuna_dashboard import save_note
 
     written = 0
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
         brief, folder = s.user_attrs.get("summary"), s.user_attrs.get("run_folder")
-        if not brief or not folder or s.user_attrs.get("note_for") == brief.get("finished_at"):
+        if not isinstance(brief, dict) or not brief or not isinstance(folder, str) or not folder:
+            continue
+        if not run_settings(s.user_attrs):
+            continue
+        if s.user_attrs.get("note_for") == brief.get("finished_at"):
             continue
         study = optuna.load_study(study_name=s.study_name, storage=storage)
         save_note(study, note_markdown(s.study_name, folder, brief, run_settings(s.user_attrs)))

@@ -246,16 +246,17 @@ class StudyRecords:
 
     def find(self, run_folder: Path | None, names: list[str]) -> tuple[str, dict] | None:
         """The study that published ``run_folder``, else the first study named in ``names``
-        that recorded any artifact: (name, user attributes), or None."""
-        studies = self.studies()
+        that recorded any artifact: (name, user attributes), or None. A study whose
+        ``artifacts`` is not a mapping (another program's study) records none."""
+        studies = [(n, a) for n, a in self.studies() if isinstance(a.get("artifacts"), dict)]
         if run_folder is not None:
             where = str(run_folder.resolve())
             for name, attrs in studies:
-                if attrs.get("run_folder") == where and attrs.get("artifacts"):
+                if attrs.get("run_folder") == where and attrs["artifacts"]:
                     return name, attrs
         for wanted in names:
             for name, attrs in studies:
-                if name == wanted and attrs.get("artifacts"):
+                if name == wanted and attrs["artifacts"]:
                     return name, attrs
         return None
 
@@ -280,7 +281,7 @@ def _compare(folder: Path, recorded: dict[str, str], prefix: str, by: str) -> bo
     covered = False
     for name in MANIFEST_FILES:
         digest = recorded.get(f"{prefix}/{name}")
-        if digest is None:
+        if not isinstance(digest, str):  # unrecorded (or a record edited into another type)
             continue
         covered = True
         if _sha256(folder / name) != digest:
@@ -295,14 +296,16 @@ def _provenance(folder: Path, card: dict[str, Any], records: StudyRecords) -> tu
     Raises:
         _Failed: a record differs, or the run's records do not list the entry.
     """
-    run, summary = None, {}
+    run, summary, odd = None, {}, []
     if folder.parent.name == "zoo" and (folder.parent.parent / "summary.json").is_file():
         run = folder.parent.parent
         try:
             summary = json.loads(read_bounded_text(run / "summary.json"))
         except (OSError, ValueError):
             raise _Failed(f"the run's {run / 'summary.json'} is unreadable") from None
-        summary = summary if isinstance(summary, dict) else {}
+        if not isinstance(summary, dict):
+            odd.append("is not a JSON object")
+            summary = {}
     matched = []
     prefix = f"zoo/{folder.name}"
     manifest = summary.get("zoo_files")
@@ -311,12 +314,18 @@ def _provenance(folder: Path, card: dict[str, Any], records: StudyRecords) -> tu
         if not _compare(folder, manifest, prefix, f"{where} records"):
             raise _Failed(f"not an entry of this run: {where} does not list it")
         matched.append("the run's summary.json")
-    names = [str(n) for n in (((summary.get("settings") or {}).get("study")), card.get("study"))
-             if n]  # fmt: skip
+    elif manifest is not None:
+        odd.append("has a zoo_files that is not a mapping of files to sha256")
+    settings = summary.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        odd.append("has settings that are not a mapping (no study named)")
+        settings = None
+    names = [str(n) for n in ((settings or {}).get("study"), card.get("study")) if n]
     study = records.find(run, names)
     if study is not None:
         name, attrs = study
-        artifacts = attrs.get("artifacts") or {}
+        artifacts = attrs.get("artifacts")
+        artifacts = artifacts if isinstance(artifacts, dict) else {}
         recorded = {rel: v.get("sha256") for rel, v in artifacts.items() if isinstance(v, dict)}
         where = f"study '{name}' ({records.shown})"
         own = prefix if any(k.startswith(prefix + "/") for k in recorded) else None
@@ -327,15 +336,16 @@ def _provenance(folder: Path, card: dict[str, Any], records: StudyRecords) -> tu
             return "provenance: card and model match " + " and ".join(matched), True
         if run is not None and attrs.get("run_folder") == str(run.resolve()):
             raise _Failed(f"not an entry of this run: {where} does not list it")
+    why = f"; the run's summary.json {' and '.join(odd)}" if odd else ""
     if matched:
         return (
             "provenance: card and model match the run's summary.json; not proven by a study "
             f"(none in {records.shown or 'the study storage'} published this run: give "
-            "--storage), and a run folder rewritten as a whole would match its own summary",
+            f"--storage), and a run folder rewritten as a whole would match its own summary{why}",
             False,
         )
     return (
         "provenance not proven: consistent with its own card only (no run folder or study "
-        "records this entry)",
+        f"records this entry{why})",
         False,
     )
