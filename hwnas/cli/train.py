@@ -19,7 +19,11 @@ from hwnas.spaces import space_option
     "python-pickle folder, or a folder with one sub-folder of images per class.",
 )
 @click.option(
-    "--space", default=None, callback=space_option, help="Space of ARCH (default nasbench201)."
+    "--space",
+    default=None,
+    callback=space_option,
+    help="Space of ARCH (default nasbench201). A ZOO_DIR's entries name theirs; give it only "
+    "for a space made in Python or given by path (FILE.py:ATTR, PATH.yaml), as the search did.",
 )
 @click.option(
     "--dataset",
@@ -61,7 +65,8 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     """Train ARCH (an arch string of --space, or its index in a numbered space, as `hwnas
     arch` takes it), or every model of ZOO_DIR (a zoo folder or one entry, retrained in place),
     from scratch on --data with the space's recipe (NAS-Bench-201:
-    SGD, Nesterov momentum 0.9, lr 0.1 cosine, weight decay 5e-4, batch 256).
+    SGD, Nesterov momentum 0.9, lr 0.1 cosine, weight decay 5e-4, batch 256). An existing path
+    is a ZOO_DIR; anything else is an ARCH (quote one that holds spaces).
 
     Each entry gets weights.pt, model.onnx, the measured test accuracy (the benchmark's table
     accuracy beside it), README.md, card.json and test_data_set_0/ (check with

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hwnas.errors import HwnasError
+from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.paths import read_bounded_text, sweep_temporaries
 from hwnas.spaces import Arch, TabulatedSpace, ability, arch_from_text, get_space
 from hwnas.zoo.read import entry_folders, is_entry, read_entry
@@ -61,11 +61,17 @@ def plan_training(
     """Resolve ``target`` (an arch string of ``space``, a zoo folder or one entry), check the
     settings and load the data.
 
+    ``target`` is a zoo folder or entry where that path exists, else an arch string (arch
+    strings hold ``/``: ``s2.0=3/5/3``); a path-looking ``target`` (with ``/``, or starting
+    with ``.`` or ``~``) that is no arch string of the space is a zoo folder not found.
+
     Args:
         target: an architecture string, or the path of a zoo folder or entry (retrained in
             place: its weights, accuracy, ONNX file and card are replaced).
         settings: training settings.
-        space: the space of an arch string (default ``nasbench201``); entries name theirs.
+        space: the space of an arch string (default ``nasbench201``). Entries name theirs:
+            for them ``space`` may only name the same space (one made in Python, or given by
+            file, is known only once the user has loaded it: ``--space FILE.py:ATTR``).
         dataset: the space's dataset whose network an arch string is built for (default
             :meth:`~hwnas.spaces.base.SearchSpace.default_dataset`); entries name theirs.
         out: the entry folder for an arch string (default ``trained/<space>-<model hash>``).
@@ -73,22 +79,24 @@ def plan_training(
 
     Raises:
         HwnasError: a malformed arch string, a missing or foreign folder, options that do not
-            apply to the target, bad settings, unreadable data.
+            apply to the target, entries of a space not loaded (or not ``space``), bad
+            settings, unreadable data.
     """
     path = Path(target).expanduser()
     if path.exists():
-        if space or dataset or out:
-            pairs = (("--space", space), ("--dataset", dataset), ("--out", out))
+        if dataset or out:
+            pairs = (("--dataset", dataset), ("--out", out))
             given = [n for n, v in pairs if v]
             raise HwnasError(
                 f"{', '.join(given)} applies to an arch string; the entries of {path} name their "
                 "space and dataset and are retrained in place"
             )
-        tasks = [_entry_task(folder) for folder in entry_folders(path)]
-    elif "/" in target or target.startswith("."):
-        raise HwnasError(f"zoo folder not found: {path}")
+        tasks = [_entry_task(folder, space) for folder in entry_folders(path)]
     else:
-        tasks = [_arch_task(target, space or "nasbench201", dataset, out)]
+        name = space or "nasbench201"
+        if "/" in target or target.startswith((".", "~")):  # a path, or an arch string
+            _arch_or_missing_folder(target, path, get_space(name), space is not None)
+        tasks = [_arch_task(target, name, dataset, out)]
     trainers: dict[tuple[str, str], ZooTrainer] = {}
     for task in tasks:
         key = (task.arch.space, task.dataset)
@@ -97,9 +105,53 @@ def plan_training(
     return TrainingPlan(tasks, trainers)
 
 
-def _entry_task(folder: Path) -> TrainTask:
+def _arch_or_missing_folder(target: str, path: Path, space: Any, given: bool) -> None:
+    """Check that ``target``, which looks like a path but names none, is an arch string of
+    ``space`` (``given``: named by ``--space``, else the default).
+
+    Raises:
+        HwnasError: it is not: "zoo folder not found", with why it is no arch string either.
+    """
+    try:
+        arch_from_text(space, target)
+    except HwnasError as exc:
+        if given:
+            raise HwnasError(
+                f"zoo folder not found: {path}; nor is it an arch string of space "
+                f"'{space.name}': {exc}"
+            ) from None
+        raise HwnasError(
+            f"zoo folder not found: {path} (an arch string of another space than "
+            f"{space.name} needs --space)"
+        ) from None
+
+
+def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
+    """The task retraining entry ``folder`` in place, in the space its card names.
+
+    Args:
+        folder: the entry.
+        given: the space named by ``--space``: the card's (its name), else an error.
+
+    Raises:
+        HwnasError: an unreadable card, a space other than ``given``, a space not known in
+            this process (one made in Python or given by file: the message says to give it
+            with ``--space``), an arch or dataset not of the space.
+    """
     card = read_entry(folder)
-    space = get_space(card["space"])
+    if given is not None and given != card["space"]:
+        raise HwnasError(
+            f"{folder} is a model of space '{card['space']}', not '{given}': the entries of a "
+            "zoo folder name their space (--space is for one made in Python or given by file)"
+        )
+    try:
+        space = get_space(card["space"])
+    except UnknownNameError:
+        raise HwnasError(
+            f"{folder}: unknown search space '{card['space']}': a space made in Python (or read "
+            "from a file given by its path) is not saved with its entries: give its file, "
+            "--space FILE.py:ATTR (or --space PATH.yaml)"
+        ) from None
     arch = space.parse(card["arch"])
     dataset = card.get("benchmark_dataset") or card.get("dataset")
     if dataset not in space.datasets():
@@ -198,7 +250,8 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
         write_atomic(path, json.dumps(summary, indent=2) + "\n")
         done.append(run)
         storage = summary.get("storage")
-        study = (summary.get("settings") or {}).get("study")
+        settings = summary.get("settings")
+        study = settings.get("study") if isinstance(settings, dict) else None
         if not storage or not study or "***" in str(storage):
             log(f"{run}: summary.json updated; its study could not be (re-run publishing "
                 "with the storage's password: the study still records the old files)")
