@@ -100,8 +100,30 @@ class TableEvaluator:
         return None
 
     def check_resumed(self, records: list[Any]) -> None:
-        """:func:`check_recorded_costs` on the profiler's device."""
+        """:func:`check_recorded_costs` on the profiler's device, and the same for the
+        accuracies: a trial's accuracy from the space's table must be the table's (a study
+        database edited, or handed over with one, put its accuracy on the front as the
+        table's).
+
+        Raises:
+            HwnasError: a recorded cost or accuracy differs from its table's value now.
+        """
+        import math
+
+        from hwnas.errors import HwnasError
+
         check_recorded_costs(self.profiler.device, self.space, records)
+        for r in records:
+            if r.attrs.get("accuracy_source") != self._source:
+                continue  # another source (a supernet search's measured accuracy)
+            now = float(self._accuracy[self.space.index(self.space.parse(r.arch))])
+            if not math.isclose(now, r.accuracy, rel_tol=1e-9, abs_tol=1e-9):
+                raise HwnasError(
+                    f"trial {r.number} of this study holds accuracy {r.accuracy:.4g}% for "
+                    f"{r.arch}, but {self._source} gives {now:.4g}%: the study was edited "
+                    "or scored from another table; search it as a new study (--study NAME) or "
+                    "delete this one"
+                )
 
     def evaluate(self, arch: Arch) -> Evaluation:
         """Query the accuracy table once and obtain every metric (store-cached)."""

@@ -212,3 +212,25 @@ def test_an_onnx_pipe_or_sparse_external_data_is_refused_before_it_is_read(tmp_p
     r = bounded_cli("predict", "--device", "pixel3", "--onnx", str(folder / "m.onnx"), timeout=30)
     assert r.returncode == 2, r.stderr
     assert "its external data hold 6.0 GiB of weights" in r.stderr
+
+
+def test_a_handed_study_with_an_edited_accuracy_is_refused_on_resume(hwnas_home, tmp_path):
+    """A study database whose trial accuracy was raised to 99.9% resumed, and its front, best
+    line, zoo card and `zoo verify` all carried the made-up value as the table's (an edited
+    latency was already refused)."""
+    import sqlite3
+
+    from hwnas.cli import main
+
+    db = tmp_path / "s.db"
+    args = [*SEARCH, "--storage", f"sqlite:///{db}", "--study", "t", "--no-zoo",
+            "--out", str(tmp_path / "run")]  # fmt: skip
+    assert main(args) == 0
+    with sqlite3.connect(db) as conn:
+        (tid,) = conn.execute("select trial_id from trials where number = 1").fetchone()
+        conn.execute("update trial_values set value = 99.9 where trial_id = ? and objective = 0",
+                     (tid,))  # fmt: skip
+    r = bounded_cli(*args[:4], "6", *args[5:])
+    assert r.returncode == 2, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert "trial 1 of this study holds accuracy 99.9% for |" in line, r.stderr
