@@ -61,13 +61,19 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
         if names or not (space and devices and custom_name):
             raise HwnasError("a custom artifact needs --space, --devices and --name (no NAMES)")
         from hwnas.predictors.data import get_column
+        from hwnas.predictors.train import check_columns
         from hwnas.spaces import get_space
 
+        _check_custom_name(custom_name)
         get_space(space)
         keys = _device_keys(devices)
-        for k in keys:
-            get_column(space, k)  # unknown columns fail before any training
+        cols = [get_column(space, k) for k in keys]  # unknown columns fail before any training
+        if len(cols) < 2:
+            raise HwnasError(f"meta-training needs at least 2 device columns, got {len(cols)}")
         rows = _rows(archs_file, [space])
+        check_columns(cols, rows if rows is not None else range(len(cols[0].values)))
+        for c in cols:  # so do columns with too few values, or too few to score on
+            _check_scorable(space, c)
         out = confined(root, custom_name, what="--name")
         log, source = console.print, _source(archs_file)
         cards = [build_custom(custom_name, space, keys, out, steps, seed, log, rows, source)]
@@ -79,6 +85,53 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
             build(n, root, steps, seed, console.print, rows, _source(archs_file)) for n in names
         ]
     _summary(cards, root)
+
+
+def _check_scorable(space: str, column) -> None:
+    """Refuse a training column whose table lacks the reference set: a custom artifact is
+    scored by adapting on each training device's reference values
+    (:func:`hwnas.predictors.recipes.score_artifact`), which needs at least
+    :data:`hwnas.predictors.base.MIN_CALIBRATION` of them (or isomorphic stand-ins).
+
+    Raises:
+        HwnasError: too few reference values, naming the column and how many it has.
+    """
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.base import MIN_CALIBRATION
+    from hwnas.predictors.data import measured_reference, reference_indices
+
+    have = len(measured_reference(space, column.values))
+    if have < MIN_CALIBRATION:
+        raise HwnasError(
+            f"device column '{column.key}' has values for {have} of the "
+            f"{len(reference_indices(space))} reference architectures of {space} (or isomorphic "
+            f"stand-ins); the artifact is scored by adapting on them, which needs at least "
+            f"{MIN_CALIBRATION}: add them to its table (hwnas refset export lists them)"
+        )
+
+
+def _check_custom_name(name: str) -> None:
+    """Refuse a custom artifact name that would hide a shipped artifact (user artifacts are
+    looked up first) or that names a predictor kind (flops, regressor, meta, kernel).
+
+    Raises:
+        HwnasError: such a name.
+    """
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.artifacts import PREDICTORS, shipped_artifact_names
+    from hwnas.predictors.recipes import RECIPES
+
+    shipped = sorted({*shipped_artifact_names(), *RECIPES})
+    if name in shipped:
+        raise HwnasError(
+            f"--name {name} is the name of a shipped predictor artifact, which yours would hide; "
+            f"choose another (shipped: {', '.join(shipped)})"
+        )
+    if name in PREDICTORS:
+        raise HwnasError(
+            f"--name {name} is a predictor kind ({', '.join(PREDICTORS.names())}); choose "
+            "another"
+        )
 
 
 def _rows(archs_file: Path | None, spaces: list[str]) -> list[int] | None:
@@ -134,13 +187,23 @@ def _summary(cards, root: Path) -> None:
             Text(c["name"]),
             Text(c["space"]),
             str(len(c["training_devices"])),
-            str(c.get("training_archs", {}).get("count", "")),
+            _archs_cell(c.get("training_archs", {})),
             f"{c['training_time_s']:.0f}",
             f"{len(s.get('devices', {}))} {seen}",
             f"{s.get('mean', {}).get('spearman_rho', float('nan')):.3f}",
             f"{s.get('mean', {}).get('acc_10pct', float('nan')):.3f}",
         )
     Console(emoji=False).print(table)
+
+
+def _archs_cell(archs: dict) -> str:
+    """The architectures an artifact was trained on: those with a value of any training
+    device, and the device with the fewest when it has fewer."""
+    count, per = archs.get("count", ""), archs.get("per_device") or {}
+    if not per or min(per.values()) >= count:
+        return str(count)
+    fewest = min(per, key=per.get)
+    return f"{count} ({fewest}: {per[fewest]})"
 
 
 @predictor_group.command("eval")
@@ -205,13 +268,18 @@ def eval_cmd(predictor, devices):
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
 def list_cmd(as_json):
     """List predictor artifacts: space, metrics, training devices, unseen-device score."""
-    from hwnas.cli.render import Console, print_json, print_table
+    from hwnas.cli.render import Console, print_json, print_table, text_line
+    from hwnas.errors import HwnasError
     from hwnas.predictors import list_artifacts
     from hwnas.predictors.meta import read_card
 
-    listed = []
+    listed, broken = [], {}
     for name, path in list_artifacts().items():
-        card = read_card(path)
+        try:
+            card = read_card(path)
+        except HwnasError as exc:  # one broken user artifact does not hide the others
+            broken[name] = str(exc)
+            continue
         scores = card.get("scores", {})
         unseen = scores.get("protocol", "").startswith("unseen")
         listed.append(
@@ -225,7 +293,7 @@ def list_cmd(as_json):
             }
         )
     if as_json:
-        print_json({"predictors": listed})
+        print_json({"predictors": listed, "broken": broken})
         return
     rows = [
         (
@@ -238,11 +306,14 @@ def list_cmd(as_json):
         )
         for p in listed
     ]
+    console = Console(emoji=False)
     print_table(
-        Console(emoji=False),
+        console,
         "predictor artifacts (--predictor NAME)",
         ("name", "space", "metrics", "devices", "unseen rho", "path"),
         rows,
         keys=("name", "path"),
         right=("devices", "unseen rho"),
     )
+    for name, why in broken.items():
+        text_line(console, f"broken predictor artifact {name}: {why} (skipped)")

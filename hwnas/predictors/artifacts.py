@@ -62,8 +62,21 @@ def resolve_artifact(name_or_path: str) -> Path:
         return path
     known = list_artifacts()
     if name_or_path not in known:
-        raise UnknownNameError("predictor", name_or_path, [*known, *PREDICTORS.names()])
+        if name_or_path == "meta":  # the kind of the artifacts, not one of them
+            raise HwnasError(
+                "predictor 'meta' is the kind of the meta-learned artifacts, not one: name an "
+                f"artifact ({', '.join(known)}) or its folder"
+            )
+        loadable = [n for n in PREDICTORS.names() if n != "meta"]  # "meta" needs an artifact
+        raise UnknownNameError("predictor", name_or_path, [*known, *loadable])
     return known[name_or_path]
+
+
+def shipped_artifact_names() -> list[str]:
+    """Names of the artifacts shipped with hwnas (a user artifact of one of these names would
+    hide it: ``hwnas predictor train`` refuses them)."""
+    folder = asset_path("latency_predictors")
+    return sorted(c.parent.name for c in folder.glob("*/card.json")) if folder.is_dir() else []
 
 
 def load_predictor(name_or_path: str, space: str | None = None) -> Predictor:

@@ -12,6 +12,7 @@ row.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,17 +46,37 @@ class Calibration:
     """Rows skipped because their ``flagged`` cell says the measurement was too noisy."""
 
 
+MAX_CSV_BYTES = 64 * 2**20
+"""Largest calibration or architecture CSV read (``hwnas predict``, ``hwnas measure import``,
+``hwnas predictor train --archs``): a reference set is 10 rows, a list of a whole table's
+architectures a few MB; far below what could exhaust the memory."""
+
+
 def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    if not path.is_file():
+    """The header and the rows (line number, cells by column) of a CSV file handed over,
+    read through :func:`hwnas.paths.read_bounded` (a regular file of at most
+    :data:`MAX_CSV_BYTES`).
+
+    Raises:
+        HwnasError: missing, not a regular file, too large, not UTF-8 CSV text, a column
+            named twice, or no ``arch`` column.
+    """
+    from hwnas.paths import read_bounded
+
+    if not path.exists():
         raise HwnasError(f"file not found: {path}")
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:  # spreadsheets write a BOM
-            first = fh.readline()
-            fh.seek(0)
-            reader = csv.DictReader(fh, delimiter=spreadsheet.delimiter(first))
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            reader.fieldnames = header
-            rows = [(i, row) for i, row in enumerate(reader, start=2)]
+        text = read_bounded(path, MAX_CSV_BYTES).decode("utf-8-sig")  # spreadsheets write a BOM
+        fh = io.StringIO(text, newline="")
+        first = fh.readline()
+        fh.seek(0)
+        reader = csv.DictReader(fh, delimiter=spreadsheet.delimiter(first))
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        twice = next((h for i, h in enumerate(header) if h and h in header[:i]), None)
+        if twice is not None:  # DictReader would keep the last copy's cells
+            raise HwnasError(f"{path}: column '{twice}' appears more than once in the header")
+        reader.fieldnames = header
+        rows = [(i, row) for i, row in enumerate(reader, start=2)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise HwnasError(f"{path}: not a readable CSV file ({exc})") from None
     if "arch" not in header:
@@ -417,9 +438,11 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
     path = Path(path)
     onnx_names: dict[str, str] = {}
     if path.is_file():
+        from hwnas.paths import read_bounded
+
         try:
-            with open(path, newline="") as fh:
-                onnx_names = {r.get("arch", ""): r.get("onnx", "") for r in csv.DictReader(fh)}
+            fh = io.StringIO(read_bounded(path, MAX_CSV_BYTES).decode("utf-8-sig"), newline="")
+            onnx_names = {r.get("arch", ""): r.get("onnx", "") for r in csv.DictReader(fh)}
         except (OSError, UnicodeDecodeError, csv.Error):
             onnx_names = {}
     try:

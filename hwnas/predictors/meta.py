@@ -49,9 +49,12 @@ relative, not absolute, errors.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
+import math
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -599,11 +602,7 @@ class MetaPredictor(Predictor):
         self.card = read_card(self.path)
         self.name = self.card["name"]
         self.space_name: str = self.card["space"]
-        try:
-            with np.load(self.path / "weights.npz", allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise HwnasError(f"cannot read predictor weights in {self.path}: {exc}") from None
+        arrays = read_weights(self.path / "weights.npz")
         where = f"predictor weights {self.path / 'weights.npz'}"
         try:
             self.enc_space = Encoder.from_arrays(arrays, "space_")
@@ -630,24 +629,14 @@ class MetaPredictor(Predictor):
                 f"{where}: graph_keep {self.graph_keep.shape} and graph_scale "
                 f"{self.graph_scale.shape} must be (g,) alike"
             )
+        why = _weights_problem(self, self.card)
+        if why is not None:
+            raise HwnasError(f"{where}: {why}")
         self.additive: list[str] = list(self.card["model"]["additive_features"])
         self.proxies: list[str] = list(self.card["model"].get("proxies", []))
         self.grid = {k: tuple(v) for k, v in self.card["model"]["grid"].items()}
-        self.select: str = self.card["model"].get("select", "evidence")
-        if self.select not in SELECTS:
-            raise HwnasError(
-                f"{self.path / 'card.json'}: model.select must be one of {', '.join(SELECTS)}, "
-                f"got {self.select!r}"
-            )
-        outlier = self.card["model"].get("outlier", 0.0)
-        if isinstance(outlier, bool) or not isinstance(outlier, int | float) or not (
-            0.0 <= outlier < 0.5
-        ):
-            raise HwnasError(
-                f"{self.path / 'card.json'}: model.outlier must be a probability in [0, 0.5), "
-                f"got {outlier!r}"
-            )
-        self.outlier: float = float(outlier)
+        self.select: str = self.card["model"].get("select", "evidence")  # checked by read_card
+        self.outlier: float = float(self.card["model"].get("outlier", 0.0))
         self._space_head: BayesHead | None = None
         self._graph_head: BayesHead | None = None
         self._in_space: list[int] = []
@@ -871,18 +860,151 @@ def _table_stats(path: Path, space: str, which: str) -> tuple[np.ndarray, np.nda
 # -- artifacts -------------------------------------------------------------------------------
 
 
-def read_card(path: Path) -> dict[str, Any]:
-    """The card of the artifact folder ``path``.
+MAX_WEIGHTS_BYTES = 64 * 2**20
+"""Largest ``weights.npz`` read, on disk and unpacked (its arrays together): a shipped artifact
+has under 1 MiB of arrays (encoders of 2 x 256 hidden units over about 50 training columns)."""
+MAX_WEIGHT_ARRAYS = 256
+"""Most arrays a ``weights.npz`` may hold (a shipped one has 25)."""
+MAX_ENCODER_WIDTH = 4096
+"""Widest encoder layer an artifact may have (shipped ones: 256 hidden units)."""
+MAX_ENCODER_LAYERS = 16
+"""Most hidden layers an artifact's encoder may have (shipped ones: 2)."""
+MAX_TRAINING_DEVICES = 1024
+"""Most training columns a card may name (shipped cards: 12 to 46); each is an encoder output."""
+MAX_GRID_VALUES = 16
+"""Most values one hyper-parameter of a card's grid may have (shipped cards: at most 7)."""
+MAX_GRID_SETTINGS = 4096
+"""Most combinations of a card's ``alpha``, ``tau``, ``sigma_beta``, ``sigma_gamma`` and
+``sigma_noise`` (shipped cards: 1,890): adaptation builds one kernel matrix per setting."""
+ADDITIVE_GROUPS = ("structural", "graph", "merged")
+"""The additive feature groups a card may name (``model.additive_features``)."""
+
+
+def read_weights(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an artifact's ``weights.npz`` (a zip of ``.npy`` files, as
+    :func:`numpy.savez_compressed` writes it), read without trusting it: a regular file of at
+    most :data:`MAX_WEIGHTS_BYTES`, whose members unpack (as their zip headers declare, which
+    the reader enforces) to at most that many bytes together, numeric arrays whose declared
+    shapes fit their bytes, no Python objects.
 
     Raises:
-        HwnasError: missing or unreadable card, or a format version this hwnas cannot read.
+        HwnasError: missing, not a regular file, too large, or not such a zip.
     """
+    from hwnas.paths import read_bounded
+
+    where = f"predictor weights {path}"
+    try:
+        raw = read_bounded(path, MAX_WEIGHTS_BYTES)
+    except FileNotFoundError:
+        raise HwnasError(f"cannot read {where}: no such file") from None
+    except OSError as exc:
+        raise HwnasError(f"cannot read {where}: {exc.strerror or exc}") from None
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_WEIGHT_ARRAYS:
+                raise HwnasError(
+                    f"{where}: {len(infos)} arrays, more than the {MAX_WEIGHT_ARRAYS} an "
+                    "artifact may have"
+                )
+            total = sum(i.file_size for i in infos)
+            if total > MAX_WEIGHTS_BYTES:
+                raise HwnasError(
+                    f"{where}: its arrays unpack to {total / 2**20:.0f} MiB, more than the "
+                    f"{MAX_WEIGHTS_BYTES / 2**20:g} MiB an artifact may have"
+                )
+            for info in infos:
+                name = info.filename
+                if not name.endswith(".npy") or info.compress_type not in (
+                    zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED
+                ):  # fmt: skip
+                    raise HwnasError(f"{where}: member {name!r} is not a stored or deflated .npy")
+                arrays[name[: -len(".npy")]] = _npy_array(zf.read(info), name, where)
+    except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error) as exc:
+        raise HwnasError(f"cannot read {where}: {exc}") from None
+    return arrays
+
+
+def _npy_array(data: bytes, name: str, where: str) -> np.ndarray:
+    """The numeric array of one ``.npy`` member, its header checked against its size first
+    (a header may declare any shape)."""
+    from numpy.lib import format as npy
+
+    buf = io.BytesIO(data)
+    version = npy.read_magic(buf)
+    if version == (1, 0):
+        shape, _fortran, dtype = npy.read_array_header_1_0(buf)
+    elif version == (2, 0):
+        shape, _fortran, dtype = npy.read_array_header_2_0(buf)
+    else:
+        raise HwnasError(f"{where}: member {name!r} has .npy format {version}")
+    if dtype.hasobject or dtype.kind not in "biuf":
+        raise HwnasError(f"{where}: member {name!r} holds {dtype}, not numbers")
+    if math.prod(shape) * dtype.itemsize > len(data):
+        raise HwnasError(f"{where}: member {name!r} declares shape {shape}, more than its bytes")
+    buf.seek(0)
+    return npy.read_array(buf, allow_pickle=False)
+
+
+def _weights_problem(pred: MetaPredictor, card: dict[str, Any]) -> str | None:
+    """What in an artifact's arrays disagrees with its card (encoder widths, training
+    columns, graph features), or None."""
+    from hwnas.predictors.graph import GRAPH_COLUMNS
+
+    model = card["model"]
+    k = len(card["training_devices"])
+    hidden = model.get("encoder", {}).get("hidden")
+    for name, enc in (("space", pred.enc_space), ("graph", pred.enc_graph)):
+        widths = [w.shape[1] for w, _ in enc.hidden]
+        if len(widths) > MAX_ENCODER_LAYERS or max(widths, default=0) > MAX_ENCODER_WIDTH:
+            return (
+                f"the {name} encoder has hidden layers {widths}, more than "
+                f"{MAX_ENCODER_LAYERS} or wider than {MAX_ENCODER_WIDTH}"
+            )
+        if hidden is not None and widths != list(hidden):
+            return f"the {name} encoder has hidden layers {widths}, the card says {hidden}"
+        if enc.out[0].shape[1] != k:
+            return (
+                f"the {name} encoder has {enc.out[0].shape[1]} outputs, the card names "
+                f"{k} training devices"
+            )
+    g = len(pred.graph_keep)
+    names = model.get("graph_features")
+    if names is not None and len(names) != g:
+        return f"graph_keep has {g} features, the card names {len(names)}"
+    if g and not (0 <= pred.graph_keep.min() and pred.graph_keep.max() < len(GRAPH_COLUMNS)):
+        return f"graph_keep indices must be in 0..{len(GRAPH_COLUMNS) - 1}"
+    if not (np.all(np.isfinite(pred.graph_scale)) and np.all(pred.graph_scale > 0)):
+        return "graph_scale values must be finite and positive"
+    if pred.enc_graph.mean.shape != (g,) or pred.prior_graph.mean.shape != (g + 1,):
+        return (
+            f"the graph encoder reads {pred.enc_graph.mean.shape[0]} features and the graph "
+            f"prior has {pred.prior_graph.mean.shape[0]} costs; graph_keep has {g} (and an "
+            "intercept)"
+        )
+    return None
+
+
+def read_card(path: Path) -> dict[str, Any]:
+    """The card of the artifact folder ``path``, its fields checked (types, known values, and
+    sizes: at most :data:`MAX_TRAINING_DEVICES` training columns, grids of at most
+    :data:`MAX_GRID_VALUES` values per hyper-parameter and :data:`MAX_GRID_SETTINGS` settings).
+
+    Raises:
+        HwnasError: missing or unreadable card (not a regular file, over 64 MiB, not JSON), a
+            format version this hwnas cannot read, or a missing or malformed field; one line.
+    """
+    from hwnas.paths import read_bounded_text
+
     card_path = Path(path) / "card.json"
-    if not card_path.is_file():
+    if not card_path.exists():
         raise HwnasError(f"not a predictor artifact (no card.json): {path}")
     try:
-        card = json.loads(card_path.read_text())
-    except (OSError, ValueError) as exc:
+        card = json.loads(read_bounded_text(card_path))
+    except OSError as exc:
+        raise HwnasError(f"cannot read predictor card {card_path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
         raise HwnasError(f"cannot read predictor card {card_path}: {exc}") from None
     version = card.get("format_version") if isinstance(card, dict) else None
     if version != FORMAT_VERSION:
@@ -891,7 +1013,147 @@ def read_card(path: Path) -> dict[str, Any]:
             f"({__version__}) reads version {FORMAT_VERSION}: rebuild it with "
             "`hwnas predictor train`"
         )
-    for key in ("name", "space", "kind", "model"):
-        if key not in card:
-            raise HwnasError(f"predictor card {card_path} has no '{key}'")
+    why = _card_problem(card)
+    if why is not None:
+        sep = "" if why.startswith("has no") else ":"
+        raise HwnasError(f"predictor card {card_path}{sep} {why}")
     return card
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable()
+
+
+def _is_number(value: Any) -> bool:
+    return _is_real(value) and math.isfinite(value)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text_list(card: dict, key: str, most: int, required: bool = True) -> str | None:
+    if key not in card and not required:
+        return None
+    value = card.get(key)
+    if not isinstance(value, list) or not all(_is_text(v) for v in value):
+        return f"{key} must be a list of names, got {_short(value)}"
+    if len(value) > most:
+        return f"{key} has {len(value)} entries, more than {most}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)  # escaped: a card's text reaches the terminal as it is
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _card_problem(card: dict[str, Any]) -> str | None:
+    """What is missing or malformed in a card's fields, or None."""
+    for key in ("name", "space", "kind"):
+        if key not in card:
+            return f"has no '{key}'"
+        if not _is_text(card[key]):
+            return f"{key} must be a printable name, got {_short(card[key])}"
+    if card["kind"] != "meta":
+        return f"kind must be 'meta', got {_short(card['kind'])}"
+    if "training_devices" not in card:
+        return "has no 'training_devices'"
+    why = _text_list(card, "training_devices", MAX_TRAINING_DEVICES)
+    why = why or _text_list(card, "metrics", 16, required=False)
+    if why:
+        return why
+    split = card.get("split", {})
+    if not isinstance(split, dict):
+        return f"split must be an object, got {_short(split)}"
+    why = _text_list(split, "meta_test", MAX_TRAINING_DEVICES, required=False)
+    if why:
+        return f"split.{why}"
+    scores = card.get("scores", {})
+    if not isinstance(scores, dict) or not isinstance(scores.get("protocol", ""), str):
+        return f"scores must be an object with a 'protocol' text, got {_short(scores)}"
+    for key in ("mean", "devices"):
+        if not isinstance(scores.get(key, {}), dict):
+            return f"scores.{key} must be an object, got {_short(scores[key])}"
+    if not all(_is_real(v) for v in scores.get("mean", {}).values()):
+        return f"scores.mean values must be numbers, got {_short(scores['mean'])}"
+    if "model" not in card:
+        return "has no 'model'"
+    if not isinstance(card["model"], dict):
+        return f"model must be an object, got {_short(card['model'])}"
+    return _model_problem(card["model"])
+
+
+def _model_problem(model: dict[str, Any]) -> str | None:
+    additive = model.get("additive_features")
+    if (
+        not isinstance(additive, list)
+        or not all(isinstance(a, str) for a in additive)
+        or not set(additive) <= set(ADDITIVE_GROUPS)
+    ):
+        return (
+            f"model.additive_features must be a list of {', '.join(ADDITIVE_GROUPS)}, got "
+            f"{_short(additive)}"
+        )
+    proxies = model.get("proxies", [])
+    if (
+        not isinstance(proxies, list)
+        or not all(isinstance(p, str) for p in proxies)
+        or not set(proxies) <= set(PROXIES)
+    ):
+        return f"model.proxies must be a list of {', '.join(PROXIES)}, got {_short(proxies)}"
+    if "graph_features" in model:
+        why = _text_list(model, "graph_features", 1024)
+        if why:
+            return f"model.{why}"
+    encoder = model.get("encoder", {})
+    hidden = encoder.get("hidden", []) if isinstance(encoder, dict) else None
+    if (
+        not isinstance(hidden, list)
+        or len(hidden) > MAX_ENCODER_LAYERS
+        or not all(type(h) is int and 1 <= h <= MAX_ENCODER_WIDTH for h in hidden)
+    ):
+        return (
+            f"model.encoder.hidden must be at most {MAX_ENCODER_LAYERS} widths in "
+            f"1..{MAX_ENCODER_WIDTH}, got {_short(encoder)}"
+        )
+    select = model.get("select", "evidence")
+    if select not in SELECTS:
+        return f"model.select must be one of {', '.join(SELECTS)}, got {_short(select)}"
+    outlier = model.get("outlier", 0.0)
+    if not _is_number(outlier) or not 0.0 <= outlier < 0.5:
+        return f"model.outlier must be a probability in [0, 0.5), got {_short(outlier)}"
+    return _grid_problem(model.get("grid"))
+
+
+def _grid_problem(grid: Any) -> str | None:
+    if not isinstance(grid, dict):
+        return f"model.grid must be an object, got {_short(grid)}"
+    for key, values in grid.items():
+        where = f"model.grid.{key}"
+        if key not in DEFAULT_GRID:
+            return f"model.grid has an unknown hyper-parameter {_short(key)}"
+        if isinstance(values, list) and len(values) > MAX_GRID_VALUES:
+            return f"{where} has {len(values)} values, more than {MAX_GRID_VALUES}"
+        if not isinstance(values, list) or not values:
+            return f"{where} must be a list of 1 to {MAX_GRID_VALUES} numbers, got {_short(values)}"
+        if not all(_is_number(v) for v in values):
+            return f"{where} must hold finite numbers, got {_short(values)}"
+        if key == "alpha":
+            bad = [v for v in values if not (0.0 <= v <= 1.0 or v in (RIDGE, BROAD, SINGLE, ARD))]
+            if bad:
+                return (
+                    f"{where} values must be in [0, 1] or {RIDGE:g}, {BROAD:g}, {SINGLE:g}, "
+                    f"{ARD:g}, got {_short(bad)}"
+                )
+        elif not all(v > 0 for v in values):
+            return f"{where} values must be positive, got {_short(values)}"
+    full = {**DEFAULT_GRID, **grid}
+    settings = math.prod(len(full[k]) for k in ("alpha", "tau", "sigma_beta", "sigma_gamma",
+                                                "sigma_noise"))  # fmt: skip
+    if settings > MAX_GRID_SETTINGS:
+        return (
+            f"model.grid has {settings} settings, more than the {MAX_GRID_SETTINGS} "
+            "adaptation may try"
+        )
+    return None

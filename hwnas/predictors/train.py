@@ -261,7 +261,9 @@ def meta_train(
         The card (without scores; :func:`hwnas.predictors.recipes.score_artifact` adds them).
 
     Raises:
-        HwnasError: fewer than two training columns or rows, rows out of range.
+        HwnasError: fewer than two training columns or rows, rows out of range, a column with
+            fewer than :data:`hwnas.predictors.calibration.MIN_TRAIN_ARCHS` values among them
+            (:func:`check_columns`).
     """
     if len(columns) < 2:
         raise HwnasError(f"meta-training needs at least 2 device columns, got {len(columns)}")
@@ -273,13 +275,15 @@ def meta_train(
     rows = np.arange(n_all) if rows is None else np.asarray(sorted({int(i) for i in rows}))
     if len(rows) < 2 or rows[0] < 0 or rows[-1] >= n_all:
         raise HwnasError(f"meta-training rows must be at least 2 indices in 0..{n_all - 1}")
+    per_device = check_columns(columns, rows)
     feats = table_features(space, None if len(rows) == n_all else rows)
 
     def scale(column: Column) -> float:
         """The column's mean on its reference set (the calibration a new device gives), or
-        on the training rows when the reference set is not among them."""
+        on the training rows when the reference set is not among them (or not measured)."""
         refs = measured_reference(space, column.values)
-        return float(np.nanmean(column.values[refs if np.isin(refs, rows).all() else rows]))
+        among = len(refs) > 0 and np.isin(refs, rows).all()
+        return float(np.nanmean(column.values[refs if among else rows]))
 
     targets = np.stack([c.values / scale(c) for c in columns], 1)[rows]
 
@@ -301,7 +305,8 @@ def meta_train(
     f_space = np.concatenate(parts, 1)
     f_graph = np.concatenate([np.ones((len(u), 1)), u], 1)
 
-    say(f"{name}: {len(columns)} columns x {len(u)} architectures; space encoder")
+    used = int(np.count_nonzero((np.isfinite(targets) & (targets > 0)).any(1)))
+    say(f"{name}: {len(columns)} columns x {used} architectures with values; space encoder")
     enc_space = train_encoder(x_space, targets, seed=seed, steps=steps, log=say)
     say(f"{name}: graph encoder")
     enc_graph = train_encoder(x_graph, targets, seed=seed + 1, steps=steps, log=say)
@@ -340,8 +345,9 @@ def meta_train(
         "training_devices": [c.key for c in columns],
         "split": split or {"meta_train": [c.key for c in columns]},
         "reference_set": [int(i) for i in ref],
-        "training_archs": {
-            "count": int(len(rows)),
+        "training_archs": {  # those with a value of at least one training column
+            "count": used,
+            "per_device": per_device,
             "of": int(n_all),
             "source": rows_source or ("all" if len(rows) == n_all else "given"),
             "sha256": hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest(),
@@ -359,6 +365,33 @@ def meta_train(
     write_card(out, card)
     say(f"{name}: trained in {card['training_time_s']} s")
     return card
+
+
+def check_columns(columns: Sequence[Column], rows: Sequence[int]) -> dict[str, int]:
+    """How many of the architectures ``rows`` (table indices) each training column has a value
+    for (finite, positive), checked before any training: a column with fewer than
+    :data:`hwnas.predictors.calibration.MIN_TRAIN_ARCHS` (a recorded device with a few rows)
+    says too little to fit its costs.
+
+    Returns:
+        column key -> number of values among ``rows``.
+
+    Raises:
+        HwnasError: a column with too few values, naming it and its count.
+    """
+    from hwnas.predictors.calibration import MIN_TRAIN_ARCHS
+
+    counts = {}
+    for c in columns:
+        v = np.asarray(c.values, dtype=np.float64)[np.asarray(rows)]
+        counts[c.key] = int(np.count_nonzero(np.isfinite(v) & (v > 0)))
+        if counts[c.key] < MIN_TRAIN_ARCHS:
+            raise HwnasError(
+                f"device column '{c.key}' has {counts[c.key]} values among the "
+                f"{len(rows)} training architectures; meta-training needs at least "
+                f"{MIN_TRAIN_ARCHS} per device"
+            )
+    return counts
 
 
 def write_card(out: Path, card: dict[str, Any]) -> None:
