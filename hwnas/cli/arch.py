@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
+from hwnas.cli.options import SpaceLast
 from hwnas.spaces import space_option
 
 
-@click.command("arch")
+@click.command("arch", cls=SpaceLast)
 @click.argument("arch")
 @click.option(
     "--space",

@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from hwnas.cli.measure import measure_group
-from hwnas.cli.options import store_option
+from hwnas.cli.options import SpaceLast, store_option
 from hwnas.spaces import space_option
 
 
-@measure_group.command("import")
+@measure_group.command("import", cls=SpaceLast)
 @click.option(
     "--device", "-d", required=True, help="Device name (new, or an imported one of yours)."
 )

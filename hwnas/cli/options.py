@@ -224,3 +224,54 @@ def port_free(port: int, host: str = "127.0.0.1") -> None:
                     "above 1023"
                 ) from None
             raise HwnasError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _imports_code(param: click.Parameter) -> bool:
+    """Whether ``param`` is a ``--space`` whose callback may import a user's file."""
+    from hwnas.spaces import space_option
+
+    return getattr(param, "callback", None) is space_option
+
+
+class _SpaceLastParser:
+    """Click's parser, with ``--space`` moved after every other parameter the user typed in
+    the order click processes them (:class:`SpaceLast`)."""
+
+    def __init__(self, parser):
+        self._parser = parser
+
+    def parse_args(self, args):
+        opts, rest, order = self._parser.parse_args(args=args)
+        order = [p for p in order if not _imports_code(p)] + [p for p in order if _imports_code(p)]
+        return opts, rest, order
+
+    def __getattr__(self, name):
+        return getattr(self._parser, name)
+
+
+class SpaceLast(click.Command):
+    """A command whose ``--space`` is processed after its other options: a ``FILE.py:ATTR``
+    space is imported there (the user's code runs, a model may train), so a bad value of any
+    other option is refused first, in one line, with none of that work done (click processes
+    options in the order they are typed)."""
+
+    def make_parser(self, ctx):  # noqa: D102 (click's)
+        return _SpaceLastParser(super().make_parser(ctx))
+
+
+class SpaceLastGroup(click.Group):
+    """:class:`SpaceLast` for a group that takes ``--space`` itself (``hwnas measure``)."""
+
+    def make_parser(self, ctx):  # noqa: D102 (click's)
+        return _SpaceLastParser(super().make_parser(ctx))
+
+
+def checked(check):
+    """A click callback running ``check(value)`` (a validator of :mod:`hwnas.limits` that
+    raises :class:`~hwnas.errors.HwnasError`) as the command line is parsed, so that a bad
+    value stops the command before a ``--space`` file is imported; None passes."""
+
+    def callback(ctx, param, value):
+        return value if value is None else check(value)
+
+    return callback

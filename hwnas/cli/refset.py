@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import DEVICE, device_options, store_option
+from hwnas.cli.options import DEVICE, SpaceLast, device_options, store_option
 from hwnas.spaces import space_option
 
 
@@ -172,7 +172,7 @@ def _keep_measured(path: Path, values, metric: str) -> None:
         )
 
 
-@refset_group.command("export")
+@refset_group.command("export", cls=SpaceLast)
 @click.option(
     "--space",
     default="nasbench201",
@@ -245,7 +245,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     )
 
 
-@refset_group.command("measure")
+@refset_group.command("measure", cls=SpaceLast)
 @click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).", **DEVICE)
 @device_options
 @click.option(

@@ -11,21 +11,25 @@ from hwnas.cli.options import (
     RUNTIME,
     SEED,
     LiveHelp,
+    SpaceLast,
     artifact_option,
+    checked,
     default_of,
     storage_option,
     store_option,
 )
 from hwnas.cli.supernet_search import supernet_options
 from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
+from hwnas.engine.strategies import pipeline_of
 from hwnas.errors import HwnasError
+from hwnas.limits import bounded, positive_ms
 from hwnas.spaces import space_option
 
 DATASET = default_of(SearchSettings, "dataset")
 """The table search's default dataset (the settings type's: one source for code and help)."""
 
 
-@click.command("search")
+@click.command("search", cls=SpaceLast)
 @click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).", **DEVICE)
 @click.option(
     "--space",
@@ -62,6 +66,7 @@ DATASET = default_of(SearchSettings, "dataset")
     "--max-latency",
     type=float,
     default=None,
+    callback=checked(lambda v: positive_ms("--max-latency", v)),
     metavar="MS",
     help="Latency limit in ms: `best` is the most accurate architecture within it.",
 )
@@ -69,6 +74,7 @@ DATASET = default_of(SearchSettings, "dataset")
     "--budget",
     type=int,
     default=default_of(SearchSettings, "budget"),
+    callback=checked(lambda v: bounded("--budget", v, 1, integer=True)),
     show_default=True,
     help="Number of distinct architectures whose accuracy is queried (trials).",
 )
@@ -76,6 +82,7 @@ DATASET = default_of(SearchSettings, "dataset")
     "--strategy",
     cls=LiveHelp,
     default=None,
+    callback=checked(lambda v: pipeline_of(v) and v),  # an unknown name: before --space
     help_from="hwnas.engine.strategies:strategy_help",
 )
 @click.option(
@@ -414,6 +421,12 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
     )
     if summary.get("stopped"):
         console.print(summary["stopped"])
+    if summary["trials"]["completed"] > s.budget:  # workers of one study, several budgets
+        console.print(
+            f"note: the study holds {summary['trials']['completed']} scored architectures, more "
+            f"than this run's --budget {s.budget}: another worker searches it with a larger "
+            "--budget (the front is the study's)"
+        )
     p = summary.get("profiling", {})
     if p.get("noisy_skipped"):
         console.print(

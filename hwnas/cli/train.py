@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import SEED
+from hwnas.cli.options import SEED, SpaceLast
 from hwnas.spaces import space_option
 
 
-@click.command("train")
+@click.command("train", cls=SpaceLast)
 @click.argument("target", metavar="ARCH|ZOO_DIR")
 @click.option(
     "--data",

@@ -1165,3 +1165,21 @@ def test_the_count_of_a_module_space_counts_each_subnet_once():
     distinct = {space.from_choices(dict(zip(ch, c))).text for c in itertools.product(*ch.values())}
     assert math.prod(len(v) for v in ch.values()) == 24
     assert space.num_architectures() == len(distinct) == 2 + 4 + 8
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--budget", "0"], ["--max-latency", "-1"], ["--strategy", "nosuch"],
+     ["--objective", "foo"], ["--budget", "abc"]],  # fmt: skip
+    ids=str,
+)
+def test_a_bad_option_is_refused_before_the_space_file_is_imported(tmp_path, bad):
+    """`--space mynet.py:space` typed before the other options imported the file (the user's
+    model trained) and only then refused `--budget 0` and the like; click processes options in
+    the order typed."""
+    marker = tmp_path / "imported"
+    file = tmp_path / "mynet.py"
+    file.write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
+    r = hwnas_main("search", "--space", f"{file}:space", "--device", "cpu", *bad)
+    assert r.returncode == 2 and r.stderr.startswith("error:"), r.stderr
+    assert not marker.exists()
