@@ -22,7 +22,9 @@ def space_row(name_or_path: str) -> dict[str, Any]:
     from hwnas.spaces import IndexedSpace, TabulatedSpace, ability, get_space, space_files
 
     space = get_space(name_or_path)
-    path = space_files().get(space.name) or Path(name_or_path)
+    # a space file given by path: its own path (the name alone reads as a file in the cwd)
+    path = space_files().get(space.name) or getattr(space, "path", None) or Path(name_or_path)
+    path = Path(path)
     shipped = path.resolve().is_relative_to(asset_path("search_spaces").resolve())
     # a shipped file naming an `implementation` is a hand-written space (hwnas.spaces._load)
     written = shipped and "implementation" in (read_yaml(path) or {})

@@ -228,3 +228,16 @@ def test_measure_takes_a_declared_spaces_own_dataset(tiny_space_file, capsys):
     assert main(["measure", "--device", "cpu-fast", "--space", "tiny", "--arch", arch]) == 0
     out = capsys.readouterr()
     assert "unknown dataset" not in out.err and "1 measured" in out.out, out.err
+
+
+def test_spaces_show_of_a_file_given_by_path_names_the_file(tmp_path):
+    """`hwnas spaces show some/dir/tiny.yaml` printed `file  tiny`: the space's name, read as
+    a file of the working folder."""
+    from conftest import TINY_SPACE
+
+    path = tmp_path / "elsewhere" / "tiny_shown.yaml"
+    path.parent.mkdir()
+    path.write_text(TINY_SPACE.replace("name: tiny\n", "name: tiny_shown\n"))
+    r = hwnas_main("spaces", "show", str(path))
+    assert r.returncode == 0, r.stderr
+    assert f"file        {path}" in r.stdout, r.stdout
