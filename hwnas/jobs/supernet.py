@@ -481,6 +481,18 @@ def _derive(
         candidates = strategy.finish(inherited)
     derived = candidates[0]
     log(f"derived: {derived.text}")
+    d = getattr(strategy, "derivation", None) or {}
+    if d.get("within_tolerance") is False:  # said in summary.json alone before
+        what = (
+            f"within ±{d['tolerance']:.0%} of the target {d['target']:g} ms"
+            if "target" in d
+            else f"within --max-latency {d.get('limit', 0):g} ms"
+        )
+        log(
+            f"warning: no architecture could be judged {what} for sure (the lookup table's "
+            f"error margin is {d.get('lut_margin', 0):.1%}); the derived one is predicted at "
+            f"{d['cost']:.4g} ms: its measured latency below says where it is"
+        )
     from hwnas.engine.kernel_cost import deployed_report
 
     deployed = deployed_report(cost, space, job.profiler, derived)
@@ -697,7 +709,11 @@ def _derived_rule(s: SupernetSettings, derivation: dict[str, Any] | None = None)
     d = derivation or {}
     return (
         f"architecture derived by {s.strategy}"
-        + (f" for the latency target {s.latency_target:g}" if s.latency_target is not None else "")
+        + (
+            f" for the latency target {s.latency_target:g} ms"
+            if s.latency_target is not None
+            else ""
+        )
         + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
         + (f": {d['rule']} {d['limit']:g} ms" if "limit" in d else "")
     )
