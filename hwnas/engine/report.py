@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +139,9 @@ def write_summary(
         "objective": {"metric": result.settings.metric, "unit": UNITS[result.settings.metric]},
         "units": {"accuracy": "%", **UNITS},
         "elapsed_s": round(elapsed_s, 2),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # to the microsecond: `hwnas runs show latest` orders runs by it (two searches can
+        # finish within one second)
+        "finished_at": datetime.datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S.%f%z"),
         # what the run wrote to its zoo: `hwnas zoo verify` checks each entry against it
         "zoo_files": zoo_files,
         **extra,
