@@ -133,9 +133,15 @@ def write_zoo(
 
 def remove_zoo(folder: Path) -> None:
     """Remove the zoo folder an earlier run left (a search run with ``--no-zoo`` writes none,
-    and an earlier front's entries would read as this run's); a link goes, not its target."""
+    and an earlier front's entries would read as this run's); a link goes, not its target; a
+    folder holding anything but zoo entries is left as it is (not hwnas's to delete)."""
+    from hwnas.zoo.read import is_entry
+
     if not (folder.exists() or folder.is_symlink()):
         return
+    if not folder.is_symlink() and folder.is_dir():
+        if any(not (p.is_dir() and is_entry(p)) for p in folder.iterdir()):
+            return  # not (only) a zoo hwnas wrote: the user's files stay
     old = temporary(folder, "old")
     try:
         os.replace(folder, old)

@@ -160,6 +160,11 @@ def test_no_zoo_leaves_no_earlier_zoo_and_follows_no_link(hwnas_home, tmp_path, 
     assert main([*args[:4], "6", *args[5:], "--no-zoo"]) == 0
     summary = json.loads((run / "summary.json").read_text())
     assert not (run / "zoo").exists() and summary["zoo_files"] == {}
+    (run / "zoo").mkdir()  # a folder of the user's own, not a zoo: never deleted
+    (run / "zoo" / "notes.txt").write_text("mine")
+    assert main([*args[:4], "6", *args[5:], "--no-zoo"]) == 0
+    assert (run / "zoo" / "notes.txt").read_text() == "mine"
+    shutil.rmtree(run / "zoo")
     study = optuna.load_study(study_name="nz", storage=storage)
     assert not [k for k in study.user_attrs["artifacts"] if k.startswith("zoo/")]
     # a handed-over run folder whose zoo entry links outside
