@@ -417,7 +417,8 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
     console.print(
         f"{summary['trials']['completed']} architectures scored "
         f"({summary['trials']['completed_this_run']} this run); measurements: {m['taken']} taken, "
-        f"{m['reused_from_store']} reused, {m['read_from_table']} read from the device table"
+        f"{m['reused_from_store']} reused, {m['read_from_table']} values read from the device "
+        "table (one per metric)"
     )
     if summary.get("stopped"):
         console.print(summary["stopped"])
