@@ -10,6 +10,12 @@ write-ahead log lets readers run beside one writer, and :meth:`MeasurementStore.
 serialises the measuring itself per device, so two workers never time the same model twice nor
 disturb each other's timings on the same CPU.
 
+A store is read as data someone may have handed over (workers share one; a copy travels): a
+row whose value is not a finite number of ms or mJ in (0, :data:`MAX_VALUE`], or that does not
+parse (:func:`valid_measurement`), is not a measurement. Reading treats it as absent: it is
+not returned, so it is measured again, and :meth:`MeasurementStore.append` replaces it as it
+replaces a flagged row.
+
 On PostgreSQL the same table is kept on the server (through psycopg 3, ``pip install
 'hwnas[postgres]'``; SQL is the same but for placeholders and column types), and
 :meth:`MeasurementStore.device_lock` is a PostgreSQL advisory lock, held by a dedicated
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +71,16 @@ ADDED_COLUMNS = {
     "extra": "TEXT NOT NULL DEFAULT '{}'",
 }
 """Columns added after the first store format, with their definitions (for migration)."""
+
+
+MAX_VALUE = 1e9
+"""The largest value (ms or mJ per inference) a stored row may hold: 11.6 days, or 1 MJ. A
+larger one (``1e308``) is no measurement, and its sums over a network's kernels overflow to
+``inf``."""
+
+_VALID_SQL = f"COALESCE(measurements.value > 0 AND measurements.value <= {MAX_VALUE:.0f}, FALSE)"
+"""SQL true for a row whose value is a number in (0, MAX_VALUE] (both back ends: SQLite ranks
+text above every number, PostgreSQL's NaN above every other float, a NULL is not true)."""
 
 
 def _shape_key(shape: tuple[int, ...]) -> str:
@@ -193,8 +210,9 @@ class MeasurementStore:
         """Store ``m`` unless an unflagged measurement with its key is already there.
 
         Returns:
-            True if stored (new, or replacing a flagged one), False if the key was already
-            taken by an unflagged measurement (which is kept).
+            True if stored (new, or replacing a flagged one or a row that is no measurement,
+            :func:`valid_measurement`), False if the key was already taken by an unflagged
+            measurement (which is kept).
         """
         row = (
             m.device,
@@ -215,13 +233,25 @@ class MeasurementStore:
             json.dumps(m.extra, sort_keys=True, default=str),
         )
         replace = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS.split(", "))
-        cur = self._execute(
+        insert = (
             f"INSERT INTO measurements ({_COLUMNS}) VALUES ({','.join('?' * len(row))}) "
             "ON CONFLICT (device, runtime, metric, model_hash, batch_size, input_shape) "
-            f"DO UPDATE SET {replace} WHERE measurements.flagged = 1",
-            row,
+            f"DO UPDATE SET {replace} WHERE measurements.flagged = 1 OR NOT {_VALID_SQL}"
         )
-        return cur.rowcount == 1
+        if self._execute(insert, row).rowcount == 1:
+            return True
+        # the key is taken: by a measurement (kept), or by a row that does not parse
+        # (_to_measurement), which is replaced as one whose value is no measurement is
+        cur = self._execute(
+            f"SELECT id, {_COLUMNS} FROM measurements WHERE device=? AND runtime=? AND metric=? "
+            "AND model_hash=? AND batch_size=? AND input_shape=?",
+            (row[0], row[1], row[2], row[3], row[5], row[6]),
+        )
+        old = cur.fetchone()
+        if old is None or _to_measurement(tuple(old[1:])) is not None:
+            return False
+        self._execute("DELETE FROM measurements WHERE id=?", (old[0],))
+        return self._execute(insert, row).rowcount == 1
 
     def lookup(
         self,
@@ -231,7 +261,9 @@ class MeasurementStore:
         model_hash: str,
         input_shape: tuple[int, ...],
     ) -> Measurement | None:
-        """The stored measurement for this key (possibly flagged: check ``.flagged``), or None."""
+        """The stored measurement for this key (possibly flagged: check ``.flagged``), or None:
+        none stored, or a row that is no measurement (:func:`valid_measurement`), which is
+        measured again."""
         cur = self._execute(
             f"SELECT {_COLUMNS} FROM measurements WHERE device=? AND runtime=? AND metric=? "
             "AND model_hash=? AND batch_size=? AND input_shape=?",
@@ -245,17 +277,22 @@ class MeasurementStore:
     def measurements(
         self, device: str | None = None, metric: str | None = None
     ) -> list[Measurement]:
-        """Stored measurements, oldest first, optionally of one device and metric."""
+        """Stored measurements, oldest first, optionally of one device and metric; rows that are
+        no measurement (:func:`valid_measurement`) left out."""
         sql, args = f"SELECT {_COLUMNS} FROM measurements WHERE 1=1", []
         if device is not None:
             sql, args = sql + " AND device=?", [*args, device]
         if metric is not None:
             sql, args = sql + " AND metric=?", [*args, metric]
-        return [_to_measurement(r) for r in self._execute(sql + " ORDER BY id", args)]
+        rows = (_to_measurement(r) for r in self._execute(sql + " ORDER BY id", args))
+        return [m for m in rows if m is not None]
 
     def counts(self) -> dict[str, int]:
-        """Number of stored measurements per device."""
-        cur = self._execute("SELECT device, COUNT(*) FROM measurements GROUP BY device")
+        """Number of stored measurements per device (rows whose value is no measurement left
+        out, as :meth:`measurements` leaves them)."""
+        cur = self._execute(
+            f"SELECT device, COUNT(*) FROM measurements WHERE {_VALID_SQL} GROUP BY device"
+        )
         return {device: int(n) for device, n in cur.fetchall()}
 
     # -- concurrency ------------------------------------------------------------------------
@@ -279,7 +316,35 @@ class MeasurementStore:
             yield
 
 
-def _to_measurement(row: tuple) -> Measurement:
+def valid_measurement(value, cv, iqr) -> bool:
+    """Whether a stored row's numbers are a measurement's: ``value`` a finite number of ms or
+    mJ in (0, :data:`MAX_VALUE`], ``cv`` (a ratio) and ``iqr`` (ms or mJ) finite and not
+    negative. A store edited by hand or handed over may hold anything (``1e308``, ``inf``,
+    ``nan``, ``-1``, text): the kernel-level predictor's regressors refuse infinities, and a
+    network's sum overflows."""
+
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    return number(value) and 0 < value <= MAX_VALUE and all(number(x) and x >= 0 for x in (cv, iqr))
+
+
+def _to_measurement(row: tuple) -> Measurement | None:
+    """The measurement of a stored row, or None: a row that is no measurement (its numbers,
+    :func:`valid_measurement`, or a field that does not parse)."""
+    (device, runtime, metric, model_hash, label, batch, shape, value, samples, cv, iqr,
+     versions, measured_at, source, flagged, extra) = row  # fmt: skip
+    if not valid_measurement(value, cv, iqr):
+        return None
+    try:
+        m = _parse_row(row)
+    except (ValueError, TypeError, AttributeError):  # json's errors are ValueErrors
+        return None
+    ok = isinstance(m.versions, dict) and isinstance(m.extra, dict)
+    return m if ok else None
+
+
+def _parse_row(row: tuple) -> Measurement:
     (device, runtime, metric, model_hash, label, batch, shape, value, samples, cv, iqr,
      versions, measured_at, source, flagged, extra) = row  # fmt: skip
     return Measurement(

@@ -137,13 +137,19 @@ class KernelRegressors:
 
         Args:
             kernels: timed kernels.
-            values_ms: their times alone (ms > 0).
+            values_ms: their times alone (ms > 0); a kernel whose time is not a finite
+                positive number (a store edited by hand) is left out of every fit.
             overhead_ms: the runtime's per-call overhead, subtracted from every time.
         """
         from sklearn.ensemble import RandomForestRegressor
 
-        self.overhead_ms = float(overhead_ms)
-        net = np.asarray(values_ms, dtype=np.float64) - self.overhead_ms
+        self.overhead_ms = float(overhead_ms) if np.isfinite(overhead_ms) else 0.0
+        values = np.asarray(values_ms, dtype=np.float64).reshape(-1)
+        usable = np.isfinite(values) & (values > 0)
+        if not usable.all():
+            kernels = [k for k, ok in zip(kernels, usable) if ok]
+            values = values[usable]
+        net = values - self.overhead_ms
         y_all = np.log(np.maximum(net, FLOOR_MS))
         types = [kernel_type(k) for k in kernels]
         x_all = feature_matrix(kernels)

@@ -14,6 +14,7 @@ network of more weights than the caches hold it reads them from further away:
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -51,13 +52,18 @@ def alone_ms(m: Measurement, overhead_ms: float) -> float:
     """A kernel's time alone (ms) as if its call had paid ``overhead_ms`` (the device's
     per-call overhead, :func:`overheads`): its measured value less the overhead timed with it
     (:func:`time_kernels`), plus ``overhead_ms``; its value as measured where none was kept (a
-    kernel timed before hwnas kept one, or a recorded device's).
+    kernel timed before hwnas kept one, or a recorded device's; also where the one kept is not
+    a finite number of ms from 0 up to the value, as in a store edited by hand).
 
     Subtracting one overhead timed once per device from kernels timed at other moments
     credited each small kernel with the machine's drift in between: a text classifier of 37
     kernels of 5-10 us each was predicted at 0.151 ms against 0.062 ms measured."""
-    own = getattr(m, "extra", {}).get("workload", {}).get("overhead_ms")
-    return float(m.value) if own is None else float(m.value) - float(own) + float(overhead_ms)
+    workload = getattr(m, "extra", {}).get("workload")
+    own = workload.get("overhead_ms") if isinstance(workload, dict) else None
+    number = isinstance(own, (int, float)) and not isinstance(own, bool)
+    if not (number and math.isfinite(own) and 0 <= own <= m.value):
+        return float(m.value)
+    return float(m.value) - float(own) + float(overhead_ms)
 
 
 def overhead_workload(nodes: int = 1) -> Workload:
@@ -259,12 +265,20 @@ def stored_kernels(
     store, device: str, runtime: str, metric: str = "latency_ms"
 ) -> dict[str, tuple[Kernel, Measurement]]:
     """Every kernel timed alone on ``device`` (and runtime) in the store: key -> (kernel,
-    measurement); the kernel re-created from the description stored with it."""
+    measurement); the kernel re-created from the description stored with it. A row whose
+    description does not parse (a store edited by hand) is left out, as the store leaves out
+    a row whose value is no measurement (:func:`hwnas.store.valid_measurement`)."""
     if store is None:
         return {}
     out = {}
     for m in store.measurements(device, metric):
-        record = m.extra.get("workload", {}).get("kernel") if m.runtime == runtime else None
-        if record is not None:
-            out[m.model_hash] = (Kernel.from_record(record), m)
+        workload = m.extra.get("workload") if m.runtime == runtime else None
+        record = workload.get("kernel") if isinstance(workload, dict) else None
+        if record is None:
+            continue
+        try:
+            kernel = Kernel.from_record(record)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        out[m.model_hash] = (kernel, m)
     return out
