@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Every message goes through :func:`hwnas.db.scrub`: no password of a URL given to this
     process is printed, even where a library quotes it; every error line through
-    :func:`hwnas.cli.render.visible`: no control character of a file is printed raw.
+    :func:`hwnas.cli.render.one_line`: no control character of a file is printed raw, and a
+    name holding a line break cannot split the error line.
     Standard output is :class:`PipeSafe` while the command runs."""
     stdout = sys.stdout
     if not isinstance(stdout, PipeSafe):
@@ -163,12 +164,12 @@ def _repeat_hint(exc: click.UsageError, argv: list[str] | None) -> str:
 
 
 def _main(argv: list[str] | None) -> int:
-    from hwnas.cli.render import visible
+    from hwnas.cli.render import one_line
     from hwnas.db import scrub as _scrub
     from hwnas.db import secrets_seen
 
-    def scrub(text: str) -> str:  # no password, and no control character from a file
-        return visible(_scrub(text))
+    def scrub(text: str) -> str:  # no password, no control character, one line
+        return one_line(_scrub(text))
 
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import DEVICE, device_options, dim_option, store_option
+from hwnas.cli.options import DEVICE, SpaceLastGroup, device_options, dim_option, store_option
 from hwnas.paths import read_bounded_text
 from hwnas.spaces import space_option
 
 
-@click.group("measure", invoke_without_command=True)
+@click.group("measure", invoke_without_command=True, cls=SpaceLastGroup)
 @click.option("--device", "-d", default=None, help="Device name (see `hwnas devices`).", **DEVICE)
 @device_options
 @click.option("--arch", "archs", multiple=True, metavar="ARCH",
@@ -169,7 +169,7 @@ def parse_target(text: str):
 
 
 def _measure(dev, workloads, store_path) -> None:
-    from hwnas.cli.render import Console, print_table, visible
+    from hwnas.cli.render import Console, one_line, print_table
     from hwnas.measure import measure_models
 
     console = Console(emoji=False)
@@ -181,7 +181,7 @@ def _measure(dev, workloads, store_path) -> None:
         m, energy, rel_ci = r.latency, r.energy, r.latency.extra.get("rel_ci")
         rows.append(
             (
-                r.label,
+                one_line(r.label),  # a file name's newline must not split its row
                 f"{m.value:.4f}",
                 f"{100 * m.cv:.2f}",
                 f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
@@ -192,7 +192,7 @@ def _measure(dev, workloads, store_path) -> None:
         )
     print_table(
         console,
-        f"{dev.name} ({dev.runtime}): {done.store or 'recorded table'}",
+        one_line(f"{dev.name} ({dev.runtime}): {done.store or 'recorded table'}"),
         ("model", "ms", "CV %", "CI +-%", "rounds", "mJ", "how"),
         rows,
         keys=("model",),
@@ -204,11 +204,13 @@ def _measure(dev, workloads, store_path) -> None:
     )
     for r in done.models:
         if r.warning:
-            click.echo(visible(f"warning: {r.label}: {r.warning}"), err=True)
+            click.echo(one_line(f"warning: {r.label}: {r.warning}"), err=True)
     if dev.runtime.startswith("tvm"):
         console.print(
-            f"TVM: {c.tuned_workloads} new workload(s) tuned in {c.tuning_s:.1f} s, "
-            f"compile {c.compile_s:.1f} s (database: {dev.engine.folder / 'tuning'})",
+            one_line(
+                f"TVM: {c.tuned_workloads} new workload(s) tuned in {c.tuning_s:.1f} s, "
+                f"compile {c.compile_s:.1f} s (database: {dev.engine.folder / 'tuning'})"
+            ),
             markup=False,
         )
     if flagged:  # the values are shown with their flag: what was asked for, honestly marked

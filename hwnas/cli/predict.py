@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import RUNTIME, dim_option, store_option
+from hwnas.cli.options import RUNTIME, SpaceLast, dim_option, store_option
 from hwnas.spaces import space_option
 
 
-@click.command("predict")
+@click.command("predict", cls=SpaceLast)
 @click.option(
     "--space",
     default=None,
@@ -109,7 +109,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     hwnas predict --calibration refset/calibration.csv --onnx model.onnx
     hwnas predict --calibration cal.csv --archs archs.csv --out pred.csv
     """
-    from hwnas.cli.render import visible
+    from hwnas.cli.render import one_line
     from hwnas.errors import HwnasError
     from hwnas.onnx_inputs import check_dims
     from hwnas.predictors.calibration import (
@@ -141,7 +141,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     results = predict_models(
         onnx_models, arch_models, sp, device=device, calibration=calibration, metric=metric,
         runtime=runtime, predictor=predictor, kernel_budget=kernel_budget, store=store,
-        note=lambda line: click.echo(visible(line), err=True),
+        note=lambda line: click.echo(one_line(line), err=True),  # each note is one line
     )  # fmt: skip
     cal_metric = results[0].metric if results else metric
     if out is not None:
@@ -151,10 +151,11 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
             out, [r.model for r in results], np.array([r.value for r in results]),
             np.array([r.std for r in results]), cal_metric,
         )  # fmt: skip
-        click.echo(f"{len(results)} prediction(s) -> {out}", err=True)
+        click.echo(one_line(f"{len(results)} prediction(s) -> {out}"), err=True)
     unit = "ms" if cal_metric == "latency_ms" else "mJ"
     for r in results:
         if id(r.model) not in shown:
             continue
         interval = f"; 90% interval {r.low:.4g}-{r.high:.4g} {unit}" if r.low is not None else ""
-        click.echo(visible(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval})"))
+        # one line per model, whatever its file is named (a newline in it is shown escaped)
+        click.echo(one_line(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval})"))

@@ -26,6 +26,7 @@ from rich.text import Text
 __all__ = [
     "Console",
     "escape",
+    "one_line",
     "print_chance_line",
     "print_json",
     "print_table",
@@ -44,6 +45,26 @@ def visible(text: str) -> str:
     accuracy, a study's attribute, a table's column name) would otherwise clear the screen,
     retitle the window or write the clipboard (OSC 52) when printed to a terminal."""
     return text.translate(_CONTROLS)
+
+
+_LINE_BREAKS = {
+    **_CONTROLS,
+    0x09: "\\x09",
+    0x0A: "\\x0a",
+    0x0D: "\\x0d",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def one_line(text: object) -> str:
+    """``str(text)`` with every control character shown as ``\\xNN``, tab, newline and
+    carriage return included (and the Unicode line and paragraph separators as ``\\u2028``,
+    ``\\u2029``): for a name, op type or path interpolated into a line that must stay one line
+    (a warning, a per-model result). :func:`visible` keeps newlines for text that is multi-line
+    on purpose (tables, help); a model file named ``"a\\nb.onnx: 1 ms"`` or an ONNX op type
+    holding a newline would otherwise print a forged line of its own."""
+    return str(text).translate(_LINE_BREAKS)
 
 
 class Console(rich.console.Console):

@@ -173,8 +173,9 @@ class GraphModel:
         features: its graph features, shape (len(GRAPH_COLUMNS),).
         onnx: the serialised model, when read from a file (what the kernel-level predictor
             reads its kernels from); empty otherwise.
-        uncounted: operators of its graph the features do not count, type -> nodes
-            (:func:`read_graph`); a prediction from the features leaves their time out.
+        uncounted: operators of its graph the features do not count, type (:func:`op_name`:
+            control characters escaped) -> nodes (:func:`read_graph`); a prediction from the
+            features leaves their time out.
         inputs: its inputs as hwnas feeds them (:func:`hwnas.onnx_inputs.model_inputs`: a
             dynamic batch at 1), read with the file; empty otherwise.
         batch: the batch size it was exported at (its first input's static first axis), or
@@ -244,7 +245,9 @@ def onnx_graph_features(model: onnx.ModelProto) -> np.ndarray:
 
 def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarray, dict[str, int]]:
     """(:func:`onnx_graph_features` of ``model``, the operators it holds that the features do
-    not count: type -> nodes), e.g. ``{"Resize": 2}``; see the module docstring.
+    not count: type -> nodes), e.g. ``{"Resize": 2}``; see the module docstring. A type is
+    named as :func:`op_name` shows it (a file's op type is any string: its control characters,
+    a newline included, are escaped, so a warning listing it stays one line).
     ``per_image=False`` counts every tensor at its written first axis instead of one image
     (what a kernel of a static model does: :func:`hwnas.predictors.kernels.features.macs`).
 
@@ -415,7 +418,19 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
                 uncounted.update(counted[1])
         elif op not in NOT_COUNTED and op not in RESHAPES:
             uncounted[op] += 1
-    return acc.values, dict(uncounted)
+    named: Counter[str] = Counter()
+    for op, n in uncounted.items():
+        named[op_name(op)] += n
+    return acc.values, dict(named)
+
+
+def op_name(op: str) -> str:
+    """An ONNX op type as shown in warnings: every character that is not printable (control
+    characters, a newline or carriage return included, Unicode line separators) as Python
+    escapes it (``\\n``, ``\\x1b``, ``\\u2028``); ``op`` itself when it has none."""
+    if op.isprintable():
+        return op
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in op)
 
 
 class _Scope:
