@@ -158,7 +158,7 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
 
     best = _check_best(out, summary, "latency_ms")
     derived = summary["derived"]
-    assert derived["rule"] == "architecture derived by oneshot for the latency target 0.3"
+    assert derived["rule"] == "architecture derived by oneshot for the latency target 0.3 ms"
     assert derived["arch"] == cands[0]["arch"] and derived["accuracy"] <= best["accuracy"]
     assert summary["settings"]["dataset"] == "digits"
     assert summary["settings"]["table_dataset"] == "cifar100"

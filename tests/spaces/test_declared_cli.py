@@ -233,7 +233,7 @@ def test_measure_takes_a_declared_spaces_own_dataset(tiny_space_file, capsys):
 def test_spaces_show_of_a_file_given_by_path_names_the_file(tmp_path):
     """`hwnas spaces show some/dir/tiny.yaml` printed `file  tiny`: the space's name, read as
     a file of the working folder."""
-    from conftest import TINY_SPACE
+    from tests.spaces.conftest import TINY_SPACE
 
     path = tmp_path / "elsewhere" / "tiny_shown.yaml"
     path.parent.mkdir()
