@@ -22,7 +22,8 @@ CODE = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
 def import_file(file: str | Path) -> ModuleType:
-    """The user's Python file ``file`` as a module, imported once per process.
+    """The user's Python file ``file`` as a module, imported once per process, with the
+    global random generators seeded (0) while it runs.
 
     Raises:
         HwnasError: no such file, or importing it failed (one line: the exception's type and
@@ -47,7 +48,14 @@ def import_file(file: str | Path) -> ModuleType:
     if folder not in sys.path:  # as `python file.py` does: it may import files beside it
         sys.path.append(folder)
     try:
-        spec.loader.exec_module(module)
+        # imported with torch's, NumPy's and Python's generators seeded: a model the file
+        # builds without a seed of its own has the same weights in every process, so that a
+        # study that knows the model by its weights resumes (hwnas.spaces.SearchSpace.
+        # fingerprint); the generators are as they were afterwards
+        from hwnas.engine.seeding import seeded_globals
+
+        with seeded_globals(0):
+            spec.loader.exec_module(module)
     except HwnasError as exc:
         del sys.modules[module_name]
         raise HwnasError(f"{path}: {exc}") from None

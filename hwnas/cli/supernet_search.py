@@ -7,11 +7,22 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import default_of
+from hwnas.cli.options import checked, default_of
 from hwnas.errors import EXIT_USAGE, HwnasError
 from hwnas.jobs.supernet import SupernetSettings
 from hwnas.supernet.settings import help_text as settings_help
 
+
+def _low(option: str, low: float, words: str, strict: bool = False):
+    """A parse-time check of an option's lower bound, in the settings' own words (they check
+    the rest): a bad value stops the command before a ``--space`` file is imported."""
+
+    def check(value):
+        if not (value > low if strict else value >= low):  # nan too
+            raise HwnasError(f"{option} must be {words}, got {value}")
+        return value
+
+    return checked(check)
 
 def supernet_options(f):
     """The options only supernet strategies read."""
@@ -29,6 +40,7 @@ def supernet_options(f):
             "--epochs",
             type=int,
             default=default_of(SupernetSettings, "epochs"),
+            callback=_low("--epochs", 1, "at least 1"),
             show_default=True,
             help="Supernet training epochs.",
         ),
@@ -36,6 +48,7 @@ def supernet_options(f):
             "--latency-target",
             type=float,
             default=None,
+            callback=_low("--latency-target", 0, "positive", strict=True),
             metavar="MS",
             help="Supernet strategies: pull the architecture's expected latency (or energy, mJ) "
             "on the device to this value.",
@@ -44,6 +57,7 @@ def supernet_options(f):
             "--latency-weight",
             type=float,
             default=None,
+            callback=_low("--latency-weight", 0, ">= 0"),
             metavar="W",
             help="Supernet strategies: penalty weight of the expected latency relative to "
             "the space's average (0 = accuracy only).",
@@ -59,6 +73,7 @@ def supernet_options(f):
             "--finetune-epochs",
             type=int,
             default=default_of(SupernetSettings, "finetune_epochs"),
+            callback=_low("--finetune-epochs", 0, ">= 0"),
             show_default=True,
             help="Fine-tuning epochs of each extracted subnet (training split) before scoring.",
         ),
@@ -66,6 +81,7 @@ def supernet_options(f):
             "--nproc",
             type=int,
             default=None,
+            callback=_low("--nproc", 1, "at least 1"),
             metavar="N",
             help="Supernet strategies: train across N processes on this machine "
             "(DistributedDataParallel under torchrun's launcher: gloo on CPU, one GPU each with "

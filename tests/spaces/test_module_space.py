@@ -1170,7 +1170,9 @@ def test_the_count_of_a_module_space_counts_each_subnet_once():
 @pytest.mark.parametrize(
     "bad",
     [["--budget", "0"], ["--max-latency", "-1"], ["--strategy", "nosuch"],
-     ["--objective", "foo"], ["--budget", "abc"]],  # fmt: skip
+     ["--objective", "foo"], ["--budget", "abc"], ["--strategy", "oneshot", "--epochs", "-3"],
+     ["--strategy", "oneshot", "--latency-target", "-5"], ["--nproc", "0"],
+     ["--strategy", "oneshot", "--finetune-epochs", "-1"]],  # fmt: skip
     ids=str,
 )
 def test_a_bad_option_is_refused_before_the_space_file_is_imported(tmp_path, bad):
@@ -1183,3 +1185,26 @@ def test_a_bad_option_is_refused_before_the_space_file_is_imported(tmp_path, bad
     r = hwnas_main("search", "--space", f"{file}:space", "--device", "cpu", *bad)
     assert r.returncode == 2 and r.stderr.startswith("error:"), r.stderr
     assert not marker.exists()
+
+
+def test_a_model_built_without_a_seed_is_the_same_model_in_every_process(tmp_path):
+    """A study knows a user's model by its weights; a model the file builds without seeding
+    torch (the docs' TinyNet) had new weights in every process, so the same command never
+    resumed its study. hwnas imports the file with the generators seeded."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    source = (Path(__file__).parent / "my_space.py").read_text()
+    file = tmp_path / "unseeded.py"
+    file.write_text(source)
+    code = (
+        "from hwnas.spaces import get_space; "
+        f"print(get_space({str(file) + ':space'!r}, code=True).fingerprint)"
+    )
+    prints = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=True, timeout=120).stdout.strip()  # fmt: skip
+        for _ in range(2)
+    }
+    assert len(prints) == 1 and prints.pop().startswith("tinytorch@")

@@ -119,11 +119,17 @@ class DeclaredSpace(SearchSpace):
     @cached_property
     def identity(self) -> str:
         """The space's name plus a hash of what its file declares (not its path, description
-        or paper): an edited file is another network, whose latency is measured anew."""
+        or paper): an edited file is another network, whose latency is measured anew. A
+        shipped space is its name alone (its file changes only with hwnas, and its studies,
+        measurements and checkpoints keep their names)."""
         import dataclasses
         import json
 
+        from hwnas.assets import asset_path
         from hwnas.export import content_hash
+
+        if Path(self.path).resolve().is_relative_to(asset_path("search_spaces").resolve()):
+            return self.name
 
         spec = dataclasses.asdict(self.spec)
         for key in ("path", "description", "paper"):
