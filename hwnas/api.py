@@ -152,6 +152,10 @@ def search(
         else confined(Path("runs"), settings.study, what="study name (the default out)")
     )
     check_writable(folder, "out", ZOO_MIN_FREE_MB)
+    if zoo:  # the zoo written at the end replaces out/zoo whole
+        from hwnas.zoo.write import check_zoo_folder
+
+        check_zoo_folder(folder)
     artifacts = Path(artifact_dir) if artifact_dir is not None else None
     if artifacts is not None:
         check_writable(artifacts, "artifact_dir")

@@ -246,6 +246,10 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     settings = job.settings
     out = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
+    if not no_zoo:  # the zoo written at the end replaces out/zoo whole
+        from hwnas.zoo.write import check_zoo_folder
+
+        check_zoo_folder(out)
     if artifact_dir is not None:
         check_writable(artifact_dir, "--artifact-dir")
     trainer = _zoo_trainer(job.prepared, supernet, no_zoo) if train_zoo else None

@@ -45,13 +45,13 @@ def default_artifact_dir() -> Path:
     return hwnas_home() / "artifacts"
 
 
-def run_files(out: Path) -> list[str]:
+def run_files(out: Path, zoo: bool = True) -> list[str]:
     """The files of run folder ``out`` uploaded as artifacts, relative to it (existing regular
-    files, not links)."""
+    files, not links; its zoo's only with ``zoo``)."""
     names = [n for n in ARTIFACT_FILES if plain_file(out / n)]
-    zoo = out / "zoo"
-    if plain_dir(zoo):  # links are never followed: they could name any file of the machine
-        for entry in sorted(p for p in zoo.iterdir() if plain_dir(p)):
+    folder = out / "zoo"
+    if zoo and plain_dir(folder):  # links are never followed: they could name any file
+        for entry in sorted(p for p in folder.iterdir() if plain_dir(p)):
             names += [f"zoo/{entry.name}/{f}" for f in ZOO_FILES if plain_file(entry / f)]
     return names
 
@@ -174,6 +174,7 @@ def publish_run(
     out: Path,
     summary: dict[str, Any],
     artifact_dir: Path | None = None,
+    zoo: bool = True,
 ) -> dict[str, Any]:
     """Record a finished run in its study (attributes, note, artifacts; see the module).
 
@@ -183,6 +184,8 @@ def publish_run(
         out: the run folder (its files are uploaded).
         summary: the run's ``summary.json`` dict.
         artifact_dir: the file-system artifact store (default :func:`default_artifact_dir`).
+        zoo: whether the run wrote a zoo (``--no-zoo``: a ``zoo/`` in the folder is not the
+            run's, and is not uploaded).
 
     Returns:
         ``{"artifact_dir": str, "uploaded": [files], "kept": [files], "removed": [files]}``:
@@ -213,10 +216,12 @@ def publish_run(
     # workers finishing the same study at once: one publishes at a time, the others find the
     # files uploaded (their sha256 in the study) and upload nothing
     with file_lock(artifact_dir / ".publish.lock"):
-        return _upload(study, out, artifact_dir, fresh=moved)
+        return _upload(study, out, artifact_dir, fresh=moved, zoo=zoo)
 
 
-def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str, Any]:
+def _upload(
+    study: Any, out: Path, artifact_dir: Path, fresh: bool, zoo: bool = True
+) -> dict[str, Any]:
     """Upload the run folder's new or changed files (every file when ``fresh``: the study's
     artifacts were in another store)."""
     from optuna.artifacts import FileSystemArtifactStore, upload_artifact
@@ -234,7 +239,7 @@ def _upload(study: Any, out: Path, artifact_dir: Path, fresh: bool) -> dict[str,
     links = temporary(artifact_dir / "links")
     links.mkdir()
     try:
-        for rel in run_files(out):
+        for rel in run_files(out, zoo):
             path = out / rel
             digest = sha256_file(path)
             old = known.get(rel)

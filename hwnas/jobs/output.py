@@ -129,10 +129,9 @@ def write_run(
     if o.close is not None:
         o.close()
     elapsed = time.time() - o.started
-    summary = write_summary(
-        out / "summary.json", result, extra, elapsed, zoo_manifest(out), o.num_classes
-    )
-    publish_run(o.storage, o.study, out, summary, artifact_dir)
+    zoo_files = zoo_manifest(out) if zoo else {}  # a zoo/ kept under --no-zoo is not this run's
+    summary = write_summary(out / "summary.json", result, extra, elapsed, zoo_files, o.num_classes)
+    publish_run(o.storage, o.study, out, summary, artifact_dir, zoo=zoo)
     return summary
 
 

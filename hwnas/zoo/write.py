@@ -131,17 +131,43 @@ def write_zoo(
     return [folder / name for name in names]
 
 
+def foreign_items(folder: Path) -> list[str]:
+    """What in the run folder's ``zoo`` hwnas did not write: its name when it is a file (not a
+    folder, not a link), else the names of its children that are not zoo entries. A zoo is
+    replaced or removed whole, so these are what would be lost."""
+    from hwnas.zoo.read import is_entry
+
+    if folder.is_symlink() or not folder.exists():
+        return []
+    if not folder.is_dir():
+        return [folder.name]
+    return sorted(p.name for p in folder.iterdir() if p.is_symlink() or not is_entry(p))
+
+
+def check_zoo_folder(out: Path) -> None:
+    """Refuse, before a search, a run folder whose ``zoo`` holds what hwnas did not write (the
+    zoo written at the end replaces it whole).
+
+    Raises:
+        HwnasError: one line naming the first few such items.
+    """
+    from hwnas.errors import HwnasError
+
+    found = foreign_items(out / "zoo")
+    if found:
+        raise HwnasError(
+            f"{out / 'zoo'} holds what hwnas did not write ({', '.join(found[:3])}"
+            f"{', ...' if len(found) > 3 else ''}), and the run's zoo would replace it: move "
+            "it, or give another --out"
+        )
+
+
 def remove_zoo(folder: Path) -> None:
     """Remove the zoo folder an earlier run left (a search run with ``--no-zoo`` writes none,
     and an earlier front's entries would read as this run's); a link goes, not its target; a
-    folder holding anything but zoo entries is left as it is (not hwnas's to delete)."""
-    from hwnas.zoo.read import is_entry
-
-    if not (folder.exists() or folder.is_symlink()):
+    file, or a folder holding anything but zoo entries, is left as it is (not hwnas's)."""
+    if foreign_items(folder) or not (folder.exists() or folder.is_symlink()):
         return
-    if not folder.is_symlink() and folder.is_dir():
-        if any(not (p.is_dir() and is_entry(p)) for p in folder.iterdir()):
-            return  # not (only) a zoo hwnas wrote: the user's files stay
     old = temporary(folder, "old")
     try:
         os.replace(folder, old)

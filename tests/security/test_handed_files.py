@@ -160,11 +160,31 @@ def test_no_zoo_leaves_no_earlier_zoo_and_follows_no_link(hwnas_home, tmp_path, 
     assert main([*args[:4], "6", *args[5:], "--no-zoo"]) == 0
     summary = json.loads((run / "summary.json").read_text())
     assert not (run / "zoo").exists() and summary["zoo_files"] == {}
-    (run / "zoo").mkdir()  # a folder of the user's own, not a zoo: never deleted
-    (run / "zoo" / "notes.txt").write_text("mine")
-    assert main([*args[:4], "6", *args[5:], "--no-zoo"]) == 0
-    assert (run / "zoo" / "notes.txt").read_text() == "mine"
-    shutil.rmtree(run / "zoo")
+    six = [*args[:4], "6", *args[5:]]  # the study holds 6 now
+    # what hwnas did not write is never deleted: a zoo with a note of the user's is left as it
+    # is by --no-zoo (and is not the run's: not recorded, not published), refused before a
+    # search that would replace it; a file named zoo likewise
+    assert main(six) == 0 and main([*six, "--no-zoo"]) == 0  # a zoo, then without
+    for mine in ("folder", "file"):
+        shutil.rmtree(run / "zoo", ignore_errors=True)
+        if mine == "folder":
+            assert main(six) == 0
+            (run / "zoo" / "notes.txt").write_text("mine")
+        else:
+            (run / "zoo").write_text("mine")
+        assert main([*six, "--no-zoo"]) == 0
+        summary = json.loads((run / "summary.json").read_text())
+        study = optuna.load_study(study_name="nz", storage=storage)
+        assert summary["zoo_files"] == {} and not [
+            k for k in study.user_attrs["artifacts"] if k.startswith("zoo/")
+        ]
+        kept = run / "zoo" / "notes.txt" if mine == "folder" else run / "zoo"
+        assert kept.read_text() == "mine"
+        capsys.readouterr()
+        assert main(six) == 2
+        assert "holds what hwnas did not write" in capsys.readouterr().err
+        assert kept.read_text() == "mine"
+    (run / "zoo").unlink()
     study = optuna.load_study(study_name="nz", storage=storage)
     assert not [k for k in study.user_attrs["artifacts"] if k.startswith("zoo/")]
     # a handed-over run folder whose zoo entry links outside
