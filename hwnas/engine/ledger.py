@@ -229,11 +229,11 @@ class StudyLedger:
         """Record that this worker is still scoring ``trial_id`` (RDB storages)."""
         self.storage.record_heartbeat(trial_id)
 
-    def silent(self, grace_s: float) -> list[int]:
-        """Ids of the study's RUNNING trials that never had a heartbeat and started over
-        ``grace_s`` seconds ago: their worker died before its first beat (or the trial came
-        with a database handed over). Optuna's stale check sees only trials that have beaten;
-        none here (a storage without heartbeats)."""
+    def silent(self) -> list[int]:
+        """Ids of the study's RUNNING trials that have never had a heartbeat (a live worker's
+        first beat comes a second into its claim; a worker that died before it, or a
+        database handed over, leaves such a claim: Optuna's stale check sees only trials that
+        have beaten). None here: a storage without heartbeats."""
         return []
 
     @property
@@ -285,14 +285,12 @@ class RdbLedger(StudyLedger):
         self._last_id = max(self._last_id, *(tr._trial_id for tr in fresh))
         return self._merge(fresh)
 
-    def silent(self, grace_s: float) -> list[int]:
+    def silent(self) -> list[int]:
         from optuna.trial import TrialState
         from sqlalchemy import select
 
         t = self._models.TrialModel.__table__
         b = self._models.TrialHeartbeatModel.__table__
-        cutoff = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        cutoff -= datetime.timedelta(seconds=grace_s)  # naive UTC, as the column
         query = (
             select(t.c.trial_id)
             .select_from(t.outerjoin(b, b.c.trial_id == t.c.trial_id))
@@ -300,7 +298,6 @@ class RdbLedger(StudyLedger):
                 t.c.study_id == self.study_id,
                 t.c.state == TrialState.RUNNING,
                 b.c.trial_id.is_(None),
-                t.c.datetime_start < cutoff,
             )
         )
         with self.storage.engine.connect() as conn:

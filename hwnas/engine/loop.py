@@ -383,9 +383,10 @@ FIRST_BEAT_S = 1.0
 """Seconds of scoring before a trial's first heartbeat (quick evaluations record none)."""
 
 GRACE_S = 180
-"""A RUNNING trial whose last heartbeat is older than this, or that started longer ago than
-this and never beat (its worker died before :data:`FIRST_BEAT_S`), is failed by any worker
-waiting on it (its worker died, on any machine), so its architecture can be claimed again."""
+"""A RUNNING trial whose last heartbeat is older than this (by the database's clock), or that
+a waiting worker has seen without any heartbeat for this long (by its own clock: its worker
+died before :data:`FIRST_BEAT_S`), is failed by that worker (its worker died, on any
+machine), so its architecture can be claimed again."""
 
 CREATE_ATTEMPTS = 6
 """Tries at opening a storage whose tables another worker is creating at the same moment."""
@@ -655,6 +656,9 @@ class _Loop:
     in_a_row: int = 0
     failed_archs: set[str] = field(default_factory=set)  # not proposed again by this run
     reseeded: bool = False
+    # RUNNING claims seen without a heartbeat -> when this worker first saw them so (its own
+    # monotonic clock: no other machine's clock is compared)
+    silent_since: dict[int, float] = field(default_factory=dict)
 
     @property
     def max_asks(self) -> int:
@@ -731,8 +735,7 @@ class _Loop:
             time.sleep(POLL_S)
             _fail_orphans(self.ledger)
             _fail_stale(self.shared)  # a worker that died on another machine
-            for dead in self.ledger.silent(GRACE_S):  # ... before its first heartbeat
-                self.ledger.fail(dead)
+            self._fail_silent()  # ... before its first heartbeat
             _feed(self.study, self.ledger.refresh())
             return False
         if isinstance(self.sampler, ProposalSampler) and not _proposals_left(self.sampler, state):
@@ -744,6 +747,20 @@ class _Loop:
             self.stopped = _exhausted(self.space, self.settings, scored, repeats)
             return None
         return True
+
+    def _fail_silent(self) -> None:
+        """Fail the RUNNING claims this worker has seen without a heartbeat for
+        :data:`GRACE_S` of its own time (a live worker's first beat comes after
+        :data:`FIRST_BEAT_S`): their worker died before it, on any machine, or the study was
+        handed over with them. Timed by this worker alone, so a claiming machine's clock set
+        behind cannot get a live claim failed."""
+        now = time.monotonic()
+        seen = self.ledger.silent()
+        self.silent_since = {i: self.silent_since.get(i, now) for i in seen}
+        for i, since in list(self.silent_since.items()):
+            if now - since >= GRACE_S:
+                self.ledger.fail(i)
+                del self.silent_since[i]
 
     def step(self) -> None:
         """Ask the sampler for one architecture, then claim, score and record it (or record
