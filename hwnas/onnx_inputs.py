@@ -202,16 +202,29 @@ def _index_bounds(model, names: set[str]) -> dict[str, int]:
     return bounds
 
 
+SHAPE_ONLY = frozenset({"Shape", "Size"})
+"""Operators whose output depends on their input's shape, not its values."""
+
+
 def _trip_count_inputs(model, names: set[str]) -> list[str]:
-    """The graph inputs that reach a ``Loop``'s trip count or its first condition (through
-    :data:`PASS_THROUGH` operators): their value, not their shape, sets how much work the
-    model does."""
+    """The integer and bool graph inputs whose values reach a ``Loop``'s trip count or first
+    condition, through any operators but :data:`SHAPE_ONLY` ones (an ``Add`` on the way
+    changes nothing): their value, which hwnas cannot know, sets how often the loop runs. A
+    float input's loop (a while loop on the data) is read as uncounted instead."""
+    from onnx import TensorProto
+
+    integer = {
+        i.name
+        for i in model.graph.input
+        if i.name in names and i.type.tensor_type.elem_type not in
+        (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+    }  # fmt: skip
     consumers: dict[str, list] = {}
     for node in model.graph.node:
         for i, name in enumerate(node.input):
             consumers.setdefault(name, []).append((node, i))
     found = []
-    for start in sorted(names):
+    for start in sorted(integer):
         seen, queue = {start}, deque([start])
         while queue and start not in found:
             name = queue.popleft()
@@ -219,11 +232,12 @@ def _trip_count_inputs(model, names: set[str]) -> list[str]:
                 if node.op_type == "Loop" and i in (0, 1):
                     found.append(start)
                     break
-                if node.op_type in PASS_THROUGH and i == 0:
-                    for out in node.output:
-                        if out and out not in seen:
-                            seen.add(out)
-                            queue.append(out)
+                if node.op_type in SHAPE_ONLY:
+                    continue
+                for out in node.output:
+                    if out and out not in seen:
+                        seen.add(out)
+                        queue.append(out)
     return found
 
 

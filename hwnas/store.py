@@ -83,6 +83,12 @@ _VALID_SQL = f"COALESCE(measurements.value > 0 AND measurements.value <= {MAX_VA
 text above every number, PostgreSQL's NaN above every other float, a NULL is not true)."""
 
 
+def batch_of(input_shape) -> int:
+    """The batch size of a first input of shape ``input_shape``: its first axis, or 1 for a
+    scalar (a model whose first input is a scalar has no batch axis)."""
+    return int(input_shape[0]) if len(input_shape) else 1
+
+
 def _shape_key(shape: tuple[int, ...]) -> str:
     return "x".join(str(int(d)) for d in shape)
 
@@ -267,7 +273,7 @@ class MeasurementStore:
         cur = self._execute(
             f"SELECT {_COLUMNS} FROM measurements WHERE device=? AND runtime=? AND metric=? "
             "AND model_hash=? AND batch_size=? AND input_shape=?",
-            (device, runtime, metric, model_hash, int(input_shape[0]), _shape_key(input_shape)),
+            (device, runtime, metric, model_hash, batch_of(input_shape), _shape_key(input_shape)),
         )
         row = cur.fetchone()
         return None if row is None else _to_measurement(row)

@@ -116,3 +116,25 @@ def test_a_model_that_fails_when_run_is_one_line(tmp_path, hwnas_home):
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0, r.stderr
     assert "ONNX Runtime failed on one inference: " in r.stderr
+
+
+def test_a_model_whose_first_input_is_a_scalar_is_measured(tmp_path, hwnas_home):
+    """A scalar first input has no batch axis: `hwnas measure` ended in IndexError (the store
+    keyed the measurement by the first input's first axis)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    graph = h.make_graph(
+        [h.make_node("Add", ["X", "s"], ["Y"])], "g",
+        [h.make_tensor_value_info("s", T.FLOAT, []),
+         h.make_tensor_value_info("X", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("Y", T.FLOAT, [1, 4])],
+    )  # fmt: skip
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "scalar_first.onnx"
+    onnx.save(model, str(path))
+    r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "1 measured" in r.stdout

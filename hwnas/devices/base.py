@@ -52,7 +52,10 @@ class Workload:
 
     @property
     def batch_size(self) -> int:
-        return int(self.input_shape[0])
+        """The first input's first axis (1 for a scalar first input)."""
+        from hwnas.store import batch_of
+
+        return batch_of(self.input_shape)
 
     def onnx_bytes(self) -> bytes:
         """The ONNX model.

@@ -310,8 +310,15 @@ def test_a_loop_whose_trip_count_is_an_input_is_refused_not_run_once(tmp_path, c
          h.make_node("Loop", ["m", "", "h0"], ["y"], body=_loop_body())], [x, n], [y],
         [W, nh.from_array(np.zeros((1, 16, 32), np.float32), "h0")],
     )  # fmt: skip
-    path = _save(model, tmp_path / "steps.onnx")
-    for device in ("pixel3", "cpu"):
+    steps = _save(model, tmp_path / "steps.onnx")
+    added = _model(  # through arithmetic too (an Add stopped the check)
+        [h.make_node("Add", ["steps", "zero"], ["m"]),
+         h.make_node("Loop", ["m", "", "h0"], ["y"], body=_loop_body())], [x, n], [y],
+        [W, nh.from_array(np.zeros((1, 16, 32), np.float32), "h0"),
+         nh.from_array(np.array(0, np.int64), "zero")],
+    )  # fmt: skip
+    for path, device in ((steps, "pixel3"), (steps, "cpu"),
+                         (_save(added, tmp_path / "added.onnx"), "cpu")):  # fmt: skip
         assert main(["predict", "--device", device, "--onnx", path]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err, err
