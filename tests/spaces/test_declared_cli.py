@@ -155,6 +155,12 @@ BAD = [
         ":6: stages[0].layer.groups: 3 groups must divide the space's channel_divisor (8)",
         None,
     ),
+    (  # ... nor the image's channels, where no stem comes first
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: {choices: [8, 16]}\n    layer: {block: mbconv, groups: 2}\n",
+        ":6: stages[0].layer.groups: 2 groups must divide the image's channels (3)",
+        None,
+    ),
     (  # YAML forbids a repeated key; PyYAML kept the last one without a word
         "name: x\nchannel_divisor: 8\nchannel_divisor: 16\n",
         ":3: invalid YAML: key 'channel_divisor' is given twice (first on line 2)",

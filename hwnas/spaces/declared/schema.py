@@ -563,21 +563,25 @@ def _values(v: Any) -> set:
     return {v}
 
 
-def _check_groups(spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader) -> None:
+def _check_groups(
+    spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, first: bool = False
+) -> None:
     """Grouped 1x1 convs need every width they see to split into the groups: the widths are
     multiples of the space's ``channel_divisor`` (stage widths) and of the block's ``divisor``
-    (hidden widths), so ``groups`` must divide both (5 groups of 8 channels ended in
-    PyTorch's traceback when a network was built)."""
+    (hidden widths), and the ``first`` layer takes the image's channels, so ``groups`` must
+    divide all of them (5 groups of 8 channels, or 2 of an RGB image's 3, ended in PyTorch's
+    traceback when a network was built)."""
+    image = sorted({shape[0] for _classes, shape in spec.datasets.values()}) if first else []
     for g in _values(layer.params.get("groups", 1)):
         if not isinstance(g, int) or g <= 1:
             continue
-        for name, d in (("the space's channel_divisor", spec.channel_divisor),
-                        ("the block's divisor", layer.params.get("divisor", 1))):  # fmt: skip
+        multiple = "every width is a multiple of it"
+        for name, d, why in (("the space's channel_divisor", spec.channel_divisor, multiple),
+                             ("the block's divisor", layer.params.get("divisor", 1), multiple),
+                             *(("the image's channels", c, "the first layer's input")
+                               for c in image)):  # fmt: skip
             if isinstance(d, int) and d % g:
-                raise r.fail(
-                    (*w, "groups"),
-                    f"{g} groups must divide {name} ({d}): every width is a multiple of it",
-                )
+                raise r.fail((*w, "groups"), f"{g} groups must divide {name} ({d}): {why}")
 
 
 def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
@@ -588,6 +592,7 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     groups += [(s.layers, ("stages", i, "layers"), True) for i, s in enumerate(spec.stages)]
     groups.append((spec.head, ("head",), False))
     fixed_input = None
+    seen_layer = False  # the first layer takes the image's channels
     for items, where, _in_stage in groups:
         for j, layer in enumerate(items):
             w = layer.origin or (*where, j)
@@ -605,7 +610,8 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                     problem = bt.check(values, _values(layer.stride))
                     if problem is not None:
                         raise r.fail((*w, problem[0]), problem[1])
-                _check_groups(spec, layer, w, r)
+                _check_groups(spec, layer, w, r, first=seen_layer is False)
+            seen_layer = True
     if fixed_input is not None and spec.resolution is not None:
         raise r.fail(
             ("resolution",),
