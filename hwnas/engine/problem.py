@@ -85,8 +85,13 @@ def open_problem(
 
     Raises:
         HwnasError: an hwnas home that cannot be written (when a default is used), an unusable
-            store or storage.
+            store or storage, a store given for a recorded device (which reads none).
     """
+    if store_path is not None and not device.stored_in_profiler:  # refused, not ignored
+        raise HwnasError(
+            f"--store: device '{device.name}' is a recorded table: nothing is measured or read "
+            "from a measurement store (leave --store out)"
+        )
     if storage is None or (store_path is None and device.stored_in_profiler):
         check_writable(hwnas_home(), "HWNAS_HOME")  # default studies.db / measurements.db
     store = (

@@ -73,6 +73,8 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "pixel3", "--strategy", "gdas", "--out", "{tmp}/afile/run"],
          "--out {tmp}/afile/run cannot be created: {tmp}/afile is a file"),
         (["search", "--device", "pixel3", "--budget", "-5"], "--budget must be at least 1"),
+        (["search", "--device", "pixel3", "--store", "{tmp}/afile"],  # read by nothing: said
+         "--store: device 'pixel3' is a recorded table"),
         (["search", "-d", "pixel3", "--strategy", "gdas", "--budget", "50"],
          "--budget applies to table search, not to supernet strategy 'gdas'"),
         (["search", "-d", "pixel3", "--strategy", "oneshot", "--budget", "50"],
