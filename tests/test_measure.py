@@ -138,3 +138,15 @@ def test_a_model_whose_first_input_is_a_scalar_is_measured(tmp_path, hwnas_home)
     r = hwnas_main("measure", "--device", "cpu-fast", "--onnx", str(path))
     assert r.returncode == 0, r.stderr
     assert "1 measured" in r.stdout
+
+
+def test_measure_reads_the_archs_csv_predict_reads(tmp_path, hwnas_home):
+    """`hwnas measure --archs` took one architecture per line only: the CSV with an `arch`
+    column that `hwnas predict --archs` reads (and pareto.csv) failed on its header."""
+    arch = ("|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|"
+            "nor_conv_3x3~2|")
+    path = tmp_path / "archs.csv"
+    path.write_text(f'arch,latency_ms\n"{arch}",1.0\n')
+    r = hwnas_main("measure", "--device", "pixel3", "--archs", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "1 read from a table" in r.stdout

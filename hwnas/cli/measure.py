@@ -23,7 +23,8 @@ from hwnas.spaces import space_option
     "archs_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="File with one architecture per line ('#' starts a comment).",
+    help="File with one architecture per line ('#' starts a comment), or a CSV with an arch "
+    "column (hwnas predict's --archs, pareto.csv).",
 )
 @click.option(
     "--onnx",
@@ -114,13 +115,27 @@ def _check_recorded(dev, workloads) -> None:
 
 
 def _read_archs(path: Path) -> list[str]:
+    """The architectures of an ``--archs`` file: one per line ('#' starts a comment), or the
+    ``arch`` column of a CSV whose header starts with it (what ``hwnas predict --archs``
+    reads, and ``pareto.csv``).
+
+    Raises:
+        HwnasError: unreadable, or no architecture in it.
+    """
+    import csv
+    import io
+
     from hwnas.errors import HwnasError
 
     try:
-        lines = read_bounded_text(path).splitlines()
+        text = read_bounded_text(path)
     except OSError as exc:
         raise HwnasError(f"cannot read --archs file {path}: {exc.strerror}") from None
-    archs = [line.split("#", 1)[0].strip() for line in lines]
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if first == "arch" or first.startswith("arch,"):  # a CSV with an arch column
+        archs = [(row.get("arch") or "").strip() for row in csv.DictReader(io.StringIO(text))]
+    else:
+        archs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     archs = [a for a in archs if a]
     if not archs:
         raise HwnasError(f"--archs file {path} lists no architecture")
