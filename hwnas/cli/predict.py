@@ -95,7 +95,8 @@ from hwnas.spaces import space_option
 def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_texts, archs, out,
                 predictor, kernel_budget, dims, store):  # fmt: skip
     """Predict latency (or energy) of models on a device: ONNX files, architectures, or every
-    row of ARCHS.csv, with a standard deviation and a 90% interval.
+    row of ARCHS.csv, with a standard deviation (and, from the kernel-level predictor, a
+    90% interval).
 
     ONNX models on a live ONNX Runtime device (cpu): the kernel-level predictor times the
     kernels ONNX Runtime runs for them (each once per device, kept in the store) and sums

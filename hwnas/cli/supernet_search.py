@@ -42,7 +42,7 @@ def supernet_options(f):
             default=default_of(SupernetSettings, "epochs"),
             callback=_low("--epochs", 1, "at least 1"),
             show_default=True,
-            help="Supernet training epochs.",
+            help="Supernet training epochs (--train-zoo: the recipe's unless given).",
         ),
         click.option(
             "--latency-target",
@@ -67,7 +67,8 @@ def supernet_options(f):
             type=int,
             default=default_of(SupernetSettings, "batch_size"),
             show_default=True,
-            help="Supernet strategies and --train-zoo: training mini-batch size.",
+            help="Supernet strategies: training mini-batch size (--train-zoo: the recipe's "
+            "unless given).",
         ),
         click.option(
             "--finetune-epochs",

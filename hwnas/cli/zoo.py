@@ -19,7 +19,7 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
     absolute, starts with ``.`` or ``~`` or lies in an existing folder); else a run (``latest``, a
     study name, a unique prefix, a word naming one run: :func:`hwnas.cli.runs.find_run`) whose
     zoo it is, or with ``entry``, ``RUN/PREFIX`` or ``PREFIX`` (the latest run's zoo) for
-    the entry whose folder name starts with PREFIX (``latest/00``, ``03``).
+    the entry whose folder name starts with PREFIX (``latest/01``, ``03``).
 
     Raises:
         HwnasError: nothing, or more than one entry, matches.
@@ -192,7 +192,7 @@ def list_cmd(path, storage, as_json):
 def show_cmd(ref, storage, as_json):
     """Show one zoo entry: architecture, accuracy and latencies with their sources, weights,
     preprocessing, input and output, and its files. ENTRY is the entry's folder, or RUN/PREFIX
-    (`latest/00`, a study name or a unique part of one, then the start of the entry's folder
+    (`latest/01`, a study name or a unique part of one, then the start of the entry's folder
     name), or PREFIX alone for the latest run's zoo."""
     from hwnas.cli.render import Console, print_json, text_line
     from hwnas.errors import HwnasError

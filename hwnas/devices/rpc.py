@@ -142,8 +142,11 @@ class RpcDevice(LiveDevice):
     def link_status(self) -> tuple[bool, str]:
         if not self.tracker or not self.key:
             return False, (
-                f"device '{self.profile['name']}' needs --tracker HOST:PORT and --key KEY "
-                "(the board runs `python -m tvm.exec.rpc_server --tracker HOST:PORT --key KEY`)"
+                f"device '{self.profile['name']}' needs a tracker and a key: --tracker "
+                "HOST:PORT --key KEY (hwnas measure, refset measure, devices check), or, to "
+                "search it, a profile of your own with rpc: {tracker: HOST:PORT, key: KEY} "
+                "(docs/devices.md); the board runs `python -m tvm.exec.rpc_server --tracker "
+                "HOST:PORT --key KEY`"
             )
         try:
             host, port = parse_tracker(self.tracker)

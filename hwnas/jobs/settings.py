@@ -95,7 +95,7 @@ def refuse_processes(strategy: str, nproc: int | None) -> None:
             raise SystemExit(EXIT_USAGE)  # rank 0 says it, once
         raise HwnasError(
             f"--nproc and torchrun train supernets; table strategy '{strategy}' runs in one "
-            "process (for more, start several workers on one study: README 'Several workers')"
+            "process (for more, start several workers on one study: docs/workers.md)"
         )
 
 

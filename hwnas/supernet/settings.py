@@ -547,12 +547,23 @@ def help_text() -> str:
             continue
         who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
         shown = [
-            f"{s.key} ({s.default!r}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"
+            f"{s.key} ({_default(s)}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"
             for s in own
         ]
         parts.append(f"{who}: " + ", ".join(shown))
-    parts.append("Job: " + ", ".join(f"{s.key} ({s.default!r})" for s in JOB_SETTINGS))
+    parts.append("Job: " + ", ".join(f"{s.key} ({_default(s)})" for s in JOB_SETTINGS))
     return "; ".join(parts) + "."
+
+
+def _default(s: Setting) -> str:
+    """A default as ``--help`` shows it: what 0 or '' means where its help says
+    (``image_size (0: the space's default)``), else the value."""
+    help_text = s.help.lower()
+    if s.default == "" and "default:" in help_text:
+        return "'': " + help_text.split("default:", 1)[1].strip(" )")
+    if s.default == 0 and not isinstance(s.default, bool) and "(0: " in help_text:
+        return "0: " + help_text.split("(0: ", 1)[1].split(")", 1)[0]
+    return repr(s.default)
 
 
 def _show(value: Any) -> str:

@@ -127,7 +127,7 @@ def test_unknown_key_names_the_registered_ones(tracker):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--key", "b"], "needs --tracker HOST:PORT and --key KEY"),
+        (["--key", "b"], "needs a tracker and a key: --tracker HOST:PORT --key KEY"),
         (["--tracker", "nohostport", "--key", "b"], "--tracker must be HOST:PORT"),
         (["--tracker", "127.0.0.1:{dead}", "--key", "b"], "is unreachable (Connection refused)"),
         (["--tracker", "127.0.0.1:{dead}", "--key", "b", "--target", "llvm -mcpu=x"],
