@@ -40,7 +40,6 @@ def supernet_options(f):
             "--epochs",
             type=int,
             default=default_of(SupernetSettings, "epochs"),
-            callback=_low("--epochs", 1, "at least 1"),
             show_default=True,
             help="Supernet training epochs (--train-zoo: the recipe's unless given).",
         ),
