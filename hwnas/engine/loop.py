@@ -430,18 +430,29 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # set_metric_names is experimental
             study.set_metric_names(["accuracy_pct", directions_metric])
-    elif _identity(saved) != _identity(mine):
-        theirs, ours = _identity(saved), _identity(mine)
-        differ = ", ".join(
-            f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here"
-            for k in sorted(set(theirs) | set(ours))
-            if theirs.get(k) != ours.get(k)
-        )
-        raise HwnasError(
-            f"study '{settings.study}' in this storage was made by a different search "
-            f"({differ}); pick another --study name"
-        )
+    else:
+        _refuse_another_search(settings, saved, mine)
     return study
+
+
+def _refuse_another_search(settings: SearchSettings, saved: Any, mine: dict[str, Any]) -> None:
+    """Refuse a study whose recorded settings (``saved``) are another search's.
+
+    Raises:
+        HwnasError: one line naming every setting that differs.
+    """
+    theirs, ours = _identity(saved if isinstance(saved, dict) else {}), _identity(mine)
+    if theirs == ours:
+        return
+    differ = ", ".join(
+        f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here"
+        for k in sorted(set(theirs) | set(ours))
+        if theirs.get(k) != ours.get(k)
+    )
+    raise HwnasError(
+        f"study '{settings.study}' in this storage was made by a different search "
+        f"({differ}); pick another --study name"
+    )
 
 
 NOT_IDENTITY = ("budget", "seed")
@@ -505,11 +516,12 @@ def check_budget(ledger: StudyLedger, settings: SearchSettings) -> None:
 
 
 def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
-    """:func:`check_budget` on the study as stored, before the search starts (a search refused
-    for its budget is refused before its progress is shown, in one line).
+    """:func:`check_budget` on the study as stored, and that it is this search's, before the
+    search starts (a search refused for either is refused before its progress is shown, in
+    one line).
 
     Raises:
-        HwnasError: as :func:`check_budget`.
+        HwnasError: as :func:`check_budget`; a study another search made.
     """
     import optuna
 
@@ -517,6 +529,11 @@ def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
         study = optuna.load_study(study_name=settings.study, storage=storage)
     except KeyError:  # a new study
         return
+    saved = study.user_attrs.get("settings")
+    if saved is not None:  # another search's study: refused before progress is shown too
+        _refuse_another_search(
+            settings, saved, {k: v for k, v in settings.as_dict().items() if k != "budget"}
+        )
     ledger = study_ledger(study, settings.study)
     ledger.load()
     check_budget(ledger, settings)

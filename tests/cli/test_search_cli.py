@@ -183,3 +183,16 @@ def test_killed_search_resumes_without_measuring_twice(tmp_path, hwnas_home):
         assert row["latency_ms_precision_met"] == ("true" if ci and float(ci) <= 1.0 else "false")
     missed = any(row["latency_ms_precision_met"] == "false" for row in rows)
     assert missed == ("missed the device profile's precision target" in r.stdout)
+
+
+def test_another_searchs_study_is_refused_before_any_progress(tmp_path, hwnas_home):
+    """`--study w1` of another strategy printed "search pixel3: 0/30 trials (0%), done" and
+    only then the refusal: one line, before any progress, now."""
+    args = ["search", "--device", "pixel3", "--study", "w1", "--no-zoo", "--out"]
+    assert hwnas_main(*args, str(tmp_path / "a"), "--budget", "5").returncode == 0
+    r = hwnas_main(*args, str(tmp_path / "b"), "--budget", "30", "--strategy", "tpe")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: study 'w1' in this storage was made by a different search (strategy 'frontier' "
+        "there, 'tpe' here); pick another --study name"
+    ]
