@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 from collections.abc import Iterator
 from functools import lru_cache
@@ -59,6 +60,49 @@ def profile_folders() -> list[Path]:
     return folders
 
 
+COMPILER = re.compile(r"([A-Za-z0-9_.+]+-)*(g\+\+|gcc|c\+\+|cc|clang\+\+|clang)(-[0-9.]+)?")
+"""What a profile's ``tvm.cc`` may be: the name of a C/C++ compiler on ``PATH``
+(``aarch64-linux-gnu-g++``, ``clang++-17``), never a path."""
+
+
+def check_native_keys(profile: dict) -> None:
+    """Refuse the keys of a profile file that would run a program or write outside hwnas's
+    folders: ``tvm.cc`` (the linker TVM runs on every build) must name a C/C++ compiler on
+    ``PATH``, not a path (a profile handed over could name its own script), and
+    ``tvm.cache_dir`` (where compiled models are written, then loaded as native code) must lie
+    in the hwnas home. (Passed from Python as ``get_device(..., overrides=...)``, they are the
+    caller's own and not checked.)
+
+    Raises:
+        HwnasError: one line naming the key and what it may be.
+    """
+    from hwnas.paths import hwnas_home
+
+    tvm = profile.get("tvm")
+    if tvm is None:
+        return
+    if not isinstance(tvm, dict):
+        raise HwnasError(f"tvm: must be a mapping of TVM settings, got {tvm!r}")
+    cc = tvm.get("cc")
+    if cc is not None and not (isinstance(cc, str) and COMPILER.fullmatch(cc)):
+        raise HwnasError(
+            f"tvm.cc {cc!r}: must be the name of a C/C++ compiler on PATH (gcc, g++, clang, "
+            "aarch64-linux-gnu-g++, ...), not a path: a profile cannot name a program to run"
+        )
+    cache = tvm.get("cache_dir")
+    if cache is not None:
+        home = hwnas_home().resolve()
+        try:
+            inside = Path(os.path.expanduser(str(cache))).resolve().is_relative_to(home)
+        except (OSError, ValueError):
+            inside = False
+        if not inside:
+            raise HwnasError(
+                f"tvm.cache_dir {cache!r}: must lie in the hwnas home ({home}): compiled "
+                "models found there are loaded as native code"
+            )
+
+
 @lru_cache(maxsize=8)
 def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
     """(profiles by name, broken profile file -> one-line reason). A broken file is skipped
@@ -78,6 +122,7 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
                 continue
             try:  # the name becomes folder and file names (locks, caches, projects)
                 safe_name(profile["name"], "name")
+                check_native_keys(profile)
             except HwnasError as exc:
                 problems[path] = str(exc)
                 continue

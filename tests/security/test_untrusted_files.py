@@ -288,3 +288,36 @@ def test_no_child_process_imports_code_from_the_working_folder(hwnas_home, tmp_p
         assert r.returncode == 0, r.stderr
         assert (folder / "run" / "pareto.png").is_file()
     assert not marker.exists(), marker.read_text()
+
+
+@pytest.mark.parametrize(
+    ("tvm", "message"),
+    [("cc: /tmp/their/evil.sh", "tvm.cc '/tmp/their/evil.sh': must be the name of a C/C++ "
+      "compiler on PATH"),
+     ("cache_dir: /tmp/their/cache", "tvm.cache_dir '/tmp/their/cache': must lie in the hwnas "
+      "home")],
+    ids=["cc", "cache_dir"],
+)
+def test_a_profile_cannot_name_a_program_to_run_or_a_cache_to_load(hwnas_home, tvm, message):
+    """A device profile's `tvm.cc` is the linker TVM runs on every build: a handed profile
+    naming its own script ran it (`hwnas devices check` printed "ok"); its `tvm.cache_dir`
+    put compiled models, loaded as native code, in a folder of the sender's choosing. Such a
+    profile is listed as broken; a compiler's name (`aarch64-linux-gnu-g++`) is still fine."""
+    import json
+
+    from helpers import hwnas_main
+
+    folder = hwnas_home / "devices"
+    (folder / "evil.yaml").write_text(
+        f"name: evil\nkind: local\nclass: cpu\nruntime: tvm\ntarget: host\ntvm: {{{tvm}}}\n"
+    )
+    (folder / "cross.yaml").write_text(
+        "name: cross\nkind: local\nclass: cpu\nruntime: tvm\ntarget: host\n"
+        "tvm: {cc: aarch64-linux-gnu-g++}\n"
+    )
+    r = hwnas_main("devices", "--json")
+    listed = json.loads(r.stdout)
+    assert any(message in why for why in listed["broken_profiles"].values()), listed
+    assert "cross" in {d["device"] for d in listed["devices"]}
+    r = hwnas_main("devices", "check", "evil")
+    assert r.returncode == 2 and message in r.stderr
