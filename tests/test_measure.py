@@ -150,3 +150,23 @@ def test_measure_reads_the_archs_csv_predict_reads(tmp_path, hwnas_home):
     r = hwnas_main("measure", "--device", "pixel3", "--archs", str(path))
     assert r.returncode == 0, r.stderr
     assert "1 read from a table" in r.stdout
+
+
+def test_a_profile_with_more_threads_does_not_reuse_one_threads_values(tmp_path, hwnas_home):
+    """The ONNX Runtime part of the store key was "ort" whatever the thread count: a profile
+    of the CPU with `threads: 2` reported the 1-thread latency measured before as its own."""
+    from hwnas.runtimes.onnxruntime import OnnxRuntime
+
+    assert OnnxRuntime(threads=1).key == "ort" and OnnxRuntime(threads=2).key == "ort:t2"
+    profile = (hwnas_home / "devices" / "cpu-fast.yaml").read_text()
+    arch = "|nor_conv_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|none~0|none~1|avg_pool_3x3~2|"
+    store = str(tmp_path / "m.db")
+    # the store keys by device name too: the same device's profile, re-threaded, is the case
+    assert hwnas_main("measure", "-d", "cpu-fast", "--store", store, "--arch", arch).returncode == 0
+    (hwnas_home / "devices" / "cpu-fast.yaml").write_text(profile.replace("threads: 1",
+                                                                          "threads: 2"))
+    from hwnas.devices import reload_profiles
+
+    reload_profiles()
+    r = hwnas_main("measure", "-d", "cpu-fast", "--store", store, "--arch", arch)
+    assert r.returncode == 0 and "1 measured, 0 from the store" in r.stdout, r.stdout

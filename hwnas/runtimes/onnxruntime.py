@@ -98,11 +98,14 @@ class OnnxRuntime(Runtime):
 
     @property
     def key(self) -> str:
-        """Store key: "ort" on the CPU provider (as before), "ort:cuda" on CUDA."""
+        """Store key: "ort" on the CPU provider (as before), "ort:cuda" on CUDA, with
+        ":t<N>" for N intra-op threads other than 1 (a 2-thread latency is not a 1-thread
+        one: a profile with `threads: 2` reused the 1-thread values)."""
+        threads = "" if int(self.threads) == 1 else f":t{int(self.threads)}"
         if self.provider == "CPUExecutionProvider":
-            return "ort"
+            return f"ort{threads}"
         short = {v: k for k, v in PROVIDERS.items()}.get(self.provider, self.provider)
-        return f"ort:{short}"
+        return f"ort:{short}{threads}"
 
     def status(self) -> tuple[bool, str]:
         """(the provider is installed, one line saying which or what to install)."""
