@@ -107,8 +107,9 @@ def run_isolated(
     Raises:
         NativeCrashError: the child died from a signal (SIGSEGV, SIGABRT...) or exited without
             a result; the message names the step, the signal, the library versions and the log.
-        HwnasError: raised by ``target`` (re-raised here as it was).
-        IsolatedStepError: ``target`` raised something that cannot be sent back as itself.
+        HwnasError: raised by ``target`` (re-raised here as it was); any other exception of
+            ``target`` (a library's own: TVM's RuntimeError) as a :class:`NativeCrashError`
+            naming its type and first line.
     """
     if log is None:
         fd, name = tempfile.mkstemp(prefix="hwnas-step-", suffix=".log")
@@ -148,11 +149,19 @@ def run_isolated(
             how = how or f"exited with status {code} and no result"
             raise NativeCrashError(f"{what} {how}{versions}; log: {log}{hint}")
         ok, value = pickle.loads(reply.read_bytes())
-    if not keep_log:
-        log.unlink(missing_ok=True)
-    if ok:
-        return value
-    raise value
+    if ok or isinstance(value, HwnasError):
+        if not keep_log:
+            log.unlink(missing_ok=True)
+        if ok:
+            return value
+        raise value
+    # the library's own exception (TVM's RuntimeError, InternalError): one line naming the
+    # step, a failed candidate in a search, with the log kept
+    text = str(value).strip()
+    first = text.splitlines()[0] if text else ""
+    raise NativeCrashError(
+        f"{what} failed: {type(value).__name__}: {first[:300]}{versions}; log: {log}{hint}"
+    )
 
 
 def _main(request: str, reply: str) -> int:

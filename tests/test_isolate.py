@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hwnas.errors import HwnasError, NativeCrashError
-from hwnas.isolate import IsolatedStepError, run_isolated
+from hwnas.isolate import run_isolated
 
 STEPS = """
 import ctypes, os, sys
@@ -29,6 +29,10 @@ class Odd(Exception):
 
 def odd():
     raise Odd(1, 2)
+
+def library_error():
+    raise RuntimeError("Library binary was created using {cuda} but a loader of that name is "
+                       "not registered\\nstack trace ...")
 
 def quiet_exit():
     sys.stdout.flush()
@@ -72,8 +76,15 @@ def test_errors_raised_by_the_step_come_back_as_themselves(steps):
     with pytest.raises(HwnasError, match="^bad model$") as info:
         run_isolated("steps_mod:refuse", "bad model", what="step")
     assert not isinstance(info.value, NativeCrashError)
-    with pytest.raises(IsolatedStepError, match="Odd: 1/2"):
+    # a library's own exception (TVM's RuntimeError: a traceback from `devices check`, and a
+    # search stopped) is one line naming the step, a failed candidate in a search
+    with pytest.raises(NativeCrashError, match="IsolatedStepError: Odd: 1/2"):
         run_isolated("steps_mod:odd", what="step")
+    with pytest.raises(NativeCrashError) as info:
+        run_isolated("steps_mod:library_error", what="TVM build of model x")
+    message = str(info.value)
+    assert message.startswith("TVM build of model x failed: RuntimeError: Library binary")
+    assert "\n" not in message and "log: " in message
 
 
 def test_log_of_a_successful_step_is_removed_unless_kept(steps):

@@ -607,7 +607,13 @@ class TvmRuntime(Runtime):
         fed = feeds(inputs)
         kind = self.spec["kind"]
         if self.rpc is None:
-            lib = tvm.runtime.load_module(str(path))
+            try:
+                lib = tvm.runtime.load_module(str(path))
+            except Exception as exc:  # a library built for a loader this process lacks (cuda)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise CandidateError(
+                    f"TVM cannot load the compiled model {path} for {self.key}: {first[:300]}"
+                ) from None
             dev = tvm.cuda(0) if kind == "cuda" else tvm.cpu(0)
             if kind != "cuda":
                 tvm.get_global_func("runtime.config_threadpool")(0, self.threads)
