@@ -3,6 +3,9 @@ process (a real SIGSEGV) becomes a one-line NativeCrashError naming the signal a
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from hwnas.errors import HwnasError, NativeCrashError
@@ -33,6 +36,11 @@ def odd():
 def library_error():
     raise RuntimeError("Library binary was created using {cuda} but a loader of that name is "
                        "not registered\\nstack trace ...")
+
+def sleep_long(path):
+    import time
+    open(path, "w").write(str(os.getpid()))
+    time.sleep(60)
 
 def quiet_exit():
     sys.stdout.flush()
@@ -93,3 +101,33 @@ def test_log_of_a_successful_step_is_removed_unless_kept(steps):
     assert not log.exists()
     run_isolated("steps_mod:add", 1, 1, what="adding", log=log, keep_log=True)
     assert "child output goes to the log" in log.read_text()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_step_dies_with_its_killed_parent(steps):
+    """A search killed during a TVM build left the build child running for minutes (under
+    PID 1, at full CPU), disturbing the resumed search's timings."""
+    import signal
+    import subprocess
+    import time
+
+    pidfile = steps / "child.pid"
+    code = ("from hwnas.isolate import run_isolated; "
+            f"run_isolated('steps_mod:sleep_long', {str(pidfile)!r}, what='x')")  # fmt: skip
+    parent = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.1)
+    child = int(pidfile.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the step outlived its parent")
