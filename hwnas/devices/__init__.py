@@ -60,29 +60,51 @@ def profile_folders() -> list[Path]:
     return folders
 
 
+SECTION_KEYS = {
+    "tvm": ("trials_per_task", "cc", "cache_dir"),
+    "ort": ("provider",),
+    "rpc": ("tracker", "key", "session_timeout"),
+}
+"""The keys a profile's ``tvm:``, ``ort:`` and ``rpc:`` sections may have (what the live
+devices read: :meth:`hwnas.devices.live.LiveDevice.runtime_options`, :mod:`hwnas.devices.rpc`)."""
+
 COMPILER = re.compile(r"([A-Za-z0-9_.+]+-)*(g\+\+|gcc|c\+\+|cc|clang\+\+|clang)(-[0-9.]+)?")
 """What a profile's ``tvm.cc`` may be: the name of a C/C++ compiler on ``PATH``
 (``aarch64-linux-gnu-g++``, ``clang++-17``), never a path."""
 
 
 def check_native_keys(profile: dict) -> None:
-    """Refuse the keys of a profile file that would run a program or write outside hwnas's
-    folders: ``tvm.cc`` (the linker TVM runs on every build) must name a C/C++ compiler on
-    ``PATH``, not a path (a profile handed over could name its own script), and
-    ``tvm.cache_dir`` (where compiled models are written, then loaded as native code) must lie
-    in the hwnas home. (Passed from Python as ``get_device(..., overrides=...)``, they are the
-    caller's own and not checked.)
+    """Refuse a misspelt key of a profile file's ``tvm:``, ``ort:`` or ``rpc:`` section (a
+    ``trails_per_task`` tuned 16 trials a workload without a word), and the keys that would
+    run a program or write outside hwnas's folders: ``tvm.cc`` (the linker TVM runs on every
+    build) must name a C/C++ compiler on ``PATH``, not a path (a profile handed over could
+    name its own script), and ``tvm.cache_dir`` (where compiled models are written, then
+    loaded as native code) must lie in the hwnas home. (Passed from Python as
+    ``get_device(..., overrides=...)``, they are the caller's own and not checked.)
 
     Raises:
         HwnasError: one line naming the key and what it may be.
     """
+    import difflib
+
     from hwnas.paths import hwnas_home
 
+    for section, known in SECTION_KEYS.items():  # a misspelt key was ignored silently
+        value = profile.get(section)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise HwnasError(f"{section}: must be a mapping ({', '.join(known)}), got {value!r}")
+        for key in value:
+            if key not in known:
+                near = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"; did you mean {near[0]}?" if near else ""
+                raise HwnasError(
+                    f"{section}.{key}: unknown key{hint} (known: {', '.join(known)})"
+                )
     tvm = profile.get("tvm")
     if tvm is None:
         return
-    if not isinstance(tvm, dict):
-        raise HwnasError(f"tvm: must be a mapping of TVM settings, got {tvm!r}")
     cc = tvm.get("cc")
     if cc is not None and not (isinstance(cc, str) and COMPILER.fullmatch(cc)):
         raise HwnasError(

@@ -295,8 +295,9 @@ def test_no_child_process_imports_code_from_the_working_folder(hwnas_home, tmp_p
     [("cc: /tmp/their/evil.sh", "tvm.cc '/tmp/their/evil.sh': must be the name of a C/C++ "
       "compiler on PATH"),
      ("cache_dir: /tmp/their/cache", "tvm.cache_dir '/tmp/their/cache': must lie in the hwnas "
-      "home")],
-    ids=["cc", "cache_dir"],
+      "home"),
+     ("trails_per_task: 0", "tvm.trails_per_task: unknown key; did you mean trials_per_task?")],
+    ids=["cc", "cache_dir", "misspelt"],
 )
 def test_a_profile_cannot_name_a_program_to_run_or_a_cache_to_load(hwnas_home, tvm, message):
     """A device profile's `tvm.cc` is the linker TVM runs on every build: a handed profile
