@@ -92,7 +92,7 @@ class NoisyMeasurementError(CandidateError):
     """Every attempt to measure a workload was flagged (CV above the device's ``max_cv``)."""
 
     def __init__(self, m: Measurement, attempts: int, max_cv: float | None):
-        limit = f" > {max_cv:.0%}" if max_cv is not None else ""
+        limit = f" > {100 * max_cv:.3g}%" if max_cv is not None else ""  # 0.2%, not 0%
         super().__init__(
             f"{m.metric} of {m.label} on '{m.device}' is too noisy to use: CV {m.cv:.1%}{limit} "
             f"after {attempts} attempt(s); it is stored flagged and measured again next time "

@@ -69,6 +69,8 @@ def test_always_noisy_raises_and_is_measured_again_next_time(tmp_path):
         m = Profiler(device, store).measure(WORKLOAD)  # a resumed run measures it again
         assert not m.flagged and device.calls == 3
         assert not store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).flagged
+    limit = NoisyMeasurementError(stored, 2, 0.002)  # a 0.2% limit read "0%"
+    assert "CV 30.0% > 0.2% after 2 attempt(s)" in str(limit)
 
 
 def test_allow_flagged_returns_it(tmp_path):

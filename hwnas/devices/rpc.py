@@ -31,7 +31,7 @@ def parse_tracker(text: str) -> tuple[str, int]:
         HwnasError: not HOST:PORT with an integer port.
     """
     host, sep, port = str(text).rpartition(":")
-    if not sep or not host or not port.isdigit():
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise HwnasError(f"--tracker must be HOST:PORT (e.g. 127.0.0.1:9190), got '{text}'")
     return host, int(port)
 

@@ -129,6 +129,7 @@ def test_unknown_key_names_the_registered_ones(tracker):
     [
         (["--key", "b"], "needs a tracker and a key: --tracker HOST:PORT --key KEY"),
         (["--tracker", "nohostport", "--key", "b"], "--tracker must be HOST:PORT"),
+        (["--tracker", "127.0.0.1:99999", "--key", "b"], "--tracker must be HOST:PORT"),
         (["--tracker", "127.0.0.1:{dead}", "--key", "b"], "is unreachable (Connection refused)"),
         (["--tracker", "127.0.0.1:{dead}", "--key", "b", "--target", "llvm -mcpu=x"],
          "--target must be host, cuda or a TVM JSON target"),
