@@ -83,6 +83,37 @@ class SearchRun:
         return entry_folders(folder) if folder.is_dir() else []
 
 
+def _typed_args(device: Any, storage: Any, zoo: Any, options: dict[str, Any]) -> None:
+    """Refuse, in one line naming the argument, the types the CLI's parser would have refused
+    (a ``TypeError`` deep inside, or a ``zoo="no"`` taken as true, otherwise).
+
+    Raises:
+        HwnasError: a wrong type.
+    """
+    import os
+
+    if not isinstance(device, str):
+        raise HwnasError(f"device must be a device's name (a string), got {device!r}")
+    if storage is not None and not isinstance(storage, str):
+        hint = (
+            f" (a SQLite file is sqlite:///{os.fspath(storage)})"
+            if isinstance(storage, os.PathLike) else ""
+        )  # fmt: skip
+        raise HwnasError(f"storage must be an Optuna storage URL, got {storage!r}{hint}")
+    if not isinstance(zoo, bool):
+        raise HwnasError(f"zoo must be True or False, got {zoo!r}")
+    for name in ("dataset", "objective", "strategy", "study", "runtime"):
+        value = options.get(name)
+        if value is not None and not isinstance(value, str):
+            raise HwnasError(f"{name} must be a string, got {value!r}")
+    predictor = options.get("predictor")
+    if predictor is not None and not isinstance(predictor, (str, os.PathLike)):
+        raise HwnasError(f"predictor must be an artifact's name or folder, got {predictor!r}")
+    budget = options.get("measurement_budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+        raise HwnasError(f"measurement_budget must be an integer, got {budget!r}")
+
+
 @keyword_terms(*OPTIONS)
 def search(
     device: str,
@@ -130,6 +161,7 @@ def search(
     path_arg("out", out)
     path_arg("store", store, "a path or a URL")
     path_arg("artifact_dir", artifact_dir)
+    _typed_args(device, storage, zoo, options)
     for name in options:
         if name not in OPTIONS:
             import inspect

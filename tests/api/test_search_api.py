@@ -110,6 +110,12 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
         ({"strategy": "darts", "batch_size": None}, "batch_size must be an integer, got None"),
         ({"strategy": "darts", "data": 5}, "data must be 'digits' or a folder's path, got 5"),
         ({"study": 5}, "study must be a string, got 5"),
+        # types that reached a TypeError deep inside, or were taken for something else
+        ({"dataset": 5}, "dataset must be a string, got 5"),
+        ({"measurement_budget": "x"}, "measurement_budget must be an integer, got 'x'"),
+        ({"measurement_budget": 5.5}, "measurement_budget must be an integer, got 5.5"),
+        ({"predictor": 5}, "predictor must be an artifact's name or folder, got 5"),
+        ({"zoo": "no"}, "zoo must be True or False, got 'no'"),
         (
             {"strategy": "darts", "predictor": "meta"},
             'use settings={"cost": "predicted"} settings={"predictor": "NAME"}',
@@ -191,3 +197,14 @@ def test_an_accuracy_function_that_takes_data_without_data_stops_before_any_work
     assert result.returncode == 2 and len(errors) == 1, result.stderr
     assert "accuracy takes (model, arch, data): give the data" in errors[0]
     assert not store.exists() and not (tmp_path / "run").exists()
+
+
+def test_a_device_or_storage_given_as_a_path_is_named_as_such(tmp_path):
+    """`device=Path("pixel3")` said "unknown device 'pixel3'; did you mean pixel3 ...";
+    `storage=Path(...)` said the URL could not be parsed."""
+    from pathlib import Path
+
+    with pytest.raises(hwnas.HwnasError, match="device must be a device's name"):
+        hwnas.search(device=Path("pixel3"), budget=3)
+    with pytest.raises(hwnas.HwnasError, match=r"a SQLite file is sqlite:///"):
+        hwnas.search(device="pixel3", budget=3, storage=tmp_path / "s.db")
