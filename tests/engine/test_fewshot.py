@@ -68,11 +68,9 @@ def test_a_recorded_device_searched_as_new_hands_strategies_no_table_costs(tmp_p
 
     settings = SearchSettings(space="nasbench201", device="eyeriss", strategy="surrogate")
     storage = f"sqlite:///{tmp_path / 'studies.db'}"
-    job = prepare(settings, storage, tmp_path / "m.db", measurement_budget=14)
+    job = prepare(settings, storage, None, measurement_budget=14)  # a table: no store read
     assert job.fewshot is not None and job.costs.cost is None and job.costs.latency is None
-    measured = prepare(
-        SearchSettings(space="nasbench201", device="eyeriss"), storage, tmp_path / "m.db"
-    )
+    measured = prepare(SearchSettings(space="nasbench201", device="eyeriss"), storage, None)
     assert measured.fewshot is None and measured.costs.cost is not None
 
 
