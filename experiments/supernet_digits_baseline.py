@@ -90,7 +90,7 @@ def main() -> None:
             latency_target=base_lat,
             options={"channels": 8, "cells": 1, "finetune_lr": args.finetune_lr},
         )
-        job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}", store_path=tmp / "m.db")
+        job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}")  # recorded devices: no store
         _, summary = search(job, tmp / s.study, zoo=False)
         b = summary["best"]
         torch.manual_seed(seed)

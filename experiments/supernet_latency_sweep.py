@@ -69,7 +69,7 @@ def run_one(args, tmp: Path, strategy, space, device, **hw) -> dict:
         options=options,
         **hw,
     )
-    job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}", store_path=tmp / "m.db")
+    job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}")  # recorded devices: no store
     _, summary = search(job, tmp / s.study, zoo=False)
     return summary
 

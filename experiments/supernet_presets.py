@@ -48,7 +48,7 @@ def run_one(tmp: Path, strategy: str, preset: str, seed: int, epochs: int, finet
         options={"preset": preset},
         study=f"{strategy}-{preset}-e{epochs}-seed{seed}",
     )
-    job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}", store_path=tmp / "m.db")
+    job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}")  # recorded devices: no store
     _, summary = search(job, tmp / s.study, zoo=False)
     state = torch.load(tmp / s.study / "supernet.pt", weights_only=False)["strategy"]
     probs = [torch.softmax(a, -1).numpy() for a in state["alphas"]]
