@@ -69,7 +69,11 @@ def run_one(args, tmp: Path, strategy, space, device, **hw) -> dict:
         options=options,
         **hw,
     )
-    job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}")  # recorded devices: no store
+    from hwnas.devices import get_device
+
+    live = get_device(device).runs_models  # a recorded table reads no measurement store
+    job = prepare(s, storage=f"sqlite:///{tmp / 'studies.db'}",
+                  store_path=tmp / "m.db" if live else None)  # fmt: skip
     _, summary = search(job, tmp / s.study, zoo=False)
     return summary
 
