@@ -116,7 +116,11 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
             naming the file).
     """
     import onnx
-    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+    from onnx.external_data_helper import (
+        _get_all_tensors,
+        load_external_data_for_model,
+        uses_external_data,
+    )
 
     path = Path(path)
     if not path.exists():
@@ -124,7 +128,8 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
     data = _read_model_file(path)
     try:
         model = onnx.load_model_from_string(data)
-        external = [t for t in model.graph.initializer if uses_external_data(t)]
+        # every tensor the loader reads: initializers, Constant nodes' values, subgraphs'
+        external = [t for t in _get_all_tensors(model) if uses_external_data(t)]
         if external:
             _check_external_files(path, external)
             load_external_data_for_model(model, str(path.resolve().parent))

@@ -55,14 +55,15 @@ def python_module(module: str) -> list[str]:
     """The arguments after the interpreter that run ``module`` as ``python -m module`` would,
     but with the working folder off ``sys.path``: ``-m`` puts it first, so a ``matplotlib.py``
     in the folder a user runs hwnas from would be imported by the child (hwnas imports a
-    Python file only when the user names it). The folder holding this hwnas package is added
-    at the end, so the child runs the parent's code. (``-P``/``PYTHONSAFEPATH`` need Python
+    Python file only when the user names it). The folder holding this hwnas package is put
+    first where it is not on the path already (a source checkout), so the child runs the
+    parent's code. (``-P``/``PYTHONSAFEPATH`` need Python
     3.11; ``-I`` would also drop a ``pip install --user``'s site folder.)"""
     here = str(Path(__file__).resolve().parents[1])
     code = (
         "import sys\n"
         "if sys.path and sys.path[0] == '': del sys.path[0]\n"
-        f"if {here!r} not in sys.path: sys.path.append({here!r})\n"
+        f"if {here!r} not in sys.path: sys.path.insert(0, {here!r})\n"
         "import runpy\n"
         f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n"
     )
@@ -182,8 +183,8 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if str(os.getppid()) != parent:  # the parent died before the call
-        os._exit(1)
+    if str(os.getppid()) != parent:  # the parent died before the call (or a launcher
+        return  # forked us): nothing to die with
 
 
 def _main(request: str, reply: str) -> int:

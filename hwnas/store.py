@@ -295,7 +295,8 @@ class MeasurementStore:
 
     def counts(self) -> dict[str, int]:
         """Number of stored measurements per device (rows whose value is no measurement left
-        out, as :meth:`measurements` leaves them)."""
+        out; a row with a bad ``cv`` or unreadable fields, which :meth:`measurements` also
+        leaves out, is still counted)."""
         cur = self._execute(
             f"SELECT device, COUNT(*) FROM measurements WHERE {_VALID_SQL} GROUP BY device"
         )

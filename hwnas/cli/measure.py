@@ -131,9 +131,15 @@ def _read_archs(path: Path) -> list[str]:
         text = read_bounded_text(path)
     except OSError as exc:
         raise HwnasError(f"cannot read --archs file {path}: {exc.strerror}") from None
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if first == "arch" or first.startswith("arch,"):  # a CSV with an arch column
-        archs = [(row.get("arch") or "").strip() for row in csv.DictReader(io.StringIO(text))]
+    from hwnas import spreadsheet
+
+    text = text.removeprefix("\ufeff")  # a spreadsheet's byte-order mark
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    sep = spreadsheet.delimiter(first)
+    header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    if "arch" in header:  # a CSV with an arch column (any column, ',' or ';')
+        rows = csv.DictReader(io.StringIO(text), fieldnames=header, delimiter=sep)
+        archs = [(row.get("arch") or "").strip() for row in rows][1:]
     else:
         archs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     archs = [a for a in archs if a]

@@ -36,7 +36,9 @@ __all__ = [
 
 _CONTROLS = {
     c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
-}
+} | {c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+"""Control characters, and the bidirectional overrides and isolates (a file name holding
+U+202E would show a line's text reversed from there on)."""
 
 
 def visible(text: str) -> str:

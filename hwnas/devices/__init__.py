@@ -68,7 +68,10 @@ SECTION_KEYS = {
 """The keys a profile's ``tvm:``, ``ort:`` and ``rpc:`` sections may have (what the live
 devices read: :meth:`hwnas.devices.live.LiveDevice.runtime_options`, :mod:`hwnas.devices.rpc`)."""
 
-COMPILER = re.compile(r"([A-Za-z0-9_.+]+-)*(g\+\+|gcc|c\+\+|cc|clang\+\+|clang)(-[0-9.]+)?")
+COMPILER = re.compile(
+    r"([A-Za-z0-9_.+]+-)*(g\+\+|gcc|c\+\+|cc|clang\+\+|clang|emcc|icpx|icx|armclang)"
+    r"(-mp)?(-[0-9.]+)?"
+)
 """What a profile's ``tvm.cc`` may be: the name of a C/C++ compiler on ``PATH``
 (``aarch64-linux-gnu-g++``, ``clang++-17``), never a path."""
 
@@ -106,22 +109,23 @@ def check_native_keys(profile: dict) -> None:
     if tvm is None:
         return
     cc = tvm.get("cc")
-    if cc is not None and not (isinstance(cc, str) and COMPILER.fullmatch(cc)):
+    if cc not in (None, "") and not (isinstance(cc, str) and COMPILER.fullmatch(cc)):
         raise HwnasError(
             f"tvm.cc {cc!r}: must be the name of a C/C++ compiler on PATH (gcc, g++, clang, "
-            "aarch64-linux-gnu-g++, ...), not a path: a profile cannot name a program to run"
+            "aarch64-linux-gnu-g++, ...), not a path (put its folder on PATH): a profile "
+            "cannot name a program to run"
         )
     cache = tvm.get("cache_dir")
     if cache is not None:
-        home = hwnas_home().resolve()
+        home = (hwnas_home() / "tvm").resolve()  # not <home>/devices, where bundles land
         try:
             inside = Path(os.path.expanduser(str(cache))).resolve().is_relative_to(home)
         except (OSError, ValueError):
             inside = False
         if not inside:
             raise HwnasError(
-                f"tvm.cache_dir {cache!r}: must lie in the hwnas home ({home}): compiled "
-                "models found there are loaded as native code"
+                f"tvm.cache_dir {cache!r}: must lie in the hwnas home's TVM folder ({home}): "
+                "compiled models found there are loaded as native code"
             )
 
 

@@ -15,6 +15,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -88,9 +89,18 @@ class Hls4mlDevice(Device):
         super().__init__(profile)
         self.backend = str(profile.get("backend", "Vitis"))
         self.part = str(profile.get("part", "xcvu9p-flga2104-2-e"))
+        # written into the project's TCL, where [...] is a command: names and numbers only
+        for key, value, pattern in (("backend", self.backend, r"[A-Za-z][A-Za-z0-9_]*"),
+                                    ("part", self.part, r"[A-Za-z0-9_.-]+")):  # fmt: skip
+            if not re.fullmatch(pattern, value):
+                raise HwnasError(f"{key} {value!r}: must be a name ({pattern}) in a profile")
         self.clock_ns = float(profile.get("clock_period_ns", 5))
         self.io_type = str(profile.get("io_type", "io_stream"))
         self.precision = str(profile.get("precision", "fixed<16,6>"))
+        if not re.fullmatch(r"(ap_)?u?(fixed|int)<[0-9, A-Z_]+>", self.precision):
+            raise HwnasError(
+                f"precision {self.precision!r}: must be an hls4ml type such as fixed<16,6>"
+            )
         self.reuse_factor = int(profile.get("reuse_factor", 1))
         self.strategy = str(profile.get("strategy", "Latency"))
         settings = [self.backend, self.part, self.clock_ns, self.io_type, self.precision]

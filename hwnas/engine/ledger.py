@@ -289,6 +289,9 @@ class RdbLedger(StudyLedger):
         from optuna.trial import TrialState
         from sqlalchemy import select
 
+        if not self.beats:  # no worker records heartbeats here: silence means nothing
+            return []
+
         t = self._models.TrialModel.__table__
         b = self._models.TrialHeartbeatModel.__table__
         query = (

@@ -157,7 +157,7 @@ class SearchSettings:
             fingerprint = self.space
         parts = [] if fingerprint == self.space else [fingerprint]
         if self.accuracy and ":" in self.accuracy:
-            path = Path(self.accuracy.rsplit(":", 1)[0])
+            path = Path(self.accuracy.rsplit(":", 1)[0]).expanduser()
             if path.suffix == ".py" and path.is_file():
                 digest = hashlib.sha256(read_bounded(path)).hexdigest()[:16]
                 parts.append(f"{path.name}:{digest}")
@@ -442,6 +442,8 @@ def _refuse_another_search(settings: SearchSettings, saved: Any, mine: dict[str,
         HwnasError: one line naming every setting that differs.
     """
     theirs, ours = _identity(saved if isinstance(saved, dict) else {}), _identity(mine)
+    if isinstance(saved, dict) and "space_fingerprint" not in saved:
+        ours.pop("space_fingerprint", None)  # a study made before hwnas recorded one
     if theirs == ours:
         return
     differ = ", ".join(

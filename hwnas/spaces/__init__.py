@@ -194,7 +194,10 @@ def _load_code(text: str, file: str, attr: str) -> SearchSpace:
         return _FILES[key]
     obj = code_object(f"{file}:{attr}")
     if callable(obj) and not isinstance(obj, SearchSpace) and not hasattr(obj, "forward"):
-        obj = call_user(obj, f"{text}() (called with no argument to make the space)")
+        from hwnas.engine.seeding import seeded_globals
+
+        with seeded_globals(0):  # as the file was imported: the same model in every process
+            obj = call_user(obj, f"{text}() (called with no argument to make the space)")
     if not isinstance(obj, SearchSpace):
         raise HwnasError(
             f"{text} is a {type(obj).__name__}, not a search space: make one with "

@@ -131,6 +131,10 @@ def write_zoo(
     return [folder / name for name in names]
 
 
+OS_METADATA = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".ipynb_checkpoints"})
+"""Files a file browser or notebook puts in any folder it opens: not the user's data."""
+
+
 def foreign_items(folder: Path) -> list[str]:
     """What in the run folder's ``zoo`` hwnas did not write: its name when it is a file (not a
     folder, not a link), else the names of its children that are not zoo entries. A zoo is
@@ -141,7 +145,17 @@ def foreign_items(folder: Path) -> list[str]:
         return []
     if not folder.is_dir():
         return [folder.name]
-    return sorted(p.name for p in folder.iterdir() if p.is_symlink() or not is_entry(p))
+    import re
+
+    sweep_temporaries(folder)  # what a killed `hwnas train` left: hwnas's own
+    own = re.compile(r"^\..+\.[^.]+\.\d+\.(?:tmp|old)(?:\.\w+)?$")  # temporary()'s names
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if (p.is_symlink() or not is_entry(p))
+        and p.name not in OS_METADATA
+        and not own.match(p.name)
+    )
 
 
 def check_zoo_folder(out: Path) -> None:

@@ -259,3 +259,42 @@ def test_a_handed_study_with_an_edited_accuracy_is_refused_on_resume(hwnas_home,
     assert r.returncode == 2, r.stderr
     (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
     assert "trial 1 of this study holds accuracy 99.9% for |" in line, r.stderr
+
+
+def test_external_data_of_a_constant_node_is_sized_before_it_is_read(tmp_path):
+    """The size check counted initializers only: a Constant node's value naming 6 GiB of a
+    sparse file was read whole before the 2 GiB limit (review of e982a14)."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    with open(tmp_path / "w.bin", "wb") as fh:
+        fh.truncate(7 * 2**30)
+    t = onnx.TensorProto(name="c", data_type=TensorProto.FLOAT, dims=[3 * 2**29])
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "w.bin"), ("offset", "0"), ("length", str(6 * 2**30))):
+        t.external_data.add(key=key, value=value)
+    x = h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [h.make_node("Constant", [], ["c"], value=t), h.make_node("Identity", ["x"], ["y"])]
+    onnx.save(h.make_model(h.make_graph(nodes, "g", [x], [y])), str(tmp_path / "m.onnx"))
+    r = bounded_cli("predict", "--device", "pixel3", "--onnx", str(tmp_path / "m.onnx"),
+                    timeout=30)  # fmt: skip
+    assert r.returncode == 2 and "its external data hold 6.0 GiB of weights" in r.stderr
+
+
+def test_what_a_file_browser_leaves_in_a_zoo_is_not_the_users_data(tmp_path):
+    """A `.DS_Store` (Finder), a notebook's checkpoints or a killed `hwnas train`'s temporary in
+    a zoo made every later search into that folder stop as if the user's files were there."""
+    from hwnas.paths import temporary
+    from hwnas.zoo.write import foreign_items
+
+    zoo = tmp_path / "zoo"
+    (zoo / "00-a").mkdir(parents=True)
+    (zoo / "00-a" / "card.json").write_text("{}")
+    (zoo / ".DS_Store").write_text("x")
+    (zoo / ".ipynb_checkpoints").mkdir()
+    temporary(zoo / "00-a").mkdir()
+    assert foreign_items(zoo) == []
+    (zoo / "notes.txt").write_text("mine")
+    assert foreign_items(zoo) == ["notes.txt"]

@@ -127,10 +127,19 @@ class ModuleSpace(SearchSpace):
         supernet trained from them, depend on them)."""
         import hashlib
 
+        import torch
+
         h = hashlib.sha256()
         for k, v in self.net.state_dict().items():
             h.update(k.encode())
-            h.update(v.detach().cpu().contiguous().numpy().tobytes())
+            if isinstance(v, torch.Tensor):  # any dtype (bfloat16 has no NumPy twin)
+                t = v.detach().cpu()
+                if t.is_quantized:
+                    t = t.dequantize()
+                h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+                h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+            else:  # a module's extra state
+                h.update(repr(v).encode())
         return f"{self.identity}:{h.hexdigest()[:16]}"
 
     # -- decisions ------------------------------------------------------------------------------
