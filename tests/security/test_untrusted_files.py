@@ -322,3 +322,25 @@ def test_a_profile_cannot_name_a_program_to_run_or_a_cache_to_load(hwnas_home, t
     assert "cross" in {d["device"] for d in listed["devices"]}
     r = hwnas_main("devices", "check", "evil")
     assert r.returncode == 2 and message in r.stderr
+
+
+def test_an_hls4ml_profile_cannot_put_a_command_in_its_tcl(hwnas_home):
+    """An hls4ml profile's `part` is written into the project's TCL (`set part "..."`), where
+    `[...]` runs a command when Vitis HLS reads it: a handed profile could run any program at
+    synthesis. Part, backend and precision must be plain names and types."""
+    from helpers import hwnas_main
+
+    (hwnas_home / "devices" / "fpga-evil.yaml").write_text(
+        "name: fpga-evil\nkind: hls4ml\nclass: fpga\n"
+        "part: '[exec sh -c \"touch /tmp/pwned\"]'\n"
+    )
+    r = hwnas_main("devices", "check", "fpga-evil")
+    assert r.returncode == 2 and "part '[exec sh" in r.stderr and "must be a name" in r.stderr
+
+
+def test_bidirectional_overrides_are_shown_escaped():
+    """A name holding U+202E (right-to-left override) showed the rest of its line reversed."""
+    from hwnas.cli.render import one_line, visible
+
+    assert visible("run\u202egpj.onnx") == "run\\u202egpj.onnx"
+    assert one_line("a\u2066b\nc") == "a\\u2066b\\x0ac"
