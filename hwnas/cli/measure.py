@@ -116,30 +116,24 @@ def _check_recorded(dev, workloads) -> None:
 
 def _read_archs(path: Path) -> list[str]:
     """The architectures of an ``--archs`` file: one per line ('#' starts a comment), or the
-    ``arch`` column of a CSV whose header starts with it (what ``hwnas predict --archs``
-    reads, and ``pareto.csv``).
+    ``arch`` column of a CSV whose header has one (what ``hwnas predict --archs`` reads, and
+    ``pareto.csv``: :func:`hwnas.predictors.calibration.csv_rows`).
 
     Raises:
         HwnasError: unreadable, or no architecture in it.
     """
-    import csv
-    import io
-
     from hwnas.errors import HwnasError
 
     try:
         text = read_bounded_text(path)
     except OSError as exc:
         raise HwnasError(f"cannot read --archs file {path}: {exc.strerror}") from None
-    from hwnas import spreadsheet
-
-    text = text.removeprefix("\ufeff")  # a spreadsheet's byte-order mark
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    sep = spreadsheet.delimiter(first)
-    header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
-    if "arch" in header:  # a CSV with an arch column (any column, ',' or ';')
-        rows = csv.DictReader(io.StringIO(text), fieldnames=header, delimiter=sep)
-        archs = [(row.get("arch") or "").strip() for row in rows][1:]
+    cells = {c.strip().strip('"').lstrip("\ufeff") for c in first.replace(";", ",").split(",")}
+    if "arch" in cells:  # a CSV header with an arch column
+        from hwnas.predictors.calibration import csv_rows
+
+        archs = [(row.get("arch") or "").strip() for _, row in csv_rows(path)[1]]
     else:
         archs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     archs = [a for a in archs if a]

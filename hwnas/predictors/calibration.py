@@ -52,7 +52,7 @@ MAX_CSV_BYTES = 64 * 2**20
 architectures a few MB; far below what could exhaust the memory."""
 
 
-def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """The header and the rows (line number, cells by column) of a CSV file handed over,
     read through :func:`hwnas.paths.read_bounded` (a regular file of at most
     :data:`MAX_CSV_BYTES`).
@@ -129,7 +129,7 @@ def read_calibration(
             non-numeric or non-positive values, fewer than ``minimum`` rows.
     """
     path = Path(path)
-    header, rows = _rows(path)
+    header, rows = csv_rows(path)
     value_cols = [m for m in METRICS if m in header]
     if len(value_cols) != 1:
         raise HwnasError(
@@ -184,7 +184,7 @@ def read_archs(
         HwnasError: missing file or column, malformed or unknown archs, no rows.
     """
     path = Path(path)
-    _header, rows = _rows(path)
+    _header, rows = csv_rows(path)
     models = [
         parse_model(space, row.get("arch", ""), path.parent, f"{path}:{line}", dims)
         for line, row in rows
@@ -202,7 +202,7 @@ def archs_onnx_files(path: str | Path) -> list[Path]:
         HwnasError: missing file or column.
     """
     path = Path(path)
-    cells = (onnx_cell_path(row.get("arch", ""), path.parent) for _, row in _rows(path)[1])
+    cells = (onnx_cell_path(row.get("arch", ""), path.parent) for _, row in csv_rows(path)[1])
     return [p for p in cells if p is not None]
 
 
@@ -226,7 +226,7 @@ def read_table_archs(path: str | Path, space: SearchSpace) -> list[int]:
     indexed = ability(space, IndexedSpace)
     if indexed is None:
         raise HwnasError(f"space '{space.name}' has no recorded table to meta-train on")
-    _header, rows = _rows(path)
+    _header, rows = csv_rows(path)
     seen: dict[int, int] = {}
     for line, row in rows:
         where = f"{path}:{line}"
