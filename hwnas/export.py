@@ -123,11 +123,8 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
     )
 
     path = Path(path)
-    if not path.exists():
-        raise HwnasError(f"ONNX file not found: {path}")
-    data = _read_model_file(path)
+    model, data = _parsed(path)
     try:
-        model = onnx.load_model_from_string(data)
         # every tensor the loader reads: initializers, Constant nodes' values, subgraphs'
         external = [t for t in _get_all_tensors(model) if uses_external_data(t)]
         if external:
@@ -136,9 +133,8 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
         onnx.checker.check_model(model)
     except HwnasError:
         raise
-    except Exception as exc:  # onnx raises DecodeError, ValidationError, OSError, ...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise HwnasError(f"corrupt or invalid ONNX file {path}: {first}") from None
+    except Exception as exc:  # onnx raises ValidationError, OSError, ...
+        raise _corrupt(path, exc) from None
     if not external:
         return model, data
     size = model.ByteSize()
@@ -150,19 +146,34 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
     return model, model.SerializeToString()
 
 
-def _read_model_file(path: Path) -> bytes:
-    """The bytes of the ONNX file ``path``: a regular file of at most :data:`MAX_ONNX_BYTES`
-    (a pipe or a device given as a model would hang or fill the memory).
+def _parsed(path: Path) -> tuple[onnx.ModelProto, bytes]:
+    """(the model without its external data, the file's bytes) of the ONNX file ``path``,
+    read as a regular file of at most :data:`MAX_ONNX_BYTES` (a pipe or a device given as a
+    model would hang or fill the memory).
 
     Raises:
-        HwnasError: not a regular file, too large, unreadable (one line naming it).
+        HwnasError: missing, not a regular file, too large, unreadable, not ONNX (one line
+            naming it).
     """
+    import onnx
+
     from hwnas.paths import read_bounded
 
+    if not path.exists():
+        raise HwnasError(f"ONNX file not found: {path}")
     try:
-        return read_bounded(path, MAX_ONNX_BYTES)
+        data = read_bounded(path, MAX_ONNX_BYTES)
     except OSError as exc:
         raise HwnasError(f"cannot read ONNX file {path}: {exc.strerror or exc}") from None
+    try:
+        return onnx.load_model_from_string(data), data
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and others
+        raise _corrupt(path, exc) from None
+
+
+def _corrupt(path: Path, exc: Exception) -> HwnasError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return HwnasError(f"corrupt or invalid ONNX file {path}: {first}")
 
 
 def load_graph(path: str | Path) -> onnx.ModelProto:
@@ -172,17 +183,7 @@ def load_graph(path: str | Path) -> onnx.ModelProto:
     Raises:
         HwnasError: missing, not a regular file, too large, not ONNX.
     """
-    import onnx
-
-    path = Path(path)
-    if not path.exists():
-        raise HwnasError(f"ONNX file not found: {path}")
-    data = _read_model_file(path)
-    try:
-        return onnx.load_model_from_string(data)
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and others
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise HwnasError(f"corrupt or invalid ONNX file {path}: {first}") from None
+    return _parsed(Path(path))[0]
 
 
 def _check_external_files(path: Path, tensors: list) -> None:
