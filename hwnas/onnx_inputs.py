@@ -166,6 +166,15 @@ def _static_shape(inp, where: str, batch_size: int) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def _consumers(model) -> dict[str, list]:
+    """Tensor name -> [(node, input position)] of the graph's top-level nodes reading it."""
+    consumers: dict[str, list] = {}
+    for node in model.graph.node:
+        for i, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, i))
+    return consumers
+
+
 def _index_bounds(model, names: set[str]) -> dict[str, int]:
     """Input name -> the smallest gathered axis it indexes (through :data:`PASS_THROUGH`
     operators), for the integer inputs used as ``Gather``/``GatherElements`` indices of a
@@ -178,10 +187,7 @@ def _index_bounds(model, names: set[str]) -> dict[str, int]:
             for a in node.attribute:
                 if a.name == "value":
                     sizes[node.output[0]] = tuple(numpy_helper.to_array(a.t).shape)
-    consumers: dict[str, list] = {}
-    for node in model.graph.node:
-        for i, name in enumerate(node.input):
-            consumers.setdefault(name, []).append((node, i))
+    consumers = _consumers(model)
     bounds: dict[str, int] = {}
     for start in names:
         seen, queue = {start}, deque([start])
@@ -219,10 +225,7 @@ def _trip_count_inputs(model, names: set[str]) -> list[str]:
         if i.name in names and i.type.tensor_type.elem_type not in
         (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
     }  # fmt: skip
-    consumers: dict[str, list] = {}
-    for node in model.graph.node:
-        for i, name in enumerate(node.input):
-            consumers.setdefault(name, []).append((node, i))
+    consumers = _consumers(model)
     found = []
     for start in sorted(integer):
         seen, queue = {start}, deque([start])

@@ -249,21 +249,20 @@ class _SpaceLastParser:
         return getattr(self._parser, name)
 
 
-class SpaceLast(click.Command):
+class _SpaceLastMixin:
+    def make_parser(self, ctx):  # noqa: D102 (click's)
+        return _SpaceLastParser(super().make_parser(ctx))  # type: ignore[misc]
+
+
+class SpaceLast(_SpaceLastMixin, click.Command):
     """A command whose ``--space`` is processed after its other options: a ``FILE.py:ATTR``
     space is imported there (the user's code runs, a model may train), so a bad value of any
     other option is refused first, in one line, with none of that work done (click processes
     options in the order they are typed)."""
 
-    def make_parser(self, ctx):  # noqa: D102 (click's)
-        return _SpaceLastParser(super().make_parser(ctx))
 
-
-class SpaceLastGroup(click.Group):
+class SpaceLastGroup(_SpaceLastMixin, click.Group):
     """:class:`SpaceLast` for a group that takes ``--space`` itself (``hwnas measure``)."""
-
-    def make_parser(self, ctx):  # noqa: D102 (click's)
-        return _SpaceLastParser(super().make_parser(ctx))
 
 
 def checked(check):

@@ -187,6 +187,12 @@ def remove_zoo(folder: Path) -> None:
         os.replace(folder, old)
     except FileNotFoundError:  # another worker moved it first
         return
+    _discard(old)
+
+
+def _discard(old: Path) -> None:
+    """Delete a zoo moved aside: a link goes, not its target (a handed-over ``zoo/`` linking
+    elsewhere)."""
     if old.is_symlink():
         old.unlink(missing_ok=True)
     else:
@@ -217,10 +223,7 @@ def _swap_in(new: Path, folder: Path, attempts: int = 10) -> None:
                 or attempt + 1 == attempts
             ):
                 raise
-    if old.is_symlink():  # a handed-over zoo/ linking elsewhere: the link goes, not its target
-        old.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(old, ignore_errors=True)
+    _discard(old)
 
 
 def _write_zoo_into(
