@@ -10,29 +10,9 @@ import json
 
 import pytest
 
-from hwnas.cli import main
-from hwnas.devices import reload_profiles
 from hwnas.spaces import get_space
 
 SPACE = get_space("nasbench201")
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch, tmp_path):
-    """``cli(*args, profiles=None)``: run the hwnas entry point in this process from
-    ``tmp_path`` (``HWNAS_DEVICES_PATH`` set to ``profiles``); (exit status, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args, profiles=None):
-        if profiles is not None:
-            monkeypatch.setenv("HWNAS_DEVICES_PATH", str(profiles))
-        reload_profiles()
-        capsys.readouterr()
-        status = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
 
 
 def _profile(folder, name, table_text):

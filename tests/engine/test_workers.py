@@ -331,23 +331,10 @@ def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_pat
     import optuna
 
     import hwnas.engine.loop as engine
-    from hwnas.devices import get_device
-    from hwnas.engine.evaluate import TableEvaluator
-    from hwnas.engine.loop import SearchSettings, open_storage, run_search
-    from hwnas.measure import Profiler
-    from hwnas.spaces import get_space
+    from hwnas.engine.loop import run_search
 
     monkeypatch.setattr(engine, "HEARTBEAT_S", 1)
-    monkeypatch.setattr(engine, "GRACE_S", 2)
-    monkeypatch.setattr(engine, "POLL_S", 0.2)
-    space = get_space("nasbench201")
-    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
-    settings = SearchSettings(
-        space="nasbench201", device="pixel3", budget=6, study="k", strategy="nsga2"
-    )
-    ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
-    run_search(dataclass_replace(settings, budget=5), space, ev.evaluate, storage)
-    study = optuna.load_study(study_name="k", storage=storage)
+    space, storage, settings, ev, study = _study_of_five(tmp_path, monkeypatch)
     with pytest.warns(UserWarning, match="Heartbeat"):  # Optuna's note: heartbeats outside optimize
         ghost = study.ask()  # a claim by a worker elsewhere that then lost its machine
     ghost.set_user_attr("worker", "elsewhere:1")
@@ -359,21 +346,9 @@ def test_a_worker_that_died_on_another_machine_does_not_block_the_others(tmp_pat
     assert states[ghost.number] == optuna.trial.TrialState.FAIL
 
 
-def dataclass_replace(settings, **changes):
-    import dataclasses
-
-    return dataclasses.replace(settings, **changes)
-
-
-def test_a_claim_whose_worker_died_before_its_first_heartbeat_does_not_block_the_others(
-    tmp_path, monkeypatch
-):
-    """A worker killed within a second of its claim (before its first heartbeat), on another
-    machine, leaves a RUNNING trial Optuna's stale check never sees: the live worker failed
-    nothing and waited for ever at 5/6. Once the waiting worker has seen it without a
-    heartbeat for the grace period (by its own clock: a claiming machine's clock set behind
-    must not get a live claim failed at once) it is failed, as a handed-over study's RUNNING
-    trial is, and the budget is met."""
+def _study_of_five(tmp_path, monkeypatch):
+    """A grace period of 2 s, and a study of budget 6 holding 5 scored architectures (nsga2
+    on pixel3): (space, storage, settings, evaluator, the study) for a ghost claim's tests."""
     import optuna
 
     import hwnas.engine.loop as engine
@@ -393,6 +368,29 @@ def test_a_claim_whose_worker_died_before_its_first_heartbeat_does_not_block_the
     ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
     run_search(dataclass_replace(settings, budget=5), space, ev.evaluate, storage)
     study = optuna.load_study(study_name="k", storage=storage)
+    return space, storage, settings, ev, study
+
+
+def dataclass_replace(settings, **changes):
+    import dataclasses
+
+    return dataclasses.replace(settings, **changes)
+
+
+def test_a_claim_whose_worker_died_before_its_first_heartbeat_does_not_block_the_others(
+    tmp_path, monkeypatch
+):
+    """A worker killed within a second of its claim (before its first heartbeat), on another
+    machine, leaves a RUNNING trial Optuna's stale check never sees: the live worker failed
+    nothing and waited for ever at 5/6. Once the waiting worker has seen it without a
+    heartbeat for the grace period (by its own clock: a claiming machine's clock set behind
+    must not get a live claim failed at once) it is failed, as a handed-over study's RUNNING
+    trial is, and the budget is met."""
+    import optuna
+
+    from hwnas.engine.loop import run_search
+
+    space, storage, settings, ev, study = _study_of_five(tmp_path, monkeypatch)
     ghost = study.ask()  # claimed elsewhere, never beat (a live pid of this host reads the same)
     ghost.set_user_attr("worker", "elsewhere:1")
     ghost.set_user_attr("arch", SMALL)

@@ -210,9 +210,6 @@ def test_an_onnx_pipe_or_sparse_external_data_is_refused_before_it_is_read(tmp_p
     """`--dim` read a pipe given as `--onnx` before it was checked (waited for ever); a
     147-byte model whose external data names 6 GiB of a sparse file was read whole (12.6 GB
     of memory) before the 2 GiB limit was checked."""
-    import onnx
-    from onnx import TensorProto
-    from onnx import helper as h
 
     pipe = tmp_path / "pipe.onnx"
     os.mkfifo(pipe)
@@ -224,19 +221,33 @@ def test_an_onnx_pipe_or_sparse_external_data_is_refused_before_it_is_read(tmp_p
         assert f"cannot read ONNX file {pipe}: not a regular file" in r.stderr
     folder = tmp_path / "ext"
     folder.mkdir()
-    with open(folder / "w.bin", "wb") as fh:
-        fh.truncate(7 * 2**30)  # sparse: no disk used
-    w = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[3 * 2**29])
-    w.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "w.bin"), ("offset", "0"), ("length", str(6 * 2**30))):
-        w.external_data.add(key=key, value=value)
-    x = h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
-    y = h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    model = h.make_model(h.make_graph([h.make_node("Identity", ["x"], ["y"])], "g", [x], [y], [w]))
-    onnx.save(model, str(folder / "m.onnx"), save_as_external_data=False)
-    r = bounded_cli("predict", "--device", "pixel3", "--onnx", str(folder / "m.onnx"), timeout=30)
+    r = bounded_cli("predict", "--device", "pixel3", "--onnx",
+                    _sparse_external(folder, in_constant=False), timeout=30)  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert "its external data hold 6.0 GiB of weights" in r.stderr
+
+
+def _sparse_external(folder, in_constant: bool) -> str:
+    """An ONNX file in ``folder`` whose tensor (an initializer, or a Constant node's value)
+    names 6 GiB of a 7 GiB sparse file beside it (no disk used); its path."""
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    with open(folder / "w.bin", "wb") as fh:
+        fh.truncate(7 * 2**30)
+    t = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[3 * 2**29])
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "w.bin"), ("offset", "0"), ("length", str(6 * 2**30))):
+        t.external_data.add(key=key, value=value)
+    x = h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [h.make_node("Identity", ["x"], ["y"])]
+    if in_constant:
+        nodes.insert(0, h.make_node("Constant", [], ["w"], value=t))
+    graph = h.make_graph(nodes, "g", [x], [y], [] if in_constant else [t])
+    onnx.save(h.make_model(graph), str(folder / "m.onnx"), save_as_external_data=False)
+    return str(folder / "m.onnx")
 
 
 def test_a_handed_study_with_an_edited_accuracy_is_refused_on_resume(hwnas_home, tmp_path):
@@ -264,22 +275,8 @@ def test_a_handed_study_with_an_edited_accuracy_is_refused_on_resume(hwnas_home,
 def test_external_data_of_a_constant_node_is_sized_before_it_is_read(tmp_path):
     """The size check counted initializers only: a Constant node's value naming 6 GiB of a
     sparse file was read whole before the 2 GiB limit (review of e982a14)."""
-    import onnx
-    from onnx import TensorProto
-    from onnx import helper as h
-
-    with open(tmp_path / "w.bin", "wb") as fh:
-        fh.truncate(7 * 2**30)
-    t = onnx.TensorProto(name="c", data_type=TensorProto.FLOAT, dims=[3 * 2**29])
-    t.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "w.bin"), ("offset", "0"), ("length", str(6 * 2**30))):
-        t.external_data.add(key=key, value=value)
-    x = h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
-    y = h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    nodes = [h.make_node("Constant", [], ["c"], value=t), h.make_node("Identity", ["x"], ["y"])]
-    onnx.save(h.make_model(h.make_graph(nodes, "g", [x], [y])), str(tmp_path / "m.onnx"))
-    r = bounded_cli("predict", "--device", "pixel3", "--onnx", str(tmp_path / "m.onnx"),
-                    timeout=30)  # fmt: skip
+    r = bounded_cli("predict", "--device", "pixel3", "--onnx",
+                    _sparse_external(tmp_path, in_constant=True), timeout=30)  # fmt: skip
     assert r.returncode == 2 and "its external data hold 6.0 GiB of weights" in r.stderr
 
 
