@@ -212,11 +212,52 @@ SHAPE_ONLY = frozenset({"Shape", "Size"})
 """Operators whose output depends on their input's shape, not its values."""
 
 
+def _flow_consumers(graph, into: dict[str, list] | None = None) -> dict[str, list]:
+    """Tensor name -> [(node, input position)] of every node reading it, in ``graph`` and in
+    the subgraphs of its ``If``/``Loop``/``Scan`` nodes at any depth (a subgraph reads its
+    outer scope's tensors by name). Where a value enters a node holding subgraphs (as one of
+    its inputs, or read inside a subgraph), it may reach everything the subgraphs compute, so
+    the node's subgraph inputs and outputs read it too: an outer input on its way into a
+    nested ``Loop``'s trip count is followed, never lost at a subgraph's edge."""
+    from onnx import AttributeProto
+
+    consumers = {} if into is None else into
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, i))
+        subgraphs = [a.g for a in node.attribute if a.type == AttributeProto.GRAPH]
+        subgraphs += [
+            g for a in node.attribute if a.type == AttributeProto.GRAPHS for g in a.graphs
+        ]
+        for sub in subgraphs:
+            _flow_consumers(sub, consumers)
+            # A value entering the node reaches the subgraph's inputs; what the subgraph
+            # computes leaves through the node's outputs (a pseudo-node carries it there).
+            for name in node.input:
+                if name:
+                    for inner in sub.input:
+                        consumers.setdefault(name, []).append((_Carry(inner.name), -1))
+            for out in sub.output:
+                consumers.setdefault(out.name, []).append((_Carry(*node.output), -1))
+    return consumers
+
+
+class _Carry:
+    """A pseudo-node of :func:`_flow_consumers`: what reaches it flows on to ``output``."""
+
+    __slots__ = ("output",)
+    op_type = "Carry"
+
+    def __init__(self, *names: str) -> None:
+        self.output = names
+
+
 def _trip_count_inputs(model, names: set[str]) -> list[str]:
     """The integer and bool graph inputs whose values reach a ``Loop``'s trip count or first
     condition, through any operators but :data:`SHAPE_ONLY` ones (an ``Add`` on the way
-    changes nothing): their value, which hwnas cannot know, sets how often the loop runs. A
-    float input's loop (a while loop on the data) is read as uncounted instead."""
+    changes nothing) and into subgraphs (a ``Loop`` inside an ``If`` branch or another
+    ``Loop``'s body counted by it): their value, which hwnas cannot know, sets how often the
+    loop runs. A float input's loop (a while loop on the data) is read as uncounted instead."""
     from onnx import TensorProto
 
     integer = {
@@ -225,7 +266,7 @@ def _trip_count_inputs(model, names: set[str]) -> list[str]:
         if i.name in names and i.type.tensor_type.elem_type not in
         (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
     }  # fmt: skip
-    consumers = _consumers(model)
+    consumers = _flow_consumers(model.graph)
     found = []
     for start in sorted(integer):
         seen, queue = {start}, deque([start])

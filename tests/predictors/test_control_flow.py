@@ -317,8 +317,34 @@ def test_a_loop_whose_trip_count_is_an_input_is_refused_not_run_once(tmp_path, c
         [W, nh.from_array(np.zeros((1, 16, 32), np.float32), "h0"),
          nh.from_array(np.array(0, np.int64), "zero")],
     )  # fmt: skip
+    inner = h.make_node("Loop", ["m", "", "h0"], ["yb"], body=_loop_body())
+    yb = h.make_tensor_value_info("yb", T.FLOAT, [1, 16, 32])
+    branch = h.make_graph([inner], "branch", [], [yb])
+    nested_if = _model(  # a Loop inside an If branch, counted by the outer input (was missed)
+        [h.make_node("Add", ["steps", "zero"], ["m"]),
+         h.make_node("Constant", [], ["go"], value=nh.from_array(np.array(True), "go")),
+         h.make_node("If", ["go"], ["y"], then_branch=branch, else_branch=branch)], [x, n], [y],
+        [W, nh.from_array(np.zeros((1, 16, 32), np.float32), "h0"),
+         nh.from_array(np.array(0, np.int64), "zero")],
+    )  # fmt: skip
+    outer_body = h.make_graph(  # an outer Loop of 2 steps whose body runs a Loop of `steps`
+        [h.make_node("Loop", ["k", "", "y_in"], ["y_out"], body=_loop_body()),
+         h.make_node("Identity", ["c_in"], ["c_out"])], "outer",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c_in", T.BOOL, []),
+         h.make_tensor_value_info("y_in", T.FLOAT, [1, 16, 32])],
+        [h.make_tensor_value_info("c_out", T.BOOL, []),
+         h.make_tensor_value_info("y_out", T.FLOAT, [1, 16, 32])],
+    )  # fmt: skip
+    nested_loop = _model(
+        [h.make_node("Mul", ["steps", "one"], ["k"]),
+         h.make_node("Loop", ["two", "", "h0"], ["y"], body=outer_body)], [x, n], [y],
+        [W, nh.from_array(np.zeros((1, 16, 32), np.float32), "h0"),
+         nh.from_array(np.array(1, np.int64), "one"), nh.from_array(np.array(2, np.int64), "two")],
+    )  # fmt: skip
     for path, device in ((steps, "pixel3"), (steps, "cpu"),
-                         (_save(added, tmp_path / "added.onnx"), "cpu")):  # fmt: skip
+                         (_save(added, tmp_path / "added.onnx"), "cpu"),
+                         (_save(nested_if, tmp_path / "nested_if.onnx"), "cpu"),
+                         (_save(nested_loop, tmp_path / "loop2.onnx"), "pixel3")):  # fmt: skip
         assert main(["predict", "--device", device, "--onnx", path]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err, err
