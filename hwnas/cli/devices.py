@@ -130,6 +130,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             )
     for p, why in broken.items():
         why = why.removeprefix(f"device profile {p}: ")  # the path once
+        why = why.removeprefix(f"device profile {p} is broken: ")
         console.print(  # one whole line: a path is never cut at the terminal's width
             f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)", soft_wrap=True
         )

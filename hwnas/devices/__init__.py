@@ -63,7 +63,7 @@ def profile_folders() -> list[Path]:
 SECTION_KEYS = {
     "tvm": ("trials_per_task", "cc", "cache_dir"),
     "ort": ("provider",),
-    "rpc": ("tracker", "key", "session_timeout"),
+    "rpc": ("tracker", "key", "session_timeout", "request_timeout"),
 }
 """The keys a profile's ``tvm:``, ``ort:`` and ``rpc:`` sections may have (what the live
 devices read: :meth:`hwnas.devices.live.LiveDevice.runtime_options`, :mod:`hwnas.devices.rpc`)."""
@@ -249,6 +249,8 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
     try:
         device = cls(profile)
+    except HwnasError as exc:  # a value the device's own checks refuse
+        raise HwnasError(f"device profile {profile['_path']} is broken: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # malformed profile values
         raise HwnasError(f"device profile {profile['_path']} is broken: {exc!r}") from None
     if runtime is not None and device.runtime_name != runtime:

@@ -94,13 +94,31 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
+def _seconds(rpc: dict[str, Any], key: str, least: float) -> float:
+    """The profile's ``rpc.<key>`` in seconds (600 when absent).
+
+    Raises:
+        HwnasError: not a finite number of at least ``least`` seconds.
+    """
+    value = rpc.get(key, 600)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if isinstance(value, bool) or not least <= seconds < float("inf"):
+        raise HwnasError(f"rpc.{key} must be a number of seconds >= {least:g}, got {value!r}")
+    return seconds
+
+
 class RpcDevice(LiveDevice):
     """A board running a TVM RPC server registered with a tracker.
 
     Profile keys: those of :class:`~hwnas.devices.live.LiveDevice` (``runtime`` is always
     "tvm"; ``target`` defaults to this host's CPU), and ``rpc: {tracker: HOST:PORT, key: KEY,
-    session_timeout: s}``; ``big_cores`` pins the runtime's threads to those CPU ids;
-    ``name_from_key: true`` names the device ``rpc-<key>`` (the generic profile).
+    session_timeout: s, request_timeout: s}`` (how long a session may last; how long to wait
+    for a free server with the key, 600 s each by default); ``big_cores`` pins the runtime's
+    threads to those CPU ids; ``name_from_key: true`` names the device ``rpc-<key>`` (the
+    generic profile).
     """
 
     kind = "rpc"
@@ -111,7 +129,8 @@ class RpcDevice(LiveDevice):
         rpc = dict(profile.get("rpc") or {})
         self.tracker: str | None = rpc.get("tracker")
         self.key: str | None = rpc.get("key")
-        self.session_timeout = float(rpc.get("session_timeout", 600))
+        self.session_timeout = _seconds(rpc, "session_timeout", 0.0)
+        self.request_timeout = _seconds(rpc, "request_timeout", 1.0)
         if profile.get("name_from_key") and self.key:
             profile = {**profile, "name": f"{profile['name']}-{_safe(str(self.key))}"}
         super().__init__(profile)
@@ -122,7 +141,9 @@ class RpcDevice(LiveDevice):
             return None
         host, port = parse_tracker(self.tracker)
         cpus = tuple(int(c) for c in self.profile.get("big_cores") or ())
-        return RpcSpec(host, port, str(self.key), self.session_timeout, cpus)
+        return RpcSpec(
+            host, port, str(self.key), self.session_timeout, cpus, self.request_timeout
+        )
 
     def runtime_options(self) -> dict[str, Any]:
         options = super().runtime_options()

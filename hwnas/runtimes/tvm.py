@@ -112,6 +112,8 @@ class RpcSpec:
         session_timeout: seconds a session may last (0 = no limit).
         cpus: CPU ids to pin the runtime's threads to (big cores), or empty for TVM's
             big-core affinity.
+        request_timeout: seconds to wait for the tracker to hand out a free server with the
+            key (TVM's own request waits for ever while every such server is busy or gone).
     """
 
     host: str
@@ -119,14 +121,39 @@ class RpcSpec:
     key: str
     session_timeout: float = 600.0
     cpus: tuple[int, ...] = ()
+    request_timeout: float = 600.0
 
     def session(self):
-        """A new RPC session on the device (the tracker picks a free server with the key)."""
+        """A new RPC session on the device (the tracker picks a free server with the key).
+
+        Raises:
+            DeviceUnavailableError: no server with the key was handed out within
+                ``request_timeout`` seconds.
+            RuntimeError, OSError: TVM's, when the tracker or the server fails otherwise.
+        """
+        import socket
+
         from tvm import rpc
 
-        tracker = rpc.connect_tracker(self.host, self.port)
+        old = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(self.request_timeout)  # the tracker socket's, made here
         try:
-            return tracker.request(self.key, priority=1, session_timeout=self.session_timeout)
+            tracker = rpc.connect_tracker(self.host, self.port)
+        finally:
+            socket.setdefaulttimeout(old)
+        start = time.monotonic()
+        try:
+            return tracker.request(
+                self.key, priority=1, session_timeout=self.session_timeout, max_retry=1
+            )
+        except (OSError, RuntimeError):
+            if time.monotonic() - start < self.request_timeout:
+                raise
+            raise DeviceUnavailableError(
+                f"RPC tracker {self.host}:{self.port} handed out no free server with key "
+                f"'{self.key}' in {self.request_timeout:g} s (each is busy, or stopped "
+                "answering); wait, or set rpc.request_timeout in the device profile"
+            ) from None
         finally:
             tracker.close()
 
@@ -623,6 +650,8 @@ class TvmRuntime(Runtime):
                 session = self.rpc.session()
                 session.upload(str(path))
                 lib = session.load_module(path.name)
+            except DeviceUnavailableError:
+                raise
             except Exception as exc:  # RPC errors are RuntimeError/TVMError with long text
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 raise DeviceUnavailableError(

@@ -163,3 +163,37 @@ def test_parse_tracker_and_plain_socket_probe():
 
         threading.Thread(target=answer, daemon=True).start()
         assert "not a TVM RPC tracker" in tracker_unreachable("127.0.0.1", port)
+
+
+def test_a_request_no_free_server_answers_ends_after_the_request_timeout(tracker):
+    """The tracker keeps a request for a key whose servers are all busy (or gone) waiting for
+    ever; a session request now gives up after ``rpc.request_timeout`` in one line. (Before:
+    `hwnas measure` or a search on such a board waited until killed.)"""
+    from hwnas.errors import DeviceUnavailableError
+    from hwnas.runtimes.tvm import RpcSpec
+
+    host, port = parse_tracker(tracker)
+    start = time.monotonic()
+    with pytest.raises(DeviceUnavailableError) as info:
+        RpcSpec(host, port, "busy-board", request_timeout=1.0).session()
+    assert time.monotonic() - start < 30
+    message = str(info.value)
+    assert "\n" not in message and "no free server with key 'busy-board' in 1 s" in message
+    assert "rpc.request_timeout" in message
+
+
+def test_a_profile_timeout_that_is_no_number_breaks_only_that_profile(hwnas_home, cli):
+    """`rpc.session_timeout: soon` (or a negative request timeout) in a user's board profile:
+    the profile is listed as broken in one line, naming the key; other devices still work.
+    (Before: Python's ValueError repr.)"""
+    for key, value in (("session_timeout", "soon"), ("request_timeout", -1)):
+        (hwnas_home / "devices" / "myboard.yaml").write_text(yaml.safe_dump(
+            {"name": "myboard", "kind": "rpc", "runtime": "tvm",
+             "rpc": {"tracker": "127.0.0.1:9190", "key": "b", key: value}}))  # fmt: skip
+        status, out, err = cli("devices", "check", "myboard")
+        assert status == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"myboard.yaml is broken: rpc.{key} must be a number of seconds" in err
+        assert "ValueError" not in err
+        status, out, err = cli("devices")
+        assert status == 0 and "pixel3" in out
+        assert f"myboard.yaml: rpc.{key} must be a number of seconds" in out + err
