@@ -135,6 +135,9 @@ def run_isolated(
                     stderr=subprocess.STDOUT,
                     env=_child_env(),
                     timeout=timeout,
+                    # its own process group, which the child's guard (_guard_group) empties
+                    # when the child ends: the workers a library starts end with it
+                    start_new_session=os.name == "posix",
                 )
                 code = proc.returncode
             except subprocess.TimeoutExpired:
@@ -187,8 +190,31 @@ def _die_with_parent() -> None:
         return  # forked us): nothing to die with
 
 
+def _guard_group() -> None:
+    """Fork a guard that kills this child's whole process group once the child is gone, by
+    any means: its own end, the parent's timeout, or ``PR_SET_PDEATHSIG``. The processes a
+    library starts in the step (TVM's builder and runner pools) are in the group and end with
+    it; they outlived a killed or timed-out step, compiling for minutes. The guard waits on a
+    pipe whose only writer is this child (the end is not inherited by the library's
+    processes). Only in a group of the step's own (``run_isolated`` starts one); elsewhere,
+    nothing."""
+    if not hasattr(os, "fork") or os.getpgid(0) != os.getpid():
+        return
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:  # the guard
+        try:
+            os.close(write_end)
+            while os.read(read_end, 1):
+                pass
+        finally:
+            os.killpg(os.getpgid(0), signal.SIGKILL)  # the group, the guard last
+            os._exit(0)
+    os.close(read_end)
+
+
 def _main(request: str, reply: str) -> int:
     _die_with_parent()
+    _guard_group()
     target, args = pickle.loads(Path(request).read_bytes())
     try:
         result: tuple[bool, Any] = (True, _resolve(target)(*args))

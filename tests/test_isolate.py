@@ -42,6 +42,14 @@ def sleep_long(path):
     open(path, "w").write(str(os.getpid()))
     time.sleep(60)
 
+def spawn(path, then_sleep):
+    import subprocess, time
+    worker = subprocess.Popen(["sleep", "300"])  # a library's worker process
+    open(path, "w").write(str(worker.pid))
+    if then_sleep:
+        time.sleep(60)
+    return worker.pid
+
 def quiet_exit():
     sys.stdout.flush()
     os._exit(3)
@@ -131,3 +139,50 @@ def test_a_step_dies_with_its_killed_parent(steps):
         time.sleep(0.1)
     os.kill(child, signal.SIGKILL)
     raise AssertionError("the step outlived its parent")
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # a zombie that no init reaps (some containers) is gone too
+            if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    return False
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX's")
+def test_processes_a_step_started_end_with_the_step(steps):
+    """A process the step started (TVM's builder and runner pools) ends with the step: when it
+    returns, when it is stopped after its timeout, and when the parent is killed. (Before: they
+    outlived it, still compiling.)"""
+    import signal
+    import subprocess
+    import time
+
+    pidfile = steps / "worker.pid"
+    assert _gone(run_isolated("steps_mod:spawn", str(pidfile), False, what="x"))
+    pidfile.unlink()
+    with pytest.raises(NativeCrashError, match="did not finish in 2 s"):
+        run_isolated("steps_mod:spawn", str(pidfile), True, what="x", timeout=2)
+    assert _gone(int(pidfile.read_text()))
+    pidfile.unlink()
+    code = ("from hwnas.isolate import run_isolated; "
+            f"run_isolated('steps_mod:spawn', {str(pidfile)!r}, True, what='x')")  # fmt: skip
+    parent = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.1)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    assert _gone(int(pidfile.read_text()))
