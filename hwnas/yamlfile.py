@@ -102,13 +102,26 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
         return f"{line}{self.problem}"
 
 
-def check_duplicate_keys(root: Any) -> None:
+def check_duplicate_keys(root: Any, loader: Any = None) -> None:
     """Refuse a mapping that repeats a key (``channel_divisor: 8`` then ``channel_divisor:
-    16`` read as 16, silently). Merge keys (``<<``) are not keys of the mapping.
+    16`` read as 16, silently). Keys are compared as the values they are read as, given a
+    ``loader`` (``1``, ``01`` and ``0x1``; ``true`` and ``yes``; each pair one key), else by
+    their text. Merge keys (``<<``) are not keys of the mapping.
 
     Raises:
         DuplicateKeyError: at the second occurrence, naming the first's line.
     """
+
+    def value_of(key: Any) -> Any:
+        if loader is not None:
+            try:
+                value = loader.construct_object(key)
+                hash(value)
+                return ("value", value)
+            except (yaml.YAMLError, TypeError, ValueError):
+                pass
+        return ("text", key.value)
+
     seen_nodes: set[int] = set()
     stack = [root]
     while stack:
@@ -117,19 +130,22 @@ def check_duplicate_keys(root: Any) -> None:
             continue
         seen_nodes.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            first: dict[str, Any] = {}
+            first: dict[Any, Any] = {}
             for key, value in node.value:
                 stack.append(value)
                 if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
                     stack.append(key)
                     continue
-                if key.value in first:
-                    line = first[key.value].start_mark.line + 1
+                read = value_of(key)
+                if read in first:
+                    earlier = first[read]
+                    same = "" if earlier.value == key.value else f" (as '{earlier.value}')"
                     raise DuplicateKeyError(
-                        f"key '{key.value}' is given twice (first on line {line})",
+                        f"key '{key.value}' is given twice{same} (first on line "
+                        f"{earlier.start_mark.line + 1})",
                         key.start_mark,
                     )
-                first[key.value] = key
+                first[read] = key
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
 
@@ -165,7 +181,7 @@ def load_yaml(text: str, nodes: bool = False) -> Any:
     try:
         node = loader.get_single_node()
         if node is not None:
-            check_duplicate_keys(node)
+            check_duplicate_keys(node, loader)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()

@@ -166,6 +166,12 @@ BAD = [
         ":3: invalid YAML: key 'channel_divisor' is given twice (first on line 2)",
         None,
     ),
+    (  # keys are compared as what they read as: 224 and 0xE0 are one key of by_dataset's map
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: {by_dataset: {224: 8, 0xE0: 16}}\n    layer: {block: conv}\n",
+        ":5: invalid YAML: key '0xE0' is given twice (as '224') (first on line 5)",
+        None,
+    ),
 ]
 
 
