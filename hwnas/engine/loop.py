@@ -583,7 +583,8 @@ def run_search(
 
     Raises:
         HwnasError: storage problems, a study name already used by another search, a budget
-            below what the study holds, or 5 candidates in a row that could not be measured.
+            below what the study holds; :class:`SearchHalted` (with the result so far): 5
+            candidates in a row that could not be measured.
         KeyboardInterrupt: propagated after the running trial is told (COMPLETE if it was
             scored, FAIL otherwise), so the study is consistent and resumable.
     """
@@ -614,7 +615,22 @@ def run_search(
     except KeyboardInterrupt:
         _fail_own_claims(loop.ledger, loop.worker)
         raise
+    except SearchHalted as exc:
+        scored = len(loop.ledger.state.completed)
+        loop.stopped = (
+            f"stopped at {scored} of --budget {settings.budget} scored architectures: {exc}"
+        )
+        exc.result = loop.result()
+        raise
     return loop.result()
+
+
+class SearchHalted(HwnasError):
+    """The device could not measure :data:`MAX_NOISY_IN_A_ROW` candidates in a row: the
+    search stops. ``result`` is the :class:`SearchResult` over what the study completed
+    before (its ``stopped`` says why), so that a caller can still write the run folder."""
+
+    result: SearchResult | None = None
 
 
 def _fail_own_claims(ledger: StudyLedger, worker: str) -> None:
@@ -905,7 +921,7 @@ class _Loop:
             return  # a table's gap: nothing failed (the proposals stay bounded by max_asks)
         self.in_a_row += 1
         if self.in_a_row >= MAX_NOISY_IN_A_ROW:
-            raise HwnasError(
+            raise SearchHalted(
                 f"{self.in_a_row} candidates in a row could not be measured; last: {exc}"
             ) from None
 

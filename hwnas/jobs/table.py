@@ -24,6 +24,7 @@ from hwnas.engine.costs import (
 from hwnas.engine.evaluate import FunctionEvaluator, TableEvaluator, get_accuracy
 from hwnas.engine.fewshot import FewShotPlan, plan_fewshot, run_fewshot
 from hwnas.engine.loop import (
+    SearchHalted,
     SearchResult,
     SearchSettings,
     TrialRecord,
@@ -330,13 +331,16 @@ def search(
         (the result, the summary written to ``summary.json``).
 
     Raises:
-        HwnasError: unusable study storage; measurement problems.
+        HwnasError: unusable study storage; measurement problems; 5 candidates in a row
+            that could not be measured (raised after the run folder of what was scored before
+            is written).
     """
     started = time.time()
     settings, space, device, profiler = job.settings, job.space, job.device, job.profiler
     store = profiler.store
     fewshot_extra: dict[str, Any] = {}
     evaluator: Any = job.evaluator
+    halted: SearchHalted | None = None
     plotter = PlotProcess.start()  # imports matplotlib while the search runs
     try:
         if job.fewshot is not None:
@@ -349,10 +353,15 @@ def search(
             for model in (job.costs.cost, job.costs.latency):  # a live device's reference set
                 if model is not None:
                     model.report_to(on_candidate)
-            result = run_search(
-                settings, space, evaluate, job.storage, on_trial, costs=job.costs,
-                instant=job.evaluator.instant, check=job.evaluator.check_resumed,
-            )  # fmt: skip
+            try:
+                result = run_search(
+                    settings, space, evaluate, job.storage, on_trial, costs=job.costs,
+                    instant=job.evaluator.instant, check=job.evaluator.check_resumed,
+                )  # fmt: skip
+            except SearchHalted as exc:
+                if exc.result is None or not exc.result.records:
+                    raise
+                halted, result = exc, exc.result  # the run folder of what was scored
     except BaseException:
         plotter.cancel()
         raise
@@ -369,6 +378,11 @@ def search(
         trained=inherited, trainer=trainer, plotter=plotter,
     )  # fmt: skip
     summary_written = write_run(out, output, zoo, reporter, on_front, artifact_dir)
+    if halted is not None:
+        raise HwnasError(
+            f"{halted}; {out} holds the front of the {len(result.records)} architectures "
+            "scored before (rerun the command to resume)"
+        )
     return result, summary_written
 
 

@@ -352,3 +352,42 @@ def test_a_users_accuracy_function_scores_a_candidate_alike_whatever_ran_before(
     torch.manual_seed(0)
     fresh().evaluate(b)
     assert torch.rand(1) == x and before.shape == (1,)
+
+
+def test_a_search_the_device_stops_midway_still_writes_its_run_folder(
+    tmp_path, hwnas_home, monkeypatch
+):
+    """A device that turns noisy after 8 candidates: the search stops after 5 unmeasurable ones
+    in a row, in one error line, but the run folder of the 8 scored before is written (its
+    summary says why it stopped) and a rerun resumes them. (Before: no run folder; the front
+    of the scored architectures was only in the study.)"""
+    import json
+
+    from helpers import hwnas_main
+
+    from hwnas.engine.evaluate import TableEvaluator
+
+    calls, plain = [], TableEvaluator.evaluate
+
+    def turning_noisy(self, arch):
+        calls.append(arch.text)
+        if len(calls) > 8:
+            raise _noisy(arch.text)
+        return plain(self, arch)
+
+    monkeypatch.setattr(TableEvaluator, "evaluate", turning_noisy)
+    args = ["search", "--device", "pixel3", "--budget", "20", "--strategy", "random",
+            "--no-zoo", "--out", str(tmp_path / "run")]  # fmt: skip
+    r = hwnas_main(*args, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "5 candidates in a row could not be measured" in errors[0]
+    assert "Traceback" not in r.stderr
+    assert f"{tmp_path / 'run'} holds the front of the 8 architectures scored" in errors[0]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["stopped"].startswith("stopped at 8 of --budget 20 scored architectures: 5")
+    assert (tmp_path / "run" / "pareto.csv").read_text().count("\n") >= 2
+    monkeypatch.setattr(TableEvaluator, "evaluate", plain)
+    r = hwnas_main(*args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "20 architectures scored (12 this run)" in r.stdout + r.stderr
