@@ -114,6 +114,7 @@ def check_driver(url: str) -> None:
     """
     scheme = str(url).partition("://")[0]
     if not scheme.startswith("postgres"):
+        _check_other_driver(url, scheme)
         return
     driver = scheme.partition("+")[2] or "psycopg2"
     if not driver_installed(driver):
@@ -122,6 +123,30 @@ def check_driver(url: str) -> None:
             if driver == POSTGRES_DRIVER
             else f"PostgreSQL URL {redact(url)} names the {driver} driver, which is not installed"
         )
+
+
+def _check_other_driver(url: str, scheme: str) -> None:
+    """:func:`check_driver` for a URL that is not PostgreSQL's: SQLAlchemy must know its
+    dialect and the dialect's driver module must import (``mysql://`` without MySQLdb)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        dialect = make_url(url).get_dialect()
+    except NoSuchModuleError:
+        raise HwnasError(
+            f"storage URL {redact(url)}: SQLAlchemy knows no database '{scheme}' (a study "
+            "storage is sqlite:///PATH or postgresql://USER@HOST/DB)"
+        ) from None
+    except ArgumentError:
+        return  # not parsed as a URL: redact() says so
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        raise HwnasError(
+            f"storage URL {redact(url)} needs the {exc.name or 'database'} driver, which is "
+            "not installed"
+        ) from None
 
 
 def connect_error(url: str, exc: BaseException) -> str:

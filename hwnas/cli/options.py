@@ -120,9 +120,21 @@ def dim_option(batch: str):
         f"tokens. {batch}",
     )
 
+def storage_url(ctx, param, value: str | None) -> str | None:
+    """Click callback of ``--storage``: a URL that cannot be a study storage (see
+    :func:`hwnas.engine.loop.check_storage_url`) is a one-line error as the command line is
+    parsed, before ``--space`` imports a user's file."""
+    if value is not None:
+        from hwnas.engine.loop import check_storage_url
+
+        check_storage_url(value)
+    return value
+
+
 storage_option = click.option(
     "--storage",
     default=None,
+    callback=storage_url,
     metavar="URL",
     help="Optuna storage URL (any RDB URL, e.g. sqlite:///nas.db or postgresql://...). "
     "Default: studies.db in the hwnas home.",

@@ -274,31 +274,23 @@ searches) is exhausted. A sampler that knows it has nothing left says so at once
 (``exhausted``)."""
 
 
-def open_storage(url: str):
-    """An Optuna RDB storage for ``url``; SQLite files get WAL and relaxed fsync.
-
-    With WAL and ``synchronous=NORMAL`` a committed trial survives a killed process (only a
-    power cut can lose the last commits), and a 300-trial study writes about 3x faster. A bare
-    ``postgresql://`` URL uses psycopg 3 (:func:`hwnas.db.normalize_url`). Several workers may
-    open a fresh storage at once: table creation is serialised (SQLite) or retried.
+def check_storage_url(url: str) -> None:
+    """Refuse a storage URL for what can be told without connecting: one that does not parse,
+    names a driver that is not installed, an in-memory SQLite database, or an SQLite file in
+    a folder that does not exist or that is a folder. ``--storage``'s check as the command
+    line is parsed, before a ``--space FILE.py`` is imported.
 
     Raises:
-        HwnasError: a missing driver (naming ``pip install 'hwnas[postgres]'``), an unreachable
-            server or missing database (one line, no password), or a URL that is not an Optuna
-            RDB storage.
+        HwnasError: one line, without the URL's password.
     """
-    import optuna
-    import sqlalchemy
+    _checked_url(url)
 
-    from hwnas.db import (
-        check_driver,
-        check_sqlite_file,
-        connect_error,
-        normalize_url,
-        redact,
-        scrub,
-    )
-    from hwnas.engine.workers import creation_lock, sqlite_file
+
+def _checked_url(url: str):
+    """(the URL as it may be shown, the normalised URL, its SQLite file or None); see
+    :func:`check_storage_url`."""
+    from hwnas.db import check_driver, normalize_url, redact
+    from hwnas.engine.workers import sqlite_file
 
     shown = redact(url)  # an unparseable URL is refused here, without echoing it
     url = normalize_url(url)
@@ -315,6 +307,29 @@ def open_storage(url: str):
         raise HwnasError(
             f"cannot open study storage {shown}: the folder {db_file.parent} does not exist"
         )
+    return shown, url, db_file
+
+
+def open_storage(url: str):
+    """An Optuna RDB storage for ``url``; SQLite files get WAL and relaxed fsync.
+
+    With WAL and ``synchronous=NORMAL`` a committed trial survives a killed process (only a
+    power cut can lose the last commits), and a 300-trial study writes about 3x faster. A bare
+    ``postgresql://`` URL uses psycopg 3 (:func:`hwnas.db.normalize_url`). Several workers may
+    open a fresh storage at once: table creation is serialised (SQLite) or retried.
+
+    Raises:
+        HwnasError: a missing driver (naming ``pip install 'hwnas[postgres]'``), an unreachable
+            server or missing database (one line, no password), or a URL that is not an Optuna
+            RDB storage.
+    """
+    import optuna
+    import sqlalchemy
+
+    from hwnas.db import check_sqlite_file, connect_error, scrub
+    from hwnas.engine.workers import creation_lock
+
+    shown, url, db_file = _checked_url(url)
     existed = db_file is None or db_file.exists()
     for attempt in range(CREATE_ATTEMPTS):
         try:

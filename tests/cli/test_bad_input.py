@@ -31,7 +31,7 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "v100_1"], "no recorded measurements for space 'nasbench201'"),
         (
             ["search", "--device", "pixel3", "--storage", "nosuchdb://x"],
-            "cannot open study storage",
+            "SQLAlchemy knows no database 'nosuchdb'",
         ),
         (["search", "--device", "cpu", "--store", "{bad_store}"], "is not an SQLite database"),
         (["devices", "--store", "{bad_store}"], "is not an SQLite database"),

@@ -1172,7 +1172,9 @@ def test_the_count_of_a_module_space_counts_each_subnet_once():
     [["--budget", "0"], ["--max-latency", "-1"], ["--strategy", "nosuch"],
      ["--objective", "foo"], ["--budget", "abc"],
      ["--strategy", "oneshot", "--latency-target", "-5"], ["--nproc", "0"],
-     ["--strategy", "oneshot", "--finetune-epochs", "-1"]],  # fmt: skip
+     ["--strategy", "oneshot", "--finetune-epochs", "-1"],
+     ["--storage", "sqlite:////no/such/folder/x.db"], ["--storage", "sqlite://"],
+     ["--storage", "mysql://u:secret@h/db"]],  # fmt: skip
     ids=str,
 )
 def test_a_bad_option_is_refused_before_the_space_file_is_imported(tmp_path, bad):
@@ -1184,7 +1186,7 @@ def test_a_bad_option_is_refused_before_the_space_file_is_imported(tmp_path, bad
     file.write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
     r = hwnas_main("search", "--space", f"{file}:space", "--device", "cpu", *bad)
     assert r.returncode == 2 and r.stderr.startswith("error:"), r.stderr
-    assert not marker.exists()
+    assert not marker.exists() and "secret" not in r.stderr
 
 
 def test_a_model_built_without_a_seed_is_the_same_model_in_every_process(tmp_path):
