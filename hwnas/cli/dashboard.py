@@ -33,21 +33,63 @@ def dashboard_cmd(storage, artifact_dir, port):
     import optuna_dashboard
     from optuna.artifacts import FileSystemArtifactStore
 
+    from hwnas.cli.render import one_line
+    from hwnas.engine.ledger import study_briefs
     from hwnas.engine.loop import open_storage
     from hwnas.engine.publish import write_notes
 
     rdb = open_storage(url)
+    briefs = study_briefs(rdb)
+    unreadable = [name for name, attrs, _ in briefs if attrs is None]
+    if unreadable:  # optuna-dashboard's study list would answer every request with an error
+        raise HwnasError(
+            f"the dashboard cannot list the studies in {shown}: study "
+            f"'{one_line(unreadable[0])}' has attributes that cannot be read (not JSON, or "
+            "nested too deep: written by another program); delete it (optuna delete-study --study-name NAME --storage URL) or "
+            "serve another --storage"
+        )
     write_notes(rdb)  # each finished run's settings, folder and summary as its study's note
-    n = len(rdb.get_all_studies())
     artifact_dir.mkdir(parents=True, exist_ok=True)
+    app = optuna_dashboard.wsgi(rdb, artifact_store=FileSystemArtifactStore(str(artifact_dir)))
+    n = len(briefs)
     click.echo(f"optuna-dashboard for {n} studies in {shown}; artifacts in {artifact_dir}")
     click.echo(f"open http://127.0.0.1:{port}/dashboard/  (Ctrl-C to stop)", nl=True)
     try:
-        optuna_dashboard.run_server(
-            rdb,
-            host="127.0.0.1",
-            port=port,
-            artifact_store=FileSystemArtifactStore(str(artifact_dir)),
-        )
+        serve(local_only(app, port), port)
     except OSError as exc:  # taken by another program since the check
         raise HwnasError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+
+
+def local_only(app, port: int):
+    """``app`` (a WSGI application) answering only requests addressed to this machine's
+    loopback by name: ``Host: 127.0.0.1:PORT`` or ``localhost:PORT``. The server listens on
+    127.0.0.1 alone, but a web page the user opens can point its own host name at 127.0.0.1
+    (DNS rebinding) and then read, and through optuna-dashboard's API delete, studies and
+    artifacts; its requests carry its own host name and get 403."""
+    allowed = {f"{name}:{port}" for name in ("127.0.0.1", "localhost")}
+    if port == 80:
+        allowed |= {"127.0.0.1", "localhost"}
+
+    def checked(environ, start_response):
+        if str(environ.get("HTTP_HOST", "")).lower() not in allowed:
+            start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+            return [f"hwnas dashboard: open http://127.0.0.1:{port}/dashboard/\n".encode()]
+        return app(environ, start_response)
+
+    return checked
+
+
+def serve(app, port: int) -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` until Ctrl-C (Python's reference WSGI server, as
+    ``optuna_dashboard.run_server`` does).
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    from wsgiref.simple_server import make_server
+
+    with make_server("127.0.0.1", port, app) as server:
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass

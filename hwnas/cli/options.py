@@ -223,6 +223,9 @@ def port_free(port: int, host: str = "127.0.0.1") -> None:
     from hwnas.errors import HwnasError
 
     with socket.socket() as s:
+        # as the server binds: a port whose last connections wait out TIME_WAIT is free (a
+        # dashboard stopped and started again within a minute was refused)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError as exc:

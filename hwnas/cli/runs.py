@@ -60,12 +60,13 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
     ms), folder (None where the study records none: a search not finished), whether the
     folder still exists, and the zoo size. A study of another program sharing the storage is
     its name and trial count, the rest None; an attribute of another type than hwnas writes
-    reads as None (trials: the study's count), never raised on."""
-    import optuna
+    reads as None (trials: the study's count), and attributes that cannot be read at all
+    (not JSON) as none, never raised on."""
+    from hwnas.engine.ledger import study_briefs
 
     rows = []
-    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
-        attrs = s.user_attrs
+    for name, attrs, n_trials in study_briefs(storage):
+        attrs = attrs or {}  # unreadable: listed as another program's study
         settings = run_settings(attrs)
         # another program's study: its name and trial count, none of its attributes
         summary = (_typed(attrs.get("summary"), dict) or {}) if settings else {}
@@ -73,14 +74,14 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
         trials = _typed(summary.get("trials"), int)
         rows.append(
             {
-                "study": s.study_name,
+                "study": name,
                 "hwnas_run": bool(settings),
                 "device": _typed(settings.get("device"), str),
                 "space": _typed(settings.get("space"), str),
                 "dataset": _typed(settings.get("dataset"), str),
                 "objective": _typed(settings.get("objective", "latency"), str),
                 "strategy": _typed(settings.get("strategy"), str),
-                "trials": s.n_trials if trials is None else trials,
+                "trials": n_trials if trials is None else trials,
                 "best": _best(summary.get("best")),
                 "pareto_size": _typed(summary.get("pareto_size"), int),
                 "zoo_models": _typed(summary.get("zoo_models"), int),

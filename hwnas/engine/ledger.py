@@ -530,3 +530,41 @@ def study_system_attrs(study: Any) -> dict[str, Any]:
     """The study's system attributes (Optuna's artifact records among them; Optuna 5 has no
     public ``Study.system_attrs``)."""
     return study._storage.get_study_system_attrs(study._study_id)
+
+
+UNREADABLE = (ValueError, RecursionError, TypeError)
+"""What reading a study attribute another program wrote can raise (not JSON, nested past
+Python's recursion limit, an odd type)."""
+
+
+def study_briefs(storage: Any) -> list[tuple[str, dict[str, Any] | None, int]]:
+    """(name, user attributes, number of trials) of every study in ``storage`` (a URL or an
+    Optuna storage), in the storage's order. Each study's attributes are read on their own:
+    one whose attributes cannot be read (another program's JSON that is not JSON, or nested
+    200,000 deep) has None, and the others are still listed. (``optuna.get_all_study_summaries``
+    raised on all of them for one, and reads every trial of every study.)"""
+    import optuna
+
+    storage = optuna.storages.get_storage(storage)
+    backend = storage._backend if isinstance(storage, optuna.storages._CachedStorage) else storage
+    engine = getattr(backend, "engine", None)
+    if not isinstance(backend, optuna.storages.RDBStorage) or engine is None:
+        try:
+            summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
+            return [(s.study_name, s.user_attrs, s.n_trials) for s in summaries]
+        except UNREADABLE:
+            return []
+    from optuna.storages._rdb import models
+
+    t = models.StudyModel.__table__
+    with engine.connect() as conn:
+        studies = conn.execute(t.select().with_only_columns(t.c.study_id, t.c.study_name)
+                                .order_by(t.c.study_id)).all()  # fmt: skip
+    briefs = []
+    for study_id, name in studies:
+        try:
+            attrs: dict[str, Any] | None = backend.get_study_user_attrs(study_id)
+        except UNREADABLE:
+            attrs = None
+        briefs.append((name, attrs, backend.get_n_trials(study_id)))
+    return briefs

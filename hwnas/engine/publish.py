@@ -147,22 +147,25 @@ def write_notes(storage: Any) -> int:
     which a search does not pay). Returns the number of notes written.
 
     A study not shaped like hwnas's (another program's study in a shared storage: no hwnas
-    settings, a ``summary`` that is not a dict, a ``run_folder`` that is not a string) is
-    skipped, never raised on or written to."""
+    settings, a ``summary`` that is not a dict, a ``run_folder`` that is not a string,
+    attributes that are not JSON) is skipped, never raised on or written to."""
     import optuna
     from optuna_dashboard import save_note
 
+    from hwnas.engine.ledger import study_briefs
+
     written = 0
-    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
-        brief, folder = s.user_attrs.get("summary"), s.user_attrs.get("run_folder")
+    for name, attrs, _ in study_briefs(storage):
+        attrs = attrs or {}  # unreadable (not JSON): another program's study
+        brief, folder = attrs.get("summary"), attrs.get("run_folder")
         if not isinstance(brief, dict) or not brief or not isinstance(folder, str) or not folder:
             continue
-        if not run_settings(s.user_attrs):
+        if not run_settings(attrs):
             continue
-        if s.user_attrs.get("note_for") == brief.get("finished_at"):
+        if attrs.get("note_for") == brief.get("finished_at"):
             continue
-        study = optuna.load_study(study_name=s.study_name, storage=storage)
-        save_note(study, note_markdown(s.study_name, folder, brief, run_settings(s.user_attrs)))
+        study = optuna.load_study(study_name=name, storage=storage)
+        save_note(study, note_markdown(name, folder, brief, run_settings(attrs)))
         study.set_user_attr("note_for", brief.get("finished_at"))
         written += 1
     return written

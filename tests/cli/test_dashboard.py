@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 from helpers import hwnas_cli
@@ -66,7 +67,33 @@ def test_dashboard_serves_the_search_study(tmp_path):
         with urllib.request.urlopen(url) as f:
             assert f.read() == (tmp_path / "run" / "pareto.png").read_bytes()
         assert str((tmp_path / "run").resolve()) in detail["note"]["body"]
+        # a web page whose host name points at 127.0.0.1 (DNS rebinding) is refused
+        forged = urllib.request.Request(f"http://127.0.0.1:{port}/api/studies",
+                                        headers={"Host": f"evil.example:{port}"})  # fmt: skip
+        try:
+            urllib.request.urlopen(forged, timeout=5)
+            raise AssertionError("served a request for another host name")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 403
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=20)
     assert f"http://127.0.0.1:{port}/dashboard/" in out
+    # started again at once on the same port (its connections in TIME_WAIT): it was refused
+    # as "in use by another program" for a minute
+    again = subprocess.Popen(
+        [sys.executable, "-m", "hwnas", "dashboard", "--storage", storage, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
+    )  # fmt: skip
+    try:
+        deadline, answered = time.time() + 60, False
+        while time.time() < deadline and not answered and again.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://localhost:{port}/api/studies", timeout=2):
+                    answered = True
+            except OSError:
+                time.sleep(0.3)
+    finally:
+        again.terminate()
+        out, _ = again.communicate(timeout=20)
+    assert answered, out

@@ -112,6 +112,41 @@ def test_dashboard_notes_skip_other_programs_studies(tmp_path):
     assert f"`{ARCH}`, 63.05% top-1, \n" in note_markdown("x", "/tmp", brief, SETTINGS)
 
 
+def test_a_study_whose_attributes_are_not_json_breaks_no_listing(tmp_path):
+    """Another program's study whose attribute rows are not JSON (or JSON nested 200,000
+    deep): `hwnas runs list/show`, `zoo` lookups and the dashboard's notes ended in a
+    JSONDecodeError or RecursionError traceback for the whole storage. Now that study is
+    listed as not an hwnas run; `hwnas dashboard`, whose study list optuna-dashboard could
+    not serve, refuses in one line naming it."""
+    import sqlite3
+
+    from hwnas.engine.loop import open_storage
+    from hwnas.engine.publish import write_notes
+
+    url = _storage(tmp_path)
+    ids = {s._study_id: s.study_name for s in optuna.get_all_study_summaries(url)}
+    broken = {v: k for k, v in ids.items()}["notes-str"]
+    with sqlite3.connect(tmp_path / "shared.db") as db:
+        db.execute("insert into study_user_attributes(study_id, key, value_json) values "
+                   "(?, 'broken', '{not json')", (broken,))  # fmt: skip
+        db.execute("insert into study_user_attributes(study_id, key, value_json) values "
+                   "(?, 'deep', ?)", (broken, "[" * 200_000 + "]" * 200_000))  # fmt: skip
+    listed = _ok("runs", "list", "--storage", url)
+    assert "(not an hwnas run)" in next(x for x in listed.splitlines() if " notes-str " in x)
+    assert "63.05% 4.925 ms" in next(x for x in listed.splitlines() if " hwnas-run " in x)
+    assert "study      hwnas-odd " in _ok("runs", "show", "latest", "--storage", url)
+    assert write_notes(open_storage(url)) == 2
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    r = hwnas_main("dashboard", "--storage", url, "--port", str(port))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "study 'notes-str' has attributes that cannot be read" in lines[0]
+
+
 def test_zoo_verify_reports_an_edited_summary_json_as_not_proven(tmp_path):
     """A run folder whose summary.json holds ``"settings": "x"``: `hwnas zoo verify ENTRY`
     stopped with AttributeError: 'str' object has no attribute 'get'; so did a study in the

@@ -29,9 +29,8 @@ def test_a_search_on_a_postgresql_url_with_a_password_never_shows_it(
     tmp_path, hwnas_home, postgres_url, capsys, monkeypatch
 ):
     import optuna
-    import optuna_dashboard
 
-    from hwnas.cli import main
+    from hwnas.cli import dashboard, main
     from hwnas.store import MeasurementStore
 
     url = _with_password(postgres_url)
@@ -45,7 +44,7 @@ def test_a_search_on_a_postgresql_url_with_a_password_never_shows_it(
     assert main(["runs", "list", "--storage", url]) == 0
     assert main(["runs", "list", "--storage", url, "--json"]) == 0
     assert main(["runs", "show", "leak", "--storage", url]) == 0
-    monkeypatch.setattr(optuna_dashboard, "run_server", lambda *a, **k: None)
+    monkeypatch.setattr(dashboard, "serve", lambda *a, **k: None)
     assert main(["dashboard", "--storage", url, "--port", "8123"]) == 0
     shown = capsys.readouterr()
     terminal = printed.out + printed.err + shown.out + shown.err
