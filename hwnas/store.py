@@ -31,6 +31,7 @@ import math
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 from hwnas.db import check_sqlite_file
 from hwnas.devices.base import Measurement
@@ -184,10 +185,32 @@ class MeasurementStore:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
     def _execute(self, sql: str, args=()):
-        """Run ``sql`` (written with ``?`` placeholders) on either back end."""
+        """Run ``sql`` (written with ``?`` placeholders) on either back end.
+
+        Raises:
+            HwnasError: the database refused it (a table another program changed: a ``value``
+                column of text; a server gone; a lock held for a minute), in one line.
+        """
         if self._pg:
-            return self._db.execute(sql.replace("?", "%s"), args)
-        return self._db.execute(sql, args)
+            import psycopg
+
+            try:
+                return self._db.execute(sql.replace("?", "%s"), args)
+            except psycopg.Error as exc:
+                self._refused(exc)
+        try:
+            return self._db.execute(sql, args)
+        except sqlite3.Error as exc:
+            self._refused(exc)
+
+    def _refused(self, exc: BaseException) -> NoReturn:
+        from hwnas.db import scrub
+
+        first = (scrub(str(exc)).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise HwnasError(
+            f"measurement store {self.path} is not usable: {first} (a table hwnas did not "
+            "make or another program changed? give another --store)"
+        ) from None
 
     def _migrate(self) -> None:
         """Add the columns that stores written by older hwnas versions lack (in place)."""
@@ -242,7 +265,7 @@ class MeasurementStore:
         insert = (
             f"INSERT INTO measurements ({_COLUMNS}) VALUES ({','.join('?' * len(row))}) "
             "ON CONFLICT (device, runtime, metric, model_hash, batch_size, input_shape) "
-            f"DO UPDATE SET {replace} WHERE measurements.flagged = 1 OR NOT {_VALID_SQL}"
+            f"DO UPDATE SET {replace} WHERE measurements.flagged <> 0 OR NOT {_VALID_SQL}"
         )
         if self._execute(insert, row).rowcount == 1:
             return True

@@ -144,6 +144,37 @@ def test_flagged_measurement_is_replaced_by_the_next_one(location):
         assert store.counts() == {"cpu": 1}
 
 
+def test_a_flagged_mark_other_than_1_is_replaced_too(location):
+    """A row another writer marked flagged with 2 (or, in SQLite, 'yes'): it reads as flagged,
+    so it must be replaced by the next measurement like one marked 1. (Before: only flagged =
+    1 was replaced; every run measured the model again and never kept the result.)"""
+    with MeasurementStore(location) as store:
+        for mark in (2, -1) if store._pg else (2, -1, "yes"):
+            store.append(_m(9.0))
+            store._execute("UPDATE measurements SET flagged=? WHERE model_hash='abc'", (mark,))
+            assert store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32)).flagged
+            assert store.append(_m(2.0)) is True
+            got = store.lookup("cpu", "ort", "latency_ms", "abc", (1, 3, 32, 32))
+            assert got.value == 2.0 and not got.flagged
+            store._execute("DELETE FROM measurements")
+
+
+def test_a_store_table_another_program_changed_is_a_one_line_error(location):
+    """Another program made the ``value`` column text: the validity SQL's comparison failed
+    on PostgreSQL with the driver's traceback. Now one line naming the store."""
+    with MeasurementStore(location) as store:
+        store.append(_m(1.0))
+        if store._pg:
+            store._execute("ALTER TABLE measurements ALTER COLUMN value TYPE text")
+            store._execute("UPDATE measurements SET value='abc'")
+        else:
+            store._execute("ALTER TABLE measurements RENAME COLUMN cv TO cv_old")
+        with pytest.raises(HwnasError) as info:
+            store.append(_m(2.0, "other"))
+        assert "\n" not in str(info.value)
+        assert str(info.value).startswith(f"measurement store {store.path} is not usable: ")
+
+
 def test_a_second_opening_in_one_process_keeps_the_first_ones_view_of_other_writers(tmp_path):
     """A process that opens an SQLite study storage or store a second time (``hwnas.search``
     then ``hwnas.zoo.verify`` from Python) must go on seeing what other processes write. The
