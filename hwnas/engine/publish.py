@@ -246,7 +246,9 @@ def _upload(
             path = out / rel
             digest = sha256_file(path)
             old = known.get(rel)
-            if old and old.get("sha256") == digest:
+            # kept while its copy is there (a file deleted from the folder by another hand,
+            # optuna-dashboard's delete among them, is uploaded again)
+            if old and old.get("sha256") == digest and (artifact_dir / old["id"]).is_file():
                 kept.append(rel)
                 continue
             # the dashboard names an artifact by its file name: make it say where it is from

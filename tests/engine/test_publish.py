@@ -35,3 +35,12 @@ def test_a_rerun_keeps_only_the_run_folders_files_as_artifacts(hwnas_home, tmp_p
     known = _artifacts(storage, "p")
     assert set(known) == set(run_files(run))
     assert all((tmp_path / "b" / v["id"]).is_file() for v in known.values())
+    # a file deleted from the artifact folder behind hwnas's back (optuna-dashboard deletes
+    # the file before it checks the study in the URL) is uploaded again by the next rerun; it
+    # was kept as recorded, its download failing for ever
+    gone = known["pareto.csv"]["id"]
+    (tmp_path / "b" / gone).unlink()
+    assert main([*args, "--budget", "12", "--artifact-dir", str(tmp_path / "b")]) == 0
+    known = _artifacts(storage, "p")
+    assert set(known) == set(run_files(run)) and known["pareto.csv"]["id"] != gone
+    assert all((tmp_path / "b" / v["id"]).is_file() for v in known.values())
