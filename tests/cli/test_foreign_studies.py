@@ -249,3 +249,24 @@ def test_a_zoo_of_a_python_space_is_retrained_with_its_file(tmp_path):
         from hwnas.zoo.train import TrainSettings
 
         plan_training(str(entry), TrainSettings(data="digits"), dataset="digits")
+
+
+def test_json_output_is_strict_json_whatever_the_study_holds(tmp_path):
+    """A study summary with a NaN accuracy and an infinite latency: `hwnas runs list --json`
+    printed `NaN` and `Infinity`, which JavaScript's JSON.parse and jq refuse. They are
+    null now."""
+    url = _storage(tmp_path)
+    study = optuna.load_study(study_name="hwnas-run", storage=url)
+    summary = dict(study.user_attrs["summary"])
+    summary["best"] = {**summary["best"], "accuracy": float("nan"), "latency_ms": float("inf")}
+    study.set_user_attr("summary", summary)
+
+    def strict(text: str):
+        def refuse(name):
+            raise AssertionError(f"{name} is not JSON")
+
+        return json.loads(text, parse_constant=refuse)
+
+    runs = {r["study"]: r for r in strict(_ok("runs", "list", "--json", "--storage", url))["runs"]}
+    assert runs["hwnas-run"]["hwnas_run"]
+    strict(_ok("runs", "show", "hwnas-run", "--json", "--storage", url))
