@@ -89,6 +89,31 @@ def run_settings(attrs: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _md_code(value: Any, cell: bool = False) -> str:
+    """``value`` as a Markdown code span that nothing in it can end: fenced by one backtick
+    more than its longest run of them, on one line, its pipes escaped in a table ``cell``.
+    Inside a code span optuna-dashboard's Markdown renders no HTML."""
+    import re
+
+    text = " ".join(str(value).split())
+    if cell:
+        text = text.replace("|", "\\|")
+    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    pad = " " if run else ""
+    return f"{'`' * (run + 1)}{pad}{text}{pad}{'`' * (run + 1)}"
+
+
+def _md_text(value: Any) -> str:
+    """``value`` as Markdown text that renders as itself: on one line, HTML's ``<`` and ``&``
+    escaped, Markdown's punctuation backslash-escaped (a value another program wrote into a
+    study attribute cannot become a link, an image or HTML in the note)."""
+    import html
+    import re
+
+    text = html.escape(" ".join(str(value).split()), quote=False)
+    return re.sub(r"([\\`*_{}\[\]()#+!|~>])", r"\\\1", text)
+
+
 def note_markdown(
     study_name: str, out: str, brief: dict[str, Any], settings: dict[str, Any] | None
 ) -> str:
@@ -107,21 +132,22 @@ def note_markdown(
     def number(value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
 
-    lines = [f"## hwnas run `{study_name}`", "", f"Run folder: `{out}`", ""]
+    t = _md_text
+    lines = [f"## hwnas run {_md_code(study_name)}", "", f"Run folder: {_md_code(out)}", ""]
     best = brief.get("best")
     if isinstance(best, dict) and number(best.get("accuracy")):
         metrics = [m for m in ("latency_ms", "energy_mj") if number(best.get(m))]
         costs = ", ".join(f"{m} {best[m]:.4g}" for m in metrics)
         lines += [
-            f"**Best** ({brief.get('best_rule', '')}): `{best.get('arch')}`, "
+            f"**Best** ({t(brief.get('best_rule', ''))}): {_md_code(best.get('arch'))}, "
             f"{best['accuracy']:.2f}% top-1, {costs}",
             "",
         ]
     lines += [
-        f"Trials: {brief.get('trials', '?')} scored; Pareto front: "
-        f"{brief.get('pareto_size', '?')} architectures; zoo: {brief.get('zoo_models', 0)} "
-        f"{brief.get('zoo_weights') or ''} ONNX models; {brief.get('elapsed_s', '?')} s; "
-        f"finished {brief.get('finished_at', '?')}.",
+        f"Trials: {t(brief.get('trials', '?'))} scored; Pareto front: "
+        f"{t(brief.get('pareto_size', '?'))} architectures; zoo: "
+        f"{t(brief.get('zoo_models', 0))} {t(brief.get('zoo_weights') or '')} ONNX models; "
+        f"{t(brief.get('elapsed_s', '?'))} s; finished {t(brief.get('finished_at', '?'))}.",
         "",
         "### Settings",
         "",
@@ -129,9 +155,9 @@ def note_markdown(
         "|---|---|",
     ]
     for key, value in (settings if isinstance(settings, dict) else {}).items():
-        lines.append(f"| {key} | `{value}` |")
+        lines.append(f"| {t(key)} | {_md_code(value, cell=True)} |")
     if brief.get("measurements"):
-        lines += ["", f"Measurements: {json.dumps(brief['measurements'])}"]
+        lines += ["", f"Measurements: {_md_code(json.dumps(brief['measurements']))}"]
     lines += [
         "",
         "The run's pareto.png, pareto.csv, summary.json and each zoo entry's model.onnx, "

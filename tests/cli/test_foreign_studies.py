@@ -270,3 +270,25 @@ def test_json_output_is_strict_json_whatever_the_study_holds(tmp_path):
     runs = {r["study"]: r for r in strict(_ok("runs", "list", "--json", "--storage", url))["runs"]}
     assert runs["hwnas-run"]["hwnas_run"]
     strict(_ok("runs", "show", "hwnas-run", "--json", "--storage", url))
+
+
+def test_a_study_note_renders_attribute_values_as_text_never_as_html():
+    """A setting holding a backtick closed the note's code span and the rest rendered as
+    Markdown, HTML included (optuna-dashboard's renderer takes raw HTML); the best rule and
+    the counts went in bare. Rendered with HTML allowed, the note now holds no tag or link
+    the values brought."""
+    from markdown_it import MarkdownIt
+
+    from hwnas.engine.publish import note_markdown
+
+    evil = "`</code><img src=x onerror=alert(1)>`"
+    brief = {"best": {"arch": "a``b" + evil, "accuracy": 60.0, "latency_ms": 2.0},
+             "best_rule": "<script>x</script>[link](http://evil)", "trials": "<b>4</b>",
+             "finished_at": "![i](http://evil/i.png)"}  # fmt: skip
+    settings = {"space": evil, "<i>key</i>": "a|b\nc"}
+    note = note_markdown("st`udy<img>", "/tmp/`run`", brief, settings)
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(note)
+    for tag in ("<img", "<script", "<b>", "<i>", "<a ", "<code><img"):
+        assert tag not in rendered, (tag, rendered)
+    assert "alert(1)" in rendered and "| value |" not in rendered  # shown, as text
+    assert rendered.count("<tr>") == 3  # the header and two settings: no cell split by a |
