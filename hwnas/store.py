@@ -157,8 +157,9 @@ class MeasurementStore:
     def _open_postgres(self, url: str) -> None:
         from hwnas.db import check_driver, connect_error, normalize_url, redact
 
-        url = normalize_url(url)
-        self.path = redact(url)  # type: ignore[assignment]  # refuses an unparseable URL
+        typed, url = url, normalize_url(url)
+        redact(url)  # refuses an unparseable URL; its secrets are known to scrub()
+        self.path = redact(typed)  # type: ignore[assignment]  # shown as the user typed it
         check_driver(url)
         self._conninfo = "postgresql://" + url.partition("://")[2]
         import psycopg
