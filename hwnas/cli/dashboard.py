@@ -45,8 +45,8 @@ def dashboard_cmd(storage, artifact_dir, port):
         raise HwnasError(
             f"the dashboard cannot list the studies in {shown}: study "
             f"'{one_line(unreadable[0])}' has attributes that cannot be read (not JSON, or "
-            "nested too deep: written by another program); delete it (optuna delete-study --study-name NAME --storage URL) or "
-            "serve another --storage"
+            "nested too deep: written by another program); delete it (optuna delete-study "
+            "--study-name NAME --storage URL) or serve another --storage"
         )
     write_notes(rdb)  # each finished run's settings, folder and summary as its study's note
     artifact_dir.mkdir(parents=True, exist_ok=True)

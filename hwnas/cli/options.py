@@ -120,6 +120,7 @@ def dim_option(batch: str):
         f"tokens. {batch}",
     )
 
+
 def storage_url(ctx, param, value: str | None) -> str | None:
     """Click callback of ``--storage``: a URL that cannot be a study storage (see
     :func:`hwnas.engine.loop.check_storage_url`) is a one-line error as the command line is

@@ -141,9 +141,7 @@ class RpcDevice(LiveDevice):
             return None
         host, port = parse_tracker(self.tracker)
         cpus = tuple(int(c) for c in self.profile.get("big_cores") or ())
-        return RpcSpec(
-            host, port, str(self.key), self.session_timeout, cpus, self.request_timeout
-        )
+        return RpcSpec(host, port, str(self.key), self.session_timeout, cpus, self.request_timeout)
 
     def runtime_options(self) -> dict[str, Any]:
         options = super().runtime_options()
