@@ -135,27 +135,38 @@ class RpcSpec:
 
         from tvm import rpc
 
-        old = socket.getdefaulttimeout()
-        socket.setdefaulttimeout(self.request_timeout)  # the tracker socket's, made here
-        try:
-            tracker = rpc.connect_tracker(self.host, self.port)
-        finally:
-            socket.setdefaulttimeout(old)
-        start = time.monotonic()
-        try:
-            return tracker.request(
-                self.key, priority=1, session_timeout=self.session_timeout, max_retry=1
-            )
-        except (OSError, RuntimeError):
-            if time.monotonic() - start < self.request_timeout:
-                raise
-            raise DeviceUnavailableError(
-                f"RPC tracker {self.host}:{self.port} handed out no free server with key "
-                f"'{self.key}' in {self.request_timeout:g} s (each is busy, or stopped "
-                "answering); wait, or set rpc.request_timeout in the device profile"
-            ) from None
-        finally:
-            tracker.close()
+        deadline = time.monotonic() + self.request_timeout
+        last: Exception | None = None
+        for _ in range(REQUEST_ATTEMPTS):  # TVM's own retries, bounded by the deadline
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            old = socket.getdefaulttimeout()
+            socket.setdefaulttimeout(left)  # the tracker socket's, made here
+            try:
+                tracker = rpc.connect_tracker(self.host, self.port)
+            finally:
+                socket.setdefaulttimeout(old)
+            try:
+                return tracker.request(
+                    self.key, priority=1, session_timeout=self.session_timeout, max_retry=1
+                )
+            except (OSError, RuntimeError) as exc:
+                last = exc
+            finally:
+                tracker.close()
+        if time.monotonic() < deadline and last is not None:
+            raise last
+        raise DeviceUnavailableError(
+            f"RPC tracker {self.host}:{self.port} handed out no free server with key "
+            f"'{self.key}' in {self.request_timeout:g} s (each is busy, or stopped "
+            "answering); wait, or set rpc.request_timeout in the device profile"
+        )
+
+
+REQUEST_ATTEMPTS = 3
+"""Session requests a measurement makes before it gives up (a dropped tracker connection is
+asked again, as TVM's ``request`` does), all within ``RpcSpec.request_timeout``."""
 
 
 class TvmExecutable(Executable):
