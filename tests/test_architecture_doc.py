@@ -15,7 +15,7 @@ from hwnas.registry import Registry
 REPO = Path(__file__).resolve().parents[1]
 DOC = (REPO / "docs" / "architecture.md").read_text()
 
-WORDS = {"ASCII", "CIFAR", "DARTS", "FAIL", "FILE", "JSON", "NCCL", "NSGA", "ONNX", "PATH",
+WORDS = {"ASCII", "CIFAR", "DARTS", "FAIL", "FILE", "HTML", "JSON", "NCCL", "NSGA", "ONNX", "PATH",
          "README", "RUNNING", "YAML", "HWNAS_HOME"}  # fmt: skip
 """Upper-case words of the page that are not code names (acronyms, states, placeholders)."""
 
