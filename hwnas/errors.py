@@ -79,6 +79,12 @@ class NativeCrashError(CandidateError):
     (:func:`hwnas.isolate.run_isolated`); the message names the library versions."""
 
 
+class MeterReadingError(CandidateError):
+    """An energy meter counted no energy (zero, negative or not a number) over a measured
+    window: that candidate's energy is not stored; a meter that stays so stops a search after
+    5 candidates in a row, like any other measurement failure."""
+
+
 NO_SPACE_ERRNOS = (28, 122, 27)
 """ENOSPC (no space left on device), EDQUOT (disk quota exceeded), EFBIG (file too large)."""
 

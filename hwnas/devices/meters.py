@@ -70,17 +70,37 @@ class CounterMeter(Meter):
         self.min_window_s = min_window_s
         self._start: float | None = None
 
+    def _read(self) -> float:
+        try:
+            return float(self.read_mj())
+        except Exception as exc:  # a counter file gone or garbled, a driver's error
+            raise DeviceUnavailableError(
+                f"energy meter {self.name} cannot be read: {_why(exc)}"
+            ) from None
+
     def start(self) -> None:
-        self._start = self.read_mj()
+        self._start = self._read()
 
     def stop(self) -> float:
+        """The energy counted since :meth:`start`, in mJ (a counter that wrapped once is
+        corrected by its range).
+
+        Raises:
+            DeviceUnavailableError: the counter cannot be read.
+        """
         if self._start is None:
             raise RuntimeError("stop() before start()")
-        delta = self.read_mj() - self._start
+        delta = self._read() - self._start
         self._start = None
         if delta < 0 and self.wrap_mj:
             delta += self.wrap_mj
         return delta
+
+
+def _why(exc: BaseException) -> str:
+    """One line saying why a meter reading failed."""
+    text = (getattr(exc, "strerror", None) or str(exc)).strip()
+    return (text.splitlines() or [type(exc).__name__])[0][:200]
 
 
 def integrate_mj(times_s: Sequence[float], watts: Sequence[float]) -> float:
@@ -116,27 +136,48 @@ class PowerMeter(Meter):
         self._thread: threading.Thread | None = None
         self._times: list[float] = []
         self._watts: list[float] = []
+        self._failed: list[str] = []
 
     def _sample(self) -> None:
+        """One reading, kept with its time; a reading that fails is left out and counted
+        (over adb a phone's read can fail once; :meth:`stop` refuses a window without
+        readings)."""
+        try:
+            watts = float(self.read_w())
+        except Exception as exc:  # adb gone, a value that does not parse
+            self._failed.append(_why(exc))
+            return
         self._times.append(time.perf_counter())
-        self._watts.append(self.read_w())
+        self._watts.append(watts)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s):
             self._sample()
 
     def start(self) -> None:
-        self._times, self._watts = [], []
+        self._times, self._watts, self._failed = [], [], []
         self._stop.clear()
         self._sample()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def stop(self) -> float:
+        """The energy of the window, in mJ: the readings integrated over time.
+
+        Raises:
+            DeviceUnavailableError: fewer than two readings, or more failed readings than
+                good ones.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         self._sample()
+        if len(self._watts) < 2 or len(self._failed) > len(self._watts):
+            why = f"; last: {self._failed[-1]}" if self._failed else ""
+            raise DeviceUnavailableError(
+                f"energy meter {self.name} got {len(self._watts)} readings and "
+                f"{len(self._failed)} failed ones over the window{why}"
+            )
         return integrate_mj(self._times, self._watts)
 
 
@@ -159,13 +200,25 @@ def rapl_meter(root: str | Path = RAPL_ROOT, zone: str = "intel-rapl:0") -> Coun
             f"no RAPL energy counter at {counter} (not an x86 CPU with RAPL, or a VM without it)"
         )
     try:
-        counter.read_text()
-        wrap = float((folder / "max_energy_range_uj").read_text()) / 1e3
+        float(counter.read_text())
     except OSError as exc:
         raise DeviceUnavailableError(
             f"RAPL counter {counter} is not readable ({exc.strerror}); "
             f"run `sudo chmod o+r {counter}` to allow it"
         ) from None
+    except ValueError:
+        raise DeviceUnavailableError(f"RAPL counter {counter} holds no number") from None
+    span = folder / "max_energy_range_uj"
+    try:
+        wrap = float(span.read_text()) / 1e3
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "no number"
+        raise DeviceUnavailableError(
+            f"RAPL counter range {span} cannot be read ({why}): without it a counter that "
+            "wraps during a measurement would read as negative energy"
+        ) from None
+    if not wrap > 0:
+        raise DeviceUnavailableError(f"RAPL counter range {span} is {wrap * 1e3:g} uJ, not > 0")
     label = (folder / "name").read_text().strip() if (folder / "name").exists() else zone
     return CounterMeter(
         f"rapl:{label}", lambda: float(counter.read_text()) / 1e3, wrap, min_window_s=1.0

@@ -21,6 +21,10 @@ class Executable:
     RPC) override :meth:`samples_ms`.
     """
 
+    untimed_calls: int = 0
+    """Inferences each :meth:`samples_ms` call runs beyond those it times (TVM's
+    ``time_evaluator`` runs one untimed call first): an energy meter's window counts them."""
+
     def __call__(self) -> None:
         """Run one inference on the bound input."""
         raise NotImplementedError

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from hwnas.errors import MeterReadingError
+
 CONFIDENCE = 0.95
 """Confidence level of the interval on the median."""
 
@@ -175,13 +177,27 @@ def time_callable(
             meter's ``min_window_s``, extra untimed calls run inside the window.
 
     Returns:
-        The :class:`Timing`, all values in milliseconds (energy in mJ per inference).
+        The :class:`Timing`, all values in milliseconds (energy in mJ per inference: the
+        meter's energy over every inference in its window, untimed ones included).
+
+    Raises:
+        MeterReadingError: the meter counted no energy (zero, negative, not a number).
     """
-    sample = getattr(run, "samples_ms", None) or (lambda n: perf_counter_samples(run, n))
+    timed = getattr(run, "samples_ms", None) or (lambda n: perf_counter_samples(run, n))
+    untimed = int(getattr(run, "untimed_calls", 0))
+    calls = 0  # every inference in the meter's window, timed or not
+
+    def sample(n: int) -> list[float]:
+        nonlocal calls
+        got = timed(n)
+        calls += len(got) + untimed
+        return got
+
     if protocol.warmup:
         sample(protocol.warmup)
     samples: list[float] = []
     rounds = 0
+    calls = 0
     if meter is not None:
         meter.start()
     t0 = time.perf_counter()
@@ -199,10 +215,17 @@ def time_callable(
     seconds = time.perf_counter() - t0
     energy = None
     if meter is not None:
-        calls = len(samples)
         while time.perf_counter() - t0 < meter.min_window_s:
-            calls += len(sample(protocol.calls_per_round))
-        energy = meter.stop() / calls
+            sample(protocol.calls_per_round)
+        window_s = time.perf_counter() - t0
+        spent = meter.stop()
+        if not (math.isfinite(spent) and spent > 0):
+            raise MeterReadingError(
+                f"energy meter {meter.name} read {spent:g} mJ over {window_s:.2f} s of "
+                f"{calls} inferences: no energy was counted (a counter that does not move, "
+                "runs backwards or wrapped without its range); energy not stored"
+            )
+        energy = spent / calls
     t = summarise(samples, rounds, protocol.max_cv)
     return Timing(
         t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, t.flagged, seconds, energy

@@ -54,6 +54,46 @@ def test_rapl_meter_says_why_it_is_unavailable(tmp_path):
         rapl_meter(tmp_path / "none")
 
 
+def test_a_rapl_counter_that_cannot_be_read_is_one_line_never_a_traceback(tmp_path):
+    """The counter file deleted or garbled during a measurement, or its range file missing:
+    FileNotFoundError / ValueError tracebacks (exit 1), and a hint naming the wrong file."""
+    zone = _rapl_tree(tmp_path, 5_000_000)
+    meter = rapl_meter(tmp_path)
+    meter.start()
+    (zone / "energy_uj").unlink()
+    with pytest.raises(DeviceUnavailableError, match=r"rapl:package-0 cannot be read: No such"):
+        meter.stop()
+    (zone / "energy_uj").write_text("garbage\n")
+    with pytest.raises(DeviceUnavailableError, match="holds no number"):
+        rapl_meter(tmp_path)
+    (zone / "energy_uj").write_text("5\n")
+    (zone / "max_energy_range_uj").unlink()
+    with pytest.raises(DeviceUnavailableError, match=r"range .*max_energy_range_uj cannot be"):
+        rapl_meter(tmp_path)
+
+
+def test_a_power_meter_survives_a_failed_reading_and_refuses_a_window_without_any():
+    """One failed battery read over adb killed the sampling thread and left times and watts
+    of different lengths: IndexError in stop()."""
+    replies = iter([2.0, OSError("adb: device offline"), 2.0, 2.0] + [2.0] * 1000)
+
+    def read():
+        value = next(replies)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    meter = PowerMeter("battery", read, period_s=0.01)
+    meter.start()
+    time.sleep(0.1)
+    assert meter.stop() > 0
+    dead = PowerMeter("battery", lambda: float("x"), period_s=0.01)
+    dead.start()
+    time.sleep(0.05)
+    with pytest.raises(DeviceUnavailableError, match="got 0 readings and .* failed ones"):
+        dead.stop()
+
+
 @pytest.mark.parametrize(
     ("line", "mw"),
     [

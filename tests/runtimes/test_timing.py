@@ -101,3 +101,34 @@ def test_energy_is_the_counter_delta_per_call_over_a_long_enough_window():
     t = time_callable(run, TimingProtocol(warmup=3, rounds=2, calls_per_round=5), meter)
     assert t.energy_mj == pytest.approx(2.5)
     assert t.seconds < 0.2  # the window was extended with extra calls, not timed ones
+
+
+def test_energy_counts_the_untimed_calls_a_device_timer_makes():
+    """TVM's time_evaluator runs one untimed call before those it times, on every call: the
+    meter's window held n + 1 inferences and the energy was divided by n (2x the energy at
+    1 call per round under a fake 5 W counter; +10% on the shipped boards' 10)."""
+    counter = {"mj": 0.0}
+
+    class Evaluator:  # like TvmExecutable: times n calls, runs n + 1
+        untimed_calls = 1
+
+        def samples_ms(self, n):
+            for _ in range(n + 1):
+                counter["mj"] += 4.0
+            return [1.0] * n
+
+    meter = CounterMeter("fake", lambda: counter["mj"], min_window_s=0.0)
+    t = time_callable(Evaluator(), TimingProtocol(warmup=2, rounds=3, calls_per_round=1), meter)
+    assert t.energy_mj == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("reading", [0.0, -3.0, math.nan])
+def test_a_meter_that_counts_no_energy_is_refused_not_stored(reading):
+    """A counter that does not move (0 mJ), runs backwards or reads NaN: `hwnas measure`
+    printed 0.0000 mJ or -1.2 mJ (exit 0) and a search optimised on it."""
+    from hwnas.errors import CandidateError
+
+    values = iter([10.0, 10.0 + reading])
+    meter = CounterMeter("fake", lambda: next(values), min_window_s=0.0)
+    with pytest.raises(CandidateError, match=r"energy meter fake read .* mJ over .*no energy"):
+        time_callable(lambda: None, TimingProtocol(warmup=1, rounds=2, calls_per_round=3), meter)
