@@ -235,12 +235,18 @@ class Device(ABC):
             raise DeviceUnavailableError(f"device '{self.name}' cannot measure: {why}")
 
     def check_metric(self, metric: str) -> None:
-        """Raise :class:`HwnasError` if the device has no ``metric``."""
+        """Raise :class:`HwnasError` if the device has no ``metric`` (saying why, where the
+        device knows: :meth:`why_no_metric`)."""
         if metric not in self.metrics:
+            why = self.why_no_metric(metric)
             raise HwnasError(
                 f"device '{self.name}' has no {metric} measurements "
-                f"(it has: {', '.join(self.metrics)})"
+                f"(it has: {', '.join(self.metrics)})" + (f": {why}" if why else "")
             )
+
+    def why_no_metric(self, metric: str) -> str | None:
+        """Why the device has no ``metric`` (a live device's missing energy meter), or None."""
+        return None
 
     @cached_property
     def spaces(self) -> tuple[str, ...]:

@@ -165,6 +165,9 @@ class LiveDevice(Device):
             return ("latency_ms",)
         return ("latency_ms", "energy_mj")
 
+    def why_no_metric(self, metric: str) -> str | None:
+        return self.energy_status[2] if metric == "energy_mj" else None
+
     # -- measuring ----------------------------------------------------------------------------
 
     def before_model(self) -> None:

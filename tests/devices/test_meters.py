@@ -160,3 +160,18 @@ def test_missing_meters_are_one_line_errors(monkeypatch):
         with pytest.raises(DeviceUnavailableError, match="pip install nvidia-ml-py"):
             nvml_meter()
     assert set(METERS.names()) == {"android_battery", "nvml", "rapl", "tegrastats"}
+
+
+def test_an_energy_search_without_a_meter_says_why(tmp_path, cli):
+    """`hwnas search --device cpu --objective energy` on a machine without RAPL said only
+    "has no energy_mj measurements (it has: latency_ms)"; the meter's reason was known."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "mycpu.yaml").write_text(
+        "name: mycpu\nkind: local\nclass: cpu\ndescription: test\nruntime: ort\n"
+        f"energy: {{meter: rapl, root: {tmp_path / 'none'}}}\n"
+    )
+    status, out, err = cli("search", "--device", "mycpu", "--objective", "energy",
+                           profiles=profiles)  # fmt: skip
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "has no energy_mj measurements (it has: latency_ms): no RAPL energy counter at" in err
