@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hwnas.cost_record import CostRecord, precision_target
+from hwnas.cost_record import UNITS, CostRecord, precision_target
 from hwnas.devices import Device
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation
 from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
@@ -88,6 +88,12 @@ class SupernetSettings(SearchSettings):
         bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
+        if self.max_latency is not None and self.metric != "latency_ms":
+            raise HwnasError(  # a supernet search measures its objective's metric alone
+                f"--max-latency limits a supernet search of latency; this one searches "
+                f"{self.metric}: steer it with --latency-target (its target, in "
+                f"{UNITS[self.metric]}) or --latency-weight"
+            )
         if self.latency_target is not None:
             bounded("--latency-target", self.latency_target)
             if not self.latency_target > 0:
@@ -178,11 +184,14 @@ def prepare(
         f"strategy '{settings.strategy}' searches the {settings.space} space only" if only else "",
     )
     device.check_table_dataset(space.name, settings.metric, settings.dataset)
-    if settings.metric == "latency_ms":  # a limit or target no subnet can meet: before training
-        from hwnas.jobs.table import check_feasible
+    # a limit or target no subnet can meet: before training
+    from hwnas.jobs.table import check_feasible
 
-        check_feasible(settings.max_latency, "--max-latency", space, device, whole=True)
-        check_feasible(settings.latency_target, "--latency-target", space, device, whole=True)
+    check_feasible(settings.max_latency, "--max-latency", space, device, whole=True)
+    check_feasible(
+        settings.latency_target, "--latency-target", space, device, whole=True,
+        metric=settings.metric,
+    )  # fmt: skip
     if settings.job.cost == "kernel":  # the one cost model refused on what it is given
         from hwnas.engine.kernel_cost import check_kernel_cost
 
@@ -483,15 +492,16 @@ def _derive(
     log(f"derived: {derived.text}")
     d = getattr(strategy, "derivation", None) or {}
     if d.get("within_tolerance") is False:  # said in summary.json alone before
+        unit = UNITS.get(cost.metric, cost.metric)
         what = (
-            f"within ±{d['tolerance']:.0%} of the target {d['target']:g} ms"
+            f"within ±{d['tolerance']:.0%} of the target {d['target']:g} {unit}"
             if "target" in d
-            else f"within --max-latency {d.get('limit', 0):g} ms"
+            else f"within --max-latency {d.get('limit', 0):g} {unit}"
         )
         log(
             f"warning: no architecture could be judged {what} for sure (the lookup table's "
             f"error margin is {d.get('lut_margin', 0):.1%}); the derived one is predicted at "
-            f"{d['cost']:.4g} ms: its measured latency below says where it is"
+            f"{d['cost']:.4g} {unit}: its measured value below says where it is"
         )
     from hwnas.engine.kernel_cost import deployed_report
 
@@ -707,15 +717,16 @@ def _derived_rule(s: SupernetSettings, derivation: dict[str, Any] | None = None)
     the strategy and its hardware setting, and the derivation's own rule where it judged a
     limit (``strategy.derivation``: the most probable architecture within --max-latency)."""
     d = derivation or {}
+    what, unit = s.metric.split("_")[0], UNITS[s.metric]
     return (
         f"architecture derived by {s.strategy}"
         + (
-            f" for the latency target {s.latency_target:g} ms"
+            f" for the {what} target {s.latency_target:g} {unit}"
             if s.latency_target is not None
             else ""
         )
-        + (f" with latency weight {s.latency_weight:g}" if s.latency_weight is not None else "")
-        + (f": {d['rule']} {d['limit']:g} ms" if "limit" in d else "")
+        + (f" with {what} weight {s.latency_weight:g}" if s.latency_weight is not None else "")
+        + (f": {d['rule']} {d['limit']:g} {unit}" if "limit" in d else "")
     )
 
 

@@ -191,38 +191,50 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
 
 
 def check_feasible(
-    limit: float | None, option: str, space: SearchSpace, device: Any, whole: bool = False
+    limit: float | None,
+    option: str,
+    space: SearchSpace,
+    device: Any,
+    whole: bool = False,
+    metric: str = "latency_ms",
 ) -> None:
-    """Under a latency ``limit`` (ms) on a device whose latency table the search reads, some
-    architecture of the table must meet it: otherwise every strategy would spend its budget
-    (or a supernet its training) on architectures none of which can be the answer.
+    """Under a ``limit`` of ``metric`` (ms, or mJ for energy) on a device whose table the
+    search reads, some architecture of the table must meet it: otherwise every strategy would
+    spend its budget (or a supernet its training) on architectures none of which can be the
+    answer.
 
     Args:
-        limit: ``--max-latency`` or ``--latency-target`` (ms), or None (nothing checked).
+        limit: ``--max-latency`` or ``--latency-target``, or None (nothing checked).
         option: the option's name, for the message.
         whole: check only a table with a value for every architecture of the space (a
             supernet search also prices, by prediction, architectures a sampled table such as
             OFA's 5,000 lacks, any of which may be faster than the table's fastest).
+        metric: the device metric the limit is on.
 
     Raises:
-        HwnasError: no recorded latency is within the limit (one line: the limit and the
-            fastest recorded architecture's latency, in ms).
+        HwnasError: no recorded value is within the limit (one line: the limit and the
+            cheapest recorded architecture's value, in the metric's unit).
     """
     import numpy as np
 
+    from hwnas.cost_record import UNITS
+
     if limit is None:
         return
-    column = device.table(space.name, "latency_ms")
+    column = device.table(space.name, metric)
     if column is None:  # measured or predicted as the search goes
         return
     recorded = column[np.isfinite(column)]
     if whole and recorded.size < space.num_architectures():  # a sampled table (OFA, FBNet)
         return
+    unit = UNITS.get(metric, "")
+    least = "fastest" if metric == "latency_ms" else "least"
+    values = "latencies" if metric == "latency_ms" else f"{metric.split('_')[0]} values"
     if recorded.size and recorded.min() > limit:
         raise HwnasError(
-            f"no architecture of {space.name} meets {option} {limit:g} ms on device "
-            f"'{device.name}': the fastest of its {recorded.size:,} recorded latencies is "
-            f"{recorded.min():.4g} ms"
+            f"no architecture of {space.name} meets {option} {limit:g} {unit} on device "
+            f"'{device.name}': the {least} of its {recorded.size:,} recorded {values} is "
+            f"{recorded.min():.4g} {unit}"
         )
 
 

@@ -391,3 +391,20 @@ def test_a_search_the_device_stops_midway_still_writes_its_run_folder(
     r = hwnas_main(*args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "20 architectures scored (12 this run)" in r.stdout + r.stderr
+
+
+def test_a_supernet_energy_search_names_energy_in_mj_and_refuses_a_latency_limit():
+    """`--objective energy --strategy darts --max-latency 2` trained, then crashed with
+    KeyError 'latency_ms' (a supernet search measures its objective alone); `--latency-target
+    3` with energy was reported as "the latency target 3 ms"."""
+    from hwnas.jobs.supernet import SupernetSettings, _derived_rule
+
+    with pytest.raises(HwnasError, match="--max-latency limits a supernet search of latency"):
+        SupernetSettings(space="nasbench201", device="pi5_onnx", strategy="darts",
+                         objective="energy", max_latency=2.0)  # fmt: skip
+    energy = SupernetSettings(space="nasbench201", device="pi5_onnx", strategy="darts",
+                              objective="energy", latency_target=3.0)  # fmt: skip
+    assert _derived_rule(energy) == "architecture derived by darts for the energy target 3 mJ"
+    latency = SupernetSettings(space="nasbench201", device="pixel3", strategy="darts",
+                               latency_weight=0.5)  # fmt: skip
+    assert _derived_rule(latency) == "architecture derived by darts with latency weight 0.5"
