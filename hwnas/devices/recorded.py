@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from hwnas.assets import asset_path
+from hwnas.cost_record import UNITS
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import HwnasError, UnrecordedError
+from hwnas.limits import MAX_COST
 from hwnas.tables import file_version, read_table
 
 KEY_COLUMNS = ("index", "arch")
@@ -42,19 +44,22 @@ def table_path(file: str, profile_path: str | None) -> Path:
     return asset_path("devices", file)
 
 
-def keyed_column(path: Path, column: str, space_name: str) -> np.ndarray:
+def keyed_column(
+    path: Path, column: str, space_name: str, metric: str | None = None
+) -> np.ndarray:
     """Values of ``column`` of the table at ``path``, in ``space_name``'s index order (NaN for
     architectures the table lacks), shape (len(space),), ms or mJ; read again when the file
     changed (:func:`hwnas.tables.file_version`).
 
     Raises:
         HwnasError: unreadable or malformed table (a short row, a repeated architecture, an
-            index outside the space, a value that is not a positive number: one line naming
-            the file and row), missing column, unknown architectures, or an unkeyed table
-            whose row count is not the space's size.
+            index outside the space, a value that is not a positive number or is beyond
+            :data:`hwnas.limits.MAX_COST` of ``metric``: one line naming the file and row),
+            missing column, unknown architectures, or an unkeyed table whose row count is not
+            the space's size.
     """
     try:
-        return _keyed_column(path, file_version(path), column, space_name)
+        return _keyed_column(path, file_version(path), column, space_name, metric)
     except HwnasError:
         raise
     except (IndexError, KeyError, TypeError, ValueError, OverflowError) as exc:
@@ -65,7 +70,7 @@ def keyed_column(path: Path, column: str, space_name: str) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _keyed_column(
-    path: Path, version: tuple[int, int], column: str, space_name: str
+    path: Path, version: tuple[int, int], column: str, space_name: str, metric: str | None
 ) -> np.ndarray:
     from hwnas.spaces import IndexedSpace, ability, get_space
 
@@ -80,6 +85,15 @@ def _keyed_column(
             f"table {path}, row {int(bad[0]) + 2}: '{column}' must be a positive number (ms or "
             f"mJ), got {values[bad[0]]:g}"
             + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+        )
+    bound = MAX_COST.get(metric or "", max(MAX_COST.values()))
+    huge = np.flatnonzero(values > bound)
+    if len(huge):  # a typo (1e308) that overflows every fit, plot and sum downstream
+        raise HwnasError(
+            f"table {path}, row {int(huge[0]) + 2}: '{column}' {values[huge[0]]:g} is beyond "
+            f"any one inference's {metric or 'cost'} (at most {bound:g}"
+            + (f" {UNITS[metric]}" if metric in UNITS else "")
+            + ")"
         )
     space = ability(get_space(space_name), IndexedSpace)
     if space is None:
@@ -266,7 +280,7 @@ class RecordedDevice(Device):
                 f"{metric} needs 'file' (and optionally 'column')"
             )
         path = table_path(str(entry["file"]), self.profile.get("_path"))
-        return keyed_column(path, str(entry.get("column") or metric), space)
+        return keyed_column(path, str(entry.get("column") or metric), space, metric)
 
     def source(self, space: str, metric: str) -> str:
         entry = self.tables[space][metric]
