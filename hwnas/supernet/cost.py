@@ -78,6 +78,13 @@ class MultilinearLUT(CostModel):
     truth_covers: str = "all"
     """Which architectures :attr:`truth` has values for: ``all``, or ``index`` (only the
     space's indexed ones, as a recorded table)."""
+    truth_judges: bool = True
+    """Whether :meth:`judged` and :meth:`enumeration` consult :attr:`truth` candidate by
+    candidate. False for a truth that is slow to query (its ``lut_samples`` set: the
+    kernel-level predictor builds, exports and reads each deployed network), which a
+    derivation would ask for thousands of candidates (minutes and gigabytes for mobilenetv4
+    on a live CPU); those are judged by the table and its margin, and the derived network is
+    measured anyway. Its values are predictions too, never exact."""
     floor: float = 0.0
     """No cost is predicted below this (ms or mJ): a least-squares table extrapolates below
     zero for architectures cheaper than those it was fitted on (NAS-Bench-201's all-``none``
@@ -193,7 +200,7 @@ class MultilinearLUT(CostModel):
         indices = np.atleast_2d(indices)
         cost = self.cost_indices(indices)
         exact = np.zeros(len(cost), dtype=bool)
-        if self.truth is None or not len(cost):
+        if self.truth is None or not self.truth_judges or not len(cost):
             return cost, exact
         if self.truth_covers == "index":  # look the rows up among the indexed ones
             self.known_indices()
@@ -215,7 +222,7 @@ class MultilinearLUT(CostModel):
                 archs = indexed.all_archs()
                 idx = self.indices(archs)
                 cost, exact = self.cost_indices(idx), np.zeros(len(archs), dtype=bool)
-                if self.truth is not None:
+                if self.truth is not None and self.truth_judges:
                     true = np.asarray(self.truth.predict(archs)[0], dtype=np.float64)
                     exact = np.isfinite(true)
                     cost = np.where(exact, true, cost)
@@ -243,7 +250,12 @@ class MultilinearLUT(CostModel):
             self._known = np.zeros((0, len(self.dims)), dtype=np.int64)
             self._known_cost: dict[tuple[int, ...], float] = {}
             indexed = ability(self.space, IndexedSpace)
-            if self.truth is not None and indexed is not None and len(indexed) <= 200_000:
+            if (
+                self.truth is not None
+                and self.truth_judges
+                and indexed is not None
+                and len(indexed) <= 200_000
+            ):
                 archs = indexed.all_archs()
                 true = np.asarray(self.truth.predict(archs)[0], dtype=np.float64)
                 ok = np.isfinite(true)
@@ -598,7 +610,7 @@ def _sampled_lut(
         mean[i] = model.predict([arch])[0][0]
     lut = fit_lut(space, pool, mean, model.metric, f"lut-fit:{model.source}:{len(pool)}-archs",
                   seed=seed)  # fmt: skip
-    lut.truth = model
+    lut.truth, lut.truth_judges = model, False  # one network's prediction is seconds
     if len(refs):
         lut_refs = lut.predict(refs)[0]
         r2 = 1 - ((lut_refs - ref_values) ** 2).sum() / max(

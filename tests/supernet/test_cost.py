@@ -167,6 +167,42 @@ def test_constrained_choice_beyond_the_table(space, device):
     assert choice.log_prob >= best_known - 1e-9
 
 
+def test_a_truth_that_is_slow_to_query_is_not_asked_for_every_candidate():
+    """The kernel-level predictor stands behind a declared space's table on a live CPU: the
+    derivation under --max-latency asked it for every candidate (4,000 deployed networks of
+    mobilenetv4, each built, exported and read: minutes and 14 GB, never finishing) and called
+    its predictions exact. Now it is asked only for the table's own fit; candidates are judged
+    by the table and its margin, none exact."""
+    from hwnas.engine.costs import CostModel
+    from hwnas.supernet.cost import lut_of
+
+    sp = get_space("nasbench201")
+    pixel3 = get_device("pixel3")
+    column = np.asarray(pixel3.column("nasbench201", "latency_ms"))
+    asked = []
+
+    class Slow(CostModel):  # like KernelCostModel: each prediction costs a network
+        metric, source, lut_samples = "latency_ms", "kernel:fake", 40
+
+        def __init__(self):
+            self.fit = {}
+
+        def predict(self, archs):
+            asked.extend(archs)
+            values = np.array([column[sp.index(a)] for a in archs])
+            return values, np.zeros(len(archs))
+
+    lut = lut_of(Slow(), sp)
+    fitted = len(asked)
+    assert fitted == 40 and not lut.truth_judges
+    rng = np.random.default_rng(0)
+    logp = [np.log(rng.dirichlet(np.ones(5))) for _ in range(6)]
+    for at_most in (True, False):
+        choice = constrained_choice(logp, lut, 8.0, tolerance=0.1, at_most=at_most)
+        assert not choice.exact
+    assert len(asked) == fitted
+
+
 def test_flops_lut_is_additive_for_nasbench201():
     from hwnas.supernet import build_supernet
 
