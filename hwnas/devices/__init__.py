@@ -249,7 +249,9 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
     try:
         device = cls(profile)
-    except HwnasError as exc:  # a value the device's own checks refuse
+    except HwnasError as exc:  # a value the device's own checks refuse: the file's, unless
+        if runtime is not None or overrides:  # the command line's options were merged in
+            raise
         raise HwnasError(f"device profile {profile['_path']} is broken: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # malformed profile values
         raise HwnasError(f"device profile {profile['_path']} is broken: {exc!r}") from None

@@ -20,9 +20,10 @@ def pareto_rows(
 ) -> list[dict[str, Any]]:
     """Rows of ``pareto.csv``: arch, accuracy, its source, ``test_accuracy`` (a supernet search's
     candidates: the test split, never used to choose), latency_ms, energy_mj (where known), sources,
-    for live measurements the relative 95% interval in % (``latency_ms_ci95_pct``) and whether
-    it met the profile's precision target (``latency_ms_precision_met``: true | false), the
-    trial, and the zoo columns.
+    a supernet search's deployed networks' trained proxies (``trained_subnet_latency_ms``, its
+    source), for live measurements the relative 95% interval in % (``latency_ms_ci95_pct``)
+    and whether it met the profile's precision target (``latency_ms_precision_met``: true |
+    false), the trial, and the zoo columns.
 
     Args:
         result: the search result.
@@ -33,6 +34,9 @@ def pareto_rows(
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
     timed = [m for m in metrics if any(m in r.costs and r.costs[m].timed for r in result.records)]
     tested = any("test_accuracy" in r.attrs for r in result.pareto)
+    # a supernet search's deployed networks: the trained proxy's own value beside each
+    proxies = [f"trained_subnet_{m}" for m in metrics
+               if any(f"trained_subnet_{m}" in r.attrs for r in result.pareto)]  # fmt: skip
     rows = []
     for r in result.pareto:
         row: dict[str, Any] = {
@@ -47,6 +51,10 @@ def pareto_rows(
             cost = r.costs.get(m)
             row[m] = round(cost.value, 6) if cost is not None else ""
             row[f"{m}_source"] = cost.source if cost is not None else ""
+        for key in proxies:
+            value = r.attrs.get(key)
+            row[key] = round(float(value), 6) if isinstance(value, (int, float)) else ""
+            row[f"{key}_source"] = r.attrs.get(f"{key}_source", "")
         for m in timed:  # live measurements: the 95% interval and whether it met the target
             cost = r.costs.get(m)
             rel = cost.rel_ci95 if cost is not None else None

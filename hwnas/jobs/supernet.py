@@ -698,6 +698,9 @@ def _best_summary(r, s: SupernetSettings, data) -> dict[str, Any]:
         if m in r.costs:
             out[m] = r.costs[m].value
             out[f"{m}_source"] = r.costs[m].source
+        for k in (f"trained_subnet_{m}", f"trained_subnet_{m}_source"):  # the proxy's own
+            if k in r.attrs:
+                out[k] = r.attrs[k]
     for k in (
         "predicted_cost",
         "predicted_cost_source",

@@ -298,10 +298,18 @@ def device_costs(
     r: TrialRecord, device: str, others: dict[str, dict[str, Any]], metric: str | None = None
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """device -> metric -> {"value", "source"}: the search device's costs of ``r`` (the
-    searched ``metric`` first: the card's title shows it), then the other recorded devices'
-    latency."""
+    searched ``metric`` first: the card's title shows it; where the value is a supernet
+    search's deployed network, ``trained_subnet`` holds this file's own, the trained proxy's,
+    ``{"value", "source"}``), then the other recorded devices' latency."""
     order = sorted(r.costs, key=lambda m: m != metric)
     own = {m: {"value": r.costs[m].value, "source": r.costs[m].source} for m in order}
+    for m, entry in own.items():  # a supernet's deployed network: this file, its trained proxy
+        proxy = r.attrs.get(f"trained_subnet_{m}")
+        if isinstance(proxy, (int, float)) and not isinstance(proxy, bool):
+            entry["trained_subnet"] = {
+                "value": float(proxy),
+                "source": str(r.attrs.get(f"trained_subnet_{m}_source", "")),
+            }
     out = {device: own}
     for dev, entry in others.items():
         out.setdefault(dev, {"latency_ms": entry})

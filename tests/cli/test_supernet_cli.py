@@ -225,9 +225,30 @@ def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progre
         assert "deployed-network[1, 3, 32, 32]" in c["latency_ms_source"], c
         assert "trained-subnet[1, 3, 16, 16]" in c["trained_subnet_latency_ms_source"], c
     with open(out / "pareto.csv", newline="") as fh:
-        front = {row["arch"]: float(row["latency_ms"]) for row in csv.DictReader(fh)}
+        rows = list(csv.DictReader(fh))
+    front = {row["arch"]: float(row["latency_ms"]) for row in rows}
     by_arch = {c["arch"]: c["latency_ms"] for c in summary["candidates"]}
     assert front and all(v == pytest.approx(by_arch[a], rel=1e-6) for a, v in front.items())
+    # the trained proxy's own latency beside the deployed one: pareto.csv, derived, the cards
+    # (it was in summary.json's candidates alone, and in a card's prose)
+    proxies = {c["arch"]: c["trained_subnet_latency_ms"] for c in summary["candidates"]}
+    for row in rows:
+        assert float(row["trained_subnet_latency_ms"]) == pytest.approx(proxies[row["arch"]])
+        assert "trained-subnet[1, 3, 16, 16]" in row["trained_subnet_latency_ms_source"]
+    assert summary["derived"]["trained_subnet_latency_ms"] == pytest.approx(
+        proxies[summary["derived"]["arch"]]
+    )
+    from hwnas.cost_record import CostRecord
+    from hwnas.engine.loop import TrialRecord
+    from hwnas.zoo.write import device_costs  # what each zoo card's devices hold
+
+    d = summary["derived"]
+    record = TrialRecord(d["trial"], d["arch"], d["accuracy"], {
+        "latency_ms": CostRecord("latency_ms", d["latency_ms"], d["latency_ms_source"])},
+        {k: v for k, v in d.items() if k.startswith("trained_subnet_")})  # fmt: skip
+    entry = device_costs(record, "cpu-fast", {})["cpu-fast"]["latency_ms"]
+    assert entry["value"] == d["latency_ms"]
+    assert entry["trained_subnet"]["value"] == pytest.approx(proxies[d["arch"]])
     done = [s for s in r.stderr.splitlines() if s.startswith("cost model for cpu-fast (auto): ")
             and ", done in " in s]  # fmt: skip
     assert done, r.stderr
