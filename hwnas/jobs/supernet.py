@@ -513,7 +513,13 @@ def _derive(
             f"{deployed['predicted_ms']:.3f} ms, 90% interval {lo:.3f}-{hi:.3f} ms; measured "
             f"{deployed['measured_ms']:.3f} ms ("
             + ("inside" if deployed["inside"] else "OUTSIDE")
-            + " the interval)"
+            + " the interval"
+            + (
+                "; too noisy to use, measured again for the front"
+                if deployed.get("measured_flagged")
+                else ""
+            )
+            + ")"
         )
     with torch.no_grad():  # the distribution's own argmax, before any target constraint
         argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
