@@ -76,12 +76,16 @@ LOCK_BUCKETS = 16
 
 
 @contextlib.contextmanager
-def study_lock(storage: Any, study_name: str) -> Iterator[None]:
+def study_lock(storage: Any, study_name: str, long: bool = False) -> Iterator[None]:
     """Exclusive access to ``study_name``'s claims among every worker of the storage.
 
     Args:
         storage: an Optuna storage (RDB with ``url`` and ``engine``, or in-memory).
         study_name: the study.
+        long: the lock is held for long (a supernet's whole training): on SQLite a lock file
+            of its own, not one of the :data:`LOCK_BUCKETS` shared ones (unrelated searches
+            whose names shared a bucket waited for each other's whole training, told that
+            "another worker" trained theirs).
 
     Raises:
         sqlalchemy.exc.OperationalError: the database server went away while locking.
@@ -92,8 +96,9 @@ def study_lock(storage: Any, study_name: str) -> Iterator[None]:
     if path is not None:
         # a few lock files per database, reused by every study in it (a file per study piled
         # up in the hwnas home): two names sharing a bucket only wait for each other briefly
-        bucket = lock_key(study_name) % LOCK_BUCKETS
-        with file_lock(path.with_name(f"{path.name}.locks") / f"{bucket:02d}.lock"):
+        key = lock_key(study_name)
+        name = f"long-{key & (2**64 - 1):016x}.lock" if long else f"{key % LOCK_BUCKETS:02d}.lock"
+        with file_lock(path.with_name(f"{path.name}.locks") / name):
             yield
     elif url.startswith("postgresql"):
         from sqlalchemy import text

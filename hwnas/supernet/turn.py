@@ -98,7 +98,9 @@ class TrainingTurn:
         note.daemon = True
         note.start()
         try:
-            stack.enter_context(study_lock(storage_of(study), f"{study.study_name}:supernet"))
+            stack.enter_context(
+                study_lock(storage_of(study), f"{study.study_name}:supernet", long=True)
+            )
         finally:
             note.cancel()
         turn = cls(study, stack, fingerprint)

@@ -400,3 +400,36 @@ def test_a_claim_whose_worker_died_before_its_first_heartbeat_does_not_block_the
     assert len(result.records) == 6
     states = {t.number: t.state for t in optuna.load_study(study_name="k", storage=storage).trials}
     assert states[ghost.number] == optuna.trial.TrialState.FAIL
+
+
+def test_two_supernet_studies_never_wait_for_each_others_training(tmp_path):
+    """The training lock, held for a supernet's whole training, was one of 16 lock files
+    shared by every study of the database: an unrelated search whose name fell in the same
+    file waited for the other's training, told "another worker is training the supernet of
+    study 'lockB55'". A long lock has a file of its own; one name still excludes itself."""
+    import threading
+
+    from hwnas.db import lock_key
+    from hwnas.engine.loop import open_storage
+    from hwnas.engine.workers import LOCK_BUCKETS, study_lock
+
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}")
+    a = "study-a:supernet"
+    names = (f"study-{i}:supernet" for i in range(10_000))
+    bucket = lock_key(a) % LOCK_BUCKETS
+    b = next(n for n in names if n != a and lock_key(n) % LOCK_BUCKETS == bucket)
+
+    def taken_within(name: str, seconds: float) -> bool:
+        got = threading.Event()
+
+        def take():
+            with study_lock(storage, name, long=True):
+                got.set()
+
+        thread = threading.Thread(target=take, daemon=True)
+        thread.start()
+        return got.wait(seconds)
+
+    with study_lock(storage, a, long=True):
+        assert taken_within(b, 10)  # the same bucket, another study: no wait
+        assert not taken_within(a, 1)  # the same study: it waits
