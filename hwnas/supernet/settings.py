@@ -431,7 +431,8 @@ def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> Any:
 
     Raises:
         HwnasError: a key the strategy does not read (the message lists the known ones), a
-            bad value, Nesterov momentum without momentum, or ``tau_min`` above ``tau_max``.
+            bad value, Nesterov momentum without momentum, ``tau_min`` above ``tau_max``, or
+            ``lr_min`` above ``lr``.
     """
     settings = strategy_settings(strategy)
     unknown = sorted(set(options) - set(settings))
@@ -448,6 +449,11 @@ def resolve_strategy_options(strategy: str, options: dict[str, Any]) -> Any:
         raise HwnasError(  # the temperature anneals from tau_max down to tau_min
             f"--set tau_min={out['tau_min']:g} is above tau_max={out['tau_max']:g}: the "
             "Gumbel-softmax temperature anneals from tau_max down to tau_min"
+        )
+    if "lr_min" in out and "lr" in out and out["lr_min"] > out["lr"]:
+        raise HwnasError(  # the cosine schedule anneals from lr down to lr_min
+            f"--set lr_min={out['lr_min']:g} is above lr={out['lr']:g}: the learning rate "
+            "anneals from lr down to lr_min"
         )
     return options_type(strategy)(**out)
 

@@ -8,6 +8,7 @@ On a CUDA device the loops run with mixed precision (``torch.autocast`` float16 
 
 from __future__ import annotations
 
+import math
 import resource
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ import torch
 
 from hwnas.datasets import Split
 from hwnas.distributed import ONE, Ranks
+from hwnas.errors import HwnasError
 from hwnas.loops import batches
 
 
@@ -117,6 +119,9 @@ def search_epoch(
     Across processes (``ranks``), every process runs this with its shard of each global batch
     of ``batch_size``; the losses returned are the means over the processes (the global
     batch's), the seconds and memory the largest of any process.
+
+    Raises:
+        HwnasError: the training loss is not finite (the training diverged).
     """
     rng = np.random.default_rng(10_000 + epoch)
     strategy.supernet.train()
@@ -152,6 +157,12 @@ def search_epoch(
         losses = reduce(losses, device)
         seconds, peak, start = reduce([seconds, peak, start], device, op="max")
         check_same(strategy, device)
+    if "loss" in sums and not math.isfinite(losses[0]):  # every rank raises alike
+        raise HwnasError(
+            f"supernet training diverged in epoch {epoch + 1} (training loss {losses[0]}): "
+            "lower the learning rate (--set lr=..., lr_min=...) or the hardware term's "
+            "weight; the supernet is not used"
+        )
     return EpochStats(epoch, *losses, seconds, peak, start)
 
 

@@ -72,3 +72,25 @@ def test_ofa_soft_mixture_is_one_superkernel_path():
     x = torch.randn(2, *shape)
     with torch.no_grad():
         assert torch.allclose(net(x, mixed), net(x, one), atol=1e-5)
+
+
+def test_a_training_whose_loss_is_not_finite_stops_in_one_line():
+    """`--set lr=...` large enough to diverge: training went on with loss nan, and the
+    all-`none` cell came out as the search's best with exit 0."""
+    import numpy as np
+    import torch
+
+    from hwnas.datasets import Split
+    from hwnas.errors import HwnasError
+    from hwnas.supernet.train import search_epoch
+
+    class Diverged:
+        bilevel = False
+        supernet = torch.nn.Linear(1, 1)
+
+        def step(self, batch, val):
+            return {"loss": float("nan")}
+
+    split = Split(np.zeros((8, 3, 4, 4), np.float32), np.zeros(8, np.int64))
+    with pytest.raises(HwnasError, match=r"diverged in epoch 3 \(training loss nan\)"):
+        search_epoch(Diverged(), split, split, 4, 2, torch.device("cpu"))
