@@ -166,6 +166,13 @@ BAD = [
         ":3: invalid YAML: key 'channel_divisor' is given twice (first on line 2)",
         None,
     ),
+    (  # no global pooling: `spaces show` passed it, a search ended in PyTorch's shape error
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: {choices: [8, 16]}\n    layer: {block: conv}\n",
+        ":4: stages: the network ends in a feature map (or tokens), not one vector per image: "
+        "end head: with {block: pool}",
+        None,
+    ),
     (  # keys are compared as what they read as: 224 and 0xE0 are one key of by_dataset's map
         "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
         "  - out: {by_dataset: {224: 8, 0xE0: 16}}\n    layer: {block: conv}\n",

@@ -65,6 +65,8 @@ class BlockType:
             False for layer-normalised blocks, whose width decisions are sampled one at a time.
         fixed_input: whether it needs one input size (learned position embeddings): no
             resolution decision in its space.
+        pools: whether it returns one vector per image (global pooling over the feature map
+            or the tokens): a network needs one before its classifier.
         check: the block's own rule across parameters: (parameter -> the set of values it may
             take, strides the layer may have) -> None, or (parameter, what is wrong).
         summary: one line for the docs.
@@ -77,6 +79,7 @@ class BlockType:
     tokens_out: bool = False
     width_mixable: bool = True
     fixed_input: bool = False
+    pools: bool = False
     check: Callable[[dict[str, set], set[int]], tuple[str, str] | None] | None = None
     summary: str = ""
 
@@ -216,7 +219,7 @@ register(
         "(HW-NAS-Bench's FBNet skip)",
     )
 )
-register(BlockType("pool", f"{_MOD}:PoolBlock", summary="global average pooling"))
+register(BlockType("pool", f"{_MOD}:PoolBlock", pools=True, summary="global average pooling"))
 register(
     BlockType(
         "patch_embed",
@@ -262,6 +265,7 @@ register(
         "token_pool",
         f"{_MOD}:TokenPoolBlock",
         tokens_in=True,
+        pools=True,
         width_mixable=False,
         summary="layer norm and mean over tokens",
     )

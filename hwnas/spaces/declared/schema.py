@@ -593,9 +593,11 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     groups.append((spec.head, ("head",), False))
     fixed_input = None
     seen_layer = False  # the first layer takes the image's channels
+    pooled = False  # a layer has reduced the image to one vector (the classifier's input)
     for items, where, _in_stage in groups:
         for j, layer in enumerate(items):
             w = layer.origin or (*where, j)
+            pooled = pooled or all(bt.pools for bt in layer.types())
             for bt in layer.types():
                 if bt.tokens_in != tokens:
                     want = "tokens (after patch_embed)" if bt.tokens_in else "feature maps"
@@ -612,6 +614,13 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                         raise r.fail((*w, problem[0]), problem[1])
                 _check_groups(spec, layer, w, r, first=seen_layer is False)
             seen_layer = True
+    if not pooled:  # the classifier (Linear to classes) would get C x H x W inputs
+        raise r.fail(
+            ("head",) if spec.head else ("stages",),
+            "the network ends in a feature map (or tokens), not one vector per image: end "
+            "head: with {block: pool} (global average pooling; token_pool after transformer "
+            "layers) before the classifier",
+        )
     if fixed_input is not None and spec.resolution is not None:
         raise r.fail(
             ("resolution",),
