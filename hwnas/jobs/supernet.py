@@ -88,6 +88,8 @@ class SupernetSettings(SearchSettings):
         bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
+        if self.latency_target is not None and self.job.cost == "flops":
+            raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
         if self.max_latency is not None and self.metric != "latency_ms":
             raise HwnasError(  # a supernet search measures its objective's metric alone
                 f"--max-latency limits a supernet search of latency; this one searches "

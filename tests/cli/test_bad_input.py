@@ -64,6 +64,9 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
          "meets --latency-target 0.001 ms on device 'pixel3'"),
         (["search", "--device", "pixel3", "--strategy", "gdas", "--set", "tau_min=20"],
          "--set tau_min=20 is above tau_max=10"),
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--set", "cost=flops",
+          "--latency-target", "5"],  # refused after the study and run folder were made
+         "--latency-target needs a latency cost model, not FLOPs (cost=flops)"),
         (["search", "--device", "pixel3", "--strategy", "darts", "--set", "lr_min=1e30"],
          "--set lr_min=1e+30 is above lr=0.025"),  # trained to a NaN loss, exit 0
         (["measure", "--device", "cpu-fast", "--arch", SMALL, "--batch-size", "0"],
