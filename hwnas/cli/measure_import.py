@@ -210,7 +210,8 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
 
     Raises:
         HwnasError: the space has no architecture index; an architecture is given twice; the
-            device name belongs to a profile outside the hwnas home.
+            device name belongs to a profile outside the hwnas home, or to a device that is
+            not a recorded one (an imported device's values would be lost).
     """
     import csv
 
@@ -234,6 +235,14 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
         raise HwnasError(
             f"device '{device}' is defined by {existing['_path']}; import its table into a new "
             "device name"
+        )
+    if existing is not None and existing.get("kind") != "recorded":  # its values would be lost
+        kind = str(existing.get("kind"))
+        lost = " and its imported values" if kind == "imported" else ""
+        raise HwnasError(
+            f"device '{device}' is {'an' if kind[:1] in 'aeiou' else 'a'} {kind} device: a "
+            f"--table import would replace its profile{lost} with a recorded table; import "
+            "the table into a new device name"
         )
     values: dict[str, np.ndarray] = {}
     for cal in cals:

@@ -330,3 +330,25 @@ def test_an_empty_cell_is_no_value_and_a_fractional_index_is_named(tmp_path, cli
     assert "frac.csv, row 3: 'index' must be a whole index, got 0.5" in broken["frac.yaml"]
     gap = next(d for d in listing["devices"] if d["device"] == "gap")
     assert gap["table_rows"] == {"nasbench201": 2}
+
+
+def test_a_table_import_never_replaces_an_imported_device(tmp_path, cli):
+    """`measure import --device lab2 few.csv` (12 values: a device whose values calibrate a
+    predictor), then `--table` into the same name: the profile was rewritten as a recorded
+    device of the table alone, and lab2's 12 values no longer reached a search or a
+    prediction. Refused now, in one line; lab2 is as it was."""
+    space = get_space("nasbench201")
+    refs = [space.index(a) for a in space.reference_archs()]
+    few = np.round(1.0 + np.arange(len(refs)) / 10.0, 3)
+    _write_table(tmp_path / "few.csv", np.array(refs), ["arch", "latency_ms"], few, key="index")
+    status, _, err = cli("measure", "import", "--device", "lab2", "few.csv")
+    assert status == 0, err
+    n = len(space)
+    energy = np.round(1.0 + (np.arange(n) % 97) / 10.0, 3)
+    _write_table(tmp_path / "full.csv", np.arange(n), ["arch", "energy_mj"], energy, key="index")
+    status, _, err = cli("measure", "import", "--device", "lab2", "--table", "full.csv")
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "device 'lab2' is an imported device: a --table import would replace its " in err
+    assert "profile and its imported values with a recorded table" in err
+    status, out, err = cli("predict", "--device", "lab2", "--arch", "5")
+    assert status == 0, err
