@@ -13,7 +13,7 @@ from typing import Any
 
 from hwnas.cost_record import CostRecord, precision_target
 from hwnas.devices.base import METRICS
-from hwnas.errors import HwnasError
+from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -77,6 +77,8 @@ class TableEvaluator:
         dataset: dataset whose accuracy is used.
         profiler: device + store.
         metrics: device metrics to obtain for each architecture (the objective's first).
+        required: how many of them an architecture must have a value of (the others are
+            left out where a table lacks them: :func:`device_costs`).
 
     Attributes:
         instant: whether scoring is a lookup (a recorded or imported device: tables and
@@ -85,11 +87,19 @@ class TableEvaluator:
         accuracy_queries: accuracy-table queries made so far.
     """
 
-    def __init__(self, space: SearchSpace, dataset: str, profiler: Profiler, metrics: list[str]):
+    def __init__(
+        self,
+        space: SearchSpace,
+        dataset: str,
+        profiler: Profiler,
+        metrics: list[str],
+        required: int = 1,
+    ):
         self.space = space
         self.dataset = dataset
         self.profiler = profiler
         self.metrics = [m for m in metrics if m in METRICS]
+        self.required = required
         self._accuracy = space.table_accuracy(dataset)
         self._source = space.accuracy_source(dataset)
         self.accuracy_queries = 0
@@ -130,7 +140,7 @@ class TableEvaluator:
         self.accuracy_queries += 1
         accuracy = float(self._accuracy[self.space.index(arch)])
         workload = arch_workload(self.space, arch, self.dataset)
-        costs = device_costs(self.profiler, workload, self.metrics)
+        costs = device_costs(self.profiler, workload, self.metrics, self.required)
         return Evaluation(arch, accuracy, self._source, costs, workload.model_hash)
 
 
@@ -177,11 +187,27 @@ def check_recorded_costs(device: Any, space: SearchSpace, records: list[Any]) ->
                 )
 
 
-def device_costs(profiler: Profiler, workload, metrics: list[str]) -> dict[str, CostRecord]:
+def device_costs(
+    profiler: Profiler, workload, metrics: list[str], required: int = 1
+) -> dict[str, CostRecord]:
     """Every metric of ``workload`` through ``profiler`` (store-cached): metric -> its record,
-    a timed latency judged against the device protocol's precision target."""
+    a timed latency judged against the device protocol's precision target. The first
+    ``required`` metrics must have a value (the objective's, and latency under a latency
+    limit); a later one a recorded table lacks is left out (an energy search on a device
+    whose latency table is partial skipped every architecture without a latency).
+
+    Raises:
+        UnrecordedError: a table lacks a required metric of the workload.
+    """
     target = precision_target(profiler.device)
-    return {m: CostRecord.of_measurement(profiler.measure(workload, m), target) for m in metrics}
+    out: dict[str, CostRecord] = {}
+    for i, m in enumerate(metrics):
+        try:
+            out[m] = CostRecord.of_measurement(profiler.measure(workload, m), target)
+        except UnrecordedError:
+            if i < required:
+                raise
+    return out
 
 
 # -- accuracy from the user's function -------------------------------------------------------
@@ -362,6 +388,7 @@ class FunctionEvaluator:
         dataset: str,
         data: Any = None,
         recalibrate: bool = True,
+        required: int = 1,
     ):
         from hwnas.spaces import InheritedSpace, ability
 
@@ -369,6 +396,7 @@ class FunctionEvaluator:
         self.fn = accuracy_function(accuracy)
         self.profiler = profiler
         self.metrics = [m for m in metrics if m in METRICS]
+        self.required = required
         self.dataset = dataset
         self.data = data
         self.recalibrate = recalibrate
@@ -436,5 +464,5 @@ class FunctionEvaluator:
             acc = self.fn(model, arch, self.data)
         self.scores[arch.text] = acc
         workload = arch_workload(self.space, arch, self.dataset)
-        costs = device_costs(self.profiler, workload, self.metrics)
+        costs = device_costs(self.profiler, workload, self.metrics, self.required)
         return Evaluation(arch, acc, self.source(), costs, workload.model_hash)

@@ -144,10 +144,15 @@ def prepare(
         costs.cost = calibrated(settings.metric)
         if settings.max_latency is not None and settings.metric != "latency_ms":
             costs.latency = calibrated("latency_ms")
+    # the objective's value, and latency under a latency limit; the rest where known
+    required = 2 if settings.max_latency is not None and settings.metric != "latency_ms" else 1
     evaluator: Any = (
-        TableEvaluator(space, settings.dataset, problem.profiler, metrics)
+        TableEvaluator(space, settings.dataset, problem.profiler, metrics, required)
         if accuracy is None
-        else FunctionEvaluator(space, accuracy, problem.profiler, metrics, settings.dataset, data)
+        else FunctionEvaluator(
+            space, accuracy, problem.profiler, metrics, settings.dataset, data,
+            required=required,
+        )  # fmt: skip
     )
     return PreparedSearch(
         settings, space, device, problem.profiler, evaluator, problem.storage_url,

@@ -352,3 +352,39 @@ def test_a_table_import_never_replaces_an_imported_device(tmp_path, cli):
     assert "profile and its imported values with a recorded table" in err
     status, out, err = cli("predict", "--device", "lab2", "--arch", "5")
     assert status == 0, err
+
+
+def test_an_energy_search_takes_architectures_whose_latency_the_device_lacks(tmp_path, cli):
+    """Energy of every architecture, latency of 1,000: an energy search skipped each
+    architecture without a latency ("29 candidate(s) skipped: the device's table has no value
+    for them"), spending its budget on failed trials. Latency is the objective's companion,
+    kept where known; under --max-latency it is required."""
+    space = get_space("nasbench201")
+    n = len(space)
+    energy = np.round(1.0 + (np.arange(n) * 7919 % 997) / 100.0, 3)
+    latency = np.round(0.5 + (np.arange(1000) * 31 % 89) / 10.0, 3)
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "e.csv", np.arange(n), ["index", "energy_mj"], energy, key="index")
+    _write_table(profiles / "l.csv", np.arange(1000), ["index", "latency_ms"], latency,
+                 key="index")  # fmt: skip
+    (profiles / "lab3.yaml").write_text(
+        "name: lab3\nkind: recorded\ntables:\n  nasbench201:\n"
+        "    energy_mj: {file: e.csv}\n    latency_ms: {file: l.csv}\n"
+    )
+    args = ["search", "--device", "lab3", "--objective", "energy", "--strategy", "random",
+            "--no-zoo", "--json"]  # fmt: skip
+    status, out, err = cli(*args, "--budget", "40", profiles=profiles)
+    assert status == 0, err
+    summary = json.loads(out)
+    assert summary["profiling"].get("unrecorded_skipped", 0) == 0, summary["profiling"]
+    assert "candidate(s) skipped" not in err
+    front = _pareto(tmp_path / summary["run_folder"])
+    assert all(float(p["energy_mj"]) == energy[space.index(space.parse(p["arch"]))]
+               for p in front)  # fmt: skip
+    # under a latency limit latency is needed: those without one are skipped, and none is
+    # on the front without its latency
+    status, out, err = cli(*args, "--budget", "20", "--max-latency", "9", "--study", "lim",
+                           profiles=profiles)  # fmt: skip
+    assert status == 0, err
+    front = _pareto(tmp_path / json.loads(out)["run_folder"])
+    assert front and all(p["latency_ms"] and float(p["latency_ms"]) <= 9 for p in front)
