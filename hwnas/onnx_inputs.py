@@ -118,9 +118,9 @@ def model_inputs(
     bounds = _index_bounds(model, {i.name for i in inputs})
     for name in _trip_count_inputs(model, {i.name for i in inputs}):
         raise HwnasError(
-            f"{where}: input '{name}' sets how many times a Loop runs, which hwnas cannot choose "
-            "for you (fed 1, the loop would run once); export the model with the count fixed "
-            "(a constant, or the length of an input axis)"
+            f"{where}: input '{name}' sets how many times a Loop runs (its trip count or its "
+            "condition), which hwnas cannot choose for you (fed 1, the loop would run once); "
+            "export the model with the count fixed (a constant, or the length of an input axis)"
         )
     specs = []
     for k, inp in enumerate(inputs):

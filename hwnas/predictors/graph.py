@@ -515,6 +515,10 @@ def _control_flow(node, attrs, scope: _Scope) -> tuple[np.ndarray, dict[str, int
             return max(branches, key=lambda b: (b[0][macs].sum(), b[0].sum()))
         body = attrs["body"]
         if node.op_type == "Loop":
+            from hwnas.predictors.subgraphs import computes_its_condition
+
+            if computes_its_condition(node):  # iterations known only by running it
+                return None
             trip = node.input[0] if node.input else ""
             cond = node.input[1] if len(node.input) > 1 else ""
             trips = scope.value(trip) if trip else None

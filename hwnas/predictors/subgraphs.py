@@ -114,10 +114,38 @@ def body_model(
     return model
 
 
+def computes_its_condition(node) -> bool:
+    """Whether ``node`` is a Loop whose body computes the condition that ends it from what the
+    loop computes (its iteration number or its loop-carried values: a while loop on the data,
+    as TorchScript exports ``while ...:`` with the largest int64 as its trip count): how many
+    times it runs is known only by running it. A body that passes its condition through, or
+    makes it from constants (TorchScript's ``for`` loops), runs its trip count."""
+    from collections import deque
+
+    if node.op_type != "Loop":
+        return False
+    body = next((g for g in subgraphs(node)), None)
+    if body is None or not body.output or len(body.input) < 2:
+        return False
+    varying = {body.input[0].name, *(i.name for i in body.input[2:])}
+    producer = {out: n for n in body.node for out in n.output}
+    seen, queue = {body.output[0].name}, deque([body.output[0].name])
+    while queue:
+        name = queue.popleft()
+        if name in varying:
+            return True
+        for inp in getattr(producer.get(name), "input", ()):
+            if inp and inp not in seen:
+                seen.add(inp)
+                queue.append(inp)
+    return False
+
+
 def node_runs(model) -> float:
     """How many nodes one run of ``model`` (an ``onnx.ModelProto``, static shapes: a kernel's
     one-node model) executes, counting each subgraph's nodes once per iteration: a Loop's
-    trip count where it is one of the model's weights (else 1), a Scan's scanned length where
+    trip count where it is one of the model's weights (else 1; and 1 for a loop whose body
+    computes its condition, :func:`computes_its_condition`), a Scan's scanned length where
     it scans one of the model's inputs (else 1), an If's larger branch.
     Each costs the runtime a dispatch, which a loop of small steps spends mostly on."""
     from onnx import numpy_helper
@@ -129,6 +157,8 @@ def node_runs(model) -> float:
     shapes.update({n: list(t.dims) for n, t in weights.items()})
 
     def trips(node, attrs) -> float:
+        if computes_its_condition(node):  # a while loop: its trip count is no count (2^63)
+            return 1.0
         if node.op_type == "Loop" and node.input and node.input[0] in weights:
             return float(numpy_helper.to_array(weights[node.input[0]]).reshape(-1)[0])
         if node.op_type == "Scan" and "num_scan_inputs" in attrs:

@@ -349,3 +349,39 @@ def test_a_loop_whose_trip_count_is_an_input_is_refused_not_run_once(tmp_path, c
         err = capsys.readouterr().err.strip()
         assert "\n" not in err, err
         assert "input 'steps' sets how many times a Loop runs" in err, err
+
+
+def test_a_while_loop_on_the_data_is_a_lower_bound_never_its_sentinel_count(tmp_path, capsys):
+    """TorchScript exports `while mean(|x|) > 0.01 and i < 50: x = f(x)` as a Loop whose trip
+    count is the largest int64 and whose body computes its condition: the kernel-level
+    predictor took 2^63 iterations and printed 1.7e16 ms (measured: 17.7 ms). Such a loop is
+    now counted once, said so as a lower bound; a recorded phone reads it as uncounted."""
+    from hwnas.cli import main
+    from hwnas.predictors.subgraphs import computes_its_condition, node_runs
+
+    body = h.make_graph(
+        [h.make_node("MatMul", ["y_in", "W"], ["mm"]), h.make_node("Relu", ["mm"], ["y_out"]),
+         h.make_node("ReduceMean", ["y_out"], ["m"], keepdims=0),
+         h.make_node("Greater", ["m", "thr"], ["c_out"])],
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c_in", T.BOOL, []),
+         h.make_tensor_value_info("y_in", T.FLOAT, [1, 16, 32])],
+        [h.make_tensor_value_info("c_out", T.BOOL, []),
+         h.make_tensor_value_info("y_out", T.FLOAT, [1, 16, 32])],
+    )  # fmt: skip
+    loop = h.make_node("Loop", ["big", "go", "x"], ["y"], body=body)
+    model = _model(
+        [loop], [h.make_tensor_value_info("x", T.FLOAT, [1, 16, 32])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 16, 32])],
+        [W, nh.from_array(np.array(2**63 - 1, np.int64), "big"),
+         nh.from_array(np.array(True), "go"), nh.from_array(np.array(0.01, np.float32), "thr")],
+    )  # fmt: skip
+    assert computes_its_condition(loop)
+    assert node_runs(model) < 10  # the body once, not 2^63 times
+    path = _save(model, tmp_path / "while.onnx")
+    assert main(["predict", "--device", "cpu", "--onnx", path]) == 0
+    out, err = capsys.readouterr()
+    assert "1 loop(s) that run until their body's own condition stops them" in err
+    assert "e+" not in out.split("ms")[0], out  # no astronomical latency
+    assert main(["predict", "--device", "pixel3", "--onnx", path]) == 0
+    assert "(Loop x1)" in capsys.readouterr().err

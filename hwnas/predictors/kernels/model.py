@@ -161,6 +161,7 @@ class ModelEstimate:
     weight_mb: float = 0.0
     streamed: int = 0
     subnormal: int = 0
+    while_loops: int = 0
 
 
 @dataclass
@@ -408,7 +409,7 @@ class KernelPredictor(Predictor):
         return ModelEstimate(total, rel_std, len(mk.kernels), n["measured"], n["fitted"],
                              n["extrapolated"], n["unseen"], mk.bookkeeping,
                              tuple(sorted(unseen_types)), weights / 2**20,
-                             streamed, mk.subnormal)  # fmt: skip
+                             streamed, mk.subnormal, _while_loops(mk.kernels))  # fmt: skip
 
     # -- Predictor ------------------------------------------------------------------------
 
@@ -462,6 +463,11 @@ class KernelPredictor(Predictor):
         if e.extrapolated:
             notes.append(
                 f"{e.extrapolated} kernel(s) outside the range the regressors were fitted on"
+            )
+        if e.while_loops:
+            notes.append(
+                f"{e.while_loops} loop(s) that run until their body's own condition stops "
+                "them, counted as one iteration: a lower bound (`hwnas measure` times the model)"
             )
         if c.log_sum_range is not None:
             lo_r, hi_r = c.log_sum_range
@@ -557,6 +563,21 @@ def fit_correction(
         if len(shifts) >= 2:
             fitted.family_rel = float(np.sqrt(np.mean(np.square(shifts))))
     return fitted
+
+
+def _while_loops(kernels: Sequence[Kernel]) -> int:
+    """Kernels that are loops whose iterations only a run tells
+    (:func:`hwnas.predictors.subgraphs.computes_its_condition`)."""
+    import onnx
+
+    from hwnas.predictors.subgraphs import computes_its_condition
+
+    count = 0
+    for k in kernels:
+        if k.op.rsplit(":", 1)[-1] == "Loop" and k.model:
+            nodes = onnx.load_from_string(k.model).graph.node
+            count += any(computes_its_condition(n) for n in nodes)
+    return count
 
 
 def _onnx_of(model: Model) -> tuple[str, bytes, tuple[int, ...]]:
