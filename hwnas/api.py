@@ -184,6 +184,9 @@ def search(
         else confined(Path("runs"), settings.study, what="study name (the default out)")
     )
     check_writable(folder, "out", ZOO_MIN_FREE_MB)
+    from hwnas.jobs.output import check_run_folder
+
+    check_run_folder(folder, settings.study, "out")
     if zoo:  # the zoo written at the end replaces out/zoo whole
         from hwnas.zoo.write import check_zoo_folder
 

@@ -246,6 +246,9 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     settings = job.settings
     out = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
+    from hwnas.jobs.output import check_run_folder
+
+    check_run_folder(out, settings.study)  # another study's run is never replaced
     if not no_zoo:  # the zoo written at the end replaces out/zoo whole
         from hwnas.zoo.write import check_zoo_folder
 

@@ -68,6 +68,40 @@ class RunOutput:
     close: Callable[[], None] | None = None
 
 
+SUMMARY_MAX_BYTES = 64 * 2**20
+"""Largest ``summary.json`` :func:`check_run_folder` reads (a larger one is no run's)."""
+
+
+def check_run_folder(out: Path, study: str, option: str = "--out") -> None:
+    """Refuse, before a search, a run folder that holds another study's finished run (its
+    ``summary.json`` names another study): the run would replace its pareto.csv, summary and
+    zoo, silently (``--study b --out runs/a``).
+
+    Raises:
+        HwnasError: one line naming the other study.
+    """
+    import json
+
+    from hwnas.errors import HwnasError
+    from hwnas.paths import plain_file
+
+    summary = Path(out) / "summary.json"
+    try:
+        if not plain_file(summary) or summary.stat().st_size > SUMMARY_MAX_BYTES:
+            return
+        data = json.loads(summary.read_bytes())
+    except (OSError, ValueError, RecursionError):  # unreadable: no run's summary to protect
+        return
+    settings = data.get("settings") if isinstance(data, dict) else None
+    other = settings.get("study") if isinstance(settings, dict) else None
+    if isinstance(other, str) and other and other != study:
+        raise HwnasError(
+            f"{out} holds the run of study '{other}' (its summary.json), which this search "
+            f"('{study}') would replace: give another {option}, or --study {other} to go on "
+            "with that one"
+        )
+
+
 def write_run(
     out: Path,
     o: RunOutput,

@@ -408,3 +408,20 @@ def test_a_supernet_energy_search_names_energy_in_mj_and_refuses_a_latency_limit
     latency = SupernetSettings(space="nasbench201", device="pixel3", strategy="darts",
                                latency_weight=0.5)  # fmt: skip
     assert _derived_rule(latency) == "architecture derived by darts with latency weight 0.5"
+
+
+def test_a_run_folder_of_another_study_is_never_replaced(tmp_path, hwnas_home):
+    """`--study b --out runs/a` replaced study a's pareto.csv, summary.json and zoo without a
+    word; a supernet search retrained over a's supernet.pt. Refused now before any work; the
+    same study goes on as before."""
+    from helpers import hwnas_main
+
+    run = tmp_path / "runs" / "a"
+    args = ["search", "--device", "pixel3", "--budget", "5", "--no-zoo", "--out", str(run)]
+    assert hwnas_main(*args, "--study", "a").returncode == 0
+    before = (run / "summary.json").read_bytes()
+    r = hwnas_main(*args, "--study", "b")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "holds the run of study 'a' (its summary.json), which this search ('b')" in r.stderr
+    assert (run / "summary.json").read_bytes() == before
+    assert hwnas_main(*args, "--study", "a").returncode == 0
