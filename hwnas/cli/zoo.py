@@ -52,6 +52,12 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
         raise HwnasError(
             f"the run of study '{row['study']}' has no zoo ({zoo}): it ran with --no-zoo"
         )
+    if row.get("zoo_models") == 0 and not any(p.is_dir() for p in zoo.iterdir()):
+        raise HwnasError(  # said by the run too: "zoo/ with 0 ... models"
+            f"the run of study '{row['study']}' put no model in its zoo ({zoo}): every "
+            "architecture of its front is at chance level (pareto.csv's chance_level column), "
+            "or it ran with --no-zoo"
+        )
     if not prefix:
         return zoo
     found = sorted(p for p in zoo.iterdir() if p.is_dir() and p.name.startswith(prefix))

@@ -292,3 +292,17 @@ def test_a_study_note_renders_attribute_values_as_text_never_as_html():
         assert tag not in rendered, (tag, rendered)
     assert "alert(1)" in rendered and "| value |" not in rendered  # shown, as text
     assert rendered.count("<tr>") == 3  # the header and two settings: no cell split by a |
+
+
+def test_zoo_verify_of_a_run_with_an_empty_zoo_says_why(tmp_path):
+    """A supernet search whose front is all at chance level writes "zoo/ with 0 trained ONNX
+    models"; `hwnas zoo verify` then said the folder "is neither a zoo entry nor a zoo
+    folder" (exit 2)."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    run = tmp_path / "run"
+    args = ["--storage", url]
+    assert hwnas_main("search", "--device", "pixel3", "--budget", "3", "--no-zoo",
+                      "--out", str(run), *args).returncode == 0  # fmt: skip
+    (run / "zoo").mkdir()
+    r = hwnas_main("zoo", "verify", *args)
+    assert r.returncode == 2 and "put no model in its zoo" in r.stderr, r.stderr
