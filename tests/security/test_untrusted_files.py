@@ -276,17 +276,17 @@ def test_no_child_process_imports_code_from_the_working_folder(hwnas_home, tmp_p
     for name in ("matplotlib.py", "numpy.py", "optuna.py"):
         (folder / name).write_text(payload)
     hwnas = Path(sys.executable).with_name("hwnas")  # the console script, as a user types it
-    base = [str(hwnas), "search", "--device", "pixel3", "--no-zoo", "--out", "run"]
+    base = [str(hwnas), "search", "--device", "pixel3", "--no-zoo"]
     commands = [
-        [*base, "--budget", "10"],
-        [*base, "--strategy", "gdas", "--data", "digits", "--epochs", "1", "--batch-size",
-         "64", "--finetune-epochs", "0", "--set", "limit=100", "--set", "channels=4", "--set",
-         "cost=flops", "--nproc", "2", "--study", "ranks"],
+        [*base, "--out", "run1", "--budget", "10"],
+        [*base, "--out", "run2", "--strategy", "gdas", "--data", "digits", "--epochs", "1",
+         "--batch-size", "64", "--finetune-epochs", "0", "--set", "limit=100", "--set",
+         "channels=4", "--set", "cost=flops", "--nproc", "2", "--study", "ranks"],
     ]  # fmt: skip
     for command in commands:
         r = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
-        assert (folder / "run" / "pareto.png").is_file()
+        assert (folder / command[command.index("--out") + 1] / "pareto.png").is_file()
     assert not marker.exists(), marker.read_text()
 
 
