@@ -308,6 +308,7 @@ def _train(
     from hwnas import distributed
     from hwnas.supernet import build_supernet
     from hwnas.supernet.checkpoint import read_checkpoint
+    from hwnas.supernet.cost import frozen_lut
     from hwnas.supernet.train import resolve_device
 
     s, space, data = job.settings, job.space, job.data
@@ -341,7 +342,8 @@ def _train(
     if tdev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
 
-    cost, hw = _hardware(job, net, ranks, log, reporter)
+    frozen = state.get("cost") if isinstance(state, dict) else None
+    cost, hw = _hardware(job, net, ranks, log, reporter, frozen)
     strategy_opts = strategy_options(s.options, s.strategy)
     steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
     cls = SUPERNET_STRATEGIES.get(s.strategy)
@@ -357,7 +359,8 @@ def _train(
     if ranks.many:
         strategy.distribute(distributed.wrap(net, tdev), distributed.average)
     try:
-        _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter)
+        _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter,
+                frozen_lut(cost))  # fmt: skip
     except RuntimeError as exc:  # a map pooled or convolved down to nothing: images too small
         first = (str(exc).strip().splitlines() or [""])[0]
         if not any(m in first for m in TOO_SMALL):
@@ -381,9 +384,12 @@ def _train(
     return _Trained(net, strategy, cost, hw, history, tdev, ckpt)
 
 
-def _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter) -> None:
+def _epochs(
+    job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, reporter, cost=None
+) -> None:
     """Train the supernet from ``start_epoch`` to the last epoch (a step per mini-batch on the
-    reporter, a line and a checkpoint per epoch; ``history`` gets each epoch's statistics)."""
+    reporter, a line and a checkpoint per epoch, with ``cost``, the frozen lookup table;
+    ``history`` gets each epoch's statistics)."""
     from hwnas.supernet.checkpoint import save_checkpoint
     from hwnas.supernet.train import search_epoch
 
@@ -408,13 +414,22 @@ def _epochs(job, net, strategy, history, start_epoch, tdev, ranks, ckpt, log, re
             if ranks.main:
                 save_checkpoint(
                     ckpt, _fingerprint(s), epoch + 1, net.state_dict(), strategy.state_dict(),
-                    history,
+                    history, cost,
                 )  # fmt: skip
 
 
-def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None], reporter):
+def _hardware(
+    job: PreparedSupernetSearch,
+    net,
+    ranks,
+    log: Callable[[str], None],
+    reporter,
+    frozen: dict[str, Any] | None = None,
+):
     """The supernet's cost model (made on rank 0, shared with the others) and its hardware
-    term; returns (cost model, :class:`~hwnas.supernet.cost.HardwareLoss`).
+    term; returns (cost model, :class:`~hwnas.supernet.cost.HardwareLoss`). ``frozen``: the
+    lookup table a checkpoint holds (:func:`~hwnas.supernet.cost.thaw_lut`): a resumed
+    training steers with it, not with the one the store gives now.
 
     Raises:
         HwnasError: the cost model cannot be made, or FLOPs under a latency target.
@@ -422,7 +437,7 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
     import torch
 
     from hwnas import distributed
-    from hwnas.supernet.cost import HardwareLoss, cost_model_for
+    from hwnas.supernet.cost import HardwareLoss, cost_model_for, thaw_lut
 
     s, space = job.settings, job.space
     cost: Any = None
@@ -449,6 +464,8 @@ def _hardware(job: PreparedSupernetSearch, net, ranks, log: Callable[[str], None
             except HwnasError as exc:
                 cost = exc
     cost = distributed.share(cost, ranks, {"space": space, "supernet": net})
+    if not isinstance(cost, Exception) and frozen:
+        cost = thaw_lut(cost, frozen)  # the table training began with
     if not isinstance(cost, Exception) and "truth_r2" in cost.fit:  # fit against measurements
         log(_fit_line(cost))
         if cost.fit["truth_r2"] < WEAK_FIT_R2:

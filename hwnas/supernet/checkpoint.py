@@ -25,7 +25,13 @@ only an unrestricted unpickler reads)."""
 
 
 def save_checkpoint(
-    path: Path, fingerprint: str, epoch: int, supernet: dict, strategy: dict, history: list
+    path: Path,
+    fingerprint: str,
+    epoch: int,
+    supernet: dict,
+    strategy: dict,
+    history: list,
+    cost: dict | None = None,
 ) -> None:
     """Write the checkpoint atomically (a temporary file renamed over ``path``).
 
@@ -36,6 +42,9 @@ def save_checkpoint(
         supernet: the supernet's ``state_dict()``.
         strategy: the strategy's ``state_dict()`` (tensors, numbers, strings, dicts, lists).
         history: one dict of numbers per epoch (stored as JSON).
+        cost: the lookup table the hardware term trained with
+            (:func:`hwnas.supernet.cost.frozen_lut`; JSON-able), so that a resumed training
+            steers with the same one, whatever the measurement store holds by then.
     """
     import torch
 
@@ -50,6 +59,7 @@ def save_checkpoint(
             "supernet": supernet,
             "strategy": _plain(strategy),
             "history": json.dumps(history, default=float),
+            "cost": json.dumps(cost, default=float) if cost is not None else "",
         },
         tmp,
     )
@@ -74,8 +84,9 @@ def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
     """The checkpoint at ``path`` if it belongs to the search with ``fingerprint``.
 
     Returns:
-        ``{"epoch": int, "supernet": state dict, "strategy": state dict, "history": [dict]}``,
-        or None: no file, or the checkpoint of another search or format (start over).
+        ``{"epoch": int, "supernet": state dict, "strategy": state dict, "history": [dict],
+        "cost": the frozen lookup table or None}``, or None: no file, or the checkpoint of
+        another search or format (start over).
 
     Raises:
         HwnasError: a file that is not a checkpoint hwnas can read safely (it holds objects
@@ -107,6 +118,9 @@ def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
         return None
     try:
         history = json.loads(state["history"])
+        cost = json.loads(state["cost"]) if state.get("cost") else None
+        if cost is not None and not isinstance(cost, dict):
+            raise TypeError("a lookup table expected")
         epoch = int(state["epoch"])
         if not (isinstance(state["supernet"], dict) and isinstance(state["strategy"], dict)):
             raise TypeError("state dicts expected")
@@ -120,4 +134,5 @@ def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
         "supernet": state["supernet"],
         "strategy": state["strategy"],
         "history": history,
+        "cost": cost,
     }

@@ -896,6 +896,45 @@ class TargetChoice:
         }
 
 
+def frozen_lut(cost: Any) -> dict[str, Any] | None:
+    """What a resumed supernet training needs of ``cost`` to steer as it did
+    (:func:`thaw_lut`): a lookup table's weights, bias, floor, source and fit (JSON-able);
+    None for any other cost model."""
+    if not isinstance(cost, MultilinearLUT):
+        return None
+    return {
+        "terms": len(cost.terms),
+        "weights": [float(w) for w in np.asarray(cost.weights, dtype=np.float64)],
+        "bias": float(cost.bias),
+        "floor": float(cost.floor),
+        "source": cost.source,
+        "fit": json.loads(json.dumps(cost.fit, default=float)),
+    }
+
+
+def thaw_lut(cost: Any, frozen: dict[str, Any] | None) -> Any:
+    """``cost`` with the lookup table a checkpoint froze (:func:`frozen_lut`): the same terms
+    (the space's), the saved weights, bias, floor, source and fit; its truth kept. A resumed
+    training then steers with the table it started with, though the cost model made now
+    from the store would differ (a kernel-level model calibrated on more networks since).
+    ``cost`` as it is when nothing was frozen or the table's terms differ."""
+    import dataclasses
+
+    if not frozen or not isinstance(cost, MultilinearLUT):
+        return cost
+    weights = np.asarray(frozen.get("weights", []), dtype=np.float64)
+    if frozen.get("terms") != len(cost.terms) or weights.shape != (len(cost.terms),):
+        return cost
+    return dataclasses.replace(
+        cost,
+        weights=weights,
+        bias=float(frozen["bias"]),
+        floor=float(frozen.get("floor", cost.floor)),
+        source=str(frozen.get("source", cost.source)),
+        fit=dict(frozen.get("fit") or {}),
+    )
+
+
 def constrained_choice(
     logp: Sequence[np.ndarray],
     lut: MultilinearLUT,

@@ -269,3 +269,31 @@ def test_multiplicative_hardware_terms_follow_the_papers():
         SUPERNET_STRATEGIES.get("fbnet")(net, hw, {"hw_form": "fbnet"}, total_steps=1)
     SUPERNET_STRATEGIES.get("fbnet")(net, hw, {}, total_steps=1)
     assert hw.active_form == "additive" and "not the default fbnet" in hw.describe()["note"]
+
+
+def test_a_checkpoint_freezes_the_lookup_table_a_resumed_training_steers_with(tmp_path):
+    """A resumed supernet training rebuilt its cost model from the measurement store as it
+    is now (a kernel-level model calibrated on 20 networks where it began with 10: another
+    table, another hardware term mid-training). The checkpoint keeps the table; a resume
+    thaws it over the model made now."""
+    import dataclasses
+
+    import torch
+
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
+    from hwnas.supernet.cost import frozen_lut, thaw_lut
+
+    began = table_lut("nasbench201", "pixel3")
+    now = dataclasses.replace(began, weights=began.weights * 1.3, bias=began.bias + 1.0,
+                              fit={"r2": 0.5})  # fmt: skip
+    path = tmp_path / "supernet.pt"
+    save_checkpoint(path, "fp", 1, {}, {}, [], frozen_lut(began))
+    state = read_checkpoint(path, "fp")
+    thawed = thaw_lut(now, state["cost"])
+    archs = get_space("nasbench201").sample(np.random.default_rng(0), 50)
+    assert np.allclose(thawed.predict(archs)[0], began.predict(archs)[0])
+    uniform = [torch.full((n,), 1.0 / n) for n in began.sizes]
+    assert float(thawed.expected(uniform)) == pytest.approx(float(began.expected(uniform)))
+    assert thawed.fit == began.fit and thawed.truth is now.truth
+    assert thaw_lut(now, None) is now  # nothing frozen (a checkpoint of an older hwnas)
+    assert thaw_lut(now, {**state["cost"], "terms": 3}) is now  # another table's terms
