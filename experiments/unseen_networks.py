@@ -111,7 +111,8 @@ def export(names: list[str], out: Path, force: bool = False) -> dict[str, dict]:
         path = out / "onnx" / f"{name}.onnx"
         t0 = time.perf_counter()
         model, shape = build(name)
-        if force or not path.exists():
+        fresh = force or not path.exists()
+        if fresh:
             path.write_bytes(export_onnx(model, shape))
         # MACs of the graph exported at a static batch of 1: in the dynamic-batch export, hwnas's
         # reader counts a MatMul on windows folded into the batch axis (Swin's attention) once
@@ -133,8 +134,9 @@ def export(names: list[str], out: Path, force: bool = False) -> dict[str, dict]:
             "seconds": round(time.perf_counter() - t0, 1),
         }
         r = info[name]
-        print(f"exported {path} ({r['input_shape']}, {r['mmacs']:.1f} MMACs, "
-              f"{r['params_m']:.2f} M params, {r['seconds']} s)", flush=True)  # fmt: skip
+        print(f"{'exported' if fresh else 'kept'} {path} ({r['input_shape']}, "
+              f"{r['mmacs']:.1f} MMACs, {r['params_m']:.2f} M params, {r['seconds']} s)",
+              flush=True)  # fmt: skip
     with open(out / "networks.csv", "w", newline="") as f:
         w = csv.writer(f)
         fields = ["input_shape", "mmacs", "mmacs_dynamic_export", "params_m", "uncounted",

@@ -284,10 +284,17 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     path = folder / f"{device}.yaml"
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()
-    Console(emoji=False, stderr=True).print(
+    err = Console(emoji=False, stderr=True)
+    err.print(
         f"device '{device}': recorded table, {'; '.join(lines)}; profile {path} (searched on "
         "these values: hwnas search --device " + device + ")",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
+    from hwnas.devices import get_device
+    from hwnas.devices.recorded import power_warning
+
+    warning = power_warning(get_device(device), space.name)  # a unit slipped by 1000x
+    if warning:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)

@@ -255,6 +255,14 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
         check_zoo_folder(out)
     if artifact_dir is not None:
         check_writable(artifact_dir, "--artifact-dir")
+    if settings.metric == "energy_mj":  # an energy table 1000x off (uJ or J) is said first
+        from hwnas.devices.recorded import power_warning
+
+        warning = power_warning(job.prepared.device, job.prepared.space.name)
+        if warning:
+            Console(emoji=False, stderr=True).print(
+                f"warning: {warning}", markup=False, highlight=False, soft_wrap=True
+            )
     trainer = _zoo_trainer(job.prepared, supernet, no_zoo) if train_zoo else None
     fewshot = job.prepared.fewshot
     if fewshot is not None:

@@ -351,3 +351,49 @@ class RecordedDevice(Device):
             samples=(value,),
             source=self.source(space.name, metric),
         )
+
+
+POWER_W = {
+    "phone": (0.01, 30.0),
+    "board": (0.01, 150.0),
+    "fpga": (0.01, 300.0),
+    "asic": (1e-4, 300.0),
+    "cpu": (0.01, 2000.0),
+    "gpu": (0.01, 3000.0),
+}
+"""Power (W, energy in mJ over latency in ms) a device of each profile ``class`` can draw
+while it runs a network, with margins of 10x or more: an energy table whose median power is
+outside is 1000x off (in uJ or J, not mJ; or its latency in s or us). The shipped tables:
+the Raspberry Pi 5's 1.2-1.6 W."""
+
+ANY_POWER_W = (1e-5, 3000.0)
+""":data:`POWER_W` of a class it does not name."""
+
+
+def power_warning(device: Device, space: str) -> str | None:
+    """One line when ``device``'s energy table of ``space`` over its latency table (the median
+    over the architectures both hold, at least 3) implies a power no device of its class
+    draws, saying which unit slip it suggests; None otherwise (or without both tables)."""
+    try:
+        energy, latency = device.table(space, "energy_mj"), device.table(space, "latency_ms")
+    except HwnasError:  # a table that cannot be read is said where it is read
+        return None
+    if energy is None or latency is None:
+        return None
+    both = np.isfinite(energy) & np.isfinite(latency)
+    if both.sum() < 3:
+        return None
+    watts = float(np.median(energy[both] / latency[both]))
+    cls = str(device.profile.get("class") or "")
+    low, high = POWER_W.get(cls, ANY_POWER_W)
+    if low <= watts <= high:
+        return None
+    slip = "energy in uJ, not mJ (or latency in s)" if watts > high else (
+        "energy in J, not mJ (or latency in us)"
+    )
+    return (
+        f"device '{device.name}''s {space} energy over its latency is {watts:.3g} W (median "
+        f"of {int(both.sum())} architectures), outside the {low:g}-{high:g} W a "
+        f"{cls or 'device'} draws: {slip}?"
+    )
+

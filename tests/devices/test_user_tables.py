@@ -388,3 +388,34 @@ def test_an_energy_search_takes_architectures_whose_latency_the_device_lacks(tmp
     assert status == 0, err
     front = _pareto(tmp_path / json.loads(out)["run_folder"])
     assert front and all(p["latency_ms"] and float(p["latency_ms"]) <= 9 for p in front)
+
+
+def test_an_energy_table_1000x_off_is_warned_about(tmp_path, cli):
+    """A board's energy table written in uJ (15,331 "mJ" beside 11 ms: 1.4 kW) or in J was
+    searched without a word. The median power energy/latency is checked against what a
+    device of the profile's class draws; a plausible table (the shipped Pi 5) says nothing."""
+    rows = np.arange(200)
+    latency = np.round(5.0 + rows / 20.0, 3)
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "l.csv", rows, ["index", "latency_ms"], latency, key="index")
+    for name, scale, slip in (("b_uj", 1000 * 1.4, "energy in uJ, not mJ"),
+                              ("b_j", 1.4 / 1000, "energy in J, not mJ"),
+                              ("b_ok", 1.4, None)):  # fmt: skip
+        _write_table(profiles / f"{name}.csv", rows, ["index", "energy_mj"],
+                     np.round(latency * scale, 6), key="index")  # fmt: skip
+        (profiles / f"{name}.yaml").write_text(
+            f"name: {name}\nkind: recorded\nclass: board\ntables:\n  nasbench201:\n"
+            f"    energy_mj: {{file: {name}.csv}}\n    latency_ms: {{file: l.csv}}\n"
+        )
+        status, _, err = cli("search", "--device", name, "--objective", "energy",
+                             "--budget", "3", "--no-zoo", profiles=profiles)  # fmt: skip
+        assert status == 0, err
+        warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+        if slip is None:
+            assert not warned, warned
+        else:
+            assert len(warned) == 1 and slip in warned[0], err
+            assert "outside the 0.01-150 W a board draws" in warned[0]
+    status, _, err = cli("search", "--device", "pi5_onnx", "--objective", "energy",
+                         "--budget", "3", "--no-zoo")  # fmt: skip
+    assert status == 0 and "warning: " not in err, err
