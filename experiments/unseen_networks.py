@@ -19,9 +19,11 @@ networks, are
 3. measured in ``--passes`` passes: ``python -m hwnas measure --device cpu --onnx FILE --store
    OUT/stores/NAME.pass_K.db``, a fresh store per network and pass (a store answers a repeated
    model with its first value), pass 1 of every network before pass 2 of any, so the passes lie
-   minutes apart; the median over the passes is the truth (``OUT/measurements.json``);
+   minutes apart; each pass's ms is read from its store (the printed table's value, to 4
+   decimals, where the store cannot be read); the median over the passes is the truth
+   (``OUT/measurements.json``);
 
-every command pinned to one core (``taskset -c CORE`` where ``taskset`` exists), and prints a
+every command pinned to one core (``taskset -c CORE``, ``--core``, default 1), and prints a
 Markdown table (network, MMACs, predicted ms, 90% interval, measured median ms and the passes,
 error %, whether the median lies inside the interval, and a FLOPs baseline: the network's MACs
 times a ms-per-MAC scale fitted leave-one-out on the other networks, the geometric mean of
@@ -52,11 +54,13 @@ the stores already in ``OUT/stores/`` (a network or pass without one is reported
 Without them every prediction is taken again and every store of a network measured is replaced
 by a fresh one.
 
-Time: exporting all 16 takes about 1 minute. A prediction takes 5-20 s once its kernels are in
-the home's store, and 1-3 minutes for a network whose kernels are new (timed once per home). A
-measurement pass takes 20-90 s per network (until the median's 95% interval is within ±1%, or
-hwnas's round limit); with 16 networks and 5 passes, about 1.5 hours on a 2-core VM, 5-10
-minutes per pass of all 16 on one loaded core.
+Time, on a 2-core VM with core 1 to itself: exporting all 16 (and counting their MACs) takes
+about 20 s; a prediction 14-17 s once the network's kernels are in the home's store, 1-2.5
+minutes for one whose kernels are new (each timed once per home); a measurement 1-13 s, up to
+70 s when a noisy one is taken again: one pass of all 16 in about 1 minute, 5 passes and all
+predictions in about 10 minutes. Run it on a quiet machine: with other work on the same core,
+one pass measured the large networks 30-60% slower than on the quiet core, and 7 of 16 medians
+fell outside their intervals.
 """
 
 from __future__ import annotations
@@ -273,9 +277,11 @@ def measure(names, passes: int, out: Path, core, timeout, skip: bool) -> dict[st
                  "--store", str(store)],
                 out / "logs" / f"measure_{k}_{name}", core, timeout)  # fmt: skip
             seconds = round(time.perf_counter() - t0, 1)
-            ms, s = parse_measured(stdout, name), stored(store, name)
-            if ms is None and s is not None:
-                ms = s["ms"]
+            # the store's value (full precision; what --skip-measure reads again), else the table's
+            shown, s = parse_measured(stdout, name), stored(store, name)
+            ms = s["ms"] if s is not None else shown
+            if shown is not None and s is not None and abs(shown / s["ms"] - 1) > 1e-3:
+                print(f"measure {name} pass {k}: the table says {shown} ms, the store {ms} ms")
             if ms is None:
                 last = (stderr.strip().splitlines() or [f"exit code {rc}"])[-1]
                 print(f"measure {name} pass {k}: FAILED (rc {rc}, {seconds} s): {last}", flush=True)
@@ -413,8 +419,9 @@ def main() -> None:
     meas = measure(names, args.passes, out, core, args.timeout, args.skip_measure)
 
     rows, lines = analyse(names, info, preds, meas, args.passes)
-    notes = sorted({preds[n].get("note", "") for n in names if preds.get(n, {}).get("note")})
-    lines += [""] + [f"hwnas predict: {note}" for note in notes[:3]]
+    # the predictor's calibration, as hwnas predict names it (the part after its kernel counts)
+    notes = {preds[n]["note"].split("; ", 1)[-1] for n in names if preds.get(n, {}).get("note")}
+    lines += [""] + [f"hwnas predict: {note}" for note in sorted(notes)]
     print("\n" + "\n".join(lines), flush=True)
     (out / "results.md").write_text("\n".join(lines) + "\n")
     if rows:
