@@ -388,12 +388,12 @@ def power_warning(device: Device, space: str) -> str | None:
     low, high = POWER_W.get(cls, ANY_POWER_W)
     if low <= watts <= high:
         return None
-    slip = "energy in uJ, not mJ (or latency in s)" if watts > high else (
-        "energy in J, not mJ (or latency in us)"
-    )
+    if watts > high:
+        slip = "energy in uJ, not mJ (or latency in s)"
+    else:
+        slip = "energy in J, not mJ (or latency in us)"
     return (
-        f"device '{device.name}''s {space} energy over its latency is {watts:.3g} W (median "
-        f"of {int(both.sum())} architectures), outside the {low:g}-{high:g} W a "
+        f"device '{device.name}': its {space} energy over its latency is {watts:.3g} W "
+        f"(median of {int(both.sum())} architectures), outside the {low:g}-{high:g} W a "
         f"{cls or 'device'} draws: {slip}?"
     )
-
