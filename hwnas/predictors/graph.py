@@ -277,16 +277,36 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
     for init in graph.initializer:
         shapes[init.name] = list(init.dims)
     missing = [o for node in graph.node for o in node.output if o and o not in shapes]
+    # a first axis that is symbolic but not the inputs' batch: the batch folded with another
+    # axis (Swin's windows, (batch x windows, tokens, width)), not one image
+    batch_names = {
+        i.type.tensor_type.shape.dim[0].dim_param
+        for i in graph.input
+        if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param
+    }
+    folded = [
+        vi.name
+        for vi in graph.value_info
+        if per_image
+        and vi.name in full
+        and len(full[vi.name]) >= 2
+        and full[vi.name][0] is None
+        and None not in full[vi.name][1:]
+        and vi.type.tensor_type.shape.dim[0].dim_param not in batch_names
+    ]
     probed: set[str] = set()  # shapes from the run: as the model runs them, not per image
     run = None  # one run of the model, made where reading it needs one
-    if missing:  # shapes ONNX inference cannot propagate (a chunk's computed Slice bounds)
-        from hwnas.predictors.kernels.read import probe
+    if missing or folded:  # shapes ONNX inference cannot propagate (a chunk's computed Slice
+        from hwnas.predictors.kernels.read import probe  # bounds), or whole at batch 1
 
         run = probe(model, "the shapes ONNX cannot infer")
         for name, shape in run.shapes.items():
             if name not in shapes:
                 shapes[name] = shape
                 probed.add(name)
+        for name in folded:  # the run is at batch 1: its first axis as it is there
+            if name in run.shapes and len(run.shapes[name]) == len(full[name]):
+                full[name] = list(run.shapes[name])
     # a tensor of rank 2 or more is counted as written, over the batch the model was exported
     # at: the first axis of a sequence-first tensor (PyTorch's attention, (tokens, batch,
     # width)) or of a (tokens x batch, width) matrix is not the batch

@@ -377,3 +377,41 @@ def test_onnx_runtimes_fused_attention_nodes_are_counted(tmp_path):
     assert g.features[COLUMN["macs_gemm"]] == seq * hidden * 3 * hidden + 2 * attention
     assert g.features[COLUMN["params"]] == hidden * 3 * hidden
     assert g.features[COLUMN["act_elems"]] == 2 * heads * seq * seq
+
+
+def test_windowed_attention_counts_every_window_with_a_dynamic_batch():
+    """Swin folds its windows into the batch axis, (batch x windows, tokens, width): from a
+    dynamic-batch export (hwnas's own) that symbolic axis was read as the batch and the
+    attention counted for one window (Swin C=48: 905 instead of 1161 MMACs). The reader now
+    takes such an axis from one run at batch 1, and counts what the static export counts."""
+    import onnx
+    import torch
+
+    from hwnas.export import export_onnx
+    from hwnas.predictors.graph import read_graph
+
+    class Windows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(8, 24)
+
+        def forward(self, x):  # (B, 8, 8, 8) -> 4 windows of 4x4 tokens, sizes from x.shape
+            x = x.permute(0, 2, 3, 1)
+            b, h, w, d = x.shape
+            t = x.reshape(b, h // 4, 4, w // 4, 4, d).permute(0, 1, 3, 2, 4, 5)
+            t = t.reshape(-1, 16, d)
+            q, k, v = self.qkv(t).reshape(t.shape[0], 16, 3, d).permute(2, 0, 1, 3)
+            return ((q @ k.transpose(1, 2)).softmax(-1) @ v).reshape(b, -1)
+
+    def macs(data: bytes) -> float:
+        f, _ = read_graph(onnx.load_from_string(data))
+        return float(sum(f[i] for n, i in COLUMN.items() if n.startswith("macs_")))
+
+    net = Windows().eval()
+    dynamic = export_onnx(net, (1, 8, 8, 8))
+    static = onnx.load_from_string(dynamic)
+    for inp in static.graph.input:  # the same model at a written batch of 1
+        inp.type.tensor_type.shape.dim[0].dim_value = 1
+    expected = 4 * 16 * 8 * 24 + 2 * 4 * 16 * 16 * 8  # qkv, then q k^T and (.) v per window
+    assert macs(dynamic) == expected
+    assert macs(static.SerializeToString()) == expected
