@@ -10,8 +10,8 @@ networks, are
    opset 17, dynamic batch axis, full ONNX check) into ``OUT/onnx/NAME.onnx``; their
    multiply-accumulates (MACs: convolutions, Gemm/MatMul, Einsum, LSTM) are read by
    :func:`hwnas.predictors.graph.read_graph` from the same network exported at a static batch
-   of 1 (from the dynamic-batch file it counts Swin's windowed attention once per window: 905
-   instead of 1161 MMACs; ``OUT/networks.csv`` has both);
+   of 1 (before 2026-12-06 the reader counted Swin's windowed attention once per window from
+   the dynamic-batch file, 905 instead of 1161 MMACs; ``OUT/networks.csv`` has both counts);
 2. predicted, each in its own process: ``python -m hwnas predict --device cpu --onnx FILE``
    (the kernel-level predictor: the ONNX Runtime kernels of the network, each timed alone once
    and kept in the home's store, summed and corrected; its ms, std and 90% interval are parsed
