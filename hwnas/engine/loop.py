@@ -846,7 +846,9 @@ class _Loop:
             return
         finally:
             if got["claim"] is not None:  # interrupted (Ctrl-C) or a bug: never left RUNNING
-                _tell_interrupted(self.ledger, got["claim"], got["ev"], self.settings)
+                _tell_interrupted(
+                    self.ledger, got["claim"], got["ev"], self.settings, self.study, trial
+                )
         self.in_a_row = 0
         done, ev = got["done"], got["ev"]
         if done is None:  # recorded as a duplicate after all (see _finish)
@@ -1165,15 +1167,32 @@ def _proposals_left(sampler: ProposalSampler, state: Any) -> bool:
 
 
 def _tell_interrupted(
-    ledger: StudyLedger, claim: Any, ev: Evaluation | None, settings: SearchSettings
+    ledger: StudyLedger,
+    claim: Any,
+    ev: Evaluation | None,
+    settings: SearchSettings,
+    study: Any = None,
+    trial: Any = None,
 ) -> None:
     """Finish a claimed trial whose loop iteration was interrupted: COMPLETE when it was
-    scored (the evaluation is not lost), FAIL otherwise."""
+    scored (the evaluation is not lost), with the sampler's system attributes and, under a
+    latency limit, its constraint, as :func:`_finish` records them (without the constraint,
+    a trial over the limit read as feasible to NSGA-II and the resumed search went
+    elsewhere); FAIL otherwise."""
     from optuna.trial import TrialState
 
     try:
         if ev is not None and settings.metric in ev.costs:
-            ledger.finish(trial_id(claim), TrialState.COMPLETE, _values(ev, settings), ev.attrs())
+            system = None
+            if study is not None and trial is not None:
+                limit = settings.max_latency
+                if limit is not None and "latency_ms" in ev.costs:
+                    over = ev.costs["latency_ms"].value - limit
+                    trial.set_constraint("latency_over_limit_ms", over)
+                system = frozen_trial(study, trial).system_attrs
+            ledger.finish(
+                trial_id(claim), TrialState.COMPLETE, _values(ev, settings), ev.attrs(), system
+            )
         else:
             ledger.finish(trial_id(claim), TrialState.FAIL, None, {})
     except Exception:  # the storage is gone: the rerun fails it as an orphan

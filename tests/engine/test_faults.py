@@ -441,3 +441,54 @@ def test_architectures_a_recorded_table_lacks_are_skipped_without_stopping_the_s
     assert [r.costs["latency_ms"].value for r in result.records] == [
         column[space.index(space.parse(r.arch))] for r in result.records
     ]
+
+
+def test_ctrl_c_after_scoring_keeps_the_trials_latency_constraint(tmp_path, monkeypatch):
+    """Ctrl-C after a claimed candidate was scored, before its record was written: the trial
+    was made COMPLETE without its system attributes, and so without its latency constraint;
+    NSGA-II read the trial over --max-latency as feasible and the resumed search scored other
+    architectures than an uninterrupted one (from the 28th on). Now it holds the constraint
+    and the resumed search is the uninterrupted one."""
+    import numpy as np
+    import optuna
+
+    from hwnas.devices import get_device
+    from hwnas.engine import loop
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, open_storage, run_search
+    from hwnas.measure import Profiler
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    device = get_device("raspi4")
+    ev = TableEvaluator(space, "cifar100", Profiler(device, None), ["latency_ms"])
+    column = np.asarray(device.column("nasbench201", "latency_ms"))
+    limit = float(np.quantile(column[np.isfinite(column)], 0.3))
+
+    def settings(study):
+        return SearchSettings(space="nasbench201", device="raspi4", budget=40, study=study,
+                              strategy="nsga2", seed=1, max_latency=limit)  # fmt: skip
+
+    reference = run_search(settings("ref"), space, ev.evaluate, open_storage(
+        f"sqlite:///{tmp_path / 'ref.db'}"))  # fmt: skip
+    over = [i for i, r in enumerate(reference.records)
+            if r.costs["latency_ms"].value > limit and i >= 3]  # fmt: skip
+    finish, calls, stop = loop._finish, [0], over[0] + 1
+
+    def interrupted(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == stop:  # scored, not yet written: where a SIGINT would land
+            raise KeyboardInterrupt
+        return finish(*args, **kwargs)
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    monkeypatch.setattr(loop, "_finish", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_search(settings("s"), space, ev.evaluate, open_storage(url))
+    monkeypatch.setattr(loop, "_finish", finish)
+    study = optuna.load_study(study_name="s", storage=url)
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == stop
+    assert all(any(k.startswith("constraints") for k in t.system_attrs) for t in done)
+    result = run_search(settings("s"), space, ev.evaluate, open_storage(url))
+    assert [r.arch for r in result.records] == [r.arch for r in reference.records]
