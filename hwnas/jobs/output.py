@@ -131,6 +131,10 @@ def write_run(
     out.mkdir(parents=True, exist_ok=True)
     records = o.zoo_records if o.zoo_records is not None else result.pareto
     columns = zoo_columns(records, o.num_classes, zoo)
+    # a front row not put in the zoo (a supernet candidate scored by an earlier run, which
+    # this one does not fine-tune again under --no-zoo) still says whether it is at chance
+    for arch, cells in zoo_columns(result.pareto, o.num_classes, False).items():
+        columns.setdefault(arch, cells)
     write_csv(out / "pareto.csv", pareto_rows(result, columns))
     _plot(out / "pareto.png", o)
     if on_front is not None:

@@ -112,6 +112,13 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     assert "resuming" in r.stderr
     again = json.loads((out / "summary.json").read_text())
     assert again["trials"]["completed_this_run"] == 0 and again["best"]["arch"] == best["arch"]
+    # again with --no-zoo: its candidates were scored by the first run, and this run does not
+    # fine-tune them again; pareto.csv keeps its chance_level (it was empty for them)
+    r = hwnas_main(*DARTS, "--out", str(out), "--no-zoo")
+    assert r.returncode == 0, r.stderr
+    rerun = list(csv.DictReader(open(out / "pareto.csv")))
+    assert [row["chance_level"] for row in rerun] == [row["chance_level"] for row in rows]
+    assert all(row["chance_level"] in ("true", "false") for row in rerun)
 
 
 def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
