@@ -1,7 +1,7 @@
-"""``python -m hwnas`` runs the CLI."""
+"""``python -m hwnas`` runs the CLI (:mod:`hwnas.entry`)."""
 
 import sys
 
-from hwnas.cli import main
+from hwnas.entry import main
 
 sys.exit(main())

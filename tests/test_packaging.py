@@ -70,7 +70,7 @@ def test_wheel_ships_assets_and_works_outside_the_repo(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["17.2381", "70.2933"]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "hwnas = hwnas.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "hwnas = hwnas.entry:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
     # README command 1's search, small, from the unpacked wheel and outside the repository
     main_cmd = _readme_main_command()
     search = main_cmd.split("&& hwnas ", 1)[1].split() + ["--budget", "20"]

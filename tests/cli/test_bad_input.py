@@ -494,3 +494,25 @@ def test_a_table_search_stops_when_its_strategy_has_nothing_left_and_says_so(tmp
     out = capsys.readouterr().out
     assert "stopped at 280 of --budget 400 scored architectures" in out
     assert "is exhausted" in out
+
+
+def test_ctrl_c_while_the_cli_is_still_imported_is_one_line(monkeypatch, capsys):
+    """Ctrl-C in the first fraction of a second (while `hwnas` imports its command line
+    interface) printed a 23-line KeyboardInterrupt traceback, exit -2."""
+    import builtins
+    import sys
+
+    from hwnas.entry import main
+
+    real = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "hwnas.cli":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "hwnas.cli", raising=False)
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert main() == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "interrupted" in err and "Traceback" not in err
