@@ -1184,12 +1184,15 @@ def _tell_interrupted(
     try:
         if ev is not None and settings.metric in ev.costs:
             system = None
-            if study is not None and trial is not None:
-                limit = settings.max_latency
-                if limit is not None and "latency_ms" in ev.costs:
-                    over = ev.costs["latency_ms"].value - limit
-                    trial.set_constraint("latency_over_limit_ms", over)
-                system = frozen_trial(study, trial).system_attrs
+            try:  # never in the way of finishing the claim
+                if study is not None and trial is not None:
+                    limit = settings.max_latency
+                    if limit is not None and "latency_ms" in ev.costs:
+                        over = ev.costs["latency_ms"].value - limit
+                        trial.set_constraint("latency_over_limit_ms", over)
+                    system = frozen_trial(study, trial).system_attrs
+            except Exception:  # noqa: BLE001 (the in-memory sampler study, not the storage)
+                system = None
             ledger.finish(
                 trial_id(claim), TrialState.COMPLETE, _values(ev, settings), ev.attrs(), system
             )
