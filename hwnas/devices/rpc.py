@@ -16,12 +16,11 @@ from __future__ import annotations
 import re
 import socket
 import struct
-from contextlib import contextmanager
 from typing import Any
 
 from hwnas.devices.live import LiveDevice
 from hwnas.errors import HwnasError
-from hwnas.runtimes.tvm import RpcSpec
+from hwnas.runtimes.tvm import RpcSpec, socket_timeout
 
 
 def parse_tracker(text: str) -> tuple[str, int]:
@@ -59,16 +58,6 @@ def tracker_unreachable(host: str, port: int, timeout: float = 3.0) -> str | Non
     return None
 
 
-@contextmanager
-def _socket_timeout(seconds: float):
-    old = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(seconds)
-    try:
-        yield
-    finally:
-        socket.setdefaulttimeout(old)
-
-
 def registered_keys(host: str, port: int, timeout: float = 10.0) -> list[str]:
     """Device keys of the RPC servers registered with the tracker (imports TVM).
 
@@ -78,7 +67,7 @@ def registered_keys(host: str, port: int, timeout: float = 10.0) -> list[str]:
     from tvm import rpc
 
     try:
-        with _socket_timeout(timeout):
+        with socket_timeout(timeout):
             tracker = rpc.connect_tracker(host, port)
             try:
                 summary = tracker.summary()

@@ -101,6 +101,20 @@ def target_spec(target: Any) -> dict[str, Any]:
     )
 
 
+@contextlib.contextmanager
+def socket_timeout(seconds: float) -> Iterator[None]:
+    """Inside, Python sockets made without a timeout get ``seconds`` (TVM's tracker client's;
+    its RPC sessions are native and keep their own)."""
+    import socket
+
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(old)
+
+
 @dataclass
 class RpcSpec:
     """How to reach a remote device through a TVM RPC tracker.
@@ -131,8 +145,6 @@ class RpcSpec:
                 ``request_timeout`` seconds.
             RuntimeError, OSError: TVM's, when the tracker or the server fails otherwise.
         """
-        import socket
-
         from tvm import rpc
 
         deadline = time.monotonic() + self.request_timeout
@@ -141,12 +153,8 @@ class RpcSpec:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            old = socket.getdefaulttimeout()
-            socket.setdefaulttimeout(left)  # the tracker socket's, made here
-            try:
+            with socket_timeout(left):  # the tracker socket's, made here
                 tracker = rpc.connect_tracker(self.host, self.port)
-            finally:
-                socket.setdefaulttimeout(old)
             try:
                 return tracker.request(
                     self.key, priority=1, session_timeout=self.session_timeout, max_retry=1
