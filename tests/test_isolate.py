@@ -111,37 +111,8 @@ def test_log_of_a_successful_step_is_removed_unless_kept(steps):
     assert "child output goes to the log" in log.read_text()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_a_step_dies_with_its_killed_parent(steps):
-    """A search killed during a TVM build left the build child running for minutes (under
-    PID 1, at full CPU), disturbing the resumed search's timings."""
-    import signal
-    import subprocess
-    import time
-
-    pidfile = steps / "child.pid"
-    code = ("from hwnas.isolate import run_isolated; "
-            f"run_isolated('steps_mod:sleep_long', {str(pidfile)!r}, what='x')")  # fmt: skip
-    parent = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
-    deadline = time.monotonic() + 60
-    while not pidfile.exists() or not pidfile.read_text():
-        assert time.monotonic() < deadline and parent.poll() is None
-        time.sleep(0.1)
-    child = int(pidfile.read_text())
-    parent.send_signal(signal.SIGKILL)
-    parent.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    os.kill(child, signal.SIGKILL)
-    raise AssertionError("the step outlived its parent")
-
-
 def _gone(pid: int, within: float = 10.0) -> bool:
+    """Whether process ``pid`` ends within ``within`` seconds (killed otherwise)."""
     import time
 
     deadline = time.monotonic() + within
@@ -160,24 +131,15 @@ def _gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
-@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX's")
-def test_processes_a_step_started_end_with_the_step(steps):
-    """A process the step started (TVM's builder and runner pools) ends with the step: when it
-    returns, when it is stopped after its timeout, and when the parent is killed. (Before: they
-    outlived it, still compiling.)"""
+def _kill_parent_during(step: str, pidfile, *args) -> int:
+    """Start a parent process running ``run_isolated(step, pidfile, *args)``, SIGKILL it once
+    the step has written a pid to ``pidfile``; returns that pid."""
     import signal
     import subprocess
     import time
 
-    pidfile = steps / "worker.pid"
-    assert _gone(run_isolated("steps_mod:spawn", str(pidfile), False, what="x"))
-    pidfile.unlink()
-    with pytest.raises(NativeCrashError, match="did not finish in 2 s"):
-        run_isolated("steps_mod:spawn", str(pidfile), True, what="x", timeout=2)
-    assert _gone(int(pidfile.read_text()))
-    pidfile.unlink()
-    code = ("from hwnas.isolate import run_isolated; "
-            f"run_isolated('steps_mod:spawn', {str(pidfile)!r}, True, what='x')")  # fmt: skip
+    call = ", ".join(repr(a) for a in (step, str(pidfile), *args))
+    code = f"from hwnas.isolate import run_isolated; run_isolated({call}, what='x')"
     parent = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
     deadline = time.monotonic() + 60
     while not pidfile.exists() or not pidfile.read_text():
@@ -185,4 +147,27 @@ def test_processes_a_step_started_end_with_the_step(steps):
         time.sleep(0.1)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
+    return int(pidfile.read_text())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_step_dies_with_its_killed_parent(steps):
+    """A search killed during a TVM build left the build child running for minutes (under
+    PID 1, at full CPU), disturbing the resumed search's timings."""
+    child = _kill_parent_during("steps_mod:sleep_long", steps / "child.pid")
+    assert _gone(child), "the step outlived its parent"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX's")
+def test_processes_a_step_started_end_with_the_step(steps):
+    """A process the step started (TVM's builder and runner pools) ends with the step: when it
+    returns, when it is stopped after its timeout, and when the parent is killed. (Before: they
+    outlived it, still compiling.)"""
+    pidfile = steps / "worker.pid"
+    assert _gone(run_isolated("steps_mod:spawn", str(pidfile), False, what="x"))
+    pidfile.unlink()
+    with pytest.raises(NativeCrashError, match="did not finish in 2 s"):
+        run_isolated("steps_mod:spawn", str(pidfile), True, what="x", timeout=2)
     assert _gone(int(pidfile.read_text()))
+    pidfile.unlink()
+    assert _gone(_kill_parent_during("steps_mod:spawn", pidfile, True))
