@@ -58,8 +58,10 @@ def supernet_options(f):
             default=None,
             callback=_low("--latency-weight", 0, ">= 0"),
             metavar="W",
-            help="Supernet strategies: penalty weight of the expected latency relative to "
-            "the space's average (0 = accuracy only).",
+            help="Supernet strategies: weight of the hardware term (the strategy's form: "
+            "additive, relative to the space's average; fbnet and proxyless their papers' "
+            "multiplicative terms). Default: the paper's weight for fbnet (0.6) and "
+            "proxyless (0.3), none for the others; 0 = accuracy only.",
         ),
         click.option(
             "--batch-size",

@@ -4,7 +4,9 @@ Each entry declares its ``pipeline``: ``table`` strategies are ask/tell optimise
 space's categorical choices (a factory making an Optuna sampler; the engine owns the loop and
 the study); ``supernet`` strategies train a weight-sharing supernet and hand the candidates they
 derive to the same engine (:mod:`hwnas.supernet.strategies`; they also declare the ``space`` of
-their paper, searched when ``--space`` is not given).
+their paper, searched when ``--space`` is not given, and, where the paper's method has a
+hardware term, its ``latency_weight``: the weight used when neither ``--latency-weight`` nor
+``--latency-target`` is given).
 
 - ``nsga2``: NSGA-II (Deb et al., IEEE TEVC 2002), Optuna's ``NSGAIISampler``; under a
   latency limit, constrained domination (each trial carries its excess latency as a
@@ -191,6 +193,7 @@ STRATEGIES.register(
     f"{_SUPERNET}.fbnet:FBNetDnas",
     pipeline="supernet",
     space="fbnet",
+    latency_weight=0.6,
     description="FBNet (Wu et al. 2019), latency-aware differentiable search",
 )
 STRATEGIES.register(
@@ -198,6 +201,7 @@ STRATEGIES.register(
     f"{_SUPERNET}.proxyless:ProxylessNas",
     pipeline="supernet",
     space="ofa",
+    latency_weight=0.3,
     description="ProxylessNAS (Cai et al. 2019), binarized paths, latency loss",
 )
 STRATEGIES.register(

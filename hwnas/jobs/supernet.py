@@ -51,7 +51,9 @@ class SupernetSettings(SearchSettings):
         data: "digits" or a folder (CIFAR pickle folder or class-per-folder images).
         epochs: supernet training epochs.
         latency_target: target of the device metric (ms or mJ), target mode.
-        latency_weight: penalty weight W (unit-free), weight mode.
+        latency_weight: penalty weight W (unit-free), weight mode; left out with no
+            ``latency_target``, the paper's weight of a strategy whose method has one (FBNet
+            0.6, ProxylessNAS 0.3), else None (accuracy alone).
         batch_size: mini-batch size.
         finetune_epochs: epochs of fine-tuning each extracted subnet before measuring it.
         options: ``--set`` settings for the supernet, the strategy and the job (strings or
@@ -88,6 +90,10 @@ class SupernetSettings(SearchSettings):
         bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
         if self.latency_target is not None and self.latency_weight is not None:
             raise HwnasError("give either --latency-target or --latency-weight, not both")
+        if self.latency_target is None and self.latency_weight is None:
+            # FBNet's and ProxylessNAS's hardware term is their method: their paper's weight
+            # (--latency-weight 0 trains for accuracy alone)
+            self.latency_weight = SUPERNET_STRATEGIES.info(self.strategy).get("latency_weight")
         if self.latency_target is not None and self.job.cost == "flops":
             raise HwnasError("--latency-target needs a latency cost model, not FLOPs (cost=flops)")
         if self.max_latency is not None and self.metric != "latency_ms":

@@ -410,6 +410,27 @@ def test_a_supernet_energy_search_names_energy_in_mj_and_refuses_a_latency_limit
     assert _derived_rule(latency) == "architecture derived by darts with latency weight 0.5"
 
 
+def test_fbnet_and_proxylessnas_train_with_their_papers_hardware_term_by_default():
+    """FBNet's and ProxylessNAS's latency term is their method: `--strategy fbnet` without
+    `--latency-weight` trained for accuracy alone (no hardware term) and derived the most
+    accurate cell whatever its latency. Now the paper's weight (FBNet beta 0.6, ProxylessNAS
+    0.3) is the default; `--latency-weight 0` or a target replaces it; DARTS, GDAS, SPOS and
+    Single-Path, whose papers have no such term, still default to none."""
+    from hwnas.jobs.supernet import SupernetSettings
+
+    def weight(strategy, **kw):
+        return SupernetSettings(device="pixel3", strategy=strategy, **kw).latency_weight
+
+    assert (weight("fbnet", space="fbnet"), weight("proxyless", space="ofa")) == (0.6, 0.3)
+    assert weight("fbnet", space="fbnet", latency_weight=0.0) == 0.0
+    assert weight("fbnet", space="fbnet", latency_target=9.0) is None
+    for strategy in ("darts", "gdas", "oneshot"):
+        assert weight(strategy, space="nasbench201") is None
+    assert weight("singlepath", space="ofa") is None
+    default = SupernetSettings(space="fbnet", device="pixel3", strategy="fbnet")
+    assert "-weight0.6-" in default.study  # its study is not an accuracy-only search's
+
+
 def test_a_run_folder_of_another_study_is_never_replaced(tmp_path, hwnas_home):
     """`--study b --out runs/a` replaced study a's pareto.csv, summary.json and zoo without a
     word; a supernet search retrained over a's supernet.pt. Refused now before any work; the
