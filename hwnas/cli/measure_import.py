@@ -94,7 +94,11 @@ def import_cmd(device, files, space, as_table, dataset, store):
             for arch, value in zip(cal.models, cal.values)
         ]
         _refuse_conflicts(device, given, st)  # before anything is stored
+        seen = set()  # the same value in two files is one value (conflicts were refused)
         for cal, arch, value, w in given:
+            if (cal.metric, w.model_hash) in seen:
+                continue
+            seen.add((cal.metric, w.model_hash))
             added = st.append(
                 Measurement(
                     device=device,
@@ -129,13 +133,30 @@ def import_cmd(device, files, space, as_table, dataset, store):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()
-    Console(emoji=False, stderr=True).print(
+    flagged = sum(c.flagged for c in cals)
+    err = Console(emoji=False, stderr=True)
+    err.print(
         f"device '{device}': {new} measurements imported, {kept} already stored "
-        f"(kept); profile {path}; store {st.path}",
+        f"(kept)" + (f", {flagged} flagged rows skipped" if flagged else "")
+        + f"; profile {path}; store {st.path}",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
+    _warn_units(err, sp, cals)
+
+
+def _warn_units(err, space, cals, exclude: str | None = None) -> None:
+    """Print :func:`hwnas.devices.recorded.unit_warning`'s line for each metric of ``cals``
+    whose values look like another unit (seconds or microseconds for ms)."""
+    from hwnas.devices.recorded import unit_warning
+
+    for metric in sorted({c.metric for c in cals}):
+        archs = [a for c in cals if c.metric == metric for a in c.models]
+        values = [v for c in cals if c.metric == metric for v in c.values]
+        warning = unit_warning(space, metric, archs, values, exclude=exclude)
+        if warning:
+            err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
 
 
 UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
@@ -298,3 +319,4 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     warning = power_warning(get_device(device), space.name)  # a unit slipped by 1000x
     if warning:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    _warn_units(err, space, cals, exclude=device)

@@ -397,3 +397,58 @@ def power_warning(device: Device, space: str) -> str | None:
         f"(median of {int(both.sum())} architectures), outside the {low:g}-{high:g} W a "
         f"{cls or 'device'} draws: {slip}?"
     )
+
+
+UNIT_SLIP = 30.0
+"""How many times below the lowest, or above the highest, of the recorded devices' values of
+the same architectures (the median ratio) users' values must lie for :func:`unit_warning` to
+suspect a unit: NAS-Bench-201's 43 recorded devices span 25x in median latency, a unit slip is
+1000x."""
+
+
+def unit_warning(
+    space, metric: str, archs, values, exclude: str | None = None
+) -> str | None:
+    """One line when a user's values of ``metric`` (ms or mJ) for ``archs`` of ``space`` lie
+    more than :data:`UNIT_SLIP` times below every recorded device's values of the same
+    architectures, or above them (the median ratio over the architectures, at least 3 of them
+    in at least 2 recorded tables), naming the unit slip it suggests (seconds or microseconds
+    for milliseconds); None otherwise, or for a space without an architecture index.
+    ``exclude``: a device left out (the one whose table is being written)."""
+    from hwnas.devices import recorded_tables
+    from hwnas.spaces import IndexedSpace, ability
+
+    indexed = ability(space, IndexedSpace)
+    if indexed is None or len(archs) < 3:
+        return None
+    rows = np.array([indexed.index(a) for a in archs])
+    tables = [
+        np.asarray(t, dtype=np.float64)[rows]
+        for dev, t in recorded_tables(space.name, metric)
+        if dev.name != exclude
+    ]
+    if len(tables) < 2:
+        return None
+    stack = np.vstack(tables)
+    stack[~(stack > 0)] = np.nan  # a cell a table lacks, or a value of 0
+    held = np.isfinite(stack).any(axis=0)  # nanmin of an architecture no table holds warns
+    low, high = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    low[held], high[held] = np.nanmin(stack[:, held], axis=0), np.nanmax(stack[:, held], axis=0)
+    v = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(low) & np.isfinite(high) & np.isfinite(v) & (v > 0)
+    if ok.sum() < 3:
+        return None
+    below = float(np.median(low[ok] / v[ok]))
+    above = float(np.median(v[ok] / high[ok]))
+    unit = UNITS.get(metric, metric)
+    big, small = ("s", "us") if unit == "ms" else ("J", "uJ")
+    if below > UNIT_SLIP:
+        how, slip = f"{below:.3g}x below the lowest", f"in {big}, not {unit}"
+    elif above > UNIT_SLIP:
+        how, slip = f"{above:.3g}x above the highest", f"in {small}, not {unit}"
+    else:
+        return None
+    return (
+        f"these {metric} values are {how} of {len(tables)} recorded devices' values of the "
+        f"same {int(ok.sum())} {space.name} architectures (median ratio): {slip}?"
+    )

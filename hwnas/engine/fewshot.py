@@ -46,13 +46,15 @@ from hwnas.engine.loop import SearchResult, SearchSettings, TrialRecord, run_sea
 from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.measure import NoisyMeasurementError, Profiler, arch_workload
 from hwnas.predictors import Predictor
-from hwnas.predictors.calibration import as_recorded, reference_archs
+from hwnas.predictors.base import DEFAULT_CALIBRATION
+from hwnas.predictors.calibration import as_recorded, reference_archs, stored_archs
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces.base import Arch, SearchSpace
 
-DEFAULT_MEASUREMENT_BUDGET = 20
-"""Device measurements of a few-shot search when no budget is given: the 10 reference
-architectures and up to 10 verifications."""
+DEFAULT_MEASUREMENT_BUDGET = DEFAULT_CALIBRATION
+"""Device measurements of a few-shot search when no budget is given (20): the 10 reference
+architectures and up to 10 verifications; on a device that cannot measure, the most stored
+values it is calibrated on."""
 
 MIN_MEASUREMENT_BUDGET = 4
 """3 calibration values and 1 verification."""
@@ -243,15 +245,8 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
     refs = [a for a, _ in as_recorded(device, space, reference_archs(space), budget.metrics)]
     if can_measure:
         return refs[: max(budget.cap - 1, 0)]
-    stored = []
-    store, dev = budget.profiler.store, budget.profiler.device
-    labels = {m.label for metric in budget.metrics for m in store.measurements(dev.name, metric)}
-    for label in labels:
-        try:
-            stored.append(space.parse(label))
-        except HwnasError:
-            continue
-    ordered = refs + sorted(a for a in set(stored) - set(refs))
+    stored = stored_archs(budget.profiler.device, budget.profiler.store, space, budget.metrics)
+    ordered = refs + [a for a in stored if a not in set(refs)]
     out = [a for a in ordered if budget.stored(a) is not None]
     return out[: budget.cap]
 

@@ -24,6 +24,11 @@ Model = Arch | GraphModel
 MIN_CALIBRATION = 3
 """Fewest measurements a predictor adapts from."""
 
+DEFAULT_CALIBRATION = 20
+"""Most stored values a device that cannot measure (an imported one) is adapted on, by
+``hwnas predict --device`` and by a few-shot search at its default measurement budget
+(:data:`hwnas.engine.fewshot.DEFAULT_MEASUREMENT_BUDGET`): its reference set first."""
+
 
 class Predictor(ABC):
     """Estimates a device metric of architectures (two required methods).

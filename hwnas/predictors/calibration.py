@@ -427,6 +427,54 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
     return out
 
 
+def stored_archs(device, store, space: SearchSpace, metrics: list[str]) -> list[Arch]:
+    """Every architecture of ``space`` with a stored value of one of ``metrics`` on ``device``
+    (``hwnas measure import``, ``hwnas refset measure --select ...``, earlier searches), in
+    arch-string order; labels that are not an architecture of the space (ONNX files, another
+    space's) are left out."""
+    found = set()
+    for metric in metrics:
+        for m in store.measurements(device.name, metric):
+            try:
+                found.add(space.parse(m.label))
+            except HwnasError:
+                continue
+    return sorted(found)
+
+
+def stored_calibration_set(
+    device, store, space: SearchSpace, dataset: str, metric: str, cap: int
+) -> list[ReferenceValue]:
+    """What a device that cannot measure (an imported one) is adapted on: its stored
+    reference-set values (:func:`stored_reference_set`), then every other architecture of the
+    space stored for it (:func:`stored_archs`), until ``cap`` usable values (finite, positive,
+    not flagged as noisy; the others left out): the values a
+    few-shot search of the device calibrates on (:func:`hwnas.engine.fewshot.
+    calibration_archs`), so ``hwnas predict --device`` and ``hwnas search --device`` agree.
+
+    Raises:
+        HwnasError: the device has no ``metric``.
+    """
+    from hwnas.measure import arch_workload
+
+    def usable(v: ReferenceValue) -> bool:
+        return bool(np.isfinite(v.value) and v.value > 0 and not v.flagged)
+
+    out = [v for v in stored_reference_set(device, store, space, dataset, metric) if usable(v)]
+    refs = set(reference_archs(space))
+    for arch in stored_archs(device, store, space, [metric]):
+        if len(out) >= cap:
+            break
+        if arch in refs:
+            continue
+        w = arch_workload(space, arch, dataset)
+        m = store.lookup(device.name, device.runtime, metric, w.model_hash, w.input_shape)
+        if m is not None:
+            v = ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), "stored")
+            out += [v] if usable(v) else []
+    return out[:cap]
+
+
 def write_calibration(path: str | Path, values, metric: str, space: SearchSpace, dataset: str):
     """Write ``CAL.csv`` (columns ``arch``, ``onnx``, ``input_shape``, the metric, ``cv``,
     ``flagged``) for reference values; an existing file's ``onnx`` cells (from ``hwnas refset

@@ -481,7 +481,12 @@ def _calibration(sp, calibration, device, metric, runtime, store):
 
     from hwnas.devices import get_device
     from hwnas.paths import default_store_path
-    from hwnas.predictors.calibration import STAND_IN, stored_reference_set
+    from hwnas.predictors.base import DEFAULT_CALIBRATION
+    from hwnas.predictors.calibration import (
+        STAND_IN,
+        stored_calibration_set,
+        stored_reference_set,
+    )
     from hwnas.predictors.featurize import get_featurizer
     from hwnas.spaces import command_line_name
     from hwnas.store import MeasurementStore
@@ -514,16 +519,24 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             )
         st = MeasurementStore(path)
     try:
-        values = stored_reference_set(dev, st, sp, dataset, metric)
+        if st is not None and not dev.runs_models:  # imported: what its search adapts on
+            values = stored_calibration_set(dev, st, sp, dataset, metric, DEFAULT_CALIBRATION)
+        else:
+            values = stored_reference_set(dev, st, sp, dataset, metric)
     finally:
         if st is not None:
             st.close()
     usable = [v for v in values if np.isfinite(v.value) and v.value > 0 and not v.flagged]
     if len(usable) < MIN_CALIBRATION:
         flagged = sum(v.flagged for v in values)
+        of = (
+            f"the {len(sp.reference_archs())} reference architectures of {sp.name}"
+            if dev.runs_models or st is None
+            else f"{sp.name} architectures stored"
+        )
         raise HwnasError(
             f"device '{dev.name}' ({dev.runtime}) has {len(usable)} usable {metric} values of "
-            f"the {len(sp.reference_archs())} reference architectures of {sp.name}"
+            f"{of}"
             + (f" ({flagged} flagged as noisy)" if flagged else "")
             + f"; at least {MIN_CALIBRATION} are needed: {refset}"
         )

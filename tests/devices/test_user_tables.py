@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
@@ -197,6 +198,54 @@ def test_a_gross_error_in_an_imported_calibration_is_named_by_the_search(tmp_pat
     summary = json.loads(out)
     assert list(summary["suspect_values"]["latency_ms"]) == [bad]
     assert summary["suspect_values"]["latency_ms"][bad] > 0.9
+
+
+def test_predict_adapts_an_imported_device_on_the_values_its_search_uses(tmp_path, cli):
+    """Ten values of architectures outside the reference set (picked with `refset measure
+    --select random`, or timed by hand), imported: the search calibrated on them, but `hwnas
+    predict --device` read the reference set alone and refused ("0 usable values ... import
+    them", which the user had done). Both now adapt on the same values, so they agree with
+    `--calibration` on the same file."""
+    from hwnas.predictors.data import get_column
+
+    rows = np.arange(100, 10001, 1100)
+    values = np.round(get_column("nasbench201", "pixel2").values[rows] * 1.3, 4)
+    _write_table(tmp_path / "mine.csv", rows, ["arch", "latency_ms"], values)
+    assert cli("measure", "import", "--device", "lab-soc", "mine.csv")[0] == 0
+    by_device = cli("predict", "--device", "lab-soc", "--arch", "5")
+    by_file = cli("predict", "--calibration", "mine.csv", "--arch", "5")
+    assert by_device[0] == 0 and by_file[0] == 0, by_device[2]
+    assert "adapted on 10 latency_ms values of device lab-soc" in by_device[2]
+    assert by_device[1] == by_file[1] and " ms (std " in by_device[1]
+
+
+def test_an_import_names_a_unit_slip_flagged_rows_and_counts_a_file_given_twice(tmp_path, cli):
+    """Values in seconds (or microseconds) were imported and searched as milliseconds without
+    a word; rows flagged as noisy were dropped silently (`predict --calibration` said so); the
+    same file given twice reported its values as "already stored"."""
+    from hwnas.predictors.data import get_column
+
+    rows = np.arange(100, 10001, 1100)
+    ms = get_column("nasbench201", "pixel2").values[rows] * 1.3
+    for name, scale in (("s", 1e-3), ("us", 1e3), ("ms", 1.0)):
+        _write_table(tmp_path / f"{name}.csv", rows, ["arch", "latency_ms"], ms * scale)
+        status, _, err = cli("measure", "import", "--device", f"lab-{name}", f"{name}.csv")
+        assert status == 0, err
+        slip = {"s": "in s, not ms?", "us": "in us, not ms?", "ms": None}[name]
+        if slip:
+            assert re.search(r"warning: these latency_ms values are [\d.]+x (below the lowest|"
+                             r"above the highest) of \d+ recorded devices' values", err), err
+            assert err.rstrip().endswith(slip)
+        else:
+            assert "warning" not in err
+    table = (tmp_path / "ms.csv").read_text().splitlines()
+    (tmp_path / "noisy.csv").write_text(
+        "\n".join([table[0] + ",flagged"] + [r + (",yes" if i == 0 else ",") for i, r in
+                                             enumerate(table[1:])]) + "\n"
+    )  # fmt: skip
+    status, _, err = cli("measure", "import", "--device", "lab-twice", "noisy.csv", "noisy.csv")
+    assert status == 0, err
+    assert "9 measurements imported, 0 already stored (kept), 2 flagged rows skipped" in err
 
 
 def test_a_study_resumed_after_its_device_table_changed_is_refused(tmp_path, cli):
