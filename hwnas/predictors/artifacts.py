@@ -57,6 +57,11 @@ def resolve_artifact(name_or_path: str) -> Path:
     """
     path = Path(name_or_path).expanduser()
     if path.is_dir() or "/" in name_or_path or name_or_path.startswith("."):
+        if path.is_file():  # its weights.npz or card.json: the artifact is the folder
+            raise HwnasError(
+                f"{path} is a file: a predictor artifact is a folder (card.json + weights.npz)"
+                f"; name its folder {path.parent}"
+            )
         if not path.is_dir():
             raise HwnasError(f"predictor artifact folder not found: {path}")
         return path

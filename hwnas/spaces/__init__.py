@@ -79,7 +79,20 @@ def arch_from_text(space: SearchSpace, text: str) -> Arch:
     indexed = ability(space, IndexedSpace)
     if text.isdigit() and indexed is not None:
         return indexed.arch_at(int(text))
+    if indexed is not None and _number(text):  # -1, 3.0: meant as an index, not an arch string
+        raise HwnasError(
+            f"'{text}' is not an index of {space.name}: an index is a whole number from 0 to "
+            f"{len(indexed) - 1}"
+        )
     return space.parse(text)
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def user_space_folder() -> Path:

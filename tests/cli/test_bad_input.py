@@ -42,6 +42,12 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
          "folder {tmp}/typo does not exist"),
         (["arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
         (["arch", "99999"], "out of range"),
+        # a number that is not an index was read as a malformed arch string ("expected 3 node
+        # groups"); a predictor's weights file named instead of its folder, as not found
+        (["arch", "3.0"], "'3.0' is not an index of nasbench201: an index is a whole number"),
+        (["arch", "--", "-1"], "'-1' is not an index of nasbench201"),
+        (["predict", "--device", "pixel3", "--arch", "5", "--predictor", "{tmp}/afile"],
+         "is a file: a predictor artifact is a folder (card.json + weights.npz); name its folder"),
         (["predictor", "train", "--space", "nasbench201", "--devices", "pixel3,fpga,pixel3",
           "--name", "t"], "--devices names pixel3 more than once"),
         (["predictor", "eval", "nasbench201", "--devices", "fpga,fpga"],
