@@ -157,6 +157,7 @@ def search(
     from hwnas.jobs import prepare, run
     from hwnas.jobs.settings import build_settings
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined, path_arg
+    from hwnas.spaces import user_space
 
     path_arg("out", out)
     path_arg("store", store, "a path or a URL")
@@ -169,7 +170,7 @@ def search(
             own = set(inspect.signature(search).parameters) - {"device", "options"}
             raise UnknownNameError("option of hwnas.search", name, sorted({*OPTIONS, *own}))
     if options.get("space") is not None:  # an object, a path: known by its name from here on
-        options["space"] = _space_name(options["space"])
+        options["space"] = user_space(options["space"]).name
     settings = build_settings({"device": device, **options}, given=set(options))
     job = prepare(
         settings,
@@ -215,20 +216,6 @@ def search(
     return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)
 
 
-def _space_name(space: Any) -> str:
-    """The name a search knows ``space`` by: a :class:`hwnas.spaces.SearchSpace` object is
-    registered (:func:`hwnas.spaces.register_space`), a path or ``file.py:attr`` loaded.
-
-    Raises:
-        HwnasError: an unknown or invalid space.
-    """
-    from hwnas.spaces import SearchSpace, get_space, register_space
-
-    if isinstance(space, SearchSpace):
-        return register_space(space).name
-    return get_space(str(space), code=True).name
-
-
 @keyword_terms()
 def predict(
     models: Any,
@@ -255,7 +242,8 @@ def predict(
             predictor), or None with ``calibration``.
         calibration: a CSV of the device's measurements (columns arch and latency_ms or
             energy_mj), or None with ``device``.
-        space: the space of the arch strings (default nasbench201).
+        space: the space of the arch strings (default nasbench201): a name, a path, or a
+            space object.
         metric: with ``device``: "latency_ms" or "energy_mj".
         runtime: with ``device``: the runtime replacing its profile's.
         predictor: a predictor artifact's name, or "kernel"; default: picked per model.
@@ -279,12 +267,12 @@ def predict(
     import warnings
 
     from hwnas.errors import HwnasWarning
-    from hwnas.measure import split_models
+    from hwnas.measure import in_given_order, split_models
     from hwnas.onnx_inputs import check_dims
     from hwnas.paths import path_arg
     from hwnas.predictors.calibration import parse_model
     from hwnas.predictors.predict import onnx_model, predict_models
-    from hwnas.spaces import get_space
+    from hwnas.spaces import user_space
 
     path_arg("calibration", calibration)
     path_arg("store", store, "a path or a URL")
@@ -294,9 +282,9 @@ def predict(
 
         kernel_budget = bounded("kernel_budget", kernel_budget, 0, 10**6, integer=True)
 
-    onnx, archs = split_models(models)
+    onnx, archs, is_onnx = split_models(models)
     check_dims(onnx, dims or {})
-    sp = get_space(space or "nasbench201", code=True)
+    sp = user_space(space or "nasbench201")
     said: list[str] = []  # hwnas predict's lines; its "warning:" ones are warned below
     out = predict_models(
         [onnx_model(p, dims) for p in onnx],
@@ -314,4 +302,4 @@ def predict(
     for line in said:
         if line.startswith("warning: "):
             warnings.warn(line.removeprefix("warning: "), HwnasWarning, stacklevel=3)
-    return out
+    return in_given_order(is_onnx, out[: len(onnx)], out[len(onnx):])  # the ONNX models' first

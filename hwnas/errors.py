@@ -146,7 +146,13 @@ def keyword_terms(*names: str):
     import re
 
     def wrap(func):
-        keywords = {*inspect.signature(func).parameters, *names}
+        signature = inspect.signature(func)
+        keywords = {*signature.parameters, *names}
+        own = sorted(
+            p.name for p in signature.parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )  # fmt: skip
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
         flag = re.compile(r"--([a-z][a-z0-9-]*)(?: ([A-Z0-9][\w.]*\b|[\w.]+=[\w.]+))?")
 
         def spell(match: re.Match) -> str:
@@ -162,6 +168,15 @@ def keyword_terms(*names: str):
 
         @functools.wraps(func)
         def call(*args, **kwargs):
+            # a misspelt or missing argument: one line (with the closest names), not the
+            # TypeError of the call; a function taking **options checks its own
+            for key in kwargs if not open_ended else ():
+                if key not in signature.parameters:
+                    raise UnknownNameError(f"option of hwnas.{func.__name__}", key, own)
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise HwnasError(f"hwnas.{func.__name__}: {exc}") from None
             try:
                 return func(*args, **kwargs)
             except HwnasError as exc:

@@ -417,13 +417,22 @@ def measure_models(
     return MeasuredModels(out, profiler.counts, store.path if store is not None else None)
 
 
-def split_models(models: Any) -> tuple[list[str], list[str]]:
-    """(ONNX paths, arch strings) of ``models``: one or a list of arch strings, indices of a
-    numbered space (``5``), :class:`~hwnas.spaces.Arch` objects and ONNX file paths (a ``Path``,
-    or a string ending in ``.onnx``).
+def in_given_order(is_onnx: list[bool], onnx_results: list, arch_results: list) -> list:
+    """The results of :func:`split_models`' two lists merged back into the order the models
+    were given (``is_onnx``: its third value)."""
+    onnx_it, arch_it = iter(onnx_results), iter(arch_results)
+    return [next(onnx_it) if o else next(arch_it) for o in is_onnx]
+
+
+def split_models(models: Any) -> tuple[list[str], list[str], list[bool]]:
+    """(ONNX paths, arch strings, which of the models given is an ONNX path) of ``models``:
+    one or a list of arch strings, indices of a numbered space (``5``),
+    :class:`~hwnas.spaces.Arch` objects and ONNX file paths (a ``Path``, or a string ending in
+    ``.onnx``); :func:`in_given_order` puts results of the two lists back in the given order.
 
     Raises:
-        HwnasError: no model given, or one of another type (one line naming it).
+        HwnasError: no model given, a DataFrame (name its column), or a model of another type
+            (one line naming it).
     """
     import numbers
 
@@ -437,19 +446,24 @@ def split_models(models: Any) -> tuple[list[str], list[str]]:
             "models must be an arch string, an index, an ONNX file path or a list of them, "
             f"got {type(models).__name__}"
         )
-    onnx, archs = [], []  # any sequence: a list, a tuple, a column of run.front
+    if hasattr(models, "columns") and hasattr(models, "iloc"):  # iterating gives its names
+        raise HwnasError(
+            "models is a DataFrame: give one column of it (run.front['arch']), not the table"
+        )
+    onnx, archs, is_onnx = [], [], []  # any sequence: a list, a tuple, a column of run.front
     for m in models:
         if isinstance(m, bool) or not isinstance(m, one):
             raise HwnasError(
                 f"a model must be an arch string, an index or an ONNX file path, got {m!r}"
             )
-        if isinstance(m, Path) or str(m).lower().endswith(".onnx"):
+        is_onnx.append(isinstance(m, Path) or str(m).lower().endswith(".onnx"))
+        if is_onnx[-1]:
             onnx.append(str(m))
         else:
             archs.append(str(getattr(m, "text", m)))
     if not onnx and not archs:
         raise HwnasError("nothing to measure or predict: give arch strings or ONNX file paths")
-    return onnx, archs
+    return onnx, archs, is_onnx
 
 
 @keyword_terms()
@@ -473,7 +487,8 @@ def measure(
         models: an arch string of ``space`` (or its index in a numbered space) or an ONNX
             file path (``Path``, or a string ending in ``.onnx``), or a list of them.
         device: device name (``hwnas devices``).
-        space: the space of the arch strings (default nasbench201).
+        space: the space of the arch strings (default nasbench201): a name, a path, or a
+            space object.
         dataset: the dataset whose network an arch string is (its input size and classes);
             default cifar100, or the space's first dataset where it has no cifar100.
         batch_size: B of the measured input (an ONNX model's dynamic batch axis takes it).
@@ -496,12 +511,17 @@ def measure(
     from hwnas.paths import path_arg
 
     path_arg("store", store, "a path or a URL")
-    onnx, archs = split_models(models)
+    onnx, archs, is_onnx = split_models(models)
     batch_size = bounded("batch_size", batch_size, 1, MAX_BATCH_SIZE, integer=True)
     dev = get_device(device, runtime=runtime)
     dev.require_reachable()
+    if archs:  # a space object (hwnas.elastic's) is found by its name from here on
+        from hwnas.spaces import user_space
+
+        space = user_space(space or "nasbench201").name
     workloads = model_workloads(archs, onnx, space or "nasbench201", dataset, batch_size, dims)
-    done = measure_models(dev, workloads, store).models
+    done = measure_models(dev, workloads, store).models  # the arch strings' first
+    done = in_given_order(is_onnx, done[len(archs):], done[: len(archs)])
     for r in done:  # hwnas measure's "warning:" lines
         if r.warning:
             warnings.warn(f"{r.label}: {r.warning}", HwnasWarning, stacklevel=3)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hwnas.assets import asset_path, read_yaml
 from hwnas.errors import HwnasError, UnknownNameError
@@ -230,6 +230,25 @@ def command_line_name(name: str) -> str:
     """How a command typed by the user names the space ``name``: its ``FILE.py:ATTR`` when
     it was loaded from one (the name alone is unknown to a new process), else the name."""
     return _TYPED.get(name, name)
+
+
+def user_space(space: Any) -> SearchSpace:
+    """The space a user named from Python (``space=`` of :func:`hwnas.search`,
+    :func:`hwnas.measure`, :func:`hwnas.predict`): a :class:`SearchSpace` object is registered
+    (:func:`register_space`) so that it is found by its name from then on; a name, a path or
+    ``file.py:attr`` is :func:`get_space`'s (with ``code``).
+
+    Raises:
+        HwnasError: an unknown or invalid space.
+    """
+    if isinstance(space, SearchSpace):
+        try:
+            if get_space(space.name) is space:  # hwnas.get_space's own: already findable
+                return space
+        except HwnasError:
+            pass
+        return register_space(space)
+    return get_space(space, code=True)
 
 
 def get_space(name: str, code: bool = False) -> SearchSpace:

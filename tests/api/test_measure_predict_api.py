@@ -71,6 +71,26 @@ def test_an_index_names_an_architecture_as_on_the_command_line():
         assert hwnas.predict(models, device="pixel3")[0].model.text == text
 
 
+def test_a_mixed_list_comes_back_in_the_order_given(tmp_path):
+    """``hwnas.measure(["net.onnx", 5])`` returned the arch first and ``hwnas.predict([5,
+    "net.onnx"])`` the ONNX model first: zipping the results with the inputs paired each value
+    with another model. Both keep the order given; a space object names the arch's space."""
+    import torch
+
+    path = tmp_path / "net.onnx"
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    torch.onnx.export(net, (torch.randn(1, 3, 16, 16),), str(path), dynamo=False)
+    five, six = (hwnas.get_space("nasbench201").arch_at(i).text for i in (5, 6))
+    measured = hwnas.measure([str(path), 5, str(path)], device="cpu-fast")
+    assert [m.label for m in measured] == ["net.onnx", five, "net.onnx"]
+    predicted = hwnas.predict([5, str(path), 6], device="pixel3")
+    assert [str(getattr(p.model, "text", p.model)) for p in predicted] == [five, str(path), six]
+    space = hwnas.get_space("nasbench201")
+    assert hwnas.predict(5, device="pixel3", space=space)[0].value == pytest.approx(
+        predicted[0].value, rel=1e-6
+    )
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -89,6 +109,10 @@ def test_an_index_names_an_architecture_as_on_the_command_line():
         (lambda: hwnas.predict(ARCH, device="pixel3", predictor=5), "predictor must be a name"),
         (lambda: hwnas.zoo.load(5), "entry must be a path (a string or a pathlib.Path), got 5"),
         (lambda: hwnas.get_space(None), "a search space is named by a string"),
+        # a misspelt or missing argument: a TypeError before (hwnas.search named it)
+        (lambda: hwnas.predict(ARCH, devcie="pixel3"), "unknown option of hwnas.predict "
+                                                       "'devcie'; did you mean device?"),
+        (lambda: hwnas.measure(ARCH), "hwnas.measure: missing a required argument: 'device'"),
     ],
 )
 def test_bad_input_raises_one_line(call, message):
