@@ -10,7 +10,7 @@ prints, in keyword terms (:func:`hwnas.errors.keyword_terms`: ``max_latency``, n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,16 @@ class SearchRun:
     out: Path
     storage: Any
     study_name: str
+    pareto_csv: str = field(default="", repr=False)
+    """``pareto.csv`` as this search wrote it (:attr:`front`: a later search into the same
+    folder does not change this run's front)."""
+
+    def __repr__(self) -> str:  # the records and summary would fill a notebook cell
+        best = (self.best or {}).get("arch")
+        return (
+            f"SearchRun(study_name={self.study_name!r}, out={str(self.out)!r}, "
+            f"records={len(getattr(self.result, 'records', []) or [])}, best={best!r})"
+        )
 
     @property
     def study(self):
@@ -66,7 +76,11 @@ class SearchRun:
                 "SearchRun.front is a pandas DataFrame: pip install 'hwnas[api]' (or read "
                 f"{self.out / 'pareto.csv'})"
             ) from None
-        return pd.read_csv(self.out / "pareto.csv")
+        if not self.pareto_csv:
+            return pd.read_csv(self.out / "pareto.csv")
+        import io
+
+        return pd.read_csv(io.StringIO(self.pareto_csv))
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -83,7 +97,9 @@ class SearchRun:
         return entry_folders(folder) if folder.is_dir() else []
 
 
-def _typed_args(device: Any, storage: Any, zoo: Any, options: dict[str, Any]) -> None:
+def _typed_args(
+    device: Any, storage: Any, zoo: Any, reporter: Any, options: dict[str, Any]
+) -> None:
     """Refuse, in one line naming the argument, the types the CLI's parser would have refused
     (a ``TypeError`` deep inside, or a ``zoo="no"`` taken as true, otherwise).
 
@@ -102,6 +118,10 @@ def _typed_args(device: Any, storage: Any, zoo: Any, options: dict[str, Any]) ->
         raise HwnasError(f"storage must be an Optuna storage URL, got {storage!r}{hint}")
     if not isinstance(zoo, bool):
         raise HwnasError(f"zoo must be True or False, got {zoo!r}")
+    if not isinstance(reporter, Reporter):  # a string failed after the whole search
+        raise HwnasError(
+            f"reporter must be a hwnas.progress.Reporter (or left out), got {reporter!r}"
+        )
     for name in ("dataset", "objective", "strategy", "study", "runtime"):
         value = options.get(name)
         if value is not None and not isinstance(value, str):
@@ -136,7 +156,9 @@ def search(
         store: measurement store, a SQLite path or a PostgreSQL URL.
         zoo: export the front's models (ONNX + card each).
         artifact_dir: the study's artifact store (default ``artifacts/`` in the hwnas home).
-        reporter: where progress goes (:mod:`hwnas.progress`; default: nowhere).
+        reporter: where progress goes (:mod:`hwnas.progress`; default: nowhere): a table
+            search's trials as one step (``search DEVICE``, ``total`` the budget), the zoo
+            export, a supernet search's training and derivation.
         **options: ``hwnas search``'s options by name (:data:`OPTIONS`): ``space`` (a name,
             a space file's path, ``file.py:attr``, or a space object such as
             :func:`hwnas.elastic`'s), ``accuracy`` (a function of the evaluator protocol,
@@ -162,7 +184,7 @@ def search(
     path_arg("out", out)
     path_arg("store", store, "a path or a URL")
     path_arg("artifact_dir", artifact_dir)
-    _typed_args(device, storage, zoo, options)
+    _typed_args(device, storage, zoo, reporter, options)
     for name in options:
         if name not in OPTIONS:
             import inspect
@@ -195,7 +217,14 @@ def search(
     artifacts = Path(artifact_dir) if artifact_dir is not None else None
     if artifacts is not None:
         check_writable(artifacts, "artifact_dir")
-    done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
+    if job.pipeline == "table":  # the trials as one step, as the CLI's progress line shows
+        with reporter.step(f"search {device}", total=settings.budget, unit="trials") as step:
+            done = run(
+                job, folder, reporter, zoo=zoo, artifact_dir=artifacts,
+                on_trial=lambda completed, record: step.update(completed),
+            )  # fmt: skip
+    else:  # a supernet search reports its own steps (training, derivation)
+        done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
     if done.result is None:  # pragma: no cover - a torchrun rank other than 0
         raise HwnasError("this process is not rank 0 of its torchrun job: rank 0 reports")
     best = done.summary.get("best")
@@ -213,7 +242,11 @@ def search(
             HwnasWarning,
             stacklevel=3,
         )
-    return SearchRun(done.result, done.summary, folder, job.prepared.storage, settings.study)
+    pareto = folder / "pareto.csv"
+    return SearchRun(
+        done.result, done.summary, folder, job.prepared.storage, settings.study,
+        pareto.read_text() if pareto.is_file() else "",
+    )  # fmt: skip
 
 
 @keyword_terms()

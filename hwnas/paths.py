@@ -53,8 +53,11 @@ def path_arg(what: str, value: Any, kind: str = "a path") -> Any:
         kind: what it names, for the message ("a path or a URL").
 
     Raises:
-        HwnasError: anything else.
+        HwnasError: anything else, or an empty string (``out=""`` wrote the run into the
+            current folder).
     """
+    if isinstance(value, str) and not value.strip():
+        raise HwnasError(f"{what} is empty: give {kind}")
     if value is None or isinstance(value, (str, os.PathLike)):
         return value
     raise HwnasError(f"{what} must be {kind} (a string or a pathlib.Path), got {value!r}")

@@ -323,6 +323,40 @@ def register_accuracy(fn: Any) -> str:
     return label
 
 
+def accuracy_code_digest(label: str) -> str | None:
+    """A digest of the code of the accuracy function registered as ``label``
+    (:func:`register_accuracy`): its bytecode, constants (nested functions' too), the names it
+    reads and its defaults' values, not where it was defined; None for a label not registered
+    in this process (``path/to/file.py:function``: the file's digest stands for it). A
+    function edited and run again, or another lambda, is another search's: it must not
+    resume a study of the old one's scores."""
+    import hashlib
+
+    fn = _ACCURACY.get(label)
+    if fn is None:
+        return None
+    code = getattr(fn, "__code__", None)
+    if code is None:  # an object with a __call__ method: that method's code
+        call = vars(type(fn)).get("__call__")
+        code = getattr(call, "__code__", None)
+    if code is None:  # a builtin or a C-level callable: its name is all there is
+        return None
+    digest = hashlib.sha256()
+
+    def feed(c: Any) -> None:
+        digest.update(c.co_code)
+        digest.update(repr(c.co_names).encode())
+        for const in c.co_consts:
+            if hasattr(const, "co_code"):  # a nested function or comprehension
+                feed(const)
+            else:
+                digest.update(repr(const).encode())
+
+    feed(code)
+    digest.update(repr(getattr(fn, "__defaults__", None)).encode())
+    return digest.hexdigest()[:16]
+
+
 def get_accuracy(label: str) -> Callable[[Any, Arch, Any], float]:
     """The accuracy function of ``label``: one registered by :func:`register_accuracy`, or
     ``path/to/file.py:function`` (``hwnas search --accuracy``; the file is imported, once per

@@ -15,6 +15,7 @@ import datetime
 import hashlib
 import os
 import random
+import re
 import socket
 import threading
 import time
@@ -148,7 +149,8 @@ class SearchSettings:
     def space_fingerprint(self) -> str | None:
         """The space's fingerprint where it is more than its name (else None): its structure
         (a space file, a user's model), the user's model's weights, and the file of a user's
-        accuracy function (its code scores every subnet)."""
+        accuracy function, or the function's code where it was given from Python (its code
+        scores every subnet)."""
         from hwnas.spaces import get_space
 
         try:
@@ -161,6 +163,11 @@ class SearchSettings:
             if path.suffix == ".py" and path.is_file():
                 digest = hashlib.sha256(read_bounded(path)).hexdigest()[:16]
                 parts.append(f"{path.name}:{digest}")
+        elif self.accuracy:  # a function given from Python: its code
+            from hwnas.engine.evaluate import accuracy_code_digest
+
+            code = accuracy_code_digest(self.accuracy)
+            parts += [f"{self.accuracy}:{code}"] if code else []
         return " ".join(parts) or None
 
     def name_parts(self) -> list[str]:
@@ -187,7 +194,11 @@ class SearchSettings:
 
     def accuracy_parts(self) -> list[str]:
         """The study-name part of a user's accuracy function (none for the space's own)."""
-        return [f"acc-{self.accuracy.rsplit(':', 1)[-1]}"] if self.accuracy else []
+        if not self.accuracy:
+            return []
+        name = self.accuracy.rsplit(":", 1)[-1].rsplit(".", 1)[-1]  # f.<locals>.g -> g
+        name = re.sub(r"\W+", "", name) or "function"  # <lambda> -> lambda
+        return [f"acc-{name}"]
 
 
 def study_name(s: SearchSettings, *qualifiers: str) -> str:

@@ -137,6 +137,10 @@ def test_bad_options_raise_one_line_errors_in_keyword_terms(options, message, tm
         ({"out": 5}, "out must be a path (a string or a pathlib.Path), got 5"),
         ({"store": 5.0}, "store must be a path or a URL (a string or a pathlib.Path), got 5.0"),
         ({"artifact_dir": ["a"]}, "artifact_dir must be a path"),
+        # main: out="" wrote summary.json, pareto.csv and pareto.png into the current folder;
+        # reporter="x" failed with an AttributeError after the whole search
+        ({"out": ""}, "out is empty: give a path"),
+        ({"reporter": "x"}, "reporter must be a hwnas.progress.Reporter (or left out), got 'x'"),
     ],
 )
 def test_paths_of_the_wrong_type_are_one_line_errors(where, message, hwnas_home):
@@ -208,3 +212,57 @@ def test_a_device_or_storage_given_as_a_path_is_named_as_such(tmp_path):
         hwnas.search(device=Path("pixel3"), budget=3)
     with pytest.raises(hwnas.HwnasError, match=r"a SQLite file is sqlite:///"):
         hwnas.search(device="pixel3", budget=3, storage=tmp_path / "s.db")
+
+
+def test_an_edited_accuracy_function_is_another_study_the_same_code_resumes():
+    """From a notebook: a cell defining ``accuracy`` edited and run again (or another lambda)
+    resumed the old function's study and returned its scores ([50.0, 50.0] where the new code
+    gives 90): the study name held only the function's name. Its code is now part of the
+    study's identity (as a file's digest is for ``--accuracy file.py:fn``); the same code
+    defined again resumes, and a lambda's name has no ``<>`` for the run folder."""
+    from hwnas.jobs.settings import build_settings
+
+    def study(fn):
+        return build_settings({"device": "pixel3", "accuracy": fn}, given={"accuracy"}).study
+
+    def accuracy(net, arch):
+        return 50.0
+
+    first = study(accuracy)
+
+    def accuracy(net, arch):  # noqa: F811 (the cell run again, edited)
+        return 90.0
+
+    edited = study(accuracy)
+
+    def accuracy(net, arch):  # noqa: F811 (the same code again)
+        return 90.0
+
+    assert first != edited == study(accuracy)
+    assert "-acc-accuracy-m" in first
+    ten, seventy = study(lambda n, a: 10.0), study(lambda n, a: 70.0)
+    assert ten != seventy and "-acc-lambda-m" in ten and "<" not in ten
+
+
+def test_a_search_run_keeps_its_own_front_and_reports_its_trials(tmp_path):
+    """A ``SearchRun`` read ``pareto.csv`` from disk at each ``run.front``: after a longer
+    search into the same folder, the old object showed the new front (9 rows became 19) while
+    its ``result.pareto`` kept 9. Each keeps the front it wrote; a reporter sees the trials as
+    one step (it saw the zoo export alone), and the repr is one line, not the records."""
+    from hwnas.progress import Reporter
+
+    class Seen(Reporter):
+        def __init__(self):
+            self.steps = {}
+
+        def changed(self, step):
+            self.steps[step.name] = (step.done, step.total, step.unit)
+
+    seen = Seen()
+    out = tmp_path / "shared"
+    first = hwnas.search(device="pixel3", budget=20, zoo=False, out=out, reporter=seen)
+    assert seen.steps["search pixel3"] == (20, 20, "trials")
+    rows = len(first.front)
+    later = hwnas.search(device="pixel3", budget=60, zoo=False, out=out)
+    assert len(later.front) > rows == len(first.front) == len(first.result.pareto)
+    assert "\n" not in repr(first) and repr(first).startswith("SearchRun(study_name=")
