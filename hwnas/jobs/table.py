@@ -249,10 +249,12 @@ def _accuracy_source(
     """The user's accuracy function (checked), or None where the space's table is read.
 
     Raises:
-        HwnasError: a space without a table and no function; a budget above a table's size;
+        HwnasError: a space without a table and no function; a budget above a table's size
+            or the space's;
             a few-shot option with a function (few-shot reads the table).
     """
-    tabulated = ability(get_space(settings.space), TabulatedSpace)
+    space = get_space(settings.space)
+    tabulated = ability(space, TabulatedSpace)
     if tabulated is None and settings.accuracy is None:
         raise HwnasError(
             f"space '{settings.space}' has no accuracy table to search over: give an accuracy "
@@ -263,6 +265,12 @@ def _accuracy_source(
         raise HwnasError(
             f"--budget {settings.budget} is more than the {len(tabulated)} architectures of "
             f"space '{settings.space}'; --budget {len(tabulated)} scores every one"
+        )
+    size = space.num_architectures()
+    if settings.budget > size:  # a user's small space: the search stopped, study kept growing
+        raise HwnasError(
+            f"--budget {settings.budget} is more than the {size} architectures of space "
+            f"'{settings.space}'; --budget {size} scores every one"
         )
     if settings.accuracy is None:
         return None

@@ -1165,6 +1165,10 @@ def test_the_count_of_a_module_space_counts_each_subnet_once():
     distinct = {space.from_choices(dict(zip(ch, c))).text for c in itertools.product(*ch.values())}
     assert math.prod(len(v) for v in ch.values()) == 24
     assert space.num_architectures() == len(distinct) == 2 + 4 + 8
+    # a budget above that is refused before any work, as a table's is: the search stopped
+    # at 14 and every rerun added about 100 pruned trials to the study
+    with pytest.raises(hwnas.HwnasError, match="budget=15 is more than the 14 architectures"):
+        hwnas.search(device="cpu-fast", space=space, accuracy=lambda m, a: 50.0, budget=15)
 
 
 @pytest.mark.parametrize(
