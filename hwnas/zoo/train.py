@@ -377,17 +377,23 @@ class ZooTrainer:
         return pre
 
     def _key(self, arch: Arch, side: int) -> str:
-        """Everything that determines the trained weights."""
+        """Everything that determines the trained weights and the test accuracy kept with
+        them: every image and label of every split (a folder cleaned or relabelled in place
+        is other data; a sample of 64 training images let the cache answer with weights and a
+        test accuracy of the data before), and the space's fingerprint (an edited space file
+        of the same name is another network)."""
         d = self.data
-        sample = max(1, len(d.train) // 64)
+        images = hashlib.sha256()
+        for split in (d.train, d.val, d.test):
+            images.update(np.ascontiguousarray(split.x).tobytes())
+            images.update(np.ascontiguousarray(split.y).tobytes())
         try:
             torch_version = metadata.version("torch")
         except metadata.PackageNotFoundError:  # pragma: no cover
             torch_version = "none"
         return content_hash(
-            self.space.name, arch.text, self.dataset, str(d.num_classes), str(side),
-            json.dumps(d.describe(), sort_keys=True, default=str),
-            d.train.y.tobytes(), d.test.y.tobytes(), d.train.x[::sample].tobytes(),
+            self.space.fingerprint, arch.text, self.dataset, str(d.num_classes), str(side),
+            json.dumps(d.describe(), sort_keys=True, default=str), images.hexdigest(),
             json.dumps(self.recipe.describe(), sort_keys=True),
             f"{self.epochs}/{self.batch_size}/{self.lr!r}/{self.settings.seed}",
             "channels_last",

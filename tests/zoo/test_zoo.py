@@ -219,3 +219,29 @@ def test_a_trained_subnets_card_says_its_latency_is_the_deployed_networks():
     assert "measured 0.05 ms there (measured:cpu:ort:trained-subnet[1, 3, 16, 16])" in note
     plain = _subnet_devices_note(TrialRecord(0, "a", 50.0, {"latency_ms": cost}, {}))
     assert "deployed" not in plain and "a live device measured this subnet" in plain
+
+
+def test_the_training_cache_answers_only_for_the_same_images(tmp_path):
+    """An image folder's test images replaced in place (cleaned, relabelled, the same split
+    seed): the cache, keyed by the labels and one training image in 64, answered with the
+    weights and the test accuracy of the images before (66.67% on a card whose model scored
+    19.44% on the folder as it now is). Every image of every split is in its key now."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "data"
+    for c in range(3):
+        (data / f"c{c}").mkdir(parents=True)
+        for i in range(90):
+            pixels = (rng.random((8, 8, 3)) * 80 + 60 * c).astype(np.uint8)
+            Image.fromarray(pixels).save(data / f"c{c}" / f"{i}.png")
+    args = ["train", CHEAP, "--data", str(data), "--epochs", "1", "--batch-size", "8"]
+    first = hwnas_main(*args, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    again = hwnas_main(*args, "--out", str(tmp_path / "b"))
+    assert "weights from the training cache" in again.stdout + again.stderr
+    # one image the old key did not read (it hashed one training image in two here)
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(data / "c2" / "10.png")
+    changed = hwnas_main(*args, "--out", str(tmp_path / "c"))
+    assert changed.returncode == 0, changed.stderr
+    assert "training cache" not in changed.stdout + changed.stderr
