@@ -209,7 +209,13 @@ def prepare(
             f"strategy '{settings.strategy}' works on the {', '.join(cls.spaces)} space, "
             f"not '{space.name}'"
         )
-    image_size = settings.job.image_size or (32 if space.name == "ofa" else 16)
+    need = space.min_input_side()  # a patch_embed after strides: 16x16 proxies were too small
+    if settings.job.image_size and settings.job.image_size < need:
+        raise HwnasError(
+            f"--set image_size={settings.job.image_size} is too small for {space.name}: its "
+            f"patch embedding needs images of at least {need}x{need} pixels"
+        )
+    image_size = settings.job.image_size or max(32 if space.name == "ofa" else 16, need)
     data = load_data(
         settings.data,
         seed=settings.job.data_seed,

@@ -101,6 +101,12 @@ class SearchSpace(ABC):
         stage's depth) overrides it to count each network once."""
         return math.prod(len(v) for v in self.choices().values())
 
+    def min_input_side(self) -> int:
+        """The smallest input side (pixels) every network of the space takes: what a
+        supernet's proxy images (``--set image_size``) must reach; 1 unless a layer needs
+        more (a declared space's ``patch_embed`` after strides)."""
+        return 1
+
     def default_dataset(self, preferred: str = "cifar100") -> str:
         """The dataset used where none is given: ``preferred`` where the space defines it (a
         search's default, and the one every shipped table was measured on), else the

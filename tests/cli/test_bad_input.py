@@ -345,6 +345,17 @@ SPACES = {  # file -> (what replaces what in TINY_SPACE)
     "depth": ("depth: {choices: [1, 2]}", "depth: {min: 1, max: 1000000, step: 1}"),
     "even_kernel": ("kernel: {choices: [3, 5]}", "kernel: {choices: [3, 4]}"),
     "input": ("[3, 16, 16]", "[3, 100000, 100000]"),
+    # a fixed width of 12 that groups of 8 do not divide; a 16x16 patch after a stride of 2
+    # on 16x16 images: both passed the checker and ended in PyTorch's traceback
+    "groups_width": ("  - {block: pool}", "  - {block: mbconv, out: 12, kernel: 3, expand: 2}\n"
+                     "  - {block: mbconv, out: 16, kernel: 3, expand: 2, groups: 8}\n"
+                     "  - {block: pool}"),
+    "patch": ("  - {block: pool}", "  - {block: patch_embed, out: 16, patch: 16}\n"
+                                   "  - {block: token_pool}"),
+    # the same patch on 64x64 images: the supernet's 16x16 proxy images are too small for it
+    "patch64": (("  - {block: pool}", "  - {block: patch_embed, out: 16, patch: 16}\n"
+                                      "  - {block: token_pool}"),
+                ("[3, 16, 16]", "[3, 64, 64]")),
 }
 PROFILES = {
     "energy_none": ("description: a test profile", "description: x\nenergy: [none]"),
@@ -392,6 +403,16 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
         ),
         (["arch", "--space", "{tmp}/even_kernel.yaml", "0"], "must be an odd kernel size"),
         (["arch", "--space", "{tmp}/input.yaml", "0"], "at most 16384 channels and 16384 pixels"),
+        (["arch", "--space", "{tmp}/groups_width.yaml", "0"],
+         "groups_width.yaml:14: head[1].groups: 8 groups must divide head[0]'s width (12)"),
+        (["arch", "--space", "{tmp}/patch.yaml", "0"],
+         "patch.yaml:13: head[0].patch: a 16x16 patch is larger than the 8x8 feature map it "
+         "gets from digits's 16x16 input (strides before it: x2); it needs an input side of "
+         "at least 31"),
+        (["search", "-d", "cpu-fast", "--space", "{tmp}/patch64.yaml", "--strategy", "oneshot",
+          "--set", "image_size=20"],
+         "--set image_size=20 is too small for tiny: its patch embedding needs images of at "
+         "least 31x31 pixels"),
         (["measure", "-d", "energy_none", "--arch", SMALL], "energy must be auto, none, or"),
         (["measure", "-d", "warmup_many", "--arch", SMALL],
          "timing.warmup must be an integer, got 'many'"),
@@ -423,8 +444,11 @@ def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypat
     from hwnas.cli import main
     from hwnas.devices import reload_profiles
 
-    for name, (old, new) in SPACES.items():
-        (tmp_path / f"{name}.yaml").write_text(TINY_SPACE.replace(old, new))
+    for name, pairs in SPACES.items():
+        text = TINY_SPACE
+        for old, new in pairs if isinstance(pairs[0], tuple) else [pairs]:
+            text = text.replace(old, new)
+        (tmp_path / f"{name}.yaml").write_text(text)
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     for name, (old, new) in PROFILES.items():

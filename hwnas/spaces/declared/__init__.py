@@ -250,6 +250,11 @@ class DeclaredSpace(SearchSpace):
             )
         return self._arch(labels)
 
+    def min_input_side(self) -> int:
+        from hwnas.spaces.declared.schema import min_input_side
+
+        return min_input_side(self.spec)
+
     def num_architectures(self) -> int:
         """Distinct architectures: a layer past its stage's depth does not count (for each
         stage, the sum over its depths of the product of its used layers' choices)."""

@@ -564,24 +564,66 @@ def _values(v: Any) -> set:
 
 
 def _check_groups(
-    spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, first: bool = False
+    spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, seen: list[tuple[str, set]]
 ) -> None:
-    """Grouped 1x1 convs need every width they see to split into the groups: the widths are
-    multiples of the space's ``channel_divisor`` (stage widths) and of the block's ``divisor``
-    (hidden widths), and the ``first`` layer takes the image's channels, so ``groups`` must
-    divide all of them (5 groups of 8 channels, or 2 of an RGB image's 3, ended in PyTorch's
-    traceback when a network was built)."""
-    image = sorted({shape[0] for _classes, shape in spec.datasets.values()}) if first else []
+    """Grouped 1x1 convs need every width they see to split into the groups: the widths the
+    supernet scales are multiples of the space's ``channel_divisor`` (stage widths) and of the
+    block's ``divisor`` (hidden widths), and the widths as written are taken at full size
+    (``seen``: what the layer takes and gives, as (name, values) pairs: the image's channels
+    for the first layer, the widths the file gives), so ``groups`` must divide all of them (5
+    groups of 8 channels, 2 of an RGB image's 3, or 8 of a fixed width of 20 ended in
+    PyTorch's traceback when a network was built)."""
     for g in _values(layer.params.get("groups", 1)):
         if not isinstance(g, int) or g <= 1:
             continue
         multiple = "every width is a multiple of it"
         for name, d, why in (("the space's channel_divisor", spec.channel_divisor, multiple),
                              ("the block's divisor", layer.params.get("divisor", 1), multiple),
-                             *(("the image's channels", c, "the first layer's input")
-                               for c in image)):  # fmt: skip
+                             *((what, c, "a width this layer takes or gives")
+                               for what, widths in seen for c in sorted(
+                                   v for v in widths if isinstance(v, int)))):  # fmt: skip
             if isinstance(d, int) and d % g:
                 raise r.fail((*w, "groups"), f"{g} groups must divide {name} ({d}): {why}")
+
+
+def _check_patch(spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, factor: int) -> None:
+    """A ``patch_embed`` of side P after layers whose strides multiply to ``factor`` needs an
+    input side of at least ``factor * (P - 1) + 1`` (each conv pads, so a side of H gives
+    ceil(H / stride)); a smaller one made PyTorch's "Kernel size can't be greater than actual
+    input size" traceback when a network ran. Checked at each dataset's input and the
+    smallest elastic resolution."""
+    for p in _values(layer.params.get("patch", 1)):
+        if not isinstance(p, int):
+            continue
+        need = factor * (p - 1) + 1
+        sides = {f"{d}'s {shape[1]}x{shape[2]} input": min(shape[1], shape[2])
+                 for d, (_c, shape) in spec.datasets.items()}  # fmt: skip
+        if spec.resolution is not None:
+            sides[f"the resolution {min(spec.resolution.values)}"] = min(spec.resolution.values)
+        for where, side in sides.items():
+            if side < need:
+                got = -(-side // factor)
+                raise r.fail(
+                    (*w, "patch"),
+                    f"a {p}x{p} patch is larger than the {got}x{got} feature map it gets from "
+                    f"{where} (strides before it: x{factor}); it needs an input side of at "
+                    f"least {need}",
+                )
+
+
+def min_input_side(spec: SpaceSpec) -> int:
+    """The smallest input side (pixels) every network of the space can take: 1, or what its
+    ``patch_embed`` needs after the strides before it (see :func:`_check_patch`); what a
+    supernet's proxy image size (``--set image_size``) must reach."""
+    factor, need = 1, 1
+    for layer in [*spec.stem, *(x for s in spec.stages for x in s.layers), *spec.head]:
+        for bt in layer.types():
+            if bt.name == "patch_embed":
+                patch = max(v for v in _values(layer.params.get("patch", 1)) if isinstance(v, int))
+                need = max(need, factor * (patch - 1) + 1)
+        strides = [v for v in _values(layer.stride) if isinstance(v, int)]
+        factor *= max(strides or [1])
+    return need
 
 
 def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
@@ -592,11 +634,17 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     groups += [(s.layers, ("stages", i, "layers"), True) for i, s in enumerate(spec.stages)]
     groups.append((spec.head, ("head",), False))
     fixed_input = None
-    seen_layer = False  # the first layer takes the image's channels
     pooled = False  # a layer has reduced the image to one vector (the classifier's input)
-    for items, where, _in_stage in groups:
+    # the widths the next layer takes (the image's channels first), and the product of the
+    # strides so far (a patch_embed needs its patch to fit in what is left of the input)
+    widths = ("the image's channels", {shape[0] for _c, shape in spec.datasets.values()})
+    factor = 1
+    outs = [None] + [s.out for s in spec.stages] + [None]
+    for (items, where, _in_stage), stage_out in zip(groups, outs):
         for j, layer in enumerate(items):
             w = layer.origin or (*where, j)
+            given = layer.out if layer.out is not None else stage_out
+            gives = (f"{dotted(w)}'s width", _values(given)) if given is not None else widths
             pooled = pooled or all(bt.pools for bt in layer.types())
             for bt in layer.types():
                 if bt.tokens_in != tokens:
@@ -612,8 +660,11 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                     problem = bt.check(values, _values(layer.stride))
                     if problem is not None:
                         raise r.fail((*w, problem[0]), problem[1])
-                _check_groups(spec, layer, w, r, first=seen_layer is False)
-            seen_layer = True
+                _check_groups(spec, layer, w, r, [widths, gives])
+            if any(bt.name == "patch_embed" for bt in layer.types()):
+                _check_patch(spec, layer, w, r, factor)
+            factor *= max([v for v in _values(layer.stride) if isinstance(v, int)] or [1])
+            widths = gives
     if not pooled:  # the classifier (Linear to classes) would get C x H x W inputs
         raise r.fail(
             ("head",) if spec.head else ("stages",),
