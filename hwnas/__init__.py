@@ -40,5 +40,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+def __dir__() -> list[str]:  # the public names, not this module's imports
+    return sorted({"__version__", *_LAZY, *(n for n in globals() if n in _LAZY)})

@@ -1,5 +1,8 @@
 """Measuring workloads on a device through the store: each measurement is taken once.
 
+``hwnas.measure(models, device=...)`` calls :func:`measure` (this module is callable; its
+arguments, returns and errors are in :func:`measure`'s docstring: ``help(hwnas.measure.measure)``).
+
 :class:`Profiler` is what search and the CLI call. It looks a workload up in the store, and
 only when it is missing takes the device lock, looks again (another worker may have measured it
 meanwhile), measures, and appends, so that a killed search loses nothing it measured and a
@@ -19,6 +22,7 @@ again the next time it is asked for.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import time
@@ -567,3 +571,5 @@ class _MeasureModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _MeasureModule
+# inspect.signature(hwnas.measure) and a notebook's completion show measure's arguments
+sys.modules[__name__].__signature__ = inspect.signature(measure)

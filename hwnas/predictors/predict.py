@@ -85,7 +85,12 @@ def predict_models(
 
     if metric not in METRICS:
         raise UnknownNameError("metric", metric, list(METRICS))
-    if (calibration is None) == (device is None):
+    if calibration is not None and device is not None:
+        raise HwnasError(
+            "give the device's measurements one way: --calibration CAL.csv or --device D, "
+            "not both"
+        )
+    if calibration is None and device is None:
         raise HwnasError("give the device's measurements: --calibration CAL.csv or --device D")
     if calibration is not None and (runtime is not None or metric != "latency_ms"):
         raise HwnasError(

@@ -113,9 +113,21 @@ def test_a_mixed_list_comes_back_in_the_order_given(tmp_path):
         (lambda: hwnas.predict(ARCH, devcie="pixel3"), "unknown option of hwnas.predict "
                                                        "'devcie'; did you mean device?"),
         (lambda: hwnas.measure(ARCH), "hwnas.measure: missing a required argument: 'device'"),
+        (lambda: hwnas.predict(ARCH, device="pixel3", calibration="c.csv"), "not both"),
     ],
 )
 def test_bad_input_raises_one_line(call, message):
     with pytest.raises(hwnas.HwnasError) as info:
         call()
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_notebook_sees_the_public_names_and_measures_arguments():
+    """``dir(hwnas)`` listed ``Any``, ``import_module`` and ``annotations`` beside the public
+    names; ``inspect.signature(hwnas.measure)`` (a callable module) was ``(*args, **kwargs)``."""
+    import inspect
+
+    public = [n for n in dir(hwnas) if not n.startswith("_")]
+    assert {"search", "measure", "predict", "SearchRun", "HwnasError"} <= set(public)
+    assert not {"Any", "import_module", "annotations"} & set(public)
+    assert list(inspect.signature(hwnas.measure).parameters)[:2] == ["models", "device"]
