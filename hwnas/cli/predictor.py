@@ -271,12 +271,13 @@ def list_cmd(as_json):
     from hwnas.cli.render import Console, print_json, print_table, text_line
     from hwnas.errors import HwnasError
     from hwnas.predictors import list_artifacts
-    from hwnas.predictors.meta import read_card
+    from hwnas.predictors.meta import read_card, read_weights
 
     listed, broken = [], {}
     for name, path in list_artifacts().items():
         try:
             card = read_card(path)
+            read_weights(path / "weights.npz")  # a damaged file is listed as broken, not used
         except HwnasError as exc:  # one broken user artifact does not hide the others
             broken[name] = str(exc)
             continue

@@ -143,15 +143,21 @@ def test_predictor_list_shows_a_broken_user_artifact_and_the_others(hwnas_home, 
     user.mkdir()
     artifact_copy(user, "nodev", training_devices=None)
     artifact_copy(user, "mine")
+    damaged = artifact_copy(user, "damaged")  # its weights' bytes flipped: listed as healthy
+    raw = bytearray((damaged / "weights.npz").read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    (damaged / "weights.npz").write_bytes(bytes(raw))
     r = hwnas_main("predictor", "list")
     assert r.returncode == 0, r.stderr
     assert "nasbench201-help" in r.stdout and "mine" in r.stdout
-    broken = [ln for ln in r.stdout.splitlines() if ln.startswith("broken")]
-    assert len(broken) == 1 and "broken predictor artifact nodev:" in broken[0]
-    assert "has no 'training_devices' (skipped)" in broken[0]
+    broken = sorted(ln for ln in r.stdout.splitlines() if ln.startswith("broken"))
+    assert len(broken) == 2 and "broken predictor artifact nodev:" in broken[1]
+    assert "has no 'training_devices' (skipped)" in broken[1]
+    assert broken[0].startswith("broken predictor artifact damaged: cannot read predictor "
+                                "weights")  # fmt: skip
     listed = json.loads(hwnas_main("predictor", "list", "--json").stdout)
     assert "mine" in [p["name"] for p in listed["predictors"]]
-    assert list(listed["broken"]) == ["nodev"]
+    assert sorted(listed["broken"]) == ["damaged", "nodev"]
 
 
 def test_meta_is_a_kind_not_an_artifact_name():
