@@ -94,10 +94,23 @@ def scrub(text: str) -> str:
     """``text`` with every secret :func:`redact` has seen replaced by ``***`` (a backstop for
     messages hwnas does not write itself: a driver's error that quotes its connection
     string)."""
+    import re
+
     for secret in sorted(_SECRETS, key=len, reverse=True):
-        if len(secret) >= 3:
-            text = text.replace(secret, "***")
+        if len(secret) >= 3:  # a whole token: the password "postgres" left "postgresql" alone
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
     return text
+
+
+CONNECT_TIMEOUT_S = 10
+"""Seconds a PostgreSQL connection may take (libpq's ``connect_timeout``) unless the URL gives
+its own: a server that accepts the connection and never answers hung every command."""
+
+
+def connect_args(url: str) -> dict[str, int]:
+    """The driver's keyword arguments for a connection to ``url``: the connect timeout
+    (:data:`CONNECT_TIMEOUT_S`) where ``url`` has none of its own."""
+    return {} if "connect_timeout" in str(url) else {"connect_timeout": CONNECT_TIMEOUT_S}
 
 
 def driver_installed(module: str) -> bool:
@@ -163,7 +176,9 @@ def connect_error(url: str, exc: BaseException) -> str:
         database = u.database or ""
     except Exception:  # not reached: redact() above refused it
         where, database = "the server", ""
-    if "connection refused" in low or "could not connect" in low or "timeout" in low:
+    if "timeout expired" in low or "timed out" in low:
+        why = f"the database server at {where} did not answer in {CONNECT_TIMEOUT_S} s"
+    elif "connection refused" in low or "could not connect" in low or "timeout" in low:
         why = f"cannot connect to the database server at {where} (connection refused)"
     elif "password authentication failed" in low or "authentication" in low:
         why = f"the database server at {where} refused the user name or password"

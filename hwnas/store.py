@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
-from hwnas.db import check_sqlite_file
+from hwnas.db import check_sqlite_file, connect_args
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
 from hwnas.paths import confined, file_lock, hwnas_home
@@ -165,7 +165,7 @@ class MeasurementStore:
         import psycopg
 
         try:
-            self._db = psycopg.connect(self._conninfo, autocommit=True)
+            self._db = psycopg.connect(self._conninfo, autocommit=True, **connect_args(url))
             with self._advisory("hwnas-store-schema"):  # concurrent CREATE IF NOT EXISTS races
                 for statement in filter(str.strip, PG_SCHEMA.split(";")):
                     self._db.execute(statement)
@@ -338,7 +338,9 @@ class MeasurementStore:
         if self._pg:
             import psycopg
 
-            with psycopg.connect(self._conninfo, autocommit=True) as conn:
+            with psycopg.connect(
+                self._conninfo, autocommit=True, **connect_args(self._conninfo)
+            ) as conn:
                 with self._advisory(f"hwnas-device:{device}", conn):
                     yield
             return

@@ -337,7 +337,7 @@ def open_storage(url: str):
     import optuna
     import sqlalchemy
 
-    from hwnas.db import check_sqlite_file, connect_error, scrub
+    from hwnas.db import check_sqlite_file, connect_args, connect_error, scrub
     from hwnas.engine.workers import creation_lock
 
     shown, url, db_file = _checked_url(url)
@@ -352,7 +352,10 @@ def open_storage(url: str):
                         _create_wal_database(db_file)
                 storage = optuna.storages.RDBStorage(
                     url,
-                    engine_kwargs={"pool_pre_ping": True} if "postgres" in url else None,
+                    engine_kwargs=(
+                        {"pool_pre_ping": True, "connect_args": connect_args(url)}
+                        if "postgres" in url else None
+                    ),  # fmt: skip
                     heartbeat_interval=HEARTBEAT_S,
                     grace_period=GRACE_S,
                 )

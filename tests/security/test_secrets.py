@@ -84,3 +84,34 @@ def test_a_storage_url_error_never_echoes_the_password(tmp_path, capsys, url):
         assert main([*cmd, "--storage", url]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and SECRET not in err
+
+
+def test_a_server_that_never_answers_is_one_line_after_the_connect_timeout(
+    tmp_path, capsys, monkeypatch
+):
+    """A server that accepts the connection and never answers (a wrong port forwarded, a
+    firewall holding the packets) hung `hwnas search --storage` and `--store` for ever: libpq
+    waits without limit by default. The connection now gives up after
+    ``hwnas.db.CONNECT_TIMEOUT_S`` (1 s here), in one line; a common password ("postgres")
+    is hidden where it stands, not inside the word "postgresql" of the URL."""
+    import socket
+
+    import hwnas.db
+    from hwnas.cli import main
+
+    monkeypatch.setattr(hwnas.db, "CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        url = f"postgresql://postgres:postgres@127.0.0.1:{port}/db"
+        status = main(["search", "--device", "pixel3", "--budget", "2", "--storage", url,
+                       "--out", str(tmp_path / "run")])  # fmt: skip
+        err = capsys.readouterr().err
+        assert status == 2 and err.count("\n") == 1, err
+        assert f"the database server at 127.0.0.1:{port} did not answer in 1 s" in err
+        assert "postgresql://" in err and ":postgres@" not in err
+        status = main(["measure", "--device", "cpu-fast", "--arch", "5", "--store",
+                       url.replace(":postgres@", f":{SECRET}@")])  # fmt: skip
+        err = capsys.readouterr().err
+        assert status == 2 and "did not answer in 1 s" in err and SECRET not in err
