@@ -600,9 +600,12 @@ def _score(job: PreparedSupernetSearch, t: _Trained, d: _Derived, zoo: bool, rep
     # result.best stays the engine's answer to best_rule over the front written to pareto.csv
     # (a candidate can beat the derived architecture on both axes); the derived one is
     # reported beside it as "derived"
-    if zoo:  # candidates scored by an earlier run of this study: their trained weights again
+    if zoo:  # zoo entries scored by another worker or an earlier run: their weights again
+        # (the front and the derived architecture only: every worker fine-tuned every
+        # candidate of the study again, the off-front ones for nothing)
+        shipped = {r.arch for r in result.pareto} | {derived.text}
         for a in dict.fromkeys(candidates):
-            if a.text not in evaluated and any(r.arch == a.text for r in records):
+            if a.text not in evaluated and a.text in shipped:
                 evaluated[a.text] = evaluator.evaluate(a, role=roles[a.text])
     by_arch = {r.arch: r for r in records}
     described = [

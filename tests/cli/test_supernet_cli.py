@@ -378,3 +378,28 @@ def test_a_cost_model_that_explains_little_of_the_measurements_is_said_so(
     r2 = float(fit.split("R^2 ")[1].split()[0])
     warning = "warning: the cost model explains little of the measured networks' latency"
     assert f"{warning} (R^2 {r2:.3f} < 1.0)" in out, out
+
+
+def test_a_rerun_fine_tunes_again_only_the_subnets_its_zoo_ships(tmp_path, monkeypatch):
+    """The same one-shot command again (or a second worker of the study) fine-tuned every
+    candidate of the study again for the zoo, those off the front too; it now fine-tunes the
+    front and the derived architecture only (the zoo's entries), and scores nothing twice."""
+    from hwnas.cli import main
+    from hwnas.jobs import supernet
+
+    # seed 2: 5 candidates, 2 of them off the front once fine-tuned
+    args = ["search", "--strategy", "oneshot", "--device", "pixel3", "--epochs", "1",
+            "--finetune-epochs", "1", "--set", "limit=200", "--set", "channels=4",
+            "--set", "evolution_trials=16", "--set", "population=8", "--set", "candidates=8",
+            "--seed", "2", "--out", str(tmp_path / "run")]  # fmt: skip
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    front = {row["arch"] for row in csv.DictReader(open(tmp_path / "run" / "pareto.csv"))}
+    shipped = front | {summary["derived"]["arch"]}
+    tuned = []
+    evaluate = supernet.SubnetEvaluator.evaluate
+    monkeypatch.setattr(supernet.SubnetEvaluator, "evaluate",
+                        lambda self, a, **kw: tuned.append(a.text) or evaluate(self, a, **kw))
+    assert main(args) == 0
+    assert tuned and set(tuned) <= shipped and len(tuned) == len(set(tuned))
+    assert len(summary["candidates"]) > len(shipped)  # some were off the front
