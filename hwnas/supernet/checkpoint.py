@@ -80,6 +80,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _refuse_another_seed(what: str, theirs: Any, ours: str) -> None:
+    """Refuse a checkpoint of the same search with another ``--seed``: workers of one study
+    may each have their own seed, and two of them on one ``--out`` trained each over the
+    other's supernet.pt, and the last zoo export removed the other's models.
+
+    Raises:
+        HwnasError: the two fingerprints differ in the seed alone.
+    """
+    try:
+        a, b = json.loads(theirs), json.loads(ours)
+    except (TypeError, ValueError):
+        return
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return
+    differ = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    if differ == {"seed"}:
+        raise HwnasError(
+            f"{what} is the supernet of this study's seed {a['seed']} (this worker: seed "
+            f"{b['seed']}): give each seed its own --out, or the workers train over each "
+            "other's supernet"
+        )
+
+
 def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
     """The checkpoint at ``path`` if it belongs to the search with ``fingerprint``.
 
@@ -91,7 +114,7 @@ def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
     Raises:
         HwnasError: a file that is not a checkpoint hwnas can read safely (it holds objects
             other than tensors and plain values, or is truncated): one line; the file is left
-            alone.
+            alone. The checkpoint of this search with another seed (:func:`_refuse_another_seed`).
     """
     import pickle
 
@@ -115,7 +138,8 @@ def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         return None
     if state.get("fingerprint") != fingerprint:
-        return None
+        _refuse_another_seed(what, state.get("fingerprint"), fingerprint)
+        return None  # another search's: trained again (settings that differ name another study)
     try:
         history = json.loads(state["history"])
         cost = json.loads(state["cost"]) if state.get("cost") else None

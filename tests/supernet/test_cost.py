@@ -297,3 +297,23 @@ def test_a_checkpoint_freezes_the_lookup_table_a_resumed_training_steers_with(tm
     assert thawed.fit == began.fit and thawed.truth is now.truth
     assert thaw_lut(now, None) is now  # nothing frozen (a checkpoint of an older hwnas)
     assert thaw_lut(now, {**state["cost"], "terms": 3}) is now  # another table's terms
+
+
+def test_a_checkpoint_of_the_same_search_with_another_seed_is_refused(tmp_path):
+    """Two workers of one study with their own --seed and the default --out: the second read
+    the first's supernet.pt as another search's, trained over it from epoch 1, and the last
+    zoo export removed the other's models. Refused now in one line naming both seeds; a
+    checkpoint of settings that differ otherwise (not this study) is still trained over."""
+    import json
+
+    from hwnas.errors import HwnasError
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
+
+    path = tmp_path / "supernet.pt"
+    theirs = json.dumps({"strategy": "gdas", "seed": 1, "epochs": 3})
+    save_checkpoint(path, theirs, 2, {"w": torch.ones(2)}, {}, [])
+    with pytest.raises(HwnasError, match="is the supernet of this study's seed 1 .this worker: "
+                                         "seed 0.: give each seed its own --out"):  # fmt: skip
+        read_checkpoint(path, json.dumps({"strategy": "gdas", "seed": 0, "epochs": 3}))
+    assert read_checkpoint(path, json.dumps({"strategy": "gdas", "seed": 0, "epochs": 5})) is None
+    assert read_checkpoint(path, theirs)["epoch"] == 2
