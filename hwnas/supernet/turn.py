@@ -40,7 +40,10 @@ WAIT_NOTE_S = 2.0
 """Seconds of waiting for the training lock before a worker says what it waits for."""
 
 RECORD = "supernet_checkpoint"
-"""The study's user attribute naming the final checkpoint."""
+"""The study's user attribute naming the final checkpoint: one per set of training settings
+(``supernet_checkpoint:<fingerprint digest>``), so that workers with their own seeds each find
+the supernet of theirs (one attribute for all made a seed-0 worker train again after a seed-1
+one had recorded its own). A study made before keeps its record under the bare name."""
 
 
 class TrainingTurn:
@@ -116,7 +119,8 @@ class TrainingTurn:
         these settings, readable here and intact."""
         from hwnas.paths import temporary
 
-        record = self.study.user_attrs.get(RECORD) or {}
+        attrs = self.study.user_attrs
+        record = attrs.get(self.record_key) or attrs.get(RECORD) or {}
         if record.get("fingerprint") != self.fingerprint or record.get("epochs") != epochs:
             return
         theirs = Path(str(record.get("path", "")))
@@ -143,7 +147,7 @@ class TrainingTurn:
         try:
             if ckpt.is_file():
                 self.study.set_user_attr(
-                    RECORD,
+                    self.record_key,
                     {
                         "path": str(ckpt.resolve()),
                         "host": socket.gethostname(),
@@ -154,6 +158,11 @@ class TrainingTurn:
                 )
         finally:
             self.release()
+
+    @property
+    def record_key(self) -> str:
+        """The study attribute recording the final checkpoint of these settings."""
+        return f"{RECORD}:{self.fingerprint[:16]}"
 
     def release(self) -> None:
         """Give the training lock back (idempotent)."""

@@ -317,3 +317,33 @@ def test_a_checkpoint_of_the_same_search_with_another_seed_is_refused(tmp_path):
         read_checkpoint(path, json.dumps({"strategy": "gdas", "seed": 0, "epochs": 3}))
     assert read_checkpoint(path, json.dumps({"strategy": "gdas", "seed": 0, "epochs": 5})) is None
     assert read_checkpoint(path, theirs)["epoch"] == 2
+
+
+def test_each_seeds_trained_supernet_is_recorded_for_the_workers_of_that_seed(tmp_path):
+    """The study kept one record of a trained supernet: after a seed-0 worker and then a
+    seed-1 worker finished, a third worker with seed 0 (its own --out) trained all its epochs
+    again. Each set of settings has its own record now; the third copies seed 0's."""
+    import contextlib
+
+    from hwnas.supernet.turn import TrainingTurn
+
+    class Study:
+        study_name = "s"
+
+        def __init__(self):
+            self.user_attrs = {}
+
+        def set_user_attr(self, key, value):
+            self.user_attrs[key] = value
+
+    study, lines = Study(), []
+    for seed, folder in ((0, "a"), (1, "b")):
+        ckpt = tmp_path / folder / "supernet.pt"
+        ckpt.parent.mkdir()
+        ckpt.write_bytes(f"weights of seed {seed}".encode())
+        TrainingTurn(study, contextlib.ExitStack(), f"seed {seed}").done(ckpt, 3)
+    third = tmp_path / "c" / "supernet.pt"
+    third.parent.mkdir()
+    TrainingTurn(study, contextlib.ExitStack(), "seed 0")._reuse(third, 3, lines.append)
+    assert third.read_bytes() == b"weights of seed 0"
+    assert lines and lines[0].startswith("using the supernet another worker trained")
