@@ -58,7 +58,8 @@ from hwnas.spaces import space_option
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Entry folder for ARCH. Default: trained/<space>-<model hash>. A ZOO_DIR is "
+    help="Entry folder for ARCH. Default: trained/<space>-<model hash>-<data>-<settings "
+    "digest> (other data or settings: another folder). A ZOO_DIR is "
     "retrained in place.",
 )
 def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, threads, limit, out):
@@ -94,8 +95,34 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     plan = plan_training(target, settings, space, dataset, out, log=log)
     for task in plan.tasks:
         check_writable(task.folder.parent, "the entry folder", ZOO_MIN_FREE_MB)
-    cards = run_training(plan, log=log)
-    for run in record_retrained([t.folder for t in plan.tasks], log=log):
+    runs: dict[Path, None] = {}  # the run folders recorded, in order
+    said: set[str] = set()
+
+    def once(message: str) -> None:  # one line per run, not one per entry
+        if message not in said:
+            said.add(message)
+            log(message)
+
+    done = 0
+
+    def record(task, _card) -> None:  # each entry once in place: `zoo verify` passes any time
+        nonlocal done
+        done += 1
+        runs.update(dict.fromkeys(record_retrained([task.folder], log=once)))
+
+    try:
+        cards = run_training(plan, log=log, on_written=record)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        n = len(plan.tasks)
+        recorded = " (recorded in the run's summary.json and study)" if runs else ""
+        click.echo(
+            f"interrupted: {done} of {n} entr{'y' if n == 1 else 'ies'} retrained{recorded}, "
+            "the others as they were; run the same command again to train them (those done "
+            "come from the training cache)",
+            err=True,
+        )
+        raise click.exceptions.Exit(130) from None
+    for run in runs:
         log(f"{run}: the retrained entries recorded in summary.json and the run's study")
     for task, card in zip(plan.tasks, cards):
         acc, training = card["accuracy"], card["training"]
@@ -108,4 +135,4 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
             f"({training['applied']['epochs']} epoch(s), {training['seconds']:.0f} s{beside})"
         )
     where = plan.tasks[0].folder if len(plan.tasks) == 1 else plan.tasks[0].folder.parent
-    click.echo(f"check them with: hwnas zoo verify {where}")
+    click.echo(f"check {'it' if len(plan.tasks) == 1 else 'them'} with: hwnas zoo verify {where}")

@@ -160,10 +160,16 @@ def write_run(
             trainer=o.trainer,
             log=o.trainer.log if o.trainer is not None else None,
             reporter=reporter,
+            recorded=_recorded_zoo(o.storage, o.study, out),
         )
     else:  # an earlier run's zoo would be read, verified and published as this run's
         remove_zoo(out / "zoo")
     extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
+    if cards and extra.get("zoo_weights") == "random":  # trained entries kept (write_zoo)
+        from hwnas.zoo.read import read_entry
+
+        if all(read_entry(c.parent)["weights_kind"] == "trained" for c in cards):
+            extra["zoo_weights"] = "trained"  # as `hwnas train` recorded it
     if o.close is not None:
         o.close()
     elapsed = time.time() - o.started
@@ -171,6 +177,28 @@ def write_run(
     summary = write_summary(out / "summary.json", result, extra, elapsed, zoo_files, o.num_classes)
     publish_run(o.storage, o.study, out, summary, artifact_dir, zoo=zoo)
     return summary
+
+
+def _recorded_zoo(storage: Any, study: str, out: Path) -> dict[str, str]:
+    """``zoo/<entry>/<file>`` -> sha256 that ``study`` recorded of run folder ``out``'s zoo
+    when it last published it (or ``hwnas train`` recorded a retrained entry): what vouches
+    for the trained entries :func:`hwnas.zoo.write_zoo` keeps. Empty where the study
+    recorded another run folder, or none, or cannot be read."""
+    import optuna
+
+    try:
+        attrs = optuna.load_study(study_name=study, storage=storage).user_attrs
+    except Exception:  # noqa: BLE001 - no record: nothing is kept, as before
+        return {}
+    artifacts = attrs.get("artifacts")
+    if attrs.get("run_folder") != str(out.resolve()) or not isinstance(artifacts, dict):
+        return {}
+    return {
+        rel: v["sha256"]
+        for rel, v in artifacts.items()
+        if isinstance(rel, str) and rel.startswith("zoo/") and isinstance(v, dict)
+        and isinstance(v.get("sha256"), str)
+    }  # fmt: skip
 
 
 def _plot(path: Path, o: RunOutput) -> None:

@@ -148,7 +148,8 @@ def card_for(
             ``{"kind": "space", "space", "arch", "dataset", "num_classes", "seed"}`` (the
             space's network; ``seed``: the torch seed of random weights) or ``{"kind":
             "supernet", "space", "arch", "num_classes", "image_shape", "config"}`` (extracted
-            from that supernet).
+            from that supernet); each also holds ``fingerprint`` (:func:`build_fingerprint`),
+            which :func:`hwnas.zoo.load` compares with the space's now.
     """
     card: dict[str, Any] = {
         "format_version": CARD_VERSION,
@@ -206,6 +207,16 @@ def card_for(
     if training is not None:
         card["training"] = training
     return card
+
+
+def build_fingerprint(space: Any, weights_file: bool) -> str:
+    """The ``fingerprint`` a card's ``build`` section records of ``space``: its
+    :attr:`~hwnas.spaces.base.SearchSpace.fingerprint` (a user's space file edited under the
+    same name, an ``act`` added, is another network), or, for an entry whose ``weights.pt``
+    holds every weight, its :attr:`~hwnas.spaces.base.SearchSpace.identity` (the structure
+    alone: the two differ only for a model made elastic, whose own weights ``weights.pt``
+    replaces). Both are the space's name for the shipped spaces."""
+    return str(space.identity if weights_file else space.fingerprint)
 
 
 def metadata_props(card: dict[str, Any]) -> dict[str, str]:

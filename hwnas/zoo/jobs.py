@@ -28,6 +28,8 @@ class TrainTask:
         dataset: the space's dataset whose network is trained.
         devices: the card's device costs (kept from the entry, or the recorded tables').
         table_accuracy: the benchmark's accuracy of the architecture, if known.
+        table_explained: ``table_accuracy``'s source already says what it is the accuracy of
+            (a trained entry's card: written beside a measured accuracy).
         found: ``study``, ``trial`` and ``device`` of the search that found it (None for an
             arch string).
     """
@@ -40,6 +42,7 @@ class TrainTask:
     found: dict[str, Any] = field(
         default_factory=lambda: {"study": None, "trial": None, "device": None}
     )
+    table_explained: bool = False
 
 
 @dataclass
@@ -74,7 +77,8 @@ def plan_training(
             file, is known only once the user has loaded it: ``--space FILE.py:ATTR``).
         dataset: the space's dataset whose network an arch string is built for (default
             :meth:`~hwnas.spaces.base.SearchSpace.default_dataset`); entries name theirs.
-        out: the entry folder for an arch string (default ``trained/<space>-<model hash>``).
+        out: the entry folder for an arch string (default ``trained/`` and
+            :func:`default_entry_name`).
         log: progress lines.
 
     Raises:
@@ -96,7 +100,7 @@ def plan_training(
         name = space or "nasbench201"
         if "/" in target or target.startswith((".", "~")):  # a path, or an arch string
             _arch_or_missing_folder(target, path, get_space(name), space is not None)
-        tasks = [_arch_task(target, name, dataset, out)]
+        tasks = [_arch_task(target, name, dataset, out, settings)]
     trainers: dict[tuple[str, str], ZooTrainer] = {}
     for task in tasks:
         key = (task.arch.space, task.dataset)
@@ -161,9 +165,10 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
         )
     weights = card.get("weights") or {}
     accuracy = card.get("accuracy") or {}
-    if isinstance(weights, dict) and weights.get("kind") == "random":
+    explained = not (isinstance(weights, dict) and weights.get("kind") == "random")
+    if not explained:
         table = {k: accuracy[k] for k in ("value", "source", "split", "kind") if k in accuracy}
-    else:
+    else:  # beside a measured accuracy: its source says already what it is
         table = card.get("table_accuracy")
     return TrainTask(
         folder=folder,
@@ -172,18 +177,40 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
         devices=card.get("devices") or {},
         table_accuracy=table,
         found={k: card.get(k) for k in ("study", "trial", "device")},
+        table_explained=explained,
     )
 
 
-def _arch_task(text: str, space_name: str, dataset: str | None, out: Path | None) -> TrainTask:
+def default_entry_name(space: Any, arch: Any, dataset: str, settings: TrainSettings) -> str:
+    """``<space>-<model hash>-<data>-<digest of the training settings>``: the default entry
+    folder of ``hwnas train ARCH`` under ``trained/``. The same command names the same folder
+    (and retrains it in place from the training cache); other data or settings name another,
+    where one folder per network let a quick run replace a trained entry without a word."""
+    import dataclasses
+    import json
+
+    from hwnas.export import content_hash
     from hwnas.measure import arch_workload
+
+    data = settings.data if settings.data == "digits" else str(Path(settings.data).resolve())
+    trained = {k: v for k, v in dataclasses.asdict(settings).items()
+               if k not in ("data", "torch_device", "threads")}  # fmt: skip
+    digest = content_hash(data, json.dumps(trained, sort_keys=True, default=str))[:8]
+    stem = Path(settings.data).name if settings.data != "digits" else "digits"
+    model = arch_workload(space, arch, dataset).model_hash
+    return f"{space.name}-{model}-{stem}-{digest}"
+
+
+def _arch_task(
+    text: str, space_name: str, dataset: str | None, out: Path | None, settings: TrainSettings
+) -> TrainTask:
     from hwnas.zoo.write import recorded_latencies
 
     space = get_space(space_name)
     arch = arch_from_text(space, text)  # an arch string, or an index as every --arch takes
     dataset = dataset or space.default_dataset()  # the search's default where it has it
     space.dataset(dataset)  # an unknown dataset fails here
-    name = f"{space.name}-{arch_workload(space, arch, dataset).model_hash}"
+    name = default_entry_name(space, arch, dataset, settings)
     latencies = recorded_latencies(space.name, [arch.text], skip="", dataset=dataset)[arch.text]
     devices = {dev: {"latency_ms": entry} for dev, entry in latencies.items()}
     table = None
@@ -266,9 +293,20 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
     return done
 
 
-def run_training(plan: TrainingPlan, log: Callable[[str], None] | None = None) -> list[dict]:
+def run_training(
+    plan: TrainingPlan,
+    log: Callable[[str], None] | None = None,
+    on_written: Callable[[TrainTask, dict], None] | None = None,
+) -> list[dict]:
     """Train every task of ``plan`` and write its entry (each swapped into place whole; a
     failure leaves the entry as it was).
+
+    Args:
+        plan: what :func:`plan_training` made.
+        log: progress lines.
+        on_written: called with each task and its card as soon as its entry is in place
+            (``hwnas train`` records it in its run there: an interrupted or failed run leaves
+            the entries done so far recorded, :func:`record_retrained`).
 
     Returns:
         The cards written, in task order.
@@ -279,8 +317,9 @@ def run_training(plan: TrainingPlan, log: Callable[[str], None] | None = None) -
         trainer = plan.trainers[(task.arch.space, task.dataset)]
         log(f"training {i + 1}/{len(plan.tasks)}: {task.arch.text}")
         model, card = trained_entry(
-            trainer, task.arch, task.folder.name, task.devices, task.table_accuracy, task.found
-        )
+            trainer, task.arch, task.folder.name, task.devices, task.table_accuracy, task.found,
+            table_explained=task.table_explained,
+        )  # fmt: skip
         from hwnas.zoo.entry import write_entry
 
         task.folder.parent.mkdir(parents=True, exist_ok=True)
@@ -293,4 +332,6 @@ def run_training(plan: TrainingPlan, log: Callable[[str], None] | None = None) -
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        if on_written is not None:
+            on_written(task, cards[-1])
     return cards

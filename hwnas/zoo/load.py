@@ -10,7 +10,7 @@ from typing import Any
 
 from hwnas.errors import HwnasError
 from hwnas.paths import sha256_file
-from hwnas.zoo.card import CARD_FILE, MODEL_FILE, WEIGHTS_FILE
+from hwnas.zoo.card import CARD_FILE, MODEL_FILE, WEIGHTS_FILE, build_fingerprint
 from hwnas.zoo.read import read_entry
 
 
@@ -96,7 +96,10 @@ def load(
     Raises:
         HwnasError: not an entry, a file changed since it was written (sha256), an entry
             without a ``build`` section (written by an older hwnas: load its ONNX model), a
-            space of another name than the card's, or a space not known in this process.
+            space of another name than the card's, a space not known in this process, or a
+            space changed since the entry was written (another fingerprint than the one its
+            card's ``build`` records: a space file edited under the same name; entries written
+            before cards recorded one load as they did).
     """
     folder = entry_folder(entry)
     card = read_entry(folder)
@@ -110,6 +113,30 @@ def load(
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise HwnasError(f"ONNX Runtime cannot load {model}: {first}") from None
     return _module(folder, card, space)
+
+
+def _check_fingerprint(folder: Path, build: dict[str, Any], space: Any, weights: bool) -> None:
+    """Refuse to rebuild the entry's network from ``space`` when it is not the space the entry
+    was built from (its card's ``build.fingerprint``; none in a card written before: not
+    checked): the weights of an edited space file of the same shapes still load, and the
+    module would silently compute another function than ``model.onnx``.
+
+    Raises:
+        HwnasError: another fingerprint, or one that is not a string.
+    """
+    if "fingerprint" not in build:
+        return
+    recorded = build["fingerprint"]
+    if not isinstance(recorded, str):
+        raise HwnasError(f"{folder}: card.json's build fingerprint is not a string")
+    now = build_fingerprint(space, weights)
+    if recorded != now:
+        shown = "".join(c if c.isprintable() else "?" for c in recorded[:100])
+        raise HwnasError(
+            f"space '{space.name}' changed since this entry was written (fingerprint {shown}, "
+            f"now {now}): the rebuilt module would differ from its {MODEL_FILE}; restore the "
+            f"space, or run the ONNX model (hwnas.zoo.load(entry)) ({folder})"
+        )
 
 
 def _module(folder: Path, card: dict[str, Any], given: Any):
@@ -137,6 +164,7 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
     if space.name != name:
         raise HwnasError(f"{folder} is a model of space '{name}', not '{space.name}'")
     weights = (card.get("weights") or {}).get("file")
+    _check_fingerprint(folder, build, space, bool(weights))
     state = None
     if weights:
         path = _checked(folder, card, weights)

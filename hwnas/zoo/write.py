@@ -30,7 +30,9 @@ from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.zoo.card import (
     BENCHMARK_PREPROCESSING,
     CARD_FILE,
+    MODEL_FILE,
     WEIGHTS_FILE,
+    build_fingerprint,
     card_for,
     is_chance_level,
 )
@@ -88,11 +90,17 @@ def write_zoo(
     trainer: ZooTrainer | None = None,
     log: Callable[[str], None] | None = None,
     reporter: Reporter = SILENT,
+    recorded: dict[str, str] | None = None,
 ) -> list[Path]:
     """One folder per Pareto architecture (see the module doc), written into a temporary
     sibling and renamed into place when complete: an export that fails part-way (a full disk,
     a model that cannot be exported, Ctrl-C while training) leaves the previous zoo, or none,
     never a partial one; workers sharing a run folder each put a whole zoo in place.
+
+    An entry of the zoo in place that holds trained weights (``hwnas train`` on this run's
+    zoo) is kept as it is, not replaced by a random-weight export, where its architecture is
+    still on the front and ``recorded`` vouches for it (:func:`kept_entries`); ``reporter``
+    gets a line saying how many were (and how many such entries were not vouched for).
 
     Args:
         folder: the zoo folder.
@@ -108,6 +116,11 @@ def write_zoo(
             exporting random weights (``--train-zoo``).
         log: one line per entry.
         reporter: shows the export as a step, one unit per entry (:mod:`hwnas.progress`).
+        recorded: ``zoo/<entry>/<file>`` -> sha256 that the run's study recorded at publish
+            time (its ``artifacts``, kept outside the run folder): a trained entry is kept
+            only where its ``card.json`` and ``model.onnx`` are the files recorded there, so
+            an entry edited in the run folder is never taken into this run's record. None:
+            none is kept.
 
     Returns:
         The card paths (inside ``folder``).
@@ -118,17 +131,145 @@ def write_zoo(
     """
     folder.parent.mkdir(parents=True, exist_ok=True)
     sweep_temporaries(folder.parent)  # what a killed export left
+    # --train-zoo trains every entry itself (its own data, from the training cache)
+    keep, unproven = {}, 0
+    if trainer is None:  # the architectures still on the front that would get random weights
+        front = {r.arch for r in (result.pareto if records is None else records)}
+        keep = {
+            a: e for a, e in kept_entries(folder, space, result.settings).items()
+            if a in front and a not in (trained or {})
+        }  # fmt: skip
+        vouched = {a: e for a, e in keep.items() if _recorded_as(e, recorded or {})}
+        unproven, keep = len(keep) - len(vouched), vouched
+    kept: list[str] = []
     tmp = _temporary(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         names = _write_zoo_into(
-            tmp, result, space, other_latencies, records, trained, trainer, log, reporter
-        )
+            tmp, result, space, other_latencies, records, trained, trainer, log, reporter,
+            keep, kept,
+        )  # fmt: skip
         _swap_in(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if kept:
+        n, rest = len(kept), len(names) - len(kept)
+        reporter.note(
+            f"zoo: kept {n} trained entr{'y' if n == 1 else 'ies'} as "
+            f"{'it was' if n == 1 else 'they were'} (architecture still on the front); "
+            f"{rest} other{'' if rest == 1 else 's'} written anew"
+        )
+    if unproven:
+        reporter.note(
+            f"zoo: {unproven} trained entr{'y' if unproven == 1 else 'ies'} replaced with random "
+            "weights: not the files the run's study recorded (changed since, or retrained where "
+            "the study could not be updated)"
+        )
     return [folder / name for name in names]
+
+
+def _recorded_as(entry: Path, recorded: dict[str, str]) -> bool:
+    """Whether ``entry``'s ``card.json`` and ``model.onnx`` have the sha256 ``recorded``
+    holds for them (``zoo/<entry>/<file>``)."""
+    from hwnas.paths import sha256_file
+
+    for name in (CARD_FILE, MODEL_FILE):
+        want = recorded.get(f"zoo/{entry.name}/{name}")
+        try:
+            if not isinstance(want, str) or sha256_file(entry / name) != want:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def kept_entries(folder: Path, space: SearchSpace, settings: Any) -> dict[str, Path]:
+    """The entries of the zoo ``folder`` (as an earlier run, then ``hwnas train``, left it)
+    that :func:`write_zoo` keeps instead of exporting random weights over them: arch -> entry
+    folder, for each entry whose card has trained weights, this search's study, space (the
+    fingerprint its ``build`` records, where it records one: a space file edited since is
+    another network) and benchmark dataset, and whose every listed file has its sha256.
+    A folder that is no plain zoo, or an entry that fails any of these, is left out."""
+    from hwnas.errors import HwnasError
+    from hwnas.paths import plain_dir
+    from hwnas.zoo.read import is_entry, read_entry
+
+    out: dict[str, Path] = {}
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return out
+        children = sorted(folder.iterdir())
+    except OSError:
+        return out
+    for entry in children:
+        try:
+            if not plain_dir(entry) or not is_entry(entry):
+                continue
+            card = read_entry(entry)
+            if _keepable(entry, card, space, settings):
+                out.setdefault(card["arch"], entry)
+        except (HwnasError, OSError):  # unreadable: exported anew, as before
+            continue
+    return out
+
+
+def _keepable(entry: Path, card: dict[str, Any], space: SearchSpace, settings: Any) -> bool:
+    """Whether ``entry`` (its ``card``) is one :func:`kept_entries` keeps."""
+    from hwnas.paths import confined, plain_file, sha256_file
+
+    weights, build = card.get("weights"), card.get("build")
+    if not isinstance(weights, dict) or weights.get("kind") != "trained":
+        return False
+    if not isinstance(build, dict) or card.get("space") != space.name:
+        return False
+    if card.get("study") != settings.study or card.get("benchmark_dataset") != settings.dataset:
+        return False
+    recorded = build.get("fingerprint")
+    if recorded is not None and recorded != build_fingerprint(space, weights_file=True):
+        return False
+    files = card.get("files")
+    if not isinstance(files, dict) or weights.get("file") not in files or MODEL_FILE not in files:
+        return False
+    for name, digest in files.items():
+        path = confined(entry, *str(name).split("/"), what="card.json file")
+        if not plain_file(path) or sha256_file(path) != digest:
+            return False
+    return True
+
+
+def _keep_entry(old: Path, new: Path) -> None:
+    """Put the kept entry ``old`` at ``new``: its files as they are where the name is the same;
+    under another name (the front's order changed), the same model, weights, test data and
+    card with the new ``name`` (which the card, README and ONNX metadata carry).
+
+    Raises:
+        OSError: ``old`` could not be read (another worker replaced the zoo meanwhile).
+    """
+    import json
+
+    from hwnas.zoo.entry import read_tensor
+
+    card = json.loads((old / CARD_FILE).read_text())
+    if old.name == new.name:
+        for name in [*card["files"], CARD_FILE]:
+            (new / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(old / name, new / name)
+        return
+    tests = card["test_data"]
+    weights = card["weights"]["file"]
+    model = ExportedModel(
+        onnx_bytes=(old / MODEL_FILE).read_bytes(),
+        params=int(card["params"]),
+        flops=int(card["flops"]),
+        input_shape=tuple(card["input"]["shape"]),
+        test_input=read_tensor(old / tests["folder"] / tests["inputs"][0]),
+        test_output=read_tensor(old / tests["folder"] / tests["outputs"][0]),
+        weights=(old / weights).read_bytes(),
+        test_label=tests.get("label"),
+    )
+    card = {k: v for k, v in card.items() if k != "files"}
+    write_entry(new, model, {**card, "name": new.name})
 
 
 OS_METADATA = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".ipynb_checkpoints"})
@@ -236,8 +377,12 @@ def _write_zoo_into(
     trainer: ZooTrainer | None,
     log: Callable[[str], None] | None,
     reporter: Reporter = SILENT,
+    keep: dict[str, Path] | None = None,
+    kept: list[str] | None = None,
 ) -> list[str]:
-    """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it."""
+    """:func:`write_zoo`'s work, in ``folder``; returns the card paths relative to it.
+    ``keep``: arch -> trained entry to keep in place of a random-weight export
+    (:func:`kept_entries`); the names of those kept are appended to ``kept``."""
     log = log or (lambda _m: None)
     s = result.settings
     spec = space.dataset(s.dataset)
@@ -256,17 +401,30 @@ def _write_zoo_into(
             step.update(status=f"now {r.arch}")
             cards.append(
                 _write_one(folder, space, s, rank, i, len(todo), r, other_latencies, trained,
-                           trainer, log)  # fmt: skip
-            )
+                           trainer, log, keep or {}, kept if kept is not None else [])
+            )  # fmt: skip
             step.advance(status="")
     folder.mkdir(parents=True, exist_ok=True)  # an empty front still gives a zoo folder
     return cards
 
 
-def _write_one(folder, space, s, rank, i, n, r, other_latencies, trained, trainer, log) -> str:
+def _write_one(
+    folder, space, s, rank, i, n, r, other_latencies, trained, trainer, log, keep, kept
+) -> str:
     """One entry of :func:`_write_zoo_into` (the ``i``-th of ``n``); its card path."""
     arch = space.parse(r.arch)
     name = entry_name(rank, r)
+    old = keep.get(r.arch)
+    # the same model hash (the name after its rank): the same network as when it was trained
+    if (trained or {}).get(r.arch) is None and old is not None and (
+        old.name.partition("-")[2] == name.partition("-")[2]
+    ):
+        try:
+            _keep_entry(old, folder / name)
+            kept.append(name)
+            return f"{name}/{CARD_FILE}"
+        except (OSError, ValueError, KeyError, TypeError):  # replaced meanwhile: export it
+            shutil.rmtree(folder / name, ignore_errors=True)
     devices = device_costs(r, s.device, other_latencies.get(r.arch, {}), s.metric)
     found = {"study": s.study, "trial": r.number, "device": s.device}
     own = (trained or {}).get(r.arch)
@@ -396,6 +554,7 @@ def random_entry(
             "dataset": dataset,
             "num_classes": spec.num_classes,
             "seed": WEIGHT_SEED,
+            "fingerprint": build_fingerprint(space, weights_file=False),
         },
         **found,
     )
@@ -409,15 +568,22 @@ def trained_entry(
     devices: dict[str, dict[str, dict[str, Any]]],
     table_accuracy: dict[str, Any] | None,
     found: dict[str, Any],
+    table_explained: bool = False,
 ) -> tuple[ExportedModel, dict[str, Any]]:
     """An entry trained from scratch by ``trainer`` (its measured accuracy; ``table_accuracy``,
-    the benchmark's, beside it)."""
+    the benchmark's, beside it, its source followed by what it is the accuracy of unless
+    ``table_explained``: the ``table_accuracy`` of a trained entry's card, which says so
+    already)."""
     from hwnas.export import from_module
 
     t = trainer.train(arch)
     model = from_module(t.model, t.input_shape, t.test_input, t.test_label, keep_weights=True)
     data, space = trainer.data, trainer.space
-    if table_accuracy is not None and "the benchmark's:" not in table_accuracy["source"]:
+    if (
+        table_accuracy is not None
+        and not table_explained
+        and "the benchmark's:" not in table_accuracy["source"]
+    ):
         table_accuracy = {
             **table_accuracy,
             "source": (
@@ -465,6 +631,7 @@ def trained_entry(
             "arch": arch.text,
             "dataset": trainer.dataset,
             "num_classes": data.num_classes,
+            "fingerprint": build_fingerprint(space, weights_file=True),
         },
         **found,
     )
@@ -518,6 +685,9 @@ def subnet_entry(
             "std": [1.0] * 3, "steps": ["as in training"], "source": "not recorded",
         }  # fmt: skip
     model = from_module(own["model"], shape, x, label, keep_weights=True)
+    build = getattr(own["model"], "hwnas_build", None)
+    if isinstance(build, dict):
+        build = {**build, "fingerprint": build_fingerprint(space, weights_file=True)}
     table = None
     if "table_accuracy" in r.attrs:
         table = {
@@ -545,7 +715,7 @@ def subnet_entry(
         devices_note=_subnet_devices_note(r),
         table_accuracy=table,
         test_label=label,
-        build=getattr(own["model"], "hwnas_build", None),
+        build=build,
         **found,
     )
     return model, card

@@ -245,3 +245,184 @@ def test_the_training_cache_answers_only_for_the_same_images(tmp_path):
     changed = hwnas_main(*args, "--out", str(tmp_path / "c"))
     assert changed.returncode == 0, changed.stderr
     assert "training cache" not in changed.stdout + changed.stderr
+
+
+def test_train_arch_with_other_settings_writes_another_entry(tmp_path):
+    """`hwnas train 5 --data digits` (5 epochs, 96%) then a quick `--epochs 1 --limit 200`
+    of the same cell: both took trained/<space>-<model hash>, and the quick run replaced the
+    trained entry without a word. Other settings now name another folder; the same command
+    names the same one."""
+    args = ["train", CHEAP, "--data", "digits", "--batch-size", "32", "--limit", "200"]
+    one = hwnas_main(*args, "--epochs", "1", cwd=tmp_path)
+    two = hwnas_main(*args, "--epochs", "2", cwd=tmp_path)
+    again = hwnas_main(*args, "--epochs", "1", cwd=tmp_path)
+    assert one.returncode == two.returncode == again.returncode == 0, one.stderr + two.stderr
+    entries = sorted(p.name for p in (tmp_path / "trained").iterdir())
+    assert len(entries) == 2 and all(e.startswith("nasbench201-") for e in entries)
+    assert "check it with: hwnas zoo verify trained/" in one.stdout
+    epochs = {json.loads((tmp_path / "trained" / e / "card.json").read_text())["training"][
+        "applied"]["epochs"] for e in entries}  # fmt: skip
+    assert epochs == {1, 2}
+
+
+def test_a_search_rerun_keeps_the_retrained_entries_still_on_its_front(tmp_path):
+    """`hwnas search` again after `hwnas train runs/<study>/zoo` (the same command, or a larger
+    budget): the zoo was exported anew over the retrained one, every entry random again and
+    its weights.pt gone, without a word. Entries still on the front keep their trained
+    weights (renamed where the front's order changed), and the search says so."""
+    out = tmp_path / "run"
+    args = ["search", "--device", "pixel3", "--budget", "6", "--out", str(out)]
+    r = hwnas_main(*args)
+    assert r.returncode == 0, r.stderr
+    r = hwnas_main("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
+                  "--batch-size", "32", "--limit", "100")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    trained = {e.name: (e / "weights.pt").read_bytes() for e in sorted((out / "zoo").iterdir())}
+    n = len(trained)
+    r = hwnas_main(*args)  # the same command: nothing new scored
+    assert r.returncode == 0, r.stderr
+    assert f"zoo: kept {n} trained entr" in r.stderr and "0 others written anew" in r.stderr
+    again = {e.name: (e / "weights.pt").read_bytes() for e in sorted((out / "zoo").iterdir())}
+    assert again == trained
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["zoo_weights"] == "trained" and f"{n} trained ONNX models" in r.stdout
+    assert all(v.ok and v.proven for v in verify(out / "zoo"))
+    # a larger budget: the front grows; its trained architectures stay trained
+    r = hwnas_main(*args[:4], "30", *args[5:])
+    assert r.returncode == 0, r.stderr
+    cards = [read_entry(e) for e in sorted((out / "zoo").iterdir())]
+    by_arch = {c["arch"]: c for c in cards}
+    kept = [c for c in cards if c["weights_kind"] == "trained"]
+    assert kept and f"zoo: kept {len(kept)} trained entr" in r.stderr
+    assert {c["name"] for c in cards} == {e.name for e in (out / "zoo").iterdir()}
+    for c in kept:  # the same weights, under the name of its new row
+        old = next(k for k in trained if k.split("-")[1] == c["name"].split("-")[1])
+        assert (out / "zoo" / c["name"] / "weights.pt").read_bytes() == trained[old]
+    assert any(c["name"] not in trained for c in kept)  # a row the new front moved
+    assert any(c["weights_kind"] == "random" for c in by_arch.values())
+    assert json.loads((out / "summary.json").read_text())["zoo_weights"] == "random"
+    assert all(v.ok and v.proven for v in verify(out / "zoo"))
+    # an entry edited in the run folder is not what the study recorded: not taken over
+    victim = out / "zoo" / kept[0]["name"]
+    card = json.loads((victim / "card.json").read_text())
+    card["accuracy"]["value"] = 99.0
+    (victim / "card.json").write_text(json.dumps(card))
+    r = hwnas_main(*args[:4], "30", *args[5:])
+    assert r.returncode == 0, r.stderr
+    assert "zoo: 1 trained entry replaced with random weights: not the files the run's study " \
+        "recorded" in r.stderr
+    assert read_entry(victim)["weights_kind"] == "random"
+    others = len(kept) - 1  # kept still
+    assert (f"zoo: kept {others} trained" in r.stderr) if others else "kept" not in r.stderr
+    assert all(v.ok and v.proven for v in verify(out / "zoo"))
+
+
+def test_an_interrupted_zoo_retrain_leaves_a_zoo_that_verifies(tmp_path, monkeypatch):
+    """Ctrl-C during `hwnas train runs/<study>/zoo`: the entries retrained so far were in place
+    but recorded in the run's summary.json and study only once every entry was done, so
+    `hwnas zoo verify` failed them ('card.json is not the file that the run's summary.json
+    records') until a full rerun; and the command said 'the study and measurements are saved',
+    a search's words. Each entry is recorded as it is written."""
+    from hwnas.zoo.train import ZooTrainer
+
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "6", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    n = json.loads((out / "summary.json").read_text())["zoo_models"]
+    assert n >= 2
+    train, calls = ZooTrainer.train, []
+
+    def interrupted(self, arch):
+        calls.append(arch)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return train(self, arch)
+
+    monkeypatch.setattr(ZooTrainer, "train", interrupted)
+    r = hwnas_main("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
+                  "--batch-size", "32", "--limit", "100")  # fmt: skip
+    assert r.returncode == 130
+    kinds = [read_entry(e)["weights_kind"] for e in sorted((out / "zoo").iterdir())]
+    assert kinds.count("trained") == 1
+    verdicts = verify(out / "zoo")
+    assert all(v.ok and v.proven for v in verdicts), [v.line() for v in verdicts]
+    assert f"interrupted: 1 of {n} entries retrained" in r.stderr
+    assert "the study and measurements are saved" not in r.stderr
+
+
+def test_a_trained_entry_does_not_explain_its_table_accuracy_twice(tmp_path):
+    """`hwnas train` on a supernet search's zoo: the table accuracy's source, which says what
+    it is already ('(NAS-Bench-201 table: ... not on digits)'), got a second explanation
+    appended ('(the benchmark's: this architecture trained with its recipe on cifar100, not
+    these weights)'). A source that says what it is keeps its one explanation."""
+    entry = tmp_path / "entry"
+    args = ["--data", "digits", "--epochs", "1", "--batch-size", "32", "--limit", "100"]
+    r = hwnas_main("train", CHEAP, *args, "--out", str(entry))
+    assert r.returncode == 0, r.stderr
+    card = json.loads((entry / "card.json").read_text())
+    explained = card["table_accuracy"]["source"]
+    assert explained.count("the benchmark's") == 1
+    supernet = (
+        "nasbench201-table:cifar100_test_200ep (NAS-Bench-201 table: this cell in the "
+        "benchmark's network trained 200 epochs on cifar100, not on digits)"
+    )
+    card["table_accuracy"]["source"] = supernet  # as a supernet search's zoo writes it
+    (entry / "card.json").write_text(json.dumps(card))
+    for source in (supernet, explained):
+        r = hwnas_main("train", str(entry), *args)
+        assert r.returncode == 0, r.stderr
+        card = json.loads((entry / "card.json").read_text())
+        assert card["table_accuracy"]["source"] == source
+        card["table_accuracy"]["source"] = explained
+        (entry / "card.json").write_text(json.dumps(card))
+
+
+def test_a_torch_load_refuses_an_entry_whose_space_file_changed(tmp_path, hwnas_home):
+    """A user's space file edited under the same name (an activation added, the shapes
+    unchanged): `hwnas.zoo.load(entry, torch=True)` rebuilt the network by the space's name,
+    the weights loaded, and the module silently differed from model.onnx (max |diff| 0.5).
+    The card's build section records the space's fingerprint and the load refuses another."""
+    import hwnas.zoo
+    from hwnas.errors import HwnasError
+    from hwnas.spaces import reload_spaces
+    from tests.spaces.conftest import TINY_SPACE
+
+    (hwnas_home / "spaces").mkdir(exist_ok=True)
+    file = hwnas_home / "spaces" / "tiny.yaml"
+    file.write_text(TINY_SPACE)
+    reload_spaces()
+    try:
+        space = get_space("tiny")
+        arch = "a.d=2 a.out=16 a.0=5/2 a.1=3/2 b.0=ib"
+        entry = tmp_path / "entry"
+        r = hwnas_main("train", arch, "--space", "tiny", "--data", "digits", "--epochs", "1",
+                      "--batch-size", "32", "--limit", "100", "--out", str(entry))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        (v,) = verify(entry)
+        assert v.ok, v.detail
+        x = read_tensor(entry / "test_data_set_0" / "input_0.pb").copy()
+        y = read_tensor(entry / "test_data_set_0" / "output_0.pb")
+        module = hwnas.zoo.load(entry, torch=True)
+        np.testing.assert_allclose(module(torch.from_numpy(x)).detach().numpy(), y, atol=1e-4)
+
+        file.write_text(TINY_SPACE.replace("se: 0.25}", "se: 0.25, act: h_swish}"))
+        reload_spaces()
+        now = get_space("tiny").fingerprint
+        assert now != space.fingerprint
+        with pytest.raises(HwnasError) as exc:
+            hwnas.zoo.load(entry, torch=True)
+        assert str(exc.value).startswith(
+            f"space 'tiny' changed since this entry was written (fingerprint "
+            f"{space.fingerprint}, now {now}): "
+        )
+        assert "\n" not in str(exc.value)
+        hwnas.zoo.load(entry)  # the ONNX model still runs
+        card = json.loads((entry / "card.json").read_text())
+        assert card["build"]["fingerprint"] == space.fingerprint  # the ONNX metadata's too
+        # an entry written before cards recorded a fingerprint loads as it did
+        del card["build"]["fingerprint"]
+        (entry / "card.json").write_text(json.dumps(card))
+        assert isinstance(hwnas.zoo.load(entry, torch=True), torch.nn.Module)
+    finally:
+        file.unlink()
+        reload_spaces()
