@@ -163,6 +163,16 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
             f"{folder}: the card names no dataset of space '{space.name}' "
             f"({', '.join(space.datasets())}) to build the network for"
         )
+    devices = card.get("devices") or {}
+    build = card.get("build")
+    if isinstance(build, dict) and build.get("kind") == "supernet":
+        # its values are of the subnet at the supernet's size or of the deployed network, not
+        # of the network trained now (the space's for the dataset): the tables' values of that
+        # one, where they have it, and no measurement of another network
+        from hwnas.zoo.write import recorded_latencies
+
+        values = recorded_latencies(space.name, [arch.text], skip="", dataset=dataset)
+        devices = {dev: {"latency_ms": v} for dev, v in values[arch.text].items()}
     weights = card.get("weights") or {}
     accuracy = card.get("accuracy") or {}
     explained = not (isinstance(weights, dict) and weights.get("kind") == "random")
@@ -174,7 +184,7 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
         folder=folder,
         arch=arch,
         dataset=dataset,
-        devices=card.get("devices") or {},
+        devices=devices,
         table_accuracy=table,
         found={k: card.get(k) for k in ("study", "trial", "device")},
         table_explained=explained,

@@ -426,3 +426,33 @@ def test_a_torch_load_refuses_an_entry_whose_space_file_changed(tmp_path, hwnas_
     finally:
         file.unlink()
         reload_spaces()
+
+
+def test_a_retrained_supernet_entry_keeps_no_latency_of_another_network(tmp_path):
+    """A supernet search's entry carries the latency of its subnet at the supernet's size
+    (or of the deployed network). `hwnas train` on its zoo trains the space's network for the
+    benchmark dataset instead, and its card kept the old latency, the README's headline
+    too: the latency of another network. The retrained card has the recorded tables' values of
+    the network it now is, and no measurement of another."""
+    out = tmp_path / "run"
+    # 3 fine-tuning epochs at batch 32: above chance, so the zoo has entries
+    r = hwnas_main("search", "--strategy", "oneshot", "--device", "cpu-fast", "--epochs", "1",
+                   "--finetune-epochs", "3", "--batch-size", "32", "--set", "limit=300",
+                   "--set", "channels=4", "--set", "evolution_trials=8", "--set",
+                   "population=4", "--set", "candidates=2", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    before = {p.parent.name: json.loads(p.read_text()) for p in out.glob("zoo/*/card.json")}
+    assert before and all("cpu-fast" in c["devices"] for c in before.values())
+    r = hwnas_main("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
+                   "--limit", "200")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for name, old in before.items():
+        card = json.loads((out / "zoo" / name / "card.json").read_text())
+        assert "cpu-fast" not in card["devices"]  # measured on another network
+        space = get_space("nasbench201")
+        index = space.index(space.parse(card["arch"]))
+        pixel3 = card["devices"]["pixel3"]["latency_ms"]
+        assert pixel3["source"].startswith("recorded:")
+        from hwnas.predictors.data import get_column
+
+        assert pixel3["value"] == pytest.approx(get_column("nasbench201", "pixel3").values[index])
