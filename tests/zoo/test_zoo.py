@@ -446,7 +446,7 @@ def test_a_retrained_supernet_entry_keeps_no_latency_of_another_network(tmp_path
     r = hwnas_main("train", str(out / "zoo"), "--data", "digits", "--epochs", "1",
                    "--limit", "200")  # fmt: skip
     assert r.returncode == 0, r.stderr
-    for name, old in before.items():
+    for name in before:
         card = json.loads((out / "zoo" / name / "card.json").read_text())
         assert "cpu-fast" not in card["devices"]  # measured on another network
         space = get_space("nasbench201")
