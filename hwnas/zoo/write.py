@@ -725,9 +725,10 @@ def _subnet_devices_note(r: TrialRecord) -> str:
     """The card's ``devices_note`` of a trained subnet: what each device value is of, with the
     trained subnet's own latency where the search device's value is the deployed network's."""
     note = (
-        "Device values are for this network as each source names: a live device measured "
-        "this subnet, a recorded table holds the benchmark network of the same architecture, "
-        "a prediction is labelled as one."
+        "Each device value is of the network its source names: a live device measured this "
+        "subnet; a recorded table's value is of the benchmark's network of the same "
+        "architecture at the benchmark's size and width, not of this file (a proxy trained at "
+        "the supernet's size); a prediction is labelled as one."
     )
     own = {m: r.attrs.get(f"trained_subnet_{m}") for m in r.costs}
     own = {m: v for m, v in own.items() if isinstance(v, (int, float))}
