@@ -386,6 +386,12 @@ def _image_folder(path: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[s
             ys.append(label)
     if not xs:
         raise HwnasError(f"--data folder {path} has no readable images in its class folders")
+    empty = [c for i, c in enumerate(classes) if i not in set(ys)]
+    if empty:  # an output class nothing teaches, and chance counted against it
+        raise HwnasError(
+            f"--data folder {path}: class folder(s) {', '.join(empty)} hold no image "
+            f"({', '.join(sorted(IMAGE_SUFFIXES))}); remove them or add images"
+        )
     return np.stack(xs), np.asarray(ys, dtype=np.int64), classes
 
 

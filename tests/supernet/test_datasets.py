@@ -66,3 +66,12 @@ def test_bad_data_is_a_one_line_user_error(tmp_path):
     (tmp_path / "only").mkdir()
     with pytest.raises(HwnasError, match="one sub-folder per class"):
         load_data(str(tmp_path))
+    # a class folder with no image became an output class nothing taught, chance counted
+    # against it (3 classes read as 4)
+    from PIL import Image
+
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / cls / "0.png")
+    with pytest.raises(HwnasError, match=r"class folder\(s\) only hold no image"):
+        load_data(str(tmp_path))
