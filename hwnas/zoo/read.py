@@ -33,6 +33,12 @@ def entry_folders(path: str | Path) -> list[Path]:
     if is_entry(path):
         return [path]
     found = sorted(p for p in path.iterdir() if p.is_dir() and is_entry(p))
+    run = path if path.name != "zoo" else path.parent
+    if not found and (run / "summary.json").is_file():  # a run folder, or its zoo: empty
+        raise HwnasError(
+            f"the run in {run} put no model in its zoo: every architecture of its front is at "
+            "chance level (pareto.csv's chance_level column), or it ran with --no-zoo"
+        )
     if not found:
         raise HwnasError(
             f"{path} is neither a zoo entry (no {CARD_FILE}) nor a zoo folder (no sub-folder "

@@ -306,3 +306,6 @@ def test_zoo_verify_of_a_run_with_an_empty_zoo_says_why(tmp_path):
     (run / "zoo").mkdir()
     r = hwnas_main("zoo", "verify", *args)
     assert r.returncode == 2 and "put no model in its zoo" in r.stderr, r.stderr
+    for path in (run, run / "zoo"):  # by its folder too ("neither a zoo entry nor ...")
+        r = hwnas_main("zoo", "verify", str(path), *args)
+        assert r.returncode == 2 and f"the run in {run} put no model in its zoo" in r.stderr
