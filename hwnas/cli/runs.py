@@ -255,7 +255,10 @@ def show_cmd(study, storage, as_json):
         line(f"folder     {row['folder']}{state}")
         line(f"finished   {row['finished_at']}")
         models = "?" if row["zoo_models"] is None else row["zoo_models"]
-        line(f"zoo        {models} {row['zoo_weights'] or ''} models")
+        kind = {"mixed": "models (trained and random weights)"}.get(
+            row["zoo_weights"] or "", f"{row['zoo_weights'] or ''} models"
+        )
+        line(f"zoo        {models} {kind}")
         if row["folder_exists"] and (Path(row["folder"]) / "zoo").is_dir():
             line(f"           hwnas zoo list {Path(row['folder']) / 'zoo'}")
     elif row["hwnas_run"]:

@@ -166,10 +166,9 @@ def write_run(
         remove_zoo(out / "zoo")
     extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
     if cards and extra.get("zoo_weights") == "random":  # trained entries kept (write_zoo)
-        from hwnas.zoo.read import read_entry
+        from hwnas.zoo.read import zoo_weights
 
-        if all(read_entry(c.parent)["weights_kind"] == "trained" for c in cards):
-            extra["zoo_weights"] = "trained"  # as `hwnas train` recorded it
+        extra["zoo_weights"] = zoo_weights([c.parent for c in cards])  # trained, or mixed
     if o.close is not None:
         o.close()
     elapsed = time.time() - o.started

@@ -267,7 +267,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
 
     from hwnas.engine.publish import publish_run
     from hwnas.paths import write_atomic
-    from hwnas.zoo.read import entry_folders, read_entry, zoo_manifest
+    from hwnas.zoo.read import entry_folders, zoo_manifest, zoo_weights
 
     log = log or (lambda _m: None)
     runs = sorted({f.parent.parent for f in folders if f.parent.name == "zoo"})
@@ -281,9 +281,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
         if not isinstance(summary, dict) or "zoo_files" not in summary:
             continue
         summary["zoo_files"] = zoo_manifest(run)
-        kinds = {read_entry(e)["weights_kind"] for e in entry_folders(run / "zoo")}
-        if kinds == {"trained"}:  # every entry trained now
-            summary["zoo_weights"] = "trained"
+        summary["zoo_weights"] = zoo_weights(entry_folders(run / "zoo"))  # trained, or mixed
         write_atomic(path, json.dumps(summary, indent=2) + "\n")
         done.append(run)
         storage = summary.get("storage")

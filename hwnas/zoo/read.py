@@ -47,6 +47,21 @@ def entry_folders(path: str | Path) -> list[Path]:
     return found
 
 
+def zoo_weights(entries: list[Path]) -> str | None:
+    """``summary.json``'s ``zoo_weights`` for a zoo of ``entries``: their weights' kind
+    (``trained``, ``random``, ``inherited``), or ``mixed`` where they differ (a rerun kept the
+    entries ``hwnas train`` trained and exported the rest with random weights); None for no
+    entry.
+
+    Raises:
+        HwnasError: an entry whose card cannot be read.
+    """
+    kinds = {read_entry(e)["weights_kind"] for e in entries}
+    if not kinds:
+        return None
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
 def read_entry(path: str | Path) -> dict[str, Any]:
     """The card of one zoo entry, with what a listing shows in plain keys.
 

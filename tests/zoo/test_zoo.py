@@ -300,7 +300,10 @@ def test_a_search_rerun_keeps_the_retrained_entries_still_on_its_front(tmp_path)
         assert (out / "zoo" / c["name"] / "weights.pt").read_bytes() == trained[old]
     assert any(c["name"] not in trained for c in kept)  # a row the new front moved
     assert any(c["weights_kind"] == "random" for c in by_arch.values())
-    assert json.loads((out / "summary.json").read_text())["zoo_weights"] == "random"
+    # both kinds: "mixed" (it said "random", and runs show "N random models")
+    assert json.loads((out / "summary.json").read_text())["zoo_weights"] == "mixed"
+    shown = hwnas_main("runs", "show", "latest").stdout
+    assert f"zoo        {len(cards)} models (trained and random weights)" in shown, shown
     assert all(v.ok and v.proven for v in verify(out / "zoo"))
     # an entry edited in the run folder is not what the study recorded: not taken over
     victim = out / "zoo" / kept[0]["name"]
