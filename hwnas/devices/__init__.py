@@ -130,12 +130,16 @@ def check_native_keys(profile: dict) -> None:
 
 
 @lru_cache(maxsize=8)
-def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
-    """(profiles by name, broken profile file -> one-line reason). A broken file is skipped
-    (named once on stderr by :func:`get_device`, listed by ``hwnas devices``), so one bad user
-    file does not make every device unusable."""
+def _scan(
+    folders: tuple[Path, ...],
+) -> tuple[dict[str, dict], dict[Path, str], dict[str, Path]]:
+    """(profiles by name, broken profile file -> one-line reason, the name a broken file
+    gives -> that file). A broken file is skipped (named once on stderr by
+    :func:`get_device`, listed by ``hwnas devices``), so one bad user file does not make every
+    device unusable."""
     profiles: dict[str, dict] = {}
     problems: dict[Path, str] = {}
+    named: dict[str, Path] = {}  # a device named by a broken file: its reason, not "unknown"
     for folder in folders:
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
@@ -151,10 +155,11 @@ def _scan(folders: tuple[Path, ...]) -> tuple[dict[str, dict], dict[Path, str]]:
                 check_native_keys(profile)
             except HwnasError as exc:
                 problems[path] = str(exc)
+                named.setdefault(str(profile["name"]), path)
                 continue
             profile["_path"] = str(path)
             profiles[str(profile["name"])] = profile
-    return profiles, problems
+    return profiles, problems, named
 
 
 _SHOWN: set[Path] = set()
@@ -230,8 +235,9 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     known = profiles()
     if name not in known:
         safe_name(name, "device name")  # '../x': say why no profile can have that name
+        named = _scan(tuple(profile_folders()))[2]
         for path, why in broken_profiles().items():
-            if path.stem == name:
+            if path.stem == name or named.get(name) == path:
                 _warn_broken(skip=path)
                 _SHOWN.add(path)
                 raise HwnasError(f"device profile {path} is broken: {why}")

@@ -100,6 +100,18 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     status, _, err = cli("search", "--device", "gone", "--budget", "5", "--no-zoo")
     error = [line for line in err.splitlines() if not line.startswith("warning: skipped")]
     assert status == 2 and len(error) == 1 and "missing.csv" in error[0]
+    # a file named otherwise than its device, broken by a key checked as it is read: named
+    # by its device, it said "unknown device 'ccboard'; did you mean ..."
+    (profiles / "cc.yaml").write_text(
+        "name: ccboard\nkind: local\nruntime: tvm\ntvm: {cc: /tmp/evil/g++}\n"
+    )
+    from hwnas.devices import reload_profiles
+
+    reload_profiles()
+    status, _, err = cli("search", "--device", "ccboard", "--budget", "5", "--no-zoo")
+    error = [line for line in err.splitlines() if not line.startswith("warning: skipped")]
+    assert status == 2 and len(error) == 1, err
+    assert "cc.yaml is broken: tvm.cc '/tmp/evil/g++'" in error[0]
     # a search of another device runs to its end, its zoo included: the zoo's cards give the
     # front's recorded latency on every other device, which read every profile's table
     # (main: the search ended with "error: cannot read table .../missing.csv", exit 2, no zoo)
