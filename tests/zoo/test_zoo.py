@@ -390,15 +390,17 @@ def test_a_torch_load_refuses_an_entry_whose_space_file_changed(tmp_path, hwnas_
     from hwnas.spaces import reload_spaces
     from tests.spaces.conftest import TINY_SPACE
 
+    # a name of its own: a space given by path earlier in this process keeps its name
+    text = TINY_SPACE.replace("name: tiny\n", "name: zoofp\n")
     (hwnas_home / "spaces").mkdir(exist_ok=True)
-    file = hwnas_home / "spaces" / "tiny.yaml"
-    file.write_text(TINY_SPACE)
+    file = hwnas_home / "spaces" / "zoofp.yaml"
+    file.write_text(text)
     reload_spaces()
     try:
-        space = get_space("tiny")
+        space = get_space("zoofp")
         arch = "a.d=2 a.out=16 a.0=5/2 a.1=3/2 b.0=ib"
         entry = tmp_path / "entry"
-        r = hwnas_main("train", arch, "--space", "tiny", "--data", "digits", "--epochs", "1",
+        r = hwnas_main("train", arch, "--space", "zoofp", "--data", "digits", "--epochs", "1",
                       "--batch-size", "32", "--limit", "100", "--out", str(entry))  # fmt: skip
         assert r.returncode == 0, r.stderr
         (v,) = verify(entry)
@@ -408,14 +410,14 @@ def test_a_torch_load_refuses_an_entry_whose_space_file_changed(tmp_path, hwnas_
         module = hwnas.zoo.load(entry, torch=True)
         np.testing.assert_allclose(module(torch.from_numpy(x)).detach().numpy(), y, atol=1e-4)
 
-        file.write_text(TINY_SPACE.replace("se: 0.25}", "se: 0.25, act: h_swish}"))
+        file.write_text(text.replace("se: 0.25}", "se: 0.25, act: h_swish}"))
         reload_spaces()
-        now = get_space("tiny").fingerprint
+        now = get_space("zoofp").fingerprint
         assert now != space.fingerprint
         with pytest.raises(HwnasError) as exc:
             hwnas.zoo.load(entry, torch=True)
         assert str(exc.value).startswith(
-            f"space 'tiny' changed since this entry was written (fingerprint "
+            f"space 'zoofp' changed since this entry was written (fingerprint "
             f"{space.fingerprint}, now {now}): "
         )
         assert "\n" not in str(exc.value)
