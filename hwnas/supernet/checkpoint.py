@@ -97,7 +97,7 @@ def _refuse_another_seed(what: str, theirs: Any, ours: str) -> None:
     differ = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
     if differ == {"seed"}:
         raise HwnasError(
-            f"{what} is the supernet of this study's seed {a['seed']} (this worker: seed "
+            f"{what} is the supernet of the same search with seed {a['seed']} (this one: seed "
             f"{b['seed']}): give each seed its own --out, or the workers train over each "
             "other's supernet"
         )

@@ -312,8 +312,8 @@ def test_a_checkpoint_of_the_same_search_with_another_seed_is_refused(tmp_path):
     path = tmp_path / "supernet.pt"
     theirs = json.dumps({"strategy": "gdas", "seed": 1, "epochs": 3})
     save_checkpoint(path, theirs, 2, {"w": torch.ones(2)}, {}, [])
-    with pytest.raises(HwnasError, match="is the supernet of this study's seed 1 .this worker: "
-                                         "seed 0.: give each seed its own --out"):  # fmt: skip
+    with pytest.raises(HwnasError, match="is the supernet of the same search with seed 1 .this "
+                                         "one: seed 0.: give each seed its own --out"):  # fmt: skip
         read_checkpoint(path, json.dumps({"strategy": "gdas", "seed": 0, "epochs": 3}))
     assert read_checkpoint(path, json.dumps({"strategy": "gdas", "seed": 0, "epochs": 5})) is None
     assert read_checkpoint(path, theirs)["epoch"] == 2
