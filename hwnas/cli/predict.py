@@ -139,10 +139,14 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     shown = {id(m) for m in onnx_models + arch_models}  # printed; --archs rows go to --out
     if archs is not None:
         arch_models += read_archs(archs, sp, dims)
+    from hwnas.cli.progress import TerminalReporter
+    from hwnas.cli.render import Console
+
     results = predict_models(
         onnx_models, arch_models, sp, device=device, calibration=calibration, metric=metric,
         runtime=runtime, predictor=predictor, kernel_budget=kernel_budget, store=store,
         note=lambda line: click.echo(one_line(line), err=True),  # each note is one line
+        reporter=TerminalReporter(Console(emoji=False, stderr=True)),  # minutes on a new device
     )  # fmt: skip
     cal_metric = results[0].metric if results else metric
     if out is not None:

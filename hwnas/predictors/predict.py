@@ -55,6 +55,7 @@ def predict_models(
     kernel_budget: int | None = None,
     store: Any = None,
     note: Callable[[str], None] = lambda line: None,
+    reporter: Any = None,
 ) -> list[Prediction]:
     """Predict ``onnx_models`` (:func:`hwnas.predictors.graph.load_graph_model`'s) and
     ``arch_models`` (architectures of ``space``) on a device, in that order.
@@ -72,6 +73,9 @@ def predict_models(
             :data:`hwnas.predictors.kernels.device.KERNEL_BUDGET`).
         store: the measurement store (a SQLite path or a PostgreSQL URL; default the home's).
         note: gets the lines that say which predictor was used and any warning.
+        reporter: where the kernel-level predictor's work shows as a step
+            (:class:`hwnas.progress.Reporter`; None: nowhere): timing a new device's constants
+            and a model's new kernels takes minutes.
 
     Returns:
         One :class:`Prediction` per model.
@@ -138,7 +142,7 @@ def predict_models(
         )
     if kernel_level and (graphs or predictor == "kernel"):
         put(_kernel_level(dev, graphs + (archs if predictor == "kernel" else []),
-                          kernel_budget, store, note))  # fmt: skip
+                          kernel_budget, store, note, reporter))  # fmt: skip
         graphs = []
         if predictor == "kernel":
             archs = []
@@ -213,16 +217,18 @@ def onnx_model(path: str | Path, dims: dict[str, int] | None = None) -> Any:
     return replace(load_graph_model(path, dims), label=str(path))
 
 
-def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
+def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple]:
     """Predictions of the kernel-level predictor on a live ONNX Runtime device (kernels timed
     through the store): (model, mean, std, low, high) each; warnings and a summary to
-    ``note``."""
+    ``note``; the work as one step of ``reporter`` (a model each, the kernel being timed as
+    its status)."""
     from hwnas.limits import input_size
     from hwnas.measure import Profiler
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.graph import GraphModel
     from hwnas.predictors.kernels.device import KERNEL_BUDGET, kernel_predictor
     from hwnas.predictors.kernels.model import family_of
+    from hwnas.progress import SILENT
     from hwnas.store import MeasurementStore
 
     budget = KERNEL_BUDGET if budget is None else budget
@@ -233,8 +239,14 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
     if store is None:
         check_writable(hwnas_home(), "HWNAS_HOME")
     st = MeasurementStore(store or default_store_path())
+    step = (reporter or SILENT).step(
+        f"kernel-level prediction on {dev.name}", total=len(models), unit="models"
+    )
     try:
-        kp, how = kernel_predictor(Profiler(dev, st), budget=budget)
+        kp, how = kernel_predictor(
+            Profiler(dev, st), budget=budget,
+            on_kernel=lambda k: step.update(status=f"timed {getattr(k, 'label', k)}"),
+        )  # fmt: skip
         for m in models:  # every model read before any kernel is timed; a bad one named
             try:
                 kp.kernels_of(m)
@@ -242,7 +254,9 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
                 raise HwnasError(f"{m}: {exc}") from None
         out = []
         for m in models:
+            step.update(status=f"now {m}")
             e = kp.estimate(m)
+            step.advance(status="")
             lo, mid, hi, warn = kp.interval(e, family_of(m))
             out.append((m, mid, (hi - lo) / (2 * 1.6448536), lo, hi))
             if warn:
@@ -255,6 +269,7 @@ def _kernel_level(dev, models, budget, store, note) -> list[tuple]:
         )
         return out
     finally:
+        step.close()
         st.close()
 
 

@@ -90,6 +90,8 @@ def test_an_uncalibrated_prediction_holds_the_measurement_in_its_interval(
                 assert m is not None and m["label"] == str(model), out
                 assert "predictor kernel (kernel-level" in err and "kernel(s) timed now" in err
                 assert "not calibrated on cpu-kernels" in err, err
+                # minutes of timing on a new device are a step (silent before): its lines
+                assert f"kernel-level prediction on {device}: 1/1 models (100%), done in" in err
             whole = tmp_path / f"whole{attempt}-{k}.db"
             code, out, err = run(
                 ["measure", "--device", device, "--onnx", model, "--store", whole], capsys
