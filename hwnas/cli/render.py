@@ -230,21 +230,24 @@ def cost_text(record: dict, metric: str) -> str:
 
 
 def print_chance_best(best: dict | None, max_latency: float | None, console: Any) -> None:
-    """Say so when ``best`` (summary.json's) is chance-level (its ``chance_level``,
+    """On ``console`` (a rich console), whole on one line (never wrapped): say so when
+    ``best`` (summary.json's) is chance-level (its ``chance_level``,
     :func:`hwnas.datasets.is_chance_level`): under a latency limit that only networks whose
     output ignores their input meet, the most accurate one within it guesses."""
     from hwnas.datasets import CHANCE_FACTOR, chance_best_reason
 
     if best and best.get("chance_level"):
         limit = f"--max-latency {max_latency:g}" if max_latency is not None else None
-        console.print(
+        text_line(
+            console,
             f"! best is chance-level (top-1 at most {CHANCE_FACTOR:g}x chance: no better than "
-            f"guessing; chance_level in pareto.csv): {chance_best_reason(limit)}"
+            f"guessing; chance_level in pareto.csv): {chance_best_reason(limit)}",
         )
 
 
 def print_chance_line(pareto_csv: Path, console: Any) -> None:
-    """Say how many front rows of ``pareto_csv`` were kept out of the zoo as chance-level
+    """On ``console`` (a rich console), whole on one line: say how many front rows of
+    ``pareto_csv`` were kept out of the zoo as chance-level
     (:func:`hwnas.datasets.is_chance_level`); nothing when none were."""
     import csv
 
@@ -256,8 +259,9 @@ def print_chance_line(pareto_csv: Path, console: Any) -> None:
     except OSError:
         return
     if chance:
-        console.print(
+        text_line(
+            console,
             f"{chance} chance-level architecture(s) of the front not put in the zoo (top-1 at "
             f"most {CHANCE_FACTOR:g}x chance: no better than guessing; chance_level in "
-            "pareto.csv)"
+            "pareto.csv)",
         )

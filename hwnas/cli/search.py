@@ -410,7 +410,7 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             + "  "
             + cost_text(best, s.metric)
         )
-        print_chance_best(best, s.max_latency, console)
+        print_chance_best(best, s.max_latency, console.console)
     else:
         console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
     if "device_measurements" in summary:
@@ -465,7 +465,7 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             f"{p['tvm_tuning_s']:.0f} s, compile {p['compile_s']:.0f} s"
         )
     if not no_zoo:
-        print_chance_line(out / "pareto.csv", console)
+        print_chance_line(out / "pareto.csv", console.console)
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
         _print_trained_zoo(out / "zoo", summary, console.console)
     kind = {"trained": "trained ", "inherited": "inherited-weight "}.get(

@@ -81,3 +81,22 @@ def test_the_progress_best_under_a_latency_limit_is_within_it():
     assert [s.split(" | ")[0] for s in shown] == [
         "best 60.00% within 5 ms", "best 60.00% within 5 ms", "best 70.73% within 5 ms"
     ]
+
+
+def test_the_chance_level_lines_stay_whole_in_a_narrow_pipe(tmp_path):
+    """A supernet search piped to a file split "! best is chance-level (... no better than
+    guessing; / chance_level in pareto.csv)" and the "not put in the zoo" line at 80 columns
+    (the table search's stayed whole): both are printed whole on one line by every search."""
+    import io
+
+    from hwnas.cli.render import Console, print_chance_best, print_chance_line
+
+    (tmp_path / "pareto.csv").write_text("arch,chance_level\na,true\nb,false\n")
+    out = io.StringIO()
+    console = Console(file=out, width=40, emoji=False)
+    print_chance_best({"chance_level": True}, 0.1, console)
+    print_chance_line(tmp_path / "pareto.csv", console)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and all(len(line) > 100 for line in lines), lines
+    assert lines[0].startswith("! best is chance-level") and lines[0].endswith("loosen it")
+    assert lines[1].startswith("1 chance-level architecture(s)") and lines[1].endswith(".csv)")
