@@ -68,7 +68,9 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         with MeasurementStore(path) as st:
             counts = st.counts()
     rows, compact, listed = [], [], []
-    broken = {str(p): why for p, why in broken_profiles().items()}
+    broken = {  # the reason without the path, which the key or the line gives
+        str(p): why.removeprefix(f"device profile {p}: ") for p, why in broken_profiles().items()
+    }
     broken_shown()  # listed below, not warned of as well
     for name in list_devices():
         try:  # a profile that parses but cannot be used is listed as broken, not fatal
@@ -80,7 +82,9 @@ def _list(store, as_json: bool = False, show_all: bool = False):
                 tables[space] = max((int(np.isfinite(c).sum()) for c in columns if c is not None),
                                     default=0)  # fmt: skip
         except HwnasError as exc:
-            broken[profiles()[name].get("_path", name)] = str(exc)
+            where = profiles()[name].get("_path", name)
+            why = str(exc).removeprefix(f"device profile {where} is broken: ")
+            broken[where] = why.removeprefix(f"device profile {where}: ")  # the path once
             continue
         if tables:  # the compact list names the spaces; --all and --json give the row counts
             stored = ", ".join(f"{s} {n}" for s, n in tables.items()) + " (table)"
@@ -130,7 +134,6 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             )
     for p, why in broken.items():
         why = why.removeprefix(f"device profile {p}: ")  # the path once
-        why = why.removeprefix(f"device profile {p} is broken: ")
         console.print(  # one whole line: a path is never cut at the terminal's width
             f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)", soft_wrap=True
         )
