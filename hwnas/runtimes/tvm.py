@@ -56,8 +56,8 @@ DEFAULT_TRIALS = 16
 """MetaSchedule trials per new workload when a profile does not say."""
 
 AFFINITY_BIG = 1
-AFFINITY_ONE_CORE_PER_THREAD = -2
-"""``runtime.config_threadpool`` modes (TVM's ``ThreadGroup::AffinityMode``)."""
+"""``runtime.config_threadpool``'s mode (TVM's ``ThreadGroup::AffinityMode``) putting the
+threads on the fastest cores."""
 
 
 def _cpu_name() -> str:
@@ -681,12 +681,12 @@ class TvmRuntime(Runtime):
                 ) from None
             dev = session.cuda(0) if kind == "cuda" else session.cpu(0)
             if kind != "cuda":
-                config = session.get_function("runtime.config_threadpool")
-                if self.rpc.cpus:
-                    cpus = [str(c) for c in self.rpc.cpus[: self.threads]]
-                    config(AFFINITY_ONE_CORE_PER_THREAD, len(cpus), cpus)
-                else:
-                    config(AFFINITY_BIG, self.threads)
+                # the board's fastest cores (TVM's big-core affinity orders them by maximum
+                # frequency); big_cores gives how many: TVM RPC cannot carry a list of CPU
+                # ids (passing one failed every measurement: "Cannot pass argument 2, type
+                # ffi.Array")
+                n = min(len(self.rpc.cpus), self.threads) if self.rpc.cpus else self.threads
+                session.get_function("runtime.config_threadpool")(AFFINITY_BIG, n)
         vm = relax.VirtualMachine(lib, dev)
         return TvmExecutable(vm, dev, [tvm.runtime.tensor(x, dev) for x in fed.values()], session)
 

@@ -117,6 +117,26 @@ def test_measure_through_tracker_and_server_stores_measurements(tracker, tmp_pat
     assert result.measurements["latency_ms"].value > 0
 
 
+@pytest.mark.slow
+def test_a_profile_with_big_cores_measures_through_rpc(tracker, tmp_path, hwnas_home):
+    """``big_cores`` (the shipped pixel8's, any board's): the CPU ids were sent to the remote
+    ``runtime.config_threadpool`` as a list, which TVM RPC cannot carry, and every
+    measurement ended in a traceback ("Cannot pass argument 2, type ffi.Array"). The threads
+    now go to that many of the board's fastest cores."""
+    _tolerant_rpc_profile(hwnas_home)
+    from hwnas.devices import reload_profiles
+
+    path = hwnas_home / "devices" / "rpc.yaml"
+    profile = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**profile, "big_cores": [0]}))
+    reload_profiles()
+    args = ["measure", "--device", "rpc", "--tracker", tracker, "--key", KEY, "--trials", "0",
+            "--arch", ARCH, "--dataset", "cifar10", "--store", str(tmp_path / "m.db")]  # fmt: skip
+    r = hwnas_main(*args)
+    assert r.returncode == 0, r.stderr
+    assert "1 measured" in r.stdout
+
+
 def test_unknown_key_names_the_registered_ones(tracker):
     ok, why = get_device("rpc", overrides={"rpc": {"tracker": tracker, "key": "pixel9"}}).status()
     assert not ok and "\n" not in why
