@@ -399,6 +399,9 @@ def measure_models(
                 energy = None
                 if "energy_mj" in device.metrics:
                     energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+                    # a flagged latency made the energy's lookup measure both metrics again:
+                    # the latency shown is the one stored with that energy, not the first run's
+                    m = profiler.stored(w, "latency_ms") or m
             except CandidateError as exc:  # which of several models, and what was kept
                 kept = "; the models before it are measured and stored" if out else ""
                 same = type(exc).__init__ is CandidateError.__init__  # keeps NativeCrashError

@@ -79,6 +79,23 @@ def test_allow_flagged_returns_it(tmp_path):
         assert m.flagged
 
 
+def test_measure_models_shows_the_latency_stored_with_the_energy(tmp_path):
+    """`hwnas measure` on a device with a meter: the first run came back flagged, the energy's
+    lookup found that flagged run and measured both metrics again, and the table showed the
+    first run's latency (FLAGGED, "stored flagged") beside the second run's energy while the
+    store held the second run, not flagged. Both shown now come from the run stored."""
+    from hwnas.measure import measure_models
+
+    device = Scripted([0.2, 0.01])
+    device.stored_in_profiler = True
+    (done,) = measure_models(device, [WORKLOAD], tmp_path / "m.db").models
+    assert device.calls == 2
+    assert done.latency.value == 4.0 and not done.latency.flagged and "FLAGGED" not in done.how
+    assert done.energy.value == 7.0
+    with MeasurementStore(tmp_path / "m.db") as store:
+        assert store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).value == 4.0
+
+
 def test_onnx_file_workload_takes_the_batch_size_for_the_dynamic_axis(tmp_path):
     from torch import nn
 
