@@ -86,14 +86,14 @@ def test_measure_models_shows_the_latency_stored_with_the_energy(tmp_path):
     store held the second run, not flagged. Both shown now come from the run stored."""
     from hwnas.measure import measure_models
 
-    device = Scripted([0.2, 0.01])
+    device = Scripted([0.2, 0.2, 0.2, 0.01])  # the latency's 3 attempts flagged, then not
     device.stored_in_profiler = True
     (done,) = measure_models(device, [WORKLOAD], tmp_path / "m.db").models
-    assert device.calls == 2
-    assert done.latency.value == 4.0 and not done.latency.flagged and "FLAGGED" not in done.how
+    assert device.calls == 4
+    assert done.latency.value == 6.0 and not done.latency.flagged and "FLAGGED" not in done.how
     assert done.energy.value == 7.0
     with MeasurementStore(tmp_path / "m.db") as store:
-        assert store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).value == 4.0
+        assert store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).value == 6.0
 
 
 def test_onnx_file_workload_takes_the_batch_size_for_the_dynamic_axis(tmp_path):
