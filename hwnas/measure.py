@@ -417,6 +417,11 @@ def measure_models(
                 how += f" (missed the +-{100 * target:g}% target)"
             # a file of the user's, timed here: are its activations what a trained one has?
             warning = subnormal_warning(w) if w.arch is None and device.stored_in_profiler else ""
+            if energy is not None and device.stored_in_profiler:  # a meter read in another unit
+                from hwnas.devices.recorded import measured_power_warning
+
+                power = measured_power_warning(device, m.value, energy.value)
+                warning = "; ".join(x for x in (warning, power) if x)
             out.append(MeasuredModel(w.label, m, energy, how, warning))
     finally:
         if store is not None:

@@ -96,6 +96,25 @@ def test_measure_models_shows_the_latency_stored_with_the_energy(tmp_path):
         assert store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).value == 6.0
 
 
+def test_a_measured_power_no_device_draws_is_a_warning(tmp_path):
+    """A phone's battery meter read in microamperes where the phone reports milliamperes gave
+    an energy 1000x low (0.0001 mJ for a tiny CNN) without a word; the table imports had a
+    power check, live measurements none. A power outside the class's range is a warning."""
+    from hwnas.measure import measure_models
+
+    device = Scripted([0.01, 0.01])
+    device.stored_in_profiler = True
+    device.profile["class"] = "phone"
+    (done,) = measure_models(device, [WORKLOAD], tmp_path / "m.db").models
+    assert done.warning == ""  # 7 mJ over 3 ms: 2.3 W
+    device.measure_all = lambda w: {  # 0.0003 mJ over 3 ms: 1e-4 W
+        k: replace(v, value=3e-4) if k == "energy_mj" else v
+        for k, v in Scripted.measure_all(device, w).items()
+    }  # fmt: skip
+    (done,) = measure_models(device, [replace(WORKLOAD, model_hash="h2")], tmp_path / "m.db").models
+    assert "W, outside the 0.01-30 W a phone draws: is the energy meter read" in done.warning
+
+
 def test_onnx_file_workload_takes_the_batch_size_for_the_dynamic_axis(tmp_path):
     from torch import nn
 

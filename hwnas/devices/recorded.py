@@ -399,6 +399,23 @@ def power_warning(device: Device, space: str) -> str | None:
     )
 
 
+def measured_power_warning(device: Device, latency_ms: float, energy_mj: float) -> str | None:
+    """One line when a live measurement's energy over its latency (W) is a power no device of
+    ``device``'s class draws (:data:`POWER_W`): the meter's unit read wrongly (a battery
+    reporting mA where microamperes are read gave 0.003 W on a phone); None otherwise."""
+    if not (latency_ms > 0 and energy_mj > 0):
+        return None
+    watts = energy_mj / latency_ms
+    cls = str(device.profile.get("class") or "")
+    low, high = POWER_W.get(cls, ANY_POWER_W)
+    if low <= watts <= high:
+        return None
+    return (
+        f"its energy over its latency is {watts:.3g} W, outside the {low:g}-{high:g} W a "
+        f"{cls or 'device'} draws: is the energy meter read in the unit it reports?"
+    )
+
+
 UNIT_SLIP = 30.0
 """How many times below the lowest, or above the highest, of the recorded devices' values of
 the same architectures (the median ratio) users' values must lie for :func:`unit_warning` to
