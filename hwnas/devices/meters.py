@@ -299,6 +299,7 @@ class TegrastatsMeter(Meter):
         self._thread: threading.Thread | None = None
         self._times: list[float] = []
         self._watts: list[float] = []
+        self._t0 = 0.0
 
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
@@ -310,6 +311,7 @@ class TegrastatsMeter(Meter):
 
     def start(self) -> None:
         self._times, self._watts = [], []
+        self._t0 = time.perf_counter()
         self._proc = subprocess.Popen(
             [self.command, "--interval", str(self.interval_ms)],
             stdout=subprocess.PIPE,
@@ -320,12 +322,37 @@ class TegrastatsMeter(Meter):
         self._thread.start()
 
     def stop(self) -> float:
+        """The energy of the window, in mJ: the readings integrated over time, the power of
+        the first and last reading held to the window's ends (integrating between the first
+        and the last reading alone read about 3% low).
+
+        Raises:
+            DeviceUnavailableError: fewer than two readings, or none in the window's last
+                three reporting periods (tegrastats stopped reporting: its energy would be
+                low without a word).
+        """
+        t1 = time.perf_counter()
         if self._proc is not None:
             self._proc.terminate()
-            self._proc.wait(timeout=10)
+            try:
+                self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:  # one that ignores SIGTERM: no traceback
+                self._proc.kill()
+                self._proc.wait()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        return integrate_mj(self._times, self._watts)
+        times = [t for t in self._times if t <= t1]
+        watts = self._watts[: len(times)]
+        period = self.interval_ms / 1e3
+        if len(times) < 2 or t1 - times[-1] > 3 * period:
+            raise DeviceUnavailableError(
+                f"energy meter tegrastats got {len(times)} readings over the "
+                f"{t1 - self._t0:.1f} s window"
+                + (f", the last {t1 - times[-1]:.1f} s before its end" if times else "")
+                + f" (every {self.interval_ms} ms expected): it stopped reporting"
+            )
+        edges = watts[0] * max(0.0, times[0] - self._t0) + watts[-1] * (t1 - times[-1])
+        return integrate_mj(times, watts) + edges * 1e3
 
 
 def tegrastats_meter(interval_ms: int = 100) -> TegrastatsMeter:
