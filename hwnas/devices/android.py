@@ -13,6 +13,7 @@ read over adb while the model runs (only when the phone is not charging).
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 import shutil
@@ -51,8 +52,8 @@ def parse_thermal_zones(text: str) -> dict[str, float]:
     """Zone type -> temperature in deg C from lines "``<type> <temp>``".
 
     Kernels report millidegrees (45000) or, on some vendors, degrees (45); values above 1000
-    are taken as millidegrees. Zones with unreadable or negative readings are left out; a
-    repeated type keeps its hottest reading.
+    are taken as millidegrees. Zones with unreadable, non-finite (nan, inf) or negative
+    readings are left out; a repeated type keeps its hottest reading.
     """
     temps: dict[str, float] = {}
     for line in text.splitlines():
@@ -64,7 +65,7 @@ def parse_thermal_zones(text: str) -> dict[str, float]:
             value = float(raw)
         except ValueError:
             continue
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             continue
         celsius = value / 1000.0 if abs(value) >= 1000 else value
         temps[name] = max(celsius, temps.get(name, -1e9))
@@ -111,18 +112,32 @@ class Adb:
         self.timeout = timeout
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
+        """adb's exit status and output (bytes that are not UTF-8 are replaced, not fatal).
+
+        Raises:
+            OSError: adb cannot be started.
+            subprocess.TimeoutExpired: adb did not finish within ``timeout`` seconds.
+        """
         command = ["adb", *(["-s", self.serial] if self.serial else []), *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=self.timeout)
+        return subprocess.run(
+            command, capture_output=True, text=True, errors="replace", timeout=self.timeout
+        )
 
     def shell(self, command: str) -> str:
         """stdout of ``adb shell command``.
 
         Raises:
-            OSError: adb failed.
+            OSError: adb failed, or did not answer within ``timeout`` seconds.
         """
-        out = self.run("shell", command)
+        try:
+            out = self.run("shell", command)
+        except subprocess.TimeoutExpired:
+            raise OSError(
+                f"adb shell {command!r} did not answer within {self.timeout:g} s"
+            ) from None
         if out.returncode != 0:
-            raise OSError(f"adb shell {command!r} failed: {out.stderr.strip() or out.stdout}")
+            said = out.stderr.strip() or out.stdout.strip() or f"exit status {out.returncode}"
+            raise OSError(f"adb shell {command!r} failed: {' '.join(said.split())}")
         return out.stdout
 
 
@@ -209,7 +224,16 @@ class AndroidDevice(RpcDevice):
             _, port = parse_tracker(self.tracker)
         except HwnasError as exc:
             return False, str(exc)
-        reverse = self.adb.run("reverse", f"tcp:{port}", f"tcp:{port}")
+        try:
+            reverse = self.adb.run("reverse", f"tcp:{port}", f"tcp:{port}")
+        except subprocess.TimeoutExpired:
+            return False, (
+                f"`adb reverse tcp:{port} tcp:{port}` did not answer within "
+                f"{self.adb.timeout:g} s: the phone is not reachable (replug it, or restart "
+                "the adb server with `adb kill-server`)"
+            )
+        except OSError as exc:
+            return False, f"`adb reverse tcp:{port} tcp:{port}` failed ({exc})"
         if reverse.returncode != 0:
             return False, (
                 f"`adb reverse tcp:{port} tcp:{port}` failed ({reverse.stderr.strip()}): "
@@ -219,8 +243,15 @@ class AndroidDevice(RpcDevice):
         return ok, (f"{serial}: {why}" if ok else why)
 
     def temperatures(self) -> dict[str, float]:
-        """Thermal zones of the phone (type -> deg C) matching ``thermal_zones``, or all."""
-        temps = parse_thermal_zones(self.adb.shell(THERMAL_COMMAND))
+        """Thermal zones of the phone (type -> deg C) matching ``thermal_zones``, or all.
+
+        Raises:
+            DeviceUnavailableError: adb failed or the phone did not answer.
+        """
+        try:
+            temps = parse_thermal_zones(self.adb.shell(THERMAL_COMMAND))
+        except OSError as exc:
+            raise DeviceUnavailableError(f"the phone stopped answering: {exc}") from None
         pattern = re.compile(self.thermal_zones, re.IGNORECASE)
         chosen = {k: v for k, v in temps.items() if pattern.search(k)}
         return chosen or temps
@@ -229,7 +260,8 @@ class AndroidDevice(RpcDevice):
         """Wait until every watched thermal zone is below ``thermal_limit_c``.
 
         Raises:
-            DeviceUnavailableError: still too hot after ``thermal_timeout_s``.
+            DeviceUnavailableError: still too hot after ``thermal_timeout_s``, or the phone
+                stopped answering.
         """
         deadline = time.monotonic() + self.thermal_timeout
         while True:

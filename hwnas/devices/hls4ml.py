@@ -32,6 +32,10 @@ PROJECT = "hwnas_model"
 
 TOOLS = ("vitis_hls", "vivado_hls")
 
+SYNTHESIS_TIMEOUT_S = 6 * 3600.0
+"""Default limit on one C synthesis (profile key ``synthesis_timeout_s``): large designs take
+hours, a hung tool must not hang the command for ever."""
+
 
 def hls_tool() -> str | None:
     """The HLS compiler on PATH (``vitis_hls`` preferred), or None."""
@@ -79,8 +83,9 @@ class Hls4mlDevice(Device):
 
     Profile keys: ``backend`` (Vitis), ``part``, ``clock_period_ns`` (5), ``io_type``
     (io_parallel or io_stream), ``precision`` (``fixed<16,6>``), ``reuse_factor`` (1),
-    ``strategy`` (Latency or Resource). The runtime key names the backend and a hash of these,
-    so results for different parts or clocks never mix.
+    ``strategy`` (Latency or Resource), ``synthesis_timeout_s`` (21600: how long C synthesis
+    may run before it is stopped). The runtime key names the backend and a hash of these (not
+    of the timeout), so results for different parts or clocks never mix.
     """
 
     kind = "hls4ml"
@@ -103,6 +108,16 @@ class Hls4mlDevice(Device):
             )
         self.reuse_factor = int(profile.get("reuse_factor", 1))
         self.strategy = str(profile.get("strategy", "Latency"))
+        timeout = profile.get("synthesis_timeout_s", SYNTHESIS_TIMEOUT_S)
+        try:
+            seconds = float(timeout)
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if isinstance(timeout, bool) or not 0 < seconds < float("inf"):
+            raise HwnasError(
+                f"synthesis_timeout_s must be a positive number of seconds, got {timeout!r}"
+            )
+        self.synthesis_timeout = seconds
         settings = [self.backend, self.part, self.clock_ns, self.io_type, self.precision]
         settings += [self.reuse_factor, self.strategy]
         digest = content_hash(json.dumps(settings))[:8]
@@ -171,17 +186,27 @@ class Hls4mlDevice(Device):
         """Run C synthesis of a written project with the HLS tool on PATH.
 
         Raises:
-            HwnasError: the tool failed (the last line of its log is in the message).
+            HwnasError: the tool failed (the last line of its log is in the message), or ran
+                longer than ``synthesis_timeout_s``.
         """
         tool = hls_tool()
         if tool is None:
             self.require_reachable()
-        out = subprocess.run(
-            [tool, "-f", "build_prj.tcl", "csim=0 synth=1 cosim=0 validation=0 export=0"],
-            cwd=project,
-            capture_output=True,
-            text=True,
-        )
+        try:
+            out = subprocess.run(
+                [tool, "-f", "build_prj.tcl", "csim=0 synth=1 cosim=0 validation=0 export=0"],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=self.synthesis_timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise HwnasError(
+                f"{tool} did not finish within synthesis_timeout_s={self.synthesis_timeout:g} s "
+                f"in {project}: it was stopped (raise synthesis_timeout_s in the profile if the "
+                "design needs longer)"
+            ) from None
         if out.returncode != 0:
             tail = (out.stdout + out.stderr).strip().splitlines()[-1:] or ["no output"]
             raise HwnasError(f"{tool} failed in {project}: {tail[0]}")

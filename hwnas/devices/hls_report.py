@@ -8,6 +8,7 @@ DSP, BRAM_18K, URAM on Vitis). Vivado HLS calls DSPs ``DSP48E``; they are read a
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -59,13 +60,45 @@ class SynthesisReport:
 
 
 def _int(text: str | None, what: str, where: str) -> int:
-    try:
-        return int(str(text).strip())
-    except (TypeError, ValueError):
+    """A count from a report: ASCII digits only (no sign, '_' or other scripts' digits)."""
+    value = str(text).strip()
+    text = value if len(value) <= 40 else value[:40] + "..."
+    if re.fullmatch(r"-[0-9]+", value):
+        raise HwnasError(f"{where}: {what} is '{text}', a negative count")
+    if not re.fullmatch(r"[0-9]{1,18}", value):
         raise HwnasError(
             f"{where}: {what} is '{text}', not a number (a design without a static latency "
             "bound, e.g. a loop with a variable trip count)"
-        ) from None
+        )
+    return int(value)
+
+
+def _period_ns(text: str | None, what: str, where: str) -> float:
+    """A clock period in ns: a positive, finite number, optionally followed by "ns" (the
+    text report writes "5.00 ns"; the XML report gives the unit in a ``<unit>`` element)."""
+    value = re.sub(r"\s*ns$", "", str(text or "").replace("~", "").strip())
+    try:
+        period = float(value) if re.fullmatch(r"[0-9.eE+-]+", value) else math.nan
+    except ValueError:
+        period = math.nan
+    if not (math.isfinite(period) and period > 0):
+        if text is None:
+            raise HwnasError(f"HLS report {where}: no {what} (the clock period in ns)")
+        raise HwnasError(f"HLS report {where}: {what} '{text}' is not a positive number of ns")
+    return period
+
+
+def _checked(report: SynthesisReport, where: str) -> SynthesisReport:
+    """``report`` if its worst-case latency is above 0 cycles and a finite number of ms.
+
+    Raises:
+        HwnasError: one line naming the report.
+    """
+    if report.latency_cycles[1] <= 0:
+        raise HwnasError(f"HLS report {where}: Worst-caseLatency is 0 cycles, not a latency")
+    if not math.isfinite(report.latency_ms):
+        raise HwnasError(f"HLS report {where}: latency is not a finite number of ms")
+    return report
 
 
 def _resource_name(tag: str) -> str:
@@ -92,6 +125,10 @@ def parse_csynth_xml(path: str | Path) -> SynthesisReport:
     if root.find("PerformanceEstimates") is None or root.find("AreaEstimates") is None:
         raise HwnasError(f"{path} is not a Vivado/Vitis HLS C-synthesis report")
     latency = "PerformanceEstimates/SummaryOfOverallLatency/"
+    for unit_path, unit in (("UserAssignments/unit", "ns"), (latency + "unit", "clock cycles")):
+        found = text(unit_path)
+        if found is not None and found.strip() != unit:
+            raise HwnasError(f"HLS report {where}: {unit_path} is '{found}', not '{unit}'")
     resources = {
         _resource_name(n.tag): _int(n.text, n.tag, where)
         for n in root.find("AreaEstimates/Resources") or []
@@ -100,13 +137,12 @@ def parse_csynth_xml(path: str | Path) -> SynthesisReport:
         _resource_name(n.tag): _int(n.text, n.tag, where)
         for n in root.find("AreaEstimates/AvailableResources") or []
     }
-    return SynthesisReport(
+    timing = "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod"
+    report = SynthesisReport(
         top=text("UserAssignments/TopModelName") or "",
         part=text("UserAssignments/Part") or "",
-        clock_ns=float(text("UserAssignments/TargetClockPeriod") or "nan"),
-        estimated_clock_ns=float(
-            text("PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod") or "nan"
-        ),
+        clock_ns=_period_ns(text("UserAssignments/TargetClockPeriod"), "TargetClockPeriod", where),
+        estimated_clock_ns=_period_ns(text(timing), "EstimatedClockPeriod", where),
         latency_cycles=(
             _int(text(latency + "Best-caseLatency"), "best-case latency", where),
             _int(text(latency + "Worst-caseLatency"), "worst-case latency", where),
@@ -119,14 +155,11 @@ def parse_csynth_xml(path: str | Path) -> SynthesisReport:
         available=available,
         tool=text("ReportVersion/Version") or "",
     )
+    return _checked(report, where)
 
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _number(cell: str) -> float:
-    return float(cell.replace("ns", "").replace("~", "").strip())
 
 
 def parse_csynth_rpt(path: str | Path) -> SynthesisReport:
@@ -194,11 +227,13 @@ def parse_csynth_rpt(path: str | Path) -> SynthesisReport:
     if not names or not total:
         raise HwnasError(f"{path}: no utilisation summary")
     where = str(path)
-    return SynthesisReport(
+    report = SynthesisReport(
         top=top,
         part=header(r"\* Target device:\s*(.+)"),
-        clock_ns=_number(clock[1]),
-        estimated_clock_ns=_number(clock[2]),
+        clock_ns=_period_ns(clock[1] if len(clock) > 1 else None, "ap_clk target", where),
+        estimated_clock_ns=_period_ns(
+            clock[2] if len(clock) > 2 else None, "ap_clk estimated", where
+        ),
         latency_cycles=(_int(cycles[0], "latency", where), _int(cycles[1], "latency", where)),
         interval_cycles=(
             _int(interval[0], "interval", where),
@@ -208,6 +243,7 @@ def parse_csynth_rpt(path: str | Path) -> SynthesisReport:
         available={n: _int(v, n, where) for n, v in zip(names, available) if n in RESOURCES},
         tool=header(r"\* Version:\s*(\S+)"),
     )
+    return _checked(report, where)
 
 
 def find_report(project_dir: str | Path, top: str) -> Path:
