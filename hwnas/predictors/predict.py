@@ -239,19 +239,23 @@ def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple
     if store is None:
         check_writable(hwnas_home(), "HWNAS_HOME")
     st = MeasurementStore(store or default_store_path())
-    step = (reporter or SILENT).step(
-        f"kernel-level prediction on {dev.name}", total=len(models), unit="models"
-    )
+    steps: list = []  # the step, opened once every model is read (a bad one: its line alone)
+
+    def timed(kernel) -> None:
+        for step in steps:
+            step.update(status=f"timed {getattr(kernel, 'label', kernel)}")
+
     try:
-        kp, how = kernel_predictor(
-            Profiler(dev, st), budget=budget,
-            on_kernel=lambda k: step.update(status=f"timed {getattr(k, 'label', k)}"),
-        )  # fmt: skip
+        kp, how = kernel_predictor(Profiler(dev, st), budget=budget, on_kernel=timed)
         for m in models:  # every model read before any kernel is timed; a bad one named
             try:
                 kp.kernels_of(m)
             except HwnasError as exc:
                 raise HwnasError(f"{m}: {exc}") from None
+        step = (reporter or SILENT).step(
+            f"kernel-level prediction on {dev.name}", total=len(models), unit="models"
+        )
+        steps.append(step)
         out = []
         for m in models:
             step.update(status=f"now {m}")
@@ -269,7 +273,8 @@ def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple
         )
         return out
     finally:
-        step.close()
+        for step in steps:
+            step.close()
         st.close()
 
 
