@@ -586,22 +586,34 @@ def _check_groups(
                 raise r.fail((*w, "groups"), f"{g} groups must divide {name} ({d}): {why}")
 
 
-def _check_patch(spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, factor: int) -> None:
-    """A ``patch_embed`` of side P after layers whose strides multiply to ``factor`` needs an
-    input side of at least ``factor * (P - 1) + 1`` (each conv pads, so a side of H gives
+def _for_dataset(v: Any, dataset: str) -> set:
+    """The values ``v`` may take in the network of ``dataset`` (a ``by_dataset`` value its
+    own; choices all of them)."""
+    if isinstance(v, ByDataset):
+        return _values(v.values.get(dataset))
+    return _values(v)
+
+
+def _check_patch(
+    spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, factors: dict[str, int]
+) -> None:
+    """A ``patch_embed`` of side P after layers whose strides multiply to F needs an input
+    side of at least ``F * (P - 1) + 1`` (each conv pads, so a side of H gives
     ceil(H / stride)); a smaller one made PyTorch's "Kernel size can't be greater than actual
-    input size" traceback when a network ran. Checked at each dataset's input and the
-    smallest elastic resolution."""
-    for p in _values(layer.params.get("patch", 1)):
-        if not isinstance(p, int):
-            continue
-        need = factor * (p - 1) + 1
-        sides = {f"{d}'s {shape[1]}x{shape[2]} input": min(shape[1], shape[2])
-                 for d, (_c, shape) in spec.datasets.items()}  # fmt: skip
+    input size" traceback when a network ran. Checked at each dataset's input (``factors``:
+    its strides' product so far) and the smallest elastic resolution."""
+    for dataset, (_c, shape) in spec.datasets.items():
+        factor = factors[dataset]
+        sides = {f"{dataset}'s {shape[1]}x{shape[2]} input": min(shape[1], shape[2])}
         if spec.resolution is not None:
             sides[f"the resolution {min(spec.resolution.values)}"] = min(spec.resolution.values)
-        for where, side in sides.items():
-            if side < need:
+        for p in _for_dataset(layer.params.get("patch", 1), dataset):
+            if not isinstance(p, int):
+                continue
+            need = factor * (p - 1) + 1
+            for where, side in sides.items():
+                if side >= need:
+                    continue
                 got = -(-side // factor)
                 raise r.fail(
                     (*w, "patch"),
@@ -638,7 +650,7 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     # the widths the next layer takes (the image's channels first), and the product of the
     # strides so far (a patch_embed needs its patch to fit in what is left of the input)
     widths = ("the image's channels", {shape[0] for _c, shape in spec.datasets.values()})
-    factor = 1
+    factors = dict.fromkeys(spec.datasets, 1)
     outs = [None] + [s.out for s in spec.stages] + [None]
     for (items, where, _in_stage), stage_out in zip(groups, outs):
         for j, layer in enumerate(items):
@@ -662,8 +674,10 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                         raise r.fail((*w, problem[0]), problem[1])
                 _check_groups(spec, layer, w, r, [widths, gives])
             if any(bt.name == "patch_embed" for bt in layer.types()):
-                _check_patch(spec, layer, w, r, factor)
-            factor *= max([v for v in _values(layer.stride) if isinstance(v, int)] or [1])
+                _check_patch(spec, layer, w, r, factors)
+            for d in factors:
+                strides = _for_dataset(layer.stride, d)
+                factors[d] *= max([v for v in strides if isinstance(v, int)] or [1])
             widths = gives
     if not pooled:  # the classifier (Linear to classes) would get C x H x W inputs
         raise r.fail(
