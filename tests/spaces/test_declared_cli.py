@@ -260,3 +260,31 @@ def test_spaces_show_of_a_file_given_by_path_names_the_file(tmp_path):
     r = hwnas_main("spaces", "show", str(path))
     assert r.returncode == 0, r.stderr
     assert f"file        {path}" in r.stdout, r.stdout
+
+
+def test_a_patch_embed_is_checked_against_each_datasets_own_strides(tmp_path):
+    """A stem stride of 4 for 224-pixel ImageNet and of 1 for 32-pixel CIFAR, then 16x16
+    patches: each dataset's network fits. The check took the largest stride for every dataset
+    (x4 on 32 pixels) and would have refused the file; an 8-pixel CIFAR input is refused."""
+    from hwnas.errors import HwnasError
+    from hwnas.spaces.declared.schema import read_space_file
+
+    text = """\
+name: twosizes
+datasets:
+  cifar10: {classes: 10, input_shape: [3, 32, 32]}
+  imagenet: {classes: 1000, input_shape: [3, 224, 224]}
+stem:
+  - {block: conv, out: 16, kernel: 3, stride: {by_dataset: {cifar10: 1, imagenet: 4}}}
+  - {block: patch_embed, out: 32, patch: 16}
+stages:
+  - {name: t, out: 32, layer: {block: transformer, heads: 2, mlp_ratio: 2}}
+head:
+  - {block: token_pool}
+"""
+    (tmp_path / "ok.yaml").write_text(text)
+    read_space_file(tmp_path / "ok.yaml")
+    (tmp_path / "small.yaml").write_text(text.replace("[3, 32, 32]", "[3, 8, 8]"))
+    with pytest.raises(HwnasError, match="a 16x16 patch is larger than the 8x8 feature map it "
+                                         "gets from cifar10's 8x8 input"):  # fmt: skip
+        read_space_file(tmp_path / "small.yaml")
