@@ -133,7 +133,6 @@ def _list(store, as_json: bool = False, show_all: bool = False):
                 soft_wrap=True,
             )
     for p, why in broken.items():
-        why = why.removeprefix(f"device profile {p}: ")  # the path once
         console.print(  # one whole line: a path is never cut at the terminal's width
             f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)", soft_wrap=True
         )

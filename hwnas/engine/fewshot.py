@@ -246,7 +246,8 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
     if can_measure:
         return refs[: max(budget.cap - 1, 0)]
     stored = stored_archs(budget.profiler.device, budget.profiler.store, space, budget.metrics)
-    ordered = refs + [a for a in stored if a not in set(refs)]
+    known = set(refs)
+    ordered = refs + [a for a in stored if a not in known]
     out = [a for a in ordered if budget.stored(a) is not None]
     return out[: budget.cap]
 

@@ -160,7 +160,8 @@ def write_run(
             trainer=o.trainer,
             log=o.trainer.log if o.trainer is not None else None,
             reporter=reporter,
-            recorded=_recorded_zoo(o.storage, o.study, out),
+            # the study read only where a zoo in place may hold trained entries to keep
+            recorded=_recorded_zoo(o.storage, o.study, out) if (out / "zoo").is_dir() else None,
         )
     else:  # an earlier run's zoo would be read, verified and published as this run's
         remove_zoo(out / "zoo")

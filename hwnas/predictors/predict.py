@@ -239,10 +239,10 @@ def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple
     if store is None:
         check_writable(hwnas_home(), "HWNAS_HOME")
     st = MeasurementStore(store or default_store_path())
-    steps: list = []  # the step, opened once every model is read (a bad one: its line alone)
+    step = None  # opened once every model is read (a bad one: its line alone)
 
     def timed(kernel) -> None:
-        for step in steps:
+        if step is not None:
             step.update(status=f"timed {getattr(kernel, 'label', kernel)}")
 
     try:
@@ -255,7 +255,6 @@ def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple
         step = (reporter or SILENT).step(
             f"kernel-level prediction on {dev.name}", total=len(models), unit="models"
         )
-        steps.append(step)
         out = []
         for m in models:
             step.update(status=f"now {m}")
@@ -273,7 +272,7 @@ def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple
         )
         return out
     finally:
-        for step in steps:
+        if step is not None:
             step.close()
         st.close()
 
