@@ -45,3 +45,17 @@ def hwnas_main(*args, cwd: Path | None = None, env: dict[str, str] | None = None
         os.environ.clear()
         os.environ.update(saved_env)
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def fake_tool(monkeypatch, folder: Path, name: str, script: str) -> Path:
+    """Write ``script`` as the executable ``folder/name`` and put ``folder`` first on PATH (with
+    /usr/bin and /bin only): a device's command-line tool (adb, tegrastats) played by a test.
+    Returns the executable's path."""
+    import stat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / name
+    tool.write_text(script)
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    return tool

@@ -4,11 +4,10 @@ the phone's side of adb where a real one is needed."""
 
 from __future__ import annotations
 
-import stat
 import sys
 
 import pytest
-from helpers import hwnas_cli
+from helpers import fake_tool, hwnas_cli
 
 from hwnas.devices import get_device
 from hwnas.devices.android import ndk_compiler, parse_adb_devices, parse_thermal_zones
@@ -101,11 +100,7 @@ else:
 def fake_adb(tmp_path, monkeypatch):
     """An `adb` on PATH that plays a phone; write its mode (and BIG-core temps) to `state`."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    adb = bin_dir / "adb"
-    adb.write_text(FAKE_ADB.format(python=sys.executable))
-    adb.chmod(adb.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    fake_tool(monkeypatch, bin_dir, "adb", FAKE_ADB.format(python=sys.executable))
     monkeypatch.delenv("ANDROID_NDK_HOME", raising=False)
     state = bin_dir / "state"
     state.write_text("device 30000")

@@ -4,10 +4,10 @@ never a traceback and never a wrong temperature. A stand-in `adb` plays the phon
 
 from __future__ import annotations
 
-import stat
 import sys
 
 import pytest
+from helpers import fake_tool
 
 from hwnas.devices import get_device
 from hwnas.devices.android import parse_thermal_zones
@@ -49,11 +49,7 @@ def adb_mode(tmp_path, monkeypatch):
     """An `adb` on PATH playing a phone, an NDK, and a listening port as the tracker; returns
     the file holding the fake's mode (garbled, hangreverse, hangshell, failshell, nan)."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    adb = bin_dir / "adb"
-    adb.write_text(FAKE_ADB.format(python=sys.executable))
-    adb.chmod(adb.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    fake_tool(monkeypatch, bin_dir, "adb", FAKE_ADB.format(python=sys.executable))
     ndk = tmp_path / "ndk/toolchains/llvm/prebuilt/linux-x86_64/bin"
     ndk.mkdir(parents=True)
     (ndk / "aarch64-linux-android34-clang++").write_text("")

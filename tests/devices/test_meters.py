@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from helpers import fake_tool
 
 from hwnas.devices.meters import (
     METERS,
@@ -177,35 +178,34 @@ def test_an_energy_search_without_a_meter_says_why(tmp_path, cli):
     assert "has no energy_mj measurements (it has: latency_ms): no RAPL energy counter at" in err
 
 
-def _fake_tegrastats(path, body: str) -> str:
-    """An executable printing a Jetson's 5 W input every ``--interval`` ms, as ``body`` says
-    (a shell loop)."""
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return str(path)
 
 
-def test_tegrastats_energy_covers_its_window_and_a_stalled_meter_is_refused(tmp_path):
+def test_tegrastats_energy_covers_its_window_and_a_stalled_meter_is_refused(
+    tmp_path, monkeypatch
+):
     """A Jetson's energy from tegrastats: integrated between its first and last reading alone
     it read about 3% low; one that ignored SIGTERM ended in a traceback (TimeoutExpired);
     one that stopped reporting mid-window gave a silently low energy."""
     from hwnas.devices.meters import TegrastatsMeter
 
     line = 'echo "RAM 1/2MB VDD_IN 5000mW/5000mW"'
-    steady = _fake_tegrastats(tmp_path / "steady", f"while true; do {line}; sleep 0.05; done\n")
+    def _fake_tegrastats(name: str, body: str) -> str:  # a Jetson's 5 W input, as body says
+        return str(fake_tool(monkeypatch, tmp_path, name, "#!/bin/sh\n" + body))
+
+    steady = _fake_tegrastats("steady", f"while true; do {line}; sleep 0.05; done\n")
     meter = TegrastatsMeter(interval_ms=50, command=steady)
     meter.start()
     time.sleep(1.0)
     t = time.perf_counter() - meter._t0
     assert meter.stop() == pytest.approx(5.0 * t * 1e3, rel=0.02)  # 5 W over the window
     stubborn = _fake_tegrastats(
-        tmp_path / "stubborn", f"trap '' TERM\nwhile true; do {line}; sleep 0.05; done\n"
+        "stubborn", f"trap '' TERM\nwhile true; do {line}; sleep 0.05; done\n"
     )
     meter = TegrastatsMeter(interval_ms=50, command=stubborn)
     meter.start()
     time.sleep(0.5)
     assert meter.stop() > 0  # killed, no TimeoutExpired
-    dies = _fake_tegrastats(tmp_path / "dies", f"{line}; sleep 0.05; {line}; exit 0\n")
+    dies = _fake_tegrastats("dies", f"{line}; sleep 0.05; {line}; exit 0\n")
     meter = TegrastatsMeter(interval_ms=50, command=dies)
     meter.start()
     time.sleep(1.0)
