@@ -26,7 +26,8 @@ def evaluate_columns(
         columns: the devices to score (their values on all architectures).
 
     Returns:
-        column key -> {spearman_rho, kendall_tau, mape_pct, acc_10pct, coverage_2std}, over
+        column key -> {spearman_rho, kendall_tau, mape_pct, median_ape_pct, acc_10pct,
+        coverage_2std}, over
         every architecture with a recorded value.
     """
     sp = get_space(space)
