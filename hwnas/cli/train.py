@@ -130,9 +130,17 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
         beside = (
             f"; benchmark {table['value']:.2f}% on {card['benchmark_dataset']}" if table else ""
         )
+        chance = card["chance_level"]
+        flag = (
+            f"; CHANCE-LEVEL (chance {chance['chance_accuracy']:g}%): it learnt nothing of the "
+            "data, do not ship it"
+            if chance["value"]
+            else ""
+        )
         click.echo(
             f"{task.folder}: {acc['value']:.2f}% test accuracy on {card['dataset']} "
             f"({training['applied']['epochs']} epoch(s), {training['seconds']:.0f} s{beside})"
+            f"{flag}"
         )
     where = plan.tasks[0].folder if len(plan.tasks) == 1 else plan.tasks[0].folder.parent
     click.echo(f"check {'it' if len(plan.tasks) == 1 else 'them'} with: hwnas zoo verify {where}")
