@@ -72,10 +72,19 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         str(p): why.removeprefix(f"device profile {p}: ") for p, why in broken_profiles().items()
     }
     broken_shown()  # listed below, not warned of as well
+    devices, failed = {}, {}
+    for name in list_devices():
+        try:
+            devices[name] = get_device(name)
+        except HwnasError as exc:
+            failed[name] = exc
+    statuses = {**failed, **_probe_all(devices)}
     for name in list_devices():
         try:  # a profile that parses but cannot be used is listed as broken, not fatal
-            dev = get_device(name)
-            ok, why = dev.status()
+            status = statuses[name]
+            if isinstance(status, HwnasError):
+                raise status
+            dev, (ok, why) = devices[name], status
             tables = {}
             for space in dev.table_spaces:
                 columns = [dev.table(space, m) for m in dev.metrics]
@@ -136,6 +145,29 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         console.print(  # one whole line: a path is never cut at the terminal's width
             f"[bold]broken profile[/bold] {escape(p)}: {escape(why)} (skipped)", soft_wrap=True
         )
+
+
+def _probe_all(devices):
+    """Each device's ``status()`` probed in threads at once (a board's tracker or a phone's adb
+    may wait its whole timeout; six silent trackers took 27 s one after another).
+
+    Returns:
+        name -> ``(ok, why)``, or the :class:`HwnasError` its probe raised.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hwnas.errors import HwnasError
+
+    def probe(dev):
+        try:
+            return dev.status()
+        except HwnasError as exc:  # listed as a broken profile, in order
+            return exc
+
+    if not devices:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(devices))) as pool:
+        return dict(zip(devices, pool.map(probe, devices.values()), strict=True))
 
 
 def _print_compact(console, title: str, rows) -> None:

@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -101,18 +102,33 @@ def target_spec(target: Any) -> dict[str, Any]:
     )
 
 
+_SOCKET_TIMEOUT_LOCK = threading.Lock()
+_socket_timeout_users: list[float] = []  # the timeouts of the blocks inside socket_timeout now
+_saved_default: list[float | None] = [None]  # the default from before the first of them
+
+
 @contextlib.contextmanager
 def socket_timeout(seconds: float) -> Iterator[None]:
     """Inside, Python sockets made without a timeout get ``seconds`` (TVM's tracker client's;
-    its RPC sessions are native and keep their own)."""
+    its RPC sessions are native and keep their own).
+
+    The default is the process's: blocks in several threads at once (``hwnas devices`` probes
+    every tracker together) keep the longest of their timeouts, and the last to leave puts the
+    one from before the first back."""
     import socket
 
-    old = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(seconds)
+    with _SOCKET_TIMEOUT_LOCK:
+        if not _socket_timeout_users:
+            _saved_default[0] = socket.getdefaulttimeout()
+        _socket_timeout_users.append(seconds)
+        socket.setdefaulttimeout(max(_socket_timeout_users))
     try:
         yield
     finally:
-        socket.setdefaulttimeout(old)
+        with _SOCKET_TIMEOUT_LOCK:
+            _socket_timeout_users.remove(seconds)
+            left = _socket_timeout_users
+            socket.setdefaulttimeout(max(left) if left else _saved_default[0])
 
 
 @dataclass

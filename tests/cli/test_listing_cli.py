@@ -187,3 +187,49 @@ def test_an_energy_searchs_zoo_lists_each_models_energy(tmp_path):
     shown = hwnas_main("zoo", "list", str(out / "zoo"), env={"COLUMNS": "300"}).stdout
     assert "energy mJ (device, source)" in shown
     assert all(f"{mj:.3f} pi5_onnx" in shown for mj in front.values())
+
+
+def test_devices_probes_every_silent_tracker_at_once(hwnas_home):
+    """Four boards whose trackers accept a connection and never answer: each probe waits its
+    whole handshake timeout (3 s), so `hwnas devices` probes them together (one after another
+    before: 27 s for six). The listening side sees all four connections open at one moment."""
+    import socket
+    import threading
+    import time
+
+    import yaml
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    opened, closed = [], []
+
+    def silent(conn):  # read until the client gives up; never answer
+        with conn:
+            while conn.recv(64):
+                pass
+        closed.append(time.monotonic())
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            opened.append(time.monotonic())
+            threading.Thread(target=silent, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    for i in range(4):
+        (hwnas_home / "devices" / f"board{i}.yaml").write_text(yaml.safe_dump(
+            {"name": f"board{i}", "kind": "rpc", "runtime": "tvm",
+             "rpc": {"tracker": f"127.0.0.1:{port}", "key": f"b{i}"}}))  # fmt: skip
+    try:
+        r = _cli("devices", "--json")
+    finally:
+        listener.close()
+    by_name = {d["device"]: d for d in json.loads(r.stdout)["devices"]}
+    for i in range(4):
+        board = by_name[f"board{i}"]
+        assert not board["reachable"] and "no tracker handshake" in board["why_unreachable"]
+    assert len(opened) == 4 and len(closed) == 4
+    assert max(opened) < min(closed)  # every probe was waiting before the first gave up
