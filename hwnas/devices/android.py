@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hwnas.devices.base import Measurement, Workload
+from hwnas.devices.base import Measurement, Workload, profile_number
 from hwnas.devices.rpc import RpcDevice, parse_tracker
 from hwnas.errors import DeviceUnavailableError, HwnasError
 
@@ -99,6 +99,11 @@ def ndk_compiler(ndk_home: str | None = None) -> tuple[str | None, str]:
     return found[-1], f"NDK compiler {found[-1]}"
 
 
+ADB_TIMEOUT_S = 30.0
+"""Default limit on one adb command (profile key ``adb_timeout_s``): a phone behind a slow USB
+hub or over Wi-Fi adb may need longer."""
+
+
 class Adb:
     """Runs adb for one phone.
 
@@ -107,7 +112,7 @@ class Adb:
         timeout: seconds per adb command.
     """
 
-    def __init__(self, serial: str | None = None, timeout: float = 30.0):
+    def __init__(self, serial: str | None = None, timeout: float = ADB_TIMEOUT_S):
         self.serial = serial
         self.timeout = timeout
 
@@ -148,7 +153,11 @@ class AndroidDevice(RpcDevice):
     tracker on this machine, ``rpc.key`` the key the phone's RPC app registers); ``serial``
     (or ``ANDROID_SERIAL``) when several phones are connected; ``big_cores`` (CPU ids);
     ``thermal_limit_c`` (45), ``thermal_zones`` (regex of zone types to watch),
-    ``thermal_timeout_s`` (600), ``thermal_poll_s`` (5); ``energy: {meter: android_battery}``.
+    ``thermal_timeout_s`` (600), ``thermal_poll_s`` (5), ``adb_timeout_s`` (30: seconds per adb
+    command); ``energy: {meter: android_battery}``.
+
+    Raises:
+        HwnasError: a number in the profile that is not one, or out of range (one line).
     """
 
     kind = "android"
@@ -156,11 +165,14 @@ class AndroidDevice(RpcDevice):
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
         self.serial = profile.get("serial") or os.environ.get("ANDROID_SERIAL")
-        self.adb = Adb(self.serial)
-        self.thermal_limit = float(profile.get("thermal_limit_c", 45))
+        adb_timeout = profile_number(profile, "adb_timeout_s", ADB_TIMEOUT_S, above=0,
+                                     unit="seconds")  # fmt: skip
+        self.adb = Adb(self.serial, timeout=adb_timeout)
+        self.thermal_limit = profile_number(profile, "thermal_limit_c", 45, unit="°C")
         self.thermal_zones = str(profile.get("thermal_zones", "big|mid|little|cpu|soc|tsens"))
-        self.thermal_timeout = float(profile.get("thermal_timeout_s", 600))
-        self.thermal_poll = float(profile.get("thermal_poll_s", 5))
+        self.thermal_timeout = profile_number(profile, "thermal_timeout_s", 600, least=0,
+                                              unit="seconds")  # fmt: skip
+        self.thermal_poll = profile_number(profile, "thermal_poll_s", 5, above=0, unit="seconds")
 
     def meter_options(self) -> dict[str, Any]:
         return {"shell": self.adb.shell}

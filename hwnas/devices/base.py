@@ -21,6 +21,51 @@ import numpy as np
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.spaces.base import Arch
 
+
+def profile_number(
+    profile: dict[str, Any],
+    key: str,
+    default: float,
+    *,
+    integer: bool = False,
+    least: float | None = None,
+    above: float | None = None,
+    unit: str = "",
+    name: str | None = None,
+) -> float:
+    """A number from a device profile, checked: ``profile[key]``, ``default`` when absent.
+
+    Args:
+        profile: the profile's mapping (or one of its sections, such as ``rpc``).
+        key: the key in ``profile``.
+        default: the value when the key is absent.
+        integer: a whole number is required (returned as ``int``).
+        least: smallest value allowed, if any.
+        above: the value must be greater than this, if given.
+        unit: named in the message (``seconds``, ``ns``, ``°C``).
+        name: the key as the message names it (``rpc.session_timeout``); ``key`` by default.
+
+    Raises:
+        HwnasError: not a finite number (a bool, a string, NaN), not whole where ``integer``,
+            or out of range; the one line names the key, what it must be and the value given.
+    """
+    value = profile.get(key, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    ok = not isinstance(value, bool) and np.isfinite(number)
+    ok = ok and (not integer or number == int(number))
+    ok = ok and (least is None or number >= least) and (above is None or number > above)
+    if not ok:
+        what = "a whole number" if integer else "a number"
+        what += f" of {unit}" if unit else ""
+        what += f" >= {least:g}" if least is not None else ""
+        what += f" > {above:g}" if above is not None else ""
+        raise HwnasError(f"{name or key} must be {what}, got {value!r}")
+    return int(number) if integer else number
+
+
 METRICS = ("latency_ms", "energy_mj")
 """Metric names: latency per inference in milliseconds, energy per inference in millijoules."""
 
@@ -143,7 +188,7 @@ class Device(ABC):
         """Batch size of the values this device gives a predictor to adapt on: a recorded
         table's as published (``batch_size`` in its profile: a GPU measured at 256), else 1
         (reference sets are measured at batch 1)."""
-        return int(self.profile.get("batch_size", 1))
+        return int(profile_number(self.profile, "batch_size", 1, integer=True, least=1))
 
     @property
     def metrics(self) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from hwnas.devices.base import profile_number
 from hwnas.devices.live import LiveDevice
 
 
@@ -42,20 +43,26 @@ class LocalGpuDevice(LiveDevice):
     default_provider = "cuda"
     auto_meter = "nvml"
 
+    def __init__(self, profile: dict[str, Any]):
+        """Raises HwnasError: ``gpu`` is not a whole number >= 0 (or what
+        :class:`~hwnas.devices.live.LiveDevice` raises)."""
+        self.gpu = int(profile_number(profile, "gpu", 0, integer=True, least=0))
+        super().__init__(profile)  # which reads the runtime's options: the index first
+
     def runtime_options(self) -> dict[str, Any]:
         options = super().runtime_options()
         if self.runtime_name == "ort":
-            options["device_id"] = int(self.profile.get("gpu", 0))
+            options["device_id"] = self.gpu
         return options
 
     def meter_options(self) -> dict[str, Any]:
         energy = self.profile.get("energy")
         meter = "nvml" if energy == "auto" else (energy or {}).get("meter")
-        return {"index": int(self.profile.get("gpu", 0))} if meter == "nvml" else {}
+        return {"index": self.gpu} if meter == "nvml" else {}
 
     def status(self) -> tuple[bool, str]:
         """No GPU is the first thing to say; then the runtime's and the GPU's status."""
-        index = int(self.profile.get("gpu", 0))
+        index = self.gpu
         if gpu_name(index) is None:
             return False, (
                 f"no NVIDIA GPU {index} here (nvidia-smi missing or failing): run on a machine "
@@ -64,7 +71,7 @@ class LocalGpuDevice(LiveDevice):
         return super().status()
 
     def link_status(self) -> tuple[bool, str]:
-        index = int(self.profile.get("gpu", 0))
+        index = self.gpu
         name = gpu_name(index)
         if self.runtime_name == "tvm":
             from hwnas.runtimes.tvm import cuda_enabled
@@ -77,4 +84,4 @@ class LocalGpuDevice(LiveDevice):
         return True, f"GPU {index}: {name}, runtime {self.runtime}; {self.energy_status[2]}"
 
     def device_versions(self) -> dict[str, str]:
-        return {"gpu": gpu_name(int(self.profile.get("gpu", 0))) or ""}
+        return {"gpu": gpu_name(self.gpu) or ""}

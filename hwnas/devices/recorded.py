@@ -20,7 +20,7 @@ import numpy as np
 
 from hwnas.assets import asset_path
 from hwnas.cost_record import UNITS
-from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.devices.base import Device, Measurement, Workload, profile_number
 from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.limits import MAX_COST
 from hwnas.tables import file_version, read_table
@@ -44,9 +44,7 @@ def table_path(file: str, profile_path: str | None) -> Path:
     return asset_path("devices", file)
 
 
-def keyed_column(
-    path: Path, column: str, space_name: str, metric: str | None = None
-) -> np.ndarray:
+def keyed_column(path: Path, column: str, space_name: str, metric: str | None = None) -> np.ndarray:
     """Values of ``column`` of the table at ``path``, in ``space_name``'s index order (NaN for
     architectures the table lacks), shape (len(space),), ms or mJ; read again when the file
     changed (:func:`hwnas.tables.file_version`).
@@ -83,8 +81,7 @@ def _keyed_column(
     if len(bad):
         raise HwnasError(
             f"table {path}, row {int(bad[0]) + 2}: '{column}' must be a positive number (ms or "
-            f"mJ), got {values[bad[0]]:g}"
-            + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+            f"mJ), got {values[bad[0]]:g}" + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
         )
     bound = MAX_COST.get(metric or "", max(MAX_COST.values()))
     huge = np.flatnonzero(values > bound)
@@ -246,7 +243,7 @@ class RecordedDevice(Device):
                     )
                 _known_keys(where, f"tables.{space}.{metric}.", entry, ENTRY_KEYS)
         self.tables: dict[str, dict[str, dict[str, str]]] = tables
-        self.batch_size = int(profile.get("batch_size", 1))
+        self.batch_size = int(profile_number(profile, "batch_size", 1, integer=True, least=1))
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -423,9 +420,7 @@ suspect a unit: NAS-Bench-201's 43 recorded devices span 25x in median latency, 
 1000x."""
 
 
-def unit_warning(
-    space, metric: str, archs, values, exclude: str | None = None
-) -> str | None:
+def unit_warning(space, metric: str, archs, values, exclude: str | None = None) -> str | None:
     """One line when a user's values of ``metric`` (ms or mJ) for ``archs`` of ``space`` lie
     more than :data:`UNIT_SLIP` times below every recorded device's values of the same
     architectures, or above them (the median ratio over the architectures, at least 3 of them

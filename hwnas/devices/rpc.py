@@ -18,6 +18,7 @@ import socket
 import struct
 from typing import Any
 
+from hwnas.devices.base import profile_number
 from hwnas.devices.live import LiveDevice
 from hwnas.errors import HwnasError
 from hwnas.runtimes.tvm import RpcSpec, socket_timeout
@@ -89,14 +90,7 @@ def _seconds(rpc: dict[str, Any], key: str, least: float) -> float:
     Raises:
         HwnasError: not a finite number of at least ``least`` seconds.
     """
-    value = rpc.get(key, 600)
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = float("nan")
-    if isinstance(value, bool) or not least <= seconds < float("inf"):
-        raise HwnasError(f"rpc.{key} must be a number of seconds >= {least:g}, got {value!r}")
-    return seconds
+    return profile_number(rpc, key, 600, least=least, unit="seconds", name=f"rpc.{key}")
 
 
 class RpcDevice(LiveDevice):
