@@ -15,14 +15,16 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from hwnas.devices.base import Device, Measurement, Workload
+from hwnas.devices.base import Device, Measurement, Workload, profile_number
 from hwnas.devices.hls_report import find_report, parse_csynth_xml
 from hwnas.errors import HwnasError
 from hwnas.export import content_hash
@@ -99,25 +101,18 @@ class Hls4mlDevice(Device):
                                     ("part", self.part, r"[A-Za-z0-9_.-]+")):  # fmt: skip
             if not re.fullmatch(pattern, value):
                 raise HwnasError(f"{key} {value!r}: must be a name ({pattern}) in a profile")
-        self.clock_ns = float(profile.get("clock_period_ns", 5))
+        self.clock_ns = profile_number(profile, "clock_period_ns", 5, above=0, unit="ns")
         self.io_type = str(profile.get("io_type", "io_stream"))
         self.precision = str(profile.get("precision", "fixed<16,6>"))
         if not re.fullmatch(r"(ap_)?u?(fixed|int)<[0-9, A-Z_]+>", self.precision):
             raise HwnasError(
                 f"precision {self.precision!r}: must be an hls4ml type such as fixed<16,6>"
             )
-        self.reuse_factor = int(profile.get("reuse_factor", 1))
+        self.reuse_factor = int(profile_number(profile, "reuse_factor", 1, integer=True, least=1))
         self.strategy = str(profile.get("strategy", "Latency"))
-        timeout = profile.get("synthesis_timeout_s", SYNTHESIS_TIMEOUT_S)
-        try:
-            seconds = float(timeout)
-        except (TypeError, ValueError):
-            seconds = float("nan")
-        if isinstance(timeout, bool) or not 0 < seconds < float("inf"):
-            raise HwnasError(
-                f"synthesis_timeout_s must be a positive number of seconds, got {timeout!r}"
-            )
-        self.synthesis_timeout = seconds
+        self.synthesis_timeout = profile_number(
+            profile, "synthesis_timeout_s", SYNTHESIS_TIMEOUT_S, above=0, unit="seconds"
+        )
         settings = [self.backend, self.part, self.clock_ns, self.io_type, self.precision]
         settings += [self.reuse_factor, self.strategy]
         digest = content_hash(json.dumps(settings))[:8]
@@ -192,23 +187,31 @@ class Hls4mlDevice(Device):
         tool = hls_tool()
         if tool is None:
             self.require_reachable()
+        # its own process group: vitis_hls is a wrapper script whose children (the HLS
+        # compiler, its helpers) hold the output pipes, so stopping the wrapper alone left them
+        # running and the command waiting for them
+        proc = subprocess.Popen(
+            [tool, "-f", "build_prj.tcl", "csim=0 synth=1 cosim=0 validation=0 export=0"],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=os.name == "posix",
+        )
         try:
-            out = subprocess.run(
-                [tool, "-f", "build_prj.tcl", "csim=0 synth=1 cosim=0 validation=0 export=0"],
-                cwd=project,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=self.synthesis_timeout,
-            )
-        except subprocess.TimeoutExpired:
+            stdout, stderr = proc.communicate(timeout=self.synthesis_timeout)
+        except BaseException as exc:  # the timeout, or Ctrl-C: nothing of the tool outlives it
+            _kill_group(proc)
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
             raise HwnasError(
                 f"{tool} did not finish within synthesis_timeout_s={self.synthesis_timeout:g} s "
                 f"in {project}: it was stopped (raise synthesis_timeout_s in the profile if the "
                 "design needs longer)"
             ) from None
-        if out.returncode != 0:
-            tail = (out.stdout + out.stderr).strip().splitlines()[-1:] or ["no output"]
+        if proc.returncode != 0:
+            tail = (stdout + stderr).strip().splitlines()[-1:] or ["no output"]
             raise HwnasError(f"{tool} failed in {project}: {tail[0]}")
 
     def measure(self, workload: Workload, metric: str = "latency_ms") -> Measurement:
@@ -253,3 +256,13 @@ class Hls4mlDevice(Device):
                 "synthesis_s": round(time.perf_counter() - t0, 1),
             },
         )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and every process of its group (started with ``start_new_session``), then
+    reap it."""
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+    proc.communicate()

@@ -73,5 +73,39 @@ def test_hung_synthesis_is_stopped_after_synthesis_timeout_s(tmp_path, monkeypat
 @pytest.mark.parametrize("bad", [0, -1, "soon", float("inf"), True])
 def test_synthesis_timeout_must_be_positive_seconds(bad):
     """Before: there was no synthesis_timeout_s setting (the key was ignored)."""
-    with pytest.raises(HwnasError, match="synthesis_timeout_s must be a positive number"):
+    with pytest.raises(HwnasError, match="synthesis_timeout_s must be a number of seconds > 0"):
         get_device("vu9p_hls4ml", overrides={"synthesis_timeout_s": bad})
+
+
+def test_a_timed_out_synthesis_stops_the_wrapper_scripts_children_too(tmp_path, monkeypatch):
+    """vitis_hls is a wrapper script that starts the HLS compiler. Before: the timeout stopped
+    the wrapper alone and its child went on synthesising (for hours) after the error."""
+    import os
+    import time
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    pid_file = tmp_path / "child.pid"
+    vitis = tools / "vitis_hls"
+    vitis.write_text(f"#!/bin/sh\nsleep 60 >/dev/null 2>&1 &\necho $! > {pid_file}\nwait\n")
+    vitis.chmod(vitis.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    device = get_device("vu9p_hls4ml", overrides={"synthesis_timeout_s": 1})
+    with pytest.raises(HwnasError, match="vitis_hls did not finish within synthesis_timeout_s"):
+        device.synthesise(tmp_path)
+    child = int(pid_file.read_text())
+
+    def gone():  # killed: reaped, or a zombie where nothing reaps orphans (a container's PID 1)
+        try:
+            stat_line = Path(f"/proc/{child}/stat").read_text()
+        except FileNotFoundError:
+            return True
+        return stat_line.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+    for _ in range(50):
+        if gone():
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("the synthesis wrapper's child outlived the timeout")
