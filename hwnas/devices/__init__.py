@@ -258,7 +258,8 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     except HwnasError as exc:  # a value the device's own checks refuse: the file's, unless
         if runtime is not None or overrides:  # the command line's options were merged in
             raise
-        raise HwnasError(f"device profile {profile['_path']} is broken: {exc}") from None
+        why = str(exc).removeprefix(f"{profile['_path']}: ")  # the path once
+        raise HwnasError(f"device profile {profile['_path']} is broken: {why}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # malformed profile values
         raise HwnasError(f"device profile {profile['_path']} is broken: {exc!r}") from None
     if runtime is not None and device.runtime_name != runtime:

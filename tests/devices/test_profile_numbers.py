@@ -12,6 +12,7 @@ PHONE = {"name": "myphone", "kind": "android", "runtime": "tvm",
          "rpc": {"tracker": "127.0.0.1:9190", "key": "ph"}}  # fmt: skip
 FPGA = {"name": "myfpga", "kind": "hls4ml"}
 GPU = {"name": "mygpu", "kind": "cuda", "runtime": "ort"}
+LOCAL = {"name": "mycpu", "kind": "local", "runtime": "ort"}
 TABLE = {"name": "mytable", "kind": "recorded",
          "tables": {"nasbench201": {"latency_ms": {"file": "t.csv"}}}}  # fmt: skip
 
@@ -27,6 +28,8 @@ TABLE = {"name": "mytable", "kind": "recorded",
         (FPGA, "reuse_factor", 2.5, "reuse_factor must be a whole number >= 1, got 2.5"),
         (GPU, "gpu", -1, "gpu must be a whole number >= 0, got -1"),
         (TABLE, "batch_size", 0, "batch_size must be a whole number >= 1, got 0"),
+        # the path once (it was given twice: "PATH is broken: PATH: timing.threads ...")
+        (LOCAL, "timing", {"threads": -3}, "timing.threads must be at least 1"),
     ],
 )
 def test_a_bad_number_in_a_profile_is_one_line_naming_its_key(
