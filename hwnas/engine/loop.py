@@ -647,7 +647,7 @@ def run_search(
     except SearchHalted as exc:
         scored = len(loop.ledger.state.completed)
         loop.stopped = (
-            f"stopped at {scored} of --budget {settings.budget} scored architectures: {exc}"
+            f"stopped at {scored} of the budget's {settings.budget} scored architectures: {exc}"
         )
         exc.result = loop.result()
         raise
@@ -972,14 +972,15 @@ class _Loop:
 
 def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeats: int) -> str:
     """Why a search stopped short of its budget: its strategy has nothing new to propose."""
-    within = " within --max-latency" if settings.max_latency is not None else ""
+    # in words a CLI user and a Python caller both read (summary.json's "stopped")
+    within = " within the latency limit" if settings.max_latency is not None else ""
     how = (
         f"proposed {repeats} architectures in a row that the study already holds"
         if repeats
         else "has no architecture left to propose"
     )
     return (
-        f"stopped at {scored} of --budget {settings.budget} scored architectures: strategy "
+        f"stopped at {scored} of the budget's {settings.budget} scored architectures: strategy "
         f"'{settings.strategy}' {how}; the space '{space.name}'{within} is exhausted for it"
     )
 

@@ -522,7 +522,7 @@ def test_a_table_search_stops_when_its_strategy_has_nothing_left_and_says_so(tmp
     args = ["search", "-d", "pixel3", "--max-latency", "0.8", "--budget", "400", "--no-zoo"]
     assert main([*args, "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert "stopped at 280 of --budget 400 scored architectures" in out
+    assert "stopped at 280 of the budget's 400 scored architectures" in out
     assert "is exhausted" in out
 
 

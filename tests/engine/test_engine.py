@@ -385,7 +385,7 @@ def test_a_search_the_device_stops_midway_still_writes_its_run_folder(
     assert "Traceback" not in r.stderr
     assert f"{tmp_path / 'run'} holds the front of the 8 architectures scored" in errors[0]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["stopped"].startswith("stopped at 8 of --budget 20 scored architectures: 5")
+    assert summary["stopped"].startswith("stopped at 8 of the budget's 20 scored architectures: 5")
     assert (tmp_path / "run" / "pareto.csv").read_text().count("\n") >= 2
     monkeypatch.setattr(TableEvaluator, "evaluate", plain)
     r = hwnas_main(*args, cwd=tmp_path)
