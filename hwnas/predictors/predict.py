@@ -325,7 +325,7 @@ def widen_far(model, mean: float, std: float, refs: np.ndarray, what: str, note)
     note(
         f"warning: {model}: unlike every network the predictor knows (graph features "
         f"{far:.1f}x farther from the nearest {what} network than those networks are from "
-        "each other; interval widened)"
+        "each other; its std widened: a rough guess)"
     )
     return float(max(std * far / FAR, 0.5 * mean))
 
