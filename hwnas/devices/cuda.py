@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from hwnas.devices.base import profile_number
 from hwnas.devices.live import LiveDevice
 
+JETSON_RELEASE = Path("/etc/nv_tegra_release")
+"""Present on every Jetson (L4T); JetPack 5 and earlier have no ``nvidia-smi``."""
+
+DEVICE_TREE_MODEL = Path("/proc/device-tree/model")
+"""The board's name on a Jetson (``NVIDIA Jetson AGX Orin Developer Kit``), NUL-terminated."""
+
 
 def gpu_name(index: int = 0) -> str | None:
-    """The GPU's name from ``nvidia-smi``, or None when there is no NVIDIA driver."""
+    """The GPU's name from ``nvidia-smi``, or None when there is no NVIDIA driver.
+
+    On a Jetson without ``nvidia-smi`` (JetPack <= 5: its integrated GPU, index 0 only) the
+    board's model from the device tree."""
     if shutil.which("nvidia-smi") is None:
-        return None
+        return _jetson_model() if index == 0 else None
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", f"--id={index}"],
@@ -26,6 +36,16 @@ def gpu_name(index: int = 0) -> str | None:
         return None
     name = out.stdout.strip()
     return name if out.returncode == 0 and name else None
+
+
+def _jetson_model() -> str | None:
+    if not JETSON_RELEASE.is_file():
+        return None
+    try:
+        model = DEVICE_TREE_MODEL.read_bytes().rstrip(b"\0").decode(errors="replace").strip()
+    except OSError:
+        model = ""
+    return model or "NVIDIA Jetson"
 
 
 class LocalGpuDevice(LiveDevice):
@@ -65,8 +85,9 @@ class LocalGpuDevice(LiveDevice):
         index = self.gpu
         if gpu_name(index) is None:
             return False, (
-                f"no NVIDIA GPU {index} here (nvidia-smi missing or failing): run on a machine "
-                "with an NVIDIA driver, or pick a recorded GPU such as 2080ti_1 (`hwnas devices`)"
+                f"no NVIDIA GPU {index} here (nvidia-smi missing or failing, and not a Jetson): "
+                "run on a machine with an NVIDIA driver, or pick a recorded GPU such as 2080ti_1 "
+                "(`hwnas devices`)"
             )
         return super().status()
 
