@@ -206,6 +206,7 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
     from hwnas.supernet.settings import strategy_settings
     from hwnas.supernet.strategies import DEFAULT_SPACE
 
+    dataset = o.get("dataset")  # left out: the space's (below), not the declared default
     o = {**_defaults(SupernetSettings), **o}
     if o.get("train_zoo"):
         raise HwnasError(
@@ -232,7 +233,7 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
             raise HwnasError("--nproc starts torchrun itself: give it, or run under torchrun")
         check_processes(o["batch_size"], nproc)
     space = o.get("space") or DEFAULT_SPACE[strategy]
-    dataset = o.get("dataset") or space_dataset(space, "cifar100")
+    dataset = dataset or space_dataset(space, _default(SupernetSettings, "dataset"))
     return SupernetSettings(
         space=space,
         device=o["device"],

@@ -1,0 +1,36 @@
+"""A search from Python takes the space's own dataset when none is given, for supernet
+strategies as for table ones (the CLI did; hwnas.search(strategy="oneshot") took cifar100 and
+refused a space made elastic on digits)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import hwnas
+from hwnas.jobs.settings import build_settings
+from hwnas.spaces import user_space
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.c1(x)).mean((2, 3)))
+
+
+@pytest.mark.parametrize("strategy", ["oneshot", "darts", "random"])
+def test_the_space_dataset_is_the_default_for_every_strategy(strategy):
+    torch.manual_seed(0)
+    space = hwnas.elastic(_Net().eval(), torch.zeros(1, 3, 16, 16),
+                          name=f"defaults-{strategy}", dataset="digits")  # fmt: skip
+    options = {"space": user_space(space).name, "strategy": strategy}
+    settings = build_settings({"device": "cpu-fast", **options}, given=set(options))
+    assert settings.dataset == "digits"
+    options["dataset"] = "cifar100"  # given: taken, and refused later if the space lacks it
+    settings = build_settings({"device": "cpu-fast", **options}, given=set(options))
+    assert settings.dataset == "cifar100"
