@@ -636,7 +636,11 @@ def _track_sizes(
     if fn == "getitem" and isinstance(x, fx.Node) and x in sizes and sizes[x][1] is not None:
         gids, axis, rank = sizes[x]
         i = args[1]
-        if not isinstance(i, int) or i % rank == axis:
+        if isinstance(i, slice) and all(isinstance(b, (int, type(None))) for b in _bounds(i)):
+            kept = range(rank)[i]  # x.shape[-2:]: (H, W), no channel count in it
+            if axis in kept:
+                sizes[node] = (gids, kept.index(axis), len(kept))
+        elif not isinstance(i, int) or i % rank == axis:
             sizes[node] = (gids, None, 0)
         return
     out = layout.get(node)
@@ -664,6 +668,10 @@ def _track_sizes(
     for gids, _, _ in used:  # it sizes some other tensor
         for gid in gids:
             g.freeze(gid, f"its channel count (x.shape) sizes a tensor in '{node.name}'")
+
+
+def _bounds(i: slice) -> tuple[Any, Any, Any]:
+    return (i.start, i.stop, i.step)
 
 
 def _check_sizes(checks: list, g: _Groups) -> None:
