@@ -808,19 +808,30 @@ def _binary(node, ins, layout, shape, join, freeze_all, g):
 
 
 def _indexed(lay: Layout, index: Any, xs: tuple[int, ...] | None):
-    """Layout after ``x[index]`` when the channel axis is taken whole, else None."""
+    """Layout after ``x[index]`` when the channel axis is taken whole, else None: an int drops
+    an axis, ``None`` adds one (``gamma[:, None, None]`` is ``gamma.view(-1, 1, 1)``), ``...``
+    stands for the axes not named."""
     if xs is None:
         return None
     idx = index if isinstance(index, tuple) else (index,)
-    if any(i is Ellipsis or i is None or isinstance(i, fx.Node) for i in idx):
+    if sum(i is Ellipsis for i in idx) > 1 or not all(
+        i is None or i is Ellipsis or isinstance(i, slice) or type(i) is int for i in idx
+    ):
+        return None  # a tensor or a bool index: advanced indexing
+    rest = len(xs) - sum(i is not None and i is not Ellipsis for i in idx)  # axes not named
+    if rest < 0:
         return None
-    if lay[1] >= len(idx):
-        removed = sum(isinstance(i, int) for i in idx)
-        return (lay[0], lay[1] - removed)
-    i = idx[lay[1]]
-    if isinstance(i, slice) and i == slice(None):
-        removed = sum(isinstance(j, int) for j in idx[: lay[1]])
-        return (lay[0], lay[1] - removed)
+    at = idx.index(Ellipsis) if Ellipsis in idx else len(idx)
+    idx = idx[:at] + (slice(None),) * rest + idx[at + 1 :]
+    axis = out = 0  # the input axis and the output axis the next entry stands for
+    for i in idx:
+        if i is None:
+            out += 1
+        elif axis == lay[1]:
+            return (lay[0], out) if isinstance(i, slice) and i == slice(None) else None
+        else:
+            axis += 1
+            out += 0 if isinstance(i, int) else 1
     return None
 
 
