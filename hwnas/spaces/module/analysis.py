@@ -313,7 +313,12 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         hooks = _record_blocks(model, calls, io)
         try:
             with torch.no_grad():
-                model(example_input)
+                returned = _returned(model(example_input))
+                if returned:
+                    raise HwnasError(
+                        f"{label}: the model must return one tensor of logits (batch, classes); "
+                        f"it returns {returned}: wrap it so forward returns the logits"
+                    )
                 for h in hooks:  # the traced graph calls the same leaf layers again
                     h.remove()
                 ShapeProp(gm).propagate(example_input)
@@ -574,6 +579,21 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         out_shapes[0] if len(out_shapes) == 1 and out_shapes[0] else (),
         io,
     )
+
+
+def _returned(out: Any) -> str:
+    """What a forward returned, in words, when it is not one tensor ("" for a tensor)."""
+    if isinstance(out, torch.Tensor):
+        return ""
+    kind = type(out).__name__
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    if isinstance(out, dict):
+        keys = ", ".join(repr(k) for k in list(out)[:6]) + (", ..." if len(out) > 6 else "")
+        return f"{article} {kind} with keys {keys}" if out else f"an empty {kind}"
+    if isinstance(out, (tuple, list)):
+        what = "tensor" if all(isinstance(v, torch.Tensor) for v in out) else "value"
+        return f"{article} {kind} of {len(out)} {what}{'s' if len(out) != 1 else ''}"
+    return f"{article} {kind}" if out is not None else "None"
 
 
 def _param_axis(model: nn.Module, target: str) -> tuple[int, int] | None:
