@@ -3,9 +3,11 @@
 
 The README follows the Hugging Face / timm model-card layout: YAML front matter (``license``,
 ``library_name``, ``pipeline_tag``, ``tags``, ``datasets``, ``metrics`` and a ``model-index``
-of what this file scores, each result naming its source), then a body: what the model is, its accuracy and latency
-with the origin of each number, how to run it with ONNX Runtime, its preprocessing, how it was
-trained, and the checksums. Nothing here imports torch.
+of what this file scores, each result naming its source), then a body: what the model is, its
+accuracy and latency with the origin of each number, how to run it with ONNX Runtime, its
+preprocessing, how it was trained, and the checksums. What the card says of the input (task,
+layout, the example's batch and normalisation) follows the network's input: images (N, C, H, W)
+of any channel count, 1-D signals (N, C, L), feature vectors (N, F). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -68,6 +70,51 @@ benchmark's networks were fed, so the preprocessing of a random-weight entry for
 
 TOOLS = ("hwnas", "torch", "onnx", "onnxruntime", "numpy")
 
+LAYOUTS: dict[int, tuple[str, tuple[str, ...]]] = {
+    2: ("NF", ("batch", "features")),
+    3: ("NCL", ("batch", "channels", "length")),
+    4: ("NCHW", ("batch", "channels", "height", "width")),
+    5: ("NCDHW", ("batch", "channels", "depth", "height", "width")),
+}
+"""Rank of a network's input -> its layout (the card's ``input.layout`` and
+``preprocessing.layout``) and the names of its axes: (N, F) feature vectors of a tabular
+model, (N, C, L) signals of a 1-D convolutional model (audio, sensors; PyTorch's ``Conv1d``
+names the axis L), (N, C, H, W) images."""
+
+HF_TASKS = ("image-classification", "tabular-classification", "audio-classification")
+"""Tasks that are Hugging Face pipeline tags: the README's ``pipeline_tag`` names one of these
+only (another task is in ``card.json`` and the model-index, not offered as a pipeline)."""
+
+
+def input_layout(shape: tuple[int, ...] | list[int]) -> tuple[str, tuple[str, ...]]:
+    """The layout and axis names of an input of ``shape`` (batch first), by its rank
+    (:data:`LAYOUTS`; another rank: ``N`` and numbered axes)."""
+    rank = len(shape)
+    if rank in LAYOUTS:
+        return LAYOUTS[rank]
+    return "N" + "".join(f"D{i}" for i in range(1, rank)), (
+        "batch", *(f"dim{i}" for i in range(1, rank))
+    )  # fmt: skip
+
+
+def input_task(shape: tuple[int, ...] | list[int]) -> str:
+    """The card's ``task`` for a classifier of inputs of ``shape``: ``image-classification``
+    for (N, C, H, W), ``tabular-classification`` for (N, F) feature vectors, else
+    ``classification`` (a space declares what its data is only by its shape: a (N, C, L)
+    network may classify sounds, sensor signals or any sequence)."""
+    rank = len(shape)
+    if rank == 4:
+        return "image-classification"
+    if rank == 2:
+        return "tabular-classification"
+    return "classification"
+
+
+def is_image(card: dict[str, Any]) -> bool:
+    """Whether ``card`` is of an image classifier (an (N, C, H, W) input; cards written before
+    ``task`` named other inputs all are)."""
+    return len(card["input"]["shape"]) == 4
+
 
 def tool_versions() -> dict[str, str]:
     """Versions of the tools that build, export and check zoo models (from package metadata,
@@ -125,14 +172,20 @@ def card_for(
         space, arch: the architecture.
         benchmark_dataset: the space's dataset whose network this is (input shape, recorded
             latencies), e.g. ``cifar100``.
-        params, flops: of this network; ``input_shape`` (1, C, H, W).
+        params, flops: of this network; ``input_shape`` with a batch of 1: (1, C, H, W) for
+            images, (1, C, L) for 1-D signals, (1, F) for feature vectors; it sets the
+            card's ``task`` (:func:`input_task`) and ``input.layout`` and ``input.axes``
+            (:func:`input_layout`).
         dataset: what the weights and ``accuracy`` are for (``digits``, or the benchmark's
             dataset for random weights).
         num_classes: classifier outputs.
         labels: class names in output order, or None (random weights: nothing learnt).
         label_order: the label order in words.
         preprocessing: ``layout``, ``channel_order``, ``size``, ``scale``, ``resize``,
-            ``mean``, ``std``, ``steps``, ``source``.
+            ``mean``, ``std`` (one per input channel), ``steps``, ``source`` for images; for
+            other inputs ``layout``, ``size`` (the input without batch), ``scale``, ``mean``
+            and ``std`` (one per channel, or per feature of an (N, F) input; None: no
+            normalisation known), ``steps``, ``source``.
         accuracy: ``value`` (%), ``source``, ``split``, ``kind`` (measured | benchmark table).
         weights: ``kind`` (trained | random), ``note``, ``file`` (``weights.pt`` or None).
         devices: device -> metric -> {``value``, ``source``}, the search's device first.
@@ -151,10 +204,11 @@ def card_for(
             from that supernet); each also holds ``fingerprint`` (:func:`build_fingerprint`),
             which :func:`hwnas.zoo.load` compares with the space's now.
     """
+    layout, axes = input_layout(input_shape)
     card: dict[str, Any] = {
         "format_version": CARD_VERSION,
         "name": name,
-        "task": "image-classification",
+        "task": input_task(input_shape),
         "space": space,
         "arch": arch,
         "benchmark_dataset": benchmark_dataset,
@@ -166,7 +220,8 @@ def card_for(
             "name": "input",
             "shape": list(input_shape),
             "dtype": "float32",
-            "layout": "NCHW",
+            "layout": layout,
+            "axes": list(axes),
             "dynamic_axes": {"0": "batch"},
         },
         "output": {
@@ -262,6 +317,7 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
     # trained on no dataset; the benchmark's accuracy beside trained weights is another
     # network's (the benchmark's 200-epoch training). Both stay in the body, labelled.
     trained = card["weights"]["kind"] != "random"
+    task = card.get("task", "image-classification")
     results = []
     if trained:
         results.append(
@@ -272,6 +328,7 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
                 acc["value"],
                 "top-1 accuracy (%)",
                 acc["source"],
+                task,
             )
         )
     for dev in devices:
@@ -284,14 +341,15 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
                     entry["value"],
                     f"{metric.split('_')[0]} on {dev} ({metric.split('_')[-1]})",
                     entry.get("source", ""),
+                    task,
                     task_name=f"{dev}",
                 )
             )
     metrics = sorted({m for d in devices for m in card["devices"][d]})
-    front = {
-        "license": card["license"],
-        "library_name": "onnx",
-        "pipeline_tag": "image-classification",
+    front: dict[str, Any] = {"license": card["license"], "library_name": "onnx"}
+    if task in HF_TASKS:  # a task that is no pipeline of Hugging Face's is offered as none
+        front["pipeline_tag"] = task
+    front |= {
         "tags": tags,
         "datasets": [card["dataset"]] if trained else [],
         "metrics": ["accuracy", *metrics] if trained else metrics,
@@ -308,9 +366,10 @@ def _result(
     value: float,
     name: str,
     source: str,
+    task_type: str,
     task_name: str | None = None,
 ) -> dict[str, Any]:
-    task: dict[str, Any] = {"type": "image-classification"}
+    task: dict[str, Any] = {"type": task_type}
     if task_name:
         task["name"] = task_name
     data = {"name": dataset, "type": dataset}
@@ -330,8 +389,7 @@ def _round(v: Any) -> Any:
 
 def _body(card: dict[str, Any]) -> str:
     w, acc = card["weights"], card["accuracy"]
-    inp, out, pre = card["input"], card["output"], card["preprocessing"]
-    shape = "x".join(str(d) for d in inp["shape"][1:])
+    inp, out = card["input"], card["output"]
     device = card.get("device")
     title = f"{card['space']} model {card['name']}"
     if device and device in card.get("devices", {}):
@@ -347,12 +405,19 @@ def _body(card: dict[str, Any]) -> str:
         if card.get("study")
         else "built by `hwnas train`"
     )
+    image = is_image(card)
+    layout, axes = input_layout(inp["shape"])
+    things = "images" if image else _NOUNS.get(len(inp["shape"]), "tensors")
+    kind = "An image classifier" if image else f"A classifier of {things}"
+    one = "image" if image else "input"
+    axes_note = "" if image else f" ({layout}: {', '.join(axes[1:])})"
     lines += [
-        f"An image classifier from the **{card['space']}** search space, {origin}: "
+        f"{kind} from the **{card['space']}** search space, {origin}: "
         f"architecture `{card['arch']}`, {card['params']:,} parameters, "
-        f"{card['flops'] / 1e6:.1f} M multiply-accumulates per image. It takes "
-        f"`{inp['name']}`, float32 images of shape (N, {', '.join(map(str, inp['shape'][1:]))}) "
-        f"and returns `{out['name']}`, shape (N, {card['num_classes']}): {out['meaning']}.",
+        f"{card['flops'] / 1e6:.1f} M multiply-accumulates per {one}. It takes "
+        f"`{inp['name']}`, float32 {things} of shape (N, {', '.join(map(str, inp['shape'][1:]))})"
+        f"{axes_note} and returns `{out['name']}`, shape (N, {card['num_classes']}): "
+        f"{out['meaning']}.",
         "",
         f"**Weights: {w['kind']}.** {w['note']}",
         "",
@@ -389,19 +454,7 @@ def _body(card: dict[str, Any]) -> str:
     lines += [
         "## Run it with ONNX Runtime",
         "",
-        "```python",
-        "import numpy as np",
-        "import onnxruntime as ort",
-        "",
-        'session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])',
-        f"mean = np.array({_floats(pre['mean'])}, np.float32).reshape(1, 3, 1, 1)",
-        f"std = np.array({_floats(pre['std'])}, np.float32).reshape(1, 3, 1, 1)",
-        f"images = np.random.rand(4, 3, {inp['shape'][2]}, {inp['shape'][3]}).astype(np.float32)"
-        "  # yours: scaled to [0, 1], NCHW",
-        f'logits = session.run(["{out["name"]}"], {{"{inp["name"]}": (images - mean) / std}})[0]',
-        f"labels = {json.dumps(card['labels']) if card['labels'] else 'list(range(' + str(card['num_classes']) + '))'}",  # noqa: E501
-        "print([labels[i] for i in logits.argmax(1)])",
-        "```",
+        *_run_snippet(card),
         "",
         "Check a deployment against the stored input and output (`test_data_set_0/`, ONNX Model "
         "Zoo layout) and the checksums with `hwnas zoo verify .`, or by hand:",
@@ -419,12 +472,7 @@ def _body(card: dict[str, Any]) -> str:
         "",
         "## Preprocessing",
         "",
-        f"- input: {shape} ({pre['layout']}), channel order {pre['channel_order']}",
-        f"- scale: {pre['scale']}; resize: {pre['resize']}",
-        f"- mean {_floats(pre['mean'])}, std {_floats(pre['std'])} (per channel, after scaling)",
-        f"- steps: {'; '.join(pre['steps'])}",
-        f"- statistics from: {pre['source']}",
-        f"- label order: {card['label_order']}",
+        *(_image_preprocessing(card) if image else _other_preprocessing(card)),
         "",
     ]
     training = card.get("training")
@@ -465,6 +513,103 @@ def _body(card: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+_NOUNS = {2: "feature vectors", 3: "1-D signals"}
+"""What the README calls the inputs of a rank (an image's is ``images``)."""
+
+
+def _normalisation(card: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+    """The preprocessing's ``mean`` and ``std``, where it states one of each per input channel
+    (per feature of an (N, F) input), else None: nothing to apply."""
+    pre, channels = card["preprocessing"], card["input"]["shape"][1]
+    mean, std = pre.get("mean"), pre.get("std")
+    if not (isinstance(mean, list) and isinstance(std, list)):
+        return None
+    return (mean, std) if len(mean) == len(std) == channels else None
+
+
+def _run_snippet(card: dict[str, Any]) -> list[str]:
+    """The README's ONNX Runtime example: a random batch of 4 of the input's shape, normalised
+    per channel where the preprocessing states a mean and std for each."""
+    inp, out = card["input"], card["output"]
+    shape = [int(d) for d in inp["shape"]]
+    image = is_image(card)
+    layout, _axes = input_layout(shape)
+    name = "images" if image else "x"
+    norm = _normalisation(card)
+    lines = [
+        "```python",
+        "import numpy as np",
+        "import onnxruntime as ort",
+        "",
+        'session = ort.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])',
+    ]
+    if norm is not None:
+        view = ", ".join(["1", str(shape[1]), *["1"] * (len(shape) - 2)])
+        lines += [
+            f"mean = np.array({_floats(norm[0])}, np.float32).reshape({view})",
+            f"std = np.array({_floats(norm[1])}, np.float32).reshape({view})",
+        ]
+    if image and norm is not None:
+        comment = "yours: scaled to [0, 1], NCHW"
+    elif image:
+        comment = "yours: NCHW, prepared as in training"
+    else:
+        comment = f"yours: {layout}, prepared as in training"
+    lines += [
+        f"{name} = np.random.rand({', '.join(map(str, [4, *shape[1:]]))}).astype(np.float32)"
+        f"  # {comment}",
+        f'logits = session.run(["{out["name"]}"], {{"{inp["name"]}": '
+        + (f"({name} - mean) / std" if norm is not None else name)
+        + "})[0]",
+        f"labels = {json.dumps(card['labels']) if card['labels'] else 'list(range(' + str(card['num_classes']) + '))'}",  # noqa: E501
+        "print([labels[i] for i in logits.argmax(1)])",
+        "```",
+    ]
+    return lines
+
+
+def _image_preprocessing(card: dict[str, Any]) -> list[str]:
+    """The README's preprocessing of an image classifier."""
+    pre = card["preprocessing"]
+    shape = "x".join(str(d) for d in card["input"]["shape"][1:])
+    norm = _normalisation(card)
+    stats = (
+        f"- mean {_floats(norm[0])}, std {_floats(norm[1])} (per channel, after scaling)"
+        if norm is not None
+        else f"- mean {pre.get('mean')}, std {pre.get('std')}"
+    )
+    return [
+        f"- input: {shape} ({pre['layout']}), channel order {pre['channel_order']}",
+        f"- scale: {pre['scale']}; resize: {pre['resize']}",
+        stats,
+        f"- steps: {'; '.join(pre['steps'])}",
+        f"- statistics from: {pre['source']}",
+        f"- label order: {card['label_order']}",
+    ]
+
+
+def _other_preprocessing(card: dict[str, Any]) -> list[str]:
+    """The README's preprocessing of a classifier of other inputs ((N, F), (N, C, L))."""
+    pre, shape = card["preprocessing"], card["input"]["shape"]
+    layout, axes = input_layout(shape)
+    per = "feature" if len(shape) == 2 else "channel"
+    norm = _normalisation(card)
+    lines = [f"- input: {'x'.join(str(d) for d in shape[1:])} ({layout}: {' x '.join(axes[1:])})"]
+    if pre.get("scale"):
+        lines.append(f"- scale: {pre['scale']}")
+    source = pre.get("source") or "not recorded"
+    if norm is not None:
+        mean, std = _floats(norm[0]), _floats(norm[1])
+        lines.append(f"- normalisation: mean {mean}, std {std} (per {per})")
+    else:
+        lines.append(f"- normalisation: {source} (give the model its inputs as in its training)")
+    lines.append(f"- steps: {'; '.join(pre.get('steps') or ['as in training'])}")
+    if norm is not None:
+        lines.append(f"- statistics from: {source}")
+    lines.append(f"- label order: {card['label_order']}")
+    return lines
 
 
 def _floats(values: list[float]) -> str:

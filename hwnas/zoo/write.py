@@ -34,6 +34,7 @@ from hwnas.zoo.card import (
     WEIGHTS_FILE,
     build_fingerprint,
     card_for,
+    input_layout,
     is_chance_level,
 )
 from hwnas.zoo.entry import write_entry
@@ -416,8 +417,10 @@ def _write_one(
     name = entry_name(rank, r)
     old = keep.get(r.arch)
     # the same model hash (the name after its rank): the same network as when it was trained
-    if (trained or {}).get(r.arch) is None and old is not None and (
-        old.name.partition("-")[2] == name.partition("-")[2]
+    if (
+        (trained or {}).get(r.arch) is None
+        and old is not None
+        and (old.name.partition("-")[2] == name.partition("-")[2])
     ):
         try:
             _keep_entry(old, folder / name)
@@ -491,6 +494,64 @@ def _benchmark_note(space: SearchSpace, dataset: str, classes: int | None = None
     return note
 
 
+def channel_order(channels: int) -> str:
+    """The card's ``channel_order`` of an image input of ``channels`` channels."""
+    return {1: "gray", 3: "RGB"}.get(channels, f"{channels} channels, as in training")
+
+
+def benchmark_preprocessing(
+    dataset: str, shape: tuple[int, ...], spec_shape: tuple[int, ...]
+) -> dict[str, Any]:
+    """The card's preprocessing of a random-weight network of ``dataset`` taking ``shape``
+    (batch first; ``spec_shape``: the dataset's input without batch): for images the
+    benchmark's per-channel statistics (:data:`BENCHMARK_PREPROCESSING`, where they are of as
+    many channels, else mean 0 and std 1 per channel), for other inputs
+    :func:`unrecorded_preprocessing` (a space declares no statistics of them)."""
+    if len(shape) != 4:
+        return unrecorded_preprocessing(shape)
+    channels = int(shape[1])
+    stats = BENCHMARK_PREPROCESSING.get(dataset, {})
+    if len(stats.get("mean", ())) != channels:
+        stats = {}
+    return {
+        "layout": "NCHW",
+        "channel_order": channel_order(channels),
+        "size": list(spec_shape[1:]),
+        "scale": "pixel / 255",
+        "resize": f"to {spec_shape[1]}x{spec_shape[2]} as the benchmark does",
+        "mean": [round(v, 6) for v in stats.get("mean", [0.0] * channels)],
+        "std": [round(v, 6) for v in stats.get("std", [1.0] * channels)],
+        "steps": ["pixel / 255", "(x - mean) / std per channel", "float32, NCHW"],
+        "source": stats.get("source", "unknown: mean 0, std 1"),
+    }
+
+
+def unrecorded_preprocessing(shape: tuple[int, ...]) -> dict[str, Any]:
+    """The card's preprocessing of a network taking ``shape`` (batch first) whose inputs'
+    preparation hwnas was not told (a user's model scored by the user's function without
+    ``data``): images keep the image keys, mean 0 and std 1 per channel; (N, C, L) and (N, F)
+    inputs their layout, ``size`` (the input without batch) and no normalisation (``mean``
+    and ``std`` None)."""
+    if len(shape) == 4:
+        channels = int(shape[1])
+        return {
+            "layout": "NCHW", "channel_order": channel_order(channels),
+            "size": [int(d) for d in shape[-2:]], "scale": "as in training",
+            "resize": "as in training", "mean": [0.0] * channels, "std": [1.0] * channels,
+            "steps": ["as in training"], "source": "not recorded",
+        }  # fmt: skip
+    layout, _axes = input_layout(shape)
+    return {
+        "layout": layout,
+        "size": [int(d) for d in shape[1:]],
+        "scale": "as in training",
+        "mean": None,
+        "std": None,
+        "steps": ["as in training", f"float32, {layout}"],
+        "source": "none recorded: the space declares no preprocessing of its inputs",
+    }
+
+
 def random_entry(
     space: SearchSpace,
     arch: Arch,
@@ -506,18 +567,7 @@ def random_entry(
 
     model, _cached = random_weights(space, arch, dataset)
     spec = space.dataset(dataset)
-    stats = BENCHMARK_PREPROCESSING.get(dataset, {})
-    preprocessing = {
-        "layout": "NCHW",
-        "channel_order": "RGB",
-        "size": list(spec.input_shape[1:]),
-        "scale": "pixel / 255",
-        "resize": f"to {spec.input_shape[1]}x{spec.input_shape[2]} as the benchmark does",
-        "mean": [round(v, 6) for v in stats.get("mean", [0.0, 0.0, 0.0])],
-        "std": [round(v, 6) for v in stats.get("std", [1.0, 1.0, 1.0])],
-        "steps": ["pixel / 255", "(x - mean) / std per channel", "float32, NCHW"],
-        "source": stats.get("source", "unknown: mean 0, std 1"),
-    }
+    preprocessing = benchmark_preprocessing(dataset, tuple(model.input_shape), spec.input_shape)
     card = card_for(
         name=name,
         space=space.name,
@@ -679,11 +729,7 @@ def subnet_entry(
         labels = list(data.classes)
     else:
         x, label, labels = random_input(shape), None, None
-        preprocessing = {
-            "layout": "NCHW", "channel_order": "RGB", "size": list(shape[-2:]),
-            "scale": "as in training", "resize": "as in training", "mean": [0.0] * 3,
-            "std": [1.0] * 3, "steps": ["as in training"], "source": "not recorded",
-        }  # fmt: skip
+        preprocessing = unrecorded_preprocessing(shape)
     model = from_module(own["model"], shape, x, label, keep_weights=True)
     build = getattr(own["model"], "hwnas_build", None)
     if isinstance(build, dict):
