@@ -706,6 +706,8 @@ def subnet_entry(
 
     shape = tuple(own["input_shape"])
     data = own.get("data")
+    if data is not None and (len(shape) != 4 or int(data.image_shape[0]) != int(shape[1])):
+        data = None  # images the user's function was handed, not what this network takes
     if data is not None:
         x, label = data.test.x[:1], int(data.test.y[0])
         if x.shape[-1] != shape[-1]:

@@ -262,3 +262,38 @@ def test_a_random_weight_entry_of_a_one_channel_declared_space(tmp_path, monkeyp
     ran, checked = run_readme_examples(entry, monkeypatch)
     _assert_prints_four_labels(ran, list(range(10)))
     assert checked == ""
+
+
+@pytest.mark.parametrize("kind", ["gray", "signal"])
+def test_images_a_network_does_not_take_are_not_its_test_input(kind, tmp_path, monkeypatch):
+    """A search's data (digits: 3-channel images) that the network does not take (a 1-channel
+    or a 1-D model, scored by the user's function): the entry's test input is one of the
+    network's shape and the card claims none of the images' labels or statistics."""
+    from hwnas.cost_record import CostRecord
+    from hwnas.datasets import load_data
+    from hwnas.engine.loop import TrialRecord
+    from hwnas.zoo.entry import write_entry
+    from hwnas.zoo.write import subnet_entry
+
+    make, shape, dataset = CASES[kind][:3]
+    torch.manual_seed(0)
+    space = hwnas.elastic(
+        make().eval(), torch.zeros(1, *shape), name=f"cardin_{kind}_data", dataset=dataset
+    )
+    arch = space.largest()
+    spec = space.dataset(dataset)
+    own = {
+        "model": space.subnet(arch), "input_shape": (1, *shape),
+        "num_classes": spec.num_classes, "dataset": dataset,
+        "weights": "inherited from the space's network", "data": load_data("digits", limit=60),
+    }  # fmt: skip
+    record = TrialRecord(0, arch.text, 70.0, {"latency_ms": CostRecord("latency_ms", 1.0, "a")})
+    model, card = subnet_entry(space, arch, dataset, "00-x", record, own, {}, NOT_SEARCHED)
+    entry = tmp_path / "00-x"
+    write_entry(entry, model, card)
+    assert card["labels"] is None and card["test_data"]["label"] is None
+    assert card["input"]["shape"] == [1, *shape]
+    assert "digits" not in json.dumps(card["preprocessing"])
+    ran, checked = run_readme_examples(entry, monkeypatch)
+    _assert_prints_four_labels(ran, list(range(spec.num_classes)))
+    assert checked == ""
