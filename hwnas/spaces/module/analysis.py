@@ -18,8 +18,9 @@ token, a layer scale) carries the group it meets. A channel count read from ``x.
 only the same channels (SENet's ``view(b, c)``); one sizing others, or written as a number in a
 ``view``, keeps its channels whole.
 
-Residual blocks (a block that adds its input to what it computes) whose input and output have
-the same shape can be dropped (elastic depth, Once-for-All): those at the end of an
+Residual blocks (whose output is their input plus what they compute, ``x + g(x)``, followed by
+nothing but layers that mix no channels or positions: :func:`_residual`) whose input and output
+have the same shape can be dropped (elastic depth, Once-for-All): those at the end of an
 ``nn.Sequential`` / ``nn.ModuleList``, and, inside one (a flat ``features`` list such as
 MobileNetV2's, stem to head), each run of them after the block that changed the shape (a stage
 of OFA's); in a :class:`~hwnas.spaces.module.choices.Repeat` the user declared, any blocks that
@@ -881,26 +882,52 @@ def _is_block(m: nn.Module) -> bool:
     return any(isinstance(s, (nn.Conv2d, nn.Conv1d, nn.Linear)) for s in m.modules() if s is not m)
 
 
-_SHORTCUT_THROUGH = (nn.Identity, nn.Dropout)
-"""Modules a shortcut may pass through between a block's input and its addition."""
+_KEEPING_MODULES: tuple[type, ...] = (
+    nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU,
+    nn.Hardswish, nn.LeakyReLU, nn.ELU, nn.SELU, nn.Mish, nn.Hardtanh, nn.PReLU,
+    nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm,
+)  # fmt: skip
+"""Layers that may lie on a residual block's identity path (its shortcut, or after its
+addition: ResNet's final ReLU, a post-norm transformer's layer norm): each computes every
+value from the same position and channel (or normalises them), mixing none."""
+_KEEPING_FUNCTIONS = {
+    "relu", "relu_", "relu6", "gelu", "silu", "hardswish", "leaky_relu", "elu", "selu", "mish",
+    "hardtanh", "dropout", "dropout1d", "dropout2d", "contiguous", "clone", "layer_norm",
+    "batch_norm", "group_norm",
+}  # fmt: skip
+"""Functions and methods that may lie on a residual block's identity path (as above)."""
 
 
-def _residual(inside: list[fx.Node], src: fx.Node, modules: dict[str, nn.Module]) -> bool:
-    """Whether the block whose nodes are ``inside`` adds its input ``src`` to what it computes
-    (a residual block: dropping it leaves the identity path its training already had)."""
-    for n in inside:
-        if n.op not in ("call_function", "call_method") or _name(n.target) not in _ADDS:
+def _residual(
+    inside: list[fx.Node], src: fx.Node, sink: fx.Node, modules: dict[str, nn.Module]
+) -> bool:
+    """Whether the block whose nodes are ``inside`` is a residual block: its output ``sink``
+    is its input ``src`` plus what it computes, ``x + g(x)``, reached from ``src`` through
+    additions and layers that mix no channels or positions only (ResNet's ``relu(x + g(x))``,
+    a transformer's ``x1 + mlp(x1)`` with ``x1 = x + attn(x)``, a post-norm one's layer norms).
+    Dropping it leaves the identity path its training already had. A block whose addition is
+    followed by a convolution (ConvMixer's layer, ``pw(x + dw(x))``) is no residual block:
+    nothing of it is an identity."""
+    inside_set = set(inside)
+
+    def inputs(n: fx.Node) -> list[fx.Node]:
+        return [a for a in _nodes((n.args, n.kwargs)) if _shape(a) is not None]
+
+    stack, seen = [sink], set()
+    while stack:
+        n = stack.pop()
+        if n is src:
+            return True
+        if n in seen or n not in inside_set:
             continue
-        for a in _nodes((n.args, n.kwargs)):
-            while (
-                a is not src
-                and a.op == "call_module"
-                and isinstance(modules.get(str(a.target)), _SHORTCUT_THROUGH)
-                and len(_nodes(a.args)) == 1
-            ):
-                a = _nodes(a.args)[0]
-            if a is src:
-                return True
+        seen.add(n)
+        fn = _name(n.target)
+        if n.op in ("call_function", "call_method") and fn in _ADDS:
+            stack.extend(inputs(n))  # either operand may carry the identity
+        elif (
+            n.op == "call_module" and isinstance(modules.get(str(n.target)), _KEEPING_MODULES)
+        ) or (n.op in ("call_function", "call_method") and fn in _KEEPING_FUNCTIONS):
+            stack.extend(inputs(n)[:1])  # its one tensor input (a norm's weight is no path)
     return False
 
 
@@ -977,7 +1004,7 @@ def _stages(model, gm, layout, calls, io, join, g) -> dict[str, Stage]:
             sinks = [n for n in inside if any(u not in inside_set for u in n.users)]
             ok = calls.get(name) == 1 and len(srcs) == 1 and len(sinks) == 1
             ends.append((next(iter(srcs)), sinks[0]) if ok else None)
-            residual.append(ok and block and _residual(inside, next(iter(srcs)), modules))
+            residual.append(ok and block and _residual(inside, next(iter(srcs)), sinks[0], modules))
 
         runs = _runs(children, blocks, ends, residual, io, repeat=type(m) is Repeat)
         for first, end, why in runs:
