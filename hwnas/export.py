@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -230,7 +231,9 @@ def count_params_flops(model: torch.nn.Module, input_shape: tuple[int, ...]) -> 
     """Parameters and FLOPs of one forward pass.
 
     FLOPs follow the NAS-Bench-201 convention of counting multiply-accumulates of the
-    convolution and linear layers (batch norm, pooling and additions are not counted).
+    convolution (1-D, 2-D, 3-D) and linear layers, a multi-head attention's input and output
+    projections among them (batch norm, pooling, additions and the attention's own matrix
+    products are not counted).
 
     Args:
         model: the network.
@@ -246,7 +249,7 @@ def count_params_flops(model: torch.nn.Module, input_shape: tuple[int, ...]) -> 
 
 
 def forward_counted(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, int, int]:
-    """One eval-mode forward pass of ``x`` (B, C, H, W) that also counts parameters and
+    """One eval-mode forward pass of ``x`` ((B, C, H, W) for images) that also counts parameters and
     multiply-accumulates (see :func:`count_params_flops`; MACs are for the whole batch).
 
     Returns:
@@ -257,21 +260,32 @@ def forward_counted(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tens
 
     macs = 0
 
-    def conv_hook(module: nn.Conv2d, _inp, out):
+    def conv_hook(module, _inp, out):  # Conv1d, Conv2d, Conv3d
         nonlocal macs
-        k = module.kernel_size[0] * module.kernel_size[1]
+        k = math.prod(module.kernel_size)
         macs += out.numel() * (module.in_channels // module.groups) * k
 
     def linear_hook(module: nn.Linear, _inp, out):
         nonlocal macs
         macs += out.numel() * module.in_features
 
+    def attention_hook(module: nn.MultiheadAttention, args, kwargs, out):
+        # its input and output projections are linear layers it applies through its own
+        # weights (F.multi_head_attention_forward), so no Linear hook sees them
+        nonlocal macs
+        names = ("query", "key", "value")
+        given = [*args, *(kwargs[n] for n in names[len(args) :] if n in kwargs)][:3]
+        macs += sum(t.numel() for t in given) * module.embed_dim
+        macs += out[0].numel() * module.embed_dim
+
     handles = []
     for m in model.modules():
-        if isinstance(m, nn.Conv2d):
+        if isinstance(m, nn.modules.conv._ConvNd) and not m.transposed:
             handles.append(m.register_forward_hook(conv_hook))
         elif isinstance(m, nn.Linear):
             handles.append(m.register_forward_hook(linear_hook))
+        elif isinstance(m, nn.MultiheadAttention):
+            handles.append(m.register_forward_hook(attention_hook, with_kwargs=True))
     try:
         with torch.no_grad(), one_torch_thread():
             out = model.eval()(x)
