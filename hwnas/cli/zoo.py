@@ -230,8 +230,12 @@ def show_cmd(ref, storage, as_json):
             line(f"{metric:<9} {m.get('value')} on {device}  [{m.get('source', '')}]")
     pre = e.get("preprocessing") or {}
     if pre:
-        line("input     " + " -> ".join(pre.get("steps", [])) + f"; mean {pre.get('mean')} "
-             f"std {pre.get('std')}")  # fmt: skip
+        stats = (
+            f"mean {pre['mean']} std {pre['std']}"
+            if pre.get("mean") is not None
+            else "no normalisation recorded"
+        )
+        line("input     " + " -> ".join(pre.get("steps", [])) + f"; {stats}")
     line(f"shape     {e['input']['name']} {e['input']['shape']} -> {e['output']['name']} "
          f"{e['output']['shape']}")  # fmt: skip
     line(f"params    {e.get('params')}  MACs {e.get('flops')}")

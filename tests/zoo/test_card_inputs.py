@@ -188,6 +188,8 @@ def test_a_searched_models_card_and_readme_follow_its_input(kind, tmp_path, monk
     r = hwnas_main("zoo", "show", str(run.zoo[0]))
     assert r.returncode == 0, r.stderr
     assert f"input [1, {', '.join(map(str, shape))}] -> logits [1, {classes}]" in r.stdout
+    stats = "mean [0.0] std [1.0]" if kind == "gray" else "no normalisation recorded"
+    assert stats in r.stdout and "mean None" not in r.stdout
 
 
 BENCHMARK_ACCURACY = {"value": 50.0, "source": "a test", "split": "test", "kind": "benchmark table"}
