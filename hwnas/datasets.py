@@ -94,6 +94,32 @@ class DataSplits:
         }
 
 
+def check_input_shape(
+    data: DataSplits, shape: tuple[int, ...], space: str, exact: bool = True
+) -> None:
+    """Refuse data whose inputs the space's networks cannot take.
+
+    Args:
+        data: the loaded splits (images, (N, 3, H, W)).
+        shape: the space's input shape without the batch axis ((C, H, W), (C, L), (F,)).
+        space: the space's name (for the message).
+        exact: the whole shape must match; else only the rank and the channel count (a
+            supernet trains on proxy images of another side).
+
+    Raises:
+        HwnasError: one line naming both shapes.
+    """
+    got = tuple(int(d) for d in data.train.x.shape[1:])
+    shape = tuple(int(d) for d in shape)
+    same = got == shape if exact else (len(got) == len(shape) and got[:1] == shape[:1])
+    if not same:
+        kind = "images" if len(got) == 3 else "inputs"
+        raise HwnasError(
+            f"--data {data.name}: its {kind} are {got}, but the networks of space '{space}' "
+            f"take {shape}: give data of that shape"
+        )
+
+
 def load_data(
     spec: str,
     seed: int = 0,

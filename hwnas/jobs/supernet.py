@@ -174,7 +174,7 @@ def prepare(
             without the metric or without a table for the space; under torchrun, a
             ``--batch-size`` that the processes cannot share.
     """
-    from hwnas.datasets import load_data
+    from hwnas.datasets import check_input_shape, load_data
     from hwnas.distributed import check_gpus, check_processes, local_processes, ranks_from_env
     from hwnas.supernet import check_supernet
 
@@ -215,13 +215,14 @@ def prepare(
             f"--set image_size={settings.job.image_size} is too small for {space.name}: its "
             f"patch embedding needs images of at least {need}x{need} pixels"
         )
-    image_size = settings.job.image_size or max(32 if space.name == "ofa" else 16, need)
+    image_size = settings.job.image_size or space.proxy_input_side(settings.dataset)
     data = load_data(
         settings.data,
         seed=settings.job.data_seed,
         image_size=image_size,
         limit=settings.job.limit or None,
     )
+    check_input_shape(data, space.dataset(settings.dataset).input_shape, space.name, exact=False)
     problem = open_problem(settings, space, device, storage, store_path)
     return PreparedSupernetSearch(
         settings, space, device, problem.profiler, data, problem.storage_url, problem.storage

@@ -107,6 +107,16 @@ class SearchSpace(ABC):
         more (a declared space's ``patch_embed`` after strides)."""
         return 1
 
+    def proxy_input_side(self, dataset: str) -> int:
+        """The input side (pixels) a supernet search trains and scores its subnets at by default
+        (``--set image_size=0``): 16, a proxy of the dataset's size that keeps a CPU epoch
+        short, or :meth:`min_input_side` where that is more. A space whose networks only work
+        at their own size (a user's model made elastic) returns that size.
+
+        Args:
+            dataset: the search's dataset (one of :meth:`datasets`)."""
+        return max(16, self.min_input_side())
+
     def default_dataset(self, preferred: str = "cifar100") -> str:
         """The dataset used where none is given: ``preferred`` where the space defines it (a
         search's default, and the one every shipped table was measured on), else the

@@ -166,12 +166,13 @@ class ZooTrainer:
         settings.check()
         recipe = recipe_for(space.name)
         spec = space.dataset(dataset)
-        from hwnas.datasets import load_data
+        from hwnas.datasets import check_input_shape, load_data
 
         data = load_data(
             settings.data, seed=settings.data_seed, image_size=spec.input_shape[-1],
             limit=settings.limit,
         )  # fmt: skip
+        check_input_shape(data, spec.input_shape, space.name)
         device = settings.torch_device or _default_device()
         if device == "cuda" and not _cuda_available():
             raise HwnasError("torch device cuda was asked for, but torch sees no CUDA GPU")

@@ -193,6 +193,11 @@ class OFASpace(SearchSpace):
     def datasets(self) -> list[str]:
         return list(self._datasets)
 
+    def proxy_input_side(self, dataset: str) -> int:
+        """32: its five stride-2 stages leave a 1x1 map (16 pixels would leave them nothing
+        to tell apart after the fourth)."""
+        return 32
+
     def input_shape(self, arch: Arch, dataset: str) -> tuple[int, int, int]:
         """(3, r, r): the architecture's own input resolution."""
         self.dataset(dataset)
