@@ -661,8 +661,10 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
     for gid, g in analysis.groups.items():
         for p in g.producers + g.carriers:  # a depthwise conv carries its input's width
             group_of[p] = gid
+    honoured: set[tuple[str, str]] = set()  # (layer, attribute) made a decision
+    convs = (nn.Conv1d, nn.Conv2d)
     for path, m in modules.items():
-        out = getattr(m, "out_channels", None) if isinstance(m, nn.Conv2d) else None
+        out = getattr(m, "out_channels", None) if isinstance(m, convs) else None
         if isinstance(m, nn.Linear):
             out = m.out_features
         if isinstance(out, ValueChoice):
@@ -670,8 +672,8 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
             if gid is None:
                 raise HwnasError(
                     f"{label}: '{path}' ({type(m).__name__}): its width {out!r} cannot be "
-                    "searched: hwnas slices plain nn.Conv2d (groups 1, depthwise, or grouped "
-                    "keeping their width) and nn.Linear layers only"
+                    "searched: hwnas slices plain nn.Conv1d / nn.Conv2d (groups 1, depthwise, or "
+                    "grouped keeping their width) and nn.Linear layers only"
                 )
             g = analysis.groups[gid]
             if g.frozen:
@@ -685,15 +687,18 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
                     "them (whole groups are kept or dropped)"
                 )
             add(out.label or f"{g.name}.w", "width", out.values, gid, path)
-        if isinstance(m, nn.Conv2d) and isinstance(m.kernel_size[0], ValueChoice):
+            honoured.add((path, "out_features" if isinstance(m, nn.Linear) else "out_channels"))
+        if isinstance(m, convs) and isinstance(m.kernel_size[0], ValueChoice):
             vc = m.kernel_size[0]
             if path not in analysis.kernels:
-                why = analysis.kernel_why.get(path, "it is not a plain nn.Conv2d")
+                why = analysis.kernel_why.get(path, f"it is not a plain nn.{type(m).__name__}")
                 raise HwnasError(f"{label}: '{path}': its kernel {vc!r} cannot be searched: {why}")
             bad = [v for v in vc.values if v % 2 == 0]
             if bad:
                 raise HwnasError(f"{label}: '{path}': kernel sizes must be odd, got {bad}")
             add(vc.label or f"{path}.k", "kernel", vc.values, path, path)
+            if all(k is vc for k in m.kernel_size):
+                honoured.add((path, "kernel_size"))
         if type(m) is Repeat and isinstance(m.depth, ValueChoice):
             stage = analysis.stages.get(path)
             least = min(m.depth.values)
@@ -704,6 +709,8 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
                     f"keep their input's shape: {why or 'they do not'}"
                 )
             add(m.depth.label or f"{path}.d", "depth", m.depth.values, path, path)
+            honoured.add((path, "depth"))
+    _check_value_choices(modules, analysis, found, honoured, group_of, label)
     for path in analysis.choices:
         m = modules[path]
         add(m.label or f"{path}.op", "op", m.names, path, path)
@@ -711,6 +718,97 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
         _decision(key, e["kind"], e["values"], tuple(e["sites"]), analysis)
         for key, e in found.items()
     ]
+
+
+SEARCHED = (
+    "hwnas searches a ValueChoice only as the out_channels or kernel_size of an nn.Conv1d or "
+    "nn.Conv2d, the out_features of an nn.Linear (the in_channels, in_features or num_features "
+    "of the layers taking those channels may be the same ValueChoice) and the depth of a Repeat"
+)
+"""Where a :class:`hwnas.nn.ValueChoice` is honoured, for messages."""
+_TAKERS = {"in_channels", "in_features"}
+"""Attributes of a convolution or linear layer sizing the channels it takes."""
+_CARRIED = {"num_features", "normalized_shape", "num_parameters", "groups", "out_channels",
+            "in_channels"}  # fmt: skip
+"""Attributes of a layer carrying a channel group (a batch or layer norm, a PReLU, a
+depthwise convolution) that its width sizes."""
+
+
+def _value_choices(value: Any, depth: int = 0) -> list:
+    """The :class:`ValueChoice` objects in an attribute's value (in tuples and lists too)."""
+    from hwnas.spaces.module.choices import ValueChoice
+
+    if isinstance(value, ValueChoice):
+        return [value]
+    if isinstance(value, (tuple, list)) and depth < 3:
+        return [vc for v in value for vc in _value_choices(v, depth + 1)]
+    return []
+
+
+def _check_value_choices(modules, analysis, found, honoured, group_of, label: str) -> None:
+    """Every :class:`ValueChoice` an attribute of a module holds (a constructor argument) is a
+    decision: one hwnas made (``honoured``), the size of channels whose width is that decision
+    (a batch norm's ``num_features``, the ``in_channels`` of the layer taking them), or, in the
+    user's own modules, the same object or label as one.
+
+    Raises:
+        HwnasError: a ValueChoice nothing searches (a stride, a pooling kernel, an attention's
+            heads, ...): one line naming the layer and the argument.
+    """
+    from torch import nn
+
+    widths: dict[int, tuple] = {}
+    used: list = []
+    for e in found.values():
+        if e["kind"] == "width":
+            widths.update({gid: tuple(e["values"]) for gid in e["sites"]})
+    for path, attr in honoured:
+        used += _value_choices(getattr(modules[path], attr))
+
+    def pytorchs(m) -> bool:  # one of PyTorch's own layers
+        return type(m).__module__.startswith("torch.")
+
+    for path, m in sorted(modules.items(), key=lambda pm: not pytorchs(pm[1])):  # theirs first
+        ours = pytorchs(m)
+        where = f"'{path}' ({type(m).__name__})" if path else f"the model ({type(m).__name__})"
+        for attr, value in vars(m).items():
+            vcs = _value_choices(value)
+            if not vcs or (path, attr) in honoured or (ours and attr.startswith("_")):
+                continue
+            vc = vcs[0]
+            if not ours:  # the user's module keeps it: fine where it is a decision
+                if any(vc is u for u in used) or (
+                    vc.label in found and tuple(found[vc.label]["values"]) == vc.values
+                ):
+                    continue
+                raise HwnasError(
+                    f"{label}: {where}: its attribute '{attr}' holds {vc!r}, which is no "
+                    f"decision: {SEARCHED}"
+                )
+            gid = None
+            segments = analysis.layer_in.get(path, [])
+            if attr in _TAKERS and isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)):
+                gid = segments[0][0] if len(segments) == 1 else None
+            elif attr in _CARRIED and path in group_of and path not in analysis.layer_out:
+                gid = group_of[path]  # a norm, a PReLU, a depthwise conv: carries the group
+            elif attr not in _TAKERS | _CARRIED or not isinstance(
+                m, (nn.Conv1d, nn.Conv2d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d,
+                    nn.LayerNorm, nn.PReLU)
+            ):  # fmt: skip
+                raise HwnasError(
+                    f"{label}: {where}: its {attr} {vc!r} cannot be searched: {SEARCHED}"
+                )
+            if gid is not None and widths.get(gid) == vc.values:
+                used.append(vc)
+                continue
+            have = widths.get(gid) if gid is not None else None
+            why = (
+                f"the channels it takes are searched among {list(have)}, not {list(vc.values)}"
+                if have
+                else "the channels it takes have no width decision (give the same ValueChoice "
+                "to the out_channels or out_features of the layer producing them)"
+            )
+            raise HwnasError(f"{label}: {where}: its {attr} {vc!r} cannot be searched: {why}")
 
 
 def _check_choices(model, x, label: str) -> None:
