@@ -1,7 +1,11 @@
 """What can be elastic in a user's ``nn.Module``: tracing (torch.fx) and channel-group analysis.
 
-The module is traced once with :mod:`torch.fx` (its layers and :class:`hwnas.nn.Choice` as
-leaves) and the example input's shapes are propagated through the graph. Every tensor's channel
+The module is traced with :mod:`torch.fx` (its layers and :class:`hwnas.nn.Choice` as leaves)
+in eval mode and in training mode (what a supernet trains and a subnet is fine-tuned in: an
+auxiliary head, noise, stochastic depth) and the example input's shapes are propagated through
+both graphs, which are analysed into the same groups (a layer's output is one group in both, what
+it takes in one is joined with what it takes in the other); a forward that returns other than
+its eval-mode logits in training mode is refused. Every tensor's channel
 axis carries a *layout*: the channel groups it is made of, in order (a concatenation joins
 groups; anything else keeps one). A group is a set of channels that must keep the same width:
 a convolution or linear layer *produces* a group, batch norms, layer norms, depthwise and
@@ -46,8 +50,14 @@ POINTWISE = {
     "leaky_relu", "elu", "selu", "mish", "softplus", "hardtanh", "dropout", "dropout2d",
     "contiguous", "clone", "float", "abs", "neg", "exp", "sqrt", "rsqrt", "square", "pow",
     "clamp", "clamp_min", "clamp_max", "detach", "type_as", "to", "sigmoid_", "erf",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    "bernoulli", "bernoulli_", "uniform_", "normal_", "stochastic_depth", "drop_path",
 }  # fmt: skip
-"""Element-wise functions and methods: a tensor's channels pass through unchanged."""
+"""Element-wise functions and methods: a tensor's channels pass through unchanged (noise of
+its shape, and a stochastic depth's per-sample mask, included: what training mode adds)."""
+NEW = {"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"}
+"""Methods making a tensor of a given size (``x.new_empty(shape)``): only ``x``'s dtype and
+device are read; a size read from ``x.shape`` is followed as such."""
 BINARY = {
     "add", "sub", "mul", "truediv", "div", "iadd", "isub", "imul", "itruediv", "radd", "rmul",
     "add_", "mul_", "maximum", "minimum",
@@ -238,7 +248,7 @@ class _Tracer(fx.Tracer):
             self.stack.pop()
 
 
-def trace(model: nn.Module, label: str) -> fx.GraphModule:
+def trace(model: nn.Module, label: str, mode: str = "") -> fx.GraphModule:
     """The traced graph of ``model``.
 
     Raises:
@@ -260,7 +270,7 @@ def trace(model: nn.Module, label: str) -> fx.GraphModule:
         else:
             at = f"the forward of {type(model).__name__}"
         raise HwnasError(
-            f"{label}: cannot trace {at} with torch.fx: {first} (hwnas needs a forward "
+            f"{label}: cannot trace {at}{mode} with torch.fx: {first} (hwnas needs a forward "
             "without Python control flow on tensor values)"
         ) from None
     finally:
@@ -293,7 +303,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     droppable blocks (see the module doc).
 
     Args:
-        model: the network (not modified; put in eval mode for the duration).
+        model: the network (not modified): traced in eval mode and in training mode (a
+            supernet trains in it), whose graphs are analysed into the same channel groups.
         example_input: one input batch, (B, C, H, W) or any shape the model takes.
         label: how errors name the model.
 
@@ -336,6 +347,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 h.remove()
     finally:
         model.train(was)
+    train_gm = _train_graph(model, example_input, gm, label)
     modules = dict(model.named_modules())
     g = _Groups()
     layout: dict[fx.Node, Layout | None] = {}
@@ -351,6 +363,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     touched: dict[str, set[int]] = {}
     counts: dict[str, int] = {}
     direct: set[str] = set()
+    first: dict[str, Any] = {}  # the eval-mode graph's groups, while the train one is walked
 
     def freeze_all(values: Iterable[Any], why: str) -> None:
         for n in values:
@@ -382,16 +395,46 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             for gid in a[0] + b[0]:
                 g.freeze(gid, why)
 
-    for node in gm.graph.nodes:
+    # The training-mode graph is walked after the eval-mode one, into the same groups: a
+    # layer's output is the group it produced there, what it takes or carries is joined with
+    # what it took or carried there, so every layer either mode runs is sliced alike.
+    def produced(name: str, size: int) -> int:
+        if name in first.get("out", {}):
+            return first["out"][name]
+        return g.new(size)
+
+    def takes(name: str, lay: Layout) -> None:
+        before = first.get("in", {}).get(name)
+        if before is None:
+            layer_in[name] = segs(lay)
+            return
+        join((tuple(gid for gid, _ in before), 0), lay,
+             f"'{name}' takes its channels concatenated otherwise in training mode")  # fmt: skip
+        layer_in[name] = before
+
+    def carries(name: str, gid: int) -> None:
+        before = first.get("carriers", {}).get(name)
+        if before is not None:
+            g.union(before, gid)
+        carriers[name] = before if before is not None else gid
+
+    def walk(gm: fx.GraphModule, counts: dict[str, int]) -> None:
+        for node in gm.graph.nodes:
+            step(node, counts)
+
+    def step(node: fx.Node, counts: dict[str, int]) -> None:
         op, args = node.op, node.args
         shape = _shape(node)
         ins = [n for n in _nodes((args, node.kwargs)) if layout.get(n) is not None]
         if op == "placeholder":
-            layout[node] = (
-                ((g.new(shape[1], "the network's input"),), 1)
-                if shape and len(shape) >= 2
-                else None
-            )
+            if node.name in first.get("inputs", {}):
+                layout[node] = first["inputs"][node.name]
+            else:
+                layout[node] = (
+                    ((g.new(shape[1], "the network's input"),), 1)
+                    if shape and len(shape) >= 2
+                    else None
+                )
         elif op == "get_attr":
             target = str(node.target)
             direct.add(target.rsplit(".", 1)[0] if "." in target else "")
@@ -421,13 +464,13 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             ):
                 grouped = m.groups > 1 and m.in_channels == m.out_channels  # depthwise too
                 if m.groups == 1:
-                    layer_in[name] = segs(lay)
-                    result = ((g.new(m.out_channels),), 1)
+                    takes(name, lay)
+                    result = ((produced(name, m.out_channels),), 1)
                     layer_out[name] = result[0][0]
                 elif grouped and len(lay[0]) == 1:  # carries its input's group, whole groups
-                    carriers[name] = lay[0][0]
+                    carries(name, lay[0][0])
                     quanta[name] = m.in_channels // m.groups
-                    layer_in[name] = segs(lay)
+                    takes(name, lay)
                     result = lay
                 else:
                     why = (
@@ -445,23 +488,23 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 and len(shape or ()) == m.weight.dim()
             ):  # its input's channels are not followed (one of a chunk's parts, which freezes
                 # them): read whole; its own output channels are sliced
-                result = ((g.new(m.out_channels),), 1)
+                result = ((produced(name, m.out_channels),), 1)
                 layer_out[name] = result[0][0]
             elif type(m) is nn.Linear and shape and (lay is not None or isinstance(x, fx.Node)):
                 if lay is not None and lay[1] == len(xs) - 1:
-                    layer_in[name] = segs(lay)
+                    takes(name, lay)
                 elif lay is not None:  # it mixes features of a tensor whose channels are on
                     # another axis (an attention's heads put back together): they stay whole
                     freeze_all(ins, f"'{name}' (Linear) reads them on another axis")
-                gid = g.new(m.out_features)
+                gid = produced(name, m.out_features)
                 layer_out[name] = gid
                 result = ((gid,), len(shape) - 1) if shape else None
             elif type(m) in (nn.BatchNorm2d, nn.BatchNorm1d) and lay is not None and lay[1] == 1:
                 if len(lay[0]) == 1:
-                    carriers[name] = lay[0][0]
+                    carries(name, lay[0][0])
                 else:  # DenseNet's: a concatenation's channels, each group's at its offset
                     spread.add(name)
-                layer_in[name] = segs(lay)
+                takes(name, lay)
                 result = lay
             elif (
                 type(m) is nn.LayerNorm
@@ -470,8 +513,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 and lay[1] == len(xs) - 1
                 and len(lay[0]) == 1
             ):
-                carriers[name] = lay[0][0]
-                layer_in[name] = segs(lay)
+                carries(name, lay[0][0])
+                takes(name, lay)
                 result = lay
             elif type(m) is nn.MultiheadAttention and lay is not None:
                 # its heads are reshaped out of the width it reads and writes; its output
@@ -483,8 +526,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             elif type(m) is nn.PReLU and m.num_parameters == 1 and lay is not None:  # one slope
                 result = lay
             elif type(m) is nn.PReLU and lay is not None and lay[1] == 1 and len(lay[0]) == 1:
-                carriers[name] = lay[0][0]  # a slope per channel: sliced with them
-                layer_in[name] = segs(lay)
+                carries(name, lay[0][0])  # a slope per channel: sliced with them
+                takes(name, lay)
                 result = lay
             elif isinstance(m, nn.Flatten) and lay is not None:
                 result = _reshaped(lay, xs, shape)
@@ -513,6 +556,15 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
             layout[node] = _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh)
             _track_sizes(node, fn, layout, sizes, checks, g)
 
+    walk(gm, counts)
+    train_counts: dict[str, int] = {}
+    inputs = {n.name: layout.get(n) for n in gm.graph.nodes if n.op == "placeholder"}
+    first.update({"out": dict(layer_out), "carriers": dict(carriers), "in": dict(layer_in)})
+    first["inputs"] = inputs
+    walk(train_gm, train_counts)
+    for name, n in train_counts.items():  # a layer either mode runs twice shares its weights
+        counts[name] = max(n, counts.get(name, 0))
+
     choices = [p for p, m in modules.items() if isinstance(m, Choice)]
     for name, n in counts.items():  # shared weights: a layer used twice keeps its widths
         stateful = any(True for _ in modules[name].parameters()) or any(
@@ -527,6 +579,8 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
 
     _check_sizes(checks, g)
     stages = _stages(model, gm, layout, calls, io, join, g)
+    in_training = _stages(model, train_gm, layout, calls, io, join, g)
+    stages = {k: v for k, v in stages.items() if in_training.get(k) == v}  # droppable in both
 
     roots: dict[int, Group] = {}
 
@@ -566,8 +620,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 kernel_why[name] = why
             else:
                 kernels[name] = int(m.kernel_size[0])
-    out_node = next(n for n in gm.graph.nodes if n.op == "output")
-    out_shapes = [_shape(n) for n in _nodes(out_node.args)]
+    out_shapes = [_shape(n) for n in _nodes(_output(gm).args)]
     return Analysis(
         roots,
         layer_in,
@@ -580,6 +633,70 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         out_shapes[0] if len(out_shapes) == 1 and out_shapes[0] else (),
         io,
     )
+
+
+def _output(gm: fx.GraphModule) -> fx.Node:
+    """The output node of ``gm``."""
+    return next(n for n in gm.graph.nodes if n.op == "output")
+
+
+def _train_graph(
+    model: nn.Module, example_input: torch.Tensor, eval_gm: fx.GraphModule, label: str
+) -> fx.GraphModule:
+    """The traced graph of ``model``'s forward in training mode (what a supernet trains and a
+    subnet is fine-tuned with), its shapes propagated on a batch of two copies of the example
+    input (a batch norm in training mode needs more than one value per channel). The model's
+    buffers (batch-norm statistics) are left as they were.
+
+    Raises:
+        HwnasError: in training mode, the forward cannot be traced, fails, or returns other than
+            one tensor of the eval-mode output's shape (an auxiliary head's logits too): one
+            line saying what differs.
+    """
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    eval_shape = _shape(_nodes(_output(eval_gm).args)[0]) or ()  # one tensor: checked
+    saved = [(b, b.detach().clone()) for b in model.buffers()]
+    was = model.training
+    x = torch.cat([example_input, example_input])
+    model.train()
+    try:
+        gm = trace(model, label, " in training mode (model.train())")
+        with torch.no_grad():
+            try:
+                out = model(x)
+                returned = _returned(out)
+                if not returned:
+                    ShapeProp(gm).propagate(x)
+            except Exception as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise HwnasError(
+                    f"{label}: in training mode (model.train()) the model fails on the example "
+                    f"input: {first}"
+                ) from None
+        got = tuple(out.shape[1:]) if not returned else ()
+        if returned or got != eval_shape[1:]:
+            what = returned or f"shape (batch, {', '.join(map(str, got))})"
+            ran = {str(n.target) for n in eval_gm.graph.nodes if n.op == "call_module"}
+            more = [
+                f"'{n.target}' ({type(model.get_submodule(str(n.target))).__name__})"
+                for n in gm.graph.nodes
+                if n.op == "call_module" and str(n.target) not in ran
+            ]
+            if more:
+                what += f" (it runs {', '.join(dict.fromkeys(more))} then only)"
+            raise HwnasError(
+                f"{label}: in training mode (model.train()) the model returns {what}, in eval "
+                f"mode one tensor (batch, {', '.join(map(str, eval_shape[1:]))}): hwnas trains "
+                "and fine-tunes subnets in training mode, so forward must return the same "
+                "logits in both modes (take an auxiliary head's output out of forward)"
+            )
+    finally:
+        model.train(was)
+        with torch.no_grad():
+            for b, value in saved:
+                b.copy_(value)
+    return gm
 
 
 def _returned(out: Any) -> str:
@@ -727,7 +844,7 @@ def _function(node, fn, ins, layout, shape, g, join, freeze_all, fresh):
         if ins and fn not in NON_TENSOR and fn != "getitem":
             freeze_all(ins, f"'{fn}' returns several tensors")
         return None
-    if not ins:
+    if not ins or fn in NEW:
         return None
     if fn in POINTWISE and lay is not None:
         return lay
