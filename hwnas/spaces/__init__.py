@@ -263,21 +263,21 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
 
     Raises:
         UnknownNameError: no space of that name (or no such attribute in the Python file).
-        HwnasError: a name that is not a string or a path; a space file that cannot be read
-            or is invalid (one line: file, line, key), a file whose space reuses the name of
-            another file's space, a Python file that fails to import or whose attribute is
-            not a space, a ``file.py:attr`` without ``code``.
+        HwnasError: a name that is not a string or a path (a model: make it a space first); a
+            Python file without ``:ATTR`` (the form, and what the file defines); a space file
+            that cannot be read or is invalid (one line: file, line, key), a file whose space
+            reuses the name of another file's space, a Python file that fails to import or
+            whose attribute is not a space, a ``file.py:attr`` without ``code``.
     """
     if isinstance(name, os.PathLike):  # a space file's pathlib.Path
         name = os.fspath(name)
     if not isinstance(name, str):
-        raise HwnasError(
-            f"a search space is named by a string (a name, a space file's path or "
-            f"FILE.py:ATTR), got {name!r}"
-        )
+        raise HwnasError(_not_a_name(name))
     if name in _SPACES:
         return _SPACES[name]
     match = CODE.match(name)
+    if match is None and name.endswith(".py"):
+        raise HwnasError(_python_file(name))
     if match is not None:
         if not code:
             raise HwnasError(
@@ -310,6 +310,58 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
     space = _load(files[name], name)
     _FILES[str(files[name].resolve())] = space
     return _SPACES.setdefault(name, space)
+
+
+def _not_a_name(obj: Any) -> str:
+    """Why ``obj`` names no space, in one line (a model's repr is many)."""
+    kind = type(obj).__name__
+    if any(
+        c.__name__ == "Module" and c.__module__.startswith("torch.nn") for c in type(obj).__mro__
+    ):
+        return (
+            f"space: got a {kind} (an nn.Module): make a space with hwnas.elastic(model, "
+            "example_input) (or hwnas.nn.space(model, example_input) for one with choice points)"
+        )
+    text = repr(obj)
+    what = text if len(text) <= 60 and "\n" not in text else f"a {kind}"
+    return (
+        "a search space is named by a string (a name, a space file's path or FILE.py:ATTR), "
+        f"got {what}"
+    )
+
+
+def _python_file(name: str) -> str:
+    """What to type for the Python file ``name`` given without ``:ATTR``, in one line, with the
+    names its top level assigns or defines (read, not imported: no code of it runs)."""
+    import ast
+
+    path = Path(name).expanduser()
+    if not path.is_file():
+        return f"space file not found: {path} (a space in a Python file is named FILE.py:ATTR)"
+    form = f"'{name}' is a Python file: name the space in it as FILE.py:ATTR"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return f"{form} ({name}:space, for its attribute 'space')"
+    names: list[str] = []
+    spaces: list[str] = []  # assigned what hwnas.elastic or hwnas.nn.space returns
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            names += targets
+            called = node.value.func
+            called_name = getattr(called, "attr", getattr(called, "id", ""))
+            if called_name in ("elastic", "space", "module_space"):
+                spaces += targets
+    names = [n for n in dict.fromkeys(names) if not n.startswith("_")]
+    if spaces:
+        return f"{form}: {', '.join(f'{name}:{s}' for s in dict.fromkeys(spaces))}"
+    if not names:
+        return f"{form}; it defines nothing at its top level"
+    more = ", ..." if len(names) > 8 else ""
+    return f"{form} (its top level defines {', '.join(names[:8])}{more})"
 
 
 def reload_spaces() -> None:

@@ -476,6 +476,9 @@ def module_space(
 
     if not isinstance(model, nn.Module):
         raise HwnasError(f"expected a torch.nn.Module, got {type(model).__name__}")
+    wrapped = _wrapper(model)
+    if wrapped:
+        raise HwnasError(wrapped)
     label = name or type(model).__name__.lower()
     if not NAME.match(label):
         raise HwnasError(f"space name '{label}': use letters, digits, '_' and '-' only")
@@ -492,8 +495,12 @@ def module_space(
         )
     x = example_input[:1].detach().float().cpu()
     model = make_traceable(copy.deepcopy(model).float().cpu())  # PyTorch's encoder layers
-    _check_choices(model, x, label)
-    analysis = analyse(model, x, label)
+    try:
+        _check_choices(model, x, label)
+        analysis = analyse(model, x, label)
+    except HwnasError:
+        _check_batch_axis(model, example_input, label)  # (3, H, W): unbatched, say so
+        raise
     if len(analysis.output_shape) != 2:
         raise HwnasError(
             f"{label}: the model returns {analysis.output_shape or 'no single tensor'}; hwnas "
@@ -809,6 +816,51 @@ def _check_value_choices(modules, analysis, found, honoured, group_of, label: st
                 "to the out_channels or out_features of the layer producing them)"
             )
             raise HwnasError(f"{label}: {where}: its {attr} {vc!r} cannot be searched: {why}")
+
+
+def _wrapper(model) -> str:
+    """Why ``model`` is a wrapper to unwrap first ("" when it is not): ``nn.DataParallel``,
+    ``DistributedDataParallel`` and ``torch.compile``'s module run another module's forward,
+    which torch.fx does not see through."""
+    kind = type(model).__name__
+    if kind in ("DataParallel", "DistributedDataParallel") and hasattr(model, "module"):
+        return (
+            f"got an nn.{kind}: pass the model it wraps, its .module (hwnas.elastic(model.module, "
+            "example_input))"
+        )
+    if kind == "OptimizedModule" and hasattr(model, "_orig_mod"):
+        return (
+            "got a torch.compile'd model: pass the model before torch.compile, its ._orig_mod "
+            "(hwnas.elastic(model._orig_mod, example_input))"
+        )
+    return ""
+
+
+def _check_batch_axis(model, example_input, label: str) -> None:
+    """After the analysis failed: where the model fails on ``example_input[:1]`` and runs on
+    ``example_input`` with a batch axis added, the input was unbatched (an image (C, H, W)).
+
+    Raises:
+        HwnasError: the input needs a batch axis (one line, the shape given).
+    """
+    import torch
+
+    shape = tuple(example_input.shape)
+    x = example_input.detach().float().cpu()
+    with torch.no_grad():
+        try:
+            model.eval()(x[:1])
+            return  # it runs: the analysis failed for another reason
+        except Exception:
+            pass
+        try:
+            model(x[None])
+        except Exception:
+            return
+    raise HwnasError(
+        f"{label}: example_input has shape {shape}, without a batch axis (hwnas reads the first "
+        f"axis as the batch): pass example_input.unsqueeze(0), of shape {(1, *shape)}"
+    )
 
 
 def _check_choices(model, x, label: str) -> None:
