@@ -61,6 +61,8 @@ def test_a_wrapped_model_is_asked_for_the_model_it_wraps():
     text = _message(lambda: hwnas.elastic(torch.compile(Net()), x, name="compiled"))
     assert text.startswith("got a torch.compile'd model: pass the model before torch.compile")
     assert "control flow" not in text
+    text = _message(lambda: hwnas.elastic(torch.jit.script(Net().eval()), x, name="scripted"))
+    assert text.startswith("got a TorchScript module (torch.jit.script or torch.jit.trace)")
 
 
 def test_a_python_file_named_without_its_attribute_gets_the_form(tmp_path):

@@ -821,7 +821,7 @@ def _check_value_choices(modules, analysis, found, honoured, group_of, label: st
 def _wrapper(model) -> str:
     """Why ``model`` is a wrapper to unwrap first ("" when it is not): ``nn.DataParallel``,
     ``DistributedDataParallel`` and ``torch.compile``'s module run another module's forward,
-    which torch.fx does not see through."""
+    which torch.fx does not see through; a TorchScript module has no Python forward."""
     kind = type(model).__name__
     if kind in ("DataParallel", "DistributedDataParallel") and hasattr(model, "module"):
         return (
@@ -832,6 +832,11 @@ def _wrapper(model) -> str:
         return (
             "got a torch.compile'd model: pass the model before torch.compile, its ._orig_mod "
             "(hwnas.elastic(model._orig_mod, example_input))"
+        )
+    if kind in ("RecursiveScriptModule", "TopLevelTracedModule", "ScriptModule"):
+        return (
+            "got a TorchScript module (torch.jit.script or torch.jit.trace): pass the "
+            "nn.Module it was made from"
         )
     return ""
 
