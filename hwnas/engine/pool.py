@@ -141,10 +141,15 @@ class PoolSampler(optuna.samplers.BaseSampler):
         """Drop the taken rows from the queue; plan the next round when it is empty."""
         self._queue = [r for r in self._queue if r not in self._taken]
         if not self._queue:
+            from threadpoolctl import threadpool_limits
+
             rng = generator(self.seed, PLAN, self._round)
-            self._queue = [
-                r for r in self._plan(self._rows, self._acc, rng) if r not in self._taken
-            ]
+            # one BLAS thread: a round's model is small matrices, where a thread per core
+            # costs more than it computes (a 100-query pixel3 search took 9-11 s, 5 s on one
+            # thread, on 2 cores), and the sums are then the same on any machine
+            with threadpool_limits(1, user_api="blas"):
+                planned = self._plan(self._rows, self._acc, rng)
+            self._queue = [r for r in planned if r not in self._taken]
             self._round += bool(self._queue)  # an empty plan (nothing free) is not a round
 
     def _take(self, trial: Any) -> None:
