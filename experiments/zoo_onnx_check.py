@@ -35,7 +35,10 @@ def main() -> None:
     for card_path in sorted(args.run.glob("zoo/*/card.json")):
         card = json.loads(card_path.read_text())
         arch = space.parse(card["arch"])
-        shape = tuple(card["input_shape"][1:])
+        # the card's input (batch 1): "input": {"shape": [1, C, H, W]} since the zoo package
+        # (hwnas/zoo/card.py); run folders written before it have a top-level "input_shape"
+        full = card["input"]["shape"] if "input" in card else card["input_shape"]
+        shape = tuple(full[1:])
         values = {k: (v,) for k, v in space.values(arch).items()}
         net = DeclaredNetwork(
             space, config["profile"], values, config["width"], card["num_classes"], shape
