@@ -324,6 +324,13 @@ class ModuleSpace(SearchSpace):
     def datasets(self) -> list[str]:
         return [self._dataset.name]
 
+    def proxy_input_side(self, dataset: str) -> int:
+        """The example input's last side: a user's model is trained, measured and shipped at
+        the size it was made elastic at (16-pixel proxies measured another network's latency,
+        and a flatten before a linear layer takes that size only)."""
+        self.dataset(dataset)
+        return int(self._dataset.input_shape[-1])
+
     def _check_classes(self, num_classes: int | None) -> None:
         if num_classes is not None and num_classes != self._dataset.num_classes:
             raise HwnasError(
