@@ -116,7 +116,7 @@ def main() -> None:
         t.add_row(
             strategy,
             preset,
-            ms("accuracy"),
+            ms("test_accuracy"),
             ms("inherited_test_accuracy"),
             ms("latency_ms"),
             ms("table_accuracy"),
