@@ -65,22 +65,28 @@ def workloads(archs: list[str]):
 def measure(device, workload) -> dict:
     """One measurement with its wall time split into compile and the rest."""
     compile_s = {}
-    engine_compile = device.engine.compile
+    # timed on the engine's class, not the instance: a TVM build pickles the engine into a
+    # child process (hwnas.isolate), and a local function in its __dict__ cannot be pickled
+    cls = type(device.engine)
+    engine_compile, own = cls.compile, "compile" in cls.__dict__
 
-    def timed_compile(*args, **kwargs):
+    def timed_compile(self, *args, **kwargs):
         t0 = time.perf_counter()
         try:
-            return engine_compile(*args, **kwargs)
+            return engine_compile(self, *args, **kwargs)
         finally:
             compile_s["s"] = time.perf_counter() - t0
 
-    device.engine.compile = timed_compile
+    cls.compile = timed_compile
     try:
         t0 = time.perf_counter()
         results = device.measure_all(workload)
         wall = time.perf_counter() - t0
     finally:
-        device.engine.compile = engine_compile
+        if own:
+            cls.compile = engine_compile
+        else:
+            del cls.compile
     m = results["latency_ms"]
     timed = sum(m.samples) / 1e3
     energy = results.get("energy_mj")
