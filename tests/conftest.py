@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# One OpenBLAS thread in the test processes and every process they start (set before numpy is
+# imported: OpenBLAS reads it once, when it loads). The suite runs a test per core, and the
+# frontier strategy's small linear solves (numpy, hwnas/engine/frontier.py) spin a BLAS thread
+# per core on top of it: on a 2-core machine a pixel3 search of 60 took 4-8 s instead of 3,
+# tests/engine/test_frontier.py 32 s of CPU instead of 5. torch already runs the tests' and
+# the product's networks on one thread. A value set by whoever runs the suite is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 FAST_CPU_PROFILE = """\
 name: cpu-fast
