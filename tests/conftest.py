@@ -49,6 +49,18 @@ def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
     reload_profiles()
 
 
+_NEXT = pytest.StashKey()
+"""The item a worker runs after this one (pytest's ``nextitem``), for :func:`_alone_when_marked`."""
+
+_KEPT: list = []
+"""The lock file an ``alone`` test kept locked for the ``alone`` test after it (or empty)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_NEXT] = nextitem  # returns None: pytest runs the item as usual
+
+
 @pytest.fixture(autouse=True)
 def _alone_when_marked(request, tmp_path_factory):
     """Tests marked ``alone`` run while no other test of the session runs.
@@ -59,23 +71,36 @@ def _alone_when_marked(request, tmp_path_factory):
     a measurement missed by 17-22% in all 5 attempts of one CI run while the test beside it
     ran (the same commit passed the next run; alone here it is 6-10% off). Every test holds a
     shared lock on one file of the session; an ``alone`` test takes it exclusively, so it
-    waits for the test running beside it to end and the other worker waits for it. Without
-    xdist (one process) nothing runs beside a test and no lock is taken."""
+    waits for the test running beside it to end and the other worker waits for it. An
+    ``alone`` test whose worker runs another ``alone`` test next keeps the lock for it: a chain
+    of them waits once for the test beside it (each waited, up to half a minute, for the
+    test the other worker had started in between). Without xdist (one process) nothing runs
+    beside a test and no lock is taken."""
     import fcntl
     import os
 
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         yield
         return
-    # every worker's base temp is a folder of the run's own: its parent is shared by the run
-    lock_path = tmp_path_factory.getbasetemp().parent / "hwnas-alone.lock"
-    mode = fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, mode)
-        try:
-            yield
-        finally:
+    alone = request.node.get_closest_marker("alone") is not None
+    mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
+    if _KEPT:  # kept by the alone test before; a lock is converted on its own file
+        lock = _KEPT.pop()
+    else:
+        # every worker's base temp is a folder of the run's own: its parent is shared by the run
+        lock = open(tmp_path_factory.getbasetemp().parent / "hwnas-alone.lock", "a")
+    fcntl.flock(lock, mode)
+    try:
+        yield
+    finally:
+        following = request.node.stash.get(_NEXT, None)
+        if alone and following is not None and following.get_closest_marker("alone"):
+            # if xdist gives that item to the other worker after all, the test this worker
+            # runs next converts the lock to its own mode
+            _KEPT.append(lock)
+        else:
             fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
 
 
 NATIVE_LIBRARIES = (
