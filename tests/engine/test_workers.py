@@ -121,19 +121,21 @@ def test_workers_with_their_own_seeds_share_one_named_study(tmp_path):
 
 @pytest.mark.slow
 def test_a_rerun_with_a_smaller_budget_is_refused_and_a_larger_one_extends(tmp_path):
-    from helpers import hwnas_cli
+    from helpers import hwnas_main  # in this process: one worker at a time, nothing concurrent
 
     storage = f"sqlite:///{tmp_path / 's.db'}"
     base = ["search", "--device", "pixel3", "--study", "k", "--storage", storage, "--no-zoo"]
-    r = hwnas_cli(*base, "--budget", "30", "--out", str(tmp_path / "a"), cwd=tmp_path)
+    r = hwnas_main(*base, "--budget", "30", "--out", str(tmp_path / "a"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    r = hwnas_cli(*base, "--budget", "20", "--out", str(tmp_path / "b"), cwd=tmp_path)
+    r = hwnas_main(*base, "--budget", "20", "--out", str(tmp_path / "b"), cwd=tmp_path)
     assert r.returncode == 2 and not (tmp_path / "b").exists()
     # one line, before the search's progress (main printed two progress lines, then it)
-    assert r.stderr.strip().splitlines() == [
-        line for line in r.stderr.strip().splitlines() if line.startswith("error: ")
-    ] and "already holds 30 scored architectures, more than --budget 20" in r.stderr, r.stderr
-    r = hwnas_cli(*base, "--budget", "40", "--out", str(tmp_path / "c"), cwd=tmp_path)
+    assert (
+        r.stderr.strip().splitlines()
+        == [line for line in r.stderr.strip().splitlines() if line.startswith("error: ")]
+        and "already holds 30 scored architectures, more than --budget 20" in r.stderr
+    ), r.stderr
+    r = hwnas_main(*base, "--budget", "40", "--out", str(tmp_path / "c"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["trials"]["completed"] == 40 and summary["trials"]["completed_this_run"] == 10
