@@ -11,6 +11,8 @@ Run: ``.venv/bin/python experiments/cost_model_fit.py`` (about 1 minute).
 
 from __future__ import annotations
 
+import argparse
+
 from rich.console import Console
 from rich.table import Table
 
@@ -29,6 +31,8 @@ PAIRS = [
 
 
 def main() -> None:
+    # no options: --help prints the description instead of running the benchmark
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     table = Table(title="Supernet cost model fitted on recorded tables (held-out 20%)")
     for c in ("space", "device", "terms", "R^2", "Spearman rho", "MAPE %", "within ±10%"):
         table.add_column(c, justify="left" if c in ("space", "device") else "right")
