@@ -13,6 +13,8 @@ order (same layers in the same order give 0 up to float rounding).
 
 from __future__ import annotations
 
+import argparse
+
 import torch
 
 from hwnas.export import count_params_flops
@@ -50,6 +52,8 @@ def reference_arch(space_name: str):
 
 
 def main() -> None:
+    # no options: --help prints the description instead of running the benchmark
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     torch.set_num_threads(1)
     try:
         import timm
