@@ -13,6 +13,7 @@ kernel for each). docs/supernets.md ("On a GPU") says what it means for a search
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import torch
@@ -56,6 +57,10 @@ def per_call_ms(conv, x, amp: bool, n: int = 50) -> float:
 
 
 def main() -> None:
+    # no options: --help prints the description instead of running the benchmark
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("error: no CUDA GPU (torch.cuda.is_available() is False)")
     torch.manual_seed(0)
     for benchmark in (False, True):
         torch.backends.cudnn.benchmark = benchmark
