@@ -20,7 +20,8 @@ def is_entry(path: str | Path) -> bool:
 
 
 def entry_folders(path: str | Path) -> list[Path]:
-    """The entry folders of a zoo folder, or ``[path]`` when it is one entry; sorted by name.
+    """The entry folders of a zoo folder (or of a run folder's ``zoo/``), or ``[path]`` when it
+    is one entry; sorted by name.
 
     Raises:
         HwnasError: ``path`` is missing, not a folder, or holds no entry.
@@ -34,6 +35,8 @@ def entry_folders(path: str | Path) -> list[Path]:
         return [path]
     found = sorted(p for p in path.iterdir() if p.is_dir() and is_entry(p))
     run = path if path.name != "zoo" else path.parent
+    if not found and run == path and (path / "zoo").is_dir():  # a run folder: its zoo
+        found = sorted(p for p in (path / "zoo").iterdir() if p.is_dir() and is_entry(p))
     if not found and (run / "summary.json").is_file():  # a run folder, or its zoo: empty
         raise HwnasError(
             f"the run in {run} put no model in its zoo: every architecture of its front is at "

@@ -18,6 +18,10 @@ def test_random_weights_list_their_latency_and_no_accuracy_in_the_model_index(tm
     assert r.returncode == 0, r.stderr
     entries = sorted(p.parent for p in (out / "zoo").glob("*/card.json"))
     assert entries
+    # the run folder given for its zoo (it said the run "put no model in its zoo")
+    r = hwnas_main("zoo", "verify", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{len(entries)} of {len(entries)} entries verified" in r.stdout
     for entry in entries:
         card = json.loads((entry / "card.json").read_text())
         assert card["weights"]["kind"] == "random"
