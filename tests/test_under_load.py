@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 from hwnas.devices.base import Device, Measurement
 from hwnas.measure import NoisyMeasurementError, Profiler
@@ -38,7 +38,7 @@ def noisy_device(hwnas_home):
 
 
 def test_measure_prints_a_flagged_value_with_its_flag_and_exits_0(noisy_device, tmp_path):
-    r = hwnas_cli("measure", "-d", noisy_device, "--arch", SMALL, cwd=tmp_path)
+    r = hwnas_main("measure", "-d", noisy_device, "--arch", SMALL, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "FLAGGED" in r.stdout and "1 measurement(s) FLAGGED" in r.stdout
     assert "Traceback" not in r.stderr
@@ -49,9 +49,9 @@ def test_a_live_search_whose_every_measurement_is_noisy_skips_and_stops_after_5(
 ):
     """Each candidate is measured 3 times, skipped as too noisy, and the search stops after 5
     in a row, in one line (the reference set of the default strategy: the next test)."""
-    r = hwnas_cli(
+    r = hwnas_main(
         "search", "-d", noisy_device, "--budget", "3", "--no-zoo", "--strategy", "random",
-        cwd=tmp_path, timeout=600,
+        cwd=tmp_path,
     )  # fmt: skip
     assert r.returncode == 2, r.stderr
     errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
