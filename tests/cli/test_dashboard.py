@@ -11,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 
-from helpers import hwnas_cli
+from helpers import hwnas_main
 
 
 def _free_port() -> int:
@@ -22,7 +22,7 @@ def _free_port() -> int:
 
 def test_dashboard_serves_the_search_study(tmp_path):
     storage = f"sqlite:///{tmp_path / 'studies.db'}"
-    r = hwnas_cli(
+    r = hwnas_main(  # the study the dashboard serves, searched in this process
         "search",
         "--device",
         "fpga",
