@@ -98,12 +98,20 @@ def _tolerant_rpc_profile(home) -> None:
 
 
 @pytest.mark.slow
-def test_measure_through_tracker_and_server_stores_measurements(tracker, tmp_path, hwnas_home):
+def test_measure_through_tracker_and_server_stores_measurements_also_with_big_cores(
+    tracker, tmp_path, hwnas_home
+):
+    """`hwnas measure` and `hwnas devices check` through the tracker and server; then the same
+    measurement with ``big_cores`` in the profile (the shipped pixel8's, any board's): the CPU
+    ids were sent to the remote ``runtime.config_threadpool`` as a list, which TVM RPC cannot
+    carry, and every measurement ended in a traceback ("Cannot pass argument 2, type
+    ffi.Array"). The threads now go to that many of the board's fastest cores. (One test: the
+    second measurement reuses the first one's compiled model, a TVM build of seconds.)"""
     _tolerant_rpc_profile(hwnas_home)
     store = tmp_path / "m.db"
     args = ["measure", "--device", "rpc", "--tracker", tracker, "--key", KEY, "--trials", "0",
-            "--arch", ARCH, "--dataset", "cifar10", "--store", str(store)]  # fmt: skip
-    r = hwnas_main(*args)
+            "--arch", ARCH, "--dataset", "cifar10"]  # fmt: skip
+    r = hwnas_main(*args, "--store", str(store))
     assert r.returncode == 0, r.stderr
     assert "1 measured" in r.stdout
     with MeasurementStore(store) as st:
@@ -115,24 +123,14 @@ def test_measure_through_tracker_and_server_stores_measurements(tracker, tmp_pat
     result = check_device(get_device("rpc", overrides=overrides))  # `hwnas devices check rpc`
     assert result.status.startswith(f"RPC server '{KEY}' via tracker {tracker}")
     assert result.measurements["latency_ms"].value > 0
-
-
-@pytest.mark.slow
-def test_a_profile_with_big_cores_measures_through_rpc(tracker, tmp_path, hwnas_home):
-    """``big_cores`` (the shipped pixel8's, any board's): the CPU ids were sent to the remote
-    ``runtime.config_threadpool`` as a list, which TVM RPC cannot carry, and every
-    measurement ended in a traceback ("Cannot pass argument 2, type ffi.Array"). The threads
-    now go to that many of the board's fastest cores."""
-    _tolerant_rpc_profile(hwnas_home)
+    # big_cores: measured afresh (a store of its own)
     from hwnas.devices import reload_profiles
 
     path = hwnas_home / "devices" / "rpc.yaml"
     profile = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**profile, "big_cores": [0]}))
     reload_profiles()
-    args = ["measure", "--device", "rpc", "--tracker", tracker, "--key", KEY, "--trials", "0",
-            "--arch", ARCH, "--dataset", "cifar10", "--store", str(tmp_path / "m.db")]  # fmt: skip
-    r = hwnas_main(*args)
+    r = hwnas_main(*args, "--store", str(tmp_path / "big.db"))
     assert r.returncode == 0, r.stderr
     assert "1 measured" in r.stdout
 
