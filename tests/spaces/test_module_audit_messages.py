@@ -61,8 +61,17 @@ def test_a_wrapped_model_is_asked_for_the_model_it_wraps():
     text = _message(lambda: hwnas.elastic(torch.compile(Net()), x, name="compiled"))
     assert text.startswith("got a torch.compile'd model: pass the model before torch.compile")
     assert "control flow" not in text
-    text = _message(lambda: hwnas.elastic(torch.jit.script(Net().eval()), x, name="scripted"))
+    # scripted: a module of no library layers (scripting nn.Conv2d's own source failed in one
+    # xdist worker of a full run, "builtin cannot be used as a value", after other tests there)
+    text = _message(lambda: hwnas.elastic(torch.jit.script(_Pool()), x, name="scripted"))
     assert text.startswith("got a TorchScript module (torch.jit.script or torch.jit.trace)")
+    text = _message(lambda: hwnas.elastic(torch.jit.trace(Net().eval(), x), x, name="traced"))
+    assert text.startswith("got a TorchScript module (torch.jit.script or torch.jit.trace)")
+
+
+class _Pool(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean((2, 3))
 
 
 def test_a_python_file_named_without_its_attribute_gets_the_form(tmp_path):
