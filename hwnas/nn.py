@@ -46,7 +46,10 @@ Where a choice point may go:
   output shape.
 
 The same object (or label) used in several places is one decision. Arithmetic on a
-``ValueChoice`` (``width * 4``) gives a plain ``int``: a fixed value (its largest's).
+``ValueChoice`` (``width * 4``) gives a plain ``int``: a fixed value (its largest's). A
+``ValueChoice`` made in a module's constructor must reach a layer or a :class:`Repeat` itself:
+one consumed only as a number (``range(depth)``, only ever ``width * 4``) would leave nothing to
+search, and the space stops in one line naming it.
 """
 
 from __future__ import annotations

@@ -501,6 +501,7 @@ def module_space(
             f"example_input needs a batch axis, got shape {tuple(example_input.shape)}"
         )
     x = example_input[:1].detach().float().cpu()
+    _check_consumed(model, label)
     model = make_traceable(copy.deepcopy(model).float().cpu())  # PyTorch's encoder layers
     try:
         _check_choices(model, x, label)
@@ -757,6 +758,31 @@ def _value_choices(value: Any, depth: int = 0) -> list:
     if isinstance(value, (tuple, list)) and depth < 3:
         return [vc for v in value for vc in _value_choices(v, depth + 1)]
     return []
+
+
+def _check_consumed(model, label: str) -> None:
+    """Every :class:`ValueChoice` made while one of ``model``'s modules was being constructed
+    is still held by a module of it (a layer's argument, a :class:`Repeat`'s depth, an
+    attribute): one that is not was consumed as a plain number (``range(depth)``, ``[b] *
+    depth``, only ever used as ``width * 4``), so the model holds its largest value and no
+    decision, and the search would silently not search it.
+
+    Raises:
+        HwnasError: one line naming the ValueChoice and the module that made it.
+    """
+    from hwnas.spaces.module.choices import MADE_IN
+
+    held = {id(vc) for m in model.modules() for v in vars(m).values() for vc in _value_choices(v)}
+    for m in model.modules():
+        for vc in MADE_IN.get(m, ()):
+            if id(vc) not in held:
+                raise HwnasError(
+                    f"{label}: {vc!r}, made in {type(m).__name__}.__init__, is in no layer of the "
+                    "model: it was used as a plain number (range(), [block] * n, only in "
+                    "arithmetic such as width * 4), which leaves nothing to search; use "
+                    "hwnas.nn.Repeat(block, depth) for a number of blocks, give the ValueChoice "
+                    "itself to a layer (out_channels, kernel_size), or int(...) to fix it"
+                )
 
 
 def _check_value_choices(modules, analysis, found, honoured, group_of, label: str) -> None:

@@ -6,6 +6,8 @@ builds spaces from them."""
 from __future__ import annotations
 
 import copy
+import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,10 +16,16 @@ from torch import nn
 
 from hwnas.errors import HwnasError
 
-__all__ = ["Choice", "Repeat", "TRACING", "ValueChoice"]
+__all__ = ["Choice", "MADE_IN", "Repeat", "TRACING", "ValueChoice"]
 
 TRACING = [False]
 """Set while :func:`hwnas.spaces.module.analysis.trace` traces a module."""
+
+MADE_IN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""module -> the :class:`ValueChoice` objects made while its ``__init__`` ran (the innermost
+module constructor on the stack). A space checks that each is still held by a layer of the
+model: one consumed as a number (``range(depth)``, only ever ``width * 4``) leaves no decision
+(:func:`hwnas.spaces.module.module_space`)."""
 
 
 class ValueChoice(int):
@@ -53,6 +61,9 @@ class ValueChoice(int):
         obj = super().__new__(cls, max(vals))
         obj.values = tuple(sorted(int(v) for v in vals))
         obj.label = label
+        owner = _constructing_module()
+        if owner is not None:
+            MADE_IN.setdefault(owner, []).append(obj)
         return obj
 
     def __getnewargs__(self) -> tuple[Any, ...]:  # copy and pickle
@@ -61,6 +72,21 @@ class ValueChoice(int):
     def __repr__(self) -> str:
         label = f", label={self.label!r}" if self.label else ""
         return f"ValueChoice({list(self.values)}{label})"
+
+
+def _constructing_module(depth: int = 12) -> nn.Module | None:
+    """The module whose ``__init__`` is running nearest the caller's caller (None if none within
+    ``depth`` frames): where a :class:`ValueChoice` being made belongs."""
+    frame = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "__init__":
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, nn.Module):
+                return owner
+        frame = frame.f_back
+    return None
 
 
 def _valid_label(text: str) -> bool:
