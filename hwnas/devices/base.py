@@ -273,6 +273,15 @@ class Device(ABC):
         """Whether the device can give values for architectures of ``space``."""
         return "*" in self.spaces or space in self.spaces
 
+    def check_networks(self, space: Any, dataset: str) -> None:
+        """Refuse, before a search starts, a space whose networks this device cannot take at
+        all (checked on one of them; the default takes every network).
+
+        Raises:
+            HwnasError: one line naming what in the space's networks the device cannot take.
+        """
+        return None
+
     def require_reachable(self) -> None:
         """Raise :class:`DeviceUnavailableError` with the status message if not reachable."""
         ok, why = self.status()

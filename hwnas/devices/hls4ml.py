@@ -80,6 +80,58 @@ def to_hls4ml_onnx(onnx_bytes: bytes):
     return model
 
 
+HLS4ML_CHANNELS_LAST = ("Conv", "AveragePool", "MaxPool", "BatchNormalization")
+"""ONNX operations hls4ml's ONNX front end takes on images only in qonnx's channels-last
+domain (hls4ml 1.3: ``converters/onnx/convolution.py``, ``pooling.py``, ``core.py``)."""
+
+
+def unconvertible(onnx_bytes: bytes, io_type: str) -> str:
+    """Why hls4ml cannot take an ONNX model, found by reading its graph ("" where nothing is
+    known to fail before converting it, which takes minutes for a NAS-Bench-201 network):
+
+    - an operation hls4ml takes only channels-last that qonnx cannot make channels-last
+      (``AveragePool`` with qonnx 1.0: every NAS-Bench-201 network has some, in its reduction
+      blocks' shortcuts and its ``avg_pool_3x3`` edges);
+    - a padded pooling under ``io_stream``, whose streaming pools assert no padding
+      (hls4ml's ``nnet_pooling_stream.h``; ``io_parallel`` has padded pools).
+    """
+    from collections import Counter
+
+    import onnx
+    from qonnx.custom_op.registry import get_ops_in_domain
+
+    graph = onnx.load_from_string(onnx_bytes).graph
+    movable = {name for name, _ in get_ops_in_domain("qonnx.custom_op.channels_last")}
+    stuck = Counter(
+        n.op_type
+        for n in graph.node
+        if n.op_type in HLS4ML_CHANNELS_LAST and n.op_type not in movable
+    )
+    if stuck:
+        import qonnx
+
+        ops = ", ".join(f"{k} {op}" for op, k in sorted(stuck.items()))
+        version = getattr(qonnx, "__version__", "")
+        return (
+            f"it has {ops} node(s), which hls4ml's ONNX front end takes only channels-last and "
+            f"qonnx {version} cannot make channels-last (it can: {', '.join(sorted(movable))})"
+        )
+    if io_type == "io_stream":
+        padded = Counter(
+            n.op_type
+            for n in graph.node
+            if n.op_type in ("AveragePool", "MaxPool")
+            and any(a.name == "pads" and any(a.ints) for a in n.attribute)
+        )
+        if padded:
+            ops = ", ".join(f"{k} padded {op}" for op, k in sorted(padded.items()))
+            return (
+                f"it has {ops} node(s), and hls4ml's streaming pools take no padding (io_type: "
+                "io_parallel in the profile has padded pools)"
+            )
+    return ""
+
+
 class Hls4mlDevice(Device):
     """An FPGA part reached through hls4ml and Vitis HLS.
 
@@ -133,6 +185,25 @@ class Hls4mlDevice(Device):
             )
         return True, f"{tool} for {self.part} at {self.clock_ns:g} ns ({self.backend} backend)"
 
+    def check_networks(self, space: Any, dataset: str) -> None:
+        """Refuse a space whose first sampled network hls4ml cannot take (:func:`unconvertible`),
+        before a search spends minutes converting each of them to the same error.
+
+        Raises:
+            HwnasError: one line naming the operations and what to do.
+        """
+        import numpy as np
+
+        from hwnas.measure import arch_workload
+
+        arch = space.sample(np.random.default_rng(0), 1)[0]
+        why = unconvertible(arch_workload(space, arch, dataset).onnx_bytes(), self.io_type)
+        if why:
+            raise HwnasError(
+                f"device '{self.name}' cannot take {space.name}'s networks: {why} (the recorded "
+                "'fpga' device has NAS-Bench-201's and FBNet's FPGA latencies)"
+            )
+
     def project_dir(self, workload: Workload) -> Path:
         """Folder of the workload's hls4ml project (under the hwnas home)."""
         from hwnas.paths import confined, hwnas_home
@@ -152,6 +223,9 @@ class Hls4mlDevice(Device):
         """
         import hls4ml
 
+        why = unconvertible(onnx_bytes, self.io_type)
+        if why:
+            raise HwnasError(f"hls4ml cannot convert the model: {why}")
         model = to_hls4ml_onnx(onnx_bytes)
         quiet = contextlib.redirect_stdout(io.StringIO())
         try:

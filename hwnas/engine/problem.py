@@ -70,6 +70,7 @@ def resolve(settings: SearchSettings, space_note: str = "") -> tuple[SearchSpace
             f"device '{device.name}' has no recorded measurements for space '{space.name}' "
             f"(it has: {', '.join(device.spaces)})" + (f"; {space_note}" if space_note else "")
         )
+    device.check_networks(space, settings.dataset)
     return space, device
 
 

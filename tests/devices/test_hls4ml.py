@@ -120,3 +120,62 @@ def test_converted_small_cnn_matches_onnx_runtime_in_cpp_emulation(tmp_path):
     expected = ort.InferenceSession(str(path)).run(None, {"input": x})[0]
     got = np.asarray(graph.predict(np.ascontiguousarray(x.reshape(1, -1)))).reshape(1, 10)
     np.testing.assert_allclose(got, expected, atol=0.05)  # fixed<16,6> arithmetic
+
+
+def _fake_vitis(tmp_path, monkeypatch) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir(exist_ok=True)
+    vitis = tools / "vitis_hls"
+    vitis.write_text(FAKE_VITIS.format(report=REPORTS / "myproject_csynth.xml"))
+    vitis.chmod(vitis.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+
+
+def test_a_nasbench201_search_on_hls4ml_stops_before_converting_any_network(
+    tmp_path, monkeypatch, hwnas_home
+):
+    """`hwnas search --device vu9p_hls4ml` (NAS-Bench-201, the default space): every network
+    has AveragePool nodes, which qonnx cannot make channels-last and hls4ml takes only so;
+    each trial spent 125-155 s in qonnx and failed with hls4ml's "Please convert the model to
+    channels-last format". The search stops in one line before any trial."""
+    pytest.importorskip("hls4ml")
+    pytest.importorskip("qonnx")
+    from helpers import hwnas_main
+
+    _fake_vitis(tmp_path, monkeypatch)
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "vu9p_hls4ml", "--budget", "3", "--out", str(out))
+    assert r.returncode == 2, r.stdout
+    assert r.stderr.count("\n") <= 1
+    assert "device 'vu9p_hls4ml' cannot take nasbench201's networks: it has " in r.stderr
+    assert "AveragePool node(s)" in r.stderr and "qonnx" in r.stderr
+    assert not out.exists()
+    assert not (hwnas_home / "hls4ml").exists()  # no project written
+
+
+def test_a_padded_pool_is_refused_under_io_stream_and_converted_under_io_parallel(tmp_path):
+    """hls4ml's streaming pools assert no padding (nnet_pooling_stream.h): refused at once,
+    naming io_parallel, which converts the same model."""
+    pytest.importorskip("hls4ml")
+    pytest.importorskip("qonnx")
+    import torch
+    from torch import nn
+
+    from hwnas.export import export_onnx
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, stride=1, padding=1),
+        nn.Flatten(), nn.Linear(256, 10),
+    )  # fmt: skip
+    data = export_onnx(model, (1, 3, 8, 8))
+    with pytest.raises(HwnasError) as info:
+        get_device("vu9p_hls4ml").convert(data, tmp_path / "stream")
+    assert str(info.value) == (
+        "hls4ml cannot convert the model: it has 1 padded MaxPool node(s), and hls4ml's "
+        "streaming pools take no padding (io_type: io_parallel in the profile has padded pools)"
+    )
+    assert not (tmp_path / "stream").exists()
+    parallel = get_device("vu9p_hls4ml", overrides={"io_type": "io_parallel"})
+    parallel.convert(data, tmp_path / "parallel")
+    assert (tmp_path / "parallel" / "firmware" / "hwnas_model.cpp").exists()
