@@ -71,6 +71,31 @@ class Honoured(nn.Module):
         return self.head(self.expand(self.blocks(self.stem(x))).mean((2, 3)))
 
 
+class Bottleneck(nn.Module):
+    def __init__(self, c, w):
+        super().__init__()
+        self.a = nn.Conv2d(c, w, 1)
+        self.b = nn.Conv2d(w, c, 1)
+
+    def forward(self, x):
+        return x + self.b(torch.relu(self.a(x)))
+
+
+class HeldThroughRepeatCopies(nn.Module):
+    """The width choice is in a block module that Repeat deep-copies for every position: the
+    model holds only its copies."""
+
+    def __init__(self):
+        super().__init__()
+        w = hn.ValueChoice([8, 16], label="w")
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.stage = hn.Repeat(Bottleneck(16, w), hn.ValueChoice([1, 2], label="depth"))
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.head(self.stage(self.stem(x)).mean((2, 3)))
+
+
 X = torch.zeros(1, 3, 8, 8)
 
 
@@ -93,6 +118,11 @@ def test_a_value_choice_consumed_as_a_number_is_refused_naming_it(model, named):
 def test_a_held_value_choice_may_also_be_used_in_arithmetic():
     space = hn.space(Honoured(), X, name="consumed-honoured")
     assert {d.key: d.values for d in space.decisions} == {"w": (16, 32), "depth": (1, 2)}
+
+
+def test_a_value_choice_held_only_by_repeats_copies_of_its_block_is_a_decision():
+    space = hn.space(HeldThroughRepeatCopies(), X, name="consumed-copies")
+    assert {d.key: d.values for d in space.decisions} == {"w": (8, 16), "depth": (1, 2)}
 
 
 def test_the_cli_refuses_a_file_space_with_a_consumed_depth_in_one_line(tmp_path, hwnas_home):

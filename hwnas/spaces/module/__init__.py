@@ -772,7 +772,13 @@ def _check_consumed(model, label: str) -> None:
     """
     from hwnas.spaces.module.choices import MADE_IN
 
-    held = {id(vc) for m in model.modules() for v in vars(m).values() for vc in _value_choices(v)}
+    held = {
+        id(c)
+        for m in model.modules()
+        for v in vars(m).values()
+        for vc in _value_choices(v)
+        for c in (vc, vc.origin)  # a Repeat's copy of a block holds its choices' copies
+    }
     for m in model.modules():
         for vc in MADE_IN.get(m, ()):
             if id(vc) not in held:

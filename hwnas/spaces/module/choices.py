@@ -69,6 +69,23 @@ class ValueChoice(int):
     def __getnewargs__(self) -> tuple[Any, ...]:  # copy and pickle
         return (self.values, self.label)
 
+    def __deepcopy__(self, memo: dict) -> ValueChoice:
+        """A copy that knows the choice it copies (:attr:`origin`): :class:`Repeat` copies a
+        block module for every position, and the block's choice made in the model's
+        constructor is then held only through its copies."""
+        new = ValueChoice(self.values, self.label)
+        new.origin = self.origin
+        return new
+
+    @property
+    def origin(self) -> ValueChoice:
+        """The choice this one was deep-copied from (itself when it is no copy)."""
+        return self.__dict__.get("_origin", self)
+
+    @origin.setter
+    def origin(self, value: ValueChoice) -> None:
+        self.__dict__["_origin"] = value
+
     def __repr__(self) -> str:
         label = f", label={self.label!r}" if self.label else ""
         return f"ValueChoice({list(self.values)}{label})"
