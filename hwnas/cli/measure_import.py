@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -61,10 +62,13 @@ def import_cmd(device, files, space, as_table, dataset, store):
     from hwnas.store import MeasurementStore
 
     sp = get_space(space)
+    dataset_given = dataset is not None
     dataset = dataset or get_featurizer(space).dataset
     sp.dataset(dataset)
-    if not device.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise HwnasError(f"device name '{device}' may only use letters, digits, '-', '_', '.'")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", device):  # '-x' reads as an option
+        raise HwnasError(
+            f"device name '{device}': a letter or digit first, then letters, digits, '-', '_', '.'"
+        )
     existing = profiles().get(device)
     imported = existing is not None and isinstance(get_device(device), ImportedDevice)
     adding = imported and not as_table
@@ -78,6 +82,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
                     f"{cal.path}: '{m}' is an ONNX file; the store keeps architectures of a "
                     "space: name them by arch string"
                 )
+    _check_shapes(cals, sp, dataset, dataset_given=dataset_given)
     if as_table or _covers_space(cals, sp):
         _import_table(device, sp, cals, existing)
         return
@@ -137,7 +142,8 @@ def import_cmd(device, files, space, as_table, dataset, store):
     err = Console(emoji=False, stderr=True)
     err.print(
         f"device '{device}': {new} measurements imported, {kept} already stored "
-        f"(kept)" + (f", {flagged} flagged rows skipped" if flagged else "")
+        f"(kept)"
+        + (f", {flagged} flagged rows skipped" if flagged else "")
         + f"; profile {path}; store {st.path}",
         markup=False,
         highlight=False,
@@ -320,3 +326,32 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     if warning:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     _warn_units(err, space, cals, exclude=device)
+
+
+def _check_shapes(cals, space, dataset: str, dataset_given: bool) -> None:
+    """Refuse rows whose ``input_shape`` cell (``hwnas refset export`` writes one) is not the
+    input of ``dataset``'s network of their architecture: the values would be stored as
+    another network's (an ImageNet16-120 file imported as CIFAR's networks, 4x the pixels).
+
+    Raises:
+        HwnasError: the first such row, naming the datasets of the space with that input.
+    """
+    from hwnas.errors import HwnasError
+
+    for cal in cals:
+        for model, (line, cell) in zip(cal.models, cal.shapes):
+            want = "x".join(map(str, (1, *space.input_shape(model, dataset))))
+            if not cell or cell.replace(" ", "") == want:
+                continue
+            fits = [
+                d
+                for d in space.datasets()
+                if "x".join(map(str, (1, *space.input_shape(model, d)))) == cell.replace(" ", "")
+            ]
+            what = f"--dataset {'|'.join(fits)}" if fits else "the dataset they were built for"
+            given = "given" if dataset_given else "default"
+            raise HwnasError(
+                f"{cal.path}:{line}: input_shape {cell}, but {dataset}'s network (the {given} "
+                f"--dataset) takes {want}: its value would be stored as another network's; "
+                f"pass {what}"
+            )

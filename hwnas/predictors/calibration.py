@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,9 @@ class Calibration:
     path: Path
     flagged: int = 0
     """Rows skipped because their ``flagged`` cell says the measurement was too noisy."""
+    shapes: list[tuple[int, str]] = field(default_factory=list)
+    """Per model, its row's line and ``input_shape`` cell (``1x3x32x32``, as ``hwnas refset
+    export`` writes it; "" where the file has no such column)."""
 
 
 MAX_CSV_BYTES = 64 * 2**20
@@ -70,13 +73,24 @@ def csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
         fh = io.StringIO(text, newline="")
         first = fh.readline()
         fh.seek(0)
-        reader = csv.DictReader(fh, delimiter=spreadsheet.delimiter(first))
+        sep = spreadsheet.delimiter(first)
+        reader = csv.DictReader(fh, delimiter=sep)
         header = [h.strip() for h in (reader.fieldnames or [])]
         twice = next((h for i, h in enumerate(header) if h and h in header[:i]), None)
         if twice is not None:  # DictReader would keep the last copy's cells
             raise HwnasError(f"{path}: column '{twice}' appears more than once in the header")
         reader.fieldnames = header
-        rows = [(i, row) for i, row in enumerate(reader, start=2)]
+        rows = []
+        for row in reader:
+            extra = [c for c in row.pop(None, None) or () if c.strip()]  # DictReader's overflow
+            if extra:  # a cell holding the separator: '8,07' for 8.07 in a ','-separated file
+                n = len(header) + len(extra)
+                hint = "a decimal comma in a comma-separated file" if sep == "," else repr(sep)
+                raise HwnasError(
+                    f"{path}:{reader.line_num}: {n} cells, the header {len(header)} "
+                    f"({', '.join(header)[:80]}): does a value hold the separator ({hint})?"
+                )
+            rows.append((reader.line_num, row))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise HwnasError(f"{path}: not a readable CSV file ({exc})") from None
     if "arch" not in header:
@@ -139,6 +153,7 @@ def read_calibration(
     metric = value_cols[0]
     models: list[Model] = []
     values: list[float] = []
+    shapes: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     flagged = 0
     for line, row in rows:
@@ -165,13 +180,14 @@ def read_calibration(
             )
         models.append(model)
         values.append(value)
+        shapes.append((line, (row.get("input_shape") or "").strip()))
     if len(models) < minimum:
         noisy = f" ({flagged} more flagged as too noisy)" if flagged else ""
         raise HwnasError(
             f"{path}: {len(models)} calibration rows{noisy}; at least {minimum} are "
             "needed (the reference set has 10: hwnas refset export)"
         )
-    return Calibration(models, np.asarray(values), metric, path, flagged)
+    return Calibration(models, np.asarray(values), metric, path, flagged, shapes)
 
 
 def read_archs(
@@ -385,8 +401,7 @@ def as_recorded(device, space: SearchSpace, archs, metrics) -> list[tuple[Arch, 
         return [(a, False) for a in archs]
     wanted = [indexed.index(a) for a in archs]
     return [
-        (indexed.arch_at(i), i not in wanted)
-        for i in measured_stand_ins(space.name, held, wanted)
+        (indexed.arch_at(i), i not in wanted) for i in measured_stand_ins(space.name, held, wanted)
     ]
 
 
@@ -440,6 +455,42 @@ def stored_archs(device, store, space: SearchSpace, metrics: list[str]) -> list[
             except HwnasError:
                 continue
     return sorted(found)
+
+
+def stored_datasets(device, store, space: SearchSpace, metric: str) -> list[str]:
+    """The datasets of ``space`` whose networks ``device`` has stored ``metric`` values of
+    (looked up for the reference architectures and every architecture stored for it): what to
+    name when a command that took another dataset found none (``hwnas measure import
+    --dataset imagenet16``, then ``hwnas search`` on cifar100's networks)."""
+    from hwnas.measure import arch_workload
+
+    if store is None:
+        return []
+    archs = list(
+        dict.fromkeys([*reference_archs(space), *stored_archs(device, store, space, [metric])])
+    )
+    found = []
+    for dataset in space.datasets():
+        for arch in archs:
+            w = arch_workload(space, arch, dataset)
+            if store.lookup(device.name, device.runtime, metric, w.model_hash, w.input_shape):
+                found.append(dataset)
+                break
+    return found
+
+
+def dataset_hint(device, store, space: SearchSpace, dataset: str, metric: str, fix: str) -> str:
+    """``"; its values are of imagenet16's networks, not cifar100's: <fix>"`` where the device
+    has stored values of other datasets' networks only ("" otherwise); ``fix`` may name
+    ``{datasets}``."""
+    others = [d for d in stored_datasets(device, store, space, metric) if d != dataset]
+    if not others:
+        return ""
+    names = "|".join(others)
+    return (
+        f"; its stored {metric} values are of {' and '.join(others)}'s networks, not "
+        f"{dataset}'s: {fix.format(datasets=names)}"
+    )
 
 
 def stored_calibration_set(
