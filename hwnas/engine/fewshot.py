@@ -386,11 +386,22 @@ def _calibrate(space: SearchSpace, budget: MeasurementBudget, say, reporter: Rep
                 say(f"calibration: {arch.text} left out (too noisy to measure)")
             step.advance(status="")
     if budget.used < 3:
+        from hwnas.predictors.calibration import dataset_hint
+
+        hint = dataset_hint(device, budget.profiler.store, space, budget.dataset,
+                            budget.metrics[0], "search with --dataset {datasets}")  # fmt: skip
         raise HwnasError(
             f"device '{device.name}' gave {budget.used} calibration values for space "
-            f"'{space.name}'; at least 3 are needed (hwnas refset export, then hwnas measure "
-            "import)"
+            f"'{space.name}'; at least 3 are needed"
+            + (hint or " (hwnas refset export, then hwnas measure import)")
         )
+    if not device.can_measure:  # a user's imported values: 1000x off if typed in seconds
+        from hwnas.predictors.predict import warn_unit
+
+        archs = [a for a in cal if a.text in budget.values]  # measured: not too noisy
+        for metric in budget.metrics:
+            values = [budget.values[a.text][metric].value for a in archs]
+            warn_unit(space, archs, values, metric, reporter.note)
     return cal
 
 
@@ -447,9 +458,7 @@ class _Check:
         self.by_arch = {r.arch: r for r in result.records}
         self.log: list[dict[str, Any]] = []
 
-    def __call__(
-        self, arch_text: str, predicted: dict[str, float]
-    ) -> dict[str, CostRecord] | None:
+    def __call__(self, arch_text: str, predicted: dict[str, float]) -> dict[str, CostRecord] | None:
         settings, space, budget = self.settings, self.space, self.budget
         can_measure, by_arch, log = self.can_measure, self.by_arch, self.log
         arch = space.parse(arch_text)

@@ -91,8 +91,7 @@ def predict_models(
         raise UnknownNameError("metric", metric, list(METRICS))
     if calibration is not None and device is not None:
         raise HwnasError(
-            "give the device's measurements one way: --calibration CAL.csv or --device D, "
-            "not both"
+            "give the device's measurements one way: --calibration CAL.csv or --device D, not both"
         )
     if calibration is None and device is None:
         raise HwnasError("give the device's measurements: --calibration CAL.csv or --device D")
@@ -162,6 +161,8 @@ def predict_models(
         pred, (cal_models, cal_values, cal_metric, where) = early
         pred.fit(cal_models, cal_values, cal_metric)
         warn_suspects(pred, cal_models, cal_values, cal_metric, note)
+        if calibration is not None or (dev is not None and not dev.can_measure):
+            warn_unit(space, cal_models, cal_values, cal_metric, note)  # a user's values
         mean, std = pred.predict(models)
         refs = _graph_features(space, cal_models) if graphs else None  # ONNX models only
         if graphs:  # ONNX models: how far from the networks the predictor was adapted on
@@ -202,6 +203,22 @@ def warn_suspects(pred, models, values, metric: str, note: Callable[[str], None]
     took for a gross error (``models`` and ``values``: what it was fitted on)."""
     for i, p in pred.suspect_values().items():
         note(gross_error_warning(metric, models[i], float(values[i]), p))
+
+
+def warn_unit(space, models, values, metric: str, note: Callable[[str], None]) -> None:
+    """:func:`hwnas.devices.recorded.unit_warning`'s line, as a warning, where a user's
+    calibration values of ``metric`` look like another unit (seconds for ms: every prediction
+    would be 1000x off, said nowhere else); ``models`` that are not architectures of ``space``
+    (ONNX files) are left out."""
+    from hwnas.devices.recorded import unit_warning
+    from hwnas.spaces import Arch
+
+    pairs = [
+        (m, v) for m, v in zip(models, values) if isinstance(m, Arch) and m.space == space.name
+    ]
+    line = unit_warning(space, metric, [m for m, _ in pairs], [v for _, v in pairs])
+    if line:
+        note(f"warning: the calibration values: {line}")
 
 
 def onnx_model(path: str | Path, dims: dict[str, int] | None = None) -> Any:
@@ -297,9 +314,7 @@ def _graph_features(sp, models) -> np.ndarray:
 
     archs = [m for m in models if not isinstance(m, GraphModel)]
     of_archs = iter(get_featurizer(sp.name).graph(archs) if archs else [])
-    return np.stack(
-        [m.features if isinstance(m, GraphModel) else next(of_archs) for m in models]
-    )
+    return np.stack([m.features if isinstance(m, GraphModel) else next(of_archs) for m in models])
 
 
 def distance(x: np.ndarray, refs: np.ndarray) -> tuple[np.ndarray, float]:
@@ -520,11 +535,14 @@ def _calibration(sp, calibration, device, metric, runtime, store):
     dataset = get_featurizer(sp.name).dataset
     st = None
     if dev.runs_models:  # a live device measures its reference set, as this one would
-        refset = f"run `hwnas refset measure --device {dev.name}" + (
-            "" if sp.name == "nasbench201" else f" --space {command_line_name(sp.name)}"
-        ) + (f" --runtime {runtime}" if runtime else "") + (
-            f" --metric {metric}" if metric != "latency_ms" else ""
-        ) + (f" --store {store}" if store else "") + "`"
+        refset = (
+            f"run `hwnas refset measure --device {dev.name}"
+            + ("" if sp.name == "nasbench201" else f" --space {command_line_name(sp.name)}")
+            + (f" --runtime {runtime}" if runtime else "")
+            + (f" --metric {metric}" if metric != "latency_ms" else "")
+            + (f" --store {store}" if store else "")
+            + "`"
+        )
     else:  # a recorded or imported device has only what it was given
         refset = f"import them with `hwnas measure import --device {dev.name} CAL.csv`"
     if dev.table(sp.name, metric) is None:
@@ -551,6 +569,20 @@ def _calibration(sp, calibration, device, metric, runtime, store):
         if st is not None:
             st.close()
     usable = [v for v in values if np.isfinite(v.value) and v.value > 0 and not v.flagged]
+    if len(usable) < MIN_CALIBRATION and st is not None and not dev.runs_models:
+        from hwnas.predictors.calibration import dataset_hint
+
+        fix = (
+            f"hwnas predict adapts on {dataset}'s; search on them with `hwnas search --device "
+            f"{dev.name} --dataset {{datasets}}`"
+        )
+        with MeasurementStore(st.path) as again:
+            hint = dataset_hint(dev, again, sp, dataset, metric, fix)
+        if hint:  # imported for another dataset's networks (hwnas measure import --dataset)
+            raise HwnasError(
+                f"device '{dev.name}' ({dev.runtime}) has {len(usable)} usable {metric} values "
+                f"of {sp.name}'s {dataset} networks" + hint
+            )
     if len(usable) < MIN_CALIBRATION:
         flagged = sum(v.flagged for v in values)
         of = (
