@@ -332,10 +332,13 @@ def read_bounded(path: str | Path, max_bytes: int = MAX_TEXT_FILE_BYTES) -> byte
     import stat
 
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before fdopen, which names a folder by its descriptor
+        os.close(fd)
+        raise NotReadableFile(
+            "a folder, not a file" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        )
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotReadableFile("not a regular file")
         if st.st_size > max_bytes:
             raise NotReadableFile(_too_large(st.st_size, max_bytes))
         data = fh.read(max_bytes + 1)
