@@ -16,6 +16,9 @@ from hwnas.cli.options import storage_option
 from hwnas.engine.publish import run_settings
 from hwnas.paths import read_bounded_text
 
+SETTING_UNITS = {"max_latency": "ms"}
+"""The unit of a numeric search setting, printed after its value."""
+
 
 def _storage(storage: str | None):
     """(the storage URL to show: without its password, the opened storage), refusing a missing
@@ -124,7 +127,8 @@ def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
             hint = (
                 f"; unfinished (killed, or still running): {unfinished}: `hwnas runs show "
                 "STUDY` shows one, and rerunning its search command finishes it"
-                if found else ""
+                if found
+                else ""
             )
             raise HwnasError(f"no finished search matches '{ref}' in {url}{hint}")
         return max(finished, key=recent)
@@ -242,7 +246,8 @@ def show_cmd(study, storage, as_json):
         line("           not an hwnas run: the study holds no hwnas search settings")
     for key, value in run_settings(attrs).items():
         if value is not None:  # unset options (a recorded device has no runtime)
-            line(f"  {key:<12} {value}")
+            unit = SETTING_UNITS.get(key) if isinstance(value, (int, float)) else None
+            line(f"  {key:<12} {value:g} {unit}" if unit else f"  {key:<12} {value}")
     line(f"trials     {row['trials']}")
     best = row["best"]
     if best:
