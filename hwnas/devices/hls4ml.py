@@ -92,6 +92,8 @@ def unconvertible(onnx_bytes: bytes, io_type: str) -> str:
     - an operation hls4ml takes only channels-last that qonnx cannot make channels-last
       (``AveragePool`` with qonnx 1.0: every NAS-Bench-201 network has some, in its reduction
       blocks' shortcuts and its ``avg_pool_3x3`` edges);
+    - a grouped convolution that is not depthwise (FBNet's ``g2`` blocks), which hls4ml's
+      ONNX converter reads as depthwise and refuses ("Depth multiplier must be an integer");
     - a padded pooling under ``io_stream``, whose streaming pools assert no padding
       (hls4ml's ``nnet_pooling_stream.h``; ``io_parallel`` has padded pools).
     """
@@ -115,6 +117,20 @@ def unconvertible(onnx_bytes: bytes, io_type: str) -> str:
         return (
             f"it has {ops} node(s), which hls4ml's ONNX front end takes only channels-last and "
             f"qonnx {version} cannot make channels-last (it can: {', '.join(sorted(movable))})"
+        )
+    weights = {t.name: tuple(t.dims) for t in graph.initializer}
+    grouped = [
+        n
+        for n in graph.node
+        if n.op_type == "Conv"
+        and any(a.name == "group" and a.i > 1 for a in n.attribute)
+        and len(n.input) > 1
+        and weights.get(n.input[1], (0, 1))[1:2] != (1,)  # (out, in / group, k, k)
+    ]
+    if grouped:  # hls4ml reads group > 1 as depthwise: "Depth multiplier must be an integer"
+        return (
+            f"it has {len(grouped)} grouped Conv node(s) that are not depthwise, which hls4ml's "
+            "ONNX front end cannot convert (it takes a group count of 1 or the input channels)"
         )
     if io_type == "io_stream":
         padded = Counter(

@@ -179,3 +179,28 @@ def test_a_padded_pool_is_refused_under_io_stream_and_converted_under_io_paralle
     parallel = get_device("vu9p_hls4ml", overrides={"io_type": "io_parallel"})
     parallel.convert(data, tmp_path / "parallel")
     assert (tmp_path / "parallel" / "firmware" / "hwnas_model.cpp").exists()
+
+
+def test_a_grouped_convolution_that_is_not_depthwise_is_refused_at_once(tmp_path):
+    """FBNet's g2 blocks: hls4ml read them as depthwise and failed ("Depth multiplier must be
+    an integer") after 469 s of qonnx on one FBNet network; a depthwise one is not refused."""
+    pytest.importorskip("hls4ml")
+    pytest.importorskip("qonnx")
+    import torch
+    from torch import nn
+
+    from hwnas.devices.hls4ml import unconvertible
+    from hwnas.export import export_onnx
+
+    torch.manual_seed(0)
+    grouped = nn.Sequential(nn.Conv2d(4, 8, 1, groups=2), nn.Flatten(), nn.Linear(512, 10))
+    with pytest.raises(HwnasError) as info:
+        get_device("vu9p_hls4ml").convert(export_onnx(grouped, (1, 4, 8, 8)), tmp_path / "g")
+    assert str(info.value) == (
+        "hls4ml cannot convert the model: it has 1 grouped Conv node(s) that are not depthwise, "
+        "which hls4ml's ONNX front end cannot convert (it takes a group count of 1 or the input "
+        "channels)"
+    )
+    depthwise = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, groups=4), nn.Conv2d(4, 8, 1),
+                              nn.Flatten(), nn.Linear(512, 10))  # fmt: skip
+    assert unconvertible(export_onnx(depthwise, (1, 4, 8, 8)), "io_stream") == ""
