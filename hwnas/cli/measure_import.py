@@ -341,12 +341,19 @@ def _check_shapes(cals, space, dataset: str, dataset_given: bool) -> None:
     for cal in cals:
         for model, (line, cell) in zip(cal.models, cal.shapes):
             want = "x".join(map(str, (1, *space.input_shape(model, dataset))))
-            if not cell or cell.replace(" ", "") == want:
+            got = cell.replace(" ", "")
+            if not got or got == want:
                 continue
+            if got.partition("x")[2] == want.partition("x")[2]:  # the same network, batched
+                raise HwnasError(
+                    f"{cal.path}:{line}: input_shape {cell} is batch {got.partition('x')[0]}; "
+                    f"hwnas measure import takes values at batch 1 ({want}), as hwnas refset "
+                    "export's networks are"
+                )
             fits = [
                 d
                 for d in space.datasets()
-                if "x".join(map(str, (1, *space.input_shape(model, d)))) == cell.replace(" ", "")
+                if "x".join(map(str, (1, *space.input_shape(model, d)))) == got
             ]
             what = f"--dataset {'|'.join(fits)}" if fits else "the dataset they were built for"
             given = "given" if dataset_given else "default"

@@ -63,6 +63,14 @@ def test_a_reference_set_of_another_datasets_networks_is_imported_only_as_such(
         "--dataset imagenet16"
     )
     assert not (hwnas_home / "devices" / "b16.yaml").exists()
+    batched = tmp_path / "batch8.csv"  # the same networks timed 8 at a time
+    batched.write_text(_calibration(tmp_path / "c.csv").read_text().replace(",1x3x", ",8x3x"))
+    r = hwnas_main("measure", "import", "--device", "b8", str(batched))
+    assert r.returncode == 2
+    assert r.stderr.strip() == (
+        f"error: {batched}:2: input_shape 8x3x32x32 is batch 8; hwnas measure import takes "
+        "values at batch 1 (1x3x32x32), as hwnas refset export's networks are"
+    )
     r = hwnas_main("measure", "import", "--device", "b16", "--dataset", "imagenet16", str(path))
     assert r.returncode == 0, r.stderr
     # then predict (cifar100's networks) and a search without --dataset name the dataset
