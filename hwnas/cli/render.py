@@ -11,8 +11,6 @@ values are printed below the table, one per line, never wrapped by rich.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +21,8 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+from hwnas import jsonfile
 
 __all__ = [
     "Console",
@@ -198,19 +198,8 @@ def print_json(data: Any) -> None:
     """``data`` as indented JSON on stdout (``--json``): nothing else goes to stdout. A number
     that is not finite (a study's NaN accuracy, an infinite latency) is ``null``: JSON has no
     NaN or Infinity, and strict readers (JavaScript's ``JSON.parse``, ``jq``) refuse them."""
-    sys.stdout.write(json.dumps(_finite(data), indent=2, default=str, allow_nan=False) + "\n")
+    sys.stdout.write(jsonfile.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
-
-
-def _finite(data: Any) -> Any:
-    """``data`` with every float that is not finite replaced by None (dicts, lists, tuples)."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_finite(v) for v in data]
-    return data
 
 
 UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}

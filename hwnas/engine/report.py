@@ -6,10 +6,10 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-import json
 from pathlib import Path
 from typing import Any
 
+from hwnas import jsonfile
 from hwnas.engine.loop import SearchResult, TrialRecord
 from hwnas.engine.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
 from hwnas.paths import write_atomic
@@ -159,5 +159,5 @@ def write_summary(
         from hwnas.datasets import is_chance_level
 
         summary["best"] = {**best, "chance_level": is_chance_level(best["accuracy"], num_classes)}
-    write_atomic(path, json.dumps(summary, indent=2) + "\n")
+    write_atomic(path, jsonfile.dumps(summary, indent=2) + "\n")
     return summary

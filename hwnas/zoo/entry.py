@@ -5,12 +5,12 @@ and ``card.json`` with the sha256 of every other file. Nothing here imports torc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hwnas import jsonfile
 from hwnas.export import ExportedModel
 from hwnas.paths import sha256_file
 from hwnas.zoo.card import (
@@ -80,5 +80,5 @@ def write_entry(folder: Path, model: ExportedModel, card: dict[str, Any]) -> dic
     card = {**card, "files": {f: sha256_file(folder / f) for f in files}}
     (folder / README_FILE).write_text(render_readme(card))
     card["files"][README_FILE] = sha256_file(folder / README_FILE)
-    (folder / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
+    (folder / CARD_FILE).write_text(jsonfile.dumps(card, indent=2) + "\n")
     return card

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwnas import jsonfile
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.paths import read_bounded_text, sweep_temporaries
 from hwnas.spaces import Arch, TabulatedSpace, ability, arch_from_text, get_space
@@ -282,14 +283,16 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
             continue
         summary["zoo_files"] = zoo_manifest(run)
         summary["zoo_weights"] = zoo_weights(entry_folders(run / "zoo"))  # trained, or mixed
-        write_atomic(path, json.dumps(summary, indent=2) + "\n")
+        write_atomic(path, jsonfile.dumps(summary, indent=2) + "\n")
         done.append(run)
         storage = summary.get("storage")
         settings = summary.get("settings")
         study = settings.get("study") if isinstance(settings, dict) else None
         if not storage or not study or "***" in str(storage):
-            log(f"{run}: summary.json updated; its study could not be (re-run publishing "
-                "with the storage's password: the study still records the old files)")
+            log(
+                f"{run}: summary.json updated; its study could not be (re-run publishing "
+                "with the storage's password: the study still records the old files)"
+            )
             continue
         try:
             import optuna

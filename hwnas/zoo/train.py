@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hwnas import jsonfile
 from hwnas.errors import HwnasError
 from hwnas.export import content_hash
 from hwnas.paths import hwnas_home
@@ -460,7 +461,7 @@ def _store_cached(key: str, model, training: dict) -> None:
         torch.save(model.state_dict(), tmp / "weights.pt")
         digest = hashlib.sha256((tmp / "weights.pt").read_bytes()).hexdigest()
         (tmp / "weights.sha256").write_text(digest + "\n")
-        (tmp / "training.json").write_text(json.dumps(training, indent=1))
+        (tmp / "training.json").write_text(jsonfile.dumps(training, indent=1))
         os.rename(tmp, root / key)
     except OSError:
         pass

@@ -151,7 +151,11 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
         str(out),
     )
     assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
+    # strict JSON: a one-shot run has no architecture loss, which was written as NaN (not JSON:
+    # JavaScript's JSON.parse and jq refused the file); it is null
+    text = (out / "summary.json").read_text()
+    summary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in summary.json"))
+    assert "arch_loss" in text
     assert summary["hardware_term"]["cost_model"]["source"].startswith("lut-measured:cpu-fast")
     assert summary["measurements"]["taken"] >= 4 * 3  # blocks, calibration subnets, candidates
     cands = summary["candidates"]
