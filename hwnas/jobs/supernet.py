@@ -198,7 +198,7 @@ def prepare(
     check_feasible(settings.max_latency, "--max-latency", space, device, whole=True)
     check_feasible(
         settings.latency_target, "--latency-target", space, device, whole=True,
-        metric=settings.metric,
+        metric=settings.metric, target=True,
     )  # fmt: skip
     if settings.job.cost == "kernel":  # the one cost model refused on what it is given
         from hwnas.engine.kernel_cost import check_kernel_cost

@@ -202,6 +202,7 @@ def check_feasible(
     device: Any,
     whole: bool = False,
     metric: str = "latency_ms",
+    target: bool = False,
 ) -> None:
     """Under a ``limit`` of ``metric`` (ms, or mJ for energy) on a device whose table the
     search reads, some architecture of the table must meet it: otherwise every strategy would
@@ -215,10 +216,13 @@ def check_feasible(
             supernet search also prices, by prediction, architectures a sampled table such as
             OFA's 5,000 lacks, any of which may be faster than the table's fastest).
         metric: the device metric the limit is on.
+        target: the limit is a target the search pulls towards (``--latency-target``): one
+            above every recorded value is refused too (a 1e9 ms target trained and derived a
+            whole supernet for an answer no architecture comes near).
 
     Raises:
-        HwnasError: no recorded value is within the limit (one line: the limit and the
-            cheapest recorded architecture's value, in the metric's unit).
+        HwnasError: no recorded value is within the limit, or, for a target, none reaches it
+            (one line: the limit and the recorded extreme, in the metric's unit).
     """
     import numpy as np
 
@@ -240,6 +244,13 @@ def check_feasible(
             f"no architecture of {space.name} meets {option} {limit:g} {unit} on device "
             f"'{device.name}': the {least} of its {recorded.size:,} recorded {values} is "
             f"{recorded.min():.4g} {unit}"
+        )
+    if target and recorded.size and recorded.max() < limit:
+        most = "slowest" if metric == "latency_ms" else "largest"
+        raise HwnasError(
+            f"no architecture of {space.name} reaches {option} {limit:g} {unit} on device "
+            f"'{device.name}': the {most} of its {recorded.size:,} recorded {values} is "
+            f"{recorded.max():.4g} {unit} (leave {option} out to search without one)"
         )
 
 

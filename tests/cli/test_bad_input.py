@@ -68,6 +68,10 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
          "meets --max-latency 0.001 ms on device 'pixel3': the fastest of its 15,625"),
         (["search", "--device", "pixel3", "--strategy", "darts", "--latency-target", "0.001"],
          "meets --latency-target 0.001 ms on device 'pixel3'"),
+        # and one above every recorded latency (trained, derived and exited 0 with a warning)
+        (["search", "--device", "pixel3", "--strategy", "gdas", "--latency-target", "1e9"],
+         "reaches --latency-target 1e+09 ms on device 'pixel3': the slowest of its 15,625 "
+         "recorded latencies is 36.77 ms"),
         (["search", "--device", "pixel3", "--strategy", "gdas", "--set", "tau_min=20"],
          "--set tau_min=20 is above tau_max=10"),
         (["search", "--device", "pixel3", "--strategy", "gdas", "--set", "cost=flops",
