@@ -659,7 +659,7 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
             "data": data.describe(),
             "supernet": net.describe(),
             "strategy": strategy.describe(),
-            "hardware_term": hw.describe(),
+            "hardware_term": {**hw.describe(), "applied": _hw_applied(hw, strategy)},
             "epochs": history,
             "torch_device": str(tdev),
             "checkpoint": str(ckpt),
@@ -942,3 +942,16 @@ class SubnetEvaluator:
         cost = CostRecord.of_measurement(profiler.measure(dw, self.metric), target)
         source = f"{cost.source}:deployed-network{list(dw.input_shape)}"
         return dataclasses.replace(cost, source=source), wl.model_hash, trained
+
+
+def _hw_applied(hw: Any, strategy: Any) -> str:
+    """Where a supernet search's hardware term acted, for ``summary.json``."""
+    if hw.target is None and not hw.weight:
+        return "nowhere: no --latency-target or --latency-weight"
+    if strategy.hw_in_training:
+        return "training (the architecture distribution's expected cost) and derivation"
+    return (
+        f"derivation only: {strategy.name} trains every subnet alike, and the term chooses "
+        "among the subnets its search evaluated"
+    )
+

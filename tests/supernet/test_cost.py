@@ -267,8 +267,10 @@ def test_multiplicative_hardware_terms_follow_the_papers():
     hw = HardwareLoss(nb, weight=0.3, reference=10.0)
     with pytest.raises(HwnasError, match="hw_form=fbnet takes the log of the cost in ms"):
         SUPERNET_STRATEGIES.get("fbnet")(net, hw, {"hw_form": "fbnet"}, total_steps=1)
-    SUPERNET_STRATEGIES.get("fbnet")(net, hw, {}, total_steps=1)
+    strategy = SUPERNET_STRATEGIES.get("fbnet")(net, hw, {}, total_steps=1)
     assert hw.active_form == "additive" and "not the default fbnet" in hw.describe()["note"]
+    # summary.json's strategy says the form in use too (it said fbnet beside the note)
+    assert strategy.describe()["hw_form"] == "additive"
 
 
 def test_a_checkpoint_freezes_the_lookup_table_a_resumed_training_steers_with(tmp_path):

@@ -55,10 +55,13 @@ class SupernetStrategy:
         options: every setting of the strategy, typed (``self.options.lr``: a record of
             :func:`hwnas.supernet.settings.options_type`).
         bilevel: whether architecture parameters are trained on the validation split.
+        hw_in_training: whether the hardware term steers training (an architecture
+            distribution's expected cost), or only the choice among evaluated subnets.
     """
 
     name = ""
     bilevel = True
+    hw_in_training = True
     spaces: tuple[str, ...] | None = None
     """Spaces the strategy supports (None: every supernet)."""
     paper = ""
@@ -357,6 +360,8 @@ class SupernetStrategy:
     def describe(self) -> dict[str, Any]:
         out = {"name": self.name, "paper": self.paper, "bilevel": self.bilevel,
                **dataclasses.asdict(self.options)}  # fmt: skip
+        if "hw_form" in out and self.hw is not None:  # the form in use (a fallback is noted)
+            out["hw_form"] = self.hw.active_form
         if getattr(self, "derivation", None):
             out["derivation"] = self.derivation
         return out

@@ -27,6 +27,7 @@ class OneShotEvolution(SupernetStrategy):
     name = "oneshot"
     paper = "Guo et al., Single Path One-Shot NAS with Uniform Sampling, ECCV 2020 (+ NSGA-II)"
     bilevel = False
+    hw_in_training = False  # every subnet trained alike; the term picks among evaluated ones
 
     def __init__(self, supernet, hw, options, total_steps, seed=0):
         super().__init__(supernet, hw, options, total_steps, seed)
