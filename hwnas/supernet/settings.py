@@ -335,7 +335,14 @@ JOB_SETTINGS = (
     Setting("predictor", str, "", "predictor artifact for cost=predicted (default: the space's)"),
     _rate("finetune_lr", 0.02, "learning rate of fine-tuning extracted subnets"),
     Setting("hw_strength", float, 2.0, "target-mode strength of the hardware term", low=0.0),
-    Setting("limit", int, 0, "use at most this many training images (0: all)", low=0),
+    Setting(
+        "limit",
+        int,
+        0,
+        "use at most this many images, split into train / validation / "
+        "test (a CIFAR folder's own test split cut to a quarter of it; 0: all)",
+        low=0,
+    ),
     Setting("threads", int, 1, "torch CPU threads", low=1, high=MAX_THREADS),
     Setting(
         "torch_device",
