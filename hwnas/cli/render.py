@@ -234,6 +234,37 @@ def print_chance_best(best: dict | None, max_latency: float | None, console: Any
         )
 
 
+def missed_precision_line(rows: Sequence[Any], metric: str = "latency_ms") -> str:
+    """The line under a front table naming its ``rows`` (numbers or roles) whose live
+    measurement missed the device profile's precision target (marked ``!`` in the table)."""
+    return (
+        f"! {len(rows)} measurement(s) of the front missed the device profile's precision "
+        "target (95% interval of the median wider than timing.target_rel_ci): rows "
+        f"{', '.join(map(str, rows))}; see {metric}_precision_met in pareto.csv (quiet the "
+        "machine and measure again for tighter values)"
+    )
+
+
+def precision_misses(pareto_csv: Path, metric: str) -> dict[str, float | None]:
+    """arch -> the 95% interval (%, None if unknown) of each row of ``pareto_csv`` whose live
+    ``metric`` missed the device profile's precision target; {} if none or no file."""
+    import csv
+
+    try:
+        with open(pareto_csv, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError:
+        return {}
+    out: dict[str, float | None] = {}
+    for row in rows:
+        if row.get(f"{metric}_precision_met") == "false":
+            try:
+                out[row["arch"]] = float(row.get(f"{metric}_ci95_pct") or "")
+            except ValueError:
+                out[row["arch"]] = None
+    return out
+
+
 def print_chance_line(pareto_csv: Path, console: Any) -> None:
     """On ``console`` (a rich console), whole on one line: say how many front rows of
     ``pareto_csv`` were kept out of the zoo as chance-level

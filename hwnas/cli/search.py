@@ -310,8 +310,11 @@ class _Progress:
         within = self.max_latency is None or (
             latency is not None and latency.value <= self.max_latency
         )  # the best line's rule: most accurate within the limit (a few-shot one: predicted)
-        if record is not None and within and (state["best"] is None
-                                              or record.accuracy > state["best"]):
+        if (
+            record is not None
+            and within
+            and (state["best"] is None or record.accuracy > state["best"])
+        ):
             state["best"] = record.accuracy
         self.step.update(done, self.status())
 
@@ -360,7 +363,7 @@ def _zoo_trainer(job, options: dict, no_zoo: bool):
 def _print_front(result, console) -> None:
     """The Pareto front as a table; arch strings whole (see :mod:`hwnas.cli.render`). A live
     latency whose 95% interval missed the profile's precision target is marked ``!``."""
-    from hwnas.cli.render import print_table, text_line
+    from hwnas.cli.render import missed_precision_line, print_table, text_line
 
     s = result.settings
     metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.pareto)]
@@ -385,13 +388,7 @@ def _print_front(result, console) -> None:
         right=("#", "accuracy %", *metrics),
     )
     if missed:
-        text_line(
-            console,
-            f"! {len(set(missed))} measurement(s) of the front missed the device profile's "
-            "precision target (95% interval of the median wider than timing.target_rel_ci): "
-            f"rows {', '.join(map(str, sorted(set(missed))))}; see latency_ms_precision_met in "
-            "pareto.csv (quiet the machine and measure again for tighter values)",
-        )
+        text_line(console, missed_precision_line(sorted(set(missed))))
 
 
 def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) -> None:

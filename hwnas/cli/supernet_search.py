@@ -24,6 +24,7 @@ def _low(option: str, low: float, words: str, strict: bool = False):
 
     return checked(check)
 
+
 def supernet_options(f):
     """The options only supernet strategies read."""
     options = [
@@ -192,6 +193,8 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
     from hwnas.cli.render import (
         UNITS,
         cost_text,
+        missed_precision_line,
+        precision_misses,
         print_chance_best,
         print_chance_line,
         print_table,
@@ -199,6 +202,14 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
     )
 
     unit = UNITS[s.metric]
+    misses = precision_misses(out / "pareto.csv", s.metric)  # live values marked '!'
+
+    def cost_cell(c: dict) -> str:
+        if c["arch"] not in misses:
+            return f"{c[s.metric]:.3f}"
+        rel = misses[c["arch"]]
+        return f"{c[s.metric]:.3f} " + (f"+-{rel:.1f}%!" if rel is not None else "+-?!")
+
     columns = (
         "role",
         "arch",
@@ -213,7 +224,7 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
             c["arch"],
             f"{c['accuracy']:.2f}",
             f"{c['test_accuracy']:.2f}" if "test_accuracy" in c else "",
-            f"{c[s.metric]:.3f}",
+            cost_cell(c),
             c[f"{s.metric}_source"],
         )
         for c in summary["candidates"]
@@ -226,6 +237,9 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
         keys=("arch",),
         label="role",
     )
+    missed = [c["role"] for c in summary["candidates"] if c["arch"] in misses]
+    if missed:
+        text_line(console, missed_precision_line(missed, s.metric))
     best, derived = summary["best"], summary["derived"]
     if best is None:
         text_line(console, f"no architecture met --max-latency {s.max_latency:g} ms")
