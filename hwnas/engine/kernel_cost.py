@@ -99,8 +99,8 @@ def kernel_model(request: CostRequest) -> CostModel:
     check_kernel_cost(device, request.metric)
     log = request.extra.get("log") or (lambda _m: None)
     refs = space.reference_archs()
-    log(f"kernel-level cost: measuring the {len(refs)} reference networks of {space.name} at "
-        f"deployment size ({_deployment(space)}) once")  # fmt: skip
+    log(f"kernel-level cost: the {len(refs)} reference networks of {space.name} at deployment "
+        f"size ({_deployment(space)}), measured once and kept in the store")  # fmt: skip
     on_measured = request.extra.get("on_measured")
     ref_values = np.zeros(len(refs))
     for i, a in enumerate(refs):
