@@ -101,7 +101,7 @@ def draw_front(spec: dict, path: Path) -> None:
     ax.set_ylabel(spec["y_label"])
     ax.set_title(spec["title"], fontsize=11)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="best", fontsize=9)  # where it hides the fewest points
     fig.tight_layout()
     from hwnas.paths import temporary
 
