@@ -89,6 +89,9 @@ def unconvertible(onnx_bytes: bytes, io_type: str) -> str:
     """Why hls4ml cannot take an ONNX model, found by reading its graph ("" where nothing is
     known to fail before converting it, which takes minutes for a NAS-Bench-201 network):
 
+    - an operation on the data that hls4ml's ONNX front end has no handler for (OFA's
+      ``HardSwish``, a transformer's ``LayerNormalization`` and ``Erf``, ReLU6's ``Clip``):
+      hls4ml refuses it after qonnx has spent minutes on the model;
     - an operation hls4ml takes only channels-last that qonnx cannot make channels-last
       (``AveragePool`` with qonnx 1.0: every NAS-Bench-201 network has some, in its reduction
       blocks' shortcuts and its ``avg_pool_3x3`` edges);
@@ -103,6 +106,10 @@ def unconvertible(onnx_bytes: bytes, io_type: str) -> str:
     from qonnx.custom_op.registry import get_ops_in_domain
 
     graph = onnx.load_from_string(onnx_bytes).graph
+    unknown = _unsupported_on_data(graph)
+    if unknown:
+        ops = ", ".join(f"{k} {op}" for op, k in sorted(unknown.items()))
+        return f"it computes with {ops} node(s), operations hls4ml's ONNX front end does not have"
     movable = {name for name, _ in get_ops_in_domain("qonnx.custom_op.channels_last")}
     stuck = Counter(
         n.op_type
@@ -146,6 +153,32 @@ def unconvertible(onnx_bytes: bytes, io_type: str) -> str:
                 "io_parallel in the profile has padded pools)"
             )
     return ""
+
+
+REWRITTEN = ("Gemm",)
+"""Operations :func:`to_hls4ml_onnx` rewrites before hls4ml reads the model (Gemm as MatMul +
+Add)."""
+
+
+def _unsupported_on_data(graph) -> dict[str, int]:
+    """op -> count of the nodes computing on the model's input data (reached from a graph input,
+    not through a ``Shape``: shape arithmetic is folded to constants by qonnx) whose operation
+    hls4ml's ONNX front end has no handler for and :func:`to_hls4ml_onnx` does not rewrite."""
+    from collections import Counter
+
+    # the module, not the function of the same name hls4ml.converters exports
+    onnx_to_hls = importlib.import_module("hls4ml.converters.onnx_to_hls")
+    known = set(onnx_to_hls.get_supported_onnx_layers()) | {"Identity", "Dropout", *REWRITTEN}
+    constant = {t.name for t in graph.initializer}
+    data = {i.name for i in graph.input if i.name not in constant}
+    found: Counter = Counter()
+    for node in graph.node:  # ONNX graphs are topologically sorted
+        if node.op_type == "Shape" or not any(i in data for i in node.input):
+            continue
+        data.update(node.output)
+        if node.op_type not in known:
+            found[node.op_type] += 1
+    return dict(found)
 
 
 class Hls4mlDevice(Device):

@@ -204,3 +204,34 @@ def test_a_grouped_convolution_that_is_not_depthwise_is_refused_at_once(tmp_path
     depthwise = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, groups=4), nn.Conv2d(4, 8, 1),
                               nn.Flatten(), nn.Linear(512, 10))  # fmt: skip
     assert unconvertible(export_onnx(depthwise, (1, 4, 8, 8)), "io_stream") == ""
+
+
+def test_an_operation_hls4ml_has_no_handler_for_is_refused_at_once(tmp_path):
+    """OFA's HardSwish, a transformer's LayerNormalization: hls4ml said "Unsupported operation
+    type" only after qonnx had spent minutes on the model. Shape arithmetic (folded to
+    constants by qonnx) is not counted: a Flatten written as view(x.size(0), -1) converts."""
+    pytest.importorskip("hls4ml")
+    pytest.importorskip("qonnx")
+    import torch
+    from torch import nn
+
+    from hwnas.devices.hls4ml import unconvertible
+    from hwnas.export import export_onnx
+
+    class Head(nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.conv, self.act, self.fc = nn.Conv2d(3, 4, 3, padding=1), act, nn.Linear(256, 10)
+
+        def forward(self, x):
+            return self.fc(self.act(self.conv(x)).view(x.size(0), -1))
+
+    torch.manual_seed(0)
+    data = export_onnx(Head(nn.Hardswish()), (1, 3, 8, 8))
+    with pytest.raises(HwnasError) as info:
+        get_device("vu9p_hls4ml").convert(data, tmp_path / "hs")
+    assert str(info.value) == (
+        "hls4ml cannot convert the model: it computes with 1 HardSwish node(s), operations "
+        "hls4ml's ONNX front end does not have"
+    )
+    assert unconvertible(export_onnx(Head(nn.ReLU()), (1, 3, 8, 8)), "io_stream") == ""
