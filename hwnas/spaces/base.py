@@ -55,6 +55,9 @@ class SearchSpace(ABC):
     ``build``; the rest have defaults built on them)."""
 
     name: str
+    task: str | None = None
+    """What the networks do, for zoo cards (``audio-classification``); None: told by their
+    input's rank (:func:`hwnas.zoo.card.input_task`)."""
 
     @abstractmethod
     def parse(self, text: str) -> Arch:

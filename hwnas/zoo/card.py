@@ -163,6 +163,7 @@ def card_for(
     study: str | None = None,
     trial: int | None = None,
     build: dict[str, Any] | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """The card of one entry (``card.json`` without ``files``; :func:`hwnas.zoo.entry.
     write_entry` adds the checksums).
@@ -203,12 +204,14 @@ def card_for(
             "supernet", "space", "arch", "num_classes", "image_shape", "config"}`` (extracted
             from that supernet); each also holds ``fingerprint`` (:func:`build_fingerprint`),
             which :func:`hwnas.zoo.load` compares with the space's now.
+        task: what the network does, as its space declares it (``SearchSpace.task``); None:
+            :func:`input_task` of ``input_shape``.
     """
     layout, axes = input_layout(input_shape)
     card: dict[str, Any] = {
         "format_version": CARD_VERSION,
         "name": name,
-        "task": input_task(input_shape),
+        "task": task or input_task(input_shape),
         "space": space,
         "arch": arch,
         "benchmark_dataset": benchmark_dataset,

@@ -571,6 +571,7 @@ def random_entry(
     card = card_for(
         name=name,
         space=space.name,
+        task=space.task,
         arch=arch.text,
         benchmark_dataset=dataset,
         params=model.params,
@@ -645,6 +646,7 @@ def trained_entry(
     card = card_for(
         name=name,
         space=space.name,
+        task=space.task,
         arch=arch.text,
         benchmark_dataset=trainer.dataset,
         params=model.params,
@@ -747,6 +749,7 @@ def subnet_entry(
     card = card_for(
         name=name,
         space=space.name,
+        task=space.task,
         arch=arch.text,
         benchmark_dataset=dataset,
         params=model.params,

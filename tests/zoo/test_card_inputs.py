@@ -20,6 +20,7 @@ from helpers import hwnas_main
 from torch import nn
 
 import hwnas
+from hwnas.errors import HwnasError
 
 
 class _Gray(nn.Module):
@@ -69,6 +70,10 @@ CASES = {
              ["batch", "channels", "height", "width"]),
     "signal": (_Signal, (6, 40), "custom", "classification", "NCL",
                ["batch", "channels", "length"]),
+    # the same model declared a sound classifier (hwnas.elastic(..., task=...)): the rank alone
+    # cannot tell, so its cards carried the generic task and no pipeline tag
+    "sound": (_Signal, (6, 40), "custom", "audio-classification", "NCL",
+              ["batch", "channels", "length"]),
     "table": (_Table, (12,), "adult", "tabular-classification", "NF", ["batch", "features"]),
 }  # fmt: skip
 
@@ -80,11 +85,12 @@ def _accuracy(net, arch):
 
 def _search(kind: str, tmp_path: Path):
     """The run and space of a 2-trial search of ``kind``'s model made elastic (live cpu-fast)."""
-    make, shape, dataset = CASES[kind][:3]
+    make, shape, dataset, task = CASES[kind][:4]
     torch.manual_seed(0)
     space = hwnas.elastic(
-        make().eval(), torch.zeros(1, *shape), name=f"cardin_{kind}", dataset=dataset
-    )
+        make().eval(), torch.zeros(1, *shape), name=f"cardin_{kind}", dataset=dataset,
+        task=task if kind == "sound" else None,
+    )  # fmt: skip
     run = hwnas.search(
         "cpu-fast", space=space, accuracy=_accuracy, budget=2, out=tmp_path / "run",
         storage=f"sqlite:///{tmp_path / 'studies.db'}",
@@ -299,3 +305,12 @@ def test_images_a_network_does_not_take_are_not_its_test_input(kind, tmp_path, m
     ran, checked = run_readme_examples(entry, monkeypatch)
     _assert_prints_four_labels(ran, list(range(spec.num_classes)))
     assert checked == ""
+
+
+def test_a_task_a_space_cannot_declare_is_refused_in_one_line():
+    with pytest.raises(HwnasError) as info:
+        hwnas.elastic(_Signal().eval(), torch.zeros(1, 6, 40), name="cardin_bad", task="audio")
+    assert str(info.value) == (
+        "task 'audio': one of image-classification, audio-classification, "
+        "tabular-classification, video-classification, classification (or None: from the input)"
+    )

@@ -94,8 +94,10 @@ class ModuleSpace(SearchSpace):
         dataset: DatasetSpec,
         description: str = "",
         inherited: bool = False,
+        task: str | None = None,
     ):
         self.name = name
+        self.task = task
         self.net = net
         self.analysis = analysis
         self.decisions = decisions
@@ -435,6 +437,17 @@ class ModuleSpace(SearchSpace):
 # -- making spaces ------------------------------------------------------------------------------
 
 
+TASKS = (
+    "image-classification",
+    "audio-classification",
+    "tabular-classification",
+    "video-classification",
+    "classification",
+)
+"""What a space made from a module may say its networks do (``task=``): Hugging Face's
+pipeline tags of classifiers, or plain ``classification``."""
+
+
 def module_space(
     model: Any,
     example_input: Any,
@@ -447,6 +460,7 @@ def module_space(
     depth: bool = False,
     divisor: int = 8,
     order: bool = False,
+    task: str | None = None,
 ) -> ModuleSpace:
     """The search space of ``model``'s subnets.
 
@@ -468,6 +482,9 @@ def module_space(
         depth: offer dropping the last blocks of every stage whose blocks keep their shape.
         divisor: widths are rounded to a multiple of this (groups narrower than twice it: 1).
         order: sort every elastic group's channels by importance first (trained weights).
+        task: what the networks classify, for zoo cards: one of :data:`TASKS`
+            (``audio-classification`` for a 1-D model of sounds); None: told by the input's
+            rank (images, feature vectors; ``classification`` for other inputs).
 
     Raises:
         HwnasError: a bad argument, a model that cannot be traced or run on the input, an
@@ -491,6 +508,8 @@ def module_space(
         raise HwnasError(f"space name '{label}': use letters, digits, '_' and '-' only")
     if not NAME.match(dataset):
         raise HwnasError(f"dataset name '{dataset}': use letters, digits, '_' and '-' only")
+    if task is not None and task not in TASKS:
+        raise HwnasError(f"task {task!r}: one of {', '.join(TASKS)} (or None: from the input)")
     if not isinstance(example_input, torch.Tensor) or not example_input.is_floating_point():
         raise HwnasError(
             "example_input must be a float tensor, (batch, C, H, W) for images, (batch, C, L) "
@@ -558,7 +577,9 @@ def module_space(
     net = convert(model, analysis, groups, convs, stages)
     classes = int(analysis.output_shape[1])
     spec = DatasetSpec(dataset, classes, tuple(int(s) for s in x.shape[1:]))  # type: ignore[arg-type]
-    return ModuleSpace(label, net, analysis, decisions, spec, description, inherited=order)
+    return ModuleSpace(
+        label, net, analysis, decisions, spec, description, inherited=order, task=task
+    )
 
 
 def elastic(
@@ -572,6 +593,7 @@ def elastic(
     kernels: Sequence[int] | None = KERNELS,
     depth: bool = True,
     divisor: int = 8,
+    task: str | None = None,
 ) -> ModuleSpace:
     """The user's own model made a searchable supernet, its trained weights inherited.
 
@@ -593,7 +615,7 @@ def elastic(
             modified.
         example_input: a float tensor the model takes (a batch of one is enough): (1, C, H, W)
             for images, (1, C, L) for a 1-D model.
-        name, dataset, description, divisor: as for :func:`module_space`.
+        name, dataset, description, divisor, task: as for :func:`module_space`.
         widths: width ratios to offer (None: no elastic width).
         kernels: kernel sizes to offer (None: no elastic kernel).
         depth: offer shallower stages.
@@ -618,6 +640,7 @@ def elastic(
         depth=depth,
         divisor=divisor,
         order=True,
+        task=task,
     )
 
 
