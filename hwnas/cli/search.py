@@ -422,6 +422,12 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
                     f" ({s.device} cannot measure: time the best on the device, then "
                     f"hwnas measure import --device {s.device} FILE.csv)"
                 )
+        timed = summary.get("timed_within_limit")
+        if timed:
+            note += (
+                f"; the most accurate timed within the limit: {timed['arch']}  "
+                f"{timed['accuracy']:.2f}% at {timed['latency_ms']:.3f} ms"
+            )
         console.print(
             f"costs predicted by {p['name']} ({p['path']}); {summary['device_measurements']} "
             f"device measurements (budget {summary['measurement_budget']}){note}"

@@ -9,6 +9,7 @@ printed without its unit."""
 from __future__ import annotations
 
 import csv
+import json
 
 from helpers import hwnas_main
 
@@ -127,3 +128,50 @@ def test_a_folder_and_a_device_name_read_as_an_option_are_refused_in_plain_words
             "'-', '_', '.'"
         )
     assert [p.name for p in (hwnas_home / "devices").glob("*.yaml")] == ["cpu-fast.yaml"]
+
+
+def test_after_the_timed_best_is_imported_the_rerun_says_what_is_timed_and_what_is_next(
+    tmp_path, hwnas_home
+):
+    """docs/predictors.md's loop: search an imported device under --max-latency, time the best,
+    import it, search again. The timed best (4.514 ms against 4.967 predicted) moved the
+    predictor, which then preferred a more accurate architecture it had recorded at 5.340 ms:
+    the rerun printed it as "the most accurate predicted within 5 ms ... 5.340 ms" (the
+    trial's old prediction) and said none could be verified, though the imported one was.
+    The best's latency is the prediction it was chosen on, and the timed one is named."""
+    y = get_column("nasbench201", "pixel3").values
+    path = tmp_path / "cal.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arch", "latency_ms"])
+        for i in measured_reference("nasbench201", y):
+            w.writerow([SPACE.arch_at(i).text, f"{y[i]:.6g}"])
+    assert hwnas_main("measure", "import", "--device", "myboard", str(path)).returncode == 0
+    search = ("search", "--device", "myboard", "--max-latency", "5", "--no-zoo",
+              "--out", str(tmp_path / "run"))  # fmt: skip
+    assert hwnas_main(*search).returncode == 0
+    first = json.loads((tmp_path / "run" / "summary.json").read_text())["best"]
+    assert first["latency_ms"] <= 5 and first["latency_ms_source"].startswith("predicted:")
+    timed = tmp_path / "best.csv"
+    timed.write_text(f'arch,latency_ms\n"{first["arch"]}",4.514\n')
+    assert hwnas_main("measure", "import", "--device", "myboard", str(timed)).returncode == 0
+    r = hwnas_main(*search)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    best = summary["best"]
+    assert best["latency_ms"] <= 5  # what it was chosen on
+    # a more accurate one is now predicted within the limit: the next to time
+    assert summary["best_verified"] is False
+    assert best["accuracy"] > first["accuracy"]
+    assert summary["best_rule"] == (
+        "the most accurate predicted within 5 ms, not timed on myboard yet"
+    )
+    assert summary["timed_within_limit"] == {
+        "arch": first["arch"],
+        "accuracy": first["accuracy"],
+        "latency_ms": 4.514,
+    }
+    assert (
+        f"the most accurate timed within the limit: {first['arch']}  "
+        f"{first['accuracy']:.2f}% at 4.514 ms" in r.stdout
+    )
