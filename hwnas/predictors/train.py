@@ -1,469 +1,397 @@
-"""Training a space's architecture from scratch for the zoo, with the space's recipe.
+"""Meta-training of :class:`hwnas.predictors.meta.MetaPredictor` artifacts.
 
-:class:`ZooTrainer` loads the data once (user errors surface before any work), then trains
-architectures one by one with the space's paper recipe (:mod:`hwnas.zoo.recipes`) on the
-training + validation splits of :func:`hwnas.datasets.load_data`, re-estimates batch-norm
-statistics, and measures top-1 accuracy on the held-out test split. Every deviation from the
-recipe is recorded in the card's ``training`` section. Trained weights are kept in a cache in
-the hwnas home keyed by everything that determines them, so a rerun (a killed search resumed,
-``hwnas train`` on the same zoo) does not train twice.
+Steps, on the recorded columns of the training devices:
+
+1. features of every architecture of the space's table (one-hot encoding, structural counts,
+   graph features);
+2. the two architecture encoders (space features, graph features only): multi-output MLPs with
+   a linear path, trained to predict each training column divided by its mean on the reference
+   set, with a log-ratio loss, 10% of the architectures held out for early stopping;
+3. the additive-cost priors: each training column's weighted least-squares fit of its values on
+   the additive features (relative errors), whose mean and covariance across columns are the
+   prior of a new device's costs.
+
+Takes about a minute per artifact on two CPU cores (see ``experiments/help_protocol.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import json
-import math
-import os
-import pickle
-import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib import metadata
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from hwnas import jsonfile
+from hwnas import __version__, jsonfile
 from hwnas.errors import HwnasError
-from hwnas.export import content_hash
-from hwnas.paths import hwnas_home
-from hwnas.spaces.base import Arch, SearchSpace
-from hwnas.zoo.recipes import Recipe, recipe_for
+from hwnas.predictors.data import Column, measured_reference, reference_indices
+from hwnas.predictors.featurize import get_featurizer
+from hwnas.predictors.meta import (
+    DEFAULT_GRID,
+    DEFAULT_OUTLIER,
+    DEFAULT_SELECT,
+    FORMAT_VERSION,
+    PROXIES,
+    AdditivePrior,
+    Encoder,
+)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from hwnas.datasets import DataSplits
+DEFAULT_ADDITIVE = {
+    "nasbench201": ("structural", "graph", "merged"),
+    "fbnet": ("graph",),
+    "ofa": ("graph",),
+}
+"""Additive feature groups of the space head, per space (the intercept is always there)."""
 
-CPU_EPOCHS = 5
-"""Default epochs when no CUDA GPU is present (the recipes' 180-360 epochs take days on a
-CPU): on digits, NAS-Bench-201 cells reach 85-99% test accuracy in 5 epochs. Give ``--epochs``
-for more (the recipe's count for the full schedule); the card records the shortening."""
 
+def table_features(space: str, rows: Sequence[int] | None = None) -> dict[str, np.ndarray]:
+    """Features of the architectures of the space's table (every one, or the indices
+    ``rows``), in that order.
 
-@dataclass
-class TrainSettings:
-    """What ``hwnas train`` / ``--train-zoo`` were asked for (None: the recipe's value).
-
-    Attributes:
-        data: ``digits`` or a folder (CIFAR pickle folder, or class-per-folder images).
-        epochs: training epochs (None: the recipe's on a GPU, :data:`CPU_EPOCHS` on a CPU).
-        batch_size: mini-batch size (None: the recipe's); the learning rate is scaled linearly.
-        lr: initial learning rate (None: the recipe's, scaled to the batch size).
-        seed: weight-initialisation and shuffling seed (the data split seed is ``data_seed``).
-        data_seed: seed of the train / validation / test split.
-        limit: use at most this many images (quick runs, tests).
-        torch_device: ``cpu`` or ``cuda`` (None: cuda when available).
-        threads: torch CPU threads. One by default, as supernet searches: on a CPU shared
-            with other processes, two threads ran these small convolutions 2-5x slower than
-            one (contention spins), and on a quiet machine one thread per model is a fair
-            default.
+    Returns:
+        {"encoding": (N, e), "structural": (N, s), "merged": (N, m),
+        "graph": (N, len(GRAPH_COLUMNS))}.
     """
-
-    data: str = "digits"
-    epochs: int | None = None
-    batch_size: int | None = None
-    lr: float | None = None
-    seed: int = 0
-    data_seed: int = 0
-    limit: int | None = None
-    torch_device: str | None = None
-    threads: int = 1
-
-    def check(self) -> None:
-        """Raises HwnasError: an out-of-range number (one line, before any work)."""
-        from hwnas.limits import (
-            MAX_BATCH_SIZE,
-            MAX_EPOCHS,
-            MAX_LEARNING_RATE,
-            MAX_THREADS,
-            bounded,
-        )
-
-        if self.epochs is not None and self.epochs < 1:
-            raise HwnasError(f"--epochs must be at least 1, got {self.epochs}")
-        if self.epochs is not None:
-            bounded("--epochs", self.epochs, 1, MAX_EPOCHS, integer=True)
-        if self.batch_size is not None and self.batch_size < 2:
-            raise HwnasError(f"--batch-size must be at least 2, got {self.batch_size}")
-        if self.batch_size is not None:
-            bounded("--batch-size", self.batch_size, 2, MAX_BATCH_SIZE, integer=True)
-        if self.lr is not None and not self.lr > 0:
-            raise HwnasError(f"--lr must be positive, got {self.lr}")
-        if self.lr is not None:
-            bounded("--lr", self.lr, 0, MAX_LEARNING_RATE, low_open=True)
-        if self.limit is not None and self.limit < 10:
-            raise HwnasError(f"--limit must be at least 10 images, got {self.limit}")
-        if self.threads < 1:
-            raise HwnasError(f"--threads must be at least 1, got {self.threads}")
-        bounded("--threads", self.threads, 1, MAX_THREADS, integer=True)
-        if self.torch_device not in (None, "cpu", "cuda"):
-            raise HwnasError(f"torch device must be cpu or cuda, got '{self.torch_device}'")
+    fz = get_featurizer(space)
+    archs = fz.space.all_archs()
+    if rows is not None:
+        archs = [archs[i] for i in rows]
+    return {
+        "encoding": fz.encoding(archs).astype(np.float64),
+        "structural": fz.structural(archs),
+        "merged": fz.merged(archs),
+        "graph": fz.graph(archs),
+    }
 
 
-@dataclass
-class TrainedModel:
-    """An architecture trained for the zoo.
+def train_encoder(
+    x: np.ndarray,
+    targets: np.ndarray,
+    seed: int = 0,
+    hidden: int = 256,
+    steps: int = 3000,
+    batch: int = 512,
+    lr: float = 2e-3,
+    log: Callable[[str], None] | None = None,
+) -> Encoder:
+    """Fit an :class:`Encoder` from inputs (N, p) to positive targets (N, K) (NaN = missing).
 
-    Attributes:
-        model: the network, eval mode, on the CPU.
-        input_shape: (1, C, H, W) it takes.
-        accuracy: top-1 accuracy (%) on the test split.
-        accuracy_source: where ``accuracy`` comes from (data, split, size).
-        training: the card's ``training`` section (recipe, applied settings, deviations,
-            data, per-epoch loss and seconds, the cache key).
-        test_input: one preprocessed test image, shape ``input_shape``.
-        test_label: its label.
-        reused: the weights came from the training cache.
+    Loss: mean squared log ratio; Adam with cosine decay; the weights with the lowest loss on a
+    held-out 10% of the rows are kept.
     """
-
-    model: Any
-    input_shape: tuple[int, ...]
-    accuracy: float
-    accuracy_source: str
-    training: dict[str, Any]
-    test_input: np.ndarray
-    test_label: int
-    reused: bool = False
-
-
-@dataclass
-class ZooTrainer:
-    """Trains architectures of one space on one dataset for the zoo.
-
-    Build it with :meth:`prepare`. ``log`` receives one line per epoch and per model.
-    """
-
-    settings: TrainSettings
-    space: SearchSpace
-    dataset: str
-    recipe: Recipe
-    data: DataSplits
-    torch_device: str
-    log: Callable[[str], None] = field(default=lambda _m: None)
-
-    @classmethod
-    def prepare(
-        cls,
-        settings: TrainSettings,
-        space: SearchSpace,
-        dataset: str,
-        log: Callable[[str], None] | None = None,
-    ) -> ZooTrainer:
-        """Check the settings and load the data, before any search or training.
-
-        Args:
-            settings: what was asked.
-            space: the architectures' space (its recipe is used).
-            dataset: the space's dataset whose network is trained (input shape; its
-                classifier is resized to the data's classes).
-            log: progress lines.
-
-        Raises:
-            HwnasError: bad settings, unreadable data.
-        """
-        settings.check()
-        recipe = recipe_for(space.name)
-        spec = space.dataset(dataset)
-        from hwnas.datasets import check_input_shape, load_data
-
-        data = load_data(
-            settings.data, seed=settings.data_seed, image_size=spec.input_shape[-1],
-            limit=settings.limit,
-        )  # fmt: skip
-        check_input_shape(data, spec.input_shape, space.name)
-        device = settings.torch_device or _default_device()
-        if device == "cuda" and not _cuda_available():
-            raise HwnasError("torch device cuda was asked for, but torch sees no CUDA GPU")
-        return cls(settings, space, dataset, recipe, data, device, log or (lambda _m: None))
-
-    # -- what is applied -------------------------------------------------------------------
-
-    @property
-    def epochs(self) -> int:
-        """Epochs applied: ``--epochs``, else the recipe's on a GPU, :data:`CPU_EPOCHS` on a
-        CPU."""
-        if self.settings.epochs is not None:
-            return self.settings.epochs
-        return self.recipe.epochs if self.torch_device == "cuda" else CPU_EPOCHS
-
-    @property
-    def batch_size(self) -> int:
-        """Mini-batch size applied: ``--batch-size``, else the recipe's."""
-        return self.settings.batch_size or self.recipe.batch_size
-
-    @property
-    def lr(self) -> float:
-        """Initial learning rate applied: ``--lr``, else the recipe's scaled to the batch."""
-        return self.settings.lr or self.recipe.lr_for(self.batch_size)
-
-    def deviations(self, side: int) -> list[str]:
-        """How this training differs from the recipe, one sentence each."""
-        r, s, out = self.recipe, self.settings, []
-        if self.epochs != r.epochs:
-            why = "--epochs" if s.epochs is not None else (
-                f"the default without a GPU ({CPU_EPOCHS}); --epochs {r.epochs} runs the recipe's"
-            )  # fmt: skip
-            out.append(f"{self.epochs} of the recipe's {r.epochs} epochs ({why})")
-        if self.batch_size != r.batch_size:
-            out.append(
-                f"batch {self.batch_size} instead of {r.batch_size} (--batch-size)"
-                + ("" if s.lr else f"; learning rate scaled linearly to {self.lr:g}")
-            )
-        if s.lr:
-            out.append(f"learning rate {s.lr:g} (--lr) instead of {r.lr_for(self.batch_size):g}")
-        if r.augmentation:
-            out.append(f"no data augmentation (the recipe: {r.augmentation})")
-        if self.data.name != self.dataset:
-            out.append(
-                f"trained on {self.data.name} ({self.data.num_classes} classes), not on "
-                f"{self.dataset}: the classifier has {self.data.num_classes} outputs"
-            )
-        if self.data.image_shape[-1] != side:
-            out.append(
-                f"images resized from {self.data.image_shape[-1]} to {side} pixels (bilinear) "
-                "for this network's input"
-            )
-        if s.limit:
-            out.append(f"at most {s.limit} images in all (--limit)")
-        out.append(
-            "batch-norm statistics re-estimated on the training images after training "
-            "(as Once-for-All does for its subnets)"
-        )
-        return out
-
-    # -- training --------------------------------------------------------------------------
-
-    def train(self, arch: Arch) -> TrainedModel:
-        """Train ``arch`` from scratch (or take its weights from the training cache).
-
-        Raises:
-            HwnasError: an architecture of another space.
-        """
-        import torch
-
-        from hwnas.loops import accuracy, merge, resized_forward
-
-        if arch.space != self.space.name:
-            raise HwnasError(f"architecture of space '{arch.space}' given to {self.space.name}")
-        side = int(self.space.input_shape(arch, self.dataset)[-1])
-        shape = (1, *self.space.input_shape(arch, self.dataset))
-        key = self._key(arch, side)
-        torch.manual_seed(self.settings.seed)
-        model = self.space.build(arch, self.dataset, num_classes=self.data.num_classes)
-        dev = torch.device(self.torch_device)
-        cached = _load_cached(key)
-        if cached is not None:
-            state, training = cached
-            model.load_state_dict(state)
-            model = model.eval()
-            reused = True
-            self.log(f"  weights from the training cache ({key})")
-        else:
-            started = time.time()
-            previous = torch.get_num_threads()
-            torch.set_num_threads(self.settings.threads)
-            try:
-                # channels-last: oneDNN's (and cuDNN's) fast layout for these convolutions,
-                # 2.5-3.5x faster per training step on this project's CPU than the default
-                model = model.to(dev, memory_format=torch.channels_last)
-                history = self._fit(model, merge(self.data.train, self.data.val), side, dev)
-                _recalibrate(model, self.data.train, side, dev)
-                acc = accuracy(resized_forward(model, side), self.data.test, device=dev)
-            finally:
-                torch.set_num_threads(previous)
-            model = model.cpu().to(memory_format=torch.contiguous_format).eval()
-            training = self._describe(side, history, time.time() - started, key, acc)
-            _store_cached(key, model, training)
-            reused = False
-        x, label = self._test_image(side)
-        acc = float(training["test_accuracy"])
-        source = (
-            f"measured:{self.data.name}:test split ({len(self.data.test)} images), trained "
-            f"from scratch {_epochs(training['applied']['epochs'])} ({self.recipe.name} recipe)"
-        )
-        return TrainedModel(model, shape, acc, source, training, x, label, reused)
-
-    def _fit(self, model, split, side: int, dev) -> list[dict[str, float]]:
-        import torch
-        import torch.nn.functional as F
-
-        from hwnas.loops import batches
-
-        r = self.recipe
-        decay, no_decay = [], []
-        for p in model.parameters():
-            flat = p.ndim <= 1  # batch-norm weights and biases, linear/conv biases
-            (no_decay if r.no_decay_bn_bias and flat else decay).append(p)
-        groups = [{"params": decay, "weight_decay": r.weight_decay}]
-        if no_decay:
-            groups.append({"params": no_decay, "weight_decay": 0.0})
-        opt = torch.optim.SGD(groups, lr=self.lr, momentum=r.momentum, nesterov=r.nesterov)
-        per_epoch = max(1, len(split) // self.batch_size + (len(split) % self.batch_size >= 2))
-        total, warm = self.epochs * per_epoch, r.warmup_epochs * per_epoch
-
-        def factor(step: int) -> float:  # linear warm-up, then cosine to 0 (eta_min 0)
-            if step < warm:
-                return (step + 1) / warm
-            return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
-
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-        rng = np.random.default_rng(self.settings.seed)
-        history = []
-        for epoch in range(self.epochs):
-            model.train()
-            t0, losses = time.time(), []
-            for xb, yb in batches(split, self.batch_size, rng, dev):
-                if xb.shape[-1] != side:
-                    xb = F.interpolate(xb, size=(side, side), mode="bilinear", align_corners=False)
-                xb = xb.contiguous(memory_format=torch.channels_last)
-                opt.zero_grad(set_to_none=True)
-                loss = F.cross_entropy(model(xb), yb, label_smoothing=r.label_smoothing)
-                loss.backward()
-                opt.step()
-                sched.step()
-                losses.append(loss.item())
-            seconds = time.time() - t0
-            history.append(
-                {"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 5),
-                 "seconds": round(seconds, 2)}
-            )  # fmt: skip
-            mean = float(np.mean(losses))
-            self.log(f"  epoch {epoch + 1}/{self.epochs}: loss {mean:.3f}, {seconds:.1f} s")
-        return history
-
-    def _describe(self, side: int, history, seconds: float, key: str, acc: float) -> dict:
-        return {
-            "recipe": self.recipe.describe(),
-            "applied": {
-                "epochs": self.epochs,
-                "batch_size": self.batch_size,
-                "lr": self.lr,
-                "seed": self.settings.seed,
-                "torch_device": self.torch_device,
-                "threads": self.settings.threads,
-                "input_side": side,
-            },
-            "deviations": self.deviations(side),
-            "data": self.data.describe(),
-            "history": history,
-            "seconds": round(seconds, 2),
-            "test_accuracy": acc,
-            "cache_key": key,
-        }
-
-    def _test_image(self, side: int) -> tuple[np.ndarray, int]:
-        x = self.data.test.x[:1]
-        if x.shape[-1] != side:
-            import torch
-            import torch.nn.functional as F
-
-            x = F.interpolate(
-                torch.from_numpy(x), size=(side, side), mode="bilinear", align_corners=False
-            ).numpy()
-        return np.ascontiguousarray(x, dtype=np.float32), int(self.data.test.y[0])
-
-    def preprocessing(self, side: int) -> dict[str, Any]:
-        """The card's preprocessing for a network taking ``side`` x ``side`` images."""
-        pre = dict(self.data.preprocessing)
-        if self.data.image_shape[-1] != side:
-            pre["steps"] = [
-                *pre["steps"][:-2],
-                f"bilinear resize to {side}x{side} (torch, align_corners=False)",
-                *pre["steps"][-2:],
-            ]
-            pre["size"] = [side, side]
-        pre["source"] = f"the training split of {self.data.name} ({len(self.data.train)} images)"
-        return pre
-
-    def _key(self, arch: Arch, side: int) -> str:
-        """Everything that determines the trained weights and the test accuracy kept with
-        them: every image and label of every split (a folder cleaned or relabelled in place
-        is other data; a sample of 64 training images let the cache answer with weights and a
-        test accuracy of the data before), and the space's fingerprint (an edited space file
-        of the same name is another network)."""
-        d = self.data
-        images = hashlib.sha256()
-        for split in (d.train, d.val, d.test):
-            images.update(np.ascontiguousarray(split.x).tobytes())
-            images.update(np.ascontiguousarray(split.y).tobytes())
-        try:
-            torch_version = metadata.version("torch")
-        except metadata.PackageNotFoundError:  # pragma: no cover
-            torch_version = "none"
-        return content_hash(
-            self.space.fingerprint, arch.text, self.dataset, str(d.num_classes), str(side),
-            json.dumps(d.describe(), sort_keys=True, default=str), images.hexdigest(),
-            json.dumps(self.recipe.describe(), sort_keys=True),
-            f"{self.epochs}/{self.batch_size}/{self.lr!r}/{self.settings.seed}",
-            "channels_last",
-            self.torch_device, torch_version, "v1",
-        )  # fmt: skip
-
-
-def _epochs(n: int) -> str:
-    return f"{n} epoch" if n == 1 else f"{n} epochs"
-
-
-def _default_device() -> str:
-    return "cuda" if _cuda_available() else "cpu"
-
-
-def _cuda_available() -> bool:
     import torch
 
-    return bool(torch.cuda.is_available())
-
-
-def _recalibrate(model, split, side: int, dev) -> None:
-    from hwnas.loops import recalibrate_bn, resized_forward
-
-    recalibrate_bn(resized_forward(model, side), model, split, batch_size=256, max_batches=20,
-                   device=dev)  # fmt: skip
-
-
-def training_cache() -> Path:
-    """``$HWNAS_HOME/cache/trained``: weights trained for the zoo, by training key."""
-    return hwnas_home() / "cache" / "trained"
-
-
-def _load_cached(key: str):
-    import torch
-
-    folder = training_cache() / key
-    if not folder.is_dir():
-        return None
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small matrices: one thread is faster, and much faster on a busy CPU
     try:
-        training = json.loads((folder / "training.json").read_text())
-        blob = (folder / "weights.pt").read_bytes()
-        # a damaged entry (a flipped bit still loads) is trained again, never put in a zoo
-        if (folder / "weights.sha256").read_text().strip() != hashlib.sha256(blob).hexdigest():
-            raise ValueError("weights.pt sha256 differs")
-        state = torch.load(io.BytesIO(blob), weights_only=True)
-    except (OSError, ValueError, RuntimeError, KeyError, pickle.UnpicklingError):
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
-    return state, training
-
-
-def _store_cached(key: str, model, training: dict) -> None:
-    import torch
-
-    root = training_cache()
-    from hwnas.paths import sweep_temporaries, temporary
-
-    tmp = temporary(root / key)
-    try:
-        tmp.mkdir(parents=True, exist_ok=True)
-        sweep_temporaries(root)  # what killed writers left
-        torch.save(model.state_dict(), tmp / "weights.pt")
-        digest = hashlib.sha256((tmp / "weights.pt").read_bytes()).hexdigest()
-        (tmp / "weights.sha256").write_text(digest + "\n")
-        (tmp / "training.json").write_text(jsonfile.dumps(training, indent=1))
-        os.rename(tmp, root / key)
-    except OSError:
-        pass
+        return _train_encoder(torch, x, targets, seed, hidden, steps, batch, lr, log)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        torch.set_num_threads(threads)
+
+
+def _train_encoder(torch, x, targets, seed, hidden, steps, batch, lr, log) -> Encoder:
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    n, p = x.shape
+    k = targets.shape[1]
+    mean, scale = x.mean(0), x.std(0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    z = torch.tensor((x - mean) / scale, dtype=torch.float32)
+    mask_np = np.isfinite(targets) & (targets > 0)
+    logt = torch.tensor(np.log(np.where(mask_np, targets, 1.0)), dtype=torch.float32)
+    mask = torch.tensor(mask_np, dtype=torch.float32)
+    perm = rng.permutation(n)
+    held, fit = perm[: max(n // 10, 1)], perm[max(n // 10, 1) :]
+
+    mlp = torch.nn.Sequential(
+        torch.nn.Linear(p, hidden),
+        torch.nn.SiLU(),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.SiLU(),
+        torch.nn.Linear(hidden, k),
+    )
+    linear = torch.nn.Linear(p, k)
+    with torch.no_grad():  # start near the mean target
+        linear.weight.zero_()
+        mlp[-1].weight.mul_(0.1)
+        mlp[-1].bias.zero_()
+        linear.bias.copy_(torch.log(torch.expm1(torch.ones(k))))
+    params = [*mlp.parameters(), *linear.parameters()]
+    opt = torch.optim.Adam(params, lr=lr, weight_decay=1e-6)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.1)
+
+    def loss_of(rows) -> torch.Tensor:
+        out = torch.nn.functional.softplus(mlp(z[rows]) + linear(z[rows])) + 1e-6
+        err = (torch.log(out) - logt[rows]) ** 2 * mask[rows]
+        return err.sum() / mask[rows].sum().clamp(min=1)
+
+    best, best_state = float("inf"), None
+    for step in range(steps):
+        rows = fit[rng.integers(0, len(fit), batch)]
+        loss = loss_of(rows)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step % 100 == 99 or step == steps - 1:
+            with torch.no_grad():
+                val = float(loss_of(held))
+            if val < best:
+                best = val
+                best_state = [t.detach().clone() for t in params]
+            if log and step % 500 == 499:
+                log(f"  step {step + 1}/{steps}: train {loss.item():.5f} held-out {val:.5f}")
+    with torch.no_grad():
+        for t, b in zip(params, best_state):
+            t.copy_(b)
+    hidden_layers = [
+        (mlp[i].weight.detach().numpy().T.copy(), mlp[i].bias.detach().numpy().copy())
+        for i in (0, 2)
+    ]
+    return Encoder(
+        mean.astype(np.float32),
+        scale.astype(np.float32),
+        hidden_layers,
+        (mlp[4].weight.detach().numpy().T.copy(), mlp[4].bias.detach().numpy().copy()),
+        (linear.weight.detach().numpy().T.copy(), linear.bias.detach().numpy().copy()),
+    )
+
+
+def additive_prior(f: np.ndarray, targets: np.ndarray, broad_only: int = 0) -> AdditivePrior:
+    """Mean and covariance over columns of each column's relative-error least-squares costs.
+
+    Args:
+        f: (N, d) additive features (with the intercept).
+        targets: (N, K) normalised values.
+        broad_only: how many last columns of ``f`` only the broad prior families read (the
+            merged counts): the training devices' costs are fitted without them, and their
+            prior mean and covariance are zero (near-duplicates of the counts before them,
+            they made the fitted costs, hence the covariance, ill-conditioned).
+    """
+    if broad_only:
+        inner = additive_prior(f[:, :-broad_only], targets)
+        d = f.shape[1]
+        mean, cov = np.zeros(d), np.zeros((d, d))
+        mean[: d - broad_only] = inner.mean
+        cov[: d - broad_only, : d - broad_only] = inner.cov
+        return AdditivePrior(mean, cov + 1e-4 * np.eye(d) * (np.arange(d) >= d - broad_only))
+    coefs = []
+    for k in range(targets.shape[1]):
+        t = targets[:, k]
+        ok = np.isfinite(t) & (t > 0)
+        w = 1.0 / t[ok] ** 2
+        a = (f[ok] * w[:, None]).T @ f[ok]
+        a += 1e-6 * np.trace(a) / len(a) * np.eye(len(a))
+        coefs.append(np.linalg.solve(a, (f[ok] * w[:, None]).T @ t[ok]))
+    c = np.stack(coefs)
+    cov = np.cov(c.T) if len(c) > 1 else np.zeros((c.shape[1], c.shape[1]))
+    cov = np.atleast_2d(cov) + 1e-4 * np.eye(c.shape[1])
+    return AdditivePrior(c.mean(0), cov)
+
+
+def is_current(card: dict[str, Any]) -> bool:
+    """Whether an artifact's card was trained with this hwnas's training settings (additive
+    features, from which its cost prior is fitted): experiments that cache artifacts retrain
+    stale ones. The adaptation settings (head grid, cost proxies) are not trained:
+    :func:`refresh_adaptation` brings a cached artifact's up to date without training."""
+    model = card.get("model", {})
+    additive = list(DEFAULT_ADDITIVE.get(card.get("space", ""), ("graph",)))
+    return model.get("additive_features") == additive
+
+
+def refresh_adaptation(path: Path) -> None:
+    """Write this hwnas's adaptation settings (head grid, family weighting, cost proxies) into
+    the card of the artifact at ``path`` (they are read at adaptation, not trained; scores in
+    the card are dropped when the settings change, as they no longer describe the artifact)."""
+    from hwnas.predictors.meta import read_card
+
+    card = read_card(path)
+    settings = adaptation_settings()
+    if all(card["model"].get(k) == v for k, v in settings.items()):
+        return
+    card["model"].update(settings)
+    card.pop("scores", None)
+    write_card(Path(path), card)
+
+
+def adaptation_settings() -> dict[str, Any]:
+    """The card's adaptation settings: head grid, family weighting, cost proxies."""
+    return {
+        "grid": {k: list(v) for k, v in DEFAULT_GRID.items()},
+        "select": DEFAULT_SELECT,
+        "outlier": DEFAULT_OUTLIER,
+        "proxies": list(PROXIES),
+    }
+
+
+def meta_train(
+    space: str,
+    columns: Sequence[Column],
+    out: Path,
+    name: str,
+    split: dict[str, Any] | None = None,
+    additive: Sequence[str] | None = None,
+    seed: int = 0,
+    steps: int = 3000,
+    log: Callable[[str], None] | None = None,
+    rows: Sequence[int] | None = None,
+    rows_source: str = "",
+) -> dict[str, Any]:
+    """Meta-train an artifact on ``columns`` and write it to ``out`` (card + weights).
+
+    Args:
+        space: search-space name.
+        columns: the training devices' recorded columns.
+        out: artifact folder (created; its files are replaced).
+        name: artifact name (for the card and for ``--predictor``).
+        split: what the card should say about the device split.
+        additive: additive feature groups of the space head ("structural", "graph").
+        seed: seed of the encoders' initialisation and batches.
+        steps: optimisation steps per encoder.
+        log: progress messages.
+        rows: table indices of the architectures to train on (default: every one); values
+            of other architectures are never read, but for the reference set's, which
+            normalise each column when they are among ``rows``.
+        rows_source: where ``rows`` came from (a file name), for the card.
+
+    Returns:
+        The card (without scores; :func:`hwnas.predictors.recipes.score_artifact` adds them).
+
+    Raises:
+        HwnasError: fewer than two training columns or rows, rows out of range, a column with
+            fewer than :data:`hwnas.predictors.calibration.MIN_TRAIN_ARCHS` values among them
+            (:func:`check_columns`).
+    """
+    if len(columns) < 2:
+        raise HwnasError(f"meta-training needs at least 2 device columns, got {len(columns)}")
+    started = time.time()
+    say = log or (lambda _m: None)
+    fz = get_featurizer(space)
+    ref = np.array(reference_indices(space))
+    n_all = len(columns[0].values)
+    rows = np.arange(n_all) if rows is None else np.asarray(sorted({int(i) for i in rows}))
+    if len(rows) < 2 or rows[0] < 0 or rows[-1] >= n_all:
+        raise HwnasError(f"meta-training rows must be at least 2 indices in 0..{n_all - 1}")
+    per_device = check_columns(columns, rows)
+    feats = table_features(space, None if len(rows) == n_all else rows)
+
+    def scale(column: Column) -> float:
+        """The column's mean on its reference set (the calibration a new device gives), or
+        on the training rows when the reference set is not among them (or not measured)."""
+        refs = measured_reference(space, column.values)
+        among = len(refs) > 0 and np.isin(refs, rows).all()
+        return float(np.nanmean(column.values[refs if among else rows]))
+
+    targets = np.stack([c.values / scale(c) for c in columns], 1)[rows]
+
+    g = feats["graph"]
+    keep = np.nonzero(g.std(0) > 1e-9 * np.abs(g).mean(0).clip(min=1e-30))[0]
+    graph_scale = g[:, keep].mean(0)
+    u = g[:, keep] / graph_scale
+    x_space = np.concatenate([feats["encoding"], feats["structural"], np.log1p(u)], 1)
+    x_graph = np.log1p(u)
+    additive = tuple(additive or DEFAULT_ADDITIVE.get(space, ("graph",)))
+    parts = [np.ones((len(u), 1))]
+    if "structural" in additive:
+        parts.append(feats["structural"])
+    if "graph" in additive:
+        parts.append(u)
+    broad_only = feats["merged"].shape[1] if "merged" in additive else 0
+    if broad_only:
+        parts.append(feats["merged"])
+    f_space = np.concatenate(parts, 1)
+    f_graph = np.concatenate([np.ones((len(u), 1)), u], 1)
+
+    used = int(np.count_nonzero((np.isfinite(targets) & (targets > 0)).any(1)))
+    say(f"{name}: {len(columns)} columns x {used} architectures with values; space encoder")
+    enc_space = train_encoder(x_space, targets, seed=seed, steps=steps, log=say)
+    say(f"{name}: graph encoder")
+    enc_graph = train_encoder(x_graph, targets, seed=seed + 1, steps=steps, log=say)
+    prior_space = additive_prior(f_space, targets, broad_only)
+    prior_graph = additive_prior(f_graph, targets)
+
+    out.mkdir(parents=True, exist_ok=True)
+    arrays = {
+        **enc_space.arrays("space_"),
+        **enc_graph.arrays("graph_"),
+        "space_prior_mean": prior_space.mean,
+        "space_prior_cov": prior_space.cov,
+        "graph_prior_mean": prior_graph.mean,
+        "graph_prior_cov": prior_graph.cov,
+        "graph_keep": keep.astype(np.int64),
+        "graph_scale": graph_scale,
+    }
+    np.savez_compressed(out / "weights.npz", **{k: np.asarray(v) for k, v in arrays.items()})
+    from hwnas.predictors.graph import GRAPH_COLUMNS
+
+    card = {
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "kind": "meta",
+        "space": space,
+        "dataset": fz.dataset,
+        "metrics": sorted({c.metric for c in columns}),
+        "hwnas_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "method": (
+            "hierarchical Bayesian linear regression over a meta-trained architecture "
+            "encoder (training devices' normalised values) and additive cost features, "
+            "prior conditioned on the hardware embedding (reference-set values), Bayesian "
+            "model averaging over the head's hyper-parameters"
+        ),
+        "training_devices": [c.key for c in columns],
+        "split": split or {"meta_train": [c.key for c in columns]},
+        "reference_set": [int(i) for i in ref],
+        "training_archs": {  # those with a value of at least one training column
+            "count": used,
+            "per_device": per_device,
+            "of": int(n_all),
+            "source": rows_source or ("all" if len(rows) == n_all else "given"),
+            "sha256": hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest(),
+        },
+        "data_sources": sorted({c.source for c in columns}),
+        "model": {
+            "additive_features": list(additive),
+            "graph_features": [GRAPH_COLUMNS[i] for i in keep],
+            "encoder": {"hidden": [256, 256], "steps": steps, "seed": seed},
+            **adaptation_settings(),
+        },
+        "training_time_s": round(time.time() - started, 1),
+        "training_threads": 1,
+    }
+    write_card(out, card)
+    say(f"{name}: trained in {card['training_time_s']} s")
+    return card
+
+
+def check_columns(columns: Sequence[Column], rows: Sequence[int]) -> dict[str, int]:
+    """How many of the architectures ``rows`` (table indices) each training column has a value
+    for (finite, positive), checked before any training: a column with fewer than
+    :data:`hwnas.predictors.calibration.MIN_TRAIN_ARCHS` (a recorded device with a few rows)
+    says too little to fit its costs.
+
+    Returns:
+        column key -> number of values among ``rows``.
+
+    Raises:
+        HwnasError: a column with too few values, naming it and its count.
+    """
+    from hwnas.predictors.calibration import MIN_TRAIN_ARCHS
+
+    counts = {}
+    for c in columns:
+        v = np.asarray(c.values, dtype=np.float64)[np.asarray(rows)]
+        counts[c.key] = int(np.count_nonzero(np.isfinite(v) & (v > 0)))
+        if counts[c.key] < MIN_TRAIN_ARCHS:
+            raise HwnasError(
+                f"device column '{c.key}' has {counts[c.key]} values among the "
+                f"{len(rows)} training architectures; meta-training needs at least "
+                f"{MIN_TRAIN_ARCHS} per device"
+            )
+    return counts
+
+
+def write_card(out: Path, card: dict[str, Any]) -> None:
+    (out / "card.json").write_text(jsonfile.dumps(card, indent=2) + "\n")
