@@ -954,4 +954,3 @@ def _hw_applied(hw: Any, strategy: Any) -> str:
         f"derivation only: {strategy.name} trains every subnet alike, and the term chooses "
         "among the subnets its search evaluated"
     )
-

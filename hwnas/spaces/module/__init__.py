@@ -810,7 +810,7 @@ def _check_consumed(model, label: str) -> None:
                     "model: it was used as a plain number (range(), [block] * n, only in "
                     "arithmetic such as width * 4), which leaves nothing to search; use "
                     "hwnas.nn.Repeat(block, depth) for a number of blocks, give the ValueChoice "
-                    "itself to a layer (out_channels, kernel_size), or int(...) to fix it"
+                    "itself to a layer (out_channels, kernel_size), or a plain int to fix it"
                 )
 
 
