@@ -41,10 +41,21 @@ def predictor_group():
     help="Meta-train only on these architectures (column arch: indices or arch strings of the "
     "space's recorded table), e.g. the ones you measured; default: every one.",
 )
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace a custom artifact of the same --name (refused without it); rebuilding a "
+    "shipped one (NAMES) always replaces it.",
+)
 @click.option("--steps", type=int, default=3000, show_default=True, help="Steps per encoder.")
-@click.option("--seed", type=SEED, default=0, show_default=True,
-              help="Seed of the meta-training (its initialisation and mini-batches).")
-def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed):
+@click.option(
+    "--seed",
+    type=SEED,
+    default=0,
+    show_default=True,
+    help="Seed of the meta-training (its initialisation and mini-batches).",
+)
+def train_cmd(names, root, space, devices, custom_name, archs_file, overwrite, steps, seed):
     """Meta-train artifacts NAMES (default: every shipped one: nasbench201, nasbench201-help,
     fbnet, fbnet-help, ofa), or a custom one with --space/--devices/--name."""
     from hwnas.cli.render import Console
@@ -58,6 +69,10 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
         raise HwnasError(f"--steps must be at least 1, got {steps}")
     custom = any(x is not None for x in (space, devices, custom_name))
     if custom:
+        given = (("--space", space), ("--devices", devices), ("--name", custom_name))
+        empty = [o for o, v in given if v is not None and not v.strip()]
+        if empty:
+            raise HwnasError(f"{' and '.join(empty)} given empty: name what to train on")
         if names or not (space and devices and custom_name):
             raise HwnasError("a custom artifact needs --space, --devices and --name (no NAMES)")
         from hwnas.predictors.data import get_column
@@ -75,16 +90,40 @@ def train_cmd(names, root, space, devices, custom_name, archs_file, steps, seed)
         for c in cols:  # so do columns with too few values, or too few to score on
             _check_scorable(space, c)
         out = confined(root, custom_name, what="--name")
+        _check_out(out, overwrite)
         log, source = console.print, _source(archs_file)
         cards = [build_custom(custom_name, space, keys, out, steps, seed, log, rows, source)]
     else:
         names = names or tuple(RECIPES)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise HwnasError(f"NAMES names {', '.join(twice)} more than once")
         spaces = [get_recipe(n).space for n in names]  # unknown names fail before any training
+        for n in names:  # rebuilding a shipped artifact replaces it: that is what it is for
+            _check_out(confined(root, n, what="NAMES"), overwrite=True)
         rows = _rows(archs_file, spaces)
         cards = [
             build(n, root, steps, seed, console.print, rows, _source(archs_file)) for n in names
         ]
     _summary(cards, root)
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    """Refuse, before training, an artifact folder that cannot be written: a file in its place,
+    or (without ``overwrite``) a folder already holding an artifact or anything else.
+
+    Raises:
+        HwnasError: naming the path and what to do.
+    """
+    from hwnas.errors import HwnasError
+
+    if out.exists() and not out.is_dir():
+        raise HwnasError(f"{out} is a file: the artifact is a folder; choose another --name")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        what = "an artifact" if (out / "card.json").exists() else "other files"
+        raise HwnasError(
+            f"{out} already holds {what}: choose another --name, or --overwrite to replace it"
+        )
 
 
 def _check_scorable(space: str, column) -> None:
@@ -129,8 +168,7 @@ def _check_custom_name(name: str) -> None:
         )
     if name in PREDICTORS:
         raise HwnasError(
-            f"--name {name} is a predictor kind ({', '.join(PREDICTORS.names())}); choose "
-            "another"
+            f"--name {name} is a predictor kind ({', '.join(PREDICTORS.names())}); choose another"
         )
 
 
@@ -237,6 +275,12 @@ def eval_cmd(predictor, devices):
     card, space = first.card, first.space_name
     unseen = list(card.get("split", {}).get("meta_test", []))
     training = set(card["training_devices"])
+    if devices is not None and not _device_keys(devices):
+        from hwnas.errors import HwnasError
+
+        raise HwnasError(
+            f"--devices {devices!r} names no device column: name some, or leave it out"
+        )
     keys = _device_keys(devices) if devices else (unseen or sorted(training))
     cols = [get_column(space, k) for k in keys]
     per = evaluate_columns(lambda: MetaPredictor(first.path), space, cols)

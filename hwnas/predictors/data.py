@@ -236,6 +236,14 @@ def get_column(space: str, key: str) -> Column:
         HwnasError: no such recorded column.
     """
     cols = {c.key: c for c in recorded_columns(space)}
+    if not cols:
+        from hwnas.spaces import list_spaces
+
+        have = [s for s in list_spaces() if s != space and recorded_columns(s, ("latency_ms",))]
+        raise HwnasError(
+            f"no device has a recorded table of space '{space}', so none can train or score a "
+            f"predictor of it (spaces with tables: {', '.join(have) or 'none'})"
+        )
     if key not in cols:
         raise HwnasError(f"no recorded column '{key}' for space '{space}'; have: {', '.join(cols)}")
     return cols[key]
