@@ -415,14 +415,19 @@ def _with_measured(r: TrialRecord, budget: MeasurementBudget) -> TrialRecord:
     """``r`` with its measured costs in place of the predicted ones (the prediction kept as
     ``<metric>_predicted``)."""
     got = budget.values.get(r.arch)
-    if not got:
-        return r
+    return _with_costs(r, got, keep_predicted=True) if got else r
+
+
+def _with_costs(r: TrialRecord, new: dict[str, CostRecord], keep_predicted: bool) -> TrialRecord:
+    """``r`` with the costs of ``new`` (metric -> cost) in place of its own, their attributes
+    swapped too; with ``keep_predicted``, each replaced value kept as ``<metric>_predicted``."""
     costs, attrs = dict(r.costs), dict(r.attrs)
-    for metric, cost in got.items():
+    for metric, cost in new.items():
         old = costs.get(metric)
         for key in old.attrs() if old is not None else ():
             attrs.pop(key, None)
-        attrs[f"{metric}_predicted"] = old.value if old is not None else None
+        if keep_predicted:
+            attrs[f"{metric}_predicted"] = old.value if old is not None else None
         attrs.update(cost.attrs())
         costs[metric] = cost
     return dataclasses.replace(r, costs=costs, attrs=attrs)
@@ -442,16 +447,12 @@ def _timed_within(result: SearchResult, budget: MeasurementBudget, limit: float)
 
 def _with_predicted(r: TrialRecord, evaluator: PredictedEvaluator) -> TrialRecord:
     """``r`` with each metric's cost as the evaluator's predictors give it now."""
-    costs, attrs = dict(r.costs), dict(r.attrs)
     arch = evaluator.space.parse(r.arch)
-    for metric, (mean, sd) in evaluator.costs([arch]).items():
-        old = costs.get(metric)
-        for key in old.attrs() if old is not None else ():
-            attrs.pop(key, None)
-        cost = CostRecord.predicted(metric, mean[0], sd[0], f"predicted:{evaluator.label}")
-        attrs.update(cost.attrs())
-        costs[metric] = cost
-    return dataclasses.replace(r, costs=costs, attrs=attrs)
+    now = {
+        metric: CostRecord.predicted(metric, mean[0], sd[0], f"predicted:{evaluator.label}")
+        for metric, (mean, sd) in evaluator.costs([arch]).items()
+    }
+    return _with_costs(r, now, keep_predicted=False)
 
 
 def verify(
