@@ -560,29 +560,29 @@ def _calibration(sp, calibration, device, metric, runtime, store):
                 f"store {path} does not exist: {refset}"
             )
         st = MeasurementStore(path)
+    hint = ""
     try:
         if st is not None and not dev.runs_models:  # imported: what its search adapts on
             values = stored_calibration_set(dev, st, sp, dataset, metric, DEFAULT_CALIBRATION)
         else:
             values = stored_reference_set(dev, st, sp, dataset, metric)
+        usable = [v for v in values if np.isfinite(v.value) and v.value > 0 and not v.flagged]
+        if len(usable) < MIN_CALIBRATION and st is not None and not dev.runs_models:
+            from hwnas.predictors.calibration import dataset_hint
+
+            fix = (
+                f"hwnas predict adapts on {dataset}'s; search on them with `hwnas search "
+                f"--device {dev.name} --dataset {{datasets}}`"
+            )  # imported for another dataset's networks (hwnas measure import --dataset)?
+            hint = dataset_hint(dev, st, sp, dataset, metric, fix)
     finally:
         if st is not None:
             st.close()
-    usable = [v for v in values if np.isfinite(v.value) and v.value > 0 and not v.flagged]
-    if len(usable) < MIN_CALIBRATION and st is not None and not dev.runs_models:
-        from hwnas.predictors.calibration import dataset_hint
-
-        fix = (
-            f"hwnas predict adapts on {dataset}'s; search on them with `hwnas search --device "
-            f"{dev.name} --dataset {{datasets}}`"
+    if hint:
+        raise HwnasError(
+            f"device '{dev.name}' ({dev.runtime}) has {len(usable)} usable {metric} values "
+            f"of {sp.name}'s {dataset} networks" + hint
         )
-        with MeasurementStore(st.path) as again:
-            hint = dataset_hint(dev, again, sp, dataset, metric, fix)
-        if hint:  # imported for another dataset's networks (hwnas measure import --dataset)
-            raise HwnasError(
-                f"device '{dev.name}' ({dev.runtime}) has {len(usable)} usable {metric} values "
-                f"of {sp.name}'s {dataset} networks" + hint
-            )
     if len(usable) < MIN_CALIBRATION:
         flagged = sum(v.flagged for v in values)
         of = (
