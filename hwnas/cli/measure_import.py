@@ -337,10 +337,11 @@ def _check_shapes(cals, space, dataset: str, dataset_given: bool) -> None:
         HwnasError: the first such row, naming the datasets of the space with that input.
     """
     from hwnas.errors import HwnasError
+    from hwnas.predictors.calibration import input_shape_cell
 
     for cal in cals:
         for model, (line, cell) in zip(cal.models, cal.shapes):
-            want = "x".join(map(str, (1, *space.input_shape(model, dataset))))
+            want = input_shape_cell(space, model, dataset)
             got = cell.replace(" ", "")
             if not got or got == want:
                 continue
@@ -350,11 +351,7 @@ def _check_shapes(cals, space, dataset: str, dataset_given: bool) -> None:
                     f"hwnas measure import takes values at batch 1 ({want}), as hwnas refset "
                     "export's networks are"
                 )
-            fits = [
-                d
-                for d in space.datasets()
-                if "x".join(map(str, (1, *space.input_shape(model, d)))) == got
-            ]
+            fits = [d for d in space.datasets() if input_shape_cell(space, model, d) == got]
             what = f"--dataset {'|'.join(fits)}" if fits else "the dataset they were built for"
             given = "given" if dataset_given else "default"
             raise HwnasError(

@@ -526,6 +526,12 @@ def stored_calibration_set(
     return out[:cap]
 
 
+def input_shape_cell(space: SearchSpace, arch: Arch, dataset: str) -> str:
+    """The ``input_shape`` cell of ``arch``'s network for ``dataset`` at batch 1, as
+    ``CAL.csv`` holds it (``1x3x32x32``)."""
+    return "x".join(map(str, (1, *space.input_shape(arch, dataset))))
+
+
 def write_calibration(path: str | Path, values, metric: str, space: SearchSpace, dataset: str):
     """Write ``CAL.csv`` (columns ``arch``, ``onnx``, ``input_shape``, the metric, ``cv``,
     ``flagged``) for reference values; an existing file's ``onnx`` cells (from ``hwnas refset
@@ -553,7 +559,7 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
                 w.writerow([
                     v.arch.text,
                     onnx_names.get(v.arch.text, ""),
-                    "x".join(map(str, (1, *space.input_shape(v.arch, dataset)))),
+                    input_shape_cell(space, v.arch, dataset),
                     f"{v.value:.6g}" if np.isfinite(v.value) else "",
                     f"{v.cv:.4f}" if np.isfinite(v.cv) else "",
                     "yes" if v.flagged else "",
