@@ -288,7 +288,7 @@ def predict(
 
     Returns:
         One :class:`hwnas.predictors.predict.Prediction` per model, in order (``.value`` and
-        ``.std`` in the metric's unit, ``.low``/``.high`` the 90% interval where known).
+        ``.std`` in the metric's unit, ``.low``/``.high`` its 90% interval).
         What ``hwnas predict`` prints as ``warning:`` lines is issued as
         :class:`hwnas.HwnasWarning` (:func:`warnings.warn`; ``warnings.simplefilter("error",
         hwnas.HwnasWarning)`` makes them errors).

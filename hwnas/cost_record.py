@@ -9,6 +9,7 @@ else; an Optuna trial keeps it as flat user attributes (:meth:`CostRecord.attrs`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,19 @@ UNITS = {"latency_ms": "ms", "energy_mj": "mJ", "mflops": "MFLOPs"}
 
 Z90 = 1.6448536269514722
 """The standard normal's 95th percentile: a Gaussian 90% interval is mean +- Z90 * std."""
+
+
+def gaussian_interval(mean: float, std: float | None) -> tuple[float, float] | None:
+    """The 90% interval (low, high) of a predicted latency (ms) or energy (mJ) with a Gaussian
+    predictive ``std`` (same unit): ``mean +- 1.645 std``, its low end at least 0 (a cost is
+    positive, so the clip loses no coverage); None when ``std`` is None or not finite.
+
+    The meta-learned predictors' intervals are these (their coverage on devices left out of
+    training: docs/predictors.md); the kernel-level predictor's come from its own calibration.
+    """
+    if std is None or not math.isfinite(std) or not math.isfinite(mean):
+        return None
+    return max(float(mean - Z90 * std), 0.0), float(mean + Z90 * std)
 
 
 def precision_target(device: Any) -> float | None:
@@ -76,11 +90,8 @@ class CostRecord:
     @classmethod
     def predicted(cls, metric: str, mean: float, std: float | None, source: str) -> CostRecord:
         """A prediction with a Gaussian predictive ``std`` (same unit): its 90% interval is
-        ``mean +- 1.645 std`` (no interval when ``std`` is None or not finite)."""
-        interval = None
-        if std is not None and std == std and std != float("inf"):
-            interval = (float(mean - Z90 * std), float(mean + Z90 * std))
-        return cls(metric, float(mean), source, interval=interval)
+        :func:`gaussian_interval`'s (none when ``std`` is None or not finite)."""
+        return cls(metric, float(mean), source, interval=gaussian_interval(mean, std))
 
     def attrs(self) -> dict[str, object]:
         """Flat trial user attributes: ``<metric>``, ``<metric>_source`` and, where set,

@@ -53,8 +53,8 @@ from hwnas.spaces import space_option
     multiple=True,
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="MODEL.onnx",
-    help="A model to predict (repeatable): its graph is read from the file; mean and std are "
-    "printed.",
+    help="A model to predict (repeatable): its graph is read from the file; mean, std and "
+    "90% interval are printed.",
 )
 @click.option(
     "--arch", "arch_texts", multiple=True, metavar="ARCH", help="An architecture (repeatable)."
@@ -72,7 +72,7 @@ from hwnas.spaces import space_option
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="PRED.csv",
-    help="Write every prediction: arch, latency_ms (or energy_mj), std.",
+    help="Write every prediction: arch, latency_ms (or energy_mj), std, low90, high90.",
 )
 @click.option(
     "--predictor",
@@ -95,8 +95,8 @@ from hwnas.spaces import space_option
 def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_texts, archs, out,
                 predictor, kernel_budget, dims, store):  # fmt: skip
     """Predict latency (or energy) of models on a device: ONNX files, architectures, or every
-    row of ARCHS.csv, with a standard deviation (and, from the kernel-level predictor, a
-    90% interval).
+    row of ARCHS.csv, with a standard deviation and a 90% interval (the kernel-level
+    predictor's own; else mean +- 1.645 std, from 0).
 
     ONNX models on a live ONNX Runtime device (cpu): the kernel-level predictor times the
     kernels ONNX Runtime runs for them (each once per device, kept in the store) and sums
@@ -154,7 +154,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
 
         write_predictions(
             out, [r.model for r in results], np.array([r.value for r in results]),
-            np.array([r.std for r in results]), cal_metric,
+            np.array([r.std for r in results]), cal_metric, [(r.low, r.high) for r in results],
         )  # fmt: skip
         click.echo(one_line(f"{len(results)} prediction(s) -> {out}"), err=True)
     unit = "ms" if cal_metric == "latency_ms" else "mJ"

@@ -268,16 +268,26 @@ def read_table_archs(path: str | Path, space: SearchSpace) -> list[int]:
 
 
 def write_predictions(
-    path: str | Path, models: list[Model], mean: np.ndarray, std: np.ndarray, metric: str
+    path: str | Path,
+    models: list[Model],
+    mean: np.ndarray,
+    std: np.ndarray,
+    metric: str,
+    intervals: list[tuple[float | None, float | None]] | None = None,
 ) -> None:
-    """``PRED.csv``: columns ``arch``, the metric (ms or mJ) and ``std`` (same unit)."""
+    """``PRED.csv``: columns ``arch``, the metric (ms or mJ), ``std`` and, given ``intervals``
+    ((n,) of (low, high)), the 90% interval's ``low90`` and ``high90`` (same unit; empty where
+    a prediction has none)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["arch", metric, "std"])
-        for m, v, s in zip(models, mean, std):
-            w.writerow([str(m), f"{v:.6g}", f"{s:.6g}"])
+        w.writerow(["arch", metric, "std"] + (["low90", "high90"] if intervals else []))
+        for i, (m, v, s) in enumerate(zip(models, mean, std)):
+            row = [str(m), f"{v:.6g}", f"{s:.6g}"]
+            if intervals:
+                row += ["" if e is None else f"{e:.6g}" for e in intervals[i]]
+            w.writerow(row)
 
 
 STAND_IN = "recorded, isomorphic stand-in"

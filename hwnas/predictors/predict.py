@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hwnas.cost_record import UNITS
+from hwnas.cost_record import UNITS, gaussian_interval
 from hwnas.errors import HwnasError, UnknownNameError
 
 
@@ -30,7 +30,8 @@ class Prediction:
         model: the model (an ONNX graph model or an architecture; ``str(model)`` is its label).
         value: the prediction, in ms (``latency_ms``) or mJ (``energy_mj``).
         std: its standard deviation (same unit).
-        low, high: the 90% interval (kernel-level predictions), else None.
+        low, high: the 90% interval (same unit): the kernel-level predictor's own, else
+            :func:`hwnas.cost_record.gaussian_interval` of ``value`` and ``std``.
         metric: "latency_ms" or "energy_mj".
     """
 
@@ -174,7 +175,7 @@ def predict_models(
             mean, std = refit_floored(models, mean, std, cal, refs, "calibration", note)
         else:  # the predictor the user named: its floor, said
             warn_floored(models, mean, cal_values, note)
-        put([(m, v, s, None, None) for m, v, s in zip(models, mean, std)])
+        put([(m, v, s, *_interval(v, s)) for m, v, s in zip(models, mean, std)])
         label = pred.name + (f" ({pred.path})" if pred.path else "")
         note(
             f"predictor {label}: adapted on {len(cal_models)} {cal_metric} values {where}; "
@@ -185,6 +186,11 @@ def predict_models(
         Prediction(m, float(v), float(s), lo, hi, unit_metric)
         for m, v, s, lo, hi in (results[id(m)] for m in given)
     ]
+
+
+def _interval(mean: float, std: float) -> tuple[float | None, float | None]:
+    """(low, high) of :func:`hwnas.cost_record.gaussian_interval`, (None, None) without one."""
+    return gaussian_interval(float(mean), float(std)) or (None, None)
 
 
 def gross_error_warning(metric: str, model: Any, value: float, probability: float) -> str:
@@ -497,7 +503,7 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
         cal = (cal_models, cal_values, cal_metric)
         mean, std = refit_floored(mine, mean, std, cal, refs[name], f"{name} reference", note)
         for i, v, sd in zip(idx, mean, std):
-            out[i] = (models[i], v, sd, None, None)
+            out[i] = (models[i], v, sd, *_interval(v, sd))
         note(
             f"predictor {pred.name} (meta-learned, graph features; fallback: {dev.name} {why}, "
             f"so no kernel can be timed; its reference networks are the nearest to "

@@ -30,7 +30,11 @@ def test_predict_from_python_gives_the_clis_prediction():
     assert p.metric == "latency_ms" and p.value > 0 and p.std > 0
     cli = hwnas_main("predict", "--device", "pixel3", "--arch", ARCH)
     assert cli.returncode == 0, cli.stderr
-    assert f"{ARCH}: {p.value:.4g} ms (std {p.std:.2g} ms)" in cli.stdout
+    # the meta-learned prediction's 90% interval: mean +- 1.645 std, in Python and printed
+    assert p.low == pytest.approx(max(p.value - 1.645 * p.std, 0), rel=1e-3)
+    assert p.high == pytest.approx(p.value + 1.645 * p.std, rel=1e-3)
+    interval = f"90% interval {p.low:.4g}-{p.high:.4g} ms"
+    assert f"{ARCH}: {p.value:.4g} ms (std {p.std:.2g} ms; {interval})" in cli.stdout
 
 
 def test_what_the_cli_prints_as_a_warning_python_gets_as_a_warning(tmp_path):

@@ -54,10 +54,14 @@ def test_predict_from_calibration_file(tmp_path, capsys):
     assert code == 0, err
     assert "nasbench201-help" in err
     rows = list(csv.DictReader(open(out)))
-    assert list(rows[0]) == ["arch", "latency_ms", "std"] and len(rows) == len(idx)
-    assert rows[0]["arch"] == SPACE.arch_at(0).text
+    assert list(rows[0]) == ["arch", "latency_ms", "std", "low90", "high90"]
+    assert len(rows) == len(idx) and rows[0]["arch"] == SPACE.arch_at(0).text
     pred = np.array([float(r["latency_ms"]) for r in rows])
     assert all(float(r["std"]) > 0 for r in rows)
+    for r in rows:  # the 90% interval: mean +- 1.645 std, from 0 (a latency is positive)
+        mean, std = float(r["latency_ms"]), float(r["std"])
+        assert float(r["low90"]) == pytest.approx(max(mean - 1.645 * std, 0.0), rel=1e-3, abs=1e-6)
+        assert float(r["high90"]) == pytest.approx(mean + 1.645 * std, rel=1e-3)
     truth = get_column("nasbench201", "fpga").values[idx]
     assert scores(pred, truth)["spearman_rho"] >= 0.95
 
@@ -85,7 +89,7 @@ def test_energy_calibration_writes_energy_column(tmp_path, capsys):
     out = tmp_path / "pred.csv"
     code, _o, err = run(["predict", "--calibration", cal, "--archs", archs, "--out", out], capsys)
     assert code == 0, err
-    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std"]
+    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std", "low90", "high90"]
 
 
 def test_a_spreadsheets_semicolon_csv_with_decimal_commas_reads_as_the_comma_csv(
@@ -128,9 +132,10 @@ def test_an_onnx_models_energy_on_a_recorded_board_is_in_mj(tmp_path, capsys):
                               "--onnx", model, "--out", out], capsys)  # fmt: skip
     assert code == 0, err
     assert "adapted on 10 energy_mj values" in err
-    assert re.search(r"m\.onnx: [\d.e+-]+ mJ \(std [\d.e+-]+ mJ\)", printed), printed
+    num = r"[\d.e+-]+"
+    assert re.search(rf"m\.onnx: {num} mJ \(std {num} mJ; 90% interval {num}-{num} mJ\)", printed)
     assert " ms" not in printed
-    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std"]
+    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std", "low90", "high90"]
 
 
 @pytest.mark.slow
@@ -593,7 +598,7 @@ def test_a_meta_learned_prediction_at_its_floor_is_predicted_by_flops_instead(tm
                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))  # fmt: skip
     model = tmp_path / "cnn.onnx"
     torch.onnx.export(net.eval(), torch.randn(1, 3, 32, 32), str(model), dynamo=False)
-    line = re.compile(r"cnn\.onnx: (?P<ms>[\d.e+-]+) ms \(std (?P<std>[\d.e+-]+) ms\)")
+    line = re.compile(r"cnn\.onnx: (?P<ms>[\d.e+-]+) ms \(std (?P<std>[\d.e+-]+) ms; 90% interval ")
 
     code, out, err = run(["predict", "--device", "pixel3", "--onnx", model], capsys)
     assert code == 0, err
