@@ -1063,6 +1063,9 @@ def _card_problem(card: dict[str, Any]) -> str | None:
     why = why or _text_list(card, "metrics", 16, required=False)
     if why:
         return why
+    metrics = card.get("metrics", ["latency_ms"])
+    if not metrics or not set(metrics) <= {"latency_ms", "energy_mj"}:
+        return f"metrics must list latency_ms and/or energy_mj, got {_short(metrics)}"
     split = card.get("split", {})
     if not isinstance(split, dict):
         return f"split must be an object, got {_short(split)}"

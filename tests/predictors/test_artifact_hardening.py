@@ -111,6 +111,8 @@ def test_weights_that_disagree_with_the_card_are_refused(tmp_path):
     [
         ({"training_devices": None}, "has no 'training_devices'"),
         ({"training_devices": "pixel3"}, "training_devices must be a list of names"),
+        ({"metrics": []}, r"metrics must list latency_ms and/or energy_mj, got \[\]"),
+        ({"metrics": ["latency_s"]}, "metrics must list latency_ms and/or energy_mj"),
         ({"model": "x"}, "model must be an object, got 'x'"),
         ({"name": "\x1b[31mred"}, r"name must be a printable name, got '\\x1b\[31mred'"),
         ({"kind": "flops"}, "kind must be 'meta'"),
@@ -126,7 +128,8 @@ def test_weights_that_disagree_with_the_card_are_refused(tmp_path):
     ],
 )
 def test_malformed_card_fields_are_one_line_errors(change, expected, tmp_path):
-    top = {k: v for k, v in change.items() if k in ("training_devices", "model", "name", "kind")}
+    keys = ("training_devices", "model", "name", "kind", "metrics")
+    top = {k: v for k, v in change.items() if k in keys}
     art = artifact_copy(tmp_path, **top)
     rest = {k: v for k, v in change.items() if k not in top}
     if rest:
