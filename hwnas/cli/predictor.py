@@ -313,7 +313,14 @@ def eval_cmd(predictor, devices):
 
 @predictor_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
-def list_cmd(as_json):
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="List the artifacts in this folder (one `predictor train --root` wrote; use them "
+    "with --predictor ROOT/NAME) instead of the home's and the shipped ones.",
+)
+def list_cmd(as_json, root):
     """List predictor artifacts: space, metrics, training devices, unseen-device score."""
     from hwnas.cli.render import Console, print_json, print_table, text_line
     from hwnas.errors import HwnasError
@@ -321,7 +328,7 @@ def list_cmd(as_json):
     from hwnas.predictors.meta import read_card, read_weights
 
     listed, broken = [], {}
-    for name, path in list_artifacts().items():
+    for name, path in list_artifacts(root).items():
         try:
             card = read_card(path)
             read_weights(path / "weights.npz")  # a damaged file is listed as broken, not used

@@ -39,10 +39,12 @@ def artifact_folders() -> list[Path]:
     return [hwnas_home() / "latency_predictors", asset_path("latency_predictors")]
 
 
-def list_artifacts() -> dict[str, Path]:
-    """Artifact name -> folder, for every folder with a ``card.json`` (user ones win)."""
+def list_artifacts(root: Path | None = None) -> dict[str, Path]:
+    """Artifact name -> folder, for every folder with a ``card.json``: in ``root`` (a folder
+    ``hwnas predictor train --root`` wrote) where given, else in the home's and the shipped
+    folders (user ones win)."""
     found: dict[str, Path] = {}
-    for folder in reversed(artifact_folders()):
+    for folder in [Path(root)] if root is not None else reversed(artifact_folders()):
         if folder.is_dir():
             for card in sorted(folder.glob("*/card.json")):
                 found[card.parent.name] = card.parent

@@ -30,6 +30,10 @@ def test_an_existing_artifact_is_replaced_only_when_asked(tmp_path, hwnas_home):
     assert r.returncode == 0, r.stderr
     card = json.loads((root / "mine" / "card.json").read_text())
     assert card["training_devices"] == ["pixel3", "fpga"]
+    # the folder's artifacts are listed with --root (they are not in the home's list)
+    listed = json.loads(hwnas_main("predictor", "list", "--root", str(root), "--json").stdout)
+    assert [(p["name"], p["path"]) for p in listed["predictors"]] == [("mine", str(root / "mine"))]
+    assert "mine" not in hwnas_main("predictor", "list", "--json").stdout
     (root / "notes").mkdir()
     (root / "notes" / "todo.txt").write_text("mine\n")
     r = hwnas_main(*TRAIN, "--devices", "pixel3,fpga", "--name", "notes", "--root", str(root))
