@@ -126,6 +126,18 @@ class TableCostModel(CostModel):
     def full_table(self) -> np.ndarray:
         return self.column
 
+    def known_archs(self) -> list[Arch] | None:
+        """The architectures the table has a value for, in row order (for a space too large
+        to enumerate, FBNet's or OFA's, the recorded sample is all a search can price); None
+        for a space whose rows are not indexed."""
+        from hwnas.spaces import IndexedSpace, ability
+
+        indexed = ability(self.space, IndexedSpace)
+        if indexed is None:
+            return None
+        rows = np.flatnonzero(np.isfinite(self.column) & (self.column > 0))
+        return [indexed.arch_at(int(i)) for i in rows]
+
     def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
         out = np.full(len(archs), np.nan)
         for k, arch in enumerate(archs):

@@ -27,13 +27,18 @@ def candidate_pool(
         max_pool: pool size for spaces that are not enumerable.
 
     Returns:
-        (every architecture of an enumerable space, or up to ``max_pool`` distinct samples;
-        their predicted costs in the cost model's unit (ms or mJ), shape (n,); a mask, shape
-        (n,), of the candidates whose cost is finite and positive).
+        (every architecture of an enumerable space; for a space too large to enumerate, the
+        architectures a recorded table prices (``known_archs`` of the cost model: FBNet's and
+        OFA's recorded samples), else up to ``max_pool`` distinct samples; their predicted
+        costs in the cost model's unit (ms or mJ), shape (n,); a mask, shape (n,), of the
+        candidates whose cost is finite and positive).
     """
     tabulated = ability(context.space, TabulatedSpace)
+    known = getattr(context.cost, "known_archs", lambda: None)
     if tabulated is not None:
         pool = tabulated.all_archs()
+    elif (recorded := known()) is not None:  # sampled ones would (almost) never be in it
+        pool = recorded
     else:
         pool = list(dict.fromkeys(context.space.sample(rng, max_pool)))
     cost = np.asarray(context.cost.predict(pool)[0], dtype=float)

@@ -182,14 +182,16 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
     if column is None:
         return
     held = int(np.isfinite(column).sum())
-    if held < MIN_COVERED * len(column):
+    size = max(len(column), space.num_architectures())  # FBNet's table: a sample of 1e20+
+    if held < MIN_COVERED * size:
         info = TABLE_STRATEGIES.info  # cost-aware ones with no check of their own (exact's:
-        pool = ", ".join(  # full tables)
+        names = [  # full tables)
             n for n in TABLE_STRATEGIES if info(n).get("needs_costs") and not info(n).get("check")
-        )
+        ]
+        pool = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         raise HwnasError(
             f"device '{device.name}''s {settings.metric} table holds {held:,} of the "
-            f"{len(column):,} architectures of {space.name}, and strategy "
+            f"{size:,.4g} architectures of {space.name}, and strategy "
             f"'{settings.strategy}' proposes from all of them; use --strategy {pool}, which "
             "search the architectures the table holds"
         )

@@ -1,0 +1,57 @@
+"""A search with the user's accuracy over FBNet or OFA on a recorded device: its table prices a
+sample of 5,000 of the space's 1e20 architectures (a search audit: `hwnas search --device pixel3
+--space fbnet --accuracy acc.py:accuracy` stopped with "no candidate architecture has a known
+cost to search on" under `frontier`, and after the first proposal under every other strategy,
+"... is not among the 5000 sampled architectures with recorded measurements")."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from helpers import hwnas_main
+
+ACCURACY = '''
+import hashlib
+
+
+def accuracy(model, arch):
+    """A stand-in for the user's training: a deterministic accuracy (%) per architecture."""
+    h = int(hashlib.sha256(arch.text.encode()).hexdigest()[:8], 16)
+    return 40.0 + 40.0 * h / 0xFFFFFFFF
+'''
+
+
+def test_a_cost_aware_search_takes_its_candidates_from_the_recorded_sample(tmp_path, hwnas_home):
+    from hwnas.devices import get_device
+    from hwnas.spaces import get_space
+
+    (tmp_path / "acc.py").write_text(ACCURACY)
+    args = ["--budget", "12", "--no-zoo", "--accuracy", "acc.py:accuracy", "--out", "run"]
+    r = hwnas_main("search", "--device", "pixel3", "--space", "fbnet", *args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["trials"]["completed"] == 12
+    space, column = get_space("fbnet"), get_device("pixel3").table("fbnet", "latency_ms")
+    rows = list(csv.DictReader(open(tmp_path / "run" / "pareto.csv")))
+    assert rows
+    for row in rows:  # each front member is a recorded architecture, at its recorded latency
+        index = space.index(space.parse(row["arch"]))
+        assert float(row["latency_ms"]) == float(column[index])
+
+
+def test_a_strategy_proposing_from_the_whole_space_is_refused_before_any_trial(
+    tmp_path, hwnas_home
+):
+    (tmp_path / "acc.py").write_text(ACCURACY)
+    for strategy in ("nsga2", "random"):
+        r = hwnas_main("search", "--device", "pixel3", "--space", "fbnet", "--budget", "12",
+                       "--no-zoo", "--accuracy", "acc.py:accuracy", "--strategy", strategy,
+                       cwd=tmp_path)  # fmt: skip
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr == (
+            "error: device 'pixel3''s latency_ms table holds 5,000 of the 9.848e+20 "
+            f"architectures of fbnet, and strategy '{strategy}' proposes from all of them; use "
+            "--strategy frontier or surrogate, which search the architectures the table holds\n"
+        )
+    assert not (hwnas_home / "studies.db").exists() and not (tmp_path / "runs").exists()
