@@ -805,6 +805,9 @@ class _Loop:
         if isinstance(self.sampler, ProposalSampler) and not _proposals_left(self.sampler, state):
             return None  # every proposal is scored, being scored, or failed
         told = getattr(self.sampler, "exhausted", False)
+        has_candidates = getattr(self.sampler, "has_candidates", None)
+        if not told and has_candidates is not None and not has_candidates(self.study):
+            told = True  # every candidate is taken: no trial asked only to be pruned
         if told or self.repeats >= REPEATS_IN_A_ROW:
             scored = len(state.completed)
             repeats = 0 if told else self.repeats

@@ -142,6 +142,18 @@ class PoolSampler(optuna.samplers.BaseSampler):
         pick = int(self.shuffle.integers(len(self._queue))) if self.shuffle is not None else 0
         return self.context.space.to_choices(self._pool[self._queue[pick]])
 
+    def has_candidates(self, study: Any) -> bool:
+        """Whether the next trial of ``study`` would get a candidate not yet taken: the
+        study's trials taken in and the round planned as :meth:`sample_relative` would, so
+        the engine stops an exhausted search before asking a trial it could only prune (a
+        rerun of a search that had run out added one such trial each time)."""
+        if self._pool is None:
+            self._setup()
+        for t in study.get_trials(deepcopy=False)[self._slots :]:
+            self._take(t)
+        self._fill()
+        return bool(self._queue)
+
     def _fill(self) -> None:
         """Drop the taken rows from the queue; plan the next round when it is empty."""
         self._queue = [r for r in self._queue if r not in self._taken]

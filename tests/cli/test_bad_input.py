@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -518,16 +519,22 @@ def _identity_onnx(path: Path, shape: list[int]) -> None:
     onnx.save(helper.make_model(graph), path)
 
 
-def test_a_table_search_stops_when_its_strategy_has_nothing_left_and_says_so(tmp_path, capsys):
+def test_a_table_search_stops_when_its_strategy_has_nothing_left_and_says_so(
+    tmp_path, capsys, hwnas_home
+):
     """Under a latency limit the frontier's candidates run out before the budget: the search
-    stops there, exits 0 and says why (it never loops on duplicates)."""
+    stops there, exits 0 and says why (it never loops on duplicates), and a rerun adds no
+    trial (each rerun added a pruned one, asked only to find nothing left)."""
     from hwnas.cli import main
 
     args = ["search", "-d", "pixel3", "--max-latency", "0.8", "--budget", "400", "--no-zoo"]
-    assert main([*args, "--out", str(tmp_path / "run")]) == 0
-    out = capsys.readouterr().out
-    assert "stopped at 280 of the budget's 400 scored architectures" in out
-    assert "is exhausted" in out
+    for _ in range(3):
+        assert main([*args, "--out", str(tmp_path / "run")]) == 0
+        out = capsys.readouterr().out
+        assert "stopped at 280 of the budget's 400 scored architectures" in out
+        assert "is exhausted" in out
+        trials = json.loads((tmp_path / "run" / "summary.json").read_text())["trials"]
+        assert trials["completed"] == trials["in_study"] == 280, trials
 
 
 def test_ctrl_c_while_the_cli_is_still_imported_is_one_line(monkeypatch, capsys):
