@@ -387,7 +387,7 @@ def test_a_strategy_that_only_repeats_itself_stops_the_search_with_a_reason(
     from hwnas.spaces import get_space
 
     (tmp_path / "tiny.yaml").write_text(
-        "name: tiny\ndatasets:\n  digits: {classes: 10, input_shape: [3, 16, 16]}\n"
+        "name: tinyfault\ndatasets:\n  digits: {classes: 10, input_shape: [3, 16, 16]}\n"
         "stem:\n  - {block: conv, out: 8, kernel: 3}\nstages:\n  - name: a\n"
         "    out: {choices: [8, 16]}\n    depth: {choices: [1, 2]}\n"
         "    layer: {block: mbconv, kernel: {choices: [3, 5]}, expand: 2}\n"
