@@ -20,6 +20,18 @@ Z90 = 1.6448536269514722
 """The standard normal's 95th percentile: a Gaussian 90% interval is mean +- Z90 * std."""
 
 
+def bound_text(value: float, up: bool = True) -> str:
+    """``value`` (ms, mJ) in the fewest significant digits (at least 4) whose number is still on
+    its side: at or above it (``up``), else at or below; what an error names as the least (most)
+    value a limit could take, so that the limit typed from it is met (0.812746 ms printed as
+    0.8127 ms was below it)."""
+    for digits in range(4, 18):
+        text = f"{value:.{digits}g}"
+        if (float(text) >= value) if up else (float(text) <= value):
+            return text
+    return repr(float(value))
+
+
 def gaussian_interval(mean: float, std: float | None) -> tuple[float, float] | None:
     """The 90% interval (low, high) of a predicted latency (ms) or energy (mJ) with a Gaussian
     predictive ``std`` (same unit): ``mean +- 1.645 std``, its low end at least 0 (a cost is

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import optuna
 
+from hwnas.cost_record import bound_text
 from hwnas.engine.costs import CostContext
 from hwnas.engine.seeding import INDEPENDENT, PLAN, POOL, generator
 from hwnas.errors import HwnasError
@@ -53,7 +54,8 @@ def no_candidate(limit: float | None, latency: np.ndarray | None) -> HwnasError:
         return HwnasError("no candidate architecture has a known cost to search on")
     return HwnasError(
         f"no candidate architecture meets --max-latency {limit:g} ms: the fastest of the "
-        f"{np.isfinite(latency).sum():,} candidates is predicted at {np.nanmin(latency):.4g} ms"
+        f"{np.isfinite(latency).sum():,} candidates is predicted at "
+        f"{bound_text(float(np.nanmin(latency)))} ms"
     )
 
 

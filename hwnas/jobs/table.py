@@ -228,7 +228,7 @@ def check_feasible(
     """
     import numpy as np
 
-    from hwnas.cost_record import UNITS
+    from hwnas.cost_record import UNITS, bound_text
 
     if limit is None:
         return
@@ -245,14 +245,15 @@ def check_feasible(
         raise HwnasError(
             f"no architecture of {space.name} meets {option} {limit:g} {unit} on device "
             f"'{device.name}': the {least} of its {recorded.size:,} recorded {values} is "
-            f"{recorded.min():.4g} {unit}"
+            f"{bound_text(recorded.min())} {unit}"
         )
     if target and recorded.size and recorded.max() < limit:
         most = "slowest" if metric == "latency_ms" else "largest"
         raise HwnasError(
             f"no architecture of {space.name} reaches {option} {limit:g} {unit} on device "
             f"'{device.name}': the {most} of its {recorded.size:,} recorded {values} is "
-            f"{recorded.max():.4g} {unit} (leave {option} out to search without one)"
+            f"{bound_text(recorded.max(), up=False)} {unit} (leave {option} out to search "
+            "without one)"
         )
 
 
