@@ -48,7 +48,10 @@ class UnknownNameError(HwnasError, KeyError):
         shown = ", ".join(sorted(known)[:40])
         more = "" if len(known) <= 40 else f", ... ({len(known)} in all)"
         alias = FIELD_NAMES.get(kind, {}).get(str(name).lower().replace("_", "-"))
-        close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
+        # compared without case: NSGA2 and CIFAR100 are nsga2 and cifar100 mistyped
+        lower = {str(k).lower(): str(k) for k in known}
+        close = [lower[c] for c in difflib.get_close_matches(str(name).lower(), list(lower), n=3,
+                                                             cutoff=0.6)]  # fmt: skip
         if alias is not None and alias.split()[0] in known:
             hint = f" {name} is {alias} here;"
         else:

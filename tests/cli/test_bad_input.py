@@ -23,6 +23,11 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "pixel3", "--dataset", "mnist"], "unknown dataset 'mnist'"),
         (["search", "--device", "pixel8"], "device 'pixel8' cannot measure"),
         (["search", "--device", "pixel3", "--strategy", "annealing"], "unknown strategy"),
+        # a name typed in other case gets its closest names too (it got none)
+        (["search", "--device", "pixel3", "--strategy", "NSGA2"],
+         "unknown strategy 'NSGA2'; did you mean nsga2 or nsga3?"),
+        (["search", "--device", "pixel3", "--dataset", "CIFAR100"],
+         "unknown dataset 'CIFAR100'; did you mean cifar100 or cifar10?"),
         (["search", "--device", "pixel3", "--strategy", "singlepath"],  # its space, not named
          "no recorded measurements for space 'ofa' (it has: nasbench201, fbnet); strategy "
          "'singlepath' searches the ofa space only"),
