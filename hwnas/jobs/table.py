@@ -189,11 +189,11 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
             n for n in TABLE_STRATEGIES if info(n).get("needs_costs") and not info(n).get("check")
         ]
         pool = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        of = f"{size:,}" if size < 10**9 else f"{size:.4g}"  # FBNet's: 9.848e+20
         raise HwnasError(
-            f"device '{device.name}''s {settings.metric} table holds {held:,} of the "
-            f"{size:,.4g} architectures of {space.name}, and strategy "
-            f"'{settings.strategy}' proposes from all of them; use --strategy {pool}, which "
-            "search the architectures the table holds"
+            f"device '{device.name}''s {settings.metric} table holds {held:,} of the {of} "
+            f"architectures of {space.name}, and strategy '{settings.strategy}' proposes from "
+            f"all of them; use --strategy {pool}, which search the architectures the table holds"
         )
 
 
