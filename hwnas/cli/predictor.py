@@ -317,8 +317,8 @@ def eval_cmd(predictor, devices):
     "--root",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
-    help="List the artifacts in this folder (one `predictor train --root` wrote; use them "
-    "with --predictor ROOT/NAME) instead of the home's and the shipped ones.",
+    help="List the artifacts in this folder (one `predictor train --root` wrote; name one as "
+    "ROOT/NAME where a predictor is asked for) instead of the home's and the shipped ones.",
 )
 def list_cmd(as_json, root):
     """List predictor artifacts: space, metrics, training devices, unseen-device score."""
