@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import SpaceLast
+from hwnas.cost_record import cost_digits as num
 from hwnas.spaces import space_option
 
 
@@ -85,7 +86,7 @@ def arch_cmd(arch, space, dataset, onnx_out):
     if lat:
         from hwnas.cli.render import print_table
 
-        rows = [(dev, f"{entry['value']:.3f}") for dev, entry in sorted(lat.items())]
+        rows = [(dev, num(entry["value"])) for dev, entry in sorted(lat.items())]
         print_table(
             console, "recorded latency", ("device", "latency ms"), rows, keys=("device",),
             right=("latency ms",),

@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hwnas import jsonfile
+from hwnas.cost_record import cost_digits as num
 
 __all__ = [
     "Console",
@@ -209,9 +210,9 @@ UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
 def cost_text(record: dict, metric: str) -> str:
     """A record's costs with their units, the searched ``metric`` first ("1.234 mJ  (latency
     5.678 ms)")."""
-    text = f"{record[metric]:.3f} {UNITS[metric]}" if metric in record else f"no {metric}"
+    text = f"{num(record[metric])} {UNITS[metric]}" if metric in record else f"no {metric}"
     others = [
-        f"{m.split('_')[0]} {record[m]:.3f} {u}"
+        f"{m.split('_')[0]} {num(record[m])} {u}"
         for m, u in UNITS.items()
         if m != metric and record.get(m) is not None
     ]

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from hwnas.cli.options import storage_option
+from hwnas.cost_record import cost_digits as num
 from hwnas.engine.publish import run_settings
 from hwnas.paths import read_bounded_text
 
@@ -156,7 +157,7 @@ def _best_cell(best: dict[str, Any] | None, objective: str | None) -> str:
         return ""
     metric = OBJECTIVES.get(_typed(objective, str) or "latency", "latency_ms")
     value = _typed(best.get(metric), _NUMBER)
-    cost = f"{value:.3f} {UNITS[metric]}" if value is not None else ""
+    cost = f"{num(value)} {UNITS[metric]}" if value is not None else ""
     return f"{best['accuracy']:.2f}% {cost}".strip()
 
 

@@ -19,6 +19,7 @@ from hwnas.cli.options import (
     store_option,
 )
 from hwnas.cli.supernet_search import supernet_options
+from hwnas.cost_record import cost_digits as num
 from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
 from hwnas.engine.strategies import pipeline_of
 from hwnas.errors import HwnasError
@@ -372,7 +373,7 @@ def _print_front(result, console) -> None:
         cells = []
         for m in metrics:
             cost = r.costs[m]
-            cell = f"{cost.value:.3f}"
+            cell = num(cost.value)
             if cost.precision_met is False:
                 rel = cost.rel_ci95
                 cell += f" +-{100 * rel:.1f}%!" if rel is not None else " +-?!"
@@ -426,7 +427,7 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
         if timed:
             note += (
                 f"; the most accurate timed within the limit: {timed['arch']}  "
-                f"{timed['accuracy']:.2f}% at {timed['latency_ms']:.3f} ms"
+                f"{timed['accuracy']:.2f}% at {num(timed['latency_ms'])} ms"
             )
         console.print(
             f"costs predicted by {p['name']} ({p['path']}); {summary['device_measurements']} "

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from hwnas.cli.options import checked, default_of
+from hwnas.cost_record import cost_digits as num
 from hwnas.errors import EXIT_USAGE, HwnasError
 from hwnas.jobs.supernet import SupernetSettings
 from hwnas.supernet.settings import help_text as settings_help
@@ -206,9 +207,9 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
 
     def cost_cell(c: dict) -> str:
         if c["arch"] not in misses:
-            return f"{c[s.metric]:.3f}"
+            return num(c[s.metric])
         rel = misses[c["arch"]]
-        return f"{c[s.metric]:.3f} " + (f"+-{rel:.1f}%!" if rel is not None else "+-?!")
+        return f"{num(c[s.metric])} " + (f"+-{rel:.1f}%!" if rel is not None else "+-?!")
 
     columns = (
         "role",

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from hwnas.cost_record import cost_digits as num
+
 
 @click.group("zoo")
 def zoo_group() -> None:
@@ -168,8 +170,8 @@ def list_cmd(path, storage, as_json):
     metered = any(e["energy_mj"] is not None for e in entries)  # an energy column then
     for e in entries:
         acc = "" if e["accuracy"] is None else f"{e['accuracy']:.2f}"
-        lat = "" if e["latency_ms"] is None else f"{e['latency_ms']:.3f} {e['device']}"
-        mj = "" if e["energy_mj"] is None else f"{e['energy_mj']:.3f} {e['device']}"
+        lat = "" if e["latency_ms"] is None else f"{num(e['latency_ms'])} {e['device']}"
+        mj = "" if e["energy_mj"] is None else f"{num(e['energy_mj'])} {e['device']}"
         entry = Path(e["entry"])
         rows.append(
             (

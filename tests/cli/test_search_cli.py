@@ -196,3 +196,21 @@ def test_another_searchs_study_is_refused_before_any_progress(tmp_path, hwnas_ho
         "error: study 'w1' in this storage was made by a different search (strategy 'frontier' "
         "there, 'tpe' here); pick another --study name"
     ]
+
+
+def test_a_latency_below_a_millisecond_is_printed_to_four_significant_digits(
+    tmp_path, hwnas_home
+):
+    """The cheapest NAS-Bench-201 cell on the Pixel 3 (0.003277 ms) was printed `0.003 ms` in
+    the front and the best line, 9% off, under a limit printed as 0.003277."""
+    from hwnas.cost_record import cost_digits
+
+    assert [cost_digits(v) for v in (0.003277, 0.5, 12.3456, 1234.5)] == [
+        "0.003277", "0.5000", "12.346", "1234.500",
+    ]  # fmt: skip
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "3", "--no-zoo",
+                   "--max-latency", "0.003277", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    best = [line for line in r.stdout.splitlines() if line.startswith("best ")]
+    assert len(best) == 1 and best[0].endswith(" 0.003277 ms"), best
+    assert "│   0.003277 │" in r.stdout and "0.003 ms" not in r.stdout
