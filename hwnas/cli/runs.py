@@ -256,6 +256,10 @@ def show_cmd(study, storage, as_json):
         line(f"           {_best_cell(best, row['objective'])}  (trial {best.get('trial')})")
         if best.get("chance_level"):
             line("           chance-level: no better than guessing")
+    elif row["finished_at"]:  # finished without one: no architecture met the limit
+        limit = _typed(run_settings(attrs).get("max_latency"), _NUMBER)
+        met = f": no architecture met --max-latency {limit:g} ms" if limit is not None else ""
+        line(f"best       none{met}")
     if row["folder"]:
         state = "" if row["folder_exists"] else "  (missing: moved or deleted)"
         line(f"folder     {row['folder']}{state}")

@@ -214,3 +214,15 @@ def test_a_latency_below_a_millisecond_is_printed_to_four_significant_digits(
     best = [line for line in r.stdout.splitlines() if line.startswith("best ")]
     assert len(best) == 1 and best[0].endswith(" 0.003277 ms"), best
     assert "│   0.003277 │" in r.stdout and "0.003 ms" not in r.stdout
+
+
+def test_runs_show_says_when_no_architecture_met_the_limit(tmp_path, hwnas_home):
+    """A search none of whose architectures met --max-latency says so, and `hwnas runs show`
+    said nothing of a best at all."""
+    r = hwnas_main("search", "--device", "fpga", "--budget", "5", "--no-zoo", "--strategy",
+                   "random", "--max-latency", "1.14", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "no architecture met --max-latency 1.14 ms" in r.stdout
+    shown = hwnas_main("runs", "show", "latest")
+    assert shown.returncode == 0, shown.stderr
+    assert "best       none: no architecture met --max-latency 1.14 ms" in shown.stdout.splitlines()
