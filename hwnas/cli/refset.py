@@ -271,7 +271,8 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder of calibration.csv (default: refset-<device>); a file written by `hwnas "
+    help="Folder of calibration.csv (default: refset-<device>, refset-<device>-<space> for "
+    "a space other than nasbench201); a file written by `hwnas "
     "refset export` there is filled in. Values there that this command did not write (typed "
     "in by hand), or that it would change, are never written over: the command stops.",
 )
@@ -312,7 +313,8 @@ def measure_cmd(
     if dataset is None:  # as refset export: the predictors' dataset, else the space's own
         dataset = get_featurizer(space).dataset if space in FEATURIZERS else sp.reference_dataset
     sp.dataset(dataset)
-    out = out if out is not None else Path(f"refset-{device}")
+    if out is None:  # one folder per space: a second space's values do not meet the first's
+        out = Path(f"refset-{device}" + ("" if sp.name == "nasbench201" else f"-{sp.name}"))
     check_writable(out, "--out")
     _keep_filled(out / "calibration.csv", measured=True)  # before any work
     archs = calibration_archs(sp, select, count, predictor, seed)  # bad input: before any work

@@ -65,3 +65,15 @@ def test_bad_arguments_are_one_line_before_training(args, expected, tmp_path, hw
     assert r.returncode == 2, r.stdout
     assert r.stderr.strip() == "error: " + expected.replace("{tmp}", str(tmp_path))
     assert "Traceback" not in r.stderr
+
+
+def test_refset_measure_of_two_spaces_in_one_folder_keeps_each_in_its_own(tmp_path, hwnas_home):
+    """docs/predictors.md times mobilenetv4's and vit's reference sets one after the other; by
+    default both went to refset-<device>/calibration.csv, and the second stopped ("holds
+    latency_ms ... measure to another --out")."""
+    for space in ("nasbench201", "fbnet"):
+        r = hwnas_main("refset", "measure", "--device", "pixel3", "--space", space, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    assert (tmp_path / "refset-pixel3" / "calibration.csv").is_file()
+    fbnet = (tmp_path / "refset-pixel3-fbnet" / "calibration.csv").read_text()
+    assert len(fbnet.splitlines()) == 11  # its 10 reference architectures, and the header
