@@ -24,14 +24,20 @@ from hwnas.errors import CandidateError
 from hwnas.predictors.kernels.read import Kernel
 
 
-def kernel_workload(kernel: Kernel, overhead_ms: float | None = None) -> Workload:
+def kernel_workload(
+    kernel: Kernel, overhead_ms: float | None = None, slowdown: float | None = None
+) -> Workload:
     """The workload timing ``kernel`` alone (its one-node model; input: its first float
-    input's shape); ``overhead_ms``: the device's per-call overhead timed just before it, kept
-    with its measurement (:func:`alone_ms`)."""
+    input's shape); ``overhead_ms``: the device's per-call overhead timed just before it, and
+    ``slowdown``: how much slower the device ran its speed probe just before it than when the
+    probe was first timed (:func:`slowdown_now`), both kept with its measurement
+    (:func:`alone_ms`)."""
     shape = kernel.x_inputs[0].shape if kernel.x_inputs else (1,)
     info: dict = {"kernel": kernel.record()}
     if overhead_ms is not None:
         info["overhead_ms"] = float(overhead_ms)
+    if slowdown is not None:
+        info["slowdown"] = float(slowdown)
     return Workload(
         kernel.key,
         f"kernel {kernel.label}",
@@ -42,28 +48,51 @@ def kernel_workload(kernel: Kernel, overhead_ms: float | None = None) -> Workloa
 
 
 OVERHEAD_REFRESH_S = 30.0
-"""While kernels are being timed, the per-call overhead kept with each is timed again after
-this many seconds: on a shared or throttling machine it moves (3.0-6.2 us from one minute to
-the next on this project's 2-core VM), and a kernel of a few microseconds is its difference
-from it."""
+"""While kernels are being timed, the per-call overhead and the slowdown kept with each are
+timed again after this many seconds: on a shared or throttling machine they move (the overhead
+3.0-6.2 us from one minute to the next on this project's 2-core VM), and a kernel of a few
+microseconds is its difference from the overhead."""
+
+
+SLOWDOWN_BAND = 1.15
+"""A kernel timed while the device's speed probe ran more than this factor slower (or faster)
+than when the probe was first timed is scaled back to the probe's first speed
+(:func:`alone_ms`); within it, the probe's own noise would only add to the kernel's."""
+
+SLOWDOWN_RANGE = (0.2, 5.0)
+"""Slowdowns (kept with a kernel's measurement) outside this range are not a machine's state
+but a store edited by hand: ignored."""
 
 
 def alone_ms(m: Measurement, overhead_ms: float) -> float:
     """A kernel's time alone (ms) as if its call had paid ``overhead_ms`` (the device's
-    per-call overhead, :func:`overheads`): its measured value less the overhead timed with it
-    (:func:`time_kernels`), plus ``overhead_ms``; its value as measured where none was kept (a
-    kernel timed before hwnas kept one, or a recorded device's; also where the one kept is not
-    a finite number of ms from 0 up to the value, as in a store edited by hand).
+    per-call overhead, :func:`overheads`) at the device's usual speed: its measured value less
+    the overhead timed with it (:func:`time_kernels`), divided by the slowdown timed with it
+    where that is outside :data:`SLOWDOWN_BAND`, plus ``overhead_ms``; its value as measured
+    where no overhead was kept (a kernel timed before hwnas kept one, or a recorded device's;
+    also where the one kept is not a finite number of ms from 0 up to the value, as in a store
+    edited by hand).
 
     Subtracting one overhead timed once per device from kernels timed at other moments
     credited each small kernel with the machine's drift in between: a text classifier of 37
-    kernels of 5-10 us each was predicted at 0.151 ms against 0.062 ms measured."""
+    kernels of 5-10 us each was predicted at 0.151 ms against 0.062 ms measured. A kernel is
+    timed once per device, ever: on a shared machine that runs at half speed for minutes at a
+    time (this project's 2-core VM, its other core busy), nine MatMul kernels timed in such a
+    spell ran at 41 GMAC/s against 81-86 for every other one in the store, and moved the
+    correction fitted on the networks using them from x0.877 to x0.809 (an audit); the
+    slowdown kept with each kernel takes such a spell back out."""
     workload = getattr(m, "extra", {}).get("workload")
     own = workload.get("overhead_ms") if isinstance(workload, dict) else None
     number = isinstance(own, (int, float)) and not isinstance(own, bool)
     if not (number and math.isfinite(own) and 0 <= own <= m.value):
         return float(m.value)
-    return float(m.value) - float(own) + float(overhead_ms)
+    slow = workload.get("slowdown")
+    ok = isinstance(slow, (int, float)) and not isinstance(slow, bool) and math.isfinite(slow)
+    if not (ok and SLOWDOWN_RANGE[0] <= slow <= SLOWDOWN_RANGE[1]):
+        slow = 1.0
+    if 1 / SLOWDOWN_BAND <= slow <= SLOWDOWN_BAND:
+        slow = 1.0
+    return (float(m.value) - float(own)) / float(slow) + float(overhead_ms)
 
 
 def overhead_workload(nodes: int = 1) -> Workload:
@@ -191,6 +220,19 @@ def stream_rate(profiler, mb: float, overhead_ms: float) -> float:
     return float(size / max(ms - overhead_ms, 1e-6))
 
 
+def slowdown_now(profiler, overhead_ms: float = 0.0) -> float | None:
+    """How many times longer the device takes on its compute speed probe now
+    (:data:`SPEED_PROBES`, timed now) than when the probe was first timed (kept in the store),
+    each less the per-call overhead ``overhead_ms`` (ms); None where the runtime has no such
+    probe kernel."""
+    wl = speed_probe_workloads().get("compute")
+    if wl is None:
+        return None
+    first = profiler.measure(wl, "latency_ms", allow_flagged=True).value - overhead_ms
+    now = profiler.device.measure(wl, "latency_ms").value - overhead_ms
+    return float(now / first) if first > 0 and now > 0 else None
+
+
 def call_overhead_now(profiler) -> float:
     """The device's per-call overhead (ms) timed now, not read from the store (what
     :func:`time_kernels` keeps with the kernels it times)."""
@@ -236,7 +278,8 @@ def time_kernels(
     """
     out: dict[str, Measurement] = {}
     counts = KernelCounts()
-    fresh: tuple[float, float] | None = None  # (monotonic s, per-call overhead ms) timed now
+    # (monotonic s, per-call overhead ms, slowdown) timed now
+    fresh: tuple[float, float, float | None] | None = None
     for kernel in {k.key: k for k in kernels}.values():
         before = profiler.counts.taken
         wl = kernel_workload(kernel)
@@ -244,8 +287,9 @@ def time_kernels(
         found = profiler.stored(wl, metric) if can_time else None
         if can_time and (found is None or found.flagged):  # to be timed: keep the overhead
             if fresh is None or time.monotonic() - fresh[0] > OVERHEAD_REFRESH_S:
-                fresh = (time.monotonic(), call_overhead_now(profiler))
-            wl = kernel_workload(kernel, fresh[1])
+                overhead = call_overhead_now(profiler)
+                fresh = (time.monotonic(), overhead, slowdown_now(profiler, overhead))
+            wl = kernel_workload(kernel, fresh[1], fresh[2])
         try:
             m = profiler.measure(wl, metric, allow_flagged=True)
         except CandidateError:
