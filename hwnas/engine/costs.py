@@ -81,6 +81,12 @@ class CostModel(ABC):
         """Cost of one architecture (ms, mJ or MFLOPs)."""
         return float(self.predict([arch])[0][0])
 
+    def known_archs(self) -> list[Arch] | None:
+        """The only architectures the model has a cost for, where it prices a finite set of a
+        space too large to enumerate (a recorded table of FBNet's or OFA's sample): a search's
+        candidates are then those; None (the default) where it prices any architecture."""
+        return None
+
     def expected(self, probs: Sequence[Any]) -> Any:
         """Expected cost (torch scalar) under per-decision probabilities ``probs[d]`` (K_d,).
 

@@ -35,10 +35,9 @@ def candidate_pool(
         candidates whose cost is finite and positive).
     """
     tabulated = ability(context.space, TabulatedSpace)
-    known = getattr(context.cost, "known_archs", lambda: None)
     if tabulated is not None:
         pool = tabulated.all_archs()
-    elif (recorded := known()) is not None:  # sampled ones would (almost) never be in it
+    elif (recorded := context.cost.known_archs()) is not None:  # samples would not be in it
         pool = recorded
     else:
         pool = list(dict.fromkeys(context.space.sample(rng, max_pool)))
