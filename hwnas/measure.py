@@ -270,18 +270,53 @@ class Profiler:
         self.counts.compile_s += float(extra.get("compile_s", 0.0))
 
 
-def wait_for_quiet(deadline: float) -> float:
-    """Sleep until the machine is quiet (1-minute load average per CPU below
-    :data:`QUIET_LOAD`) or ``deadline`` (``time.monotonic()``) passes; returns the seconds
-    slept."""
-    slept = 0.0
+def _cpu_times(cpus: set[int]) -> tuple[float, float] | None:
+    """(busy, total) jiffies of ``cpus`` since boot, from Linux's ``/proc/stat``; None where it
+    cannot be read (another system)."""
+    try:
+        with open("/proc/stat") as fh:
+            lines = [line.split() for line in fh if line.startswith("cpu")]
+    except OSError:
+        return None
+    busy = total = 0.0
+    for fields in lines:
+        if fields[0][3:].isdigit() and int(fields[0][3:]) in cpus:
+            # user nice system idle iowait irq softirq steal (steal: the host took the CPU)
+            ticks = [float(v) for v in fields[1:9]]
+            total += sum(ticks)
+            busy += sum(ticks) - ticks[3] - ticks[4]
+    return (busy, total) if total > 0 else None
+
+
+def machine_busy(sample_s: float = 0.5) -> bool:
+    """Whether the CPUs this process may run on are too busy to measure on: where it is
+    pinned to some of the machine's CPUs (``taskset``), their busy share over ``sample_s``
+    seconds is at least :data:`QUIET_LOAD` (the load average counts the other CPUs too: an
+    audit pinned to core 1 of this project's 2-core VM waited 60 s before each of its noisy
+    kernels while core 0 ran other work, which did not slow core 1); otherwise the 1-minute
+    load average per CPU is. False where neither can be read."""
     cpus = os.cpu_count() or 1
+    mine = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+    if mine and len(mine) < cpus:
+        first = _cpu_times(mine)
+        if first is not None:
+            time.sleep(sample_s)
+            second = _cpu_times(mine)
+            if second is not None and second[1] > first[1]:
+                return (second[0] - first[0]) / (second[1] - first[1]) >= QUIET_LOAD
+    try:
+        return os.getloadavg()[0] / cpus >= QUIET_LOAD
+    except OSError:  # no load average on this system: wait no longer
+        return False
+
+
+def wait_for_quiet(deadline: float) -> float:
+    """Sleep until the CPUs this process runs on are quiet (:func:`machine_busy`) or
+    ``deadline`` (``time.monotonic()``) passes; returns the seconds slept."""
+    slept = 0.0
     while True:
         left = deadline - time.monotonic()
-        try:
-            busy = os.getloadavg()[0] / cpus >= QUIET_LOAD
-        except OSError:  # no load average on this system: wait no longer
-            busy = False
+        busy = machine_busy()
         if not busy or left <= 0:
             return slept
         step = min(WAIT_STEP_S, left)

@@ -114,6 +114,7 @@ def test_a_flagged_measurement_waits_for_a_quieter_moment_and_takes_more_rounds(
     loads = iter([3.0, 3.0, 0.1, 3.0, 3.0, 3.0, 3.0, 3.0])  # busy, busy, quiet, then busy
     monkeypatch.setattr(measure.os, "getloadavg", lambda: (next(loads) * 2, 0.0, 0.0))
     monkeypatch.setattr(measure.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(measure.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     slept = []
     clock = [0.0]
     monkeypatch.setattr(
@@ -126,6 +127,38 @@ def test_a_flagged_measurement_waits_for_a_quieter_moment_and_takes_more_rounds(
     assert not m.flagged and device.calls == 3
     assert device.rounds == [6, 12, 12]  # the retries take twice the rounds
     assert slept == [5.0, 5.0, 2.0]  # waited while busy, at most 12 s in all
+
+
+def test_a_process_pinned_to_some_cpus_waits_for_those_only(monkeypatch):
+    """Pinned to core 1 of the 2-core VM (`taskset -c 1`), an audit waited 60 s before each
+    noisy kernel while core 0 ran other work (a load average of 2 on 2 CPUs), which did not
+    slow core 1: the CPUs it runs on are now what counts."""
+    import io
+
+    import hwnas.measure as measure
+
+    monkeypatch.setattr(measure.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(measure.os, "getloadavg", lambda: (2.0, 2.0, 2.0))  # core 0 flat out
+    monkeypatch.setattr(measure.time, "sleep", lambda s: None)
+    ticks = {0: [100.0, 0.0], 1: [5.0, 95.0]}  # (busy, idle) jiffies per 100 of each core
+
+    def proc_stat():  # cpu N user nice system idle iowait irq softirq steal
+        lines = ["cpu  0 0 0 0 0 0 0 0"]
+        for cpu, (busy, idle) in ticks.items():
+            lines.append(f"cpu{cpu} {busy} 0 0 {idle} 0 0 0 0")
+            ticks[cpu] = [2 * busy, 2 * idle]  # the next look: as much again
+        return io.StringIO("\n".join(lines) + "\n")
+
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: proc_stat()
+                        if path == "/proc/stat" else real_open(path, *a, **k))  # fmt: skip
+    monkeypatch.setattr(measure.os, "sched_getaffinity", lambda pid: {1}, raising=False)
+    assert not measure.machine_busy()  # core 1: 5% busy
+    ticks.update({0: [100.0, 0.0], 1: [5.0, 95.0]})
+    monkeypatch.setattr(measure.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert measure.machine_busy()  # core 0: all busy
+    monkeypatch.setattr(measure.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert measure.machine_busy()  # the whole machine: its load average
 
 
 def test_reference_networks_that_stay_noisy_are_left_out_or_used_as_measured():
