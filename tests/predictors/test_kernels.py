@@ -515,6 +515,14 @@ def test_a_kernel_timed_while_the_machine_runs_slow_is_taken_at_its_usual_speed(
         # the network's one call and each kernel's work at the usual speed, each node's dispatch
         n = e.kernels + e.bookkeeping
         assert e.total_ms == pytest.approx(0.001 + 2 * 0.004 + n * calm.dispatch_ms)
+    # a probe faster than at first is no speed-up (the first timing may have been slow itself);
+    # within 1.15 times slower, the probe's noise is left out; a hand-edited slowdown is ignored
+    from hwnas.predictors.kernels.timing import alone_ms
+
+    m = Measurement("cpu-fast", "ort", "latency_ms", "h", "kernel k", 1, (1,), 0.009)
+    for slowdown, work in ((2.0, 0.004), (0.5, 0.008), (1.1, 0.008), (1e9, 0.008)):
+        kept = replace(m, extra={"workload": {"overhead_ms": 0.001, "slowdown": slowdown}})
+        assert alone_ms(kept, 0.002) == pytest.approx(work + 0.002)
 
 
 def test_a_model_whose_activations_underflow_is_named():
