@@ -4,10 +4,13 @@ Sixteen networks written from their papers (:mod:`unseen_networks_models`: Ghost
 MnasNet-A1, RegNetX-400MF, DenseNet-121, Inception-v3, ConvNeXt-nano, MobileViT-XS, Swin
 (C=48), LeViT-128S, U-Net, an LSTM acoustic model, DS-CNN-L, M5, a TCN, a DeepLabv3-style
 segmenter and MLP-Mixer), none of them in hwnas's search spaces, reference sets or known
-networks, are
+networks (``--models unseen_networks_models_b``: a second set of thirteen, ResNet-50 to a
+BERT-tiny and a GPT-style decoder on int64 token ids, :mod:`unseen_networks_models_b`), are
 
 1. exported to ONNX as hwnas exports (:func:`hwnas.export.export_onnx`: TorchScript exporter,
-   opset 17, dynamic batch axis, full ONNX check) into ``OUT/onnx/NAME.onnx``; their
+   opset 17, dynamic batch axis, full ONNX check; a network on integer token ids, which that
+   export does not take, by the same exporter with the same settings) into
+   ``OUT/onnx/NAME.onnx``; their
    multiply-accumulates (MACs: convolutions, Gemm/MatMul, Einsum, LSTM) are read by
    :func:`hwnas.predictors.graph.read_graph` from the same network exported at a static batch
    of 1 (before 2026-12-06 the reader counted Swin's windowed attention once per window from
@@ -46,6 +49,8 @@ Then:
     python experiments/unseen_networks.py --out runs/unseen_networks --passes 5
     python experiments/unseen_networks.py --out runs/unseen_networks --export-only
     python experiments/unseen_networks.py --out runs/unseen_networks --only ghostnet m5 --passes 1
+    python experiments/unseen_networks.py --models unseen_networks_models_b \
+        --out runs/unseen_networks_b --passes 3
     python experiments/unseen_networks.py --out runs/unseen_networks --passes 5 \\
         --skip-predict --skip-measure     # the table again from OUT's files, nothing run
 
@@ -82,7 +87,32 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from unseen_networks_models import NAMES, build, describe  # noqa: E402
+
+def network_set(module: str):
+    """(names, build, describe, example) of a module of networks (``--models``): ``build(name)``
+    -> (model, input shape) or (model, input shape, dtype); ``example(name)`` -> an input (a
+    float32 zero tensor where the module has none)."""
+    import importlib
+
+    import torch
+
+    mod = importlib.import_module(module)
+
+    def build(name):
+        made = mod.build(name)
+        return made[0], made[1]
+
+    def example(name):
+        if hasattr(mod, "example"):
+            return mod.example(name)
+        return torch.zeros(build(name)[1])
+
+    return tuple(mod.NAMES), build, mod.describe, example
+
+
+MODELS = "unseen_networks_models"
+"""The default network set (``--models``): sixteen networks; ``unseen_networks_models_b`` is a
+second set of thirteen (text and speech models among them)."""
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -115,16 +145,25 @@ def export(names: list[str], out: Path, force: bool = False) -> dict[str, dict]:
         path = out / "onnx" / f"{name}.onnx"
         t0 = time.perf_counter()
         model, shape = build(name)
+        x = example(name)
         fresh = force or not path.exists()
-        if fresh:
+        if fresh and x.is_floating_point():
             path.write_bytes(export_onnx(model, shape))
+        elif fresh:  # integer inputs (token ids): hwnas's export takes float images only
+            torch.backends.mha.set_fastpath_enabled(False)  # as export_onnx
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, (x,), str(path), dynamo=False, opset_version=OPSET,
+                                  input_names=["input"], output_names=["output"],
+                                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+            onnx.checker.check_model(onnx.load(str(path)), full_check=True)
         # MACs of the graph exported at a static batch of 1: in the dynamic-batch export, hwnas's
         # reader counts a MatMul on windows folded into the batch axis (Swin's attention) once
         # per window instead of once per image (898 instead of 1154 MMACs of MatMul for swin_c48)
         static = io.BytesIO()
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, (torch.zeros(shape),), static, dynamo=False,
+            torch.onnx.export(model, (x,), static, dynamo=False,
                               opset_version=OPSET, input_names=["input"])  # fmt: skip
         features, uncounted = read_graph(onnx.load_from_string(static.getvalue()))
         dynamic = read_graph(onnx.load(str(path)))[0]
@@ -385,8 +424,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "unseen_networks",
                         help="folder of the ONNX files, logs, stores and results "
                              "(default: runs/unseen_networks)")  # fmt: skip
-    parser.add_argument("--only", nargs="+", metavar="NAME", choices=NAMES,
-                        help=f"these networks only (default: all {len(NAMES)})")  # fmt: skip
+    parser.add_argument("--models", default=MODELS, metavar="MODULE",
+                        help=f"the module of networks in experiments/ (default {MODELS}; "
+                        "unseen_networks_models_b: a second set)")  # fmt: skip
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="these networks only (default: all of --models)")  # fmt: skip
     parser.add_argument("--passes", type=int, default=5, help="measurement passes (default 5)")
     parser.add_argument("--core", type=int, default=1,
                         help="core to pin hwnas to (default 1; -1: none)")  # fmt: skip
@@ -402,6 +444,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.passes < 1:
         parser.error("--passes must be at least 1")
+    global NAMES, build, describe, example
+    NAMES, build, describe, example = network_set(args.models)
+    unknown = sorted(set(args.only or ()) - set(NAMES))
+    if unknown:
+        parser.error(f"--only: not in {args.models}: {', '.join(unknown)}")
     names = [n for n in NAMES if n in (args.only or NAMES)]
     out = args.out.resolve()
     core = None if args.core < 0 else args.core
