@@ -79,7 +79,7 @@ def alone_ms(m: Measurement, overhead_ms: float) -> float:
     credited each small kernel with the machine's drift in between: a text classifier of 37
     kernels of 5-10 us each was predicted at 0.151 ms against 0.062 ms measured. A kernel is
     timed once per device, ever: on a shared machine that runs at half speed for minutes at a
-    time (this project's 2-core VM, its other core busy), nine MatMul kernels timed in such a
+    time (this project's 2-core VM), nine MatMul kernels timed in such a
     spell ran at 41 GMAC/s against 81-86 for every other one in the store, and moved the
     correction fitted on the networks using them from x0.877 to x0.809 (an audit); the
     slowdown kept with each kernel takes such a spell back out."""
