@@ -26,7 +26,7 @@ from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload, profile_number
 from hwnas.devices.hls_report import find_report, parse_csynth_xml
-from hwnas.errors import HwnasError
+from hwnas.errors import CandidateError, HwnasError
 from hwnas.export import content_hash
 
 PROJECT = "hwnas_model"
@@ -37,6 +37,10 @@ TOOLS = ("vitis_hls", "vivado_hls")
 SYNTHESIS_TIMEOUT_S = 6 * 3600.0
 """Default limit on one C synthesis (profile key ``synthesis_timeout_s``): large designs take
 hours, a hung tool must not hang the command for ever."""
+
+CHECKED_NETWORKS = 4
+"""Networks of a space :meth:`Hls4mlDevice.check_networks` reads before refusing the space: one
+that hls4ml can take is enough to search it (the others become failed trials)."""
 
 
 def hls_tool() -> str | None:
@@ -235,8 +239,10 @@ class Hls4mlDevice(Device):
         return True, f"{tool} for {self.part} at {self.clock_ns:g} ns ({self.backend} backend)"
 
     def check_networks(self, space: Any, dataset: str) -> None:
-        """Refuse a space whose first sampled network hls4ml cannot take (:func:`unconvertible`),
-        before a search spends minutes converting each of them to the same error.
+        """Refuse a space none of whose first :data:`CHECKED_NETWORKS` sampled networks hls4ml
+        can take (:func:`unconvertible`), before a search spends minutes converting each of
+        them to the same error. A space where some can be taken is searched: a network that
+        cannot is a failed trial (:meth:`convert` raises a :class:`CandidateError`).
 
         Raises:
             HwnasError: one line naming the operations and what to do.
@@ -245,13 +251,16 @@ class Hls4mlDevice(Device):
 
         from hwnas.measure import arch_workload
 
-        arch = space.sample(np.random.default_rng(0), 1)[0]
-        why = unconvertible(arch_workload(space, arch, dataset).onnx_bytes(), self.io_type)
-        if why:
-            raise HwnasError(
-                f"device '{self.name}' cannot take {space.name}'s networks: {why} (the recorded "
-                "'fpga' device has NAS-Bench-201's and FBNet's FPGA latencies)"
-            )
+        first = None
+        for arch in space.sample(np.random.default_rng(0), CHECKED_NETWORKS):
+            why = unconvertible(arch_workload(space, arch, dataset).onnx_bytes(), self.io_type)
+            if not why:
+                return
+            first = first or why
+        raise HwnasError(
+            f"device '{self.name}' cannot take {space.name}'s networks: {first} (the recorded "
+            "'fpga' device has NAS-Bench-201's and FBNet's FPGA latencies)"
+        )
 
     def project_dir(self, workload: Workload) -> Path:
         """Folder of the workload's hls4ml project (under the hwnas home)."""
@@ -268,13 +277,14 @@ class Hls4mlDevice(Device):
             emulation with the host compiler).
 
         Raises:
-            HwnasError: hls4ml cannot convert the model (an unsupported layer).
+            CandidateError: hls4ml cannot convert the model (an unsupported layer): a search
+                records a failed trial and goes on with the next network.
         """
         import hls4ml
 
         why = unconvertible(onnx_bytes, self.io_type)
         if why:
-            raise HwnasError(f"hls4ml cannot convert the model: {why}")
+            raise CandidateError(f"hls4ml cannot convert the model: {why}")
         model = to_hls4ml_onnx(onnx_bytes)
         quiet = contextlib.redirect_stdout(io.StringIO())
         try:
@@ -297,7 +307,7 @@ class Hls4mlDevice(Device):
                 graph.write()
         except Exception as exc:  # hls4ml raises bare Exception for unsupported layers
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise HwnasError(f"hls4ml cannot convert the model: {first}") from None
+            raise CandidateError(f"hls4ml cannot convert the model: {first}") from None
         return graph
 
     def synthesise(self, project: Path) -> None:

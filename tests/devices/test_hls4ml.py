@@ -13,7 +13,7 @@ import pytest
 
 from hwnas.devices import get_device
 from hwnas.devices.hls_report import find_report, parse_csynth_rpt, parse_csynth_xml
-from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.errors import CandidateError, DeviceUnavailableError, HwnasError
 from hwnas.measure import onnx_workload
 
 REPORTS = Path(__file__).parent / "data" / "hls4ml_galapagos"
@@ -228,10 +228,36 @@ def test_an_operation_hls4ml_has_no_handler_for_is_refused_at_once(tmp_path):
 
     torch.manual_seed(0)
     data = export_onnx(Head(nn.Hardswish()), (1, 3, 8, 8))
-    with pytest.raises(HwnasError) as info:
+    with pytest.raises(CandidateError) as info:  # one network: a failed trial, the search goes on
         get_device("vu9p_hls4ml").convert(data, tmp_path / "hs")
     assert str(info.value) == (
         "hls4ml cannot convert the model: it computes with 1 HardSwish node(s), operations "
         "hls4ml's ONNX front end does not have"
     )
     assert unconvertible(export_onnx(Head(nn.ReLU()), (1, 3, 8, 8)), "io_stream") == ""
+
+
+def test_a_space_is_refused_only_when_none_of_its_sampled_networks_converts(monkeypatch):
+    """The check read one sampled network and refused the whole space on it: a space where some
+    networks convert (an activation choice, one of them HardSwish) was refused, or, with a
+    convertible first network, searched until a HardSwish one stopped the search with a
+    HwnasError. Now it is refused when none of the first 4 sampled networks converts; a network
+    that does not is a failed trial (CandidateError)."""
+    import numpy as np
+
+    import hwnas.devices.hls4ml as hls
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    picks = space.sample(np.random.default_rng(0), hls.CHECKED_NETWORKS)
+    device = get_device("vu9p_hls4ml")
+    for bad in (set(), {picks[0].text}, {a.text for a in picks[:-1]}):  # some convert
+        monkeypatch.setattr(hls, "unconvertible", lambda data, io, bad=bad: "HardSwish" * (
+            data.decode() in bad))  # fmt: skip
+        monkeypatch.setattr("hwnas.measure.arch_workload", lambda sp, a, ds: type(
+            "W", (), {"onnx_bytes": lambda self, t=a.text: t.encode()})())  # fmt: skip
+        device.check_networks(space, "cifar100")
+    bad = {a.text for a in picks}  # none converts
+    monkeypatch.setattr(hls, "unconvertible", lambda data, io: "HardSwish" * (data.decode() in bad))
+    with pytest.raises(HwnasError, match="cannot take nasbench201's networks: HardSwish"):
+        device.check_networks(space, "cifar100")
