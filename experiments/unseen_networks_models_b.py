@@ -17,14 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-
-def cba(ci, co, k=3, s=1, g=1, act=nn.ReLU, p=None):
-    p = k // 2 if p is None else p
-    layers = [nn.Conv2d(ci, co, k, s, p, groups=g, bias=False), nn.BatchNorm2d(co)]
-    if act is not None:
-        layers.append(act())
-    return nn.Sequential(*layers)
+from unseen_networks_models import SE, cba  # the same conv-BN-act and SE blocks
 
 
 def _div(v, d=8):
@@ -60,17 +53,6 @@ def resnet50():
 
 
 # ------------------------------------------------------------------ EfficientNet-B0
-class SE(nn.Module):
-    def __init__(self, c, r, act=nn.SiLU, gate=nn.Sigmoid):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Conv2d(c, r, 1), nn.Conv2d(r, c, 1)
-        self.act, self.gate = act(), gate()
-
-    def forward(self, x):
-        s = self.gate(self.fc2(self.act(self.fc1(x.mean((2, 3), keepdim=True)))))
-        return x * s
-
-
 class MBConv(nn.Module):
     def __init__(
         self,
