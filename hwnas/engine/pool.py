@@ -129,12 +129,7 @@ class PoolSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         if not search_space:
             return {}
-        if self._pool is None:
-            self._setup()
-        trials = study.get_trials(deepcopy=False)
-        for t in trials[self._slots : trial.number]:
-            self._take(t)
-        self._fill()
+        self._catch_up(study, trial.number)
         if not self._queue:  # every candidate is taken: propose a taken one (a duplicate,
             self.exhausted = True  # never an unplanned architecture) and say so
             return (
@@ -148,12 +143,17 @@ class PoolSampler(optuna.samplers.BaseSampler):
         study's trials taken in and the round planned as :meth:`sample_relative` would, so
         the engine stops an exhausted search before asking a trial it could only prune (a
         rerun of a search that had run out added one such trial each time)."""
+        self._catch_up(study)
+        return bool(self._queue)
+
+    def _catch_up(self, study: Any, upto: int | None = None) -> None:
+        """Take in the study's trials before number ``upto`` (all of them: None) not taken in
+        yet, then plan the next round if the queue is empty (the pool is drawn first)."""
         if self._pool is None:
             self._setup()
-        for t in study.get_trials(deepcopy=False)[self._slots :]:
+        for t in study.get_trials(deepcopy=False)[self._slots : upto]:
             self._take(t)
         self._fill()
-        return bool(self._queue)
 
     def _fill(self) -> None:
         """Drop the taken rows from the queue; plan the next round when it is empty."""
