@@ -407,6 +407,19 @@ def test_int8_weights_dequantized_every_call_are_a_kernel_that_runs_alone():
     assert out.shape == (32, 32, 3, 3) and np.allclose(out, wq * np.float32(0.01))
 
 
+def _two_kernels() -> GraphModel:
+    """A graph model of two small kernels (a Sigmoid, then a Softmax of 1x8x16x16)."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Softmax", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [x], [y])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    return GraphModel("two.onnx", np.zeros(1), proto.SerializeToString())
+
+
 def test_each_kernel_sheds_the_call_overhead_timed_with_it(tmp_path):
     """A kernel timed alone pays the runtime's per-call overhead, which moves on a shared or
     throttling machine (3.2-5.9 us within minutes on this project's VM). Here the machine's
@@ -416,20 +429,12 @@ def test_each_kernel_sheds_the_call_overhead_timed_with_it(tmp_path):
     37 kernels of 5-10 us was predicted at 0.151 ms against 0.062 ms measured.)"""
     from dataclasses import replace
 
-    from onnx import TensorProto, helper
-
     from hwnas.devices import get_device
     from hwnas.devices.base import Measurement
     from hwnas.measure import Profiler
     from hwnas.store import MeasurementStore
 
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])
-    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Softmax", ["s"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [x], [y])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    proto.ir_version = 8
-    model = GraphModel("two.onnx", np.zeros(1), proto.SerializeToString())
+    model = _two_kernels()
 
     device = get_device("cpu-fast")
     slower = {"ms": 0.0}  # what every call pays on top, now
@@ -473,21 +478,13 @@ def test_a_kernel_timed_while_the_machine_runs_slow_is_taken_at_its_usual_speed(
     probe was first timed, and is read back at the probe's first speed."""
     from dataclasses import replace
 
-    from onnx import TensorProto, helper
-
     from hwnas.devices import get_device
     from hwnas.devices.base import Measurement
     from hwnas.measure import Profiler
     from hwnas.predictors.kernels.timing import slowdown_now
     from hwnas.store import MeasurementStore
 
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])
-    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Softmax", ["s"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [x], [y])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    proto.ir_version = 8
-    model = GraphModel("two.onnx", np.zeros(1), proto.SerializeToString())
+    model = _two_kernels()
 
     device = get_device("cpu-fast")
     speed = {"slow": 1.0}  # how many times longer every call's work takes now
