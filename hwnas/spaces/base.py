@@ -267,6 +267,55 @@ def spread_archs(
     return list(out.values())[:n]
 
 
+def key_value_tokens(name: str, text: object, keys: Sequence[str]) -> list[tuple[str, str]]:
+    """The ``KEY=VALUE`` tokens of an arch string (whitespace-separated), checked: every token
+    has an ``=``, names one of ``keys`` and is given once. The values are the caller's to check.
+
+    Args:
+        name: the space's name, for the messages.
+        text: the arch string.
+        keys: the keys a token may name, in the order the message lists them (first 12).
+
+    Returns:
+        ``(key, value)`` per token, in the string's order.
+
+    Raises:
+        HwnasError: ``text`` is not a string, a token is not KEY=VALUE, names an unknown key,
+            or repeats one (one line naming it).
+    """
+    from hwnas.errors import HwnasError
+
+    if not isinstance(text, str):
+        raise HwnasError(f"arch must be a string, got {type(text).__name__}")
+    known = set(keys)
+    tokens: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for tok in text.split():
+        key, sep, val = tok.partition("=")
+        if not sep:
+            raise HwnasError(f"malformed {name} arch string: token '{tok}' is not KEY=VALUE")
+        if key not in known:
+            more = ", ..." if len(keys) > 12 else ""
+            raise HwnasError(
+                f"malformed {name} arch string: unknown key '{key}'; keys: "
+                f"{', '.join(list(keys)[:12])}{more}"
+            )
+        if key in seen:
+            raise HwnasError(f"malformed {name} arch string: '{key}' given twice")
+        seen.add(key)
+        tokens.append((key, val))
+    return tokens
+
+
+def missing_keys_error(name: str, missing: Sequence[str]) -> Exception:
+    """The one-line error for an arch string of ``name`` that leaves out ``missing`` (the
+    first 5 named)."""
+    from hwnas.errors import HwnasError
+
+    more = " ..." if len(missing) > 5 else ""
+    return HwnasError(f"malformed {name} arch string: missing {', '.join(missing[:5])}{more}")
+
+
 # -- optional abilities, declared as typed protocols ---------------------------------------------
 # A space has an ability when it implements the protocol's methods; code asks for one with
 # :func:`hwnas.spaces.ability` (which returns the space, typed, or None) instead of probing.

@@ -40,6 +40,25 @@ def test_choices_roundtrip_and_sampling(name):
     assert x.shape == (5, sum(len(v) for v in dims.values()))
 
 
+@pytest.mark.parametrize("name", ["mobilenetv4", "vit"])
+def test_a_declared_spaces_malformed_arch_string_is_one_line_naming_the_token(name):
+    space = get_space(name)
+    text = space.sample(np.random.default_rng(0), 1)[0].text
+    first, rest = text.split()[0], " ".join(text.split()[1:])
+    key = first.partition("=")[0]
+    cases = {
+        f"{first} {first} {rest}": f"'{key}' given twice",
+        f"{key} {rest}": f"token '{key}' is not KEY=VALUE",
+        f"x{first} {rest}": f"unknown key 'x{key}'; keys: ",
+        rest: f"missing {key}",
+    }
+    for bad, message in cases.items():
+        with pytest.raises(HwnasError, match=f"^malformed {name} arch string: {message}"):
+            space.parse(bad)
+    with pytest.raises(HwnasError, match="^arch must be a string, got int$"):
+        space.parse(3)
+
+
 @pytest.mark.parametrize("name", INDEXED)
 def test_sampled_table_index(name):
     space = get_space(name)

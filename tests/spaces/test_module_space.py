@@ -499,6 +499,11 @@ def test_a_space_in_pytorch_code_runs_oneshot_from_the_cli(tmp_path):
     )
     with pytest.raises(HwnasError, match="arch string: missing op$"):
         space.parse("width=8 depth=1 kernel=3")
+    for text, message in (("width=8 width=8", "'width' given twice"),
+                          ("width8", "token 'width8' is not KEY=VALUE"),
+                          ("wdth=8", "unknown key 'wdth'; keys: ")):  # fmt: skip
+        with pytest.raises(HwnasError, match=f"^malformed tinytorch arch string: {message}"):
+            space.parse(text)
     bad = hwnas_main(
         "search", "--space", f"{file}:spaec", "--device", "cpu-fast", "--strategy", "oneshot"
     )

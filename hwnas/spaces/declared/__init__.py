@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from hwnas.errors import HwnasError, UnknownNameError
-from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace, spread_archs
+from hwnas.spaces.base import (
+    Arch,
+    DatasetSpec,
+    SearchSpace,
+    key_value_tokens,
+    missing_keys_error,
+    spread_archs,
+)
 from hwnas.spaces.declared.schema import (
     Choices,
     LayerSpec,
@@ -204,26 +211,8 @@ class DeclaredSpace(SearchSpace):
             HwnasError: a malformed token, an unknown token, a value not among the choices (the
                 message lists them), a missing or repeated token.
         """
-        if not isinstance(text, str):
-            raise HwnasError(f"arch must be a string, got {type(text).__name__}")
         labels: dict[str, str] = {}
-        seen: set[str] = set()
-        for tok in text.split():
-            key, sep, val = tok.partition("=")
-            if not sep:
-                raise HwnasError(
-                    f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE"
-                )
-            if key not in self.tokens:
-                keys = list(self.tokens)
-                more = ", ..." if len(keys) > 12 else ""
-                raise HwnasError(
-                    f"malformed {self.name} arch string: unknown key '{key}'; keys: "
-                    f"{', '.join(keys[:12])}{more}"
-                )
-            if key in seen:
-                raise HwnasError(f"malformed {self.name} arch string: '{key}' given twice")
-            seen.add(key)
+        for key, val in key_value_tokens(self.name, text, list(self.tokens)):
             decs = self.tokens[key]
             parts = val.split("/")
             if len(parts) != len(decs):
@@ -244,10 +233,7 @@ class DeclaredSpace(SearchSpace):
                 labels[d.key] = d.labels[0]
         missing = [k for k, decs in self.tokens.items() if any(d.key not in labels for d in decs)]
         if missing:
-            raise HwnasError(
-                f"malformed {self.name} arch string: missing {', '.join(missing[:5])}"
-                f"{' ...' if len(missing) > 5 else ''}"
-            )
+            raise missing_keys_error(self.name, missing)
         return self._arch(labels)
 
     def min_input_side(self) -> int:

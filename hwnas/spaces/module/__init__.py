@@ -36,7 +36,14 @@ from functools import cached_property
 from typing import Any
 
 from hwnas.errors import HwnasError, UnknownNameError
-from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace, spread_archs
+from hwnas.spaces.base import (
+    Arch,
+    DatasetSpec,
+    SearchSpace,
+    key_value_tokens,
+    missing_keys_error,
+    spread_archs,
+)
 
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -234,24 +241,8 @@ class ModuleSpace(SearchSpace):
             HwnasError: a malformed or unknown token, a value not among the choices, a missing
                 or repeated token (one line naming it).
         """
-        if not isinstance(text, str):
-            raise HwnasError(f"arch must be a string, got {type(text).__name__}")
         labels: dict[str, str] = {}
-        for tok in text.split():
-            key, sep, val = tok.partition("=")
-            if not sep:
-                raise HwnasError(
-                    f"malformed {self.name} arch string: token '{tok}' is not KEY=VALUE"
-                )
-            if key not in self.by_key:
-                keys = list(self.by_key)
-                more = ", ..." if len(keys) > 12 else ""
-                raise HwnasError(
-                    f"malformed {self.name} arch string: unknown key '{key}'; keys: "
-                    f"{', '.join(keys[:12])}{more}"
-                )
-            if key in labels:
-                raise HwnasError(f"malformed {self.name} arch string: '{key}' given twice")
+        for key, val in key_value_tokens(self.name, text, list(self.by_key)):
             d = self.by_key[key]
             if val not in d.labels:
                 raise HwnasError(
@@ -272,10 +263,7 @@ class ModuleSpace(SearchSpace):
                     missing.append(d.key)
                 labels[d.key] = d.labels[0]
         if missing:
-            raise HwnasError(
-                f"malformed {self.name} arch string: missing {', '.join(missing[:5])}"
-                f"{' ...' if len(missing) > 5 else ''}"
-            )
+            raise missing_keys_error(self.name, missing)
         return self._arch(labels)
 
     def from_choices(self, values: dict[str, str]) -> Arch:
