@@ -65,3 +65,34 @@ class SampledArchs:
 
     def all_archs(self) -> list[Arch]:
         return [Arch(self.space, t) for t in self.texts]
+
+
+class SampledIndex:
+    """The :class:`hwnas.spaces.IndexedSpace` ability of a space whose indexed architectures
+    are its fixed sample: a space mixes this in and sets ``self.sampled`` (a
+    :class:`SampledArchs`)."""
+
+    sampled: SampledArchs
+
+    def index(self, arch: Arch) -> int:
+        """Row of ``arch`` among the sampled architectures.
+
+        Raises:
+            HwnasError: not a sampled architecture.
+        """
+        return self.sampled.index(arch)
+
+    def arch_at(self, index: int) -> Arch:
+        """The sampled architecture at row ``index``.
+
+        Raises:
+            HwnasError: index out of range.
+        """
+        return self.sampled.arch_at(index)
+
+    def all_archs(self) -> list[Arch]:
+        """The sampled architectures, in index order."""
+        return self.sampled.all_archs()
+
+    def __len__(self) -> int:
+        return len(self.sampled)

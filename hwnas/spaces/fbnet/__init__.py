@@ -16,10 +16,10 @@ from typing import Any
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
 from hwnas.spaces.fbnet.blocks import block_spec
-from hwnas.spaces.sampled import SampledArchs
+from hwnas.spaces.sampled import SampledArchs, SampledIndex
 
 
-class FBNetSpace(SearchSpace):
+class FBNetSpace(SampledIndex, SearchSpace):
     """The FBNet space; choice dimensions ``layer_0`` .. ``layer_21``, each over the 9 blocks.
 
     Args:
@@ -99,25 +99,6 @@ class FBNetSpace(SearchSpace):
             stage_strides=tuple(d["stage_strides"]),
             head_channels=int(d["head_channels"]),
         ).eval()
-
-    # sampled architectures (the index recorded tables use)
-    def index(self, arch: Arch) -> int:
-        """Row of ``arch`` among the 5,000 sampled architectures.
-
-        Raises:
-            HwnasError: not a sampled architecture.
-        """
-        return self.sampled.index(arch)
-
-    def arch_at(self, index: int) -> Arch:
-        return self.sampled.arch_at(index)
-
-    def all_archs(self) -> list[Arch]:
-        """The 5,000 sampled architectures, in index order."""
-        return self.sampled.all_archs()
-
-    def __len__(self) -> int:
-        return len(self.sampled)
 
 
 def _read_archs(path: Path) -> list[str]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.spaces.base import Arch, DatasetSpec, SearchSpace
-from hwnas.spaces.sampled import SampledArchs
+from hwnas.spaces.sampled import SampledArchs, SampledIndex
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class OFAConfig:
         return [i < d for d in self.d for i in range(max_depth)]
 
 
-class OFASpace(SearchSpace):
+class OFASpace(SampledIndex, SearchSpace):
     """The OFA MobileNetV3 space.
 
     Choice dimensions: ``ks_0..ks_19``, ``e_0..e_19``, ``d_0..d_4`` and ``r`` (values as strings).
@@ -220,21 +220,3 @@ class OFASpace(SearchSpace):
             OFAConfig(tuple(r["ks"]), tuple(r["e"]), tuple(r["d"]), int(r["r"])).text()
             for r in rows
         ]
-
-    def index(self, arch: Arch) -> int:
-        """Row of ``arch`` among the 5,000 sampled architectures.
-
-        Raises:
-            HwnasError: not a sampled architecture.
-        """
-        return self.sampled.index(arch)
-
-    def arch_at(self, index: int) -> Arch:
-        return self.sampled.arch_at(index)
-
-    def all_archs(self) -> list[Arch]:
-        """The 5,000 sampled architectures, in index order."""
-        return self.sampled.all_archs()
-
-    def __len__(self) -> int:
-        return len(self.sampled)
