@@ -27,7 +27,13 @@ from torch import nn
 
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.spaces.mixed import Choice, Path
-from hwnas.spaces.ofa.model import MBConv, OFAMobileNetV3, activation, make_divisible
+from hwnas.spaces.ofa.model import (
+    MBConv,
+    OFAMobileNetV3,
+    activation,
+    make_divisible,
+    ofa_head,
+)
 from hwnas.supernet.base import Supernet, inherit
 from hwnas.supernet.settings import supernet_defaults
 
@@ -216,17 +222,9 @@ class OFASupernet(Supernet):
                 )
                 c_prev = int(c)
         self.blocks = nn.ModuleList(blocks)
-        c_final, c_mix = int(m["final_expand_channels"]), int(m["feature_mix_channels"])
-        self.final_expand = nn.Sequential(
-            nn.Conv2d(c_prev, c_final, 1, bias=False),
-            nn.BatchNorm2d(c_final),
-            nn.Hardswish(inplace=True),
+        self.final_expand, self.pool, self.feature_mix, self.classifier = ofa_head(
+            c_prev, m, num_classes
         )
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.feature_mix = nn.Sequential(
-            nn.Conv2d(c_final, c_mix, 1, bias=False), nn.Hardswish(inplace=True)
-        )
-        self.classifier = nn.Linear(c_mix, num_classes)
 
     def side(self, r: int) -> int:
         """Trained input side for the arch resolution ``r``."""

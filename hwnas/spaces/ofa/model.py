@@ -74,6 +74,27 @@ class MBConv(nn.Module):
         return x + y if self.residual else y
 
 
+def ofa_head(
+    c_in: int, macro: dict[str, Any], num_classes: int
+) -> tuple[nn.Module, nn.Module, nn.Module, nn.Linear]:
+    """MobileNetV3's head after the last block, as OFA builds it (Cai et al., ICLR 2020):
+    ``final_expand`` (1x1 conv to ``macro["final_expand_channels"]``, BN, HardSwish), global
+    average ``pool``, ``feature_mix`` (1x1 conv to ``macro["feature_mix_channels"]``, HardSwish)
+    and the linear ``classifier``; (B, c_in, H, W) -> (B, num_classes) in that order. The
+    supernet and its subnets build the same modules under the same names, so a subnet inherits
+    the head's weights by name."""
+    c_final, c_mix = int(macro["final_expand_channels"]), int(macro["feature_mix_channels"])
+    final_expand = nn.Sequential(
+        nn.Conv2d(c_in, c_final, 1, bias=False),
+        nn.BatchNorm2d(c_final),
+        nn.Hardswish(inplace=True),
+    )
+    feature_mix = nn.Sequential(
+        nn.Conv2d(c_final, c_mix, 1, bias=False), nn.Hardswish(inplace=True)
+    )
+    return final_expand, nn.AdaptiveAvgPool2d(1), feature_mix, nn.Linear(c_mix, num_classes)
+
+
 class OFAMobileNetV3(nn.Module):
     """Network of one OFA architecture: input (B, 3, r, r), output (B, num_classes) logits.
 
@@ -106,17 +127,9 @@ class OFAMobileNetV3(nn.Module):
                 )
                 c_prev = c
         self.blocks = nn.Sequential(*blocks)
-        c_final, c_mix = int(macro["final_expand_channels"]), int(macro["feature_mix_channels"])
-        self.final_expand = nn.Sequential(
-            nn.Conv2d(c_prev, c_final, 1, bias=False),
-            nn.BatchNorm2d(c_final),
-            nn.Hardswish(inplace=True),
+        self.final_expand, self.pool, self.feature_mix, self.classifier = ofa_head(
+            c_prev, macro, num_classes
         )
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.feature_mix = nn.Sequential(
-            nn.Conv2d(c_final, c_mix, 1, bias=False), nn.Hardswish(inplace=True)
-        )
-        self.classifier = nn.Linear(c_mix, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.pool(self.final_expand(self.blocks(self.stem(x))))
