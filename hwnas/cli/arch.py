@@ -6,20 +6,13 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import SpaceLast
+from hwnas.cli.options import SpaceLast, space_with_default_option
 from hwnas.cost_record import cost_digits as num
-from hwnas.spaces import space_option
 
 
 @click.command("arch", cls=SpaceLast)
 @click.argument("arch")
-@click.option(
-    "--space",
-    default="nasbench201",
-    show_default=True,
-    callback=space_option,
-    help="Search space (a name, or a space file's path).",
-)
+@space_with_default_option
 @click.option(
     "--dataset",
     default=None,

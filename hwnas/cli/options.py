@@ -95,6 +95,25 @@ store_option = click.option(
     "the hwnas home ($HWNAS_HOME or the user data folder).",
 )
 
+
+def _space_value(ctx, param, value):
+    """:func:`hwnas.spaces.space_option`, imported when the option is read (startup)."""
+    from hwnas.spaces import space_option
+
+    return space_option(ctx, param, value)
+
+
+space_with_default_option = click.option(
+    "--space",
+    default="nasbench201",
+    show_default=True,
+    callback=_space_value,
+    help="Search space (a name, or a space file's path).",
+)
+"""``--space``, NAS-Bench-201 unless given; a space file's path is loaded and checked when the
+option is read, and becomes its space's name."""
+
+
 def _dims_value(_ctx, _param, values) -> dict[str, int]:
     """``--dim NAME=SIZE`` values -> {NAME: SIZE}."""
     dims: dict[str, int] = {}

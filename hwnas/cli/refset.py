@@ -8,8 +8,13 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import DEVICE, SpaceLast, device_options, store_option
-from hwnas.spaces import space_option
+from hwnas.cli.options import (
+    DEVICE,
+    SpaceLast,
+    device_options,
+    space_with_default_option,
+    store_option,
+)
 
 
 def selection_options(f):
@@ -173,13 +178,7 @@ def _keep_measured(path: Path, values, metric: str) -> None:
 
 
 @refset_group.command("export", cls=SpaceLast)
-@click.option(
-    "--space",
-    default="nasbench201",
-    show_default=True,
-    callback=space_option,
-    help="Search space (a name, or a space file's path).",
-)
+@space_with_default_option
 @click.option(
     "--dataset",
     default=None,
@@ -248,13 +247,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
 @refset_group.command("measure", cls=SpaceLast)
 @click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).", **DEVICE)
 @device_options
-@click.option(
-    "--space",
-    default="nasbench201",
-    show_default=True,
-    callback=space_option,
-    help="Search space (a name, or a space file's path).",
-)
+@space_with_default_option
 @click.option(
     "--dataset",
     default=None,
@@ -338,9 +331,7 @@ def measure_cmd(
     _keep_measured(path, values, metric)
     write_calibration(path, values, metric, sp, dataset)
     unit = "ms" if metric == "latency_ms" else "mJ"
-    table = Table(
-        title=Text(f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})")
-    )
+    table = Table(title=Text(f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})"))
     table.add_column("arch", overflow="fold")
     for col in (unit, "CV %", "how"):
         table.add_column(col, justify="right" if col != "how" else "left")
