@@ -290,8 +290,10 @@ def eval_cmd(predictor, devices):
         )
     )
     columns = ("Spearman rho", "Kendall tau", "MAPE %", "median APE %", "±10% acc", "in 2 std")
-    for col in ("device", "", *columns):
-        table.add_column(col, justify="left" if col in ("device", "") else "right", overflow="fold")
+    for col in ("device", "split", *columns):
+        table.add_column(
+            col, justify="left" if col in ("device", "split") else "right", overflow="fold"
+        )
 
     def row(name, seen, s):
         table.add_row(
@@ -367,7 +369,7 @@ def list_cmd(as_json, root):
         "predictor artifacts (--predictor NAME)",
         ("name", "space", "metrics", "devices", "unseen rho", "path"),
         rows,
-        keys=("name", "path"),
+        keys=("name", "space", "path"),
         right=("devices", "unseen rho"),
     )
     for name, why in broken.items():

@@ -132,6 +132,12 @@ def test_devices_show_the_extra_in_install_hints_and_json():
     assert not by_name["rpc"]["reachable"] and "--tracker" in by_name["rpc"]["why_unreachable"]
     listed = _cli("predictor", "list", "--json").stdout
     assert "nasbench201-help" in [p["name"] for p in json.loads(listed)["predictors"]]
+    # the space a user passes as --space is whole in the 80-column table (it was folded,
+    # 'nasbench20' over '1'); the paths, folded, follow whole below it
+    table = _cli("predictor", "list").stdout
+    rows = [ln for ln in table.splitlines() if ln.startswith("│ nasbench201-help ")]
+    assert len(rows) == 1 and "│ nasbench201 │" in rows[0], table
+    assert "nasbench201-help  " in table.split("path of each row, in full:")[1]
 
 
 def test_runs_list_without_studies_is_one_line(tmp_path):
