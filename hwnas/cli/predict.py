@@ -162,5 +162,10 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         if id(r.model) not in shown:
             continue
         interval = f"; 90% interval {r.low:.4g}-{r.high:.4g} {unit}" if r.low is not None else ""
+        known = (
+            f"; {device}'s table records {r.recorded:.4g} {unit}" if r.recorded is not None else ""
+        )
         # one line per model, whatever its file is named (a newline in it is shown escaped)
-        click.echo(one_line(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval})"))
+        click.echo(
+            one_line(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval}){known}")
+        )

@@ -33,6 +33,8 @@ class Prediction:
         low, high: the 90% interval (same unit): the kernel-level predictor's own, else
             :func:`hwnas.cost_record.gaussian_interval` of ``value`` and ``std``.
         metric: "latency_ms" or "energy_mj".
+        recorded: for an architecture the device's recorded table holds, that value (same
+            unit; the truth the prediction estimates), else None.
     """
 
     model: Any
@@ -41,6 +43,7 @@ class Prediction:
     low: float | None
     high: float | None
     metric: str
+    recorded: float | None = None
 
 
 def predict_models(
@@ -182,10 +185,34 @@ def predict_models(
             f"predicted {len(models)} model(s)"
         )
     unit_metric = cal_metric or metric
+    recorded = recorded_values(dev, space, given, unit_metric) if dev is not None else {}
     return [
-        Prediction(m, float(v), float(s), lo, hi, unit_metric)
+        Prediction(m, float(v), float(s), lo, hi, unit_metric, recorded.get(id(m)))
         for m, v, s, lo, hi in (results[id(m)] for m in given)
     ]
+
+
+def recorded_values(dev: Any, space: Any, models: list[Any], metric: str) -> dict[int, float]:
+    """``id(model) -> value`` for each architecture of ``space`` among ``models`` whose
+    ``metric`` (ms or mJ) the device's recorded table holds (an indexed space's table; NaN
+    rows and architectures outside the table left out)."""
+    from hwnas.spaces import Arch, IndexedSpace, ability
+
+    indexed = ability(space, IndexedSpace)
+    table = dev.table(space.name, metric) if indexed is not None else None
+    if table is None:
+        return {}
+    out = {}
+    for m in models:
+        if not isinstance(m, Arch) or m.space != space.name:
+            continue
+        try:
+            value = float(table[indexed.index(m)])
+        except HwnasError:  # not among a sampled space's recorded architectures
+            continue
+        if np.isfinite(value):
+            out[id(m)] = value
+    return out
 
 
 def _interval(mean: float, std: float) -> tuple[float | None, float | None]:

@@ -66,6 +66,22 @@ def test_predict_from_calibration_file(tmp_path, capsys):
     assert scores(pred, truth)["spearman_rho"] >= 0.95
 
 
+def test_a_prediction_on_a_recorded_device_names_the_value_its_table_records(tmp_path, capsys):
+    """`hwnas predict --arch 5 --device pixel3` printed the adapted predictor's 10.82 ms alone
+    while pixel3's table records 8.398 ms for that cell: the recorded value is now on the line
+    (and in Python, ``Prediction.recorded``); a calibration file has no table to name."""
+    code, out, err = run(["predict", "--arch", "5", "--device", "pixel3"], capsys)
+    assert code == 0, err
+    value = get_column("nasbench201", "pixel3").values[5]
+    assert out.strip().endswith(f"; pixel3's table records {value:.4g} ms"), out
+    code, out, err = run(["predict", "--arch", "5", "--device", "pi5_onnx", "--metric",
+                          "energy_mj"], capsys)  # fmt: skip
+    assert code == 0 and re.search(r"pi5_onnx's table records [0-9.]+ mJ$", out.strip()), out
+    cal = calibration(tmp_path / "cal.csv")
+    code, out, err = run(["predict", "--arch", "5", "--calibration", cal], capsys)
+    assert code == 0 and "records" not in out, (out, err)
+
+
 def test_a_bad_calibration_value_is_named_and_discounted(tmp_path, capsys):
     """One of the ten reference values measured 3x too fast: `hwnas predict` names it, and its
     predictions rank the space as the clean values' do."""
