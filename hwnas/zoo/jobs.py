@@ -266,7 +266,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
     """
     import json
 
-    from hwnas.engine.publish import publish_run
+    from hwnas.engine.publish import default_artifact_dir, publish_run
     from hwnas.paths import write_atomic
     from hwnas.zoo.read import entry_folders, zoo_manifest, zoo_weights
 
@@ -288,20 +288,49 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
         storage = summary.get("storage")
         settings = summary.get("settings")
         study = settings.get("study") if isinstance(settings, dict) else None
-        if not storage or not study or "***" in str(storage):
+        if not isinstance(storage, str) or not isinstance(study, str) or "***" in storage:
             log(
                 f"{run}: summary.json updated; its study could not be (re-run publishing "
                 "with the storage's password: the study still records the old files)"
             )
             continue
+        why = _not_this_runs_study(run, storage, study)
+        if why:
+            log(f"{run}: summary.json updated; study '{study}' was not: {why}")
+            continue
         try:
-            import optuna
-
-            attrs = optuna.load_study(study_name=study, storage=storage).user_attrs
-            publish_run(storage, study, run, summary, attrs.get("artifact_dir"))
+            publish_run(storage, study, run, summary, default_artifact_dir())
         except Exception as exc:  # noqa: BLE001 - the entries are written; say what is not
             log(f"{run}: summary.json updated; study '{study}' was not: {exc}")
     return done
+
+
+def _not_this_runs_study(run: Path, storage: str, study: str) -> str:
+    """Why the study that ``run``'s summary.json names must not be updated, or "".
+
+    A run folder may come from someone else, and its summary.json names the storage: a study
+    is updated only in an SQLite file that exists (a URL never creates a database, never
+    reaches a server), and only when the study records this very folder as its run (a handed
+    summary naming the user's own studies.db cannot take over another run's study). Its
+    artifacts go to the hwnas home's artifact store, never to a folder the study names."""
+    import optuna
+
+    if not storage.startswith("sqlite:///"):
+        return (
+            "its storage is not an SQLite file; a run folder's summary.json does not choose "
+            "a database server to connect to"
+        )
+    path = Path(storage[len("sqlite:///") :].split("?", 1)[0])
+    if not path.is_file():
+        return f"its storage {path} is not an existing SQLite file"
+    try:
+        attrs = optuna.load_study(study_name=study, storage=storage).user_attrs
+    except Exception as exc:  # noqa: BLE001 - any failure to read it: said, not raised
+        return str(exc)
+    recorded = attrs.get("run_folder")
+    if not isinstance(recorded, str) or Path(recorded).resolve() != run.resolve():
+        return f"it records another run folder ({recorded}), not this one"
+    return ""
 
 
 def run_training(

@@ -295,3 +295,55 @@ def test_what_a_file_browser_leaves_in_a_zoo_is_not_the_users_data(tmp_path):
     assert foreign_items(zoo) == []
     (zoo / "notes.txt").write_text("mine")
     assert foreign_items(zoo) == ["notes.txt"]
+
+
+def test_training_a_handed_runs_zoo_writes_only_the_run_and_never_another_study(
+    hwnas_home, tmp_path
+):
+    """`hwnas train RUN/zoo/ENTRY` records the retrained entry in the study summary.json
+    names. A handed summary.json named the user's own studies.db and the study of one of the
+    user's runs: train took that study over (its run folder became the handed one, the user's
+    run no longer verified) and deleted the run's 27 artifacts; a study shipped in the handed
+    folder named an artifact folder outside it, where train wrote copies of the run's files;
+    a URL to a missing SQLite file created it. Now a study is updated only in an existing
+    SQLite file, only when it records this very run folder, and its artifacts go to the home's
+    artifact store."""
+    import optuna
+    from helpers import hwnas_main
+
+    own = tmp_path / "own"
+    r = hwnas_main(*SEARCH, "--out", str(own))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((own / "summary.json").read_text())
+    storage, study = summary["storage"], summary["settings"]["study"]
+    artifacts = sorted(p.name for p in (hwnas_home / "artifacts").iterdir())
+    assert artifacts
+    handed = tmp_path / "handed"
+    handed.mkdir()
+    r = hwnas_main(*SEARCH, "--out", str(handed), "--storage",
+                   f"sqlite:///{handed / 'theirs.db'}", "--study", "theirs")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    outside = tmp_path / "outside"
+    theirs = optuna.load_study(study_name="theirs", storage=f"sqlite:///{handed / 'theirs.db'}")
+    theirs.set_user_attr("artifact_dir", str(outside))
+    entry = sorted((handed / "zoo").iterdir())[0]
+    train = ["train", str(entry), "--data", "digits", "--epochs", "1", "--limit", "64"]
+    created = tmp_path / "created.db"
+    path = handed / "summary.json"
+    handed_summary = json.loads(path.read_text())
+    for named, expect in ((storage, "records another run folder"),
+                          (f"sqlite:///{created}", "is not an existing SQLite file"),
+                          ("postgresql://them@203.0.113.9/db", "is not an SQLite file"),
+                          (f"sqlite:///{handed / 'theirs.db'}", None)):  # fmt: skip
+        settings = {**handed_summary["settings"], "study": study if named == storage else "theirs"}
+        path.write_text(json.dumps({**handed_summary, "storage": named, "settings": settings}))
+        r = hwnas_main(*train)
+        assert r.returncode == 0, r.stderr
+        said = r.stdout + r.stderr
+        assert expect is None and "was not" not in said or expect and expect in said, said
+    # the user's own study still records the user's run, whose artifacts are all there
+    mine = optuna.load_study(study_name=study, storage=storage)
+    assert mine.user_attrs["run_folder"] == str(own.resolve())
+    assert set(artifacts) <= {p.name for p in (hwnas_home / "artifacts").iterdir()}
+    assert hwnas_main("zoo", "verify", str(own / "zoo")).returncode == 0
+    assert not outside.exists() and not created.exists()
