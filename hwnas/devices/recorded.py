@@ -12,6 +12,7 @@ users in ``docs/devices.md``.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,15 @@ from hwnas.tables import file_version, read_table
 KEY_COLUMNS = ("index", "arch")
 """Columns that name a table row's architecture, the first present is used (indices are read
 faster than arch strings)."""
+
+
+COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.%()-]{0,63}")
+"""What the column names of a table without an ``arch`` or ``index`` column may look like
+for an error message to repeat them."""
+
+TABLE_SUFFIXES = (".csv", ".csv.gz")
+"""A device table's file names end so (any case): a profile naming another file (a
+credentials file, a key) is refused before the file is read."""
 
 
 def table_path(file: str, profile_path: str | None) -> Path:
@@ -74,7 +84,16 @@ def _keyed_column(
 
     table = read_table(path)
     if column not in table:
-        raise HwnasError(f"table {path} has no column '{column}' (columns: {', '.join(table)})")
+        # a profile can name any file: the header is shown only when it reads as column names
+        # (a credentials file's first line, 'host:port:db:user:password', is not repeated)
+        names = list(table)
+        shown = len(names) <= 50 and (
+            any(k in table for k in KEY_COLUMNS) or all(COLUMN_NAME.fullmatch(n) for n in names)
+        )
+        raise HwnasError(
+            f"table {path} has no column '{column}' "
+            + (f"(columns: {', '.join(names)})" if shown else "(its first line is no CSV header)")
+        )
     values = _numbers(table[column], path, column)
     # a cost is positive and finite; an empty or `nan` cell is an architecture without a value
     bad = np.flatnonzero(~np.isnan(values) & ~((values > 0) & np.isfinite(values)))
@@ -277,6 +296,11 @@ class RecordedDevice(Device):
                 f"{metric} needs 'file' (and optionally 'column')"
             )
         path = table_path(str(entry["file"]), self.profile.get("_path"))
+        if path.is_file() and not path.name.lower().endswith(TABLE_SUFFIXES):
+            raise HwnasError(
+                f"device profile {self.profile.get('_path', self.name)}: tables.{space}.{metric}"
+                f" names {path}, which is not a .csv or .csv.gz file"
+            )
         return keyed_column(path, str(entry.get("column") or metric), space, metric)
 
     def source(self, space: str, metric: str) -> str:

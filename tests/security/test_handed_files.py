@@ -347,3 +347,30 @@ def test_training_a_handed_runs_zoo_writes_only_the_run_and_never_another_study(
     assert set(artifacts) <= {p.name for p in (hwnas_home / "artifacts").iterdir()}
     assert hwnas_main("zoo", "verify", str(own / "zoo")).returncode == 0
     assert not outside.exists() and not created.exists()
+
+
+def test_a_profile_naming_a_credentials_file_never_prints_a_line_of_it(hwnas_home, tmp_path):
+    """`latency_ms: {file: ~/.pgpass}` in a handed profile: `hwnas devices --all`, `search`
+    and `predict` printed 'has no column latency_ms (columns: host:5432:db:user:PASSWORD)', the
+    file's first line. A table must be a .csv or .csv.gz file, and a header that is no list of
+    column names is not repeated."""
+    from helpers import hwnas_main
+
+    secret = "localhost:5432:db:user:S3CRETPW"
+    (tmp_path / "pgpass").write_text(f"{secret}\nother:5432:db:u:SECRET2\n")
+    (tmp_path / "creds.csv").write_text(f"{secret}\nother:5432:db:u:SECRET2\n")
+    profiles = hwnas_home / "devices"
+    _profile(profiles, "nocsv", str(tmp_path / "pgpass"))
+    _profile(profiles, "fakecsv", str(tmp_path / "creds.csv"))
+    _profile(profiles, "typo", str(tmp_path / "good.csv"))
+    (tmp_path / "good.csv").write_text("index,latency\n0,1.5\n1,2.5\n")
+    r = hwnas_main("devices", "--all")
+    said = r.stdout + r.stderr
+    assert r.returncode == 0 and "S3CRET" not in said and "pixel3" in said, said
+    assert "names " in said and "pgpass, which is not a .csv or .csv.gz file" in said, said
+    assert "creds.csv has no column 'latency_ms' (its first line is no CSV header)" in said
+    assert "good.csv has no column 'latency_ms' (columns: index, latency)" in said  # a typo
+    for args in (["search", "--device", "fakecsv", "--out", str(tmp_path / "run")],
+                 ["predict", "--device", "nocsv", "--arch", "5"]):  # fmt: skip
+        r = hwnas_main(*args)
+        assert r.returncode == 2 and "S3CRET" not in r.stdout + r.stderr, r.stderr
