@@ -125,6 +125,11 @@ class MeasurementStore:
             return
         if str(path).startswith("sqlite:///"):
             path = str(path).removeprefix("sqlite:///")
+            if "?" in path:  # a query was kept in the file's name, a password in it printed
+                raise HwnasError(
+                    "measurement store: an sqlite:/// URL takes no query (?...); give the "
+                    "file's path"
+                )
         self.path = Path(path).expanduser()
         existed = self.path.exists()
         if not self.path.parent.is_dir():

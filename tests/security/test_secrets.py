@@ -115,3 +115,19 @@ def test_a_server_that_never_answers_is_one_line_after_the_connect_timeout(
                        url.replace(":postgres@", f":{SECRET}@")])  # fmt: skip
         err = capsys.readouterr().err
         assert status == 2 and "did not answer in 1 s" in err and SECRET not in err
+
+
+def test_an_sqlite_store_url_with_a_query_is_refused_without_echoing_it(tmp_path, hwnas_home):
+    """`--store 'sqlite:///m.db?password=...'` made a file named 'm.db?password=...' and
+    printed and recorded that name (summary.json, its artifact): such a URL is one line now,
+    before any file is made."""
+    from helpers import hwnas_main
+
+    url = f"sqlite:///{tmp_path / 'm.db'}?password={SECRET}"
+    for args in (["search", "--device", "cpu-fast", "--budget", "2", "--strategy", "random",
+                  "--out", str(tmp_path / "run")],
+                 ["measure", "--device", "cpu-fast", "--arch", "5"]):  # fmt: skip
+        r = hwnas_main(*args, "--store", url)
+        assert r.returncode == 2 and SECRET not in r.stdout + r.stderr, r.stderr
+        assert "an sqlite:/// URL takes no query" in r.stderr
+    assert list(tmp_path.iterdir()) == [] and not _files_with_secret(hwnas_home)
