@@ -251,7 +251,7 @@ def process_running(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # no such pid (one beyond any pid's range)
         return False
     except PermissionError:
         return True

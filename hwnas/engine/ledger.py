@@ -80,6 +80,17 @@ def make_trial(
     )
 
 
+def edited_study(study_name: str, what: str) -> Exception:
+    """The one-line error for a study holding a trial hwnas did not write as it is (a
+    database edited, damaged, or handed over with one): ``what`` says which and how."""
+    from hwnas.errors import HwnasError
+
+    return HwnasError(
+        f"study '{study_name}' holds a trial hwnas cannot read ({what[:300]}): the database was "
+        "edited or is damaged; search it as a new study (--study NAME) or delete this one"
+    )
+
+
 class StudyLedger:
     """Every trial of one study in a storage, as this worker last read it.
 
@@ -104,10 +115,13 @@ class StudyLedger:
     # -- reading --------------------------------------------------------------------------
 
     def load(self) -> list[Any]:
-        """Read the whole study once; returns its finished trials (for the sampler's study)."""
+        """Read the whole study once; returns its finished trials (for the sampler's study).
+
+        Raises:
+            HwnasError: a trial Optuna cannot read back (:func:`edited_study`)."""
         self.trials.clear()
         self.state = StudyState()
-        return self._merge(self.storage.get_all_trials(self.study_id, deepcopy=False))
+        return self._merge(self._read())
 
     def refresh(self) -> list[Any]:
         """Read what changed since the last read (other workers' claims and scores).
@@ -116,7 +130,13 @@ class StudyLedger:
             The trials of other workers (or of earlier runs) that finished since the last
             read, in number order, for the sampler's study.
         """
-        return self._merge(self.storage.get_all_trials(self.study_id, deepcopy=False))
+        return self._merge(self._read())
+
+    def _read(self) -> list[Any]:
+        try:
+            return self.storage.get_all_trials(self.study_id, deepcopy=False)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:  # JSON, distributions
+            raise edited_study(self.study_name, f"{type(exc).__name__}: {exc}") from None
 
     def _merge(self, trials: Sequence[Any]) -> list[Any]:
         finished = []

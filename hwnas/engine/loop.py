@@ -32,6 +32,7 @@ from hwnas.engine.costs import CostContext
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation, objective_metric
 from hwnas.engine.ledger import (
     StudyLedger,
+    edited_study,
     frozen_trial,
     make_trial,
     study_ledger,
@@ -354,7 +355,8 @@ def open_storage(url: str):
                     url,
                     engine_kwargs=(
                         {"pool_pre_ping": True, "connect_args": connect_args(url)}
-                        if "postgres" in url else None
+                        if "postgres" in url
+                        else None
                     ),  # fmt: skip
                     heartbeat_interval=HEARTBEAT_S,
                     grace_period=GRACE_S,
@@ -512,17 +514,31 @@ def _fail_orphans(ledger: StudyLedger) -> None:
 
 
 def completed_records(ledger: StudyLedger) -> list[TrialRecord]:
-    """Completed trials of a study as records (in trial-number order)."""
+    """Completed trials of a study as records (in trial-number order).
+
+    Raises:
+        HwnasError: a trial without an architecture or a value, a cost that is no number, a
+            cost's source with a control character (:func:`hwnas.engine.ledger.edited_study`).
+    """
     out = []
     for t in ledger.completed():
-        costs = {
-            m: CostRecord.from_attrs(t.user_attrs, m)
-            for m in OBJECTIVES.values()
-            if m in t.user_attrs
-        }
-        out.append(
-            TrialRecord(t.number, t.user_attrs["arch"], t.values[0], costs, dict(t.user_attrs))
-        )
+        try:
+            costs = {
+                m: CostRecord.from_attrs(t.user_attrs, m)
+                for m in OBJECTIVES.values()
+                if m in t.user_attrs
+            }
+            arch, value = t.user_attrs["arch"], float(t.values[0])
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise edited_study(
+                ledger.study_name, f"trial {t.number}: {type(exc).__name__}: {exc}"
+            ) from None
+        for c in costs.values():  # copied into pareto.csv and printed: text, not escapes
+            if not c.source.isprintable():
+                raise edited_study(
+                    ledger.study_name, f"trial {t.number}: a {c.metric} source that is no text"
+                )
+        out.append(TrialRecord(t.number, arch, value, costs, dict(t.user_attrs)))
     return out
 
 
@@ -766,7 +782,7 @@ class _Loop:
         if isinstance(sampler, ProposalSampler):  # skip what any worker scored or claimed
             sampler.taken = lambda: set(ledger.state.completed) | set(ledger.state.claimed)
         study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
-        _feed(study, history)
+        _feed(study, history, ledger.study_name)
         return cls(settings, space, evaluate, shared, ledger, sampler, study, space.choices())
 
     def record(self, trial, state, values=None, attrs=None, defer=False):
@@ -800,7 +816,7 @@ class _Loop:
             _fail_orphans(self.ledger)
             _fail_stale(self.shared)  # a worker that died on another machine
             self._fail_silent()  # ... before its first heartbeat
-            _feed(self.study, self.ledger.refresh())
+            _feed(self.study, self.ledger.refresh(), self.ledger.study_name)
             return False
         if isinstance(self.sampler, ProposalSampler) and not _proposals_left(self.sampler, state):
             return None  # every proposal is scored, being scored, or failed
@@ -1004,7 +1020,7 @@ def _tell(study, trial, state, values, attrs) -> None:
         study.tell(trial, state=state)
 
 
-def _feed(study, trials) -> None:
+def _feed(study, trials, name: str) -> None:
     """Copy finished trials of the shared study (earlier runs, other workers) into the
     sampler's in-memory study, leaving out the interrupted ones (:func:`_decided`).
 
@@ -1013,7 +1029,10 @@ def _feed(study, trials) -> None:
     (seed, its study's trials) (:mod:`hwnas.engine.seeding`) goes on as if never stopped."""
     trials = [t for t in trials if _decided(t)]
     if trials:
-        study.add_trials(trials)
+        try:
+            study.add_trials(trials)
+        except ValueError as exc:  # Optuna's check of a finished trial (no values, ...)
+            raise edited_study(name, f"{exc}".rstrip(".")) from None
 
 
 def _decided(trial) -> bool:
@@ -1041,7 +1060,7 @@ def _finish(ledger, study, trial, claim, ev, settings, record):
     # another worker failed the claim as stale (its heartbeats stopped reaching the storage)
     # while it was scored: record the score as a new trial if the architecture is still free
     with ledger.lock():
-        _feed(study, ledger.refresh())
+        _feed(study, ledger.refresh(), ledger.study_name)
         holder = ledger.state.holder(ev.arch.text)
         if holder is None:
             return record(trial, TrialState.COMPLETE, values, ev.attrs())
@@ -1066,7 +1085,7 @@ class _Hold:
             stack.enter_context(self.ledger.lock())
             self._stack, self._since = stack, time.monotonic()
             try:
-                _feed(self.study, self.ledger.refresh())
+                _feed(self.study, self.ledger.refresh(), self.ledger.study_name)
             except BaseException:
                 self.release()
                 raise
@@ -1229,7 +1248,5 @@ def summarise(
     acc = np.array([r.accuracy for r in feasible])
     cost = np.array([r.costs[settings.metric].value for r in feasible])
     front = [feasible[i] for i in pareto_order(acc, cost)]
-    best = max(
-        feasible, key=lambda r: (r.accuracy, -r.costs[settings.metric].value), default=None
-    )
+    best = max(feasible, key=lambda r: (r.accuracy, -r.costs[settings.metric].value), default=None)
     return SearchResult(settings, records, front, best, trials_total, new_trials)

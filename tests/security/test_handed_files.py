@@ -272,6 +272,56 @@ def test_a_handed_study_with_an_edited_accuracy_is_refused_on_resume(hwnas_home,
     assert "trial 1 of this study holds accuracy 99.9% for |" in line, r.stderr
 
 
+T1 = "(select trial_id from trials where number = 1)"
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [(f"delete from trial_user_attributes where key = 'arch' and trial_id = {T1}",
+      "trial 1: KeyError: 'arch'"),
+     (f"update trial_user_attributes set value_json = '\"x\"' where key = 'latency_ms' and "
+      f"trial_id = {T1}", "trial 1: ValueError: could not convert string to float: 'x'"),
+     (f"update trial_user_attributes set value_json = '\"measured:x\\u001b[2J\"' where "
+      f"key = 'latency_ms_source' and trial_id = {T1}",
+      "trial 1: a latency_ms source that is no text"),
+     (f"delete from trial_values where trial_id = {T1}",
+      "values should be set for a complete trial"),
+     (f"update trial_user_attributes set value_json = '{{not json' where key = 'accuracy' and "
+      f"trial_id = {T1}", "JSONDecodeError"),
+     (f"update trial_params set param_value = 99999 where trial_id = {T1}", "IndexError")],
+    ids=["no arch", "latency text", "escape in source", "no values", "not json", "param"],
+)  # fmt: skip
+def test_a_handed_study_that_optuna_or_hwnas_cannot_read_back_is_one_line(
+    hwnas_home, tmp_path, edit, said
+):
+    """A study database edited by hand (or handed over so): each of these ended the resumed
+    search in a traceback, and a cost source holding a terminal escape was copied into
+    pareto.csv. Now one line names the study and the trial, before any work."""
+    import sqlite3
+
+    from hwnas.cli import main
+
+    db = tmp_path / "s.db"
+    args = [*SEARCH, "--storage", f"sqlite:///{db}", "--study", "t", "--no-zoo",
+            "--out", str(tmp_path / "run")]  # fmt: skip
+    assert main(args) == 0
+    with sqlite3.connect(db) as conn:
+        conn.execute(edit)
+    r = bounded_cli(*args[:4], "6", *args[5:])
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: study 't' holds a trial hwnas cannot read (") and said in line
+    assert line.endswith("search it as a new study (--study NAME) or delete this one"), line
+
+
+def test_a_claim_naming_a_pid_beyond_any_pids_range_is_not_a_running_process():
+    """A handed study's claim 'HOST:99999999999999999999' stopped the resumed search in an
+    OverflowError from os.kill; no such process runs."""
+    from hwnas.paths import process_running
+
+    assert not process_running(10**20) and process_running(os.getpid())
+
+
 def test_external_data_of_a_constant_node_is_sized_before_it_is_read(tmp_path):
     """The size check counted initializers only: a Constant node's value naming 6 GiB of a
     sparse file was read whole before the 2 GiB limit (review of e982a14)."""
