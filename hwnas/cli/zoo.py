@@ -31,8 +31,11 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
 
     path = Path(ref).expanduser()
     first = Path(ref.split("/", 1)[0]).expanduser()
-    if path.exists() or path.is_absolute() or ref.startswith((".", "~")) or (
-        "/" in ref and first.is_dir()
+    if (
+        path.exists()
+        or path.is_absolute()
+        or ref.startswith((".", "~"))
+        or ("/" in ref and first.is_dir())
     ):  # a path (a missing one is refused as such by the command)
         return path
     url, rdb = _storage(storage)
@@ -220,7 +223,8 @@ def show_cmd(ref, storage, as_json):
     line(f"arch      {e['arch']}  ({e.get('space')})")
     chance = "  CHANCE LEVEL: not usable" if row["chance_level"] else ""
     acc = e.get("accuracy") or {}
-    line(f"accuracy  {row['accuracy']:.2f}% on {e.get('dataset')} {acc.get('split', '')}"
+    value = "none" if row["accuracy"] is None else f"{row['accuracy']:.2f}%"
+    line(f"accuracy  {value} on {e.get('dataset')} {acc.get('split', '')}"
          f"  [{row['accuracy_source']}]{chance}")  # fmt: skip
     bench = e.get("table_accuracy")
     if bench:

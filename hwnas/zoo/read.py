@@ -6,6 +6,7 @@ Only ``json`` is imported: listing a zoo costs no torch or ONNX import.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,7 @@ def read_entry(path: str | Path) -> dict[str, Any]:
             f"{file} has card format {version}; this hwnas reads up to {CARD_VERSION} "
             "(upgrade hwnas)"
         )
+    check_card_fields(card, file)
     weights = card.get("weights")
     kind = weights.get("kind") if isinstance(weights, dict) else (
         "trained" if str(weights).startswith("trained") else "random"
@@ -118,6 +120,52 @@ def read_entry(path: str | Path) -> dict[str, Any]:
         "energy_mj": energy.get("value") if energy else None,
         "energy_source": energy.get("source", "") if energy else "",
     }
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _cost(v: Any) -> bool:
+    return isinstance(v, dict) and (v.get("value") is None or _number(v["value"]))
+
+
+CARD_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "name": ("a string", lambda v: isinstance(v, str)),
+    "arch": ("a string", lambda v: isinstance(v, str)),
+    "space": ("a string", lambda v: isinstance(v, str)),
+    "dataset": ("a string", lambda v: isinstance(v, str)),
+    "accuracy": ("an object whose value is a number (%)", _cost),
+    "table_accuracy": ("an object whose value is a number (%)", lambda v: v is None or (
+        _cost(v) and _number(v.get("value")))),
+    "chance_level": ("an object", lambda v: isinstance(v, dict)),
+    "weights": ("an object", lambda v: isinstance(v, (dict, str))),
+    "devices": ("an object of devices, each an object of metrics whose values are numbers",
+                lambda v: isinstance(v, dict) and all(
+                    isinstance(d, dict) and all(_cost(m) for m in d.values())
+                    for d in v.values())),
+    "preprocessing": ("an object whose steps are a list of strings", lambda v: isinstance(
+        v, dict) and isinstance(v.get("steps", []), list)
+        and all(isinstance(x, str) for x in v.get("steps", []))),
+    "input": ("an object with a name and a shape", lambda v: isinstance(v, dict)
+              and "name" in v and "shape" in v),
+    "output": ("an object with a name and a shape", lambda v: isinstance(v, dict)
+               and "name" in v and "shape" in v),
+    "files": ("an object of file names", lambda v: isinstance(v, dict)),
+}  # fmt: skip
+"""What each field of a card that `hwnas zoo list` and `show` read must hold."""
+
+
+def check_card_fields(card: dict[str, Any], file: Path) -> None:
+    """Refuse a card whose listed fields do not hold what hwnas writes there
+    (:data:`CARD_FIELDS`; a field left out is fine).
+
+    Raises:
+        HwnasError: one line naming the file and the first field that is wrong.
+    """
+    for key, (what, ok) in CARD_FIELDS.items():
+        if key in card and not ok(card[key]):
+            raise HwnasError(f"{file}: '{key}' must be {what}; not a card hwnas wrote")
 
 
 MANIFEST_FILES = ("card.json", "model.onnx")

@@ -133,3 +133,42 @@ def test_zoo_verify_needs_more_than_a_rewritten_card(tmp_path, capsys, monkeypat
     assert main(["zoo", "verify", str(tmp_path / "downloaded" / other.name)]) == 0
     (line, _total) = capsys.readouterr().out.splitlines()
     assert line.startswith("ok   ") and "provenance not proven" in line
+
+
+def test_zoo_list_and_show_of_a_handed_card_with_odd_fields_are_one_line(tmp_path):
+    """A card whose fields hold other types than hwnas writes (an accuracy '99' as text, a
+    list of devices, a number for the preprocessing steps, a string for the benchmark
+    accuracy) made `hwnas zoo list` and `show` end in tracebacks; `zoo verify` already failed
+    such entries. An accuracy of null (an entry nobody scored) is shown as none."""
+    import copy
+    import json
+    import shutil
+
+    from helpers import hwnas_main
+
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "3", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    source = sorted((out / "zoo").iterdir())[-1]
+    card = json.loads((source / "card.json").read_text())
+    cases = {
+        "accuracy": ({**card["accuracy"], "value": "99"}, "'accuracy' must be an object whose"),
+        "devices": (["pixel3"], "'devices' must be an object of devices"),
+        "preprocessing": ({"steps": 5}, "'preprocessing' must be an object whose steps"),
+        "table_accuracy": ("x", "'table_accuracy' must be an object whose value"),
+    }
+    for key, (value, said) in cases.items():
+        entry = tmp_path / key / "00-e"
+        shutil.copytree(source, entry)
+        (entry / "card.json").write_text(json.dumps({**copy.deepcopy(card), key: value}))
+        for args in (["zoo", "list", str(entry.parent)], ["zoo", "show", str(entry)],
+                     ["zoo", "list", str(entry.parent), "--json"]):  # fmt: skip
+            r = hwnas_main(*args)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (key, args, r.stderr)
+            assert r.stderr.startswith("error: ") and said in r.stderr, r.stderr
+    entry = tmp_path / "unscored" / "00-e"
+    shutil.copytree(source, entry)
+    unscored = {**card, "accuracy": {**card["accuracy"], "value": None}}
+    (entry / "card.json").write_text(json.dumps(unscored))
+    r = hwnas_main("zoo", "show", str(entry))
+    assert r.returncode == 0 and "accuracy  none on" in r.stdout, r.stdout + r.stderr
