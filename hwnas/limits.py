@@ -62,6 +62,11 @@ MAX_COST = {"latency_ms": 3.6e6, "energy_mj": 3.6e9}
 """A measured cost of one inference a user file may give: an hour of latency (ms), a
 kilowatt-hour of energy (mJ); a value beyond (1e308) is a typo, and would overflow a fit."""
 
+MIN_COST = 1e-6
+"""The smallest measured cost of one inference a user file may give, in ms or mJ (a
+nanosecond, a nanojoule; the shipped tables start at 0.001): a value below (1e-12) is a unit
+slip, and made the predictors' fit singular."""
+
 
 def _shown(bound: float) -> str:
     """A bound as a user reads it: whole numbers in full (4294967295, not 4.29497e+09)."""

@@ -23,7 +23,7 @@ from hwnas.assets import asset_path
 from hwnas.cost_record import UNITS
 from hwnas.devices.base import Device, Measurement, Workload, profile_number
 from hwnas.errors import HwnasError, UnrecordedError
-from hwnas.limits import MAX_COST
+from hwnas.limits import MAX_COST, MIN_COST
 from hwnas.tables import file_version, read_table
 
 KEY_COLUMNS = ("index", "arch")
@@ -101,6 +101,14 @@ def _keyed_column(
         raise HwnasError(
             f"table {path}, row {int(bad[0]) + 2}: '{column}' must be a positive number (ms or "
             f"mJ), got {values[bad[0]]:g}" + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+        )
+    tiny = np.flatnonzero(values < MIN_COST)
+    if len(tiny):  # a unit slip (1e-12) that makes every fit on the table singular
+        raise HwnasError(
+            f"table {path}, row {int(tiny[0]) + 2}: '{column}' {values[tiny[0]]:g} is below "
+            f"any one inference's {metric or 'cost'} (at least {MIN_COST:g}"
+            + (f" {UNITS[metric]}" if metric in UNITS else "")
+            + ")"
         )
     bound = MAX_COST.get(metric or "", max(MAX_COST.values()))
     huge = np.flatnonzero(values > bound)

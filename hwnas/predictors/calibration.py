@@ -21,7 +21,7 @@ import numpy as np
 from hwnas import spreadsheet
 from hwnas.devices.base import METRICS
 from hwnas.errors import HwnasError
-from hwnas.limits import MAX_COST
+from hwnas.limits import MAX_COST, MIN_COST
 from hwnas.predictors.base import MIN_CALIBRATION, Model
 from hwnas.predictors.graph import load_graph_model
 from hwnas.spaces import Arch, IndexedSpace, SearchSpace, ability, arch_from_text
@@ -173,10 +173,10 @@ def read_calibration(
             raise HwnasError(f"{where}: {metric} '{cell}' is not a number") from None
         if not np.isfinite(value) or value <= 0:
             raise HwnasError(f"{where}: {metric} must be positive, got {cell}")
-        if value > MAX_COST[metric]:
+        if not MIN_COST <= value <= MAX_COST[metric]:
             raise HwnasError(
-                f"{where}: {metric} {cell} is implausible for one inference (at most "
-                f"{MAX_COST[metric]:g})"
+                f"{where}: {metric} {cell} is implausible for one inference (at least "
+                f"{MIN_COST:g}, at most {MAX_COST[metric]:g})"
             )
         models.append(model)
         values.append(value)

@@ -436,6 +436,10 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
          "elements, more than the"),
         (["predict", "--calibration", "{tmp}/cal_1e308.csv", "--arch", SMALL],
          "latency_ms 1e308 is implausible for one inference"),
+        (["predict", "--calibration", "{tmp}/cal_1e-12.csv", "--arch", SMALL],
+         "latency_ms 1e-12 is implausible for one inference (at least 1e-06"),
+        (["measure", "import", "--device", "tiny", "--table", "{tmp}/cal_1e-12.csv"],
+         "latency_ms 1e-12 is implausible for one inference (at least 1e-06"),
         (["predict", "-d", "pixel3", "--predictor", "{tmp}/missing_key", "--arch", SMALL],
          "lack the array"),
         (["predict", "-d", "pixel3", "--predictor", "{tmp}/wrong_shape", "--arch", SMALL],
@@ -473,6 +477,8 @@ def test_refused_in_one_line_before_any_work(args, expected, tmp_path, monkeypat
     cal = ["arch,latency_ms"] + [f"{i},{1 + 0.1 * i}" for i in range(10)]
     cal[1] = "0,1e308"
     (tmp_path / "cal_1e308.csv").write_text("\n".join(cal) + "\n")
+    cal[1] = "0,1e-12"  # a unit slip: the predictors' fit was singular (LinAlgError)
+    (tmp_path / "cal_1e-12.csv").write_text("\n".join(cal) + "\n")
     src = Path(__file__).resolve().parents[2] / "latency_predictors" / "nasbench201"
     with np.load(src / "weights.npz") as z:
         arrays = {k: z[k] for k in z.files}

@@ -149,8 +149,11 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
         ("  nasbench201:\n    latency_ms: {file: tables/huge.csv}\n",  # a search crashed
          "huge.csv, row 2: 'latency_ms' 1e+308 is beyond any one inference's latency_ms (at "
          "most 3.6e+06 ms)"),
+        ("  nasbench201:\n    latency_ms: {file: tables/tiny.csv}\n",  # a singular fit
+         "tiny.csv, row 3: 'latency_ms' 1e-12 is below any one inference's latency_ms (at "
+         "least 1e-06 ms)"),
     ],
-    ids=["metric", "dataset", "column", "space", "negative", "infinite", "huge"],
+    ids=["metric", "dataset", "column", "space", "negative", "infinite", "huge", "tiny"],
 )
 def test_a_misspelt_key_or_a_cost_that_is_not_positive_breaks_only_that_profile(
     tmp_path, cli, entry, why
@@ -167,6 +170,7 @@ def test_a_misspelt_key_or_a_cost_that_is_not_positive_breaks_only_that_profile(
     (profiles / "tables" / "neg.csv").write_text("index,latency_ms\n0,1.5\n1,-3\n")
     (profiles / "tables" / "inf.csv").write_text("index,latency_ms\n0,inf\n1,2.0\n")
     (profiles / "tables" / "huge.csv").write_text("index,latency_ms\n0,1e308\n1,2.0\n")
+    (profiles / "tables" / "tiny.csv").write_text("index,latency_ms\n0,1.5\n1,1e-12\n")
     (profiles / "typo.yaml").write_text(f"name: typo\nkind: recorded\ntables:\n{entry}")
     status, out, err = cli("devices", "--json", profiles=profiles)
     assert status == 0, err
