@@ -139,6 +139,47 @@ def _check_fingerprint(folder: Path, build: dict[str, Any], space: Any, weights:
         )
 
 
+def _whole(v: Any, low: int, high: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _check_build(folder: Path, build: dict[str, Any]) -> None:
+    """Refuse a card ``build`` section whose fields are not what hwnas writes, before anything
+    is built from it: a class count of 10**9 made torch allocate 256 GB for the classifier, a
+    seed of 2**80 or a word was a raw ValueError.
+
+    Raises:
+        HwnasError: one line naming the field.
+    """
+    from hwnas.limits import MAX_CLASSES, MAX_INPUT_SIDE, MAX_SEED
+
+    supernet = build.get("kind") == "supernet"
+    checks = {
+        "kind": ("space or supernet", build.get("kind", "space") in ("space", "supernet")),
+        "space": ("a string", isinstance(build.get("space", ""), str)),
+        "arch": ("a string", isinstance(build.get("arch"), str)),
+        "num_classes": (f"a whole number 1..{MAX_CLASSES}",
+                        _whole(build.get("num_classes"), 1, MAX_CLASSES)),
+        "seed": (f"a whole number 0..{MAX_SEED}", _whole(build.get("seed", 0), 0, MAX_SEED)),
+    }  # fmt: skip
+    if supernet:
+        shape = build.get("image_shape")
+        checks["image_shape"] = (
+            f"three whole numbers, each 1..{MAX_INPUT_SIDE}",
+            isinstance(shape, list)
+            and len(shape) == 3
+            and all(_whole(v, 1, MAX_INPUT_SIDE) for v in shape),
+        )
+        checks["config"] = ("an object", isinstance(build.get("config"), dict))
+    else:
+        checks["dataset"] = ("a string", isinstance(build.get("dataset"), str))
+    for key, (what, ok) in checks.items():
+        if not ok:
+            raise HwnasError(
+                f"{folder}: card.json's build.{key} must be {what}; not a card hwnas wrote"
+            )
+
+
 def _module(folder: Path, card: dict[str, Any], given: Any):
     import torch
 
@@ -150,6 +191,7 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
             f"{folder}: the card has no 'build' section (written by an older hwnas): load its "
             "ONNX model (hwnas.zoo.load(entry))"
         )
+    _check_build(folder, build)
     name = build.get("space", card.get("space"))
     if isinstance(given, SearchSpace):
         space = given
@@ -163,7 +205,8 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
             ) from None
     if space.name != name:
         raise HwnasError(f"{folder} is a model of space '{name}', not '{space.name}'")
-    weights = (card.get("weights") or {}).get("file")
+    weights_card = card.get("weights") if isinstance(card.get("weights"), dict) else {}
+    weights = weights_card.get("file")
     _check_fingerprint(folder, build, space, bool(weights))
     state = None
     if weights:
@@ -204,7 +247,7 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
                 f"{folder}: {WEIGHTS_FILE} does not fit the network of space '{space.name}' "
                 f"rebuilt for this entry (was the space changed?): {first}"
             ) from None
-    elif card.get("weights", {}).get("kind") == "trained":
+    elif card.get("weights_kind") == "trained":  # read_entry's: an object's kind, or a word
         raise HwnasError(f"{folder}: trained weights, but no {WEIGHTS_FILE} named in the card")
     for attr in ("hwnas_build",):
         module.__dict__.pop(attr, None)

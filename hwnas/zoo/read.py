@@ -93,7 +93,9 @@ def read_entry(path: str | Path) -> dict[str, Any]:
     if not isinstance(card, dict) or "arch" not in card:
         raise HwnasError(f"{file} is not a zoo card (no 'arch')")
     version = card.get("format_version", 0)
-    if not isinstance(version, int) or version > CARD_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise HwnasError(f"{file}: 'format_version' must be a whole number; not a card hwnas wrote")
+    if version > CARD_VERSION:
         raise HwnasError(
             f"{file} has card format {version}; this hwnas reads up to {CARD_VERSION} "
             "(upgrade hwnas)"

@@ -135,11 +135,13 @@ def test_zoo_verify_needs_more_than_a_rewritten_card(tmp_path, capsys, monkeypat
     assert line.startswith("ok   ") and "provenance not proven" in line
 
 
-def test_zoo_list_and_show_of_a_handed_card_with_odd_fields_are_one_line(tmp_path):
+def test_zoo_list_show_and_load_of_a_handed_card_with_odd_fields_are_one_line(tmp_path):
     """A card whose fields hold other types than hwnas writes (an accuracy '99' as text, a
     list of devices, a number for the preprocessing steps, a string for the benchmark
     accuracy) made `hwnas zoo list` and `show` end in tracebacks; `zoo verify` already failed
-    such entries. An accuracy of null (an entry nobody scored) is shown as none."""
+    such entries. An accuracy of null (an entry nobody scored) is shown as none. Its `build`
+    section rebuilt the network for `hwnas.zoo.load(entry, torch=True)` as it said: 10**9
+    classes had torch allocate 256 GB, a seed 'abc' was a raw ValueError."""
     import copy
     import json
     import shutil
@@ -172,3 +174,25 @@ def test_zoo_list_and_show_of_a_handed_card_with_odd_fields_are_one_line(tmp_pat
     (entry / "card.json").write_text(json.dumps(unscored))
     r = hwnas_main("zoo", "show", str(entry))
     assert r.returncode == 0 and "accuracy  none on" in r.stdout, r.stdout + r.stderr
+
+    import pytest
+
+    from hwnas.errors import HwnasError
+    from hwnas.zoo import load
+
+    builds = {
+        "classes": ({"num_classes": 10**9}, "build.num_classes must be a whole number 1..1000000"),
+        "seed": ({"seed": "abc"}, "build.seed must be a whole number 0..4294967295"),
+        "supernet": ({"kind": "supernet"}, "build.image_shape must be three whole numbers"),
+    }
+    for key, (change, said) in builds.items():
+        entry = tmp_path / f"build_{key}" / "00-e"
+        shutil.copytree(source, entry)
+        (entry / "card.json").write_text(json.dumps({**card, "build": {**card["build"], **change}}))
+        with pytest.raises(HwnasError, match=f"card.json's {said}"):
+            load(entry, torch=True)
+    entry = tmp_path / "word" / "00-e"
+    shutil.copytree(source, entry)
+    (entry / "card.json").write_text(json.dumps({**card, "weights": "trained"}))
+    with pytest.raises(HwnasError, match="trained weights, but no weights.pt named in the card"):
+        load(entry, torch=True)
