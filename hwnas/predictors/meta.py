@@ -162,9 +162,7 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-np.clip(x, -60, 60)))
 
 
-def positive_part(
-    mean: np.ndarray, std: np.ndarray, floor: float
-) -> tuple[np.ndarray, np.ndarray]:
+def positive_part(mean: np.ndarray, std: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """A linear-Gaussian head's predictions of a positive quantity (latency, energy), (n,)
     each: the mean and standard deviation of its predictive normal conditioned on the value
     being positive (a truncated normal: Johnson, Kotz & Balakrishnan, *Continuous Univariate
@@ -736,11 +734,23 @@ class MetaPredictor(Predictor):
         """Adapt to one device from its measured values (the reference set, ideally).
 
         Raises:
-            HwnasError: bad calibration values, or architectures of another space.
+            HwnasError: bad calibration values, architectures of another space, or an
+                artifact whose card or weights no adaptation can use (a handed one).
         """
         archs = list(archs)
         v = check_calibration(archs, values)
         self._check(archs)
+        try:
+            with np.errstate(all="ignore"):  # a handed artifact's overflows: said below, once
+                return self._fit(archs, v, metric)
+        except (ValueError, np.linalg.LinAlgError) as exc:  # numbers no trained artifact has
+            raise HwnasError(
+                f"predictor '{self.name}' ({self.path}) cannot be adapted on these values "
+                f"({type(exc).__name__}: {str(exc)[:120]}): its card.json or weights.npz "
+                "hold numbers hwnas's training does not write"
+            ) from None
+
+    def _fit(self, archs: list[Model], v: np.ndarray, metric: str) -> MetaPredictor:
         self.metric = metric
         self._s = float(v.mean())
         self._min = float(v.min())
@@ -762,6 +772,10 @@ class MetaPredictor(Predictor):
             phi / self._graph_scale, fg, t, self.prior_graph, self.grid, select=self.select,
             broad=self._broad("graph"), outlier=self.outlier,
         )  # fmt: skip
+        for head in (self._space_head, self._graph_head):
+            if head is not None and not head.coefs:
+                self._graph_head = None
+                raise ValueError("no setting of its grid gives a finite fit")
         return self
 
     def _broad(self, path: str) -> BroadBasis | None:
@@ -1091,6 +1105,7 @@ def _model_problem(model: dict[str, Any]) -> str | None:
     additive = model.get("additive_features")
     if (
         not isinstance(additive, list)
+        or not additive
         or not all(isinstance(a, str) for a in additive)
         or not set(additive) <= set(ADDITIVE_GROUPS)
     ):

@@ -103,6 +103,30 @@ def test_weights_that_disagree_with_the_card_are_refused(tmp_path):
         MetaPredictor(art)
 
 
+@pytest.mark.parametrize(
+    ("card_grid", "weights"),
+    [({"sigma_noise": [1e308]}, None), (None, ("space_h0_w", 1e38)), (None, ("space_scale", 0.0))],
+    ids=["noise 1e308", "weights 1e38", "scale 0"],
+)
+def test_an_artifact_no_adaptation_can_use_is_one_line_at_predict(card_grid, weights, tmp_path):
+    """Numbers the card checks let through but no training writes (a noise of 1e308, a weight
+    of 1e38, a feature scale of 0) left every setting of the grid without a finite fit:
+    `hwnas predict --predictor DIR` ended in 'need at least one array to stack'."""
+    art = artifact_copy(tmp_path)
+    if card_grid:
+        card = json.loads((art / "card.json").read_text())
+        card["model"]["grid"].update(card_grid)
+        (art / "card.json").write_text(json.dumps(card))
+    if weights:
+        with np.load(art / "weights.npz") as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays[weights[0]][...] = weights[1]
+        np.savez(art / "weights.npz", **arrays)
+    r = hwnas_main("predict", "--predictor", str(art), "--device", "fpga", "--arch", "1")
+    line = one_error_line(r)
+    assert "cannot be adapted on these values" in line and "weights.npz hold numbers" in line
+
+
 # -- card.json -------------------------------------------------------------------------------
 
 
@@ -123,6 +147,7 @@ def test_weights_that_disagree_with_the_card_are_refused(tmp_path):
         ({"grid": {"alpha": [2.0]}}, r"model.grid.alpha values must be in \[0, 1\]"),
         ({"grid": {"alpha": [0.0] * 16, "tau": [0.1] * 16}}, "11520 settings, more than"),
         ({"additive_features": "graph"}, "model.additive_features must be a list of"),
+        ({"additive_features": []}, "model.additive_features must be a list of"),
         ({"proxies": ["flops"]}, "model.proxies must be a list of macs"),
         ({"encoder": {"hidden": [10**9]}}, "model.encoder.hidden must be at most"),
     ],
