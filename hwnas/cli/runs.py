@@ -237,6 +237,9 @@ def show_cmd(study, storage, as_json):
             summary = json.loads(read_bounded_text(Path(row["folder"]) / "summary.json"))
         except (OSError, ValueError):
             summary = None
+        settings = summary.get("settings") if isinstance(summary, dict) else None
+        if not isinstance(settings, dict) or settings.get("study") != study:
+            summary = None  # another run's file, where the study (a handed one) points
     if as_json:
         print_json({**row, "settings": run_settings(attrs), "summary": summary})
         return

@@ -424,3 +424,22 @@ def test_a_profile_naming_a_credentials_file_never_prints_a_line_of_it(hwnas_hom
                  ["predict", "--device", "nocsv", "--arch", "5"]):  # fmt: skip
         r = hwnas_main(*args)
         assert r.returncode == 2 and "S3CRET" not in r.stdout + r.stderr, r.stderr
+
+
+def test_runs_show_prints_no_summary_of_another_run_a_study_points_at(hwnas_home, tmp_path):
+    """A handed study database whose `run_folder` names another folder made `hwnas runs show
+    --json` print that folder's summary.json as the study's; a summary of another study is
+    now left out."""
+    import optuna
+    from helpers import hwnas_main
+
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    for name in ("a", "b"):
+        r = hwnas_main(*SEARCH, "--no-zoo", "--storage", db, "--study", name,
+                       "--out", str(tmp_path / name))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    shown = json.loads(hwnas_main("runs", "show", "a", "--json", "--storage", db).stdout)
+    assert shown["summary"]["settings"]["study"] == "a"
+    optuna.load_study(study_name="a", storage=db).set_user_attr("run_folder", str(tmp_path / "b"))
+    shown = json.loads(hwnas_main("runs", "show", "a", "--json", "--storage", db).stdout)
+    assert shown["summary"] is None
