@@ -95,7 +95,7 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     plan = plan_training(target, settings, space, dataset, out, log=log)
     for task in plan.tasks:
         check_writable(task.folder.parent, "the entry folder", ZOO_MIN_FREE_MB)
-    runs: dict[Path, None] = {}  # the run folders recorded, in order
+    runs: dict[Path, bool] = {}  # the run folders recorded, in order -> their study too
     said: set[str] = set()
 
     def once(message: str) -> None:  # one line per run, not one per entry
@@ -108,7 +108,8 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     def record(task, _card) -> None:  # each entry once in place: `zoo verify` passes any time
         nonlocal done
         done += 1
-        runs.update(dict.fromkeys(record_retrained([task.folder], log=once)))
+        for run, study in record_retrained([task.folder], log=once).items():
+            runs[run] = runs.get(run, True) and study
 
     try:
         cards = run_training(plan, log=log, on_written=record)
@@ -122,8 +123,9 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
             err=True,
         )
         raise click.exceptions.Exit(130) from None
-    for run in runs:
-        log(f"{run}: the retrained entries recorded in summary.json and the run's study")
+    for run, study in runs.items():
+        also = " and the run's study" if study else " (not in its study: said above)"
+        log(f"{run}: the retrained entries recorded in summary.json{also}")
     for task, card in zip(plan.tasks, cards):
         acc, training = card["accuracy"], card["training"]
         table = card.get("table_accuracy")

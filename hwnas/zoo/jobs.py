@@ -251,7 +251,9 @@ def _arch_task(
     )
 
 
-def record_retrained(folders: list[Path], log: Callable[[str], None] | None = None) -> list[Path]:
+def record_retrained(
+    folders: list[Path], log: Callable[[str], None] | None = None
+) -> dict[Path, bool]:
     """Record entries retrained in place in their run's records, as the run did when it wrote
     them: the run folder's ``summary.json`` gets the new ``zoo_files`` and its study (in the
     storage the summary names) the new artifacts, so that ``hwnas zoo verify`` proves them.
@@ -262,7 +264,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
             password, which a run folder never holds; an unreachable storage).
 
     Returns:
-        The run folders whose summary.json was rewritten.
+        Each run folder whose summary.json was rewritten -> whether its study was updated too.
     """
     import json
 
@@ -272,7 +274,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
 
     log = log or (lambda _m: None)
     runs = sorted({f.parent.parent for f in folders if f.parent.name == "zoo"})
-    done = []
+    done: dict[Path, bool] = {}
     for run in runs:
         path = run / "summary.json"
         try:
@@ -284,7 +286,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
         summary["zoo_files"] = zoo_manifest(run)
         summary["zoo_weights"] = zoo_weights(entry_folders(run / "zoo"))  # trained, or mixed
         write_atomic(path, jsonfile.dumps(summary, indent=2) + "\n")
-        done.append(run)
+        done[run] = False
         storage = summary.get("storage")
         settings = summary.get("settings")
         study = settings.get("study") if isinstance(settings, dict) else None
@@ -300,6 +302,7 @@ def record_retrained(folders: list[Path], log: Callable[[str], None] | None = No
             continue
         try:
             publish_run(storage, study, run, summary, default_artifact_dir())
+            done[run] = True
         except Exception as exc:  # noqa: BLE001 - the entries are written; say what is not
             log(f"{run}: summary.json updated; study '{study}' was not: {exc}")
     return done

@@ -391,6 +391,8 @@ def test_training_a_handed_runs_zoo_writes_only_the_run_and_never_another_study(
         assert r.returncode == 0, r.stderr
         said = r.stdout + r.stderr
         assert expect is None and "was not" not in said or expect and expect in said, said
+        closing = "(not in its study: said above)" if expect else "and the run's study"
+        assert f"the retrained entries recorded in summary.json {closing}" in said, said
     # the user's own study still records the user's run, whose artifacts are all there
     mine = optuna.load_study(study_name=study, storage=storage)
     assert mine.user_attrs["run_folder"] == str(own.resolve())
