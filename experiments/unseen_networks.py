@@ -26,7 +26,9 @@ BERT-tiny and a GPT-style decoder on int64 token ids, :mod:`unseen_networks_mode
    decimals, where the store cannot be read); the median over the passes is the truth
    (``OUT/measurements.json``);
 
-every command pinned to one core (``taskset -c CORE``, ``--core``, default 1), and prints a
+every command pinned to one core (``taskset -c CORE``, ``--core``, default 1; ``--core 0,1``
+with ``--device`` naming a profile of ``timing.threads: 2`` times two intra-op threads, as a
+server's multi-threaded inference runs), and prints a
 Markdown table (network, MMACs, predicted ms, 90% interval, measured median ms and the passes,
 error %, whether the median lies inside the interval, and a FLOPs baseline: the network's MACs
 times a ms-per-MAC scale fitted leave-one-out on the other networks, the geometric mean of
@@ -115,6 +117,8 @@ MODELS = "unseen_networks_models"
 second set of thirteen (text and speech models among them)."""
 
 ROOT = Path(__file__).resolve().parents[1]
+DEVICE = "cpu"
+"""The live ONNX Runtime device every command names (``--device``)."""
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 PREDICTION = re.compile(
     rf": ({NUMBER}) ms \(std ({NUMBER}) ms(?:; 90% interval ({NUMBER})-({NUMBER}) ms)?\)\s*$"
@@ -243,14 +247,14 @@ def parse_measured(stdout: str, name: str) -> float | None:
 
 
 def stored(store: Path, name: str) -> dict | None:
-    """{ms, cv, flagged} of ``name.onnx`` on ``cpu`` in the store file ``store`` (the only
+    """{ms, cv, flagged} of ``name.onnx`` on ``DEVICE`` in the store file ``store`` (the only
     network it holds, when it was written by this script), or None."""
     if not store.exists():
         return None
     from hwnas.store import MeasurementStore
 
     with MeasurementStore(store) as st:
-        rows = st.measurements(device="cpu", metric="latency_ms")
+        rows = st.measurements(device=DEVICE, metric="latency_ms")
     rows = [m for m in rows if m.label == f"{name}.onnx" and m.batch_size == 1] or rows
     if not rows:
         return None
@@ -265,7 +269,7 @@ def predict(names, out: Path, core, timeout, prior: dict) -> dict[str, dict]:
     for name in names:
         t0 = time.perf_counter()
         path = out / "onnx" / f"{name}.onnx"
-        rc, stdout, stderr = hwnas(["predict", "--device", "cpu", "--onnx", str(path)],
+        rc, stdout, stderr = hwnas(["predict", "--device", DEVICE, "--onnx", str(path)],
                                    out / "logs" / f"predict_{name}", core, timeout)  # fmt: skip
         p = parse_prediction(stdout)
         seconds = round(time.perf_counter() - t0, 1)
@@ -312,7 +316,7 @@ def measure(names, passes: int, out: Path, core, timeout, skip: bool) -> dict[st
             store.parent.mkdir(parents=True, exist_ok=True)
             t0 = time.perf_counter()
             rc, stdout, stderr = hwnas(
-                ["measure", "--device", "cpu", "--onnx", str(out / "onnx" / f"{name}.onnx"),
+                ["measure", "--device", DEVICE, "--onnx", str(out / "onnx" / f"{name}.onnx"),
                  "--store", str(store)],
                 out / "logs" / f"measure_{k}_{name}", core, timeout)  # fmt: skip
             seconds = round(time.perf_counter() - t0, 1)
@@ -420,6 +424,7 @@ def analyse(names, info, preds, meas, passes: int) -> tuple[list[dict], list[str
 
 
 def main() -> None:
+    global DEVICE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "unseen_networks",
                         help="folder of the ONNX files, logs, stores and results "
@@ -430,8 +435,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help="these networks only (default: all of --models)")  # fmt: skip
     parser.add_argument("--passes", type=int, default=5, help="measurement passes (default 5)")
-    parser.add_argument("--core", type=int, default=1,
-                        help="core to pin hwnas to (default 1; -1: none)")  # fmt: skip
+    parser.add_argument("--core", default="1",
+                        help="core(s) to pin hwnas to, as taskset -c takes them (default 1; "
+                        "0,1: two cores; -1: none)")  # fmt: skip
+    parser.add_argument("--device", default=DEVICE,
+                        help=f"live ONNX Runtime device (default {DEVICE}; a profile of the "
+                        "hwnas home, e.g. one with timing.threads: 2)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=900,
                         help="seconds one hwnas command may run (default 900)")  # fmt: skip
     parser.add_argument("--export-only", action="store_true", help="export, count MACs, stop")
@@ -451,7 +460,8 @@ def main() -> None:
         parser.error(f"--only: not in {args.models}: {', '.join(unknown)}")
     names = [n for n in NAMES if n in (args.only or NAMES)]
     out = args.out.resolve()
-    core = None if args.core < 0 else args.core
+    core = None if args.core == "-1" else args.core
+    DEVICE = args.device
     home = os.environ.get("HWNAS_HOME", "(default: the user data folder)")
     print(f"hwnas home {home}; out {out}; networks {' '.join(names)}", flush=True)
 
