@@ -163,13 +163,22 @@ def _repeat_hint(exc: click.UsageError, argv: list[str] | None) -> str:
     return ""
 
 
+MAX_ERROR_CHARS = 2000
+"""An error line's most characters: a message quoting a 1 MB arch string or file value is
+shown by its first 1,500 and last 500."""
+
+
 def _main(argv: list[str] | None) -> int:
     from hwnas.cli.render import one_line
     from hwnas.db import scrub as _scrub
     from hwnas.db import secrets_seen
 
     def scrub(text: str) -> str:  # no password, no control character, one line
-        return one_line(_scrub(text))
+        line = one_line(_scrub(text))
+        if len(line) > MAX_ERROR_CHARS:  # a value quoted from a file or argv: its ends tell
+            cut = len(line) - MAX_ERROR_CHARS
+            line = f"{line[:1500]} ... ({cut} characters left out) ... {line[-500:]}"
+        return line
 
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
@@ -209,8 +218,9 @@ def _main(argv: list[str] | None) -> int:
             return 1
         if memory is not None:
             click.echo(
-                scrub(f"error: {memory}: the network, input or batch is too large for this "
-                      "machine"),  # fmt: skip
+                scrub(
+                    f"error: {memory}: the network, input or batch is too large for this machine"
+                ),  # fmt: skip
                 err=True,
             )
             return EXIT_USAGE

@@ -156,6 +156,16 @@ def test_one_line_error_and_exit_2(args, expected, tmp_path, monkeypatch, capsys
     assert not (tmp_path / "runs").exists()  # nothing written for a bad command
 
 
+def test_an_error_quoting_a_huge_value_is_one_bounded_line():
+    """`hwnas arch` of a 100,000-character string (or a resumed study holding one) printed it
+    whole in the error line; the line now keeps its first 1,500 and last 500 characters."""
+    r = hwnas_main("arch", "|nor_conv_3x3~0|+|" + "x" * 100_000)
+    (line,) = r.stderr.splitlines()
+    assert r.returncode == 2 and len(line) < 2100, len(line)
+    assert line.startswith("error: malformed NAS-Bench-201 arch string '|nor_conv_3x3~0|+|xxx")
+    assert "characters left out) ... " in line and line.endswith("joined by '+', found 2")
+
+
 def test_usage_errors_exit_2():
     r = hwnas_cli("search")
     assert r.returncode == 2 and "Missing option '--device'" in r.stderr
