@@ -26,6 +26,7 @@ class Step:
         self.status = ""
         self.started = time.monotonic()
         self.closed = False
+        self.stopped = False  # left by an exception: not done
 
     def advance(self, n: int = 1, status: str | None = None) -> None:
         """``n`` more units done."""
@@ -59,7 +60,8 @@ class Step:
     def __enter__(self) -> Step:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.stopped = exc_type is not None
         self.close()
 
 

@@ -33,8 +33,11 @@ def plain_line(step: Step, final: bool = False) -> str:
     count = f"{step.done}/{step.total}" if step.total else str(step.done)
     unit = f" {step.unit}" if step.unit else ""
     share = f" ({100 * step.done / step.total:.0f}%)" if step.total else ""
-    when = f"done in {clock(step.elapsed)}" if final else (
-        f"elapsed {clock(step.elapsed)} ETA {clock(step.eta())}"
+    ended = "stopped after" if step.stopped else "done in"
+    when = (
+        f"{ended} {clock(step.elapsed)}"
+        if final
+        else (f"elapsed {clock(step.elapsed)} ETA {clock(step.eta())}")
     )
     status = f" | {step.status}" if step.status else ""
     line = f"{step.name}: {count}{unit}{share}, {when}{status}"

@@ -312,6 +312,7 @@ def test_a_handed_study_that_optuna_or_hwnas_cannot_read_back_is_one_line(
     (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
     assert line.startswith("error: study 't' holds a trial hwnas cannot read (") and said in line
     assert line.endswith("search it as a new study (--study NAME) or delete this one"), line
+    assert "done in" not in r.stderr  # a search step left by the error is 'stopped after'
 
 
 def test_a_claim_naming_a_pid_beyond_any_pids_range_is_not_a_running_process():
