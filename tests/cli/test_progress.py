@@ -52,11 +52,15 @@ def test_plain_lines_come_at_each_tenth_and_after_a_silence(monkeypatch):
 def test_a_plain_line_is_printable_ascii():
     class S:
         name, total, unit, done, status, elapsed = "zoo", 3, "", 1, "arch ━ é", 2.0
+        stopped = False
 
         def eta(self):
             return 4.0
 
     assert plain_line(S()) == "zoo: 1/3 (33%), elapsed 0:00:02 ETA 0:00:04 | arch ? ?"
+    assert plain_line(S(), final=True) == "zoo: 1/3 (33%), done in 0:00:02 | arch ? ?"
+    S.stopped = True  # left by an error
+    assert plain_line(S(), final=True) == "zoo: 1/3 (33%), stopped after 0:00:02 | arch ? ?"
 
 
 def test_the_progress_best_under_a_latency_limit_is_within_it():
