@@ -380,6 +380,7 @@ def test_predictor_train_bad_archs_file_one_line_exit_2(rows, args, expected, tm
 
 def _printed_ms(out: str, label: str) -> float:
     line = next(line for line in out.splitlines() if line.startswith(f"{label}: "))
+    line = re.sub(r"; \S+'s table records [0-9.e+-]+ ms$", "", line)  # a recorded cell's value
     assert line.endswith(" ms)") and "(std " in line, line
     return float(line.split(": ", 1)[1].split()[0])
 
@@ -416,6 +417,8 @@ def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, c
     truth = get_column("nasbench201", "pixel3").values[5]
     for label in (str(model), SPACE.arch_at(5).text):
         assert abs(_printed_ms(out, label) / truth - 1) < 0.3
+    assert f"pixel3's table records {truth:.4g} ms" in out  # the arch's line, not the file's
+    assert out.count("table records") == 1
 
 
 @pytest.mark.parametrize(
@@ -706,7 +709,8 @@ def test_refset_measure_on_a_table_of_one_cell_per_class_reads_the_measured_cell
                                 "5"], capsys)  # fmt: skip
     assert code == 0, err
     code, from_device, err = run(["predict", "--device", "pi5_onnx", "--arch", "5"], capsys)
-    assert from_file == from_device
+    recorded = f"; pi5_onnx's table records {y[5]:.4g} ms\n"  # the device's line names it
+    assert from_device.endswith(recorded) and from_file == from_device.replace(recorded, "\n")
 
 
 def test_predict_refuses_a_device_without_its_values_before_timing_kernels(tmp_path, hwnas_home):
