@@ -572,3 +572,22 @@ def test_two_calibration_families_that_agree_by_chance_leave_a_floor_for_other_m
     assert hi / mid - 1 >= c.q * FAMILY_REL_FLOOR * 0.99
     lo_in, mid_in, hi_in, _ = kp.interval(e, "vit")
     assert hi_in / mid_in - 1 < c.q * FAMILY_REL_FLOOR * 0.7
+
+
+def test_the_kernels_are_read_at_the_devices_thread_count(hwnas_home):
+    """A profile with `timing.threads: 2` times its kernels on two threads; the kernel list
+    (what ONNX Runtime fuses depends on the threads) was read on one whatever the profile."""
+    from hwnas.devices import get_device, reload_profiles
+    from hwnas.measure import Profiler
+    from hwnas.predictors.kernels.device import kernel_predictor
+    from hwnas.store import MeasurementStore
+
+    profile = (hwnas_home / "devices" / "cpu-fast.yaml").read_text()
+    assert "threads: 1" in profile
+    two = profile.replace("threads: 1", "threads: 2").replace("name: cpu-fast", "name: cpu-two")
+    (hwnas_home / "devices" / "cpu-two.yaml").write_text(two)
+    reload_profiles()
+    with MeasurementStore(hwnas_home / "m.db") as store:
+        for name, threads in (("cpu-fast", 1), ("cpu-two", 2)):
+            kp, _ = kernel_predictor(Profiler(get_device(name), store), budget=0)
+            assert kp.threads == threads

@@ -71,8 +71,10 @@ def kernel_predictor(
     Raises:
         HwnasError: the device does not run ONNX Runtime models.
     """
-    kp = KernelPredictor(profiler, budget=budget, on_kernel=on_kernel)
     dev = profiler.device
+    # the kernels ONNX Runtime fuses depend on its intra-op threads: read them as timed
+    threads = int(getattr(getattr(dev, "protocol", None), "threads", 1))
+    kp = KernelPredictor(profiler, budget=budget, threads=threads, on_kernel=on_kernel)
     archs, values = calibration_networks(dev, profiler.store)
     if len(values) >= 3:
         kp.fit(archs, values)
