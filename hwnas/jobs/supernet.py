@@ -107,6 +107,13 @@ class SupernetSettings(SearchSettings):
             if not self.latency_target > 0:
                 raise HwnasError(f"--latency-target must be positive, got {self.latency_target}")
             bounded("--latency-target", self.latency_target, 0, low_open=True)
+            if self.max_latency is not None:
+                bounded("--max-latency", self.max_latency)
+                if self.latency_target > self.max_latency:  # it would aim outside its limit
+                    raise HwnasError(
+                        f"--latency-target {self.latency_target:g} ms is above --max-latency "
+                        f"{self.max_latency:g} ms: give a target within the limit"
+                    )
         if self.latency_weight is not None:
             bounded("--latency-weight", self.latency_weight)
             if self.latency_weight < 0:

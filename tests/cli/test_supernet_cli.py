@@ -290,6 +290,8 @@ def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progre
     [
         (["--latency-target", "-1"], "--latency-target must be positive"),
         (["--latency-target", "3", "--latency-weight", "1"], "either --latency-target or"),
+        # a target outside the limit: the search aimed at 6 ms and kept a 3 ms candidate
+        (["--latency-target", "6", "--max-latency", "4"], "--latency-target 6 ms is above"),
         (["--data", "/no/such/folder"], "neither 'digits' nor an existing folder"),
         (["--set", "nonsense"], "--set needs KEY=VALUE"),
         (["--space", "ofa"], "device 'pixel3' has no recorded measurements for space 'ofa'"),
