@@ -90,7 +90,10 @@ DATASET = default_of(SearchSettings, "dataset")
     "--runtime",
     type=RUNTIME,
     default=None,
-    help="Runtime replacing the device profile's (live devices; TVM tunes once per workload).",
+    help=(
+        "Runtime replacing the device profile's (live devices, table search; TVM tunes once "
+        "per workload)."
+    ),
 )
 @storage_option
 @click.option(
