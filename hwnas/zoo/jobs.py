@@ -33,6 +33,8 @@ class TrainTask:
             (a trained entry's card: written beside a measured accuracy).
         found: ``study``, ``trial`` and ``device`` of the search that found it (None for an
             arch string).
+        replaces: for an entry a supernet search wrote, what its network was (the subnet with
+            inherited weights, and its input), which the network trained now replaces.
     """
 
     folder: Path
@@ -44,6 +46,7 @@ class TrainTask:
         default_factory=lambda: {"study": None, "trial": None, "device": None}
     )
     table_explained: bool = False
+    replaces: str | None = None
 
 
 @dataclass
@@ -97,6 +100,13 @@ def plan_training(
                 "space and dataset and are retrained in place"
             )
         tasks = [_entry_task(folder, space) for folder in entry_folders(path)]
+        for task in tasks:
+            if task.replaces and log:
+                log(
+                    f"{task.folder}: {task.replaces}; it is retrained from scratch with the "
+                    "space's recipe, and its card will describe the network trained now "
+                    "(summary.json's best keeps the search's numbers, its retrained the new ones)"
+                )
     else:
         name = space or "nasbench201"
         if "/" in target or target.startswith((".", "~")):  # a path, or an arch string
@@ -166,7 +176,14 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
         )
     devices = card.get("devices") or {}
     build = card.get("build")
+    replaces = None
     if isinstance(build, dict) and build.get("kind") == "supernet":
+        shape = (
+            (card.get("input") or {}).get("shape") if isinstance(card.get("input"), dict) else None
+        )
+        replaces = "a supernet search's subnet with inherited weights" + (
+            f", input {list(shape)}" if isinstance(shape, list) else ""
+        )
         # its values are of the subnet at the supernet's size or of the deployed network, not
         # of the network trained now (the space's for the dataset): the tables' values of that
         # one, where they have it, and no measurement of another network
@@ -189,6 +206,7 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
         table_accuracy=table,
         found={k: card.get(k) for k in ("study", "trial", "device")},
         table_explained=explained,
+        replaces=replaces,
     )
 
 
@@ -285,6 +303,12 @@ def record_retrained(
             continue
         summary["zoo_files"] = zoo_manifest(run)
         summary["zoo_weights"] = zoo_weights(entry_folders(run / "zoo"))  # trained, or mixed
+        retrained = summary.get("retrained")
+        retrained = retrained if isinstance(retrained, dict) else {}
+        for folder in folders:  # what each retrained entry's card says now
+            if folder.parent.parent == run:
+                retrained[folder.name] = _retrained_record(folder)
+        summary["retrained"] = retrained
         write_atomic(path, jsonfile.dumps(summary, indent=2) + "\n")
         done[run] = False
         storage = summary.get("storage")
@@ -306,6 +330,23 @@ def record_retrained(
         except Exception as exc:  # noqa: BLE001 - the entries are written; say what is not
             log(f"{run}: summary.json updated; study '{study}' was not: {exc}")
     return done
+
+
+def _retrained_record(folder: Path) -> dict[str, Any]:
+    """What ``summary.json``'s ``retrained`` says of a retrained entry: its card's test
+    accuracy (%), input shape and weights note (None where the card lacks one)."""
+    try:
+        card = read_entry(folder)
+    except HwnasError:
+        return {}
+    accuracy = card.get("accuracy") if isinstance(card.get("accuracy"), dict) else {}
+    shape = card.get("input", {}).get("shape") if isinstance(card.get("input"), dict) else None
+    weights = card.get("weights") if isinstance(card.get("weights"), dict) else {}
+    return {
+        "test_accuracy": accuracy.get("value"),
+        "input_shape": shape,
+        "weights": weights.get("note"),
+    }
 
 
 def _not_this_runs_study(run: Path, storage: str, study: str) -> str:

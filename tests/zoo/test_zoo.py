@@ -461,3 +461,13 @@ def test_a_retrained_supernet_entry_keeps_no_latency_of_another_network(tmp_path
         from hwnas.predictors.data import get_column
 
         assert pixel3["value"] == pytest.approx(get_column("nasbench201", "pixel3").values[index])
+    # said before training, and the summary says what each entry is now beside the search's
+    # own best (which kept its numbers while the zoo held another network)
+    assert "a supernet search's subnet with inherited weights, input [1, 3, 16, 16]" in r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["retrained"]) == set(before)
+    for name, entry in summary["retrained"].items():
+        card = json.loads((out / "zoo" / name / "card.json").read_text())
+        assert entry["test_accuracy"] == card["accuracy"]["value"]
+        assert entry["input_shape"] == card["input"]["shape"] != [1, 3, 16, 16]
+        assert entry["weights"] == card["weights"]["note"]
