@@ -235,10 +235,14 @@ def search(
         from hwnas.errors import HwnasWarning
 
         limit = settings.max_latency
+        weight = getattr(settings, "latency_weight", None)  # a supernet search's
         warnings.warn(
             f"best is chance-level ({best['accuracy']:.2f}%, top-1 at most {CHANCE_FACTOR:g}x "
             "chance: no better than guessing): "
-            + chance_best_reason(f"max_latency={limit:g}" if limit is not None else None),
+            + chance_best_reason(
+                f"max_latency={limit:g}" if limit is not None else None,
+                f"latency_weight={weight:g}" if weight else None,
+            ),
             HwnasWarning,
             stacklevel=3,
         )
@@ -335,4 +339,4 @@ def predict(
     for line in said:
         if line.startswith("warning: "):
             warnings.warn(line.removeprefix("warning: "), HwnasWarning, stacklevel=3)
-    return in_given_order(is_onnx, out[: len(onnx)], out[len(onnx):])  # the ONNX models' first
+    return in_given_order(is_onnx, out[: len(onnx)], out[len(onnx) :])  # the ONNX models' first

@@ -440,10 +440,18 @@ def is_chance_level(accuracy: float, num_classes: int) -> bool:
     return accuracy <= CHANCE_FACTOR * chance_accuracy(num_classes) + 1e-9
 
 
-def chance_best_reason(limit: str | None) -> str:
+def chance_best_reason(limit: str | None, weight: str | None = None) -> str:
     """Why a search's chance-level ``best`` is still its answer, for a warning: ``limit`` names
     the latency limit as its user gave it (``--max-latency 0.1``, ``max_latency=0.1``), None
-    without one."""
-    if limit is None:
-        return "no architecture of the front does better"
-    return f"no architecture within {limit} ms does better; loosen it"
+    without one; ``weight`` a supernet search's hardware-term weight as given
+    (``--latency-weight 0.5``), None without one (a weight pulls every decision toward its
+    cheapest candidate: DARTS at 0.5 on NAS-Bench-201 derived a cell of ``none`` edges)."""
+    if limit is not None:
+        return f"no architecture within {limit} ms does better; loosen it"
+    if weight is not None:
+        return (
+            f"no architecture of the front does better (a hardware term that outweighs "
+            f"accuracy, {weight}, pulls every decision to its cheapest candidate: lower it or "
+            "give a latency target; too few epochs leave every candidate untrained)"
+        )
+    return "no architecture of the front does better"

@@ -219,19 +219,23 @@ def cost_text(record: dict, metric: str) -> str:
     return text + (f"  ({', '.join(others)})" if others else "")
 
 
-def print_chance_best(best: dict | None, max_latency: float | None, console: Any) -> None:
+def print_chance_best(
+    best: dict | None, max_latency: float | None, console: Any, weight: float | None = None
+) -> None:
     """On ``console`` (a rich console), whole on one line (never wrapped): say so when
     ``best`` (summary.json's) is chance-level (its ``chance_level``,
     :func:`hwnas.datasets.is_chance_level`): under a latency limit that only networks whose
-    output ignores their input meet, the most accurate one within it guesses."""
+    output ignores their input meet, the most accurate one within it guesses; ``weight`` is a
+    supernet search's ``--latency-weight`` (None: none, or a table search)."""
     from hwnas.datasets import CHANCE_FACTOR, chance_best_reason
 
     if best and best.get("chance_level"):
         limit = f"--max-latency {max_latency:g}" if max_latency is not None else None
+        given = f"--latency-weight {weight:g}" if weight else None
         text_line(
             console,
             f"! best is chance-level (top-1 at most {CHANCE_FACTOR:g}x chance: no better than "
-            f"guessing; chance_level in pareto.csv): {chance_best_reason(limit)}",
+            f"guessing; chance_level in pareto.csv): {chance_best_reason(limit, given)}",
         )
 
 

@@ -255,7 +255,7 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
         if "table_accuracy" in r:
             line += f"; table accuracy {r['table_accuracy']:.2f}% ({r['table_accuracy_label']})"
         text_line(console, line)
-    print_chance_best(best, s.max_latency, console)
+    print_chance_best(best, s.max_latency, console, weight=s.latency_weight)
     if not no_zoo:
         print_chance_line(out / "pareto.csv", console)
     text_line(

@@ -104,3 +104,22 @@ def test_the_chance_level_lines_stay_whole_in_a_narrow_pipe(tmp_path):
     assert len(lines) == 2 and all(len(line) > 100 for line in lines), lines
     assert lines[0].startswith("! best is chance-level") and lines[0].endswith("loosen it")
     assert lines[1].startswith("1 chance-level architecture(s)") and lines[1].endswith(".csv)")
+
+
+def test_a_chance_level_best_under_a_latency_weight_names_the_weight():
+    """DARTS at --latency-weight 0.5 derived a NAS-Bench-201 cell of `none` edges (9% on
+    digits) and the line said only that no architecture of the front did better: it names the
+    weight now, and what to do; a limit, where given, is the reason named."""
+    import io
+
+    from hwnas.cli.render import Console, print_chance_best
+
+    out = io.StringIO()
+    console = Console(file=out, width=80, emoji=False)
+    print_chance_best({"chance_level": True}, None, console, weight=0.5)
+    print_chance_best({"chance_level": True}, None, console, weight=None)
+    print_chance_best({"chance_level": True}, 4.0, console, weight=0.5)
+    weight, plain, limit = out.getvalue().splitlines()
+    assert "--latency-weight 0.5" in weight and "lower it or give a latency target" in weight
+    assert plain.endswith("no architecture of the front does better")
+    assert limit.endswith("no architecture within --max-latency 4 ms does better; loosen it")
