@@ -150,9 +150,13 @@ def load_data(
     else:
         path = Path(spec).expanduser()
         if not path.exists():
+            import difflib
+
+            close = difflib.get_close_matches(str(spec).lower(), ["digits"], n=1, cutoff=0.6)
+            hint = " (did you mean digits?)" if close and "/" not in str(spec) else ""
             raise HwnasError(
                 f"--data '{spec}' is neither 'digits' nor an existing folder "
-                "(CIFAR python-pickle folder or class-per-folder images)"
+                f"(CIFAR python-pickle folder or class-per-folder images){hint}"
             )
         if not path.is_dir():
             raise HwnasError(f"--data '{spec}' must be a folder")

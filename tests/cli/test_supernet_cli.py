@@ -293,6 +293,7 @@ def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progre
         # a target outside the limit: the search aimed at 6 ms and kept a 3 ms candidate
         (["--latency-target", "6", "--max-latency", "4"], "--latency-target 6 ms is above"),
         (["--data", "/no/such/folder"], "neither 'digits' nor an existing folder"),
+        (["--data", "digitz"], "images) (did you mean digits?)"),
         (["--set", "nonsense"], "--set needs KEY=VALUE"),
         (["--space", "ofa"], "device 'pixel3' has no recorded measurements for space 'ofa'"),
     ],
