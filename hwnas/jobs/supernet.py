@@ -366,6 +366,11 @@ def _train(
     cost, hw = _hardware(job, net, ranks, log, reporter, frozen)
     strategy_opts = strategy_options(s.options, s.strategy)
     steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
+    if s.batch_size > len(data.train):  # one step an epoch, of the whole split
+        log(
+            f"warning: --batch-size {s.batch_size} is more than the {len(data.train)} training "
+            f"images: each epoch is one step of {len(data.train)}"
+        )
     cls = SUPERNET_STRATEGIES.get(s.strategy)
     strategy = cls(net, hw, strategy_opts, s.epochs * steps_per_epoch, s.seed)
 

@@ -454,3 +454,14 @@ def test_a_live_latency_that_missed_the_precision_target_is_marked_in_the_printe
         "! 1 measurement(s) of the front missed the device profile's precision target (95% "
         "interval of the median wider than timing.target_rel_ci): rows derived;" in text
     )
+
+
+def test_a_batch_larger_than_the_training_split_is_said(tmp_path):
+    """--batch-size 4000 on digits' 1,079 training images ran one step an epoch without a
+    word."""
+    r = hwnas_main("search", "--strategy", "gdas", "--device", "pixel3", "--epochs", "1",
+                   "--finetune-epochs", "0", "--batch-size", "4000", "--set", "channels=4",
+                   "--no-zoo", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    said = "--batch-size 4000 is more than the 1079 training images: each epoch is one step"
+    assert said in r.stdout + r.stderr
