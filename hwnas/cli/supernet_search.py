@@ -43,7 +43,10 @@ def supernet_options(f):
             type=int,
             default=default_of(SupernetSettings, "epochs"),
             show_default=True,
-            help="Supernet training epochs (--train-zoo: the recipe's unless given).",
+            help=(
+                "Supernet training epochs. With --train-zoo (a table search): each model's "
+                "training epochs, default 5 on a CPU and the recipe's on a GPU."
+            ),
         ),
         click.option(
             "--latency-target",
