@@ -361,6 +361,11 @@ def cases() -> list[Case]:
     ):  # fmt: skip
         add(f"supernet {option} {value}", [*SUPERNET, option, value])
     add("supernet --data missing folder", [*SUPERNET, "--data", "{tmp}/nope"])
+    add("supernet --data digitz (a typo)", [*SUPERNET, "--data", "digitz"])
+    add(
+        "supernet --latency-target above --max-latency",
+        [*SUPERNET, "--latency-target", "6", "--max-latency", "4"],
+    )
     add("supernet --data empty folder", [*SUPERNET, "--data", "{tmp}/data_empty"])
     add("supernet --data empty batch file", [*SUPERNET, "--data", "{tmp}/data_garbage"])
 
