@@ -591,3 +591,89 @@ def test_the_kernels_are_read_at_the_devices_thread_count(hwnas_home):
         for name, threads in (("cpu-fast", 1), ("cpu-two", 2)):
             kp, _ = kernel_predictor(Profiler(get_device(name), store), budget=0)
             assert kp.threads == threads
+
+
+def _steered_models():
+    """(If model whose condition sum(x^2) < -1 is always false, so its costly branch, a 7x7
+    convolution, always runs; Loop model whose start condition sum(x^2) > -1 is always true,
+    300 iterations of a 256x256 matrix product; the same Loop never started)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(0)
+    w = nh.from_array(rng.normal(size=(64, 3, 7, 7)).astype(np.float32) * 0.05, "W")
+    thr = nh.from_array(np.array(-1, np.float32), "thr")
+    then_g = h.make_graph([h.make_node("ReduceMean", ["X"], ["y1"], keepdims=0)], "then", [],
+                          [h.make_tensor_value_info("y1", T.FLOAT, [])])  # fmt: skip
+    else_g = h.make_graph(
+        [h.make_node("Conv", ["X", "W"], ["y0"], pads=[3, 3, 3, 3]),
+         h.make_node("ReduceMean", ["y0"], ["y2"], keepdims=0)],
+        "else", [], [h.make_tensor_value_info("y2", T.FLOAT, [])],
+    )  # fmt: skip
+    square = [h.make_node("Mul", ["X", "X"], ["xx"]),
+              h.make_node("ReduceSum", ["xx"], ["s"], keepdims=0)]  # fmt: skip
+
+    def model(nodes, x_shape, y_shape, inits):
+        g = h.make_graph(nodes, "g", [h.make_tensor_value_info("X", T.FLOAT, x_shape)],
+                         [h.make_tensor_value_info("Y", T.FLOAT, y_shape)], inits)  # fmt: skip
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.checker.check_model(m, full_check=True)
+        return m.SerializeToString()
+
+    if_costly = model(
+        [*square, h.make_node("Less", ["s", "thr"], ["c"]),
+         h.make_node("If", ["c"], ["Y"], then_branch=then_g, else_branch=else_g)],
+        [1, 3, 64, 64], [], [w, thr],
+    )  # fmt: skip
+    a = nh.from_array(rng.normal(size=(256, 256)).astype(np.float32) * 0.05, "A")
+    body = h.make_graph(
+        [h.make_node("MatMul", ["v_in", "A"], ["v1"]), h.make_node("Tanh", ["v1"], ["v_out"]),
+         h.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []),
+         h.make_tensor_value_info("cond_in", T.BOOL, []),
+         h.make_tensor_value_info("v_in", T.FLOAT, [16, 256])],
+        [h.make_tensor_value_info("cond_out", T.BOOL, []),
+         h.make_tensor_value_info("v_out", T.FLOAT, [16, 256])],
+    )  # fmt: skip
+    loops = [
+        model([*square, h.make_node(cmp, ["s", "thr"], ["c"]),
+               h.make_node("Loop", ["M", "c", "X"], ["Y"], body=body)],
+              [16, 256], [16, 256], [a, nh.from_array(np.array(300, np.int64), "M"), thr])
+        for cmp in ("Greater", "Less")
+    ]  # fmt: skip
+    return if_costly, loops[0], loops[1]
+
+
+def test_an_if_or_loop_the_input_steers_is_timed_as_the_run_took_it(tmp_path):
+    """An If's condition computed from the input was fed as True: the kernel was timed on
+    the then-branch whatever the model's condition (0.013 ms predicted for a model whose 7x7
+    convolution branch always runs, 0.71 ms measured); a Loop whose start condition the model
+    computes was refused alone and guessed (0.38 ms against 17.9 ms). Each now takes the
+    value the run gave it, and the prediction says so."""
+    from hwnas.devices import get_device
+    from hwnas.measure import Profiler
+    from hwnas.predictors.kernels.read import read_kernels
+    from hwnas.store import MeasurementStore
+
+    if_costly, loop_on, loop_off = _steered_models()
+    for data in (if_costly, loop_on, loop_off):
+        mk = read_kernels(data)
+        assert mk.steered == 1
+        control = [k for k in mk.kernels if k.op.rsplit(":", 1)[-1] in ("If", "Loop")]
+        assert control and all(
+            s.role != "x" for k in control for s in k.inputs if s.dtype == "bool"
+        )  # the condition is the run's constant, not a fed True
+    with MeasurementStore(tmp_path / "m.db") as store:
+        kp = KernelPredictor(Profiler(get_device("cpu-fast"), store), budget=50)
+        models = [GraphModel(name, np.zeros(1), data) for name, data in
+                  (("if", if_costly), ("on", loop_on), ("off", loop_off))]  # fmt: skip
+        ms = {m.label: kp.estimate(m).total_ms for m in models}
+        assert all(kp.estimate(m).unseen == 0 for m in models)  # every kernel timed
+        # 300 products of 16x256 by 256x256 against none; the 7x7 branch against a mean
+        assert ms["on"] > 20 * ms["off"] and ms["if"] > 0.1
+        kp.predict(models[:1])
+        assert any("If/Loop node(s) whose branch or iteration count" in w for w in kp.warnings)

@@ -147,6 +147,9 @@ class ModelEstimate:
         streamed: kernels whose time is the time to stream their weights (longer than alone).
         subnormal: kernels that read subnormal floats in the network
             (:attr:`~hwnas.predictors.kernels.read.ModelKernels.subnormal`).
+        while_loops: loops whose body computes its own condition (counted as one iteration).
+        steered: ``If``/``Loop`` kernels steered by the input
+            (:attr:`~hwnas.predictors.kernels.read.ModelKernels.steered`).
     """
 
     total_ms: float
@@ -162,6 +165,7 @@ class ModelEstimate:
     streamed: int = 0
     subnormal: int = 0
     while_loops: int = 0
+    steered: int = 0
 
 
 @dataclass
@@ -409,7 +413,8 @@ class KernelPredictor(Predictor):
         return ModelEstimate(total, rel_std, len(mk.kernels), n["measured"], n["fitted"],
                              n["extrapolated"], n["unseen"], mk.bookkeeping,
                              tuple(sorted(unseen_types)), weights / 2**20,
-                             streamed, mk.subnormal, _while_loops(mk.kernels))  # fmt: skip
+                             streamed, mk.subnormal, _while_loops(mk.kernels),
+                             mk.steered)  # fmt: skip
 
     # -- Predictor ------------------------------------------------------------------------
 
@@ -496,6 +501,12 @@ class KernelPredictor(Predictor):
                 "additive mask of -100, as Swin's), which a CPU computes on up to 100x slower: "
                 "measured, this file takes longer than predicted; the prediction is the "
                 "architecture's latency with normal activations"
+            )
+        if e.steered:  # right for inputs that take the same path, and said
+            note += ("; " if note else "") + (
+                f"{e.steered} If/Loop node(s) whose branch or iteration count the model computes "
+                "from its input: timed as hwnas's input ran them (another input may take another "
+                "path; `hwnas measure` times the model on the same input)"
             )
         return mid * float(np.exp(-half)), mid, mid * float(np.exp(half)), note
 
