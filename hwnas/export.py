@@ -116,7 +116,6 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
             or lies outside the model's folder, or a model over 2 GB with its weights (one line
             naming the file).
     """
-    import onnx
     from onnx.external_data_helper import (
         _get_all_tensors,
         load_external_data_for_model,
@@ -131,7 +130,7 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
         if external:
             _check_external_files(path, external)
             load_external_data_for_model(model, str(path.resolve().parent))
-        onnx.checker.check_model(model)
+        _check(model)
     except HwnasError:
         raise
     except Exception as exc:  # onnx raises ValidationError, OSError, ...
@@ -145,6 +144,37 @@ def read_onnx(path: str | Path) -> tuple[onnx.ModelProto, bytes]:
             "models up to 2 GiB (one protobuf message)"
         )
     return model, model.SerializeToString()
+
+
+def _check(model: onnx.ModelProto) -> None:
+    """``onnx.checker.check_model``, where a graph input or output with a type but no shape
+    (which ONNX Runtime runs, and the checker refuses before it looks at the nodes) is checked
+    with the shapes ONNX's shape inference gives it: such a model is valid, and a node's own
+    defect is named instead of the missing shape.
+
+    Raises:
+        onnx.checker.ValidationError: what the checker finds.
+    """
+    import onnx
+
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        if "Field 'shape' of 'type' is required but missing" not in str(exc):
+            raise
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - a node shape inference cannot take: the checker says
+            inferred = model
+        known = {v.name: v for v in inferred.graph.value_info}
+        for value in [*inferred.graph.input, *inferred.graph.output]:
+            t = value.type.tensor_type
+            if value.type.HasField("tensor_type") and not t.HasField("shape"):
+                if value.name in known and known[value.name].type.tensor_type.HasField("shape"):
+                    t.shape.CopyFrom(known[value.name].type.tensor_type.shape)
+                else:  # for the checker only (the model run is the file's): its nodes next
+                    t.shape.SetInParent()
+        onnx.checker.check_model(inferred)
 
 
 def _parsed(path: Path) -> tuple[onnx.ModelProto, bytes]:

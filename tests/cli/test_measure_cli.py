@@ -195,3 +195,28 @@ def test_an_onnx_file_whose_activations_underflow_is_measured_with_a_warning(tmp
                                                    "subnormal floats"), r.stderr  # fmt: skip
     with pytest.warns(hwnas.HwnasWarning, match="tiny.onnx: .* subnormal floats"):
         hwnas.measure([tiny], device="cpu-fast")
+
+
+def test_an_output_without_a_shape_is_read_and_a_nodes_defect_is_named(tmp_path):
+    """ONNX's checker refuses a graph output with a type but no shape before it looks at the
+    nodes: a model ONNX Runtime runs was refused as corrupt, and a Conv without its weight was
+    refused for the missing shape instead of its own defect."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    def save(nodes, name):
+        g = h.make_graph(nodes, "g", [h.make_tensor_value_info("X", T.FLOAT, [1, 3, 8, 8])],
+                         [h.make_tensor_value_info("Y", T.FLOAT, None)])  # fmt: skip
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.save(m, tmp_path / name)
+        return str(tmp_path / name)
+
+    ok = hwnas_main("measure", "-d", "cpu-fast", "--onnx", save([h.make_node("Relu", ["X"], ["Y"])],
+                                                                  "relu.onnx"))  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    bad = hwnas_main("measure", "-d", "cpu-fast", "--onnx",
+                     save([h.make_node("Conv", ["X"], ["Y"])], "conv.onnx"))  # fmt: skip
+    assert bad.returncode == 2 and "Conv" in bad.stderr and "input size 1" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
