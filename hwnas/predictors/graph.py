@@ -362,6 +362,9 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
             return elems(node.input[0], depth + 1)
         return 0.0
 
+    # what reading cannot infer where the run that would have told it failed: that failure
+    failed = run.error if run is not None else ""
+    ran = f" (ONNX Runtime could not run the model as fed: {failed})" if failed else ""
     for node in graph.node:
         op = node.op_type
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -371,7 +374,7 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
             if not _conv_shapes(x, w, y):
                 raise HwnasError(
                     f"cannot infer the shapes of Conv node '{node.name or node.output[0]}' "
-                    "(its input, weight and output need static sizes)"
+                    f"(its input, weight and output need static sizes){ran}"
                 )
             groups = int(attrs.get("group", 1))
             acc.conv(x[1], y[1], _plane(w[2:]), groups, _plane(x[2:]), _plane(y[2:]),
@@ -379,7 +382,7 @@ def read_graph(model: onnx.ModelProto, per_image: bool = True) -> tuple[np.ndarr
         elif op in ("Gemm", "MatMul"):
             a, b = shapes.get(node.input[0]), shapes.get(node.input[1])
             if not a or not b:
-                raise HwnasError(f"cannot infer the shapes of {op} node '{node.name}'")
+                raise HwnasError(f"cannot infer the shapes of {op} node '{node.name}'{ran}")
             transposed = op == "Gemm" and int(attrs.get("transB", 0)) == 1
             n_in, n_out = (b[-1], b[0]) if transposed else (b[-2] if len(b) >= 2 else b[0], b[-1])
             rows = float(np.prod(a[1:-1] if per_image else a[:-1])) if len(a) >= 2 else 1.0

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 
+from hwnas.errors import HwnasError
 from hwnas.measure import network_workload
 from hwnas.predictors.graph import GraphModel, onnx_graph_features
 from hwnas.predictors.kernels.features import FEATURES, feature_matrix, kernel_type
@@ -677,3 +678,29 @@ def test_an_if_or_loop_the_input_steers_is_timed_as_the_run_took_it(tmp_path):
         assert ms["on"] > 20 * ms["off"] and ms["if"] > 0.1
         kp.predict(models[:1])
         assert any("If/Loop node(s) whose branch or iteration count" in w for w in kp.warnings)
+
+
+def test_a_size_the_model_cannot_run_at_is_named_with_onnx_runtimes_error(tmp_path):
+    """A transformer exported at 16 tokens with the length baked into a Reshape, asked for at
+    64 (--dim seq=64): the error named a MatMul whose shapes could not be inferred, not
+    that ONNX Runtime itself fails at that size (which `hwnas measure` said)."""
+    import torch
+
+    from hwnas.predictors.graph import load_graph_model
+
+    class Tx(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e = torch.nn.Embedding(100, 32)
+            self.layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+
+        def forward(self, ids):
+            return self.layer(self.e(ids)).mean(1)
+
+    path = tmp_path / "tx.onnx"
+    torch.onnx.export(Tx().eval(), torch.randint(0, 100, (1, 16)), path, opset_version=17,
+                      dynamo=False, input_names=["ids"], output_names=["y"],
+                      dynamic_axes={"ids": {0: "batch", 1: "seq"}})  # fmt: skip
+    load_graph_model(path, dims={"seq": 16})  # at its own length it reads
+    with pytest.raises(HwnasError, match="ONNX Runtime could not run the model as fed"):
+        load_graph_model(path, dims={"seq": 64})

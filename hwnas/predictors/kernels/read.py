@@ -289,10 +289,12 @@ class Probe:
         shapes: the shape of every tensor, as run (batch 1 for a dynamic batch axis).
         small: the value of every tensor of at most :data:`SMALL_CONSTANT` elements (a Loop's
             trip count, a computed shape).
+        error: ONNX Runtime's error where it could not run the model (its first line), else "".
     """
 
     shapes: dict[str, list[int]]
     small: dict[str, np.ndarray]
+    error: str = ""
 
 
 def probe(model, why: str) -> Probe:
@@ -315,8 +317,9 @@ def probe(model, why: str) -> Probe:
         input_size(f"reading {why} needs one run of the model; input '{s.name}'", s.shape)
     try:
         values = _tensor_values(model, feeds(specs))
-    except Exception:  # noqa: BLE001 (the reader names the node it cannot read)
-        return Probe({}, {})
+    except Exception as exc:  # noqa: BLE001 (the reader names the node it cannot read)
+        lines = str(exc).strip().splitlines()
+        return Probe({}, {}, (lines[0] if lines else type(exc).__name__)[:300])
     return Probe(
         {name: list(v.shape) for name, v in values.items()},
         {name: v for name, v in values.items() if v.size <= SMALL_CONSTANT},
