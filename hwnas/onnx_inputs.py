@@ -154,11 +154,8 @@ def _static_shape(inp, where: str, batch_size: int) -> tuple[int, ...]:
         elif i == 0:
             dims.append(int(batch_size))
         else:
-            how = (
-                f"give its size with --dim {d.dim_param}=N or export the model at that size"
-                if d.dim_param
-                else "export the model at the size it will run at"
-            )
+            name = d.dim_param or f"{inp.name}:{i}"  # an unnamed axis: by input and position
+            how = f"give its size with --dim {name}=N or export the model at that size"
             raise HwnasError(
                 f"{where}: input '{inp.name}' axis {i} is dynamic ('{d.dim_param or '?'}'); only "
                 f"the batch axis may be, as latency depends on the size: {how}"
@@ -286,15 +283,31 @@ def _trip_count_inputs(model, names: set[str]) -> list[str]:
 
 
 def dynamic_dims(model) -> list[str]:
-    """The names of the dynamic axes (``dim_param``) of ``model``'s inputs, in order."""
+    """The names of the dynamic axes of ``model``'s inputs, in order: each ``dim_param``, and
+    ``INPUT:AXIS`` for an axis after the first that has neither a name nor a size (``[1, 3,
+    ?, ?]``: ``X:2`` and ``X:3``; an unnamed first axis is the batch)."""
     weights = {t.name for t in model.graph.initializer}
     names: list[str] = []
     for inp in model.graph.input:
         if inp.name not in weights:
-            for d in inp.type.tensor_type.shape.dim:
-                if d.dim_param and not d.HasField("dim_value") and d.dim_param not in names:
-                    names.append(d.dim_param)
+            for i, d in enumerate(inp.type.tensor_type.shape.dim):
+                if d.HasField("dim_value"):
+                    continue
+                name = d.dim_param or (f"{inp.name}:{i}" if i else "")
+                if name and name not in names:
+                    names.append(name)
     return names
+
+
+def _unnamed_axis(model, name: str):
+    """The dimension proto of the unnamed input axis ``INPUT:AXIS`` (:func:`dynamic_dims`)."""
+    inp_name, _, axis = name.rpartition(":")
+    for inp in model.graph.input:
+        if inp.name == inp_name:
+            dim = inp.type.tensor_type.shape.dim[int(axis)]
+            if not dim.dim_param and not dim.HasField("dim_value"):
+                return dim
+    return None
 
 
 def fix_dims(model: Any, dims: dict[str, int]) -> list[str]:
@@ -312,7 +325,11 @@ def fix_dims(model: Any, dims: dict[str, int]) -> list[str]:
     fixed = []
     for name in dynamic_dims(model):
         if name in dims:
-            make_dim_param_fixed(model.graph, name, int(dims[name]))
+            unnamed = _unnamed_axis(model, name)
+            if unnamed is not None:  # the input's own axis: ONNX Runtime infers the others
+                unnamed.dim_value = int(dims[name])
+            else:
+                make_dim_param_fixed(model.graph, name, int(dims[name]))
             fixed.append(f"{name}={int(dims[name])}")
     return fixed
 

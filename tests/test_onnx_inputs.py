@@ -232,3 +232,32 @@ def test_a_float16_model_is_read_kernel_by_kernel():
     norm = next(k for k in mk.kernels if k.op == "LayerNormalization")
     assert norm.inputs[0].dtype == "float16" and norm.inputs[0].role == "x"
     assert [k.op for k in mk.kernels].count("Cast") == 2  # around the float32 Relu
+
+
+def test_an_unnamed_dynamic_axis_is_given_by_input_and_position(tmp_path):
+    """An input [1, 3, ?, ?] whose dynamic axes have no name could not be given a size: the
+    error said to export the model again. `--dim X:2=N` names such an axis now; a negative
+    size gets the same line as 0."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    g = h.make_graph([h.make_node("Relu", ["X"], ["Y"])], "g",
+                     [h.make_tensor_value_info("X", T.FLOAT, [1, 3, None, None])],
+                     [h.make_tensor_value_info("Y", T.FLOAT, [1, 3, None, None])])  # fmt: skip
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path))
+    assert r.returncode == 2 and "give its size with --dim X:2=N" in r.stderr
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path), "--dim", "X:2=16",
+                   "--dim", "X:3=8")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path), "--dim", "X:2=-3")
+    assert r.returncode == 2 and "--dim X:2=-3: the size must be at least 1" in r.stderr
+    from hwnas.onnx_inputs import dynamic_dims, fix_dims, model_inputs
+
+    assert dynamic_dims(m) == ["X:2", "X:3"]
+    assert fix_dims(m, {"X:2": 16, "X:3": 8}) == ["X:2=16", "X:3=8"]
+    assert model_inputs(m)[0].shape == (1, 3, 16, 8)

@@ -119,7 +119,7 @@ def _dims_value(_ctx, _param, values) -> dict[str, int]:
     dims: dict[str, int] = {}
     for text in values:
         name, eq, size = text.partition("=")
-        if not eq or not name.strip() or not size.strip().isdigit():
+        if not eq or not name.strip() or not size.strip().removeprefix("-").isdigit():
             raise click.BadParameter(f"'{text}' is not NAME=SIZE (sequence_length=128)")
         dims[name.strip()] = int(size)
     return dims
@@ -136,7 +136,7 @@ def dim_option(batch: str):
         callback=_dims_value,
         help="Fix an ONNX model's dynamic input axis by its name (repeatable): "
         "--dim sequence_length=128 times a text model exported with a dynamic sequence at 128 "
-        f"tokens. {batch}",
+        f"tokens; an axis without a name by INPUT:AXIS (--dim X:2=224). {batch}",
     )
 
 
