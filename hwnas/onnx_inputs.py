@@ -303,8 +303,9 @@ def _unnamed_axis(model, name: str):
     """The dimension proto of the unnamed input axis ``INPUT:AXIS`` (:func:`dynamic_dims`)."""
     inp_name, _, axis = name.rpartition(":")
     for inp in model.graph.input:
-        if inp.name == inp_name:
-            dim = inp.type.tensor_type.shape.dim[int(axis)]
+        shape = inp.type.tensor_type.shape.dim
+        if inp.name == inp_name and axis.isdigit() and int(axis) < len(shape):
+            dim = shape[int(axis)]
             if not dim.dim_param and not dim.HasField("dim_value"):
                 return dim
     return None
