@@ -445,7 +445,8 @@ def test_a_live_latency_that_missed_the_precision_target_is_marked_in_the_printe
     summary = {"candidates": [cand, other], "best": cand, "derived": {**cand, "rule": "r"},
                "zoo_models": 0, "storage": "sqlite:///x.db", "best_rule": "top"}  # fmt: skip
     s = SimpleNamespace(metric="latency_ms", strategy="oneshot", space="mobilenetv4",
-                        device="cpu", max_latency=None, study="st")  # fmt: skip
+                        device="cpu", max_latency=None, study="st",
+                        latency_weight=None)  # fmt: skip
     buffer = io.StringIO()
     _print_result(s, "digits", summary, tmp_path, Console(file=buffer, width=200), True)
     text = buffer.getvalue()
