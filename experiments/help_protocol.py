@@ -134,17 +134,11 @@ def query_ceiling(space: str, y: np.ndarray, query: np.ndarray, scored: np.ndarr
 def help_artifact(space: str, seed: int, train_devices: str, cache: Path, console) -> Path:
     """An artifact meta-trained the HELP way: training devices' trimmed pool + reference set."""
     from hwnas.predictors.data import SPLITS, Column, get_column, reference_indices
-    from hwnas.predictors.meta import read_card
-    from hwnas.predictors.train import is_current, meta_train, refresh_adaptation
+    from hwnas.predictors.train import meta_train, reuse_cached
 
     out = cache / f"{space}-helppool-{train_devices.replace('+', '-')}-s{seed}"
-    if (out / "card.json").is_file():
-        try:
-            if is_current(read_card(out)):
-                refresh_adaptation(out)
-                return out
-        except Exception:  # noqa: BLE001 - older format: train again
-            pass
+    if reuse_cached(out):
+        return out
     split = SPLITS[space]
     keys = list(split["meta_train"])
     if train_devices == "meta_train+valid":

@@ -64,18 +64,16 @@ def left_out_artifact(device: str, cache: Path) -> Path:
     cached one trained with other features is trained again, one with other adaptation
     settings takes this hwnas's)."""
     from hwnas.predictors.data import recorded_columns
-    from hwnas.predictors.meta import read_card
-    from hwnas.predictors.train import is_current, meta_train, refresh_adaptation
+    from hwnas.predictors.train import meta_train, reuse_cached
 
     out = cache / f"nasbench201-no-{device}"
-    if (out / "card.json").is_file() and is_current(read_card(out)):
-        refresh_adaptation(out)
-    else:
-        train = [c for c in recorded_columns("nasbench201") if c.device != device]
-        t0 = time.time()
-        meta_train("nasbench201", train, out, out.name, steps=3000,
-                   split={"meta_train": [c.key for c in train], "held_out": device})  # fmt: skip
-        print(f"meta-trained {out.name} on {len(train)} columns in {time.time() - t0:.0f} s")
+    if reuse_cached(out):
+        return out
+    train = [c for c in recorded_columns("nasbench201") if c.device != device]
+    t0 = time.time()
+    meta_train("nasbench201", train, out, out.name, steps=3000,
+               split={"meta_train": [c.key for c in train], "held_out": device})  # fmt: skip
+    print(f"meta-trained {out.name} on {len(train)} columns in {time.time() - t0:.0f} s")
     return out
 
 

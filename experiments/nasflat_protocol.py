@@ -100,18 +100,12 @@ def split_artifact(
     from hwnas.predictors.data import NASFLAT_SPLITS, get_column
 
     NASFLAT_SPLITS = splits or NASFLAT_SPLITS  # noqa: N806
-    from hwnas.predictors.meta import read_card
-    from hwnas.predictors.train import is_current, meta_train, refresh_adaptation
+    from hwnas.predictors.train import meta_train, reuse_cached
 
     tag = "all" if train_archs == "all" else str(train_archs)
     out = cache / f"{space}-{split}-a{tag}-n{steps}-s{seed}"
-    if (out / "card.json").is_file():
-        try:
-            if is_current(read_card(out)):
-                refresh_adaptation(out)
-                return out
-        except Exception:  # noqa: BLE001 - older format: train again
-            pass
+    if reuse_cached(out):
+        return out
     keys = list(NASFLAT_SPLITS[space][split]["train"])
     columns = [get_column(space, k) for k in keys]
     n_all = len(columns[0].values)

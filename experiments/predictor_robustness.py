@@ -159,17 +159,11 @@ def basis_ceiling(artifact, column, seed: int = 0) -> dict[str, float]:
 def family_artifact(family: str, cache: Path, steps: int, console) -> Path:
     """An artifact meta-trained on every recorded NAS-Bench-201 column outside ``family``."""
     from hwnas.predictors.data import recorded_columns
-    from hwnas.predictors.meta import read_card
-    from hwnas.predictors.train import is_current, meta_train, refresh_adaptation
+    from hwnas.predictors.train import meta_train, reuse_cached
 
     out = cache / f"nasbench201-no-{family}-s{steps}"
-    if (out / "card.json").is_file():
-        try:
-            if is_current(read_card(out)):
-                refresh_adaptation(out)
-                return out
-        except Exception:  # noqa: BLE001 - an artifact of an older format: train again
-            pass
+    if reuse_cached(out):
+        return out
     train = [c for c in recorded_columns("nasbench201") if family_of(c.device) != family]
     t0 = time.time()
     meta_train(

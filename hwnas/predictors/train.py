@@ -216,6 +216,24 @@ def refresh_adaptation(path: Path) -> None:
     write_card(Path(path), card)
 
 
+def reuse_cached(path: Path) -> bool:
+    """Whether the artifact an experiment cached at ``path`` can be used as it is: its card
+    exists, reads and was trained with this hwnas's training settings (:func:`is_current`),
+    and now has this hwnas's adaptation settings (:func:`refresh_adaptation`). False: train it
+    (again)."""
+    from hwnas.predictors.meta import read_card
+
+    if not (Path(path) / "card.json").is_file():
+        return False
+    try:
+        if not is_current(read_card(path)):
+            return False
+        refresh_adaptation(path)
+    except Exception:  # noqa: BLE001 - an artifact of an older format: train again
+        return False
+    return True
+
+
 def adaptation_settings() -> dict[str, Any]:
     """The card's adaptation settings: head grid, family weighting, cost proxies."""
     return {
