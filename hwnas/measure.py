@@ -107,24 +107,39 @@ class NoisyMeasurementError(CandidateError):
 
 def onnx_workload(path, batch_size: int = 1, dims: dict[str, int] | None = None) -> Workload:
     """The workload of an ONNX file: its inputs as :mod:`hwnas.onnx_inputs` feeds them (a
-    dynamic batch axis takes ``batch_size``; the dynamic axes ``dims`` names take its sizes,
+    dynamic batch axis takes ``batch_size``, or the size ``dims`` gives it by name: the same
+    workload either way; the other dynamic axes ``dims`` names take its sizes,
     :func:`hwnas.onnx_inputs.fix_dims`, and its label says so: "text.onnx (sequence_length=128)"),
     keyed by its first input's shape and hashed by the bytes run and that shape.
 
     Raises:
-        HwnasError: ``batch_size`` below 1; unreadable or invalid ONNX
+        HwnasError: ``batch_size`` below 1, or other than 1 and a ``dims`` size of the batch
+            axis; unreadable or invalid ONNX
             (:func:`hwnas.export.read_onnx`: weights in external data files are read with it);
             an input hwnas cannot feed (a string, a dynamic axis other than the batch); inputs
             too large to allocate.
     """
     from pathlib import Path
 
-    from hwnas.onnx_inputs import read_fixed
+    from hwnas.export import read_onnx
+    from hwnas.onnx_inputs import batch_dims, fix_dims
 
     if batch_size < 1:
         raise HwnasError(f"batch size must be at least 1, got {batch_size}")
     path = Path(path)
-    model, data, fixed = read_fixed(path, dims)
+    model, data = read_onnx(path)
+    dims = dict(dims or {})
+    for name in batch_dims(model):  # a batch axis named by --dim is the batch size: one key
+        if name in dims:
+            size = dims.pop(name)
+            if batch_size not in (1, size):
+                raise HwnasError(
+                    f"{path.name}: --dim {name}={size} names the batch axis, which "
+                    f"--batch-size {batch_size} sets too; give one of them"
+                )
+            batch_size = size
+    fixed = fix_dims(model, dims) if dims else []
+    data = model.SerializeToString() if fixed else data
     label = path.name + (f" ({', '.join(fixed)})" if fixed else "")
     shape = onnx_input_shape(model, path, batch_size)
     key = content_hash(data, "x".join(map(str, shape)))

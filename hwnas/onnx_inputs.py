@@ -299,6 +299,19 @@ def dynamic_dims(model) -> list[str]:
     return names
 
 
+def batch_dims(model) -> list[str]:
+    """The names of the dynamic batch axes of ``model``'s inputs: the ``dim_param`` of each
+    input's first axis that has no size (``[batch, 3, 224, 224]``: ``batch``)."""
+    weights = {t.name for t in model.graph.initializer}
+    names: list[str] = []
+    for inp in model.graph.input:
+        shape = inp.type.tensor_type.shape.dim
+        if inp.name not in weights and len(shape) and not shape[0].HasField("dim_value"):
+            if shape[0].dim_param and shape[0].dim_param not in names:
+                names.append(shape[0].dim_param)
+    return names
+
+
 def _unnamed_axis(model, name: str):
     """The dimension proto of the unnamed input axis ``INPUT:AXIS`` (:func:`dynamic_dims`)."""
     inp_name, _, axis = name.rpartition(":")

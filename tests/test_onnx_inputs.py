@@ -192,6 +192,26 @@ def test_a_dynamic_sequence_is_fixed_by_its_name(tmp_path):
         hwnas.predict(path, device="cpu-fast", dims={"sequence_length": "8"})
 
 
+def test_a_batch_axis_named_by_dim_is_the_batch_size(tmp_path):
+    """``hwnas measure --dim batch=4`` and ``--batch-size 4`` time the same workload, taken
+    once (they were two store keys, the model measured twice); both, disagreeing, are one line
+    before any work."""
+    path = tmp_path / "text.onnx"
+    onnx.save(text_model(batch="batch"), path)
+    store = ["--store", str(tmp_path / "m.db")]
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--batch-size", "4", *store)
+    assert r.returncode == 0 and "1 measured, 0 from the store" in r.stdout, r.stderr
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--dim", "batch=4", *store)
+    assert r.returncode == 0 and "0 measured, 1 from the store" in r.stdout, r.stderr
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", path, "--dim", "batch=4",
+                   "--batch-size", "2", *store)  # fmt: skip
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "--dim batch=4 names the batch axis, which --batch-size 2 sets too" in lines[0]
+    (m,) = hwnas.measure(path, device="cpu-fast", dims={"batch": 4}, store=tmp_path / "m.db")
+    assert m.how.startswith("from store"), m.how  # the Python API too
+
+
 def test_an_archs_file_of_text_models_takes_the_dims_too(tmp_path):
     """``hwnas predict --archs`` rows may be ONNX files: ``--dim`` fixes their dynamic axes as
     it does --onnx's (it was refused: "give its size with --dim" with --dim given), and a

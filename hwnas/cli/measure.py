@@ -46,7 +46,7 @@ from hwnas.spaces import space_option
     help="Dataset of --arch (default: cifar100, or the space's first dataset).",
 )
 @click.option("--batch-size", type=int, default=1, show_default=True, help="Batch size.")
-@dim_option("The batch axis takes --batch-size.")
+@dim_option("The batch axis takes --batch-size (or a --dim naming it).")
 @store_option
 @click.pass_context
 def measure_group(ctx, device, runtime, tracker, key, target, trials, archs, archs_file,
