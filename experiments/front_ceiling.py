@@ -28,8 +28,14 @@ chance-level cells left out), prints:
   full trainings' worth on another task each), and the linear model given both (standardised,
   times 3, as the zero-cost proxy is) as two more features of every cell.
 
+- with ``--segments N``: where ``frontier``'s first 100 queries lose hypervolume, over N seeds
+  (0..N-1): for each point of the true front (by latency), the stretch of the latency axis up
+  to the next point, its cells, the mean hypervolume lost there (% of the true front's: the
+  stretch's width times the accuracy gap between the true point and the best queried cell at
+  or below its latency), that gap in points, and the queries spent on the stretch's cells.
+
     python experiments/front_ceiling.py [--sizes 100 300 1000 15625] [--low-fidelity]
-                                        [--other-tasks]
+                                        [--other-tasks] [--segments 10 [--budget 100]]
 
 About 30 seconds on this project's 2-core VM.
 """
@@ -56,13 +62,55 @@ def front_hv(t: dict, predicted: np.ndarray) -> tuple[int, float]:
     return len(rows), 100 * sq.hypervolume(t, rows) / t["hv"]
 
 
+def segment_losses(device: str, seeds: int, budget: int) -> None:
+    """Print where ``frontier``'s ``budget`` queries lose hypervolume on ``device`` (the
+    module docstring's ``--segments``), means over ``seeds`` seeds."""
+    t = sq.truth(device)
+    acc, lat, valid = t["acc"], t["lat"], t["valid"]
+    (l0, a0), (l1, a1) = t["ideal"], t["nadir"]
+    front = sorted(t["front"], key=lambda r: (lat[r], -acc[r]))
+    fl = np.array([lat[r] for r in front])
+    fa = np.array([acc[r] for r in front])
+    ends = np.append(fl[1:], l0 + sq.REFERENCE * (l1 - l0))
+    floor = a0 - sq.REFERENCE * (a0 - a1)  # the reference point's accuracy
+    lost, gap, spent, hv = np.zeros(len(front)), np.zeros(len(front)), np.zeros(len(front)), []
+    for seed in range(seeds):
+        q = sq.run_hwnas(device, "frontier", budget, seed, "table")
+        hv.append(100 * sq.scores(t, q)["hv"])
+        q = np.asarray([r for r in q if valid[r]], dtype=int)
+        for i in range(len(front)):
+            within = q[lat[q] <= fl[i]]
+            g = max(fa[i] - max(acc[within].max() if len(within) else floor, floor), 0.0)
+            # the true front's area over this stretch is width x (fa[i] - floor): the queried
+            # staircase gives up width x g of it (both normalised as the hypervolume is)
+            lost[i] += (ends[i] - fl[i]) / (l1 - l0) * g / (a0 - a1)
+            gap[i] += g
+            spent[i] += int(((lat[q] >= fl[i]) & (lat[q] < ends[i])).sum())
+    print(f"{device}: hypervolume at {budget} queries, median of {seeds} seeds "
+          f"{np.median(hv):.2f}% (mean {np.mean(hv):.2f}%)")  # fmt: skip
+    print("| point | latency ms | accuracy % | cells in stretch | HV lost % | gap (points) | queries |")
+    print("|---|---|---|---|---|---|---|")
+    for i in range(len(front)):
+        cells = int((valid & (lat >= fl[i]) & (lat < ends[i])).sum())
+        print(f"| {i} | {fl[i]:.3f} | {fa[i]:.2f} | {cells} | "
+              f"{100 * lost[i] / seeds / t['hv']:.3f} | {gap[i] / seeds:.2f} | "
+              f"{spent[i] / seeds:.1f} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000, 15625])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--low-fidelity", action="store_true")
     parser.add_argument("--other-tasks", action="store_true")
+    parser.add_argument("--segments", type=int, default=0, metavar="N")
+    parser.add_argument("--budget", type=int, default=100)
+    parser.add_argument("--devices", nargs="+", default=sq.UNSEEN)
     args = parser.parse_args()
+    if args.segments:
+        for device in args.devices:
+            segment_losses(device, args.segments, args.budget)
+        return
 
     from sklearn.ensemble import ExtraTreesRegressor
 
