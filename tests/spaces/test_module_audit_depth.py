@@ -138,7 +138,54 @@ def test_blocks_ending_in_their_residual_addition_keep_their_depth():
         arch = space.smallest()
         with torch.no_grad():
             assert torch.allclose(net(x, net.path_of(arch)), net.extract(arch)(x), atol=1e-5)
-        assert len(space.subnet(arch).stage) == 1
+        kept = [b for b in space.subnet(arch).stage if not isinstance(b, nn.Identity)]
+        assert len(kept) == 1  # the dropped blocks are identities in their places
     model = Net1d(AddThenConv).eval()
     space = hwnas.elastic(model, torch.zeros(1, 4, 16), name="addconv")
     assert "stage.d" not in space.by_key
+
+
+class ListNet(nn.Module):
+    """Blocks in a ModuleList that ``forward`` reaches by position: ``blocks[i]`` for i in
+    range(4), or the first three in a loop and ``blocks[-1]`` on its own."""
+
+    def __init__(self, by_index: bool):
+        super().__init__()
+        self.by_index = by_index
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.blocks = nn.ModuleList([PostActivation(16) for _ in range(4)])
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.relu(self.stem(x))
+        if self.by_index:
+            for i in range(4):
+                x = self.blocks[i](x)
+        else:
+            for b in self.blocks[:3]:
+                x = b(x)
+            x = self.blocks[-1](x)
+        return self.fc(x.mean((2, 3)))
+
+
+def test_dropped_blocks_keep_their_places_when_forward_reaches_them_by_position():
+    """A subnet of depth 2 runs stem, blocks 0 and 1, the head: the same as the supernet's
+    path. Deleting the dropped blocks from the ModuleList made ``blocks[i]`` raise IndexError
+    (and a search crash) and made ``blocks[-1]`` run block 1 a second time."""
+    from hwnas.supernet.module import ModuleSupernet
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8, 8)
+    for by_index in (True, False):
+        model = ListNet(by_index).eval()
+        space = hwnas.elastic(model, x[:1], name="listnet")
+        assert space.by_key["blocks.d"].values == (1, 2, 3, 4)
+        arch = space.from_choices({**space.to_choices(space.largest()), "blocks.d": "2"})
+        with torch.no_grad():
+            want = model.fc(model.blocks[1](model.blocks[0](F.relu(model.stem(x)))).mean((2, 3)))
+            got = space.subnet(arch)(x)
+            assert torch.allclose(got, want, atol=1e-5), (by_index, (got - want).abs().max())
+            net = ModuleSupernet(space, 10, (3, 8, 8), {}).eval()
+            assert torch.allclose(net(x, net.path_of(arch)), got, atol=1e-5)
+            for a in (space.smallest(), space.largest()):
+                assert space.subnet(a)(x).shape == (2, 10)

@@ -223,6 +223,15 @@ def configure(net: nn.Module, analysis: Analysis, sub: Subnet) -> None:
         m.active, m.weights = tuple(active), weights
 
 
+class DroppedBlock(nn.Identity):
+    """A block the subnet drops, in its place: returns its first input (``forward(x, *args,
+    **kwargs)``, as a transformer layer is called with masks), as the supernet's skipped block
+    does. Its place is kept because a model's ``forward`` may reach its blocks by position."""
+
+    def forward(self, x, *args, **kwargs):
+        return x
+
+
 @torch.no_grad()
 def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
     """The subnet ``sub`` of ``net`` (from :func:`convert`) as an ordinary module with the
@@ -250,19 +259,17 @@ def extract(net: nn.Module, analysis: Analysis, sub: Subnet) -> nn.Module:
     for name, m in modules.items():
         if type(m) in PLAIN:
             replace(name, _plain(name, m, analysis, sub))
-    stages = sorted((analysis.stages[path] for path in sub.depths), key=lambda st: -st.start)
-    for st in stages:  # the last runs first: deleting from a ModuleList renumbers the rest
-        container = out.get_submodule(st.container)
-        if isinstance(container, nn.Sequential):  # the kept blocks keep their names
-            for child in st.children[sub.depths[st.path] :]:
-                delattr(container, child.rpartition(".")[2])
-        else:
-            del container[st.start + sub.depths[st.path] : st.start + len(st.children)]
+    for path, depth in sub.depths.items():
+        # a dropped block becomes an identity in its place, as the supernet skips it: the
+        # user's forward may reach the container's blocks by position (``blocks[i]`` for i in
+        # range(4), ``blocks[-1]``), which deleting them would shift or break
+        for child in analysis.stages[path].children[depth:]:
+            replace(child, DroppedBlock())
     for gid, g in analysis.groups.items():  # raw parameters: their first channels, as such
         for target, axis in g.params:
             owner, name = _owner(out, target)
             n = sub.widths.get(gid)
-            if owner is None or n is None:
+            if owner is None or n is None or isinstance(owner, DroppedBlock):
                 continue
             if name in owner._parameters:
                 p = owner._parameters[name]
