@@ -88,7 +88,8 @@ def segment_losses(device: str, seeds: int, budget: int) -> None:
             spent[i] += int(((lat[q] >= fl[i]) & (lat[q] < ends[i])).sum())
     print(f"{device}: hypervolume at {budget} queries, median of {seeds} seeds "
           f"{np.median(hv):.2f}% (mean {np.mean(hv):.2f}%)")  # fmt: skip
-    print("| point | latency ms | accuracy % | cells in stretch | HV lost % | gap (points) | queries |")
+    print("| point | latency ms | accuracy % | cells in stretch | HV lost % | gap (points) "
+          "| queries |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     for i in range(len(front)):
         cells = int((valid & (lat >= fl[i]) & (lat < ends[i])).sum())
