@@ -194,6 +194,17 @@ def search(
     if options.get("space") is not None:  # an object, a path: known by its name from here on
         options["space"] = user_space(options["space"]).name
     settings = build_settings({"device": device, **options}, given=set(options))
+    folder = (
+        Path(out)
+        if out is not None
+        else confined(Path("runs"), settings.study, what="study name (the default out)")
+    )
+    from hwnas.db import redact
+    from hwnas.jobs.output import check_run_folder
+
+    # a run of another storage's study is never replaced: refused before this storage is
+    # opened or made; the study's own name once it is known (a few-shot search's is made here)
+    check_run_folder(folder, settings.study, "out", redact(storage) if storage else None, True)
     job = prepare(
         settings,
         storage,
@@ -201,15 +212,10 @@ def search(
         options.get("predictor"),
         options.get("measurement_budget"),
     )
-    folder = (
-        Path(out)
-        if out is not None
-        else confined(Path("runs"), settings.study, what="study name (the default out)")
-    )
+    if out is None:  # the default folder is named by the study prepare settled
+        folder = confined(Path("runs"), job.study, what="study name (the default out)")
     check_writable(folder, "out", ZOO_MIN_FREE_MB)
-    from hwnas.jobs.output import check_run_folder
-
-    check_run_folder(folder, settings.study, "out")
+    check_run_folder(folder, job.study, "out", job.prepared.storage_url)
     if zoo:  # the zoo written at the end replaces out/zoo whole
         from hwnas.zoo.write import check_zoo_folder
 

@@ -201,8 +201,16 @@ def search_cmd(
             as_json=as_json,
             artifact_dir=artifact_dir,
         )
+    from hwnas.db import redact
     from hwnas.jobs import prepare, run
+    from hwnas.jobs.output import check_run_folder
+    from hwnas.paths import confined
 
+    # a run of another storage's study is never replaced: refused before this storage is
+    # opened or made (the study's own name is checked once it is known, in _before_run)
+    early = out or confined(Path("runs"), settings.study, what="study name (the default --out)")
+    check_run_folder(early, settings.study, storage_url=redact(storage) if storage else None,
+                     storage_only=True)  # fmt: skip
     job = prepare(settings, storage, store, predictor, measurement_budget)
     out, trainer = _before_run(job, out, artifact_dir, train_zoo, supernet, no_zoo)
     from hwnas.cli.progress import TerminalReporter
@@ -252,7 +260,7 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     from hwnas.jobs.output import check_run_folder
 
-    check_run_folder(out, settings.study)  # another study's run is never replaced
+    check_run_folder(out, settings.study, storage_url=job.prepared.storage_url)
     if not no_zoo:  # the zoo written at the end replaces out/zoo whole
         from hwnas.zoo.write import check_zoo_folder
 

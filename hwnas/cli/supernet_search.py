@@ -161,9 +161,11 @@ def run_supernet_search(
         out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
         if ranks.main:  # path checks first: they need no torch, data or device
             check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
+            from hwnas.db import redact
             from hwnas.jobs.output import check_run_folder
 
-            check_run_folder(out, s.study)  # another study's run (and supernet.pt) is kept
+            # another study's run (and supernet.pt) is kept
+            check_run_folder(out, s.study, storage_url=redact(storage) if storage else None)
             if artifact_dir is not None:
                 check_writable(artifact_dir, "--artifact-dir")
         job = prepare(s, storage, store)

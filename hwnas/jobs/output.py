@@ -72,13 +72,31 @@ SUMMARY_MAX_BYTES = 64 * 2**20
 """Largest ``summary.json`` :func:`check_run_folder` reads (a larger one is no run's)."""
 
 
-def check_run_folder(out: Path, study: str, option: str = "--out") -> None:
+def check_run_folder(
+    out: Path,
+    study: str,
+    option: str = "--out",
+    storage_url: str | None = None,
+    storage_only: bool = False,
+) -> None:
     """Refuse, before a search, a run folder that holds another study's finished run (its
-    ``summary.json`` names another study): the run would replace its pareto.csv, summary and
-    zoo, silently (``--study b --out runs/a``).
+    ``summary.json`` names another study, or the same name in another storage: another
+    ``--storage``, another hwnas home): the run would replace its pareto.csv, summary and zoo,
+    silently (``--study b --out runs/a``; the same command run from the same folder with
+    another ``HWNAS_HOME``).
+
+    Args:
+        out: the run folder.
+        study: this search's study name.
+        option: the option naming the folder, for the message.
+        storage_url: this search's storage URL as its summary will name it (password
+            redacted, :func:`hwnas.db.redact`; None: the default, ``studies.db`` in the hwnas
+            home), compared with the summary's.
+        storage_only: refuse only a run of ``study`` in another storage (the check before
+            the storage is opened, where a few-shot search's study name is not yet final).
 
     Raises:
-        HwnasError: one line naming the other study.
+        HwnasError: one line naming the other study, or the other storage.
     """
     import json
 
@@ -95,11 +113,38 @@ def check_run_folder(out: Path, study: str, option: str = "--out") -> None:
     settings = data.get("settings") if isinstance(data, dict) else None
     other = settings.get("study") if isinstance(settings, dict) else None
     if isinstance(other, str) and other and other != study:
+        if storage_only:
+            return
         raise HwnasError(
             f"{out} holds the run of study '{other}' (its summary.json), which this search "
             f"('{study}') would replace: give another {option}, or --study {other} to go on "
             "with that one"
         )
+    theirs = data.get("storage") if isinstance(data, dict) else None
+    if storage_url is None:
+        from hwnas.db import redact
+        from hwnas.paths import default_storage_url
+
+        storage_url = redact(default_storage_url())
+    ours = storage_url
+    if isinstance(theirs, str) and theirs and _storage_key(theirs) != _storage_key(ours):
+        theirs = theirs if len(theirs) <= 200 else theirs[:200] + "..."
+        raise HwnasError(
+            f"{out} holds the run of study '{study}' in another storage ({theirs}; its "
+            f"summary.json), which this search (its study in {ours}) would replace: give "
+            f"another {option}, or --storage {theirs} to go on with that one"
+        )
+
+
+def _storage_key(url: str) -> str:
+    """A storage URL compared as such; a SQLite file by its resolved path (a relative one from
+    the current folder)."""
+    if url.startswith("sqlite:///"):
+        try:
+            return "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
+        except (OSError, RuntimeError, ValueError):
+            return url
+    return url
 
 
 def write_run(

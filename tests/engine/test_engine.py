@@ -446,3 +446,32 @@ def test_a_run_folder_of_another_study_is_never_replaced(tmp_path, hwnas_home):
     assert "holds the run of study 'a' (its summary.json), which this search ('b')" in r.stderr
     assert (run / "summary.json").read_bytes() == before
     assert hwnas_main(*args, "--study", "a").returncode == 0
+
+
+def test_a_run_folder_of_the_same_study_name_in_another_storage_is_never_replaced(
+    tmp_path, hwnas_home, monkeypatch
+):
+    """The same command with another --storage, or from the same folder with another
+    HWNAS_HOME, replaced the run folder of the study of that name in the first storage and
+    deleted its zoo (helper-48). Refused now before any work, naming the other storage; the
+    first storage goes on as before, and a relative SQLite path is its absolute one."""
+    from helpers import hwnas_main
+
+    run = tmp_path / "runs" / "a"
+    args = ["search", "--device", "pixel3", "--budget", "5", "--no-zoo", "--out", str(run)]
+    assert hwnas_main(*args).returncode == 0
+    before = (run / "summary.json").read_bytes()
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    r = hwnas_main(*args, "--storage", other)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"in another storage (sqlite:///{hwnas_home / 'studies.db'}" in r.stderr
+    assert f"(its study in {other}) would replace" in r.stderr
+    monkeypatch.setenv("HWNAS_HOME", str(tmp_path / "home2"))
+    r = hwnas_main(*args)
+    assert r.returncode == 2 and "in another storage" in r.stderr, r.stderr
+    assert (run / "summary.json").read_bytes() == before
+    assert not (tmp_path / "other.db").exists()  # refused before the storage was made
+    monkeypatch.setenv("HWNAS_HOME", str(hwnas_home))
+    assert hwnas_main(*args, "--storage", f"sqlite:///{hwnas_home / 'studies.db'}").returncode == 0
+    monkeypatch.chdir(hwnas_home)
+    assert hwnas_main(*args, "--storage", "sqlite:///studies.db").returncode == 0
