@@ -35,7 +35,8 @@ Where a choice point may go:
   ``out_features`` of an ``nn.Linear``: the width of the channels that layer produces (and of
   every layer tied to them by residual additions, found by tracing). Pass the same object as the
   ``in_channels`` / ``num_features`` of the layers that take them (they act as its largest
-  value).
+  value), and as the width of every layer whose output is added to or multiplied with them: two
+  different ``ValueChoice`` on channels tied so stop the space in one line naming both layers.
 - ``ValueChoice`` as the ``kernel_size`` of an ``nn.Conv2d`` or ``nn.Conv1d`` with
   ``padding=k // 2``: the kernel size; a smaller kernel is the centre of the largest.
 - Anywhere else (a stride, a pooling kernel, ``num_heads``) a ``ValueChoice`` stops the space in

@@ -688,6 +688,7 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
         for p in g.producers + g.carriers:  # a depthwise conv carries its input's width
             group_of[p] = gid
     honoured: set[tuple[str, str]] = set()  # (layer, attribute) made a decision
+    sized: dict[int, tuple[ValueChoice, str]] = {}  # group -> the first width on it, its layer
     convs = (nn.Conv1d, nn.Conv2d)
     for path, m in modules.items():
         out = getattr(m, "out_channels", None) if isinstance(m, convs) else None
@@ -712,8 +713,18 @@ def _declared(model, analysis, x, label: str) -> list[Decision]:
                     f"{g.quantum}, the channels per group of the grouped convolutions carrying "
                     "them (whole groups are kept or dropped)"
                 )
+            attr = "out_features" if isinstance(m, nn.Linear) else "out_channels"
+            first, at = sized.setdefault(gid, (out, path))
+            if first.origin is not out.origin and not (out.label and out.label == first.label):
+                raise HwnasError(
+                    f"{label}: '{path}' ({type(m).__name__}): its {attr} {out!r} cannot be "
+                    f"searched: its channels are tied to those of '{at}' "
+                    f"({type(modules[at]).__name__}), sized by {first!r} (added or multiplied "
+                    "together in forward, they have one width): give both layers the same "
+                    "ValueChoice"
+                )
             add(out.label or f"{g.name}.w", "width", out.values, gid, path)
-            honoured.add((path, "out_features" if isinstance(m, nn.Linear) else "out_channels"))
+            honoured.add((path, attr))
         if isinstance(m, convs) and isinstance(m.kernel_size[0], ValueChoice):
             vc = m.kernel_size[0]
             if path not in analysis.kernels:
