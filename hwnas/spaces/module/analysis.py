@@ -325,12 +325,14 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
         hooks = _record_blocks(model, calls, io)
         try:
             with torch.no_grad():
-                returned = _returned(model(example_input))
+                out = model(example_input)
+                returned = _returned(out)
                 if returned:
                     raise HwnasError(
                         f"{label}: the model must return one tensor of logits (batch, classes); "
                         f"it returns {returned}: wrap it so forward returns the logits"
                     )
+                _check_batch_kept(model, example_input, out, label)
                 for h in hooks:  # the traced graph calls the same leaf layers again
                     h.remove()
                 ShapeProp(gm).propagate(example_input)
@@ -697,6 +699,35 @@ def _train_graph(
             for b, value in saved:
                 b.copy_(value)
     return gm
+
+
+def _check_batch_kept(
+    model: nn.Module, example_input: torch.Tensor, out: torch.Tensor, label: str
+) -> None:
+    """The output ``out`` of ``example_input`` keeps its batch axis: where it does not and a
+    batch twice as large gives one more axis, forward drops the batch axis when it is 1 (a bare
+    ``.squeeze()``), which a batch of one (what hwnas measures) always is.
+
+    Raises:
+        HwnasError: one line with both shapes and what to write instead.
+    """
+    batch = int(example_input.shape[0])
+    if out.dim() >= 2 and out.shape[0] == batch:
+        return
+    try:
+        twice = model(torch.cat([example_input, example_input]))
+    except Exception:
+        return  # the other checks say what is wrong
+    if not isinstance(twice, torch.Tensor) or twice.dim() != out.dim() + 1:
+        return
+    if twice.shape[0] != 2 * batch or tuple(twice.shape[1:]) != tuple(out.shape):
+        return
+    raise HwnasError(
+        f"{label}: the model's output loses its batch axis on a batch of one: it returns "
+        f"{tuple(out.shape)} for an input of shape {tuple(example_input.shape)} and "
+        f"{tuple(twice.shape)} for a batch of {2 * batch} (a bare .squeeze() drops every axis "
+        "of size 1, the batch's too): use .flatten(1) or .squeeze(-1) to keep it"
+    )
 
 
 def _returned(out: Any) -> str:
