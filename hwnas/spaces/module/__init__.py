@@ -466,9 +466,11 @@ def module_space(
         dataset: the name of what the networks are for (their input shape and classes).
         description: one line for cards.
         widths: ratios of each free channel group's width to offer (1.0 = the model's), or None.
-        kernels: kernel sizes to offer on depthwise convs with a larger odd kernel, or None.
+        kernels: kernel sizes to offer (odd, at least 1), each on the depthwise convs whose
+            trained kernel is larger, or None.
         depth: offer dropping the last blocks of every stage whose blocks keep their shape.
-        divisor: widths are rounded to a multiple of this (groups narrower than twice it: 1).
+        divisor: widths are rounded to a multiple of this positive integer (groups narrower
+            than twice it: 1).
         order: sort every elastic group's channels by importance first (trained weights).
         task: what the networks classify, for zoo cards: one of :data:`TASKS`
             (``audio-classification`` for a 1-D model of sounds); None: told by the input's
@@ -507,6 +509,7 @@ def module_space(
         raise HwnasError(
             f"example_input needs a batch axis, got shape {tuple(example_input.shape)}"
         )
+    widths, kernels = _check_elastic(widths, kernels, divisor)
     x = example_input[:1].detach().float().cpu()
     _check_consumed(model, label)
     model = make_traceable(copy.deepcopy(model).float().cpu())  # PyTorch's encoder layers
@@ -630,6 +633,45 @@ def elastic(
         order=True,
         task=task,
     )
+
+
+def _check_elastic(widths: Any, kernels: Any, divisor: Any) -> tuple[Any, Any]:
+    """``widths``, ``kernels`` and ``divisor`` checked (the sequences as tuples, kernel sizes
+    as ints).
+
+    Raises:
+        HwnasError: a width ratio outside (0, 1], a kernel size that is not an odd positive
+            integer (a centre crop of an odd kernel is odd), a divisor that is not a positive
+            integer, or a bare number for a sequence (one line each).
+    """
+    import numbers
+
+    def integer(v: Any) -> bool:
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+    if not integer(divisor) or divisor < 1:
+        raise HwnasError(
+            f"divisor must be a positive integer (widths a multiple of it), got {divisor!r}"
+        )
+    for what, given in (("widths", widths), ("kernels", kernels)):
+        if given is not None and (
+            isinstance(given, (str, bytes)) or not hasattr(given, "__iter__")
+        ):
+            raise HwnasError(f"{what} must be a list or tuple (or None), got {given!r}")
+    if widths is not None:
+        for r in widths:
+            if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) <= 1:
+                raise HwnasError(f"width ratios must be in (0, 1], got {r!r}")
+        widths = tuple(widths)
+    if kernels is not None:
+        for k in kernels:
+            if not integer(k) or k < 1 or k % 2 == 0:
+                raise HwnasError(
+                    f"kernel sizes must be odd positive integers (a smaller kernel is the centre "
+                    f"of the trained one), got {k!r}"
+                )
+        kernels = tuple(int(k) for k in kernels)
+    return widths, kernels
 
 
 def _widths(size: int, ratios: Sequence[float], divisor: int, quantum: int = 1) -> list[int]:
