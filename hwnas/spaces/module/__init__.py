@@ -397,18 +397,23 @@ class ModuleSpace(SearchSpace):
 
     def describe(self) -> dict[str, Any]:
         """Name, decisions and their sizes, what stayed fixed and why (for cards and
-        ``hwnas spaces show``)."""
+        ``hwnas spaces show``): ``fixed_widths`` maps each frozen channel group to why, named
+        by the layer producing it, or, for one no layer produces (a grouped convolution
+        changing the width), by the layer whose output it is."""
         size = 1.0
         for d in self.decisions:
             size *= len(d.values)
         kinds: dict[str, int] = {}
         for d in self.decisions:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
-        fixed = {
-            g.name: g.frozen
-            for g in self.analysis.groups.values()
-            if g.frozen and g.producers and not g.frozen.startswith("the network's")
-        }
+        fixed: dict[str, str] = {}
+        for g in self.analysis.groups.values():
+            if not g.frozen or g.frozen.startswith("the network's"):
+                continue
+            if g.producers:
+                fixed[g.name] = g.frozen
+            elif g.writer:  # the output of a layer that produces no group (a grouped conv)
+                fixed.setdefault(g.writer, g.frozen)
         return {
             "name": self.name,
             "description": self.description,

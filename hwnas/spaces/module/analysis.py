@@ -102,6 +102,8 @@ class Group:
         params: (qualified name, axis) of the raw parameters and buffers a module reads in
             its forward that hold these channels on that axis (a ViT's class token and
             position embedding, ConvNeXt's layer scale): sliced with them.
+        writer: for a group no layer produces (frozen), the first layer whose output it is (a
+            grouped convolution changing the width, a layer hwnas cannot slice); "" if none.
     """
 
     id: int
@@ -113,6 +115,7 @@ class Group:
     quantum: int = 1
     params: list[tuple[str, int]] = field(default_factory=list)
     spread: list[tuple[str, int]] = field(default_factory=list)
+    writer: str = ""
 
     @property
     def name(self) -> str:
@@ -363,6 +366,7 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     sizes: dict[fx.Node, tuple] = {}  # a channel count read from a shape: _track_sizes
     checks: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
     touched: dict[str, set[int]] = {}
+    writers: dict[int, str] = {}  # a group a layer's output starts that it does not produce
     counts: dict[str, int] = {}
     direct: set[str] = set()
     first: dict[str, Any] = {}  # the eval-mode graph's groups, while the train one is walked
@@ -552,6 +556,9 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
                 touched.setdefault(name, set()).update(layout[n][0])  # type: ignore[index]
             if result is not None:
                 touched.setdefault(name, set()).update(result[0])
+                if result is not lay and name not in layer_out:
+                    for gid in result[0]:
+                        writers.setdefault(gid, name)
             layout[node] = result
         else:  # call_function, call_method
             fn = _name(node.target)
@@ -612,6 +619,10 @@ def analyse(model: nn.Module, example_input: torch.Tensor, label: str) -> Analys
     layer_out = {k: g.find(v) for k, v in layer_out.items()}
     for r in list(roots):
         roots[r].frozen = g.frozen.get(r, "")
+    for gid, name in writers.items():
+        r = g.find(gid)
+        if r in roots and not roots[r].producers and not roots[r].writer:
+            roots[r].writer = name
 
     kernels, kernel_why = {}, {}
     for name in order:
