@@ -42,7 +42,8 @@ Where a choice point may go:
 - Anywhere else (a stride, a pooling kernel, ``num_heads``) a ``ValueChoice`` stops the space in
   one line naming the layer and the argument.
 - ``ValueChoice`` as the ``depth`` of :class:`Repeat`: how many of its blocks run (its blocks past
-  the smallest depth must keep their input's shape).
+  the smallest depth must keep their input's shape; at least one runs: a block that may be left
+  out is a :class:`Choice` of it and ``nn.Identity()``).
 - :class:`Choice` for an operation: every candidate takes the same input and gives the same
   output shape.
 

@@ -35,11 +35,13 @@ class ValueChoice(int):
     module is the supernet; tracing finds where it was used (:mod:`hwnas.spaces.module`).
 
     Args:
-        values: the candidate values (positive integers, distinct; kept sorted, smallest first).
+        values: the candidate values (at least two positive integers, distinct; kept sorted,
+            smallest first).
         label: the decision's name in arch strings (default: the name of the layer it sizes).
 
     Raises:
-        HwnasError: no value, a value that is not a positive integer, or a repeated value.
+        HwnasError: fewer than two values, a value that is not a positive integer (0 too: a
+            :class:`Repeat` runs at least one block), or a repeated value.
     """
 
     values: tuple[int, ...]
@@ -51,9 +53,20 @@ class ValueChoice(int):
             raise HwnasError(f"ValueChoice needs a list of integers, got {values!r}")
         for v in vals:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise HwnasError(f"ValueChoice values must be positive integers, got {v!r}")
+                zero = (
+                    " (a Repeat's depth of 0 is not supported: at least one of its blocks runs; "
+                    "for a block that may be left out use hwnas.nn.Choice([block, nn.Identity()]))"
+                    if v == 0 and not isinstance(v, bool)
+                    else ""
+                )
+                raise HwnasError(f"ValueChoice values must be positive integers, got {v!r}{zero}")
         if len(set(vals)) != len(vals):
             raise HwnasError(f"ValueChoice values repeat: {vals}")
+        if len(vals) < 2:
+            raise HwnasError(
+                f"ValueChoice needs at least two values, got {vals} (for a fixed number pass "
+                "the int itself)"
+            )
         if label is not None and (not isinstance(label, str) or not _valid_label(label)):
             raise HwnasError(
                 f"ValueChoice label {label!r}: use letters, digits, '.', '_' and '-' only"
