@@ -278,6 +278,9 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
     match = CODE.match(name)
     if match is None and name.endswith(".py"):
         raise HwnasError(_python_file(name))
+    head, colon, _ = name.rpartition(":")
+    if match is None and colon and head.endswith(".py"):  # FILE.py: or FILE.py:not-a-name
+        raise HwnasError(_python_file(head))
     if match is not None:
         if not code:
             raise HwnasError(

@@ -96,6 +96,11 @@ def test_a_python_file_named_without_its_attribute_gets_the_form(tmp_path):
         in result.stderr
     )
     assert "unknown search space" not in result.stderr and not marker.exists()
+    for given in ("my_model.py:", "my_model.py:2nd"):  # said "space file not found: my_model.py:"
+        result = hwnas_main("search", "--device", "cpu-fast", "--space", given, "--budget", "2",
+                            cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 2 and "my_model.py:space" in result.stderr, result.stderr
+        assert "not found" not in result.stderr and not marker.exists()
     (tmp_path / "plain.py").write_text("x = 1\ndef make():\n    pass\n")
     text = _message(lambda: hwnas.get_space(str(tmp_path / "plain.py"), code=True))
     assert text.endswith("name the space in it as FILE.py:ATTR (its top level defines make)")
