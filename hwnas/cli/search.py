@@ -267,14 +267,19 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
         check_zoo_folder(out)
     if artifact_dir is not None:
         check_writable(artifact_dir, "--artifact-dir")
-    if settings.metric == "energy_mj":  # an energy table 1000x off (uJ or J) is said first
-        from hwnas.devices.recorded import power_warning
+    from hwnas.devices.recorded import power_warning, table_unit_warning
 
-        warning = power_warning(job.prepared.device, job.prepared.space.name)
-        if warning:
-            Console(emoji=False, stderr=True).print(
-                f"warning: {warning}", markup=False, highlight=False, soft_wrap=True
-            )
+    # a user's table 1000x off (s or us for ms, J or uJ for mJ) is said first
+    metrics = dict.fromkeys([settings.metric] + ["latency_ms"] * (settings.max_latency is not None))
+    power = power_warning(job.prepared.device, job.prepared.space.name)
+    if settings.metric == "energy_mj" and power:  # energy over latency says it more precisely
+        metrics.pop("energy_mj")
+    warnings = [table_unit_warning(job.prepared.device, job.prepared.space, m) for m in metrics]
+    warnings.append(power if settings.metric == "energy_mj" else None)
+    for warning in filter(None, warnings):
+        Console(emoji=False, stderr=True).print(
+            f"warning: {warning}", markup=False, highlight=False, soft_wrap=True
+        )
     trainer = _zoo_trainer(job.prepared, supernet, no_zoo) if train_zoo else None
     fewshot = job.prepared.fewshot
     if fewshot is not None:

@@ -270,9 +270,24 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     return device
 
 
-def recorded_tables(space: str, metric: str) -> Iterator[tuple[Device, object]]:
+def is_shipped(device: Device) -> bool:
+    """Whether ``device``'s profile is one hwnas ships (not a user's, nor a user's profile
+    replacing a shipped one of the same name)."""
+    path = device.profile.get("_path")
+    if not path:
+        return False
+    try:
+        return Path(path).resolve().parent == asset_path("devices").resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def recorded_tables(
+    space: str, metric: str, shipped: bool = False
+) -> Iterator[tuple[Device, object]]:
     """Every device with a recorded ``metric`` table (ms or mJ) of ``space``, with the table
-    (one value per architecture index, NaN where none), in name order.
+    (one value per architecture index, NaN where none), in name order; with ``shipped``, only
+    the devices hwnas ships (:func:`is_shipped`: a reference a user's tables cannot skew).
 
     A profile that cannot be used (an unknown kind, a table file that is missing or malformed)
     is skipped with one warning line on stderr, as ``hwnas devices`` lists it as broken: one
@@ -282,6 +297,8 @@ def recorded_tables(space: str, metric: str) -> Iterator[tuple[Device, object]]:
     for name in list_devices():
         try:
             dev = get_device(name)
+            if shipped and not is_shipped(dev):
+                continue
             column = dev.table(space, metric)
         except HwnasError as exc:
             if name not in _WARNED:

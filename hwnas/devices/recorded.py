@@ -454,11 +454,13 @@ suspect a unit: NAS-Bench-201's 43 recorded devices span 25x in median latency, 
 
 def unit_warning(space, metric: str, archs, values, exclude: str | None = None) -> str | None:
     """One line when a user's values of ``metric`` (ms or mJ) for ``archs`` of ``space`` lie
-    more than :data:`UNIT_SLIP` times below every recorded device's values of the same
+    more than :data:`UNIT_SLIP` times below every shipped recorded device's values of the same
     architectures, or above them (the median ratio over the architectures, at least 3 of them
     in at least 2 recorded tables), naming the unit slip it suggests (seconds or microseconds
     for milliseconds); None otherwise, or for a space without an architecture index.
-    ``exclude``: a device left out (the one whose table is being written)."""
+    ``exclude``: a device left out (the one whose table is being written). Only the tables
+    hwnas ships are the reference: a user's table imported in seconds once must not make the
+    next one in seconds look right."""
     from hwnas.devices import recorded_tables
     from hwnas.spaces import IndexedSpace, ability
 
@@ -468,7 +470,7 @@ def unit_warning(space, metric: str, archs, values, exclude: str | None = None) 
     rows = np.array([indexed.index(a) for a in archs])
     tables = [
         np.asarray(t, dtype=np.float64)[rows]
-        for dev, t in recorded_tables(space.name, metric)
+        for dev, t in recorded_tables(space.name, metric, shipped=True)
         if dev.name != exclude
     ]
     if len(tables) < 2:
@@ -496,3 +498,33 @@ def unit_warning(space, metric: str, archs, values, exclude: str | None = None) 
         f"these {metric} values are {how} of {len(tables)} recorded devices' values of the "
         f"same {int(ok.sum())} {space.name} architectures (median ratio): {slip}?"
     )
+
+
+UNIT_SAMPLE = 500
+"""Architectures of a user's recorded table :func:`table_unit_warning` compares."""
+
+
+def table_unit_warning(device: Device, space, metric: str) -> str | None:
+    """:func:`unit_warning`'s line for a user's recorded ``metric`` table of ``space`` (a
+    ``kind: recorded`` profile of their own, an imported device), prefixed with the device;
+    None for a shipped device, a device without that table, or values in the right unit.
+    Compares at most :data:`UNIT_SAMPLE` of its architectures, spread over the index."""
+    from hwnas.devices import is_shipped
+    from hwnas.spaces import IndexedSpace, ability
+
+    indexed = ability(space, IndexedSpace)
+    if indexed is None or is_shipped(device):
+        return None
+    try:
+        table = device.table(space.name, metric)
+    except HwnasError:  # a table that cannot be read is said where it is read
+        return None
+    if table is None:
+        return None
+    values = np.asarray(table, dtype=np.float64)
+    rows = np.flatnonzero(np.isfinite(values) & (values > 0))
+    if len(rows) > UNIT_SAMPLE:
+        rows = rows[np.linspace(0, len(rows) - 1, UNIT_SAMPLE).astype(int)]
+    line = unit_warning(space, metric, [indexed.arch_at(int(i)) for i in rows], values[rows],
+                        exclude=device.name)  # fmt: skip
+    return f"device '{device.name}': its {space.name} table: {line}" if line else None

@@ -486,3 +486,32 @@ def test_an_energy_table_1000x_off_is_warned_about(tmp_path, cli):
     status, _, err = cli("search", "--device", "pi5_onnx", "--objective", "energy",
                          "--budget", "3", "--no-zoo")  # fmt: skip
     assert status == 0 and "warning: " not in err, err
+
+
+def test_a_table_in_seconds_is_named_however_many_came_before(tmp_path, cli):
+    """One table imported in seconds became a reference of the unit check: the next one in
+    seconds, and `predict --calibration` with it, said nothing (helper-48); a user's own
+    `kind: recorded` table in seconds was searched as milliseconds without a word. The check
+    compares with the shipped tables only, and a search on a user's table says it."""
+    from hwnas.predictors.data import get_column
+
+    rows = np.arange(100, 10001, 330)
+    seconds = get_column("nasbench201", "pixel2").values[rows] * 1.3e-3
+    _write_table(tmp_path / "s.csv", rows, ["arch", "latency_ms"], seconds)
+    for device in ("lab-s1", "lab-s2"):
+        status, _, err = cli("measure", "import", "--device", device, "--table", "s.csv")
+        assert status == 0 and err.rstrip().endswith("in s, not ms?"), err
+    status, _, err = cli("predict", "--calibration", "s.csv", "--arch", "5")
+    assert status == 0 and "in s, not ms?" in err, err
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "s.csv", rows, ["arch", "latency_ms"], seconds)
+    (profiles / "b_s.yaml").write_text(
+        "name: b_s\nkind: recorded\nclass: board\ntables:\n  nasbench201:\n"
+        "    latency_ms: {file: s.csv}\n"
+    )
+    status, _, err = cli("search", "--device", "b_s", "--budget", "3", "--no-zoo",
+                         profiles=profiles)  # fmt: skip
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert status == 0 and len(warned) == 1, err
+    assert warned[0].startswith("warning: device 'b_s': its nasbench201 table: these latency_ms")
+    assert warned[0].endswith("in s, not ms?")
