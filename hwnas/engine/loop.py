@@ -496,8 +496,19 @@ A default study name holds the seed, so there another seed is another study."""
 
 
 def _identity(settings: dict[str, Any]) -> dict[str, Any]:
-    """The settings that make a study the same search (all but :data:`NOT_IDENTITY`)."""
-    return {k: v for k, v in settings.items() if k not in NOT_IDENTITY}
+    """The settings that make a study the same search (all but :data:`NOT_IDENTITY`); a user's
+    accuracy file and data folder by their names, not the path they were typed as (the same
+    command from another folder, ``../net.py:acc`` there and ``net.py:acc`` here, is the same
+    search: the file's content is in ``space_fingerprint``, the names in the study's name)."""
+    out = {k: v for k, v in settings.items() if k not in NOT_IDENTITY}
+    accuracy = out.get("accuracy")
+    if isinstance(accuracy, str) and ":" in accuracy:
+        file, _, attr = accuracy.rpartition(":")
+        if file.endswith(".py"):
+            out["accuracy"] = f"{Path(file).name}:{attr}"
+    if isinstance(out.get("data"), str):
+        out["data"] = Path(out["data"]).name or out["data"]
+    return out
 
 
 def _fail_orphans(ledger: StudyLedger) -> None:

@@ -55,3 +55,25 @@ def test_a_strategy_proposing_from_the_whole_space_is_refused_before_any_trial(
             "--strategy frontier or surrogate, which search the architectures the table holds\n"
         )
     assert not (hwnas_home / "studies.db").exists() and not (tmp_path / "runs").exists()
+
+
+def test_the_same_accuracy_file_typed_from_another_folder_resumes_its_study(
+    tmp_path, hwnas_home
+):
+    """`--accuracy ../acc.py:accuracy` from run/ and `--accuracy acc.py:accuracy` from its
+    folder name the same file: the second was refused as "made by a different search
+    (accuracy '../acc.py:accuracy' there, 'acc.py:accuracy' here)" (helper-48); it resumes
+    now. Another function of the file is still another search."""
+    (tmp_path / "acc.py").write_text(ACCURACY + "\n\ndef other(model, arch):\n    return 50.0\n")
+    (tmp_path / "run").mkdir()
+    base = ["search", "--device", "pixel3", "--space", "fbnet", "--no-zoo", "--study", "s"]
+    r = hwnas_main(*base, "--budget", "4", "--accuracy", "../acc.py:accuracy", "--out", "out",
+                   cwd=tmp_path / "run")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = hwnas_main(*base, "--budget", "6", "--accuracy", "acc.py:accuracy", "--out", "run/out",
+                   "--json", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["trials"]["completed"] == 6
+    r = hwnas_main(*base, "--budget", "6", "--accuracy", "acc.py:other", "--out", "run/out",
+                   cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2 and "made by a different search (accuracy" in r.stderr, r.stderr
