@@ -123,7 +123,12 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     from hwnas.predictors.predict import onnx_model, predict_models
     from hwnas.spaces import get_space
 
-    if (calibration is None) == (device is None):
+    if calibration is not None and device is not None:
+        raise HwnasError(
+            "give the device's measurements one way: --calibration CAL.csv or --device D, not "
+            "both"
+        )
+    if calibration is None and device is None:
         raise HwnasError("give the device's measurements: --calibration CAL.csv or --device D")
     if not (onnx_files or arch_texts or archs):
         raise HwnasError("nothing to predict: give --onnx MODEL.onnx, --arch ARCH or --archs FILE")

@@ -425,7 +425,8 @@ def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, c
     ("args", "expected"),
     [
         (["--onnx", "m.onnx"], "--calibration CAL.csv or --device D"),
-        (["--device", "pixel3", "--calibration", "cal.csv", "--onnx", "m.onnx"], "or --device D"),
+        (["--device", "pixel3", "--calibration", "cal.csv", "--onnx", "m.onnx"],
+         "one way: --calibration CAL.csv or --device D, not both"),
         (["--device", "pixel3"], "nothing to predict"),
         (["--device", "pixel3", "--archs", "archs.csv"], "add --out PRED.csv"),
         (["--calibration", "cal.csv", "--metric", "energy_mj", "--arch", "5"], "go with --device"),
