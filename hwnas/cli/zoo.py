@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hwnas.cost_record import UNITS
 from hwnas.cost_record import cost_digits as num
 
 
@@ -233,7 +234,10 @@ def show_cmd(ref, storage, as_json):
     line(f"weights   {row['weights']}" + (f": {w.get('note')}" if w.get("note") else ""))
     for device, metrics in (e.get("devices") or {}).items():
         for metric, m in metrics.items():
-            line(f"{metric:<9} {m.get('value')} on {device}  [{m.get('source', '')}]")
+            unit = UNITS.get(metric, "")
+            batch = m.get("batch_size")
+            per = f" per batch of {batch}" if isinstance(batch, int) and batch > 1 else ""
+            line(f"{metric:<9} {m.get('value')} {unit}{per} on {device}  [{m.get('source', '')}]")
     pre = e.get("preprocessing") or {}
     if pre:
         stats = (

@@ -17,6 +17,7 @@ import platform
 from importlib import metadata
 from typing import Any
 
+from hwnas.cost_record import UNITS
 from hwnas.datasets import CHANCE_FACTOR, chance_accuracy, is_chance_level
 from hwnas.export import OPSET
 
@@ -342,7 +343,7 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
                     None,
                     metric,
                     entry["value"],
-                    f"{metric.split('_')[0]} on {dev} ({metric.split('_')[-1]})",
+                    f"{metric.split('_')[0]} on {dev} ({_unit_batch(metric, entry)})",
                     entry.get("source", ""),
                     task,
                     task_name=f"{dev}",
@@ -384,6 +385,19 @@ def _result(
         "metrics": [{"type": metric, "value": _round(value), "name": name}],
         "source": {"name": source},
     }
+
+
+def _batch(entry: dict[str, Any]) -> int:
+    """The batch a device value is of (1 unless the entry says another: a GPU table at 256)."""
+    b = entry.get("batch_size", 1)
+    return b if isinstance(b, int) and not isinstance(b, bool) and b > 1 else 1
+
+
+def _unit_batch(metric: str, entry: dict[str, Any]) -> str:
+    """The unit of a device value for the model index ("ms", "mJ", "ms per batch of 256")."""
+    unit = UNITS.get(metric, metric.split("_")[-1])
+    batch = _batch(entry)
+    return f"{unit} per batch of {batch}" if batch > 1 else unit
 
 
 def _round(v: Any) -> Any:
@@ -452,7 +466,9 @@ def _body(card: dict[str, Any]) -> str:
             for metric, entry in devices[dev].items():
                 unit = {"latency_ms": "ms", "energy_mj": "mJ"}.get(metric, "")
                 source = entry.get("source", "")
-                lines.append(f"| {dev} | {metric} | {entry['value']:.4g} {unit} | {source} |")
+                batch = _batch(entry)
+                per = f" per batch of {batch}" if batch > 1 else ""
+                lines.append(f"| {dev} | {metric} | {entry['value']:.4g} {unit}{per} | {source} |")
         lines += ["", card["devices_note"], ""]
     lines += [
         "## Run it with ONNX Runtime",

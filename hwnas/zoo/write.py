@@ -827,7 +827,8 @@ def recorded_latencies(
     (:meth:`hwnas.devices.base.Device.check_table_dataset`).
 
     Returns:
-        arch -> device -> {"value": ms, "source": ...}.
+        arch -> device -> {"value": ms, "source": ...}, and ``"batch_size"`` where the table
+        holds the latency of a batch (a GPU's at 256: per batch, not per input).
     """
     from hwnas.devices import recorded_tables
     from hwnas.errors import HwnasError
@@ -853,9 +854,10 @@ def recorded_latencies(
             except HwnasError:  # another input size's networks
                 continue
         source = dev.table_source(space_name, "latency_ms")
+        batch = {"batch_size": dev.value_batch_size} if dev.value_batch_size > 1 else {}
         for a, i in rows.items():
             if math.isfinite(column[i]):  # a table may lack the cell (the Pi 5 tables: 6,466)
-                out[a][name] = {"value": float(column[i]), "source": source}
+                out[a][name] = {"value": float(column[i]), "source": source, **batch}
     return out
 
 

@@ -36,3 +36,29 @@ def test_random_weights_list_their_latency_and_no_accuracy_in_the_model_index(tm
         # the body still gives the benchmark's figure, labelled as the benchmark's
         body = (entry / "README.md").read_text().split("---\n", 2)[2]
         assert f"{card['accuracy']['value']:.2f}" in body and card["accuracy"]["source"] in body
+
+
+def test_an_energy_card_names_mj_and_a_batch_tables_latency_is_per_batch(tmp_path):
+    """The model index named an energy result "(mj)"; the card listed a GPU table's latency of
+    a batch of 256 beside batch-1 ones as if per input (helper-48: 31 ms on 1080ti_256 beside
+    14.6 ms on 1080ti_1)."""
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "pi5_onnx", "--objective", "energy", "--budget", "6",
+                   "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    entry = sorted(p.parent for p in (out / "zoo").glob("*/card.json"))[0]
+    results = _front(entry / "README.md")["model-index"][0]["results"]
+    names = [m["name"] for x in results for m in x["metrics"]]
+    assert "energy on pi5_onnx (mJ)" in names, names
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "6", "--out", str(tmp_path / "p"))
+    assert r.returncode == 0, r.stderr
+    entry = sorted(p.parent for p in (tmp_path / "p" / "zoo").glob("*/card.json"))[0]
+    devices = json.loads((entry / "card.json").read_text())["devices"]
+    assert devices["1080ti_256"]["latency_ms"]["batch_size"] == 256
+    assert "batch_size" not in devices["1080ti_1"]["latency_ms"]
+    value = devices["1080ti_256"]["latency_ms"]["value"]
+    assert f"| 1080ti_256 | latency_ms | {value:.4g} ms per batch of 256 |" in (
+        entry / "README.md"
+    ).read_text()
+    r = hwnas_main("zoo", "show", str(entry))
+    assert r.returncode == 0 and "ms per batch of 256 on 1080ti_256" in r.stdout, r.stdout
