@@ -57,8 +57,9 @@ def test_an_energy_card_names_mj_and_a_batch_tables_latency_is_per_batch(tmp_pat
     assert devices["1080ti_256"]["latency_ms"]["batch_size"] == 256
     assert "batch_size" not in devices["1080ti_1"]["latency_ms"]
     value = devices["1080ti_256"]["latency_ms"]["value"]
-    assert f"| 1080ti_256 | latency_ms | {value:.4g} ms per batch of 256 |" in (
-        entry / "README.md"
-    ).read_text()
+    assert (
+        f"| 1080ti_256 | latency_ms | {value:.4g} ms per batch of 256 |"
+        in (entry / "README.md").read_text()
+    )
     r = hwnas_main("zoo", "show", str(entry))
     assert r.returncode == 0 and "ms per batch of 256 on 1080ti_256" in r.stdout, r.stdout
