@@ -76,6 +76,29 @@ COMPILER = re.compile(
 (``aarch64-linux-gnu-g++``, ``clang++-17``), never a path."""
 
 
+DEVICE_CLASSES = ("phone", "board", "fpga", "asic", "cpu", "gpu")
+"""What a profile's ``class`` may be: the kind of device, which sets the power an energy
+table is checked against (:data:`hwnas.devices.recorded.POWER_W`) and which recorded device a
+live one is compared with first."""
+
+
+def check_class(profile: dict) -> None:
+    """Refuse a profile ``class`` that is none of :data:`DEVICE_CLASSES` (``class: borad``
+    switched the energy table's power check to the widest range, without a word).
+
+    Raises:
+        HwnasError: one line naming the classes (and the nearest).
+    """
+    import difflib
+
+    cls = profile.get("class")
+    if cls is None or cls in DEVICE_CLASSES:
+        return
+    near = difflib.get_close_matches(str(cls), DEVICE_CLASSES, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    raise HwnasError(f"class {cls!r}: unknown{hint} (known: {', '.join(DEVICE_CLASSES)})")
+
+
 def check_native_keys(profile: dict) -> None:
     """Refuse a misspelt key of a profile file's ``tvm:``, ``ort:`` or ``rpc:`` section (a
     ``trails_per_task`` tuned 16 trials a workload without a word), and the keys that would
@@ -153,6 +176,7 @@ def _scan(
             try:  # the name becomes folder and file names (locks, caches, projects)
                 safe_name(profile["name"], "name")
                 check_native_keys(profile)
+                check_class(profile)
             except HwnasError as exc:
                 problems[path] = str(exc)
                 named.setdefault(str(profile["name"]), path)

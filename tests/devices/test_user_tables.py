@@ -152,8 +152,12 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
         ("  nasbench201:\n    latency_ms: {file: tables/tiny.csv}\n",  # a singular fit
          "tiny.csv, row 3: 'latency_ms' 1e-12 is below any one inference's latency_ms (at "
          "least 1e-06 ms)"),
+        ("  nasbench201:\n    latency_ms: {file: tables/t.csv}\nclass: borad\n",
+         "class 'borad': unknown; did you mean board? (known: phone, board, fpga, asic, cpu, "
+         "gpu)"),  # the power check of an energy table fell back to any power at all
     ],
-    ids=["metric", "dataset", "column", "space", "negative", "infinite", "huge", "tiny"],
+    ids=["metric", "dataset", "column", "space", "negative", "infinite", "huge", "tiny",
+         "class"],
 )
 def test_a_misspelt_key_or_a_cost_that_is_not_positive_breaks_only_that_profile(
     tmp_path, cli, entry, why
