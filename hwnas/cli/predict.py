@@ -134,6 +134,10 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         raise HwnasError("nothing to predict: give --onnx MODEL.onnx, --arch ARCH or --archs FILE")
     if archs is not None and out is None:
         raise HwnasError("--archs writes its predictions to a file: add --out PRED.csv")
+    if out is not None:  # before any work: a folder that cannot take the file is one line
+        from hwnas.paths import check_writable
+
+        check_writable(Path(out).expanduser().parent, "--out's folder")
     sp = get_space(space or "nasbench201")
     named = [p for p in (onnx_cell_path(t, Path.cwd()) for t in arch_texts) if p is not None]
     if archs is not None:

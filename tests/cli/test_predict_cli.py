@@ -429,6 +429,8 @@ def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, c
          "one way: --calibration CAL.csv or --device D, not both"),
         (["--device", "pixel3"], "nothing to predict"),
         (["--device", "pixel3", "--archs", "archs.csv"], "add --out PRED.csv"),
+        (["--device", "pixel3", "--arch", "5", "--out", "cal.csv/p.csv"],  # was a traceback
+         "--out's folder cal.csv cannot be created: cal.csv is a file"),  # after the work
         (["--calibration", "cal.csv", "--metric", "energy_mj", "--arch", "5"], "go with --device"),
         (["--device", "cpu-fast", "--arch", "5"], "run `hwnas refset measure --device cpu-fast`"),
         (["--device", "nodev", "--arch", "5"], "unknown device 'nodev'"),
