@@ -492,8 +492,23 @@ def unit_warning(space, metric: str, archs, values, exclude: str | None = None) 
         how, slip = f"{below:.3g}x below the lowest", f"in {big}, not {unit}"
     elif above > UNIT_SLIP:
         how, slip = f"{above:.3g}x above the highest", f"in {small}, not {unit}"
-    else:
-        return None
+    else:  # most in the right unit: are some not (a file of values in mixed units)?
+        with np.errstate(divide="ignore", invalid="ignore"):
+            low_ones = ok & (low / v > UNIT_SLIP)
+            high_ones = ok & (v / high > UNIT_SLIP)
+        odd = low_ones | high_ones
+        if not odd.any():
+            return None
+        which = ", ".join(str(int(r)) for r in rows[odd][:5]) + (", ..." if odd.sum() > 5 else "")
+        kinds = ([f"in {big}"] if low_ones.any() else []) + (
+            [f"in {small}"] if high_ones.any() else []
+        )
+        return (
+            f"{int(odd.sum())} of these {int(ok.sum())} {metric} values lie more than "
+            f"{UNIT_SLIP:g}x outside {len(tables)} recorded devices' values of the same "
+            f"{space.name} architectures (index {which}): {' or '.join(kinds)}, not {unit}, "
+            "among the others?"
+        )
     return (
         f"these {metric} values are {how} of {len(tables)} recorded devices' values of the "
         f"same {int(ok.sum())} {space.name} architectures (median ratio): {slip}?"

@@ -415,17 +415,31 @@ FLOORED = 1e-3
 (energy) but the predictor's floor: its linear head extrapolated below zero."""
 
 
+FLOORED_NAMED = 5
+"""Floored predictions named one by one; beyond, one line counts them (an ``--archs`` file of
+thousands of rows printed thousands of lines)."""
+
+
 def warn_floored(models, mean, cal_values, note) -> None:
-    """A warning per prediction at the floor (:data:`FLOORED`)."""
+    """A warning per prediction at the floor (:data:`FLOORED`), the first
+    :data:`FLOORED_NAMED` by name and the rest counted in one line."""
     floor = FLOORED * float(np.min(cal_values)) * (1 + 1e-9)
-    for m, v in zip(models, mean):
-        if v <= floor:
-            note(
-                f"warning: {m}: predicted below a thousandth of every calibration value: the "
-                "predictor extrapolates below zero for it (its mean is a floor, not a "
-                "prediction): time it on the device instead (hwnas measure; a device hwnas cannot "
-                "run takes its value through hwnas measure import)"
-            )
+    floored = [m for m, v in zip(models, mean) if v <= floor]
+    why = (
+        "predicted below a thousandth of every calibration value: the predictor extrapolates "
+        "below zero for it (its mean is a floor, not a prediction): time it on the device "
+        "instead (hwnas measure; a device hwnas cannot run takes its value through hwnas "
+        "measure import)"
+    )
+    for m in floored[:FLOORED_NAMED]:
+        note(f"warning: {m}: {why}")
+    if len(floored) > FLOORED_NAMED:
+        share = f"{len(floored)} of {len(models)}"
+        note(
+            f"warning: {len(floored) - FLOORED_NAMED} more models ({share} in all) are "
+            "predicted at the floor; calibration values in mixed units (some in s or us) do "
+            "this too"
+        )
 
 
 def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray, np.ndarray]:

@@ -519,3 +519,26 @@ def test_a_table_in_seconds_is_named_however_many_came_before(tmp_path, cli):
     assert status == 0 and len(warned) == 1, err
     assert warned[0].startswith("warning: device 'b_s': its nasbench201 table: these latency_ms")
     assert warned[0].endswith("in s, not ms?")
+
+
+def test_values_in_mixed_units_are_named_and_the_floor_is_counted_not_listed(tmp_path, cli):
+    """A calibration file with 8 of its 15 values in seconds imported without a word (the
+    median ratio was fine), and `predict --archs` of the whole space then printed one floor
+    warning per architecture, 4,169 lines (helper-52). The odd values are named by index, and
+    past five the floored predictions are counted in one line."""
+    from hwnas.predictors.data import get_column
+
+    rows = np.r_[np.arange(100, 10001, 1100), np.arange(150, 15000, 2500)]
+    values = get_column("nasbench201", "pixel2").values[rows] * 1.7
+    values[::2] /= 1000  # every other one in seconds
+    _write_table(tmp_path / "mixed.csv", rows, ["arch", "latency_ms"], values)
+    status, _, err = cli("measure", "import", "--device", "lab-mixed", "mixed.csv")
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert status == 0 and len(warned) == 1, err
+    assert re.search(r"\d+ of these 16 latency_ms values lie more than 30x outside", warned[0])
+    assert warned[0].endswith("in s, not ms, among the others?")
+    (tmp_path / "all.csv").write_text("arch\n" + "\n".join(map(str, range(15625))) + "\n")
+    status, _, err = cli("predict", "--device", "lab-mixed", "--archs", "all.csv", "--out",
+                         "p.csv")  # fmt: skip
+    floors = [line for line in err.splitlines() if "at the floor" in line or "a floor," in line]
+    assert status == 0 and 1 <= len(floors) <= 6, len(floors)
