@@ -82,7 +82,9 @@ def import_cmd(device, files, space, as_table, dataset, store):
                     f"{cal.path}: '{m}' is an ONNX file; the store keeps architectures of a "
                     "space: name them by arch string"
                 )
-    _check_shapes(cals, sp, dataset, dataset_given=dataset_given)
+    from hwnas.predictors.calibration import check_input_shapes
+
+    check_input_shapes(cals, sp, dataset, dataset_given=dataset_given)
     if as_table or _covers_space(cals, sp):
         _import_table(device, sp, cals, existing)
         return
@@ -326,36 +328,3 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     if warning:
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     _warn_units(err, space, cals, exclude=device)
-
-
-def _check_shapes(cals, space, dataset: str, dataset_given: bool) -> None:
-    """Refuse rows whose ``input_shape`` cell (``hwnas refset export`` writes one) is not the
-    input of ``dataset``'s network of their architecture: the values would be stored as
-    another network's (an ImageNet16-120 file imported as CIFAR's networks, 4x the pixels).
-
-    Raises:
-        HwnasError: the first such row, naming the datasets of the space with that input.
-    """
-    from hwnas.errors import HwnasError
-    from hwnas.predictors.calibration import input_shape_cell
-
-    for cal in cals:
-        for model, (line, cell) in zip(cal.models, cal.shapes):
-            want = input_shape_cell(space, model, dataset)
-            got = cell.replace(" ", "")
-            if not got or got == want:
-                continue
-            if got.partition("x")[2] == want.partition("x")[2]:  # the same network, batched
-                raise HwnasError(
-                    f"{cal.path}:{line}: input_shape {cell} is batch {got.partition('x')[0]}; "
-                    f"hwnas measure import takes values at batch 1 ({want}), as hwnas refset "
-                    "export's networks are"
-                )
-            fits = [d for d in space.datasets() if input_shape_cell(space, model, d) == got]
-            what = f"--dataset {'|'.join(fits)}" if fits else "the dataset they were built for"
-            given = "given" if dataset_given else "default"
-            raise HwnasError(
-                f"{cal.path}:{line}: input_shape {cell}, but {dataset}'s network (the {given} "
-                f"--dataset) takes {want}: its value would be stored as another network's; "
-                f"pass {what}"
-            )

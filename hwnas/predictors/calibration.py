@@ -576,3 +576,42 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
                 ])  # fmt: skip
     except OSError as exc:
         raise HwnasError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def check_input_shapes(
+    cals, space, dataset: str, dataset_given: bool, command: str = "hwnas measure import"
+) -> None:
+    """Refuse rows of the calibrations ``cals`` whose ``input_shape`` cell (``hwnas refset
+    export`` writes one) is not the input of ``dataset``'s network of their architecture: the
+    values would be taken as another network's (an ImageNet16-120 file imported, or adapted
+    on, as CIFAR's networks, 4x the pixels). ``command`` names what reads them.
+
+    Raises:
+        HwnasError: the first such row, naming the datasets of the space with that input.
+    """
+    for cal in cals:
+        for model, (line, cell) in zip(cal.models, cal.shapes):
+            want = input_shape_cell(space, model, dataset)
+            got = cell.replace(" ", "")
+            if not got or got == want:
+                continue
+            if got.partition("x")[2] == want.partition("x")[2]:  # the same network, batched
+                raise HwnasError(
+                    f"{cal.path}:{line}: input_shape {cell} is batch {got.partition('x')[0]}; "
+                    f"{command} takes values at batch 1 ({want}), as hwnas refset "
+                    "export's networks are"
+                )
+            fits = [d for d in space.datasets() if input_shape_cell(space, model, d) == got]
+            what = f"--dataset {'|'.join(fits)}" if fits else "the dataset they were built for"
+            if command != "hwnas measure import":  # no --dataset: the space's default one's
+                raise HwnasError(
+                    f"{cal.path}:{line}: input_shape {cell}, but {command} reads values of "
+                    f"{dataset}'s networks, and this one takes {want}: its value is another "
+                    "network's (time the networks hwnas refset export names)"
+                )
+            given = "given" if dataset_given else "default"
+            raise HwnasError(
+                f"{cal.path}:{line}: input_shape {cell}, but {dataset}'s network (the {given} "
+                f"--dataset) takes {want}: its value would be stored as another network's; "
+                f"pass {what}"
+            )

@@ -732,3 +732,21 @@ def test_predict_refuses_a_device_without_its_values_before_timing_kernels(tmp_p
     r = hwnas_main("predict", "--device", "cpu", "--runtime", "tvm", "--arch", "5")
     assert r.returncode == 2
     assert "run `hwnas refset measure --device cpu --runtime tvm`" in r.stderr
+
+
+def test_predict_refuses_a_calibration_row_of_another_input_size(tmp_path, capsys):
+    """`hwnas measure import` refused a row whose input_shape is another dataset's network;
+    `hwnas predict --calibration` adapted on the same file and printed a latency (helper-52)."""
+    y = get_column("nasbench201", "fpga").values
+    refs = measured_reference("nasbench201", y)[:10]
+    rows = [(SPACE.arch_at(i).text, "1x3x32x32", y[i]) for i in refs]
+    rows[2] = (rows[2][0], "1x3x16x16", rows[2][2])
+    write_csv(tmp_path / "cal.csv", ["arch", "input_shape", "latency_ms"], rows)
+    code, _, err = run(["predict", "--calibration", tmp_path / "cal.csv", "--arch", "5"], capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert "cal.csv:4: input_shape 1x3x16x16, but hwnas predict reads values of cifar100's" in err
+    rows[2] = (rows[2][0], "1x3x32x32", rows[2][2])
+    write_csv(tmp_path / "cal.csv", ["arch", "input_shape", "latency_ms"], rows)
+    code, out, err = run(["predict", "--calibration", tmp_path / "cal.csv", "--arch", "5"], capsys)
+    assert code == 0 and " ms (std " in out, err
