@@ -460,10 +460,18 @@ def unit_warning(space, metric: str, archs, values, exclude: str | None = None) 
     for milliseconds); None otherwise, or for a space without an architecture index.
     ``exclude``: a device left out (the one whose table is being written). Only the tables
     hwnas ships are the reference: a user's table imported in seconds once must not make the
-    next one in seconds look right."""
+    next one in seconds look right. Three or more values that are all the same (a stuck timer,
+    a spreadsheet's fill-down) get their own line, in any space."""
     from hwnas.devices import recorded_tables
     from hwnas.spaces import IndexedSpace, ability
 
+    given = np.asarray(values, dtype=np.float64)
+    given = given[np.isfinite(given)]
+    if len(given) >= 3 and given.max() - given.min() <= 1e-9 * abs(given.max()):
+        return (
+            f"all {len(given)} {metric} values are {given[0]:.6g}: a timer that did not run, "
+            "or a column filled down? Every architecture would be predicted at that value"
+        )
     indexed = ability(space, IndexedSpace)
     if indexed is None or len(archs) < 3:
         return None

@@ -542,3 +542,16 @@ def test_values_in_mixed_units_are_named_and_the_floor_is_counted_not_listed(tmp
                          "p.csv")  # fmt: skip
     floors = [line for line in err.splitlines() if "at the floor" in line or "a floor," in line]
     assert status == 0 and 1 <= len(floors) <= 6, len(floors)
+
+
+def test_calibration_values_all_the_same_are_named(tmp_path, cli):
+    """Fifteen values of 20 ms (a stuck timer, a column filled down) were imported and adapted
+    on without a word, every architecture then predicted at 20 ms +- 1% (helper-52)."""
+    rows = np.arange(100, 10001, 700)
+    _write_table(tmp_path / "same.csv", rows, ["arch", "latency_ms"], [20] * len(rows))
+    for args in (["measure", "import", "--device", "lab-same", "same.csv"],
+                 ["predict", "--calibration", "same.csv", "--arch", "5"]):  # fmt: skip
+        status, _, err = cli(*args)
+        warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+        assert status == 0 and len(warned) == 1, err
+        assert f"all {len(rows)} latency_ms values are 20: a timer that did not run" in warned[0]
