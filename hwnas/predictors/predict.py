@@ -167,6 +167,14 @@ def predict_models(
         warn_suspects(pred, cal_models, cal_values, cal_metric, note)
         if calibration is not None or (dev is not None and not dev.can_measure):
             warn_unit(space, cal_models, cal_values, cal_metric, note)  # a user's values
+        trained_on = list(pred.card.get("metrics") or [])  # a meta artifact's card lists them
+        if trained_on and cal_metric not in trained_on:
+            note(
+                f"warning: predictor {pred.name} was meta-trained on {', '.join(trained_on)} "
+                f"only: its {cal_metric} predictions assume {cal_metric} ranks the "
+                f"architectures as {trained_on[0]} does (hwnas predictor list: one trained on "
+                f"{cal_metric} too, --predictor NAME)"
+            )
         mean, std = pred.predict(models)
         refs = _graph_features(space, cal_models) if graphs else None  # ONNX models only
         if graphs:  # ONNX models: how far from the networks the predictor was adapted on

@@ -750,3 +750,16 @@ def test_predict_refuses_a_calibration_row_of_another_input_size(tmp_path, capsy
     write_csv(tmp_path / "cal.csv", ["arch", "input_shape", "latency_ms"], rows)
     code, out, err = run(["predict", "--calibration", tmp_path / "cal.csv", "--arch", "5"], capsys)
     assert code == 0 and " ms (std " in out, err
+
+
+def test_energy_values_on_a_latency_only_artifact_are_said(tmp_path, capsys):
+    """`--predictor nasbench201-help` (meta-trained on latency only) adapted on energy values
+    printed mJ without a word (helper-52); the default artifact, trained on both, says
+    nothing."""
+    calibration(tmp_path / "e.csv", metric="energy_mj")
+    args = ["predict", "--calibration", tmp_path / "e.csv", "--arch", "5"]
+    code, out, err = run([*args, "--predictor", "nasbench201-help"], capsys)
+    assert code == 0 and " mJ (std " in out, err
+    assert "predictor nasbench201-help was meta-trained on latency_ms only" in err
+    code, out, err = run(args, capsys)
+    assert code == 0 and "meta-trained" not in err, err
