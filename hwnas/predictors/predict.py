@@ -611,6 +611,12 @@ def _calibration(sp, calibration, device, metric, runtime, store):
                 f"tables for {', '.join(tables)}); use --space {'|'.join(tables)} or "
                 "--calibration CAL.csv"
             )
+        if "*" not in dev.spaces and sp.name not in dev.spaces:  # an imported device
+            raise HwnasError(
+                f"device '{dev.name}' has no {metric} values for {sp.name}: its values are of "
+                f"{', '.join(dev.spaces)} architectures; use --space {'|'.join(dev.spaces)}, or "
+                f"{refset.replace('CAL.csv', f'--space {sp.name} CAL.csv')}"
+            )
         path = store or default_store_path()
         if isinstance(path, Path) and not path.is_file():
             raise HwnasError(

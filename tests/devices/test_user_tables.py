@@ -555,3 +555,19 @@ def test_calibration_values_all_the_same_are_named(tmp_path, cli):
         warned = [line for line in err.splitlines() if line.startswith("warning: ")]
         assert status == 0 and len(warned) == 1, err
         assert f"all {len(rows)} latency_ms values are 20: a timer that did not run" in warned[0]
+
+
+def test_an_imported_device_of_another_space_names_its_space(tmp_path, cli):
+    """A device imported with FBNet values, predicted without --space, said it had "0 usable
+    latency_ms values of nasbench201 architectures stored; import them" (helper-52): it names
+    the space it has now."""
+    rows = list(range(0, 4000, 300))
+    (tmp_path / "fb.csv").write_text(
+        "arch,latency_ms\n" + "\n".join(f"{i},{20 + i / 400:.3f}" for i in rows) + "\n"
+    )
+    status, _, err = cli("measure", "import", "--device", "lab-fb", "--space", "fbnet", "fb.csv")
+    assert status == 0, err
+    status, _, err = cli("predict", "--device", "lab-fb", "--arch", "5")
+    assert status == 2 and "its values are of fbnet architectures; use --space fbnet" in err, err
+    status, out, err = cli("predict", "--device", "lab-fb", "--space", "fbnet", "--arch", "5")
+    assert status == 0 and " ms (std " in out, err
