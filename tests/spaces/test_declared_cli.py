@@ -181,6 +181,25 @@ BAD = [
         ":5: invalid YAML: key '0xE0' is given twice (as '224') (first on line 5)",
         None,
     ),
+    (  # a conv after token_pool: spaces show passed it, a search ended in conv2d's traceback
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: 16\n    layer: {block: conv}\nhead:\n  - {block: patch_embed, out: 32, "
+        "patch: 4}\n  - {block: token_pool}\n  - {block: conv, out: 64, kernel: 1}\n",
+        ":10: head[2]: no block may follow token_pool: it gives one vector per image",
+        None,
+    ),
+    (  # a list as the reference dataset: a TypeError traceback
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, 8]}\nreference_dataset: "
+        "[d]\nstages:\n  - out: 8\n    layer: {block: conv}\nhead:\n  - {block: pool}\n",
+        ":4: reference_dataset: must be a dataset's name, got ['d']",
+        None,
+    ),
+    (  # every scaled width rounded up to a million channels, an allocation error at search
+        "name: x\nchannel_divisor: 1000000\ndatasets:\n  d: {classes: 10, input_shape: [3, 8, "
+        "8]}\nstages:\n  - out: 8\n    layer: {block: conv}\nhead:\n  - {block: pool}\n",
+        ":2: channel_divisor",
+        None,
+    ),
 ]
 
 

@@ -67,6 +67,8 @@ class BlockType:
             resolution decision in its space.
         pools: whether it returns one vector per image (global pooling over the feature map
             or the tokens): a network needs one before its classifier.
+        ends: whether its output (B, E) is the classifier's alone: no block may follow it
+            (``pool`` returns (B, C, 1, 1), which a 1x1 conv may still take).
         check: the block's own rule across parameters: (parameter -> the set of values it may
             take, strides the layer may have) -> None, or (parameter, what is wrong).
         summary: one line for the docs.
@@ -80,6 +82,7 @@ class BlockType:
     width_mixable: bool = True
     fixed_input: bool = False
     pools: bool = False
+    ends: bool = False
     check: Callable[[dict[str, set], set[int]], tuple[str, str] | None] | None = None
     summary: str = ""
 
@@ -266,6 +269,7 @@ register(
         f"{_MOD}:TokenPoolBlock",
         tokens_in=True,
         pools=True,
+        ends=True,
         width_mixable=False,
         summary="layer norm and mean over tokens",
     )

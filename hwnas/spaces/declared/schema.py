@@ -52,7 +52,7 @@ from hwnas.limits import (
     MAX_INPUT_SIDE,
     MAX_STRIDE,
 )
-from hwnas.paths import read_bounded_text
+from hwnas.paths import MAX_NAME_CHARS, read_bounded_text
 from hwnas.spaces.declared.blocks import BLOCKS, BlockType, Param
 from hwnas.yamlfile import load_yaml
 
@@ -504,15 +504,19 @@ def read_space_file(path: str | Path) -> SpaceSpec:
     v = _Validator(r)
     data = v.mapping(r.data, (), TOP_KEYS, {"name", "datasets", "stages"})
     name = data["name"]
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise r.fail(("name",), f"must be letters, digits, '_' or '-', got {name!r}")
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > MAX_NAME_CHARS:
+        raise r.fail(("name",), f"must be letters, digits, '_' or '-' (at most "
+                                f"{MAX_NAME_CHARS}), got {name!r}"[:300])  # fmt: skip
     datasets = v.datasets_(data["datasets"])
     ref = data.get("reference_dataset", next(iter(datasets)))
+    if not isinstance(ref, str):
+        raise r.fail(("reference_dataset",), f"must be a dataset's name, got {ref!r}"[:200])
     if ref not in datasets:
         raise r.fail(
             ("reference_dataset",), f"'{ref}' is not one of the datasets: {', '.join(datasets)}"
         )
-    divisor = v.scalar(data.get("channel_divisor", 8), ("channel_divisor",), Param(int, 8, low=1))
+    divisor = v.scalar(data.get("channel_divisor", 8), ("channel_divisor",),
+                       Param(int, 8, low=1, high=MAX_CHANNELS))  # fmt: skip
     resolution = None
     if "resolution" in data:
         res = v.value(
@@ -647,6 +651,7 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     groups.append((spec.head, ("head",), False))
     fixed_input = None
     pooled = False  # a layer has reduced the image to one vector (the classifier's input)
+    ended = None  # the block whose (B, E) output only the classifier takes (token_pool)
     # the widths the next layer takes (the image's channels first), and the product of the
     # strides so far (a patch_embed needs its patch to fit in what is left of the input)
     widths = ("the image's channels", {shape[0] for _c, shape in spec.datasets.values()})
@@ -658,6 +663,12 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
             given = layer.out if layer.out is not None else stage_out
             gives = (f"{dotted(w)}'s width", _values(given)) if given is not None else widths
             pooled = pooled or all(bt.pools for bt in layer.types())
+            if ended is not None:
+                raise r.fail(
+                    w,
+                    f"no block may follow {ended}: it gives one vector per image (batch, "
+                    "width), which only the classifier takes; put this layer before it",
+                )
             for bt in layer.types():
                 if bt.tokens_in != tokens:
                     want = "tokens (after patch_embed)" if bt.tokens_in else "feature maps"
@@ -665,6 +676,7 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                 if bt.fixed_input:
                     fixed_input = bt.name
             tokens = layer.types()[0].tokens_out
+            ended = next((bt.name for bt in layer.types() if bt.ends), None)
             if layer.block is not None:
                 bt = BLOCKS.get(layer.block)
                 if bt.check is not None:
