@@ -366,6 +366,8 @@ def _train(
     cost, hw = _hardware(job, net, ranks, log, reporter, frozen)
     strategy_opts = strategy_options(s.options, s.strategy)
     steps_per_epoch = int(np.ceil(len(data.train) / s.batch_size))
+    for line in net.size_warnings():  # a decision whose candidates build one network
+        log(f"warning: {line}")
     if s.batch_size > len(data.train):  # one step an epoch, of the whole split
         log(
             f"warning: --batch-size {s.batch_size} is more than the {len(data.train)} training "

@@ -61,6 +61,11 @@ class Supernet(nn.Module):
         self.dims: list[str] = list(choices)
         self.options: list[tuple[str, ...]] = [choices[d] for d in self.dims]
 
+    def size_warnings(self) -> list[str]:
+        """Lines on what the supernet's size settings do to the space (decisions whose
+        candidates build the same network at that size); none by default."""
+        return []
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every concrete ``extract`` tags the module it returns with :meth:`build_info`
         (``hwnas_build``), so a zoo card can say how to rebuild it for ``weights.pt``."""

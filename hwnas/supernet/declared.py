@@ -94,6 +94,29 @@ class DeclaredSupernet(Supernet):
                 f"{', '.join(space.datasets())}"
             )
 
+    def size_warnings(self) -> list[str]:
+        """Width decisions whose candidates round to the same channel count at ``--set
+        width`` (16 and 24 channels at 0.25, divisor 8: both 8): the search would score the
+        same network under two arch strings and credit the one it names to a width it never
+        built."""
+        if self.width == 1.0:
+            return []
+        from hwnas.spaces.ofa.model import make_divisible
+
+        divisor = self.space.spec.channel_divisor  # type: ignore[attr-defined]
+        lines = []
+        for d in self.space.decisions:  # type: ignore[attr-defined]
+            if d.kind != "width":
+                continue
+            scaled = [make_divisible(v * self.width, divisor) for v in d.values]
+            if len(set(scaled)) < len(scaled):
+                lines.append(
+                    f"{d.key}: {'/'.join(d.labels)} channels are {'/'.join(map(str, scaled))} "
+                    f"at --set width={self.width:g} (channel_divisor {divisor}): candidates "
+                    "that build the same network; a larger --set width tells them apart"
+                )
+        return lines
+
     def side(self, r: int) -> int:
         """Trained input side for the resolution decision's value ``r``."""
         return max(8, int(round(r * float(self.config["resolution_scale"]))))

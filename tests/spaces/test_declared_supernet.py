@@ -106,3 +106,24 @@ def test_soft_mixtures_of_uib_and_transformer_layers_train(name):
     loss.backward()
     assert all(a.grad is not None and torch.isfinite(a.grad).all() for a in alphas)
     assert sum(float(a.grad.abs().sum()) > 0 for a in alphas) >= len(alphas) - 2
+
+
+def test_width_choices_that_round_to_one_channel_count_are_said(tiny_space_file, tmp_path):
+    """At the default --set width=0.25 the tiny space's stage widths 8 and 16 both round to 8
+    channels (divisor 8): the search scored one network under two arch strings, crediting
+    a.out=16 with an 8-channel network, without a word (helper-51). It is said before
+    training; at width 1 there is nothing to say."""
+    from helpers import hwnas_main
+
+    space = get_space(str(tiny_space_file))
+    (line,) = build_supernet(space.name, 10, (3, 16, 16), {}).size_warnings()
+    assert line.startswith("a.out: 8/16 channels are 8/8 at --set width=0.25 (channel_divisor 8)")
+    assert build_supernet(space.name, 10, (3, 16, 16), {"width": 1.0}).size_warnings() == []
+    r = hwnas_main(
+        "search", "--space", "tiny", "--strategy", "oneshot", "--device", "cpu-fast", "--data",
+        "digits", "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "100", "--set",
+        "limit=100", "--set", "cost=flops", "--set", "evolution_trials=4", "--set",
+        "population=4", "--no-zoo", "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "warning: a.out: 8/16 channels are 8/8 at --set width=0.25" in r.stderr, r.stderr
