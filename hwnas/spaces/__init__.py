@@ -292,6 +292,8 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
     if _is_path(name):
         path = Path(name).expanduser()
         if not path.is_file():
+            if path.is_dir():
+                raise HwnasError(f"{path} is a folder: give a space file (.yaml) in it")
             raise HwnasError(f"space file not found: {path}")
         key = str(path.resolve())
         if key in _FILES:

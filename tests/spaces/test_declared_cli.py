@@ -281,6 +281,9 @@ def test_spaces_show_of_a_file_given_by_path_names_the_file(tmp_path):
     r = hwnas_main("spaces", "show", str(path))
     assert r.returncode == 0, r.stderr
     assert f"file        {path}" in r.stdout, r.stdout
+    (tmp_path / "dir.yaml").mkdir()  # said "space file not found" of a folder that is there
+    r = hwnas_main("spaces", "show", str(tmp_path / "dir.yaml"))
+    assert r.returncode == 2 and "dir.yaml is a folder: give a space file" in r.stderr, r.stderr
 
 
 def test_a_patch_embed_is_checked_against_each_datasets_own_strides(tmp_path):
