@@ -200,8 +200,9 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
             space = get_space(given or name)
         except HwnasError as exc:
             raise HwnasError(
-                f"{exc}; a space made in Python is not saved with the entry: pass it, "
-                "hwnas.zoo.load(entry, torch=True, space=the_space)"
+                f"{exc}; the space is not saved with the entry: pass it, "
+                "hwnas.zoo.load(entry, torch=True, space=...) with the space made in Python, "
+                "or its file's path (space='path/to/space.yaml')"
             ) from None
     if space.name != name:
         raise HwnasError(f"{folder} is a model of space '{name}', not '{space.name}'")
