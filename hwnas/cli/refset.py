@@ -202,12 +202,12 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
 
     from hwnas.cli.render import Console
     from hwnas.measure import arch_workload
-    from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
+    from hwnas.predictors.calibration import calibration_dataset
     from hwnas.spaces import get_space
 
     sp = get_space(space)
     if dataset is None:  # the predictors' dataset, else the space's own reference dataset
-        dataset = get_featurizer(space).dataset if space in FEATURIZERS else sp.reference_dataset
+        dataset = calibration_dataset(sp)
     sp.dataset(dataset)
     from hwnas.paths import check_writable
 
@@ -295,16 +295,16 @@ def measure_cmd(
     from hwnas.predictors.calibration import (
         STAND_IN,
         calibration_archs,
+        calibration_dataset,
         measure_reference_set,
         write_calibration,
     )
-    from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
     from hwnas.spaces import get_space
     from hwnas.store import MeasurementStore
 
     sp = get_space(space)
     if dataset is None:  # as refset export: the predictors' dataset, else the space's own
-        dataset = get_featurizer(space).dataset if space in FEATURIZERS else sp.reference_dataset
+        dataset = calibration_dataset(sp)
     sp.dataset(dataset)
     if out is None:  # one folder per space: a second space's values do not meet the first's
         out = Path(f"refset-{device}" + ("" if sp.name == "nasbench201" else f"-{sp.name}"))

@@ -96,7 +96,7 @@ def check_class(profile: dict) -> None:
         return
     near = difflib.get_close_matches(str(cls), DEVICE_CLASSES, n=1)
     hint = f"; did you mean {near[0]}?" if near else ""
-    raise HwnasError(f"class {cls!r}: unknown{hint} (known: {', '.join(DEVICE_CLASSES)})")
+    raise HwnasError(f"class {repr(cls)[:80]}: unknown{hint} (known: {', '.join(DEVICE_CLASSES)})")
 
 
 def check_native_keys(profile: dict) -> None:

@@ -615,3 +615,14 @@ def check_input_shapes(
                 f"--dataset) takes {want}: its value would be stored as another network's; "
                 f"pass {what}"
             )
+
+
+def calibration_dataset(space: SearchSpace) -> str:
+    """The dataset whose networks a device's calibration values are of: the predictors'
+    (their featurizer's), else the space's own reference dataset (what ``hwnas refset export``
+    and ``refset measure`` time by default, and what ``hwnas predict`` adapts on)."""
+    from hwnas.predictors.featurize import FEATURIZERS, get_featurizer
+
+    if space.name in FEATURIZERS:
+        return get_featurizer(space.name).dataset
+    return space.reference_dataset

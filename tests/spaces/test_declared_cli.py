@@ -312,3 +312,28 @@ head:
     with pytest.raises(HwnasError, match="a 16x16 patch is larger than the 8x8 feature map it "
                                          "gets from cifar10's 8x8 input"):  # fmt: skip
         read_space_file(tmp_path / "small.yaml")
+
+
+def test_a_declared_spaces_filled_refset_export_is_predicted_on(tmp_path):
+    """`hwnas refset export --space mobilenetv4` writes its ImageNet networks' input shapes;
+    `hwnas predict --calibration` on the filled file must take them (the input_shape check
+    must read the dataset the export times, not the space's first one)."""
+    r = hwnas_main("refset", "export", "--space", "mobilenetv4", "--out", str(tmp_path / "rx"))
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "rx" / "calibration.csv")))
+    assert rows[0]["input_shape"] == "1x3x224x224"
+    with open(tmp_path / "cal.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({**row, "latency_ms": str(5 + i)} for i, row in enumerate(rows))
+    r = hwnas_main("predict", "--space", "mobilenetv4", "--calibration", str(tmp_path / "cal.csv"),
+                   "--arch", rows[0]["arch"])  # fmt: skip
+    assert r.returncode == 0 and " ms (std " in r.stdout, r.stderr
+    rows[0]["input_shape"] = "1x3x32x32"  # another dataset's network: refused
+    with open(tmp_path / "cal.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({**row, "latency_ms": str(5 + i)} for i, row in enumerate(rows))
+    r = hwnas_main("predict", "--space", "mobilenetv4", "--calibration", str(tmp_path / "cal.csv"),
+                   "--arch", rows[0]["arch"])  # fmt: skip
+    assert r.returncode == 2 and "input_shape 1x3x32x32, but hwnas predict reads" in r.stderr
