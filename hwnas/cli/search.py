@@ -271,11 +271,12 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
 
     # a user's table 1000x off (s or us for ms, J or uJ for mJ) is said first
     metrics = dict.fromkeys([settings.metric] + ["latency_ms"] * (settings.max_latency is not None))
-    power = power_warning(job.prepared.device, job.prepared.space.name)
-    if settings.metric == "energy_mj" and power:  # energy over latency says it more precisely
+    energy = settings.metric == "energy_mj"
+    power = power_warning(job.prepared.device, job.prepared.space.name) if energy else None
+    if power:  # energy over latency says it more precisely
         metrics.pop("energy_mj")
     warnings = [table_unit_warning(job.prepared.device, job.prepared.space, m) for m in metrics]
-    warnings.append(power if settings.metric == "energy_mj" else None)
+    warnings.append(power)
     for warning in filter(None, warnings):
         Console(emoji=False, stderr=True).print(
             f"warning: {warning}", markup=False, highlight=False, soft_wrap=True

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from hwnas.cost_record import UNITS
 from hwnas.cost_record import cost_digits as num
 
 
@@ -209,6 +208,7 @@ def show_cmd(ref, storage, as_json):
     from hwnas.cli.render import Console, print_json, text_line
     from hwnas.errors import HwnasError
     from hwnas.zoo import is_entry, read_entry
+    from hwnas.zoo.card import device_unit
 
     path = zoo_path(ref, storage, entry=True)
     if not is_entry(path):
@@ -234,10 +234,8 @@ def show_cmd(ref, storage, as_json):
     line(f"weights   {row['weights']}" + (f": {w.get('note')}" if w.get("note") else ""))
     for device, metrics in (e.get("devices") or {}).items():
         for metric, m in metrics.items():
-            unit = UNITS.get(metric, "")
-            batch = m.get("batch_size")
-            per = f" per batch of {batch}" if isinstance(batch, int) and batch > 1 else ""
-            line(f"{metric:<9} {m.get('value')} {unit}{per} on {device}  [{m.get('source', '')}]")
+            unit = device_unit(metric, m)
+            line(f"{metric:<9} {m.get('value')} {unit} on {device}  [{m.get('source', '')}]")
     pre = e.get("preprocessing") or {}
     if pre:
         stats = (

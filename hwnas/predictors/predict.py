@@ -615,7 +615,8 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             raise HwnasError(
                 f"device '{dev.name}' has no {metric} values for {sp.name}: its values are of "
                 f"{', '.join(dev.spaces)} architectures; use --space {'|'.join(dev.spaces)}, or "
-                f"{refset.replace('CAL.csv', f'--space {sp.name} CAL.csv')}"
+                f"import them with `hwnas measure import --device {dev.name} --space {sp.name} "
+                "CAL.csv`"
             )
         path = store or default_store_path()
         if isinstance(path, Path) and not path.is_file():

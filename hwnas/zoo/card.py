@@ -343,7 +343,7 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
                     None,
                     metric,
                     entry["value"],
-                    f"{metric.split('_')[0]} on {dev} ({_unit_batch(metric, entry)})",
+                    f"{metric.split('_')[0]} on {dev} ({device_unit(metric, entry)})",
                     entry.get("source", ""),
                     task,
                     task_name=f"{dev}",
@@ -393,8 +393,9 @@ def _batch(entry: dict[str, Any]) -> int:
     return b if isinstance(b, int) and not isinstance(b, bool) and b > 1 else 1
 
 
-def _unit_batch(metric: str, entry: dict[str, Any]) -> str:
-    """The unit of a device value for the model index ("ms", "mJ", "ms per batch of 256")."""
+def device_unit(metric: str, entry: dict[str, Any]) -> str:
+    """The unit of a card's device value ("ms", "mJ", "ms per batch of 256"): the model
+    index, the README and ``hwnas zoo show`` say it alike."""
     unit = UNITS.get(metric, metric.split("_")[-1])
     batch = _batch(entry)
     return f"{unit} per batch of {batch}" if batch > 1 else unit
@@ -464,11 +465,9 @@ def _body(card: dict[str, Any]) -> str:
         order = sorted(devices, key=lambda d: (d != device, d))  # the search's device first
         for dev in order:
             for metric, entry in devices[dev].items():
-                unit = {"latency_ms": "ms", "energy_mj": "mJ"}.get(metric, "")
                 source = entry.get("source", "")
-                batch = _batch(entry)
-                per = f" per batch of {batch}" if batch > 1 else ""
-                lines.append(f"| {dev} | {metric} | {entry['value']:.4g} {unit}{per} | {source} |")
+                unit = device_unit(metric, entry)
+                lines.append(f"| {dev} | {metric} | {entry['value']:.4g} {unit} | {source} |")
         lines += ["", card["devices_note"], ""]
     lines += [
         "## Run it with ONNX Runtime",

@@ -322,18 +322,17 @@ def test_a_declared_spaces_filled_refset_export_is_predicted_on(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(open(tmp_path / "rx" / "calibration.csv")))
     assert rows[0]["input_shape"] == "1x3x224x224"
-    with open(tmp_path / "cal.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows({**row, "latency_ms": str(5 + i)} for i, row in enumerate(rows))
-    r = hwnas_main("predict", "--space", "mobilenetv4", "--calibration", str(tmp_path / "cal.csv"),
-                   "--arch", rows[0]["arch"])  # fmt: skip
+
+    def predict(rows):  # the export's rows, filled, as CAL.csv
+        with open(tmp_path / "cal.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows({**row, "latency_ms": str(5 + i)} for i, row in enumerate(rows))
+        return hwnas_main("predict", "--space", "mobilenetv4", "--calibration",
+                          str(tmp_path / "cal.csv"), "--arch", rows[0]["arch"])  # fmt: skip
+
+    r = predict(rows)
     assert r.returncode == 0 and " ms (std " in r.stdout, r.stderr
     rows[0]["input_shape"] = "1x3x32x32"  # another dataset's network: refused
-    with open(tmp_path / "cal.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows({**row, "latency_ms": str(5 + i)} for i, row in enumerate(rows))
-    r = hwnas_main("predict", "--space", "mobilenetv4", "--calibration", str(tmp_path / "cal.csv"),
-                   "--arch", rows[0]["arch"])  # fmt: skip
+    r = predict(rows)
     assert r.returncode == 2 and "input_shape 1x3x32x32, but hwnas predict reads" in r.stderr
