@@ -56,7 +56,8 @@ def redact(url: str) -> str:
 
     Raises:
         HwnasError: a URL that SQLAlchemy cannot parse: refused without echoing it (it may
-            hold a password in a place hwnas cannot tell).
+            hold a password in a place hwnas cannot tell), or one whose host holds an "@" (a
+            password's unencoded "@": SQLAlchemy would read the rest of it as the host).
     """
     from urllib.parse import quote
 
@@ -69,6 +70,11 @@ def redact(url: str) -> str:
             "cannot parse the database URL given (not shown: it may hold a password); write it "
             "as dialect[+driver]://user:password@host:port/database"
         ) from None
+    if "@" in (u.host or ""):  # an unencoded "@" in the password: the rest of it is the host
+        raise HwnasError(
+            "the database URL given has an '@' after the one before the host (not shown: it may "
+            "hold a password); write an '@' in a user name or password as %40"
+        )
     found = [u.password] if u.password else []
     hidden = {}
     for key, value in u.query.items():

@@ -218,8 +218,8 @@ def _numbers(cells: np.ndarray, path: Path, column: str) -> np.ndarray:
             out[i] = float(text)
         except ValueError:
             raise HwnasError(
-                f"table {path}, row {i + 2}: column '{column}' holds text, not a number: "
-                f"{text[:40]!r}"
+                f"table {path}, row {i + 2}: column '{column}' holds text, not a number "
+                "(not shown: a table given by someone else may name any file)"
             ) from None
     return out
 

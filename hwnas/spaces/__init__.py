@@ -265,7 +265,8 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
         UnknownNameError: no space of that name (or no such attribute in the Python file).
         HwnasError: a name that is not a string or a path (a model: make it a space first); a
             Python file without ``:ATTR`` (the form, and what the file defines); a space file
-            that cannot be read or is invalid (one line: file, line, key), a file whose space
+            that cannot be read or is invalid (one line: file, line, key; never the file's
+            text), a space file whose name does not end in ``.yaml``/``.yml``, a file whose space
             reuses the name of another file's space, a Python file that fails to import or
             whose attribute is not a space, a ``file.py:attr`` without ``code``.
     """
@@ -295,6 +296,9 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
             if path.is_dir():
                 raise HwnasError(f"{path} is a folder: give a space file (.yaml) in it")
             raise HwnasError(f"space file not found: {path}")
+        if path.suffix.lower() not in (".yaml", ".yml"):  # a name read from a file given by
+            # someone else may point at any file (~/.ssh/id_ed25519): hwnas reads none but YAML
+            raise HwnasError(f"{path}: a space file's name ends in .yaml or .yml")
         key = str(path.resolve())
         if key in _FILES:
             return _FILES[key]

@@ -446,3 +446,38 @@ def test_runs_show_prints_no_summary_of_another_run_a_study_points_at(hwnas_home
     optuna.load_study(study_name="a", storage=db).set_user_attr("run_folder", str(tmp_path / "b"))
     shown = json.loads(hwnas_main("runs", "show", "a", "--json", "--storage", db).stdout)
     assert shown["summary"] is None
+
+
+def test_a_space_name_read_from_a_handed_file_never_prints_the_file_it_names(hwnas_home, tmp_path):
+    """A profile's `tables:` key (or a zoo card's `space`) is a space's name or a space
+    file's path: `~/.ssh/id_ed25519` there was read as a space file, and YAML reads a key file
+    as one string, which 'must be a mapping, got ...' printed whole in `hwnas devices` and in
+    every search. A space file's name ends in .yaml now, and no message shows what a file
+    holds. A recorded table's text cell is not shown either."""
+    from helpers import hwnas_main
+
+    from hwnas.spaces import get_space
+
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH\n"
+    (tmp_path / "id_ed25519").write_text(key)
+    (tmp_path / "id.yaml").write_text(key)
+    (tmp_path / "t.csv").write_text("index,latency_ms\n0,1.5\n1,ghp_TOKENabc\n")
+    profiles = hwnas_home / "devices"
+    for name, space in (("keyfile", tmp_path / "id_ed25519"), ("keyyaml", tmp_path / "id.yaml")):
+        (profiles / f"{name}.yaml").write_text(
+            f"name: {name}\nkind: recorded\nclass: board\ntables:\n  {space}:\n"
+            "    latency_ms: {file: recorded/nasbench201_latency_ms.csv.gz, column: pixel3}\n"
+        )
+    _profile(profiles, "textcell", str(tmp_path / "t.csv"))
+    r = hwnas_main("devices", "--all")
+    said = r.stdout + r.stderr
+    assert r.returncode == 0 and "pixel3" in said, said
+    assert "OPENSSH" not in said and "b3Bl" not in said and "ghp_" not in said, said
+    assert "a space file's name ends in .yaml or .yml" in said, said
+    assert "must be a mapping, got a string" in said and "holds text, not a number" in said
+    r = hwnas_main(*SEARCH, "--no-zoo", "--out", str(tmp_path / "run"))
+    assert r.returncode == 0 and "b3Bl" not in r.stdout + r.stderr, r.stderr
+    for path in (tmp_path / "id_ed25519", tmp_path / "id.yaml"):  # a zoo card's `space`
+        with pytest.raises(HwnasError) as e:
+            get_space(str(path))
+        assert "b3Bl" not in str(e.value) and str(path) in str(e.value)

@@ -86,6 +86,28 @@ def test_a_storage_url_error_never_echoes_the_password(tmp_path, capsys, url):
         assert err.startswith("error: ") and SECRET not in err
 
 
+def test_a_password_with_an_unencoded_at_sign_is_refused_without_echoing_it(
+    tmp_path, capsys, monkeypatch
+):
+    """`postgresql://alice:pw@SECRET@host/db`: SQLAlchemy reads the password up to the first
+    "@" and the rest as the host, so the redacted URL showed the rest. Such a URL is refused
+    now, before any storage is opened. (A process remembers each password it redacted and
+    scrubs it from later messages: a fresh memory here, so only the refusal can hide it.)"""
+    import hwnas.db
+    from hwnas.cli import main
+
+    monkeypatch.setattr(hwnas.db, "_SECRETS", set())
+    url = "postgresql://alice:pw@Tr0ub4dor-x9@127.0.0.1:1/db"
+    for args in (["search", "--device", "pixel3", "--budget", "2", "--storage", url,
+                  "--out", str(tmp_path / "run")],
+                 ["measure", "--device", "cpu-fast", "--arch", "5", "--store", url]):  # fmt: skip
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Tr0ub4dor" not in err, err
+        assert "write an '@' in a user name or password as %40" in err
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_server_that_never_answers_is_one_line_after_the_connect_timeout(
     tmp_path, capsys, monkeypatch
 ):

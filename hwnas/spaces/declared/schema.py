@@ -469,9 +469,12 @@ class _Validator:
 
 
 def _kind(value: Any) -> str:
+    """What ``value`` is, never its text: a file read as a space may be anything (a key file
+    YAML reads as one string), and a message must not show it."""
     if value is None:
         return "nothing"
-    return {dict: "a mapping", list: "a list", str: f"'{value}'"}.get(type(value), repr(value))
+    words = {dict: "a mapping", list: "a list", **_TYPE_WORD}
+    return words.get(type(value), type(value).__name__)
 
 
 def _is_elastic(spec: LayerSpec) -> bool:
