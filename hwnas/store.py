@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
-from hwnas.db import check_sqlite_file, connect_args
+from hwnas.db import check_sqlite_file, connect_args, create_wal_database
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
 from hwnas.paths import confined, file_lock, hwnas_home
@@ -147,6 +147,8 @@ class MeasurementStore:
                 # process is creating one)
                 check_sqlite_file(self.path, "measurement store")
                 existed = self.path.exists()
+                if not existed:  # whole or not at all: a kill leaves no empty file behind
+                    create_wal_database(self.path)
                 self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")

@@ -338,7 +338,13 @@ def open_storage(url: str):
     import optuna
     import sqlalchemy
 
-    from hwnas.db import check_sqlite_file, connect_args, connect_error, scrub
+    from hwnas.db import (
+        check_sqlite_file,
+        connect_args,
+        connect_error,
+        create_wal_database,
+        scrub,
+    )
     from hwnas.engine.workers import creation_lock
 
     shown, url, db_file = _checked_url(url)
@@ -350,7 +356,7 @@ def open_storage(url: str):
                 if db_file is not None:  # an empty or truncated file is not a new study
                     check_sqlite_file(db_file, "study storage")  # (not while one is created)
                     if not db_file.exists():
-                        _create_wal_database(db_file)
+                        create_wal_database(db_file)
                 storage = optuna.storages.RDBStorage(
                     url,
                     engine_kwargs=(
@@ -387,19 +393,6 @@ def open_storage(url: str):
         sqlalchemy.event.listen(storage.engine, "connect", pragmas)
         storage.engine.dispose()  # reconnect with the pragmas
     return storage
-
-
-def _create_wal_database(path: Path) -> None:
-    """Create an empty SQLite database in WAL mode (persistent in the file), so that Optuna
-    creates its tables with one sync per transaction instead of a rollback journal's several
-    (about half the wall time of opening a fresh study storage)."""
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-    finally:
-        conn.close()
 
 
 HOLD_S = 0.2

@@ -243,6 +243,48 @@ def test_an_empty_measurement_store_is_one_line(tmp_path, capsys):
     assert_one_line(code, err, "is empty (0 bytes), not an SQLite database")
 
 
+DIE_CREATING = r"""
+import os, signal, sqlite3, sys
+real = sqlite3.connect
+def connect_then_die(path, *args, **kwargs):
+    new = not os.path.exists(path)
+    conn = real(path, *args, **kwargs)  # SQLite makes the file, 0 bytes, here
+    if new:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return conn
+sqlite3.connect = connect_then_die
+from hwnas.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "db"),
+    [
+        (["search", "--device", "pixel3", "--no-zoo", "--budget", "3"], "studies.db"),
+        (["devices", "--store", "{home}/measurements.db"], "measurements.db"),
+    ],
+)
+def test_a_kill_while_a_database_is_created_leaves_no_file_the_rerun_refuses(
+    args, db, hwnas_home, tmp_path
+):
+    """Killed between SQLite making a new study storage or measurement store (0 bytes) and
+    writing its header, a search left an empty file that every later run refused ('is empty
+    (0 bytes)... restore it from a backup'). A database is now made under a temporary name
+    and renamed into place; the rerun removes a dead creator's temporary file."""
+    env = {**os.environ, "HWNAS_HOME": str(hwnas_home)}
+    args = [a.format(home=hwnas_home) for a in args]
+    killed = subprocess.run([sys.executable, "-c", DIE_CREATING, *args], env=env,
+                            cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (hwnas_home / db).exists() or (hwnas_home / db).stat().st_size > 0
+    rerun = subprocess.run([sys.executable, "-m", "hwnas", *args], env=env, cwd=tmp_path,
+                           capture_output=True, text=True)  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert (hwnas_home / db).stat().st_size > 0
+    assert not list(hwnas_home.glob(f".{db}.creating-*")), list(hwnas_home.iterdir())
+
+
 # -- a full disk -------------------------------------------------------------------------------
 
 
