@@ -341,3 +341,84 @@ def damaged_database(exc: BaseException) -> str | None:
             )
         exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
     return None
+
+
+OPTUNA_TABLES = (
+    "studies", "study_directions", "study_user_attributes", "study_system_attributes",
+    "trials", "trial_params", "trial_values", "trial_intermediate_values",
+    "trial_user_attributes", "trial_system_attributes", "trial_heartbeats", "version_info",
+    "alembic_version",
+)  # fmt: skip
+"""The tables of an Optuna RDB storage (Optuna 4-5). Opening a storage creates those missing
+and writes ``version_info``'s and ``alembic_version``'s row where they are empty."""
+
+
+def handed_sqlite_storage(url: str) -> str:
+    """The URL to open for a study storage named by a file someone may have handed over (a run
+    folder's ``summary.json``), checked without creating or changing anything.
+
+    Opening a storage writes to it: Optuna creates its tables in any SQLite database, and
+    SQLite takes a missing or empty file for a new database. A storage named by a file is
+    therefore opened only where it already is Optuna's: an SQLite URL (a file never chooses a
+    database server to connect to) of an existing regular file that begins with SQLite's
+    header and holds every Optuna table, its version rows written. The file is read with a
+    read-only connection (``mode=ro``; ``immutable=1`` for a WAL database whose ``-wal`` and
+    ``-shm`` files are absent, where ``mode=ro`` would create them).
+
+    Args:
+        url: the storage URL as the file gives it.
+
+    Returns:
+        ``sqlite:///PATH`` of the file checked (any query parameters left out: what is opened
+        is the file that was checked).
+
+    Raises:
+        HwnasError: one line saying why the storage is not opened.
+    """
+    import sqlite3
+
+    url = str(url)
+    if not url.startswith("sqlite:///"):
+        raise HwnasError(
+            "its storage is not an SQLite file; a run folder's summary.json does not choose "
+            "a database server to connect to"
+        )
+    path = Path(url[len("sqlite:///") :].split("?", 1)[0])
+    shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
+    try:
+        if not path.is_file():
+            raise HwnasError(f"its storage {shown} is not an existing SQLite file")
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise HwnasError(f"its storage {shown} cannot be read: {exc.strerror or exc}") from None
+    if len(head) < 100 or not head.startswith(SQLITE_HEADER):
+        raise HwnasError(f"its storage {shown} is not an SQLite database")
+    wal = head[18] == 2  # file format read/write versions: 2 is WAL
+    uri = path.resolve().as_uri()
+    if wal and not all(Path(f"{path}{s}").exists() for s in ("-wal", "-shm")):
+        uri += "?immutable=1"  # no connection has it open: nothing in a WAL to miss
+    else:
+        uri += "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=10)
+        try:
+            tables = {
+                row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            missing = [t for t in OPTUNA_TABLES if t not in tables]
+            empty = [
+                t for t in ("version_info", "alembic_version")
+                if t in tables and conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is None
+            ]  # fmt: skip
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise HwnasError(f"its storage {shown} cannot be read ({first})") from None
+    if missing or empty:
+        raise HwnasError(
+            f"its storage {shown} is no Optuna study storage (table {(missing or empty)[0]} "
+            f"{'missing' if missing else 'empty'}); it is left as it is"
+        )
+    return f"sqlite:///{path}"

@@ -320,7 +320,7 @@ def record_retrained(
                 "with the storage's password: the study still records the old files)"
             )
             continue
-        why = _not_this_runs_study(run, storage, study)
+        storage, why = _not_this_runs_study(run, storage, study)
         if why:
             log(f"{run}: summary.json updated; study '{study}' was not: {why}")
             continue
@@ -349,32 +349,33 @@ def _retrained_record(folder: Path) -> dict[str, Any]:
     }
 
 
-def _not_this_runs_study(run: Path, storage: str, study: str) -> str:
-    """Why the study that ``run``'s summary.json names must not be updated, or "".
+def _not_this_runs_study(run: Path, storage: str, study: str) -> tuple[str, str]:
+    """The storage URL to update the study that ``run``'s summary.json names in, and why it
+    must not be updated, or "".
 
     A run folder may come from someone else, and its summary.json names the storage: a study
     is updated only in an SQLite file that exists (a URL never creates a database, never
     reaches a server), and only when the study records this very folder as its run (a handed
-    summary naming the user's own studies.db cannot take over another run's study). Its
-    artifacts go to the hwnas home's artifact store, never to a folder the study names."""
+    summary naming the user's own studies.db cannot take over another run's study), and only
+    when that file already holds an Optuna storage (:func:`hwnas.db.handed_sqlite_storage`:
+    Optuna created its tables in any SQLite or empty file the summary named). Its artifacts
+    go to the hwnas home's artifact store, never to a folder the study names."""
     import optuna
 
-    if not storage.startswith("sqlite:///"):
-        return (
-            "its storage is not an SQLite file; a run folder's summary.json does not choose "
-            "a database server to connect to"
-        )
-    path = Path(storage[len("sqlite:///") :].split("?", 1)[0])
-    if not path.is_file():
-        return f"its storage {path} is not an existing SQLite file"
+    from hwnas.db import handed_sqlite_storage
+
+    try:
+        storage = handed_sqlite_storage(storage)
+    except HwnasError as exc:
+        return storage, str(exc)
     try:
         attrs = optuna.load_study(study_name=study, storage=storage).user_attrs
     except Exception as exc:  # noqa: BLE001 - any failure to read it: said, not raised
-        return str(exc)
+        return storage, str(exc)
     recorded = attrs.get("run_folder")
     if not isinstance(recorded, str) or Path(recorded).resolve() != run.resolve():
-        return f"it records another run folder ({recorded}), not this one"
-    return ""
+        return storage, f"it records another run folder ({recorded}), not this one"
+    return storage, ""
 
 
 def run_training(

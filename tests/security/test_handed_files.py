@@ -402,6 +402,45 @@ def test_training_a_handed_runs_zoo_writes_only_the_run_and_never_another_study(
     assert not outside.exists() and not created.exists()
 
 
+def test_training_a_handed_run_writes_no_tables_into_a_database_its_summary_names(
+    hwnas_home, tmp_path
+):
+    """A handed summary.json whose `storage` named any existing SQLite file (the user's
+    browser history, an app's database) or an empty file: `hwnas train RUN/zoo/ENTRY` opened
+    it as a study storage and Optuna wrote its 13 tables into it. A storage named by a file is
+    now opened only where it already is Optuna's; the files are left byte for byte, and no
+    journal is created beside them."""
+    import sqlite3
+
+    from helpers import hwnas_main
+
+    run = tmp_path / "run"
+    r = hwnas_main(*SEARCH, "--out", str(run))
+    assert r.returncode == 0, r.stderr
+    other = tmp_path / "places.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")  # as browsers keep theirs
+        conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+        conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
+    conn.close()
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    before = {p: p.read_bytes() for p in (other, empty)}
+    entry = sorted((run / "zoo").iterdir())[0]
+    path = run / "summary.json"
+    summary = json.loads(path.read_text())
+    for named, expect in ((other, "is no Optuna study storage (table studies missing)"),
+                          (empty, "is not an SQLite database")):  # fmt: skip
+        path.write_text(json.dumps({**summary, "storage": f"sqlite:///{named}"}))
+        r = hwnas_main("train", str(entry), "--data", "digits", "--epochs", "1", "--limit", "64")
+        assert r.returncode == 0, r.stderr
+        said = r.stdout + r.stderr
+        (line,) = [x for x in said.splitlines() if "was not:" in x]
+        assert f"its storage {named} {expect}" in line, said
+    assert {p: p.read_bytes() for p in (other, empty)} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "places.sqlite", "run"]
+
+
 def test_a_profile_naming_a_credentials_file_never_prints_a_line_of_it(hwnas_home, tmp_path):
     """`latency_ms: {file: ~/.pgpass}` in a handed profile: `hwnas devices --all`, `search`
     and `predict` printed 'has no column latency_ms (columns: host:5432:db:user:PASSWORD)', the
