@@ -260,7 +260,9 @@ def process_running(pid: int) -> bool:
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a temporary renamed into place; removed
-    if the write fails, e.g. on a full disk).
+    if the write fails, e.g. on a full disk). A link at ``path`` is replaced by the file, never
+    written through (a folder handed over may hold ``calibration.csv -> ~/.bashrc``), and so
+    is anything at the temporary's name (created anew, never opened as found).
 
     Raises:
         OSError: the file could not be written (``path`` is then unchanged).
@@ -268,10 +270,11 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     path = Path(path)
     tmp = temporary(path)
     try:
-        if isinstance(data, str):
-            tmp.write_text(data)
-        else:
-            tmp.write_bytes(data)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # a link left there is removed, not followed
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        with open(os.open(tmp, flags, 0o666), "w" if isinstance(data, str) else "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -199,6 +199,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     (or rename it energy_mj) with the values measured on the device, then `hwnas predict
     --calibration` or `hwnas measure import`."""
     import csv
+    import io
 
     from hwnas.cli.render import Console
     from hwnas.measure import arch_workload
@@ -209,7 +210,7 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     if dataset is None:  # the predictors' dataset, else the space's own reference dataset
         dataset = calibration_dataset(sp)
     sp.dataset(dataset)
-    from hwnas.paths import check_writable
+    from hwnas.paths import check_writable, write_atomic
 
     check_writable(out, "--out")  # before any network is built
     _keep_filled(out / "calibration.csv")
@@ -218,10 +219,12 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     archs = calibration_archs(sp, select, count, predictor, seed)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    # each file written whole beside its name and renamed over it: a link there (a folder
+    # handed over: calibration.csv -> ~/.bashrc) is replaced, never written through
     for n, arch in enumerate(archs):
         w = arch_workload(sp, arch, dataset)
         name = f"ref{n:02d}-{w.model_hash}.onnx"
-        (out / name).write_bytes(w.onnx_bytes())
+        write_atomic(out / name, w.onnx_bytes())
         rows.append(
             {
                 "arch": arch.text,
@@ -230,10 +233,11 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
                 "latency_ms": "",
             }
         )
-    with open(out / "calibration.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(out / "calibration.csv", text.getvalue().encode())
     Console(emoji=False, stderr=True).print(
         f"wrote {len(rows)} {'reference' if select == 'reference' else select + '-selected'} "
         f"architectures of {space} ({dataset}) to {out}: time each "

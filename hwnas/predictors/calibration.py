@@ -545,7 +545,9 @@ def input_shape_cell(space: SearchSpace, arch: Arch, dataset: str) -> str:
 def write_calibration(path: str | Path, values, metric: str, space: SearchSpace, dataset: str):
     """Write ``CAL.csv`` (columns ``arch``, ``onnx``, ``input_shape``, the metric, ``cv``,
     ``flagged``) for reference values; an existing file's ``onnx`` cells (from ``hwnas refset
-    export``) are kept when it lists the same architectures.
+    export``) are kept when it lists the same architectures. Written whole
+    (:func:`hwnas.paths.write_atomic`): a link at ``path`` (in a folder handed over) is
+    replaced, never written through to the file it names.
 
     Raises:
         HwnasError: the file cannot be written.
@@ -560,20 +562,23 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
             onnx_names = {r.get("arch", ""): r.get("onnx", "") for r in csv.DictReader(fh)}
         except (OSError, UnicodeDecodeError, csv.Error):
             onnx_names = {}
+    from hwnas.paths import write_atomic
+
+    fh = io.StringIO(newline="")
+    w = csv.writer(fh)
+    w.writerow(["arch", "onnx", "input_shape", metric, "cv", "flagged"])
+    for v in values:
+        w.writerow([
+            v.arch.text,
+            onnx_names.get(v.arch.text, ""),
+            input_shape_cell(space, v.arch, dataset),
+            f"{v.value:.6g}" if np.isfinite(v.value) else "",
+            f"{v.cv:.4f}" if np.isfinite(v.cv) else "",
+            "yes" if v.flagged else "",
+        ])  # fmt: skip
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["arch", "onnx", "input_shape", metric, "cv", "flagged"])
-            for v in values:
-                w.writerow([
-                    v.arch.text,
-                    onnx_names.get(v.arch.text, ""),
-                    input_shape_cell(space, v.arch, dataset),
-                    f"{v.value:.6g}" if np.isfinite(v.value) else "",
-                    f"{v.cv:.4f}" if np.isfinite(v.cv) else "",
-                    "yes" if v.flagged else "",
-                ])  # fmt: skip
+        write_atomic(path, fh.getvalue().encode())
     except OSError as exc:
         raise HwnasError(f"cannot write {path}: {exc.strerror or exc}") from None
 

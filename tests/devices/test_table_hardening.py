@@ -115,6 +115,41 @@ def test_refset_measure_never_writes_over_values_it_did_not_write(tmp_path, cli)
     assert (mine / "calibration.csv").read_bytes() == written
 
 
+def test_refset_export_and_measure_replace_links_in_out_never_write_through_them(tmp_path, cli):
+    """A folder handed over with `calibration.csv -> ~/.bashrc` (and links at the ONNX files'
+    names, which an architecture's hash makes known in advance): `hwnas refset export --out`
+    and `hwnas refset measure --out` wrote the CSV and the networks into the files the links
+    named. Each file is now written beside its name and renamed over it: the links are
+    replaced, the files they named are left as they were."""
+    from hwnas.paths import temporary
+
+    assert cli("refset", "export", "--out", tmp_path / "first")[0] == 0
+    names = sorted(p.name for p in (tmp_path / "first").iterdir())
+    assert "calibration.csv" in names and len(names) == 11
+    for command in (("export",), ("measure", "--device", "pixel3")):
+        out = tmp_path / command[0]
+        out.mkdir()
+        targets = {}
+        for name in names:
+            target = tmp_path / f"{command[0]}-{name}.bashrc"
+            target.write_text("alias ls='ls --color'\n")  # no CSV value: nothing kept
+            (out / name).symlink_to(target)
+            targets[target] = target.read_bytes()
+        # and at the temporary's name (host and pid known to whoever shares the machine)
+        trap = tmp_path / f"{command[0]}-tmp.bashrc"
+        trap.write_text("export PATH\n")
+        temporary(out / "calibration.csv").symlink_to(trap)
+        targets[trap] = trap.read_bytes()
+        status, _, err = cli("refset", *command, "--out", out)
+        assert status == 0, err
+        assert {t: t.read_bytes() for t in targets} == targets
+        written = ["calibration.csv"] if command[0] == "measure" else names
+        for name in written:
+            assert not (out / name).is_symlink() and (out / name).stat().st_size > 0, name
+        assert (out / "calibration.csv").read_text().startswith("arch,")
+        assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
 def test_refset_measure_of_a_recorded_device_leaves_the_unknown_cv_empty(tmp_path, cli):
     status, out, err = cli("refset", "measure", "--device", "pixel3", "--out", tmp_path / "r")
     assert status == 0, err
