@@ -19,6 +19,7 @@ Images are normalised per channel with the training split's mean and standard de
 
 from __future__ import annotations
 
+import os
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,19 +285,87 @@ class _Refused(pickle.UnpicklingError):
     """What a CIFAR batch must not hold (its message names it)."""
 
 
-def _numpy_globals() -> dict[tuple[str, str], object]:
+NUMBER_KINDS = "biufc"
+"""The dtype kinds a CIFAR batch's arrays and scalars may have: booleans and numbers."""
+
+
+def _numpy_globals(limit: int) -> dict[tuple[str, str], object]:
     """The callables a CIFAR pickle names, by (module, name): how numpy 1 (the files as
-    published, written by Python 2) and numpy 2 rebuild arrays, their dtypes and scalars."""
+    published, written by Python 2) and numpy 2 rebuild arrays, their dtypes and scalars,
+    each bounded by ``limit``, the file's size in bytes.
+
+    An array is rebuilt the way numpy pickles one (``_reconstruct(ndarray, (0,), 'b')``: an
+    empty array, then its ``__setstate__`` with the data; ``_frombuffer`` of its data under
+    pickle protocol 5), never by calling ``numpy.ndarray``, which allocates whatever shape it
+    is given (a 190-byte pickle asked for 7 GB). The bytes of all the arrays and scalars
+    rebuilt cannot exceed ``limit``: their data is in the file."""
     try:
         from numpy._core import multiarray, numeric
     except ImportError:  # numpy 1
         from numpy.core import multiarray, numeric
 
-    def dtype(*args):  # an array of Python objects would unpickle each item as an object
-        d = np.dtype(*args)
+    budget = [limit]
+
+    def spend(nbytes: int, what: str) -> None:
+        if nbytes > budget[0]:
+            raise _Refused(f"{what} of {nbytes} bytes, more than the file's {limit}")
+        budget[0] -= nbytes
+
+    def numbers(d) -> np.dtype:
+        if not isinstance(d, np.dtype):
+            raise _Refused(f"an array of {type(d).__name__}")
         if d.hasobject:
             raise _Refused("an array of Python objects")
+        if d.kind not in NUMBER_KINDS or d.fields is not None or d.subdtype is not None:
+            raise _Refused(f"an array of dtype {str(d)[:40]}")
         return d
+
+    def dtype(*args):  # an array of Python objects would unpickle each item as an object
+        return numbers(np.dtype(*args))
+
+    class Array(np.ndarray):
+        """What ``_reconstruct`` makes: its ``__setstate__`` checks the data is in the file
+        before numpy allocates the array."""
+
+        def __setstate__(self, state):
+            if not isinstance(state, tuple) or len(state) not in (4, 5):
+                raise _Refused("an array state numpy does not write")
+            shape, d, _fortran, raw = state[-4:]
+            if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+                raise _Refused("an array shape of other than counts")
+            count = 1
+            for n in shape:
+                count *= n
+            nbytes = count * numbers(d).itemsize
+            if not isinstance(raw, (bytes, bytearray, str)) or len(raw) != nbytes:
+                raise _Refused(f"an array of shape {shape[:8]} without its {nbytes} bytes")
+            spend(nbytes, "arrays")
+            super().__setstate__(state)
+
+    class Ndarray:
+        """``numpy.ndarray`` as ``_reconstruct``'s first argument, never to be called."""
+
+        def __call__(self, *args, **kwargs):
+            raise _Refused("a call of numpy.ndarray (an array not rebuilt from its data)")
+
+    ndarray = Ndarray()
+
+    def reconstruct(subtype, shape, typecode):
+        if subtype is not ndarray or not isinstance(shape, tuple) or 0 not in shape:
+            raise _Refused("an array rebuilt otherwise than numpy pickles one")
+        return multiarray._reconstruct(Array, (0,), b"b")
+
+    def frombuffer(buf, d, shape, order):
+        if not isinstance(buf, (bytes, bytearray)):
+            raise _Refused(f"an array of a {type(buf).__name__} buffer")
+        spend(len(buf), "arrays")
+        return numeric._frombuffer(buf, numbers(d), shape, order)
+
+    def scalar(d, data=None):
+        if not isinstance(data, (bytes, str)) or len(data) != numbers(d).itemsize:
+            raise _Refused("a numpy scalar without its bytes")
+        spend(len(data), "scalars")
+        return multiarray.scalar(d, data)
 
     def latin1(text, encoding="utf-8"):  # bytes pickled by Python 3 at protocol 2
         if str(encoding).lower().replace("_", "-") not in ("latin1", "latin-1"):
@@ -304,27 +373,31 @@ def _numpy_globals() -> dict[tuple[str, str], object]:
         return text.encode("latin1")
 
     out: dict[tuple[str, str], object] = {
-        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "ndarray"): ndarray,
         ("numpy", "dtype"): dtype,
         ("_codecs", "encode"): latin1,
     }
     for module in ("numpy.core", "numpy._core"):
-        out[(f"{module}.multiarray", "_reconstruct")] = multiarray._reconstruct
-        out[(f"{module}.multiarray", "scalar")] = multiarray.scalar
-        out[(f"{module}.numeric", "_frombuffer")] = numeric._frombuffer
+        out[(f"{module}.multiarray", "_reconstruct")] = reconstruct
+        out[(f"{module}.multiarray", "scalar")] = scalar
+        out[(f"{module}.numeric", "_frombuffer")] = frombuffer
     return out
 
 
-class _CifarUnpickler(pickle.Unpickler):
+class _CifarUnpickler(pickle._Unpickler):
     """Unpickles plain data only: dicts, lists, tuples, strings, bytes, numbers (pickle's own
-    opcodes) and numpy arrays of numbers; any other global (a function, a class: what makes a
-    pickle run code) is refused."""
+    opcodes) and numpy arrays of numbers whose bytes are in the file (``limit``: its size);
+    any other global (a function, a class: what makes a pickle run code) is refused.
 
-    allowed: dict[tuple[str, str], object] = {}
+    Python's own unpickler, not the C one: the C unpickler sizes its memo by the largest index
+    a pickle names (a 9-byte pickle, ``LONG_BINPUT 2**28``, took 4 GB), Python's keeps a dict
+    of the indices used; it reads a CIFAR batch as fast (the data is one string)."""
+
+    def __init__(self, fh, limit: int, **kwargs):
+        super().__init__(fh, **kwargs)
+        self.allowed = _numpy_globals(limit)
 
     def find_class(self, module: str, name: str):
-        if not self.allowed:
-            type(self).allowed = _numpy_globals()
         found = self.allowed.get((module, name))
         if found is None:
             raise _Refused(f"{module}.{name}")
@@ -339,19 +412,20 @@ def _unpickle(path: Path) -> dict:
     """
     try:
         with open(path, "rb") as fh:
-            data = _CifarUnpickler(fh, encoding="latin1").load()
+            limit = os.fstat(fh.fileno()).st_size
+            data = _CifarUnpickler(fh, limit, encoding="latin1").load()
     except _Refused as exc:
         raise HwnasError(
             f"cannot read CIFAR batch {path}: it holds {exc}, which a CIFAR batch does not "
-            "(refused: unpickling it could run code); only dicts, lists, strings, numbers and "
-            "numpy arrays of numbers are read"
+            "(refused: unpickling it could run code or exhaust the memory); only dicts, lists, "
+            "strings, numbers and numpy arrays of numbers whose data is in the file are read"
         ) from None
     except Exception as exc:  # truncated or foreign files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HwnasError(f"cannot read CIFAR batch {path}: {first}") from None
     if not isinstance(data, dict):
         raise HwnasError(f"cannot read CIFAR batch {path}: not a dict (a {type(data).__name__})")
-    return data
+    return {k: v.view(np.ndarray) if isinstance(v, np.ndarray) else v for k, v in data.items()}
 
 
 def _cifar_images(batch: dict, path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -101,6 +101,68 @@ def test_a_pickle_as_cifar_batch_runs_no_code(tmp_path):
     assert not marker.exists()
 
 
+def _python2_arrays(obj) -> bytes:
+    """``obj`` pickled as Python 2 and numpy 1 wrote the CIFAR files: protocol 2, each array
+    an empty one of ``numpy.core.multiarray._reconstruct`` given its data by ``__setstate__``
+    as a byte string (a latin-1 str when read by Python 3)."""
+    import io
+
+    class Python2(pickle.Pickler):
+        def reducer_override(self, o):
+            if type(o) is not np.ndarray:
+                return NotImplemented
+            rebuild, (cls, shape, _code), (version, dims, dtype, fortran, raw) = o.__reduce__()
+            return rebuild, (cls, shape, "b"), (version, dims, dtype, fortran, raw.decode("latin1"))
+
+    blob = io.BytesIO()
+    Python2(blob, protocol=2).dump(obj)
+    return blob.getvalue().replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
+
+
+def test_a_cifar_batch_allocates_no_more_than_the_data_it_holds(tmp_path):
+    """A 48-byte data_batch_1, `numpy.ndarray((N,), dtype('u1'))`, made `load_data` allocate N
+    bytes (7 GB in the audit): the unpickler let numpy.ndarray be called. A 9-byte one storing
+    in memo slot 2**24 took 256 MB (the C unpickler sizes its memo by the index). Arrays are
+    now rebuilt only as numpy pickles them, their bytes at most the file's, and the memo is a
+    dict; the batches of the real dataset still load."""
+    import tracemalloc
+
+    from hwnas.datasets import load_data
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    (folder / "data_batch_1").write_bytes(_python2_arrays(_cifar_batch(30, rng)))
+    (folder / "test_batch").write_bytes(_python2_arrays(_cifar_batch(10, rng)))
+    meta = {"label_names": [f"c{i}" for i in range(10)], "num_vis": 3072}
+    (folder / "batches.meta").write_bytes(_python2_arrays(meta))
+    d = load_data(str(tmp_path), seed=0)
+    assert d.name == "cifar10" and d.classes[9] == "c9" and len(d.test) == 10
+    assert len(d.train) + len(d.val) == 30
+
+    n = 3 * 2**28 + 1  # 768 MiB, not a whole number of images (main failed after allocating)
+    four = _python2_arrays(np.zeros(4, np.uint8))
+    size = b"J" + n.to_bytes(4, "little")
+    u1 = b"cnumpy\ndtype\nX\x02\x00\x00\x00u1\x85R"  # numpy.dtype('u1')
+    forged = {
+        "a call of numpy.ndarray": b"\x80\x02cnumpy\nndarray\n" + size + b"\x85" + u1 + b"\x86R.",
+        "without its 805306369 bytes": four.replace(b"K\x04\x85", size + b"\x85"),
+        "not a dict": b"\x80\x02Nr" + (2**24).to_bytes(4, "little") + b".",
+    }  # fmt: skip
+    for said, blob in forged.items():
+        (folder / "data_batch_1").write_bytes(blob)
+        tracemalloc.start()
+        try:
+            with pytest.raises(HwnasError) as caught:
+                load_data(str(tmp_path), seed=0)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2**25, (said, peak)
+        message = str(caught.value)
+        assert "data_batch_1" in message and said in message and "\n" not in message, message
+
+
 TINY_SPACE = """\
 name: tiny
 datasets:
