@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -482,10 +483,15 @@ def _image_folder(path: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[s
             if f.suffix.lower() not in IMAGE_SUFFIXES:
                 continue
             try:
-                with Image.open(f) as im:
-                    im = im.convert("RGB").resize((size, size), Image.BILINEAR)
-                    xs.append(np.asarray(im, dtype=np.float32).transpose(2, 0, 1) / 255.0)
-            except OSError as exc:
+                # a header claiming more pixels than Pillow's limit (a small PNG of 20000x20000
+                # would decode to 1.2 GB): Pillow raises its DecompressionBombError (no
+                # OSError) above twice the limit and only warns above it; both are refused
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", Image.DecompressionBombWarning)
+                    with Image.open(f) as im:
+                        im = im.convert("RGB").resize((size, size), Image.BILINEAR)
+                xs.append(np.asarray(im, dtype=np.float32).transpose(2, 0, 1) / 255.0)
+            except (OSError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
                 raise HwnasError(f"cannot read image {f}: {exc}") from None
             ys.append(label)
     if not xs:

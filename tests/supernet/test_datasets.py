@@ -75,3 +75,38 @@ def test_bad_data_is_a_one_line_user_error(tmp_path):
         Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / cls / "0.png")
     with pytest.raises(HwnasError, match=r"class folder\(s\) only hold no image"):
         load_data(str(tmp_path))
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A 65-byte PNG whose header says ``width`` x ``height`` RGB pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"")  # none: only the header is read
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize("side", [20000, 10000], ids=["bomb-error", "bomb-warning"])
+def test_an_image_claiming_a_huge_size_is_a_one_line_error(tmp_path, side):
+    """A 65-byte PNG claiming 20000x20000 pixels in an image folder: Pillow's
+    DecompressionBombError (no OSError) ended `hwnas train --data` in a traceback; one of
+    10000x10000 (above Pillow's limit, below twice it: a warning) was decoded, 300 MB."""
+    from helpers import hwnas_main
+    from PIL import Image
+
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / cls / "0.png")
+    (tmp_path / "b" / "huge.png").write_bytes(_png_header(side, side))
+    r = hwnas_main("train", "5", "--data", tmp_path, "--epochs", "1", "--out", tmp_path / "z")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot read image {tmp_path / 'b' / 'huge.png'}: Image size")
+    assert not (tmp_path / "z").exists()
