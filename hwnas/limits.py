@@ -52,6 +52,11 @@ MAX_EXPAND = 64.0
 MAX_CLASSES = 1_000_000
 """Classes of a dataset."""
 
+MAX_PARAMETERS = 2**30
+"""Parameters and buffers of a network built from what a file declares (a zoo card's
+``build`` section, a supernet included): 4 GiB of float32, above the largest network a search
+space ships (fbnet's supernet at 8x width has 0.67e9)."""
+
 MAX_CHOICES = 1024
 """Options of one decision of a declared space."""
 

@@ -180,6 +180,78 @@ def _check_build(folder: Path, build: dict[str, Any]) -> None:
             )
 
 
+def _supernet_config(folder: Path, config: dict[str, Any], space: Any) -> dict[str, Any]:
+    """A card's supernet ``build.config``, checked as the ``--set`` size settings of the
+    space's supernet are (:data:`hwnas.supernet.settings.SUPERNET_SETTINGS`): only its keys,
+    each of its type within its range (a card's ``{"channels": 4096, "cells": 4}`` made
+    ``hwnas.zoo.load(entry, torch=True)`` allocate beyond the memory), and fitting together
+    and the space (a declared space's ``profile`` one of its datasets).
+
+    Returns:
+        The typed settings.
+
+    Raises:
+        HwnasError: one line naming the setting.
+    """
+    from hwnas.supernet import SUPERNETS
+    from hwnas.supernet.settings import SUPERNET_SETTINGS, _check_together
+
+    settings = {s.key: s for s in SUPERNET_SETTINGS.get(space.supernet_name, ())}
+    out = {}
+    for key, value in config.items():
+        setting = settings.get(key)
+        if setting is None:
+            shown = "".join(c if c.isprintable() else "?" for c in str(key)[:40])
+            known = ", ".join(settings) or "none"
+            raise HwnasError(
+                f"{folder}: card.json's build.config has '{shown}', no size setting of the "
+                f"{space.supernet_name} supernet (its settings: {known}); not a card hwnas wrote"
+            )
+        try:
+            out[key] = setting.parse(value)
+        except HwnasError as exc:  # "--set k=v: k must be ...": the setting's rule
+            rule = str(exc).split(": ", 1)[-1]
+            raise HwnasError(
+                f"{folder}: card.json's build.config {rule}; not a card hwnas wrote"
+            ) from None
+    try:
+        _check_together(out, space.supernet_name)
+        SUPERNETS.get(space.supernet_name).check_config(space, out)
+    except HwnasError as exc:
+        shown = str(exc).removeprefix("--set ")
+        raise HwnasError(f"{folder}: card.json's build.config {shown}") from None
+    return out
+
+
+def _check_size(folder: Path, build) -> None:
+    """Refuse a network that ``build()`` would make of more than
+    :data:`hwnas.limits.MAX_PARAMETERS` parameters and buffers, counted on PyTorch's meta
+    device (shapes only, no memory): every setting within its range still combines into
+    85e9 parameters (the nasbench201 supernet at 1024 channels and 64 cells), and a million
+    classes into a classifier of 2e9. A network the meta device cannot build is left to the
+    build itself.
+
+    Raises:
+        HwnasError: one line with the count.
+    """
+    import torch
+
+    from hwnas.limits import MAX_PARAMETERS
+
+    try:
+        with torch.device("meta"):
+            module = build()
+        count = sum(t.numel() for t in (*module.parameters(), *module.buffers()))
+    except Exception:  # noqa: BLE001 - not buildable on the meta device: not counted
+        return
+    if count > MAX_PARAMETERS:
+        raise HwnasError(
+            f"{folder}: card.json's build section makes a network of {count:.3g} parameters "
+            f"({4 * count / 2**30:.3g} GiB of float32), more than the {MAX_PARAMETERS:.3g} hwnas "
+            "builds from a card; refused (run its ONNX model: hwnas.zoo.load(entry))"
+        )
+
+
 def _module(folder: Path, card: dict[str, Any], given: Any):
     import torch
 
@@ -223,22 +295,33 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
             ) from None
     with torch.random.fork_rng(devices=[]):  # building draws random weights: not the user's
         if build.get("kind") == "supernet":
+            from hwnas.limits import input_size
             from hwnas.supernet import SUPERNETS
 
             cls = SUPERNETS.get(space.supernet_name)
             shape = tuple(int(v) for v in build["image_shape"])
-            supernet = cls(space, int(build["num_classes"]), shape, dict(build["config"]))
-            module = supernet.extract(space.parse(build["arch"]))
+            input_size(f"{folder}: card.json's build.image_shape", (1, *shape))
+            config = _supernet_config(folder, build["config"], space)
+            arch = space.parse(build["arch"])
+            _check_size(folder, lambda: cls(space, int(build["num_classes"]), shape, config))
+            supernet = cls(space, int(build["num_classes"]), shape, config)
+            module = supernet.extract(arch)
         else:
-            if "seed" in build:
-                torch.manual_seed(int(build["seed"]))
             spec = space.dataset(build["dataset"])
             classes = int(build["num_classes"])
-            module = space.build(
-                space.parse(build["arch"]),
-                build["dataset"],
-                num_classes=None if classes == spec.num_classes else classes,
-            )
+            arch = space.parse(build["arch"])
+
+            def make():
+                return space.build(
+                    arch,
+                    build["dataset"],
+                    num_classes=None if classes == spec.num_classes else classes,
+                )
+
+            _check_size(folder, make)
+            if "seed" in build:
+                torch.manual_seed(int(build["seed"]))
+            module = make()
     if state is not None:
         try:
             module.load_state_dict(state, strict=True)

@@ -196,3 +196,49 @@ def test_zoo_list_show_and_load_of_a_handed_card_with_odd_fields_are_one_line(tm
     (entry / "card.json").write_text(json.dumps({**card, "weights": "trained"}))
     with pytest.raises(HwnasError, match="trained weights, but no weights.pt named in the card"):
         load(entry, torch=True)
+
+
+def test_a_supernet_cards_build_config_cannot_size_the_network_it_rebuilds(tmp_path):
+    """`hwnas.zoo.load(entry, torch=True)` built a supernet entry's supernet at whatever size
+    its card's `build.config` said: `{"channels": 4096, "cells": 4}` ran out of memory (a raw
+    RuntimeError at best). The config is now checked as the `--set` size settings of the
+    space's supernet are, and the network it makes is counted (on PyTorch's meta device)
+    before it is built: settings each within range still combine into 85e9 parameters."""
+    import subprocess
+    import sys
+
+    from helpers import hwnas_main
+    from helpers_security import _limits
+
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--strategy", "darts", "--device", "pixel3", "--data", "digits",
+                   "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "32",
+                   "--set", "limit=100", "--set", "channels=4", "--out", out)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (source,) = sorted((out / "zoo").iterdir())
+    card = json.loads((source / "card.json").read_text())
+    assert card["build"]["config"] == {"channels": 4, "cells": 1, "partial_channels": 1}
+    configs = {
+        "huge": ({"channels": 4096, "cells": 4}, "build.config channels must be <= 1024"),
+        "in-range": ({"channels": 1024, "cells": 64}, "makes a network of 8.49e+10 parameters"),
+        "unknown": ({"channels": 4, "depth": 99}, "build.config has 'depth', no size setting"),
+    }
+    for name, (config, _said) in configs.items():
+        entry = tmp_path / name / "00-e"
+        shutil.copytree(source, entry)
+        build = {**card["build"], "config": config}
+        (entry / "card.json").write_text(json.dumps({**card, "build": build}))
+    loads = (  # in a child bounded to 3 GiB: on main the first of them took all the memory
+        "import sys\nfrom hwnas.errors import HwnasError\nimport hwnas.zoo\n"
+        "for entry in sys.argv[1:]:\n"
+        "    try:\n        hwnas.zoo.load(entry, torch=True)\n        print('loaded')\n"
+        "    except HwnasError as exc:\n        print(exc)\n"
+    )
+    entries = [str(source), *(str(tmp_path / name / "00-e") for name in configs)]
+    r = subprocess.run([sys.executable, "-c", loads, *entries], capture_output=True, text=True,
+                       timeout=300, preexec_fn=_limits)  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "loaded" and len(lines) == 1 + len(configs), r.stdout
+    for line, (name, (_config, said)) in zip(lines[1:], configs.items()):
+        assert line.startswith(f"{tmp_path / name / '00-e'}: card.json's ") and said in line, line
