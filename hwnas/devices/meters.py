@@ -15,6 +15,7 @@ read here.
 
 from __future__ import annotations
 
+import errno
 import re
 import subprocess
 import threading
@@ -185,43 +186,106 @@ class PowerMeter(Meter):
 
 RAPL_ROOT = Path("/sys/class/powercap")
 
+RAPL_ZONE = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,63}")
+"""A RAPL zone: one folder name (``intel-rapl:0``, ``intel-rapl:0:1``), never a path."""
+
+RAPL_LABEL = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
+"""A zone's ``name`` as the kernel writes it (``package-0``, ``core``, ``dram``, ``psys``): the
+only text of a RAPL file hwnas ever shows."""
+
+RAPL_FILE_BYTES = 64
+"""Bytes read of a RAPL file (a counter is at most 20 digits, a zone name a word)."""
+
+
+def _rapl_text(path: Path) -> str:
+    """The text of the RAPL file ``path``: a regular file (the kernel's, or a test's), read
+    through no link and at most :data:`RAPL_FILE_BYTES` bytes. A profile names the folder
+    (``energy: {meter: rapl, root: ...}``): a ``name`` linked to ``~/.ssh/id_ed25519`` there
+    was read and shown in a message.
+
+    Raises:
+        OSError: missing, a link, not a regular file (a pipe would block), unreadable.
+    """
+    import os
+    import stat
+
+    if path.is_symlink():
+        raise OSError(f"{path} is a link, not the kernel's file")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, RAPL_FILE_BYTES).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+
+
+def _rapl_number(path: Path) -> float:
+    """The number a RAPL file holds (:func:`_rapl_text`).
+
+    Raises:
+        OSError: see :func:`_rapl_text`.
+        ValueError: no number (the text is not shown: it is not known to be the kernel's).
+    """
+    text = _rapl_text(path).strip()
+    if not re.fullmatch(r"\d{1,20}", text):
+        raise ValueError(f"{path} holds no number")
+    return float(text)
+
 
 def rapl_meter(root: str | Path = RAPL_ROOT, zone: str = "intel-rapl:0") -> CounterMeter:
     """The RAPL package counter (``<root>/<zone>/energy_uj``, wrapping at
-    ``max_energy_range_uj``).
+    ``max_energy_range_uj``). ``root`` is another folder laid out as the kernel's powercap
+    folder (the tests' stand-in; a container's bind mount); its files are read only as the
+    kernel's are (:func:`_rapl_text`): regular files, never a link, a few bytes, and nothing
+    but a plain zone name is ever shown.
 
     Raises:
-        DeviceUnavailableError: no RAPL zone, or not readable (root-only since Linux 5.10).
+        DeviceUnavailableError: no RAPL zone, or not readable (root-only since Linux 5.10), or
+            a file that is not the kernel's (a link, a pipe).
+        ValueError: a zone that is not one folder name.
     """
+    if not isinstance(zone, str) or not RAPL_ZONE.fullmatch(zone):
+        raise ValueError(f"zone must be one folder name like intel-rapl:0, got {str(zone)[:40]!r}")
     folder = Path(root) / zone
     counter = folder / "energy_uj"
-    if not counter.exists():
+    if not counter.exists() and not counter.is_symlink():
         raise DeviceUnavailableError(
             f"no RAPL energy counter at {counter} (not an x86 CPU with RAPL, or a VM without it)"
         )
     try:
-        float(counter.read_text())
+        _rapl_number(counter)
     except OSError as exc:
+        hint = f"; run `sudo chmod o+r {counter}` to allow it" if exc.errno == errno.EACCES else ""
         raise DeviceUnavailableError(
-            f"RAPL counter {counter} is not readable ({exc.strerror}); "
-            f"run `sudo chmod o+r {counter}` to allow it"
+            f"RAPL counter {counter} is not readable ({exc.strerror or exc}){hint}"
         ) from None
     except ValueError:
         raise DeviceUnavailableError(f"RAPL counter {counter} holds no number") from None
     span = folder / "max_energy_range_uj"
     try:
-        wrap = float(span.read_text()) / 1e3
+        wrap = _rapl_number(span) / 1e3
     except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "no number"
+        why = (exc.strerror or exc) if isinstance(exc, OSError) else "no number"
         raise DeviceUnavailableError(
             f"RAPL counter range {span} cannot be read ({why}): without it a counter that "
             "wraps during a measurement would read as negative energy"
         ) from None
     if not wrap > 0:
         raise DeviceUnavailableError(f"RAPL counter range {span} is {wrap * 1e3:g} uJ, not > 0")
-    label = (folder / "name").read_text().strip() if (folder / "name").exists() else zone
+    label = zone
+    name = folder / "name"
+    if name.exists() or name.is_symlink():
+        try:
+            text = _rapl_text(name).strip()
+        except OSError as exc:
+            raise DeviceUnavailableError(
+                f"RAPL zone name {name} cannot be read ({exc.strerror or exc})"
+            ) from None
+        label = text if RAPL_LABEL.fullmatch(text) else zone  # anything else is not shown
     return CounterMeter(
-        f"rapl:{label}", lambda: float(counter.read_text()) / 1e3, wrap, min_window_s=1.0
+        f"rapl:{label}", lambda: _rapl_number(counter) / 1e3, wrap, min_window_s=1.0
     )
 
 

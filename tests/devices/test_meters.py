@@ -163,6 +163,44 @@ def test_missing_meters_are_one_line_errors(monkeypatch):
     assert set(METERS.names()) == {"android_battery", "nvml", "rapl", "tegrastats"}
 
 
+SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAABG5vbmU"
+
+
+def test_a_profiles_rapl_folder_shows_no_file_but_a_plain_zone_name(tmp_path, cli):
+    """A handed profile's `energy: {meter: rapl, root: FOLDER}` whose `name` file links to
+    ~/.ssh/id_ed25519: `hwnas devices check` printed the key's first line as the meter's name.
+    The meter reads its files through no link, and shows a zone name only when it is a plain
+    word (a hard link, a copy: never shown)."""
+    import os
+
+    (tmp_path / "id_ed25519").write_text(SECRET + "\n")
+    zone = _rapl_tree(tmp_path / "rapl", 5_000_000)
+    (zone / "name").unlink()
+    (zone / "name").symlink_to(tmp_path / "id_ed25519")
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "mycpu.yaml").write_text(
+        "name: mycpu\nkind: local\nclass: cpu\ndescription: test\nruntime: ort\n"
+        f"energy: {{meter: rapl, root: {tmp_path / 'rapl'}}}\n"
+        "timing: {warmup: 1, rounds: 3, calls_per_round: 2, threads: 1, max_cv: 10.0}\n"
+    )
+    status, out, err = cli("devices", "check", "mycpu", profiles=profiles)
+    said = "".join((out + err).split())  # the console wraps its lines anywhere
+    assert status == 0 and "OPENSSH" not in said, out + err
+    assert "".join(f"RAPL zone name {zone / 'name'} cannot be read".split()) in said, out + err
+
+    (zone / "name").unlink()
+    os.link(tmp_path / "id_ed25519", zone / "name")  # readable as a regular file: not shown
+    assert rapl_meter(tmp_path / "rapl").name == "rapl:intel-rapl:0"
+    (zone / "name").unlink()
+    (zone / "energy_uj").rename(tmp_path / "energy_uj")
+    (zone / "energy_uj").symlink_to(tmp_path / "energy_uj")
+    with pytest.raises(DeviceUnavailableError, match="energy_uj is a link, not the kernel's"):
+        rapl_meter(tmp_path / "rapl")
+    with pytest.raises(ValueError, match="zone must be one folder name"):
+        rapl_meter(tmp_path, zone="../rapl/intel-rapl:0")
+
+
 def test_an_energy_search_without_a_meter_says_why(tmp_path, cli):
     """`hwnas search --device cpu --objective energy` on a machine without RAPL said only
     "has no energy_mj measurements (it has: latency_ms)"; the meter's reason was known."""
