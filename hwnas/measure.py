@@ -93,14 +93,26 @@ def network_workload(name: str, side: int = 224, width: float = 1.0, num_classes
 
 
 class NoisyMeasurementError(CandidateError):
-    """Every attempt to measure a workload was flagged (CV above the device's ``max_cv``)."""
+    """Every attempt to measure a workload was flagged: its CV above the device's ``max_cv``,
+    or other processes holding its CPU more than ``max_wait_share`` of the time it ran."""
 
-    def __init__(self, m: Measurement, attempts: int, max_cv: float | None):
-        limit = f" > {100 * max_cv:.3g}%" if max_cv is not None else ""  # 0.2%, not 0%
+    def __init__(
+        self, m: Measurement, attempts: int, max_cv: float | None, max_wait: float | None = None
+    ):
+        wait = m.extra.get("cpu_wait_share")
+        if max_wait is not None and wait is not None and wait > max_wait:
+            why = (
+                f"other processes held its CPU {wait:.0%} of the time it ran (> "
+                f"{max_wait:.3g}: the latency reads high)"
+            )
+            fix = "give it a core of its own (taskset), or raise timing.max_wait_share"
+        else:
+            limit = f" > {100 * max_cv:.3g}%" if max_cv is not None else ""  # 0.2%, not 0%
+            why, fix = f"CV {m.cv:.1%}{limit}", "raise timing.max_cv"
         super().__init__(
-            f"{m.metric} of {m.label} on '{m.device}' is too noisy to use: CV {m.cv:.1%}{limit} "
-            f"after {attempts} attempt(s); it is stored flagged and measured again next time "
-            "(quiet the machine, or raise timing.max_cv in the device profile)"
+            f"{m.metric} of {m.label} on '{m.device}' is too noisy to use: {why} after "
+            f"{attempts} attempt(s); it is stored flagged and measured again next time "
+            f"(quiet the machine, or {fix} in the device profile)"
         )
         self.measurement = m
 
@@ -240,7 +252,12 @@ class Profiler:
                 if found is None or found.flagged:
                     m = self._take(workload)[metric]
                     if m.flagged and not allow_flagged:
-                        raise NoisyMeasurementError(m, self.attempts, self.device.max_cv)
+                        raise NoisyMeasurementError(
+                            m,
+                            self.attempts,
+                            self.device.max_cv,
+                            getattr(self.device, "max_wait_share", None),
+                        )
                     return m
         self.counts.reused += 1
         return found

@@ -23,7 +23,8 @@ kind: local
 class: cpu
 description: this machine's CPU with a short timing protocol (tests only)
 runtime: ort
-timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0}
+timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0,
+         max_wait_share: 1000000}
 tvm: {trials_per_task: 0}
 """
 

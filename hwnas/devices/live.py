@@ -11,7 +11,7 @@ Profile keys shared by live devices::
 
     runtime: ort | tvm                 # what compiles and runs models
     timing: {warmup, calls_per_round, min_rounds, max_rounds, target_rel_ci, max_seconds,
-             max_cv, threads}          # see hwnas.runtimes.timing.TimingProtocol
+             max_cv, threads, quiet_wait_s, max_wait_share}  # hwnas.runtimes.timing.TimingProtocol
     target: host | cuda | {TVM JSON target}   # TVM only
     tvm: {trials_per_task: 16, cc: aarch64-linux-gnu-g++, cache_dir: ~/tvm-cache}
     ort: {provider: cpu | cuda}
@@ -89,9 +89,17 @@ class LiveDevice(Device):
             options["provider"] = ort.get("provider", self.default_provider)
         return options
 
+    runs_here = False
+    """Whether models run on this machine's CPUs (then the timing reads how long other
+    processes held them: :attr:`~hwnas.runtimes.timing.TimingProtocol.max_wait_share`)."""
+
     @property
     def max_cv(self) -> float | None:
         return self.protocol.max_cv
+
+    @property
+    def max_wait_share(self) -> float | None:
+        return self.protocol.max_wait_share if self.runs_here else None
 
     @property
     def quiet_wait_s(self) -> float:
@@ -195,7 +203,7 @@ class LiveDevice(Device):
         executable.first_call(CALL_LIMIT_S)  # a model that never ends is refused here
         self.before_model()
         meter = self.make_meter()
-        timing = time_callable(executable, self.protocol, meter)
+        timing = time_callable(executable, self.protocol, meter, here=self.runs_here)
         versions = {
             **self.engine.versions(),
             **self.device_versions(),
@@ -212,6 +220,8 @@ class LiveDevice(Device):
             "tuned_workloads": len(build.tuned_workloads),
             "tuning_s": round(build.tuning_s, 3),
         }
+        if timing.wait_share is not None:  # other processes' share of its CPU (median round)
+            extra["cpu_wait_share"] = round(timing.wait_share, 4)
         common = dict(
             device=self.name,
             runtime=self.runtime,
@@ -258,6 +268,7 @@ _TIMING_BOUNDS: dict[str, tuple[float | None, float | None, bool, bool]] = {
     "target_rel_ci": (0, 1, False, True),
     "max_seconds": (0, 3600, False, True),
     "max_cv": (0, 100, False, False),
+    "max_wait_share": (0, 10**6, False, False),
     "threads": (1, MAX_THREADS, True, False),
     "quiet_wait_s": (0, 3600, False, False),
 }

@@ -32,6 +32,7 @@ class LocalCpuDevice(LiveDevice):
 
     kind = "local"
     auto_meter = "rapl"
+    runs_here = True
 
     def link_status(self) -> tuple[bool, str]:
         return True, (

@@ -8,8 +8,10 @@ half-width), or a round or time cap is hit. The interval is the distribution-fre
 statistics (J.-Y. Le Boudec, *Performance Evaluation of Computer and Communication Systems*,
 EPFL Press 2010, Theorem 2.1), so no normality is assumed; it needs at least 6 rounds.
 
-A measurement whose CV exceeds ``max_cv`` is *flagged*: it is stored with its samples, but
-:class:`hwnas.measure.Profiler` never hands it to a search silently.
+A measurement whose CV exceeds ``max_cv``, or (a model run on this machine) whose threads
+waited for CPUs other processes held more than ``max_wait_share`` of the time they ran, is
+*flagged*: it is stored with its samples, but :class:`hwnas.measure.Profiler` never hands it to
+a search silently.
 
 The HW-NAS-Bench-360 protocol (10 warm-up, 40 timed runs, median; ANCHORS.md section 5) is
 ``TimingProtocol(warmup=10, rounds=1, calls_per_round=40)``.
@@ -18,6 +20,7 @@ The HW-NAS-Bench-360 protocol (10 warm-up, 40 timed runs, median; ANCHORS.md sec
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -57,6 +60,12 @@ class TimingProtocol:
         threads: intra-op threads the runtime may use.
         quiet_wait_s: how long, in seconds, a flagged measurement may wait in all for a
             quieter moment before it is measured again (:class:`hwnas.measure.Profiler`).
+        max_wait_share: flag the measurement of a model run on this machine when, in the
+            median round, its threads waited for a CPU held by other processes more than this
+            share of the time they ran (0.1: others took about a tenth of the CPU, and the
+            latency reads about a tenth high). A steady co-tenant on the same core slows
+            every round alike, which the CV cannot see (an audit stored 3.4x values at a CV of
+            1.2%).
 
     The default costs 30 + 6..12 x 30 calls (210-390 calls): about 330 x latency per model
     on a shared 2-core VM, fewer on a quiet machine.
@@ -72,6 +81,7 @@ class TimingProtocol:
     max_cv: float = 0.05
     threads: int = 1
     quiet_wait_s: float = 60.0
+    max_wait_share: float = 0.1
 
     def __post_init__(self) -> None:
         if self.rounds is not None:
@@ -98,9 +108,13 @@ class Timing:
         rounds: rounds taken.
         rel_ci: half-width of the 95% interval on ``median_ms`` divided by it (inf with fewer
             than 6 rounds).
-        flagged: the CV exceeded the protocol's ``max_cv``.
+        flagged: the CV exceeded the protocol's ``max_cv``, or ``wait_share`` its
+            ``max_wait_share``.
         seconds: wall time of the timed rounds (s), warm-up excluded.
         energy_mj: energy per inference in mJ over the timed rounds, when a meter was given.
+        wait_share: in the median round, the time this process's threads waited for a CPU
+            (runnable, another process running) over the time they ran; None where it was
+            not read (a model timed elsewhere, a system without Linux's schedstat).
     """
 
     samples_ms: tuple[float, ...]
@@ -112,6 +126,44 @@ class Timing:
     flagged: bool = False
     seconds: float = 0.0
     energy_mj: float | None = None
+    wait_share: float | None = None
+
+
+def cpu_wait_ns() -> tuple[int, int, int] | None:
+    """(ran, waited, slices): nanoseconds this process's threads have run on a CPU and waited
+    for one while runnable (another task held it), and the times they were put on a CPU, since
+    each thread started; Linux's ``/proc/self/task/*/schedstat``. None where it cannot be read
+    or counts nothing (another system, a kernel without scheduler statistics)."""
+    ran = waited = slices = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as fh:
+                fields = fh.read().split()
+            ran, waited, slices = (
+                ran + int(fields[0]),
+                waited + int(fields[1]),
+                slices + int(fields[2]),
+            )
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+            continue
+    return (ran, waited, slices) if ran > 0 else None
+
+
+def round_wait_share(
+    before: tuple[int, int, int], after: tuple[int, int, int], calls: int
+) -> float:
+    """How much longer than its own run time a round of ``calls`` timed calls took, as its
+    median call saw it: the round's wait for a CPU over its run time when at least half of its
+    calls can have been interrupted (the times it was put back on a CPU, at least ``calls``/2),
+    else 0 (short calls between the interruptions: the round's median call ran undisturbed)."""
+    ran, waited, slices = (a - b for a, b in zip(after, before))
+    if ran <= 0 or 2 * slices < calls:
+        return 0.0
+    return waited / ran
 
 
 def median_ci(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -162,7 +214,10 @@ def perf_counter_samples(run: Callable[[], object], n: int) -> list[float]:
 
 
 def time_callable(
-    run: Callable[[], object], protocol: TimingProtocol, meter: EnergyMeter | None = None
+    run: Callable[[], object],
+    protocol: TimingProtocol,
+    meter: EnergyMeter | None = None,
+    here: bool = False,
 ) -> Timing:
     """Time ``run`` (one inference per call) under ``protocol``.
 
@@ -175,6 +230,9 @@ def time_callable(
         protocol: warm-up, rounds and stopping rule.
         meter: energy meter read around the timed rounds; if they are shorter than the
             meter's ``min_window_s``, extra untimed calls run inside the window.
+        here: ``run`` runs on this machine's CPUs: each round's wait for a CPU held by other
+            processes is read (:func:`cpu_wait_ns`), and a median round share above the
+            protocol's ``max_wait_share`` flags the timing.
 
     Returns:
         The :class:`Timing`, all values in milliseconds (energy in mJ per inference: the
@@ -196,13 +254,18 @@ def time_callable(
     if protocol.warmup:
         sample(protocol.warmup)
     samples: list[float] = []
+    shares: list[float] = []  # per round: waited for a CPU / ran
     rounds = 0
     calls = 0
     if meter is not None:
         meter.start()
     t0 = time.perf_counter()
     while True:
+        before = cpu_wait_ns() if here else None
         samples.extend(sample(protocol.calls_per_round))
+        after = cpu_wait_ns() if before is not None else None
+        if before is not None and after is not None:
+            shares.append(round_wait_share(before, after, protocol.calls_per_round))
         rounds += 1
         elapsed = time.perf_counter() - t0
         if rounds >= protocol.max_rounds:
@@ -227,9 +290,12 @@ def time_callable(
             )
         energy = spent / calls
     t = summarise(samples, rounds, protocol.max_cv)
+    wait = statistics.median(shares) if shares else None
+    flagged = t.flagged or (wait is not None and wait > protocol.max_wait_share)
     return Timing(
-        t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, t.flagged, seconds, energy
-    )
+        t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, flagged, seconds, energy,
+        wait,
+    )  # fmt: skip
 
 
 def patient(protocol: TimingProtocol, factor: int = 2) -> TimingProtocol:
