@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 OPSET = 17
+
+_EXPORT_LOCK = threading.RLock()
+"""Held around ``torch.onnx.export``: the exporter, the attention fast path it needs off and
+the warnings filter are process-wide state, so two searches in two threads of one process
+(``hwnas.search`` from a notebook's threads) crashed each other's export ("GLOBALS.
+in_onnx_export must be True"). One export at a time; the threads' other work goes on."""
 INPUT_NAME = "input"
 OUTPUT_NAME = "logits"
 
@@ -69,13 +76,14 @@ def export_onnx(
     model = model.eval()
     example = torch.zeros(input_shape, dtype=torch.float32)
     buffer = io.BytesIO()
-    fastpath = torch.backends.mha.get_fastpath_enabled()
-    # nn.MultiheadAttention's fused fast path (taken without gradients) has no ONNX export
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        _export(model, example, buffer, opset)
-    finally:
-        torch.backends.mha.set_fastpath_enabled(fastpath)
+    with _EXPORT_LOCK:
+        fastpath = torch.backends.mha.get_fastpath_enabled()
+        # nn.MultiheadAttention's fused fast path (taken without gradients) has no ONNX export
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            _export(model, example, buffer, opset)
+        finally:
+            torch.backends.mha.set_fastpath_enabled(fastpath)
     data = buffer.getvalue()
     if check:
         onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
