@@ -324,37 +324,129 @@ def register_accuracy(fn: Any) -> str:
 
 
 def accuracy_code_digest(label: str) -> str | None:
-    """A digest of the code of the accuracy function registered as ``label``
-    (:func:`register_accuracy`): its bytecode, constants (nested functions' too), the names it
-    reads and its defaults' values, not where it was defined; None for a label not registered
-    in this process (``path/to/file.py:function``: the file's digest stands for it). A
-    function edited and run again, or another lambda, is another search's: it must not
-    resume a study of the old one's scores."""
+    """A digest of the accuracy function registered as ``label`` (:func:`register_accuracy`):
+    its bytecode, constants (nested functions' too) and the names it reads, and the values it
+    works with: its defaults, its closure's cells, the module globals it reads, a
+    ``functools.partial``'s function and arguments, a callable object's attributes; not where
+    it was defined. None for a label not registered in this process (``path/to/file.py:
+    function``: the file's digest stands for it). A function edited and run again, another
+    lambda, or the same function over other values (a threshold in its closure, a global
+    ``SCALE``, ``partial(f, scale=2)``, ``Acc(20.0)``) is another search's: it must not resume
+    a study of the old one's scores.
+
+    Values enter by content where they are plain (numbers, strings, bytes, None, containers of
+    them, numpy arrays and CPU tensors up to 16M elements), else by their type alone (a data
+    loader, a model): what cannot be read stably from one process to the next never splits a
+    study that a rerun should resume."""
+    import functools
     import hashlib
 
     fn = _ACCURACY.get(label)
     if fn is None:
         return None
-    code = getattr(fn, "__code__", None)
-    if code is None:  # an object with a __call__ method: that method's code
-        call = vars(type(fn)).get("__call__")
-        code = getattr(call, "__code__", None)
-    if code is None:  # a builtin or a C-level callable: its name is all there is
-        return None
     digest = hashlib.sha256()
+    seen: set[int] = set()
 
-    def feed(c: Any) -> None:
+    def feed_code(c: Any) -> None:
         digest.update(c.co_code)
         digest.update(repr(c.co_names).encode())
         for const in c.co_consts:
             if hasattr(const, "co_code"):  # a nested function or comprehension
-                feed(const)
+                feed_code(const)
             else:
                 digest.update(repr(const).encode())
 
-    feed(code)
-    digest.update(repr(getattr(fn, "__defaults__", None)).encode())
+    def feed_callable(f: Any, depth: int) -> bool:
+        if id(f) in seen or depth > 3:
+            return True
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            digest.update(b"partial")
+            feed_value(f.args, depth)
+            feed_value(f.keywords, depth)
+            return feed_callable(f.func, depth + 1)
+        code = getattr(f, "__code__", None)
+        if code is None:  # an object with a __call__ method: that method, and its attributes
+            call = vars(type(f)).get("__call__")
+            if getattr(call, "__code__", None) is None:
+                return False  # a builtin or a C-level callable: its name is all there is
+            feed_callable(call, depth + 1)
+            feed_value(getattr(f, "__dict__", {}), depth)
+            return True
+        feed_code(code)
+        feed_value(getattr(f, "__defaults__", None), depth)
+        feed_value(getattr(f, "__kwdefaults__", None), depth)
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                feed_value(cell.cell_contents, depth)
+            except ValueError:  # a cell not yet filled
+                digest.update(b"<empty cell>")
+        names = getattr(f, "__globals__", {})
+        for name in _names_read(code):
+            if name in names:
+                digest.update(name.encode())
+                feed_value(names[name], depth)
+        return True
+
+    def feed_value(value: Any, depth: int) -> None:
+        if callable(value) and (hasattr(value, "__code__") or isinstance(value, functools.partial)):
+            if not feed_callable(value, depth + 1):
+                digest.update(type(value).__qualname__.encode())
+            return
+        digest.update(_plain(value).encode())
+
+    if not feed_callable(fn, 0):
+        return None
     return digest.hexdigest()[:16]
+
+
+def _names_read(code: Any) -> list[str]:
+    """The global names a code object (and the functions it defines) reads."""
+    out = list(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            out += _names_read(const)
+    return out
+
+
+_PLAIN_ELEMENTS = 16 * 2**20
+"""Elements of an array or tensor whose content enters an accuracy function's digest (larger:
+its shape and dtype only)."""
+
+
+def _plain(value: Any, depth: int = 0) -> str:
+    """A text that is the same for equal plain values in any process: numbers, strings, bytes,
+    None and containers of them by content, numpy arrays and CPU tensors by a hash of their
+    bytes; anything else (a module, a data loader, a model) by its type alone."""
+    import hashlib
+
+    import numpy as np
+
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        return repr(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"bytes:{hashlib.sha256(bytes(value)).hexdigest()}"
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    if depth < 4 and isinstance(value, (tuple, list)) and len(value) <= 10_000:
+        return f"{type(value).__name__}[{','.join(_plain(v, depth + 1) for v in value)}]"
+    if depth < 4 and isinstance(value, (set, frozenset)) and len(value) <= 10_000:
+        return f"set[{','.join(sorted(_plain(v, depth + 1) for v in value))}]"
+    if depth < 4 and isinstance(value, dict) and len(value) <= 10_000:
+        items = sorted(f"{_plain(k, depth + 1)}:{_plain(v, depth + 1)}" for k, v in value.items())
+        return f"dict{{{','.join(items)}}}"
+    array = value
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        try:
+            array = value.detach().cpu().numpy() if value.device.type == "cpu" else None
+        except Exception:  # noqa: BLE001 - a tensor numpy cannot hold: its type alone
+            array = None
+    if isinstance(array, np.ndarray) and array.dtype != object:
+        if array.size <= _PLAIN_ELEMENTS:
+            data = np.ascontiguousarray(array).tobytes()
+            return f"array{array.shape}{array.dtype}:{hashlib.sha256(data).hexdigest()}"
+        return f"array{array.shape}{array.dtype}"
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
 def get_accuracy(label: str) -> Callable[[Any, Arch, Any], float]:

@@ -244,6 +244,66 @@ def test_an_edited_accuracy_function_is_another_study_the_same_code_resumes():
     assert ten != seventy and "-acc-lambda-m" in ten and "<" not in ten
 
 
+SCALE = 40.0
+
+
+def test_an_accuracy_function_over_other_values_is_another_study_the_same_values_resume():
+    """The digest read only the function's code: the same code over another value (a closure's
+    threshold, a global SCALE changed between calls, ``partial(f, scale=2)``, ``Acc(20.0)``
+    after ``Acc(10.0)``) resumed the first study and returned its scores, with no word
+    (helper-57). The values it works with are part of its identity now; the same values
+    resume, and a value that is no plain data (a loader, a model) counts by its type alone."""
+    import functools
+
+    import numpy as np
+    import torch
+
+    from hwnas.jobs.settings import build_settings
+
+    global SCALE
+
+    def study(fn):
+        return build_settings({"device": "pixel3", "accuracy": fn}, given={"accuracy"}).study
+
+    def make(v):
+        def acc(net, arch):
+            return v
+
+        return acc
+
+    assert study(make(50.0)) != study(make(60.0)) and study(make(60.0)) == study(make(60.0))
+
+    def scaled(net, arch):
+        return SCALE
+
+    before = study(scaled)
+    SCALE = 80.0
+    try:
+        assert study(scaled) != before
+    finally:
+        SCALE = 40.0
+    assert study(scaled) == before
+
+    def times(net, arch, scale=1.0):
+        return 30.0 * scale
+
+    assert study(functools.partial(times, scale=2)) != study(functools.partial(times, scale=1))
+
+    class Acc:
+        def __init__(self, v, loader=None):
+            self.v, self.loader = v, loader
+
+        def __call__(self, net, arch):
+            return self.v
+
+    assert study(Acc(10.0)) != study(Acc(20.0)) == study(Acc(20.0))
+    # data by content; an object of no plain value (a data loader) by its type, so a rerun in
+    # another process, where it is another object, resumes
+    assert study(Acc(np.zeros(3))) != study(Acc(np.ones(3))) == study(Acc(np.ones(3)))
+    assert study(Acc(torch.ones(2))) == study(Acc(torch.ones(2)))
+    assert study(Acc(1.0, loader=object())) == study(Acc(1.0, loader=object()))
+
+
 def test_a_search_run_keeps_its_own_front_and_reports_its_trials(tmp_path):
     """A ``SearchRun`` read ``pareto.csv`` from disk at each ``run.front``: after a longer
     search into the same folder, the old object showed the new front (9 rows became 19) while
