@@ -446,11 +446,21 @@ def measure_models(
         The :class:`MeasuredModels`.
 
     Raises:
-        HwnasError: an unusable store or hwnas home; the device or runtime failed.
+        HwnasError: an unusable store or hwnas home; the device or runtime failed; a batch
+            size other than 1 or the device's own on a device whose values are a table's.
     """
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.store import MeasurementStore
 
+    if not device.stored_in_profiler:  # a table's values are at the batch it was measured at
+        table_batch = device.value_batch_size
+        for w in workloads:
+            if w.batch_size not in (1, table_batch):
+                raise HwnasError(
+                    f"'{device.name}' gives the values of a table, measured at batch "
+                    f"{table_batch}: batch size {w.batch_size} cannot be read from it; "
+                    "measure a live device at that batch"
+                )
     if store_path is None and device.stored_in_profiler:
         check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
     store = (

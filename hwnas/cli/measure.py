@@ -217,6 +217,9 @@ def _measure(dev, workloads, store_path) -> None:
         f"{c.taken} measured, {c.reused} from the store, {c.read} read from a table; "
         "ms = median latency, CI = 95% interval of the median, mJ = energy per inference"
     )
+    batches = sorted({r.latency.batch_size for r in done.models if r.latency.batch_size > 1})
+    if batches:  # a table measured at batch 256: its values are a batch's, not one input's
+        console.print(f"ms and mJ are per batch of {', '.join(map(str, batches))}, not per input")
     for r in done.models:
         if r.warning:
             click.echo(one_line(f"warning: {r.label}: {r.warning}"), err=True)

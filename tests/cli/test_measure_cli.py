@@ -220,3 +220,25 @@ def test_an_output_without_a_shape_is_read_and_a_nodes_defect_is_named(tmp_path)
                      save([h.make_node("Conv", ["X"], ["Y"])], "conv.onnx"))  # fmt: skip
     assert bad.returncode == 2 and "Conv" in bad.stderr and "input size 1" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_tables_device_refuses_a_batch_it_was_not_measured_at_and_names_its_own():
+    """`hwnas measure --device pixel3 --batch-size 64` (and `hwnas.measure(..., batch_size=64)`)
+    printed the batch-1 value as if it were the batch of 64 (helper-57); and titan_rtx_256's
+    values, a batch of 256's, were shown as plain ms."""
+    import hwnas
+
+    r = hwnas_main("measure", "--device", "pixel3", "--arch", "5", "--batch-size", "64")
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "error: 'pixel3' gives the values of a table, measured at batch 1: batch size 64 "
+        "cannot be read from it; measure a live device at that batch"
+    ]
+    with pytest.raises(hwnas.HwnasError, match="measured at batch 1: batch size 64"):
+        hwnas.measure("5", device="pixel3", batch_size=64)
+    for batch in ("1", "256"):  # the default, and the table's own
+        r = hwnas_main("measure", "--device", "titan_rtx_256", "--arch", "5", "--batch-size", batch)
+        assert r.returncode == 0, r.stderr
+        assert "ms and mJ are per batch of 256, not per input" in r.stdout
+    r = hwnas_main("measure", "--device", "pixel3", "--arch", "5")
+    assert r.returncode == 0 and "per batch" not in r.stdout
