@@ -284,10 +284,25 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
             raise HwnasError(
                 f"the accuracy function {name} failed on {arch.text}: "
                 f"{type(exc).__name__}: {first}"
-            ) from None
+            ) from exc  # the one line for the CLI; the user's traceback for Python
+        given = value
+        if hasattr(value, "detach"):  # a tensor that needs grad: float() would warn
+            value = value.detach()
+        if hasattr(value, "item") and hasattr(value, "reshape"):  # one value of an array
+            try:
+                flat = value.reshape(-1)
+                value = flat[0].item() if len(flat) == 1 else value
+            except Exception:  # noqa: BLE001 - not an array after all: float() decides
+                pass
+        if isinstance(value, (str, bytes, bytearray, bool)):  # float("55"), float(True) pass
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise HwnasError(
+                f"the accuracy function {name} returned the {type(given).__name__} {shown} "
+                f"for {arch.text}: it must return top-1 accuracy in % (a number from 0 to 100)"
+            )
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError):  # RuntimeError: a tensor of 2 values
             number = float("nan")
         if not math.isfinite(number) or not 0.0 <= number <= 100.0:
             raise HwnasError(

@@ -403,6 +403,60 @@ def test_the_evaluator_protocol_checks_the_users_function():
     assert accuracy_function(checked) is checked  # not wrapped twice
 
 
+def test_an_accuracy_that_is_not_a_number_is_refused_and_one_value_arrays_are_read():
+    """float() read the str "55" as 55.0 and True as 1.0 (stored as accuracies), and warned
+    for a tensor that needs grad; a one-value tensor or array is read, without a warning."""
+    import warnings
+
+    from hwnas.engine.evaluate import accuracy_function
+    from hwnas.spaces.base import Arch
+
+    arch = Arch("s", "a=1")
+    for value in ("55", b"55", True, np.bool_(True), torch.tensor(True), np.array("55")):
+
+        def returns(model, arch, *, value=value):
+            return value
+
+        with pytest.raises(HwnasError, match="^the accuracy function .*returns returned the "):
+            accuracy_function(returns)(None, arch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in (55, 55.0, np.float32(55), np.int64(55), np.array([55.0]),
+                      torch.tensor(55.0, requires_grad=True),
+                      torch.tensor([[55.0]], requires_grad=True)):  # fmt: skip
+            assert accuracy_function(lambda model, arch, *, v=value: v)(None, arch) == 55.0
+    for value in (torch.ones(2), np.ones(2), None):
+        with pytest.raises(HwnasError, match="it must return top-1 accuracy in %"):
+            accuracy_function(lambda model, arch, *, v=value: v)(None, arch)
+
+
+def test_an_error_in_the_accuracy_function_keeps_the_users_traceback_and_one_cli_line(tmp_path):
+    """The HwnasError was raised `from None`: a Python user lost their own traceback. It is
+    chained now (its __cause__ is the user's exception); the CLI still prints one line."""
+    from pathlib import Path
+
+    from hwnas.engine.evaluate import accuracy_function
+    from hwnas.spaces.base import Arch
+
+    def broken(model, arch):
+        return {}["missing"]
+
+    with pytest.raises(HwnasError, match="broken failed on a=1: KeyError") as err:
+        accuracy_function(broken)(None, Arch("s", "a=1"))
+    assert isinstance(err.value.__cause__, KeyError)
+    file = tmp_path / "acc.py"
+    file.write_text("def broken(model, arch):\n    return {}['missing']\n")
+    space = Path(__file__).parent / "my_space.py"
+    result = hwnas_main(
+        "search", "--space", f"{space}:space", "--accuracy", f"{file}:broken", "--data", "digits",
+        "--device", "cpu-fast", "--strategy", "random", "--no-zoo", "--budget", "1",
+        "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "broken failed on" in result.stderr and "KeyError: 'missing'" in result.stderr
+    assert "Traceback" not in result.stderr and "{}['missing']" not in result.stderr
+
+
 def _import(path):
     """The user's file as their own script imports it (not through hwnas)."""
     import importlib.util
