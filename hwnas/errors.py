@@ -131,7 +131,7 @@ def out_of_memory(exc: BaseException) -> str | None:
     return None
 
 
-def keyword_terms(*names: str):
+def keyword_terms(*names: str, public: str | None = None):
     """Decorator for a Python API function: a :class:`HwnasError` it raises names each CLI
     option the function takes as a keyword argument by that argument's name.
 
@@ -143,12 +143,15 @@ def keyword_terms(*names: str):
 
     Args:
         names: keyword names the function takes beyond its own parameters (its ``**options``).
+        public: the function's name in the messages (default ``hwnas.NAME``: ``hwnas.zoo.load``
+            is not ``hwnas.load``).
     """
     import functools
     import inspect
     import re
 
     def wrap(func):
+        who = public or f"hwnas.{func.__name__}"
         signature = inspect.signature(func)
         keywords = {*signature.parameters, *names}
         own = sorted(
@@ -175,11 +178,11 @@ def keyword_terms(*names: str):
             # TypeError of the call; a function taking **options checks its own
             for key in kwargs if not open_ended else ():
                 if key not in signature.parameters:
-                    raise UnknownNameError(f"option of hwnas.{func.__name__}", key, own)
+                    raise UnknownNameError(f"option of {who}", key, own)
             try:
                 signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise HwnasError(f"hwnas.{func.__name__}: {exc}") from None
+                raise HwnasError(f"{who}: {exc}") from None
             try:
                 return func(*args, **kwargs)
             except HwnasError as exc:

@@ -58,11 +58,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwnas.errors import UnknownNameError, keyword_terms
 from hwnas.spaces.module.choices import TRACING, Choice, Repeat, ValueChoice
 
 __all__ = ["Choice", "Repeat", "TRACING", "ValueChoice", "space"]
 
 
+@keyword_terms(public="hwnas.nn.space")
 def space(model: Any, example_input: Any, **kwargs: Any):
     """The search space of a module with :class:`Choice` / :class:`ValueChoice` choice points
     (:func:`hwnas.spaces.module.module_space`; keyword arguments as there).
@@ -71,6 +73,13 @@ def space(model: Any, example_input: Any, **kwargs: Any):
         HwnasError: a module that cannot be traced, a choice point that cannot be honoured (the
             message names the layer), or no choice point at all.
     """
+    import inspect
+
     from hwnas.spaces.module import module_space
 
+    own = [p.name for p in inspect.signature(module_space).parameters.values()
+           if p.kind is p.KEYWORD_ONLY]  # fmt: skip
+    for key in kwargs:  # nmae="x": one line with the closest names, not a TypeError
+        if key not in own:
+            raise UnknownNameError("option of hwnas.nn.space", key, own)
     return module_space(model, example_input, **kwargs)

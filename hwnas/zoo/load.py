@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hwnas.errors import HwnasError
+from hwnas.errors import HwnasError, keyword_terms
 from hwnas.paths import sha256_file
 from hwnas.zoo.card import CARD_FILE, MODEL_FILE, WEIGHTS_FILE, build_fingerprint
 from hwnas.zoo.read import read_entry
@@ -22,6 +22,10 @@ def entry_folder(entry: str | Path) -> Path:
     """
     from hwnas.paths import path_arg
 
+    if entry is None:  # path_arg lets None through (an optional path): Path(None) fails
+        raise HwnasError(
+            "entry must be a zoo entry's folder (a string or a pathlib.Path), got None"
+        )
     path = Path(path_arg("entry", entry)).expanduser()
     if path.is_file() and path.name in (CARD_FILE, MODEL_FILE, WEIGHTS_FILE):
         path = path.parent
@@ -67,6 +71,7 @@ def _checked(folder: Path, card: dict[str, Any], name: Any) -> Path:
     return path
 
 
+@keyword_terms(public="hwnas.zoo.load")
 def load(
     entry: str | Path,
     torch: bool = False,

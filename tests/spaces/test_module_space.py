@@ -457,6 +457,44 @@ def test_an_error_in_the_accuracy_function_keeps_the_users_traceback_and_one_cli
     assert "Traceback" not in result.stderr and "{}['missing']" not in result.stderr
 
 
+def test_a_misspelt_or_mistyped_argument_of_elastic_or_nn_space_is_one_line():
+    """hwnas.elastic(m, x, widht=...) and hwnas.nn.space(Net(), x, nmae=...) raised Python's
+    TypeError, name=3 a TypeError from the name check, ValueChoice(8) "'int' object is not
+    iterable", and a ModuleSpace's subnet("w=8") an AttributeError: each is one line now."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(8, 10))  # fmt: skip
+    x = torch.zeros(1, 3, 16, 16)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            width = hn.ValueChoice([8, 16], label="w")
+            self.conv, self.head = nn.Conv2d(3, width, 3), nn.Linear(width, 10)
+
+        def forward(self, x):
+            return self.head(self.conv(x).mean((2, 3)))
+
+    listed = "ValueChoice takes a list of candidate values .*got "
+    for call, message in (
+        (lambda: hwnas.elastic(model, x, widht=[0.5, 1]), "elastic 'widht'; did you mean widths"),
+        (lambda: hwnas.elastic(model), "hwnas.elastic: missing a required argument: 'example_i"),
+        (lambda: hwnas.elastic(model, x, name=3), "name must be a string, got int 3"),
+        (lambda: hn.space(Net(), x, nmae="x"), "of hwnas.nn.space 'nmae'; did you mean name"),
+        (lambda: hn.ValueChoice(8), listed + "int 8"),
+        (lambda: hn.ValueChoice(None), listed + "NoneType"),
+    ):  # fmt: skip
+        with pytest.raises(HwnasError, match=message) as err:
+            call()
+        assert "\n" not in str(err.value)
+    space = hn.space(Net(), x)
+    assert space.subnet("w=8").hwnas_build["arch"] == "w=8"  # the space's own parse
+    assert space.subnet("w=16")(x).shape == (1, 10)
+    with pytest.raises(HwnasError, match="w=9 not in 8, 16"):
+        space.subnet("w=9")
+    with pytest.raises(HwnasError, match="subnet takes an Arch .* or an arch string, got dict"):
+        space.subnet({"w": "8"})
+
+
 def _import(path):
     """The user's file as their own script imports it (not through hwnas)."""
     import importlib.util

@@ -471,3 +471,14 @@ def test_a_retrained_supernet_entry_keeps_no_latency_of_another_network(tmp_path
         assert entry["test_accuracy"] == card["accuracy"]["value"]
         assert entry["input_shape"] == card["input"]["shape"] != [1, 3, 16, 16]
         assert entry["weights"] == card["weights"]["note"]
+
+
+def test_zoo_load_with_a_misspelt_keyword_or_no_entry_is_one_line():
+    """hwnas.zoo.load(e, torh=True) raised Python's TypeError and load(None) pathlib's."""
+    import hwnas
+    from hwnas.errors import HwnasError
+
+    with pytest.raises(HwnasError, match="option of hwnas.zoo.load 'torh'; did you mean torch?"):
+        hwnas.zoo.load("entry", torh=True)
+    with pytest.raises(HwnasError, match="^entry must be a zoo entry's folder .*got None$"):
+        hwnas.zoo.load(None)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.errors import HwnasError, UnknownNameError, keyword_terms
 from hwnas.spaces.base import (
     Arch,
     DatasetSpec,
@@ -340,6 +340,13 @@ class ModuleSpace(SearchSpace):
         from hwnas.spaces.module.network import extract
 
         self._check_classes(num_classes)
+        if isinstance(arch, str):  # "w=8 op=a": the arch string, as space.parse reads it
+            arch = self.parse(arch)
+        if not isinstance(arch, Arch):
+            raise HwnasError(
+                f"{self.name}: subnet takes an Arch (space.parse('KEY=VALUE ...')) or an arch "
+                f"string, got {type(arch).__name__}"
+            )
         arch = self.parse(arch.text)
         net = extract(self.net, self.analysis, self.subnet_of(arch))
         net.hwnas_build = {  # how a zoo card rebuilds it (hwnas.zoo.load)
@@ -498,6 +505,9 @@ def module_space(
     wrapped = _wrapper(model)
     if wrapped:
         raise HwnasError(wrapped)
+    for what, given in (("name", name), ("dataset", dataset), ("description", description)):
+        if given is not None and not isinstance(given, str):  # NAME.match(3): a TypeError
+            raise HwnasError(f"{what} must be a string, got {type(given).__name__} {given!r}")
     label = name or type(model).__name__.lower()
     if not NAME.match(label):
         raise HwnasError(f"space name '{label}': use letters, digits, '_' and '-' only")
@@ -578,6 +588,7 @@ def module_space(
     )
 
 
+@keyword_terms()
 def elastic(
     model: Any,
     example_input: Any,

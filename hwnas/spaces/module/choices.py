@@ -48,7 +48,12 @@ class ValueChoice(int):
     label: str | None
 
     def __new__(cls, values: Sequence[int], label: str | None = None) -> ValueChoice:
-        vals = list(values) if not isinstance(values, (str, bytes)) else []
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise HwnasError(
+                "ValueChoice takes a list of candidate values (ValueChoice([8, 16, 32])), got "
+                f"{type(values).__name__} {values!r}"
+            )
+        vals = list(values)
         if not vals:
             raise HwnasError(f"ValueChoice needs a list of integers, got {values!r}")
         for v in vals:
