@@ -59,6 +59,11 @@ def precision_target(device: Any) -> float | None:
     return getattr(getattr(device, "protocol", None), "target_rel_ci", None)
 
 
+NOT_IN_TABLE = "(architecture not in the recorded table)"
+"""The end of a cost's source where a lookup table priced an architecture the device's
+recorded table lacks (:attr:`CostRecord.table_guess`)."""
+
+
 @dataclass(frozen=True)
 class CostRecord:
     """One cost of one architecture on one device.
@@ -88,6 +93,20 @@ class CostRecord:
     def unit(self) -> str:
         """``ms``, ``mJ`` or ``MFLOPs``."""
         return UNITS.get(self.metric, "")
+
+    @property
+    def table_guess(self) -> bool:
+        """Whether this is a lookup table's guess for an architecture the device's table has
+        no value for (a supernet search on OFA's sampled table): a limit judges it by its
+        interval's upper end, as the derivation does (:data:`NOT_IN_TABLE`)."""
+        return self.source.endswith(NOT_IN_TABLE) and self.interval is not None
+
+    def within(self, limit: float) -> bool:
+        """Whether the cost is within ``limit`` (its unit): the value, or for a
+        :attr:`table_guess` the upper end of its interval (the table less its error margin)."""
+        if self.table_guess:
+            return self.interval[1] <= limit  # type: ignore[index]
+        return self.value <= limit
 
     @property
     def timed(self) -> bool:

@@ -1248,7 +1248,9 @@ def summarise(
 ) -> SearchResult:
     """Pareto set and best architecture of the completed trials."""
     limit = settings.max_latency
-    feasible = [r for r in records if limit is None or r.costs["latency_ms"].value <= limit]
+    # a lookup table's guess is within the limit only by its interval's upper end (the
+    # derivation's rule: the table less its error margin), a measured or recorded value by itself
+    feasible = [r for r in records if limit is None or r.costs["latency_ms"].within(limit)]
     acc = np.array([r.accuracy for r in feasible])
     cost = np.array([r.costs[settings.metric].value for r in feasible])
     front = [feasible[i] for i in pareto_order(acc, cost)]

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hwnas.cost_record import UNITS, CostRecord, precision_target
+from hwnas.cost_record import NOT_IN_TABLE, UNITS, CostRecord, precision_target
 from hwnas.devices import Device
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation
 from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
@@ -937,9 +937,12 @@ class SubnetEvaluator:
         if not device.runs_models:  # a recorded table
             try:
                 space.index(arch)
-            except HwnasError:
-                source = f"predicted:{self.cost.source} (architecture not in the recorded table)"
-                return CostRecord(self.metric, float(self.cost.cost(arch)), source), "", None
+            except HwnasError:  # the table's guess, with its error margin as the interval
+                value = float(self.cost.cost(arch))
+                margin = min(float(getattr(self.cost, "margin", 0.0)), 0.9)
+                source = f"predicted:{self.cost.source} {NOT_IN_TABLE}"
+                interval = (value * (1 - margin), value / (1 - margin))
+                return CostRecord(self.metric, value, source, interval=interval), "", None
             wl = arch_workload(space, arch, s.dataset)
             found = CostRecord.of_measurement(profiler.measure(wl, self.metric))
             return found, wl.model_hash, None

@@ -226,3 +226,37 @@ def test_partial_channels_across_processes_and_on_declared_spaces(digits):
         HwnasError, match="no such setting for strategy 'darts' on space 'mobilenetv4'"
     ):
         parse_options({"partial_channels": "2"}, "darts", "mobilenetv4")
+
+
+def test_a_lookup_tables_guess_is_within_a_limit_only_by_its_margin_and_oneshot_says_so():
+    """OFA on a device whose table holds a sample of the space: oneshot's `best` under
+    `--max-latency 5.5` was a candidate the lookup table guessed at 5.24 ms (its error margin
+    14.5%: 12% of such guesses are over 5.5), and when no candidate was surely within, the
+    cheapest was derived without a word (helper-58). A guess is now within the limit by its
+    interval's upper end, the derivation's rule, and oneshot records when none was."""
+    from types import SimpleNamespace
+
+    from hwnas.cost_record import NOT_IN_TABLE, CostRecord
+    from hwnas.engine.loop import SearchSettings, TrialRecord, summarise
+    from hwnas.supernet.strategies.oneshot import OneShotEvolution
+
+    guess = CostRecord("latency_ms", 5.24, f"predicted:lut-fit {NOT_IN_TABLE}",
+                       interval=(5.24 * 0.855, 5.24 / 0.855))  # fmt: skip
+    table = CostRecord("latency_ms", 5.4, "recorded:ofa:titan_rtx_1")
+    assert not guess.within(5.5) and guess.within(6.2) and table.within(5.5)
+    settings = SearchSettings(space="ofa", device="titan_rtx_1", max_latency=5.5)
+    records = [TrialRecord(0, "a", 80.0, {"latency_ms": guess}),
+               TrialRecord(1, "b", 70.0, {"latency_ms": table})]  # fmt: skip
+    result = summarise(settings, records, 2, 2)
+    assert result.best.arch == "b" and [r.arch for r in result.pareto] == ["b"]
+    assert CostRecord.from_attrs(guess.attrs(), "latency_ms").table_guess  # kept on resume
+
+    strategy = object.__new__(OneShotEvolution)
+    model = SimpleNamespace(lookup_table=False, margin=0.0)
+    strategy.hw = SimpleNamespace(target=None, limit=5.5, weight=None, model=model)
+    over = [("x", 60.0, 6.0), ("y", 70.0, 7.0)]
+    assert strategy._pick(over) == "x"
+    assert strategy.derivation["within_tolerance"] is False
+    assert strategy.derivation["cost"] == 6.0 and strategy.derivation["limit"] == 5.5
+    assert strategy._pick([*over, ("z", 50.0, 5.0)]) == "z"
+    assert strategy.derivation["within_tolerance"] is True

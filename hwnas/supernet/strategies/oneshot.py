@@ -151,8 +151,19 @@ class OneShotEvolution(SupernetStrategy):
             else:
                 inside = cost <= hw.limit
             if inside.any():
-                return max((r for r, k in zip(evaluated, inside) if k), key=lambda r: r[1])[0]
-            return evaluated[int(np.argmin(cost))][0]
+                k = max(
+                    (i for i in range(len(evaluated)) if inside[i]), key=lambda i: evaluated[i][1]
+                )
+            else:  # none surely within: the cheapest, said (hwnas.jobs.supernet warns of it)
+                k = int(np.argmin(cost))
+            self.derivation = {
+                "rule": "most accurate candidate within --max-latency",
+                "limit": hw.limit,
+                "lut_margin": float(getattr(hw.model, "margin", 0.0)),
+                "within_tolerance": bool(inside.any()),
+                "cost": float(cost[k]),
+            }
+            return evaluated[k][0]
         w = hw.weight or 0.0
         return max(evaluated, key=lambda r: r[1] / 100 - w * r[2] / hw.reference)[0]
 
