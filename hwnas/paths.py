@@ -272,8 +272,8 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     try:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()  # a link left there is removed, not followed
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        with open(os.open(tmp, flags, 0o666), "w" if isinstance(data, str) else "wb") as fh:
+        # "x": created anew (O_CREAT | O_EXCL), so a link planted at the name is not followed
+        with open(tmp, "x" if isinstance(data, str) else "xb") as fh:
             fh.write(data)
         os.replace(tmp, path)
     except BaseException:

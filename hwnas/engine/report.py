@@ -70,11 +70,23 @@ def pareto_rows(
     return rows
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write ``rows`` as CSV to ``path`` whole or not at all (header from the first row;
-    :func:`hwnas.paths.write_atomic`)."""
+def empty_front_header(result: SearchResult) -> list[str]:
+    """The columns of ``pareto.csv`` when the front is empty (no architecture met the limit):
+    the same leading columns a front's rows have, its costs included, so a reader of the file
+    finds the columns it reads."""
+    metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
+    if result.settings.metric not in metrics:
+        metrics.insert(0, result.settings.metric)
+    return ["arch", "accuracy", "accuracy_source",
+            *[c for m in metrics for c in (m, f"{m}_source")], "trial"]  # fmt: skip
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], header: list[str] | None = None) -> None:
+    """Write ``rows`` as CSV to ``path`` whole or not at all (header from the first row, else
+    ``header``; :func:`hwnas.paths.write_atomic`)."""
     buffer = io.StringIO(newline="")
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["arch", "accuracy"])
+    fields = list(rows[0]) if rows else (header or ["arch", "accuracy"])
+    writer = csv.DictWriter(buffer, fieldnames=fields)
     writer.writeheader()
     writer.writerows(rows)
     write_atomic(path, buffer.getvalue())

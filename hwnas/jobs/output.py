@@ -18,7 +18,13 @@ from typing import Any
 from hwnas.engine.loop import SearchResult, TrialRecord
 from hwnas.engine.plot import PlotProcess, front_spec
 from hwnas.engine.publish import publish_run
-from hwnas.engine.report import pareto_rows, plot_front, write_csv, write_summary
+from hwnas.engine.report import (
+    empty_front_header,
+    pareto_rows,
+    plot_front,
+    write_csv,
+    write_summary,
+)
 from hwnas.progress import SILENT, Reporter
 from hwnas.spaces import SearchSpace
 from hwnas.zoo import write_zoo, zoo_columns
@@ -180,7 +186,7 @@ def write_run(
     # this one does not fine-tune again under --no-zoo) still says whether it is at chance
     for arch, cells in zoo_columns(result.pareto, o.num_classes, False).items():
         columns.setdefault(arch, cells)
-    write_csv(out / "pareto.csv", pareto_rows(result, columns))
+    write_csv(out / "pareto.csv", pareto_rows(result, columns), empty_front_header(result))
     _plot(out / "pareto.png", o)
     if on_front is not None:
         on_front(result)

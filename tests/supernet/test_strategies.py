@@ -260,3 +260,20 @@ def test_a_lookup_tables_guess_is_within_a_limit_only_by_its_margin_and_oneshot_
     assert strategy.derivation["cost"] == 6.0 and strategy.derivation["limit"] == 5.5
     assert strategy._pick([*over, ("z", 50.0, 5.0)]) == "z"
     assert strategy.derivation["within_tolerance"] is True
+
+
+def test_an_empty_front_writes_the_cost_columns_of_pareto_csv(tmp_path):
+    """No candidate met the limit (a live supernet search whose derived network measured
+    over it): pareto.csv was the header `arch,accuracy`, without the latency column a reader
+    of the file looks for (helper-58)."""
+    from hwnas.cost_record import CostRecord
+    from hwnas.engine.loop import SearchSettings, TrialRecord, summarise
+    from hwnas.engine.report import empty_front_header, pareto_rows, write_csv
+
+    settings = SearchSettings(space="nasbench201", device="pixel3", max_latency=0.07)
+    over = CostRecord("latency_ms", 0.0848, "measured:cpu:ort")
+    result = summarise(settings, [TrialRecord(0, "a", 50.0, {"latency_ms": over})], 1, 1)
+    assert result.pareto == [] and result.best is None
+    write_csv(tmp_path / "pareto.csv", pareto_rows(result), empty_front_header(result))
+    header = (tmp_path / "pareto.csv").read_text().splitlines()
+    assert header == ["arch,accuracy,accuracy_source,latency_ms,latency_ms_source,trial"]
