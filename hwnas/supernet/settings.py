@@ -134,19 +134,55 @@ def _rate(key: str, default: float, help: str) -> Setting:
 HW_FORM_NAMES = ("additive", "fbnet", "proxyless")
 """Forms of the weight-mode hardware term (:data:`hwnas.supernet.cost.HW_FORMS`)."""
 
+BILEVEL = ("darts", "gdas", "fbnet", "proxyless")
+"""Strategies that alternate weight steps with architecture steps of the base class's Adam
+(:meth:`~hwnas.supernet.strategies.base.SupernetStrategy.arch_step`, its ``warming_up``):
+they read ``warmup`` and ``arch_weight_decay`` (Single-Path's own Adam has no weight decay and
+it trains weights and thresholds together from the first step)."""
+
+ARCH = (*BILEVEL, "singlepath")
+"""Strategies with architecture parameters, trained on the hardware term
+(:meth:`~hwnas.supernet.strategies.base.SupernetStrategy.hw_objective`): they read
+``arch_lr``, ``arch_beta1``, ``hw_form``, ``hw_alpha`` and ``hw_strength``; ``oneshot`` has
+none and uses the term only to choose among the subnets it evaluated."""
+
 STRATEGY_BASE = (
     _rate("lr", 0.025, "weight SGD learning rate at the start (cosine-annealed to lr_min)"),
     Setting("lr_min", float, 0.001, "weight SGD learning rate at the end", low=0.0),
     Setting("momentum", float, 0.9, "weight SGD momentum", low=0.0, high=0.999),
     _flag("nesterov", False, "Nesterov momentum for the weight SGD (0 or 1)"),
     Setting("weight_decay", float, 3e-4, "weight decay of the supernet weights", low=0.0),
-    _rate("arch_lr", 3e-4, "Adam learning rate of the architecture parameters"),
-    Setting(
-        "arch_beta1", float, 0.5, "Adam beta1 of the architecture parameters", low=0, high=0.999
+    dataclasses.replace(
+        _rate("arch_lr", 3e-4, "Adam learning rate of the architecture parameters"),
+        strategies=ARCH,
     ),
-    Setting("arch_weight_decay", float, 1e-3, "weight decay of architecture parameters", low=0),
+    Setting(
+        "arch_beta1",
+        float,
+        0.5,
+        "Adam beta1 of the architecture parameters",
+        low=0,
+        high=0.999,
+        strategies=ARCH,
+    ),
+    Setting(
+        "arch_weight_decay",
+        float,
+        1e-3,
+        "weight decay of architecture parameters",
+        low=0,
+        strategies=BILEVEL,
+    ),
     _positive("grad_clip", 5.0, "gradient-norm clip of the weights"),
-    Setting("warmup", float, 0.0, "share of steps training weights only", low=0.0, high=0.95),
+    Setting(
+        "warmup",
+        float,
+        0.0,
+        "share of steps training weights only",
+        low=0.0,
+        high=0.95,
+        strategies=BILEVEL,
+    ),
     Setting(
         "target_tolerance",
         float,
@@ -163,8 +199,12 @@ STRATEGY_BASE = (
         "form of the --latency-weight term: additive W*E/E_uniform; fbnet CE*alpha*ln(E)^W; "
         "proxyless alpha*CE*(ln E/ln E_uniform)^W",
         choices=HW_FORM_NAMES,
+        strategies=ARCH,
     ),
-    _positive("hw_alpha", 0.2, "alpha of the multiplicative hardware terms (fbnet, proxyless)"),
+    dataclasses.replace(
+        _positive("hw_alpha", 0.2, "alpha of the multiplicative hardware terms (fbnet, proxyless)"),
+        strategies=ARCH,
+    ),
     Setting(
         "preset",
         str,
@@ -174,8 +214,9 @@ STRATEGY_BASE = (
         choices=("paper", "small-data"),
     ),
 )
-"""Settings every supernet strategy reads (:class:`hwnas.supernet.strategies.base.
-SupernetStrategy`). The defaults are DARTS's (Liu et al., ICLR 2019; quark0/darts
+"""Settings of the supernet strategies (:class:`hwnas.supernet.strategies.base.
+SupernetStrategy`): each read by every strategy, or by those its ``strategies`` names
+(:data:`ARCH`, :data:`BILEVEL`). The defaults are DARTS's (Liu et al., ICLR 2019; quark0/darts
 ``train_search.py`` and ``architect.py``): weights SGD 0.025 cosine to 0.001, momentum 0.9,
 weight decay 3e-4; architecture Adam 3e-4, betas (0.5, 0.999), weight decay 1e-3; no warm-up.
 Each strategy's own settings replace them with its paper's values."""
@@ -334,7 +375,14 @@ JOB_SETTINGS = (
     ),  # fmt: skip
     Setting("predictor", str, "", "predictor artifact for cost=predicted (default: the space's)"),
     _rate("finetune_lr", 0.02, "learning rate of fine-tuning extracted subnets"),
-    Setting("hw_strength", float, 2.0, "target-mode strength of the hardware term", low=0.0),
+    Setting(
+        "hw_strength",
+        float,
+        2.0,
+        "target-mode strength of the hardware term",
+        low=0.0,
+        strategies=ARCH,
+    ),
     Setting(
         "limit",
         int,
@@ -373,9 +421,14 @@ CLI_OPTIONS = {
 """Keys that are command-line options, not ``--set`` settings."""
 
 
+def reads(setting: Setting, strategy: str) -> bool:
+    """Whether ``strategy`` reads ``setting`` (its ``strategies``, None: every strategy)."""
+    return setting.strategies is None or strategy in setting.strategies
+
+
 def strategy_settings(strategy: str) -> dict[str, Setting]:
     """The settings a supernet strategy reads (base, then its own), by key."""
-    out = {s.key: s for s in STRATEGY_BASE}
+    out = {s.key: s for s in STRATEGY_BASE if reads(s, strategy)}
     out.update({s.key: s for s in STRATEGY_OWN.get(strategy, ())})
     return out
 
@@ -474,12 +527,8 @@ def applicable(strategy: str, space: str) -> dict[str, Setting]:
     """Every ``--set`` key that a search with ``strategy`` on ``space`` reads."""
     return {
         **strategy_settings(strategy),
-        **{
-            s.key: s
-            for s in space_settings(space)
-            if s.strategies is None or strategy in s.strategies
-        },
-        **{s.key: s for s in JOB_SETTINGS},
+        **{s.key: s for s in space_settings(space) if reads(s, strategy)},
+        **{s.key: s for s in JOB_SETTINGS if reads(s, strategy)},
     }
 
 
@@ -524,7 +573,11 @@ def _check_together(options: dict[str, Any], space: str) -> None:
 
 def _owners(key: str) -> str:
     """Which other strategies or supernets read ``key`` ("" if none)."""
-    owners = [f"strategy {n}" for n, ss in STRATEGY_OWN.items() if any(s.key == key for s in ss)]
+    readers = [n for n in STRATEGY_OWN if key in strategy_settings(n)]
+    readers += [n for s in JOB_SETTINGS if s.key == key for n in s.strategies or ()]
+    owners = []
+    if readers:
+        owners.append(f"strateg{'ies' if len(readers) > 1 else 'y'} {', '.join(readers)}")
     for n, ss in SUPERNET_SETTINGS.items():
         for s in ss:
             if s.key == key:
@@ -549,7 +602,7 @@ def strategy_options(options: dict[str, Any], strategy: str) -> dict[str, Any]:
 def help_text() -> str:
     """The ``--set`` help: every key with its default, grouped by who reads it."""
     parts = ["Supernet search setting, repeatable, typed and range-checked"]
-    parts.append("Strategies: " + ", ".join(f"{s.key} ({_show(s.default)})" for s in STRATEGY_BASE))
+    parts.append("Strategies: " + ", ".join(_shown(s, _show(s.default)) for s in STRATEGY_BASE))
     for name, own in STRATEGY_OWN.items():
         if own:
             parts.append(f"{name}: " + ", ".join(f"{s.key} ({_show(s.default)})" for s in own))
@@ -559,13 +612,14 @@ def help_text() -> str:
         if not own:
             continue
         who = "declared spaces' supernet" if name == "declared" else f"{name} supernet"
-        shown = [
-            f"{s.key} ({_default(s)}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"
-            for s in own
-        ]
-        parts.append(f"{who}: " + ", ".join(shown))
-    parts.append("Job: " + ", ".join(f"{s.key} ({_default(s)})" for s in JOB_SETTINGS))
+        parts.append(f"{who}: " + ", ".join(_shown(s, _default(s)) for s in own))
+    parts.append("Job: " + ", ".join(_shown(s, _default(s)) for s in JOB_SETTINGS))
     return "; ".join(parts) + "."
+
+
+def _shown(s: Setting, default: str) -> str:
+    """``key (default)``, with the strategies that read it where not every one does."""
+    return f"{s.key} ({default}{'; ' + ', '.join(s.strategies) if s.strategies else ''})"
 
 
 def _default(s: Setting) -> str:

@@ -306,6 +306,32 @@ def test_supernet_user_errors_are_one_line(args, message):
 
 
 @pytest.mark.parametrize(
+    ("argv", "key", "strategy"),
+    [
+        (["--device", "pixel3", "--strategy", "oneshot", "--data", "digits", "--epochs", "1",
+          "--set", "arch_lr=0.5", "--set", "arch_beta1=0.1", "--set", "hw_form=fbnet"],
+         "arch_lr", "oneshot"),
+        (["--strategy", "singlepath", "--device", "titan_rtx_1", "--set", "warmup=0.9",
+          "--set", "arch_weight_decay=0.5"],
+         "warmup", "singlepath"),
+    ],
+    ids=["oneshot", "singlepath"],
+)  # fmt: skip
+def test_a_shared_setting_the_strategy_does_not_read_is_refused(argv, key, strategy, tmp_path):
+    """oneshot has no architecture parameters (no Adam, no hardware term in training) and
+    singlepath neither warms up nor decays its thresholds: their --set arch_lr/hw_form and
+    warmup/arch_weight_decay were accepted, renamed the study and retrained the supernet for
+    nothing. Refused in one line before any work, naming the key and the strategy."""
+    r = hwnas_main("search", *argv, "--out", tmp_path / "run")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: --set {key}: "), r.stderr
+    assert f"no such setting for strategy '{strategy}'" in lines[0]
+    assert f"({key} is read by strategies darts, gdas, fbnet, proxyless" in lines[0]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
     "args", [["--epochs", "0"], ["--set", "lr=-1"], ["--out", "{file}/run"]], ids=str
 )
 def test_bad_supernet_settings_are_refused_before_torch_is_imported(args, tmp_path):

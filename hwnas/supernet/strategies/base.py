@@ -82,7 +82,7 @@ class SupernetStrategy:
         self.supernet = supernet
         self.hw = hw
         self.options = resolve_strategy_options(self.name, options)
-        if hw is not None:  # the strategy's form of the weight-mode term
+        if hw is not None and self.hw_in_training:  # the strategy's form of the weight term
             hw.form, hw.alpha = self.options.hw_form, self.options.hw_alpha
             try:
                 check_form(hw)
@@ -108,12 +108,7 @@ class SupernetStrategy:
             weight_decay=self.options.weight_decay,
             nesterov=self.options.nesterov,
         )
-        self.a_opt = torch.optim.Adam(
-            self.arch_parameters() or [nn.Parameter(torch.zeros(1))],
-            lr=self.options.arch_lr,
-            betas=(self.options.arch_beta1, 0.999),
-            weight_decay=self.options.arch_weight_decay,
-        )
+        self.a_opt = self.arch_optimizer(self.arch_parameters())
         self.amp = device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
         self.net: Callable[[torch.Tensor, Path], torch.Tensor] = supernet
@@ -178,6 +173,19 @@ class SupernetStrategy:
         return [self.derive()]
 
     # -- shared machinery ---------------------------------------------------------------------
+
+    def arch_optimizer(self, params: list[torch.Tensor]) -> torch.optim.Optimizer:
+        """Adam over the architecture parameters ``params`` (``arch_lr``, ``arch_beta1``,
+        ``arch_weight_decay``); with none (``oneshot``), a placeholder that is never stepped
+        and reads no setting (:mod:`hwnas.supernet.settings` declares who reads what)."""
+        if not params:
+            return torch.optim.Adam([nn.Parameter(torch.zeros(1))])
+        return torch.optim.Adam(
+            params,
+            lr=self.options.arch_lr,
+            betas=(self.options.arch_beta1, 0.999),
+            weight_decay=self.options.arch_weight_decay,
+        )
 
     def arch_parameters(self) -> list[torch.Tensor]:
         extra = [self.edge_betas] if getattr(self, "edge_betas", None) is not None else []

@@ -50,10 +50,13 @@ class SinglePathNas(SupernetStrategy):
                     init[-1] -= self.options.margin
         device = self.alphas[0].device
         self.thresholds = torch.nn.Parameter(torch.tensor(init, device=device))
-        self.a_opt = torch.optim.Adam(
-            self.arch_parameters(),
-            lr=self.options.arch_lr,
-            betas=(self.options.arch_beta1, 0.999),
+        self.a_opt = self.arch_optimizer(self.arch_parameters())
+
+    def arch_optimizer(self, params):
+        """The paper's Adam over the thresholds (and the resolution's alpha): no weight decay,
+        so ``arch_weight_decay`` is not read."""
+        return torch.optim.Adam(
+            params, lr=self.options.arch_lr, betas=(self.options.arch_beta1, 0.999)
         )
 
     def arch_parameters(self):
