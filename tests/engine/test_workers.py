@@ -159,6 +159,7 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
     storage = f"sqlite:///{tmp_path / 's.db'}"
     budget = 8
     args = ["search", "--device", "cpu-slow", "--budget", str(budget), "--study", "k"]
+    args += ["--strategy", "random"]  # no reference set to measure first: the point is Ctrl-C
     args += ["--storage", storage, "--no-zoo", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen(
         [sys.executable, "-m", "hwnas", *args],
