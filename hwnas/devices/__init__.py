@@ -254,8 +254,11 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
 
     Raises:
         UnknownNameError: no profile has that name (the message lists known devices).
-        HwnasError: the profile's kind is unknown, or the device cannot use ``runtime``.
+        HwnasError: ``name`` is not a string, the profile's kind is unknown, or the device
+            cannot use ``runtime``.
     """
+    if not isinstance(name, str):  # Path("pixel3") said "unknown device 'pixel3'"
+        raise HwnasError(f"device must be a device's name (a string), got {name!r}")
     known = profiles()
     if name not in known:
         safe_name(name, "device name")  # '../x': say why no profile can have that name

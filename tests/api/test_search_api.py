@@ -210,6 +210,11 @@ def test_a_device_or_storage_given_as_a_path_is_named_as_such(tmp_path):
 
     with pytest.raises(hwnas.HwnasError, match="device must be a device's name"):
         hwnas.search(device=Path("pixel3"), budget=3)
+    # measure and predict said "unknown device 'pixel3'; did you mean pixel3"
+    for call, device in ((hwnas.measure, Path("pixel3")), (hwnas.predict, Path("pixel3")),
+                         (hwnas.measure, None)):  # fmt: skip
+        with pytest.raises(hwnas.HwnasError, match="device must be a device's name"):
+            call("5", device=device)
     with pytest.raises(hwnas.HwnasError, match=r"a SQLite file is sqlite:///"):
         hwnas.search(device="pixel3", budget=3, storage=tmp_path / "s.db")
 
