@@ -536,6 +536,13 @@ def _derive(
         candidates = strategy.finish(inherited)
     derived = candidates[0]
     log(f"derived: {derived.text}")
+    tied, decisions = strategy.near_ties()
+    if decisions and 2 * tied >= decisions:  # the argmax of a distribution near its start
+        log(
+            f"warning: in {tied} of {decisions} decisions the two most probable choices are "
+            "within 0.01 of each other: training barely moved the architecture distribution, "
+            "so near-ties decided the derived architecture (train longer: --epochs)"
+        )
     d = getattr(strategy, "derivation", None) or {}
     if d.get("within_tolerance") is False:  # said in summary.json alone before
         unit = UNITS.get(cost.metric, cost.metric)

@@ -277,3 +277,22 @@ def test_an_empty_front_writes_the_cost_columns_of_pareto_csv(tmp_path):
     write_csv(tmp_path / "pareto.csv", pareto_rows(result), empty_front_header(result))
     header = (tmp_path / "pareto.csv").read_text().splitlines()
     assert header == ["arch,accuracy,accuracy_source,latency_ms,latency_ms_source,trial"]
+
+
+def test_a_distribution_training_barely_moved_is_said_to_be_decided_by_near_ties():
+    """GDAS after 2 epochs on digits kept 0.199-0.202 on all 5 choices of every edge and
+    derived an identity cell, reported as any other best (helper-58): the derivation now
+    counts the decisions whose two most probable choices are within 0.01."""
+    import torch
+
+    from hwnas.supernet.strategies.base import SupernetStrategy
+    from hwnas.supernet.strategies.oneshot import OneShotEvolution
+
+    strategy = object.__new__(SupernetStrategy)
+    strategy.alphas = [torch.tensor([0.0, 0.01, 0.0, 0.0, 0.0]) for _ in range(6)]
+    assert strategy.near_ties() == (6, 6)
+    strategy.alphas[0] = torch.tensor([2.0, 0.0, 0.0, 0.0, 0.0])
+    strategy.alphas[1] = torch.tensor([0.0, 0.3, 0.0, 0.0, 0.0])
+    assert strategy.near_ties() == (4, 6)
+    oneshot = object.__new__(OneShotEvolution)  # no distribution to learn: nothing to say
+    assert oneshot.near_ties() == (0, 0)
