@@ -253,10 +253,7 @@ class Profiler:
                     m = self._take(workload)[metric]
                     if m.flagged and not allow_flagged:
                         raise NoisyMeasurementError(
-                            m,
-                            self.attempts,
-                            self.device.max_cv,
-                            getattr(self.device, "max_wait_share", None),
+                            m, self.attempts, self.device.max_cv, self.device.max_wait_share
                         )
                     return m
         self.counts.reused += 1

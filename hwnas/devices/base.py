@@ -223,6 +223,12 @@ class Device(ABC):
         return None
 
     @property
+    def max_wait_share(self) -> float | None:
+        """Largest share of a timing's run time it may wait for a CPU other processes hold
+        (models run on this machine's CPUs), or None where that is not read."""
+        return None
+
+    @property
     def table_spaces(self) -> tuple[str, ...]:
         """Spaces for which the device has a recorded value of every architecture."""
         return ()

@@ -15,6 +15,11 @@ from hwnas.engine.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels 
 from hwnas.paths import write_atomic
 
 
+def cost_metrics(result: SearchResult) -> list[str]:
+    """The cost metrics any of ``result``'s trials has, in ``pareto.csv``'s column order."""
+    return [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
+
+
 def pareto_rows(
     result: SearchResult, zoo: dict[str, dict[str, str]] | None = None
 ) -> list[dict[str, Any]]:
@@ -31,7 +36,7 @@ def pareto_rows(
             (:func:`hwnas.zoo.zoo_columns`): the ``zoo`` and ``chance_level`` columns (empty
             for an architecture it lacks).
     """
-    metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
+    metrics = cost_metrics(result)
     timed = [m for m in metrics if any(m in r.costs and r.costs[m].timed for r in result.records)]
     tested = any("test_accuracy" in r.attrs for r in result.pareto)
     # a supernet search's deployed networks: the trained proxy's own value beside each
@@ -74,7 +79,7 @@ def empty_front_header(result: SearchResult) -> list[str]:
     """The columns of ``pareto.csv`` when the front is empty (no architecture met the limit):
     the same leading columns a front's rows have, its costs included, so a reader of the file
     finds the columns it reads."""
-    metrics = [m for m in ("latency_ms", "energy_mj") if any(m in r.costs for r in result.records)]
+    metrics = cost_metrics(result)
     if result.settings.metric not in metrics:
         metrics.insert(0, result.settings.metric)
     return ["arch", "accuracy", "accuracy_source",
