@@ -92,6 +92,34 @@ def network_workload(name: str, side: int = 224, width: float = 1.0, num_classes
     return Workload(key, label, shape, onnx_factory=factory)
 
 
+def flag_cause(
+    m: Measurement, max_cv: float | None, max_wait: float | None
+) -> tuple[str, str, str]:
+    """Why a flagged measurement was flagged, in words.
+
+    Args:
+        m: the flagged measurement (its ``cv``, and ``extra["cpu_wait_share"]`` where the
+            device read it: the share, 0-1, of the run other processes held its CPU).
+        max_cv: the device's ``timing.max_cv`` (a fraction), or None.
+        max_wait: the device's ``timing.max_wait_share`` (a fraction), or None.
+
+    Returns:
+        ``(short, why, fix)``: the cause for a footer ("CV above 5%"), for one measurement
+        ("CV 7.1% > 5%"), and what to change in the device profile.
+    """
+    wait = m.extra.get("cpu_wait_share")
+    if max_wait is not None and wait is not None and wait > max_wait:
+        return (
+            f"other processes holding its CPU over {max_wait:.0%} of the time",
+            f"other processes held its CPU {wait:.0%} of the time it ran (> "
+            f"{max_wait:.3g}: the latency reads high)",
+            "give it a core of its own (taskset), or raise timing.max_wait_share",
+        )
+    limit = f" > {100 * max_cv:.3g}%" if max_cv is not None else ""  # 0.2%, not 0%
+    short = f"CV above {100 * max_cv:.3g}%" if max_cv is not None else "CV too high"
+    return short, f"CV {m.cv:.1%}{limit}", "raise timing.max_cv"
+
+
 class NoisyMeasurementError(CandidateError):
     """Every attempt to measure a workload was flagged: its CV above the device's ``max_cv``,
     or other processes holding its CPU more than ``max_wait_share`` of the time it ran."""
@@ -99,16 +127,7 @@ class NoisyMeasurementError(CandidateError):
     def __init__(
         self, m: Measurement, attempts: int, max_cv: float | None, max_wait: float | None = None
     ):
-        wait = m.extra.get("cpu_wait_share")
-        if max_wait is not None and wait is not None and wait > max_wait:
-            why = (
-                f"other processes held its CPU {wait:.0%} of the time it ran (> "
-                f"{max_wait:.3g}: the latency reads high)"
-            )
-            fix = "give it a core of its own (taskset), or raise timing.max_wait_share"
-        else:
-            limit = f" > {100 * max_cv:.3g}%" if max_cv is not None else ""  # 0.2%, not 0%
-            why, fix = f"CV {m.cv:.1%}{limit}", "raise timing.max_cv"
+        _, why, fix = flag_cause(m, max_cv, max_wait)
         super().__init__(
             f"{m.metric} of {m.label} on '{m.device}' is too noisy to use: {why} after "
             f"{attempts} attempt(s); it is stored flagged and measured again next time "

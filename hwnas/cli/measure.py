@@ -185,7 +185,7 @@ def parse_target(text: str):
 
 def _measure(dev, workloads, store_path) -> None:
     from hwnas.cli.render import Console, one_line, print_table
-    from hwnas.measure import measure_models
+    from hwnas.measure import flag_cause, measure_models
 
     console = Console(emoji=False)
     done = measure_models(dev, workloads, store_path)
@@ -232,10 +232,17 @@ def _measure(dev, workloads, store_path) -> None:
             markup=False,
         )
     if flagged:  # the values are shown with their flag: what was asked for, honestly marked
+        causes = [
+            flag_cause(r.latency, dev.max_cv, dev.max_wait_share)
+            for r in done.models
+            if r.latency.flagged
+        ]
+        shorts = " or ".join(dict.fromkeys(c[0] for c in causes))
+        fixes = " or ".join(dict.fromkeys(c[2] for c in causes))
         console.print(
-            f"{flagged} measurement(s) FLAGGED: CV above {dev.protocol.max_cv:.0%} after "
-            "waiting for a quieter moment and measuring again; the values above are the "
-            "medians measured, stored flagged and measured again next time (quiet the "
-            "machine, or raise timing.max_cv in the device profile)",
+            f"{flagged} measurement(s) FLAGGED ({shorts}) after waiting for a quieter moment "
+            "and measuring again; the values above are the medians measured, stored flagged "
+            f"and measured again next time (quiet the machine, or {fixes} in the device "
+            "profile)",
             markup=False,
         )

@@ -294,7 +294,7 @@ def measure_cmd(
 
     from hwnas.cli.measure import _open_device
     from hwnas.cli.render import Console
-    from hwnas.measure import Profiler
+    from hwnas.measure import Profiler, flag_cause
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.calibration import (
         STAND_IN,
@@ -353,10 +353,18 @@ def measure_cmd(
         soft_wrap=True,
     )
     if flagged:
-        limit = f" above {dev.max_cv:.0%}" if dev.max_cv is not None else ""
+        causes = " or ".join(
+            dict.fromkeys(
+                flag_cause(v.measurement, dev.max_cv, dev.max_wait_share)[0]
+                for v in values
+                if v.flagged and v.measurement is not None
+            )
+        )
         console.print(
-            f"warning: {flagged} value(s) flagged (CV{limit}; marked in calibration.csv): quiet "
-            "the machine and run the command again to measure them again"
+            f"warning: {flagged} value(s) flagged ({causes or 'too noisy'}; marked in "
+            "calibration.csv): quiet the machine and run the command again to measure them "
+            "again",
+            markup=False,
         )
     console.print(
         f"next: hwnas predict --calibration {path} --onnx MODEL.onnx (or --device {dev.name})",

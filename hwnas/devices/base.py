@@ -132,8 +132,10 @@ class Measurement:
         versions: library versions that produced it.
         measured_at: Unix time (s).
         source: where the value comes from (for example ``recorded:<file>:<column>``).
-        flagged: the CV exceeded the device's ``timing.max_cv``: kept with its samples, never
-            used by a search (see :class:`hwnas.measure.Profiler`).
+        flagged: the CV exceeded the device's ``timing.max_cv``, or other processes held its
+            CPU more than ``timing.max_wait_share`` of the time it ran
+            (:func:`hwnas.measure.flag_cause` says which): kept with its samples, never used
+            by a search (see :class:`hwnas.measure.Profiler`).
         extra: protocol details (rounds, relative 95% interval, timed seconds, compile and
             tuning seconds, workloads tuned) and device-specific results (FPGA resources).
     """

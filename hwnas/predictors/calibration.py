@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from hwnas import spreadsheet
-from hwnas.devices.base import METRICS
+from hwnas.devices.base import METRICS, Measurement
 from hwnas.errors import HwnasError
 from hwnas.limits import MAX_COST, MIN_COST
 from hwnas.predictors.base import MIN_CALIBRATION, Model
@@ -303,8 +303,10 @@ class ReferenceValue:
         arch: the architecture.
         value: ms or mJ (NaN when the device has none stored).
         cv: coefficient of variation of the samples (NaN when not known).
-        flagged: the measurement missed the device's precision target (``timing.max_cv``).
+        flagged: the measurement missed the device's precision target (``timing.max_cv``,
+            or ``timing.max_wait_share`` where other processes held its CPU).
         how: "measured", "from store", "recorded", :data:`STAND_IN` or "missing".
+        measurement: the profiler's measurement it came from (None where none was stored).
     """
 
     arch: Arch
@@ -312,6 +314,7 @@ class ReferenceValue:
     cv: float = float("nan")
     flagged: bool = False
     how: str = "missing"
+    measurement: Measurement | None = None
 
 
 def reference_archs(space: SearchSpace) -> list[Arch]:
@@ -387,7 +390,7 @@ def measure_reference_set(
             how = "measured"
         elif profiler.counts.reused > reused:
             how = "from store"
-        out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how))
+        out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how, m))
     return out
 
 
@@ -448,7 +451,9 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
         if m is None:
             out.append(ReferenceValue(arch, float("nan")))
         else:
-            out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), "stored"))
+            out.append(
+                ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), "stored", m)
+            )
     return out
 
 
