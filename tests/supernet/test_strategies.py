@@ -296,3 +296,28 @@ def test_a_distribution_training_barely_moved_is_said_to_be_decided_by_near_ties
     assert strategy.near_ties() == (4, 6)
     oneshot = object.__new__(OneShotEvolution)  # no distribution to learn: nothing to say
     assert oneshot.near_ties() == (0, 0)
+
+
+def test_oneshot_ranks_subnets_by_the_devices_own_values_where_its_table_has_them(digits):
+    """On a recorded device the lookup table is a fit of the table (a few percent off its
+    values): oneshot's NSGA-II, its weighted pick and the Pareto subnets it hands on ranked
+    architectures by the fit while the device's own value was there to read. They are ranked
+    by the table's value now."""
+    from hwnas.engine.costs import table_costs
+
+    torch.manual_seed(0)
+    config, _ = TINY["nasbench201"]
+    net = build_supernet("nasbench201", digits.num_classes, digits.image_shape, config)
+    device = get_device("pixel3")
+    lut = fit_table_lut(net.space, device)
+    uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
+    hw = HardwareLoss(lut, weight=1.0, reference=float(lut.expected(uniform)))
+    options = {"evolution_trials": 12, "population": 4, "candidates": 2}
+    strategy = SUPERNET_STRATEGIES.get("oneshot")(net, hw, options, total_steps=1, seed=0)
+    strategy.finish(lambda arch: 50.0)  # accuracy alike: the cost decides
+    archs = [net.space.parse(a) for a, _, _ in strategy.evaluated]
+    table = table_costs(net.space, device, "latency_ms").predict(archs)[0]
+    fitted = np.array([lut.cost(a) for a in archs])
+    assert np.abs(fitted / table - 1).max() > 0.01  # the fit is not the table
+    assert np.allclose([c for _, _, c in strategy.evaluated], table)
+    assert strategy.derive() == archs[int(np.argmin(table))]
