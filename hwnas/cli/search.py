@@ -389,7 +389,10 @@ def _print_front(result, console) -> None:
     for i, r in enumerate(result.pareto):
         cells = []
         for m in metrics:
-            cost = r.costs[m]
+            cost = r.costs.get(m)
+            if cost is None:  # a partial table (energy) without this architecture
+                cells.append("-")
+                continue
             cell = num(cost.value)
             if cost.precision_met is False:
                 rel = cost.rel_ci95

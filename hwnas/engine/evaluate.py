@@ -7,7 +7,7 @@ from the device through the profiler and its store (:func:`device_costs`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +122,7 @@ class TableEvaluator:
 
         from hwnas.errors import HwnasError
 
-        check_recorded_costs(self.profiler.device, self.space, records)
+        check_recorded_costs(self.profiler.device, self.space, records, self.metrics)
         for r in records:
             if r.attrs.get("accuracy_source") != self._source:
                 continue  # another source (a supernet search's measured accuracy)
@@ -144,35 +144,48 @@ class TableEvaluator:
         return Evaluation(arch, accuracy, self._source, costs, workload.model_hash)
 
 
-def check_recorded_costs(device: Any, space: SearchSpace, records: list[Any]) -> None:
+def check_recorded_costs(
+    device: Any, space: SearchSpace, records: list[Any], metrics: Sequence[str] = ()
+) -> None:
     """Check that the completed trials of a resumed study hold the values ``device``'s
     recorded tables give now: a table edited or imported again since (a corrected CSV) would
-    otherwise leave the old values in the front, silently.
+    otherwise leave the old values in the front, silently; so would a table added since
+    (energy imported after latency: the old trials have none, the new ones do) or removed.
 
     Args:
         device: the search's device (its :meth:`~hwnas.devices.base.Device.table`).
         space: the search space.
         records: the study's completed trials (:class:`hwnas.engine.loop.TrialRecord`).
+        metrics: the metrics the search records now ("latency_ms", "energy_mj"): a trial
+            without one of them that the device's table holds for its architecture was scored
+            before the table was there.
 
     Raises:
-        HwnasError: a trial's recorded cost differs from the table's value now (one line
-            naming the architecture, both values and the table).
+        HwnasError: a trial's recorded cost differs from the table's value now, or comes from
+            a table the device no longer has, or lacks a value a table of the device has now
+            (one line naming the architecture and the table).
     """
     import math
 
     from hwnas.errors import HwnasError
 
+    new_study = "search it as a new study (--study NAME) or delete this one"
     columns: dict[str, Any] = {}
     for r in records:
         for metric, cost in r.costs.items():
-            source = device.table_source(space.name, metric)
-            if not source or not cost.source.startswith("recorded:"):
+            if not cost.source.startswith("recorded:"):
                 continue  # measured or predicted values: the store keeps them as they were
+            source = device.table_source(space.name, metric)
+            if not source:
+                raise HwnasError(
+                    f"device '{device.name}' has no {metric} table now; this study was scored "
+                    f"from {cost.source.split(':', 1)[1]}: {new_study}"
+                )
             if cost.source != source:
                 raise HwnasError(
-                    f"device '{device.name}''s {metric} table is {source.split(':', 1)[1]} now; "
-                    f"this study was scored from {cost.source.split(':', 1)[1]}: search it as "
-                    "a new study (--study NAME) or delete this one"
+                    f"the {metric} table of device '{device.name}' is "
+                    f"{source.split(':', 1)[1]} now; this study was scored from "
+                    f"{cost.source.split(':', 1)[1]}: {new_study}"
                 )
             if metric not in columns:
                 columns[metric] = device.table(space.name, metric)
@@ -182,8 +195,23 @@ def check_recorded_costs(device: Any, space: SearchSpace, records: list[Any]) ->
                 raise HwnasError(
                     f"the table of device '{device.name}' changed since this study was scored "
                     f"({r.arch}: {cost.value:.4g} {unit} in the study, {now:.4g} {unit} in "
-                    f"{source.split(':', 1)[1]} now): search it as a new study (--study NAME) "
-                    "or delete this one"
+                    f"{source.split(':', 1)[1]} now): {new_study}"
+                )
+    for metric in metrics:
+        source = device.table_source(space.name, metric)
+        if not source:
+            continue
+        column = None
+        for r in records:
+            if metric in r.costs:
+                continue
+            if column is None:
+                column = device.table(space.name, metric)
+            if column is not None and math.isfinite(column[space.index(space.parse(r.arch))]):
+                raise HwnasError(
+                    f"device '{device.name}' has a table of {metric} now "
+                    f"({source.split(':', 1)[1]}) that this study was scored without ({r.arch} "
+                    f"has no {metric}): {new_study}"
                 )
 
 
@@ -591,7 +619,7 @@ class FunctionEvaluator:
 
     def check_resumed(self, records: list[Any]) -> None:
         """:func:`check_recorded_costs` on the profiler's device."""
-        check_recorded_costs(self.profiler.device, self.space, records)
+        check_recorded_costs(self.profiler.device, self.space, records, self.metrics)
 
     def evaluate(self, arch: Arch) -> Evaluation:
         """Call the function on the candidate once and obtain every metric (store-cached).

@@ -293,6 +293,45 @@ def test_a_study_resumed_after_its_device_table_changed_is_refused(tmp_path, cli
     assert f"{old:.4g} ms in the study, {old * 10:.4g} ms" in line
 
 
+def test_a_table_added_or_removed_since_a_study_was_scored_is_refused_and_a_partial_one_shown(
+    tmp_path, cli
+):
+    """Energy imported after latency (the flow devices.md describes), then searched again:
+    the resumed study mixed trials without energy and trials with it, and printing its front
+    raised KeyError: 'energy_mj' (helper-61). A table added or removed since the study was
+    scored is refused as an edited one is; a partial energy table's gaps print as '-'."""
+    space = get_space("nasbench201")
+    profiles = tmp_path / "profiles"
+    rows = np.arange(len(space))
+    latency = np.round(1.0 + (rows * 7919 % 1000) / 100.0, 3)
+    _write_table(profiles / "lat.csv", rows, ["index", "latency_ms"], latency, key="index")
+    yaml = "name: myboard\nkind: recorded\ntables:\n  nasbench201:\n"
+    yaml += "    latency_ms: {file: lat.csv}\n"
+    (profiles / "myboard.yaml").write_text(yaml)
+    search = ("search", "--device", "myboard", "--no-zoo", "--strategy", "random")
+    status, _, err = cli(*search, "--budget", "8", profiles=profiles)
+    assert status == 0, err
+    _write_table(profiles / "en.csv", rows, ["index", "energy_mj"], latency * 2, key="index")
+    (profiles / "myboard.yaml").write_text(yaml + "    energy_mj: {file: en.csv}\n")
+    status, _, err = cli(*search, "--budget", "10", profiles=profiles)
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert status == 2 and "has a table of energy_mj now (en.csv:energy_mj)" in line, err
+    assert "--study NAME" in line and "Traceback" not in err
+    status, _, err = cli(*search, "--budget", "10", "--study", "both", profiles=profiles)
+    assert status == 0, err
+    (profiles / "myboard.yaml").write_text(yaml)  # the energy table removed again
+    status, _, err = cli(*search, "--budget", "12", "--study", "both", profiles=profiles)
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert status == 2 and "has no energy_mj table now" in line, err
+    # a partial energy table: the front's architectures it lacks show '-', not a traceback
+    _write_table(profiles / "en.csv", rows[::2], ["index", "energy_mj"], latency[::2] * 2,
+                 key="index")  # fmt: skip
+    (profiles / "myboard.yaml").write_text(yaml + "    energy_mj: {file: en.csv}\n")
+    status, out, err = cli(*search, "--budget", "40", "--study", "partial", profiles=profiles)
+    assert status == 0, err
+    assert re.search(r"│\s+-\s+│\s*$", out, re.M), out  # an energy cell left blank
+
+
 @pytest.mark.parametrize("sep", [",", ";"])
 def test_a_table_saved_by_a_spreadsheet_imports(tmp_path, cli, sep):
     """A UTF-8 byte-order mark and CRLF line ends (Excel's "CSV UTF-8"): main refused it with
