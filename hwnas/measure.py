@@ -502,12 +502,12 @@ def measure_models(
             how = "measured" if profiler.counts.taken > before else "from store"
             if not device.stored_in_profiler:
                 how = "recorded"
-            if m.flagged:
-                how += ", FLAGGED"
+            if m.flagged:  # and why: the CV, or other processes holding its CPU
+                how += f", FLAGGED ({flag_cause(m, device.max_cv, device.max_wait_share)[0]})"
             rel_ci = m.extra.get("rel_ci")
             target = m.extra.get("target_rel_ci")
             if target is not None and (rel_ci is None or rel_ci > target):
-                how += f" (missed the +-{100 * target:g}% target)"
+                how += f", missed the +-{100 * target:g}% target"
             # a file of the user's, timed here: are its activations what a trained one has?
             warning = subnormal_warning(w) if w.arch is None and device.stored_in_profiler else ""
             if energy is not None and device.stored_in_profiler:  # a meter read in another unit

@@ -96,6 +96,30 @@ def test_measure_models_shows_the_latency_stored_with_the_energy(tmp_path):
         assert store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).value == 6.0
 
 
+class Shared(Scripted):
+    """Every run flagged for the CPU time other processes took (CV 1%, wait share 0.6)."""
+
+    max_cv, max_wait_share = 0.05, 0.1
+
+    def measure_all(self, workload):
+        out = super().measure_all(workload)
+        return {k: replace(m, flagged=True, extra={"cpu_wait_share": 0.6}) for k, m in out.items()}
+
+
+def test_a_flagged_rows_how_says_why_it_was_flagged(tmp_path):
+    """`hwnas measure`'s how column said "FLAGGED (missed the +-1% target)" of a value flagged
+    because other processes held its CPU: the flag and the interval target read as one
+    (helper-63). The row names the flag's cause."""
+    from hwnas.measure import measure_models
+
+    device = Shared([0.01] * 6)
+    device.stored_in_profiler = True
+    (done,) = measure_models(device, [WORKLOAD], tmp_path / "m.db").models
+    assert done.latency.flagged
+    assert "FLAGGED (other processes holding its CPU over 10% of the time)" in done.how
+    assert "CV" not in done.how
+
+
 def test_a_measured_power_no_device_draws_is_a_warning(tmp_path):
     """A phone's battery meter read in microamperes where the phone reports milliamperes gave
     an energy 1000x low (0.0001 mJ for a tiny CNN) without a word; the table imports had a
