@@ -86,8 +86,8 @@ class LocalGpuDevice(LiveDevice):
         if gpu_name(index) is None:
             return False, (
                 f"no NVIDIA GPU {index} here (nvidia-smi missing or failing, and not a Jetson): "
-                "run on a machine with an NVIDIA driver, or pick a recorded GPU such as 2080ti_1 "
-                "(`hwnas devices`)"
+                "run on a machine with an NVIDIA driver, or pick a recorded GPU (`hwnas "
+                "devices` lists them)"
             )
         return super().status()
 
