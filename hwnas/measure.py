@@ -446,7 +446,7 @@ class MeasuredModels:
 
 
 def measure_models(
-    device: Device, workloads: list[Workload], store_path: Any = None
+    device: Device, workloads: list[Workload], store_path: Any = None, reporter: Any = None
 ) -> MeasuredModels:
     """Measure ``workloads`` on ``device``: latency, and energy where it has a meter, each
     taken once per device, runtime and model and kept in the measurement store (``hwnas
@@ -457,6 +457,8 @@ def measure_models(
         workloads: from :func:`arch_workload` / :func:`onnx_workload`.
         store_path: a SQLite path or PostgreSQL URL (default: ``measurements.db`` in the hwnas
             home); a recorded device's values come from its table instead.
+        reporter: a :class:`hwnas.progress.Reporter` shown a "measure" step, one unit per
+            model (a TVM tuning or a slow board takes minutes per model); default silent.
 
     Returns:
         The :class:`MeasuredModels`.
@@ -483,9 +485,13 @@ def measure_models(
         MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
     )
     profiler = Profiler(device, store)
+    from hwnas.progress import SILENT
+
     out = []
+    step = (reporter or SILENT).step(f"measure on {device.name}", len(workloads), "models")
     try:
         for w in workloads:
+            step.update(status=w.label)
             before = profiler.counts.taken
             try:
                 m = profiler.measure(w, "latency_ms", allow_flagged=True)
@@ -516,7 +522,9 @@ def measure_models(
                 power = measured_power_warning(device, m.value, energy.value)
                 warning = "; ".join(x for x in (warning, power) if x)
             out.append(MeasuredModel(w.label, m, energy, how, warning))
+            step.advance()
     finally:
+        step.close()
         if store is not None:
             store.close()
     return MeasuredModels(out, profiler.counts, store.path if store is not None else None)

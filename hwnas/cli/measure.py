@@ -184,11 +184,14 @@ def parse_target(text: str):
 
 
 def _measure(dev, workloads, store_path) -> None:
+    from hwnas.cli.progress import TerminalReporter
     from hwnas.cli.render import Console, one_line, print_table
     from hwnas.measure import flag_cause, measure_models
 
     console = Console(emoji=False)
-    done = measure_models(dev, workloads, store_path)
+    # minutes per model where TVM tunes it or a board runs it: said while it lasts
+    reporter = TerminalReporter(Console(emoji=False, stderr=True))
+    done = measure_models(dev, workloads, store_path, reporter)
     c = done.counts
     flagged = sum(r.latency.flagged for r in done.models)
     rows = []

@@ -30,6 +30,18 @@ def test_piped_search_output_has_whole_lines_without_control_characters(tmp_path
     assert zoo and zoo[-1].startswith(f"zoo exporting: {n}/{n} models (100%), done in ")
 
 
+def test_hwnas_measure_says_its_progress_model_by_model(tmp_path):
+    """`hwnas measure --runtime tvm` left stderr empty for the 3 minutes TVM tuned one cell
+    (helper-63): usage.md promises progress for every step that can take more than a couple
+    of seconds. Each model is a unit of a "measure" step, on stderr (stdout keeps the table)."""
+    r = hwnas_cli("measure", "--device", "pixel3", "--arch", "5", "--arch", "6", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    steps = [ln for ln in r.stderr.splitlines() if ln.startswith("measure on pixel3: ")]
+    assert steps[0].startswith("measure on pixel3: 0/2 models (0%)"), r.stderr
+    assert steps[-1].startswith("measure on pixel3: 2/2 models (100%), done in "), r.stderr
+    assert "measure on" not in r.stdout
+
+
 def test_plain_lines_come_at_each_tenth_and_after_a_silence(monkeypatch):
     import hwnas.cli.progress as progress
 
