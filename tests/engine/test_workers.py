@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -245,7 +246,7 @@ def test_workers_with_separate_homes_measure_each_model_once_through_a_postgresq
     with MeasurementStore(postgres_url) as store:
         rows = store.measurements("cpu-fast", "latency_ms")
     assert sorted(m.label for m in rows) == sorted(archs)  # each model measured exactly once
-    measured = [int(out.split(" measured,")[0].split()[-1]) for out, _ in outputs]
+    measured = [int(re.search(r"(\d+) measured, \d+ from the store", out)[1]) for out, _ in outputs]
     assert sum(measured) == len(archs)  # the other worker found it in the store
 
 
