@@ -738,7 +738,7 @@ class _Loop:
         default_factory=lambda: {"noisy": 0, "failed": 0, "unrecorded": 0}
     )
     in_a_row: int = 0
-    failed_archs: set[str] = field(default_factory=set)  # not proposed again by this run
+    failed_archs: set[str] = field(default_factory=set)  # and the study's: StudyState.failed
     reseeded: bool = False
     # RUNNING claims seen without a heartbeat -> when this worker first saw them so (its own
     # monotonic clock: no other machine's clock is compared)
@@ -746,8 +746,28 @@ class _Loop:
 
     @property
     def max_asks(self) -> int:
-        """Bound on proposals (duplicates included)."""
+        """Bound on proposals (duplicates included), the study's trials counted: a resumed
+        run goes on from the asks its study holds, not from a fresh allowance."""
         return 20 * self.settings.budget
+
+    def resume_counts(self, trials: list[Any]) -> None:
+        """Take the study's trials (by number) as this run's asks so far, and the proposals
+        it holds at its end in a row (duplicates, failed before) as its repeats: a search
+        killed and resumed stops where the uninterrupted one stops (main: a resumed run got
+        a fresh allowance of asks and repeats, and went further)."""
+        from optuna.trial import TrialState
+
+        self.asked = len(trials)
+        self.repeats = 0
+        for t in reversed(trials):
+            if t.state == TrialState.PRUNED and t.user_attrs.get("budget_reached"):
+                continue  # neither a repeat nor a new architecture
+            attrs = t.user_attrs
+            if t.state != TrialState.PRUNED or not (
+                "duplicate_of" in attrs or "failed_before" in attrs
+            ):
+                break
+            self.repeats += 1
 
     @classmethod
     def open(cls, settings, space, evaluate, storage, sampler_options, costs, proposals) -> _Loop:
@@ -787,7 +807,9 @@ class _Loop:
             sampler.taken = lambda: set(ledger.state.completed) | set(ledger.state.claimed)
         study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
         _feed(study, history, ledger.study_name)
-        return cls(settings, space, evaluate, shared, ledger, sampler, study, space.choices())
+        loop = cls(settings, space, evaluate, shared, ledger, sampler, study, space.choices())
+        loop.resume_counts(ledger.by_number())
+        return loop
 
     def record(self, trial, state, values=None, attrs=None, defer=False):
         """Write a decided trial to the study (under the lock) and tell the sampler's study."""
@@ -906,7 +928,7 @@ class _Loop:
             state = self.ledger.state
             holder = state.holder(arch.text)
             full = holder is None and state.taken >= self.settings.budget
-            if arch.text in self.failed_archs:
+            if arch.text in self.failed_archs or arch.text in state.failed:
                 self.record(trial, TrialState.PRUNED, None, {"failed_before": arch.text}, instant)
                 self.repeats += 1
                 return "failed_before", state, holder
@@ -970,6 +992,7 @@ class _Loop:
                 self.record(trial, TrialState.FAIL, None, attrs, self.instant)
         if reason == "failed":
             self.failed_archs.add(arch.text)
+        self.repeats = 0  # an architecture the study did not hold: not a repeat
         self.skipped[kind] += 1
         if kind == "unrecorded":
             return  # a table's gap: nothing failed (the proposals stay bounded by max_asks)
@@ -997,14 +1020,18 @@ def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeat
     """Why a search stopped short of its budget: its strategy has nothing new to propose."""
     # in words a CLI user and a Python caller both read (summary.json's "stopped")
     within = " within the latency limit" if settings.max_latency is not None else ""
-    how = (
-        f"proposed {repeats} architectures in a row that the study already holds"
-        if repeats
-        else "has no architecture left to propose"
-    )
+    if repeats:  # it may be the strategy that is stuck, not the space that is used up
+        how = (
+            f"proposed {repeats} architectures in a row that the study already holds; it "
+            f"found nothing new in the space '{space.name}'{within} (a strategy that stalls, "
+            "or a space it has exhausted)"
+        )
+    else:
+        how = f"has no architecture left to propose; the space '{space.name}'{within} is "
+        how += "exhausted for it"
     return (
         f"stopped at {scored} of the budget's {settings.budget} scored architectures: strategy "
-        f"'{settings.strategy}' {how}; the space '{space.name}'{within} is exhausted for it"
+        f"'{settings.strategy}' {how}"
     )
 
 

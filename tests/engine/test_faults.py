@@ -169,6 +169,85 @@ def test_every_table_strategy_proposes_the_same_after_a_restart(strategy):
     assert scored(storage) == reference
 
 
+def test_a_search_stopped_after_a_tables_gap_resumes_to_the_uninterrupted_trials(monkeypatch):
+    """An Edge TPU table lacks the chance-level cells: a proposal of one is a FAIL trial, and
+    the run records a second proposal of it as PRUNED (failed before), without looking it up
+    again. That memory was the process's: stopped (Ctrl-C) just before the second proposal,
+    the resumed run looked it up again (FAIL), TPE's study differed from there on, and the
+    search ended with another front and best (helper-62). The study is the memory now, and a
+    resumed run's asks and repeats in a row go on from what the study holds."""
+    import optuna
+
+    from hwnas.devices import get_device
+    from hwnas.engine import loop as loop_mod
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, run_search
+    from hwnas.measure import Profiler
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    device = get_device("embedded_tpu_edge_tpu_int8")
+    settings = SearchSettings(space="nasbench201", device=device.name, budget=60,
+                              strategy="tpe", seed=3, study="gaps")  # fmt: skip
+    ev = TableEvaluator(space, "cifar100", Profiler(device, None), ["latency_ms"])
+
+    def trials(storage):
+        study = optuna.load_study(study_name="gaps", storage=storage)
+        return [(t.state.name, t.user_attrs.get("arch") or t.user_attrs.get("failed_before"))
+                for t in study.get_trials(deepcopy=False)]  # fmt: skip
+
+    reference_storage = optuna.storages.InMemoryStorage()
+    reference = run_search(settings, space, ev.evaluate, reference_storage)
+    held = trials(reference_storage)
+    again = [i for i, (state, _) in enumerate(held) if state == "PRUNED" and
+             held[i][1] in {a for s, a in held[:i] if s == "FAIL"}]  # fmt: skip
+    assert again, "the reference search proposed no failed architecture twice"
+
+    storage = optuna.storages.InMemoryStorage()
+    step = loop_mod._Loop.step
+    for stop in (again[0], again[-1]):  # Ctrl-C just before the failed one comes again
+
+        def interrupted(self, stop=stop):
+            if len(self.ledger.trials) == stop:
+                raise KeyboardInterrupt
+            step(self)
+
+        monkeypatch.setattr(loop_mod._Loop, "step", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            run_search(settings, space, ev.evaluate, storage)
+    monkeypatch.setattr(loop_mod._Loop, "step", step)
+    resumed = run_search(settings, space, ev.evaluate, storage)
+    assert trials(storage) == held  # every trial, FAIL and PRUNED ones too, as uninterrupted
+    assert [r.arch for r in resumed.pareto] == [r.arch for r in reference.pareto]
+
+
+def test_a_rerun_of_a_search_that_used_its_asks_asks_no_more(monkeypatch):
+    """The bound on proposals (20 x budget, duplicates included) and the repeats in a row
+    restarted at 0 in every run: a search that stopped having used them asked again on a
+    rerun of the same command, and one killed partway got a fresh allowance (helper-62).
+    Both go on from the study's trials."""
+    import optuna
+
+    from hwnas.devices import get_device
+    from hwnas.engine import loop as loop_mod
+    from hwnas.engine.evaluate import TableEvaluator
+    from hwnas.engine.loop import SearchSettings, run_search
+    from hwnas.measure import Profiler
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    ev = TableEvaluator(space, "cifar100", Profiler(get_device("pixel3"), None), ["latency_ms"])
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=10,
+                              strategy="random", seed=1, study="asks")  # fmt: skip
+    monkeypatch.setattr(loop_mod._Loop, "max_asks", property(lambda self: 6))
+    storage = optuna.storages.InMemoryStorage()
+    first = run_search(settings, space, ev.evaluate, storage)
+    assert first.stopped and len(first.records) == 6
+    again = run_search(settings, space, ev.evaluate, storage)
+    assert len(again.records) == 6 and again.stopped == first.stopped
+    assert len(optuna.load_study(study_name="asks", storage=storage).trials) == 6
+
+
 def test_ctrl_c_while_a_claim_is_written_leaves_no_running_trial(tmp_path, monkeypatch):
     """Ctrl-C that falls after a claim (a RUNNING trial) is committed and before its id is
     kept: the study held a RUNNING trial until a rerun failed it as an orphan (one full-suite
