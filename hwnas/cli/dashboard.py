@@ -40,7 +40,7 @@ def dashboard_cmd(storage, artifact_dir, port):
 
     rdb = open_storage(url)
     briefs = study_briefs(rdb)
-    unreadable = [name for name, attrs, _ in briefs if attrs is None]
+    unreadable = [name for name, attrs, *_ in briefs if attrs is None]
     if unreadable:  # optuna-dashboard's study list would answer every request with an error
         raise HwnasError(
             f"the dashboard cannot list the studies in {shown}: study "

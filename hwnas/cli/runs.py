@@ -62,20 +62,22 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
     """One dict per study of ``storage``: study, whether hwnas made it (``hwnas_run``: it holds
     hwnas's search settings), device, space, strategy, trials, best (arch, accuracy %, latency
     ms), folder (None where the study records none: a search not finished), whether the
-    folder still exists, and the zoo size. A study of another program sharing the storage is
+    folder still exists, and the zoo size. ``trials`` is the study's scored (COMPLETE) trials
+    now, and ``unfinished`` says that a run scored some after the last run folder was written
+    (a run killed, or running now). A study of another program sharing the storage is
     its name and trial count, the rest None; an attribute of another type than hwnas writes
     reads as None (trials: the study's count), and attributes that cannot be read at all
     (not JSON) as none, never raised on."""
     from hwnas.engine.ledger import study_briefs
 
     rows = []
-    for name, attrs, n_trials in study_briefs(storage):
+    for name, attrs, n_trials, n_scored in study_briefs(storage):
         attrs = attrs or {}  # unreadable: listed as another program's study
         settings = run_settings(attrs)
         # another program's study: its name and trial count, none of its attributes
         summary = (_typed(attrs.get("summary"), dict) or {}) if settings else {}
         folder = (_typed(attrs.get("run_folder"), str) or None) if settings else None
-        trials = _typed(summary.get("trials"), int)
+        trials = _typed(summary.get("trials"), int)  # what the last finished run scored
         rows.append(
             {
                 "study": name,
@@ -85,7 +87,10 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
                 "dataset": _typed(settings.get("dataset"), str),
                 "objective": _typed(settings.get("objective", "latency"), str),
                 "strategy": _typed(settings.get("strategy"), str),
-                "trials": n_trials if trials is None else trials,
+                # what the study holds now: a later run killed before it finished scored
+                # more than the folder's summary says (the folder is the earlier run's)
+                "trials": n_scored if settings else n_trials,
+                "unfinished": bool(settings) and n_scored > (trials or 0),
                 "best": _best(summary.get("best")),
                 "pareto_size": _typed(summary.get("pareto_size"), int),
                 "zoo_models": _typed(summary.get("zoo_models"), int),
@@ -252,7 +257,8 @@ def show_cmd(study, storage, as_json):
         if value is not None:  # unset options (a recorded device has no runtime)
             unit = SETTING_UNITS.get(key) if isinstance(value, (int, float)) else None
             line(f"  {key:<12} {value:g} {unit}" if unit else f"  {key:<12} {value}")
-    line(f"trials     {row['trials']}")
+    more = "  (a later run has not finished: the folder below is of an earlier run)"
+    line(f"trials     {row['trials']} scored{more if row['unfinished'] and row['folder'] else ''}")
     best = row["best"]
     if best:
         line(f"best       {best['arch']}")

@@ -557,12 +557,13 @@ UNREADABLE = (ValueError, RecursionError, TypeError)
 Python's recursion limit, an odd type)."""
 
 
-def study_briefs(storage: Any) -> list[tuple[str, dict[str, Any] | None, int]]:
-    """(name, user attributes, number of trials) of every study in ``storage`` (a URL or an
-    Optuna storage), in the storage's order. Each study's attributes are read on their own:
-    one whose attributes cannot be read (another program's JSON that is not JSON, or nested
-    200,000 deep) has None, and the others are still listed. (``optuna.get_all_study_summaries``
-    raised on all of them for one, and reads every trial of every study.)"""
+def study_briefs(storage: Any) -> list[tuple[str, dict[str, Any] | None, int, int]]:
+    """(name, user attributes, number of trials, number of COMPLETE trials) of every study in
+    ``storage`` (a URL or an Optuna storage), in the storage's order. Each study's attributes
+    are read on their own: one whose attributes cannot be read (another program's JSON that is
+    not JSON, or nested 200,000 deep) has None, and the others are still listed.
+    (``optuna.get_all_study_summaries`` raised on all of them for one, and reads every trial of
+    every study.)"""
     import optuna
 
     storage = optuna.storages.get_storage(storage)
@@ -571,7 +572,12 @@ def study_briefs(storage: Any) -> list[tuple[str, dict[str, Any] | None, int]]:
     if not isinstance(backend, optuna.storages.RDBStorage) or engine is None:
         try:
             summaries = optuna.get_all_study_summaries(storage, include_best_trial=False)
-            return [(s.study_name, s.user_attrs, s.n_trials) for s in summaries]
+            done = optuna.trial.TrialState.COMPLETE
+            return [
+                (s.study_name, s.user_attrs, s.n_trials,
+                 storage.get_n_trials(s._study_id, state=done))
+                for s in summaries
+            ]  # fmt: skip
         except UNREADABLE:
             return []
     from optuna.storages._rdb import models
@@ -586,5 +592,6 @@ def study_briefs(storage: Any) -> list[tuple[str, dict[str, Any] | None, int]]:
             attrs: dict[str, Any] | None = backend.get_study_user_attrs(study_id)
         except UNREADABLE:
             attrs = None
-        briefs.append((name, attrs, backend.get_n_trials(study_id)))
+        done = backend.get_n_trials(study_id, state=optuna.trial.TrialState.COMPLETE)
+        briefs.append((name, attrs, backend.get_n_trials(study_id), done))
     return briefs

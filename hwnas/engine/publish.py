@@ -181,7 +181,7 @@ def write_notes(storage: Any) -> int:
     from hwnas.engine.ledger import study_briefs
 
     written = 0
-    for name, attrs, _ in study_briefs(storage):
+    for name, attrs, *_ in study_briefs(storage):
         attrs = attrs or {}  # unreadable (not JSON): another program's study
         brief, folder = attrs.get("summary"), attrs.get("run_folder")
         if not isinstance(brief, dict) or not brief or not isinstance(folder, str) or not folder:

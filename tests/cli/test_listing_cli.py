@@ -239,3 +239,38 @@ def test_devices_probes_every_silent_tracker_at_once(hwnas_home):
         assert not board["reachable"] and "no tracker handshake" in board["why_unreachable"]
     assert len(opened) == 4 and len(closed) == 4
     assert max(opened) < min(closed)  # every probe was waiting before the first gave up
+
+
+INTERRUPT_AT = r"""
+import sys
+from hwnas.engine import evaluate
+scored, original = [0], evaluate.TableEvaluator.evaluate
+def evaluate_or_stop(self, arch):
+    scored[0] += 1
+    if scored[0] == 7:
+        raise KeyboardInterrupt  # Ctrl-C while the 7th candidate is scored
+    return original(self, arch)
+evaluate.TableEvaluator.evaluate = evaluate_or_stop
+from hwnas.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_runs_show_counts_the_studys_trials_after_a_run_that_did_not_finish(tmp_path, hwnas_home):
+    """A study searched to 10, then extended to 30 and stopped after 6 more: `runs show` said
+    `trials 10` (the last finished run's summary) of a study holding 16, without a word that a
+    later run had not finished (helper-62 F3). It counts the study's scored trials now."""
+    args = ["search", "--device", "pixel3", "--no-zoo", "--strategy", "random", "--study", "x"]
+    _cli(*args, "--budget", "10", cwd=tmp_path)
+    r = subprocess.run([sys.executable, "-c", INTERRUPT_AT, *args, "--budget", "30"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, **NARROW})  # fmt: skip
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    shown = _cli("runs", "show", "x").stdout
+    assert "trials     16 scored  (a later run has not finished" in shown, shown
+    (row,) = json.loads(_cli("runs", "list", "--json").stdout)["runs"]
+    assert row["trials"] == 16 and row["unfinished"] is True
+    _cli(*args, "--budget", "30", cwd=tmp_path)  # the rerun finishes it
+    (row,) = json.loads(_cli("runs", "list", "--json").stdout)["runs"]
+    assert row["trials"] == 30 and row["unfinished"] is False
+    assert "trials     30 scored\n" in _cli("runs", "show", "x").stdout
