@@ -191,7 +191,7 @@ def _check_covered(settings: SearchSettings, space: SearchSpace, device: Any) ->
         pool = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         of = f"{size:,}" if size < 10**9 else f"{size:.4g}"  # FBNet's: 9.848e+20
         raise HwnasError(
-            f"device '{device.name}''s {settings.metric} table holds {held:,} of the {of} "
+            f"the {settings.metric} table of device '{device.name}' holds {held:,} of the {of} "
             f"architectures of {space.name}, and strategy '{settings.strategy}' proposes from "
             f"all of them; use --strategy {pool}, which search the architectures the table holds"
         )

@@ -50,7 +50,7 @@ def test_a_strategy_proposing_from_the_whole_space_is_refused_before_any_trial(
                        cwd=tmp_path)  # fmt: skip
         assert r.returncode == 2 and r.stdout == ""
         assert r.stderr == (
-            "error: device 'pixel3''s latency_ms table holds 5,000 of the 9.848e+20 "
+            "error: the latency_ms table of device 'pixel3' holds 5,000 of the 9.848e+20 "
             f"architectures of fbnet, and strategy '{strategy}' proposes from all of them; use "
             "--strategy frontier or surrogate, which search the architectures the table holds\n"
         )
