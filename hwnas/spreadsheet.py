@@ -22,14 +22,33 @@ def delimiter(header_line: str) -> str:
     return ","
 
 
-def number(cell: str) -> float:
-    """A cell as a float, reading a decimal comma (``3,5``) as the point where the cell has one
-    comma and no point.
+COMMA_HINT = (
+    "a comma is a decimal mark only in a file with ';' between cells (is 1,234 a thousand or "
+    "1.234?): write the number with a point and no thousands separator, or save the file with "
+    "';' between cells"
+)
+"""Why a number with a comma in a ``,``- or tab-separated file is refused, for error lines."""
+
+
+class AmbiguousComma(ValueError):
+    """A number with a comma in a file whose cells are not ``;``-separated
+    (:data:`COMMA_HINT`)."""
+
+
+def number(cell: str, sep: str) -> float:
+    """A cell of a file separated by ``sep`` as a float. In a ``;``-separated file (what a
+    spreadsheet in a decimal-comma locale writes) a cell with one comma and no point is a
+    decimal comma (``3,5`` is 3.5); in a ``,``- or tab-separated one a comma is no decimal mark
+    (a quoted ``"1,234"`` may be a thousand written with a separator, or 1.234) and the cell
+    is refused.
 
     Raises:
-        ValueError: not a number either way.
+        AmbiguousComma: a cell with a comma in a file not separated by ``;``.
+        ValueError: not a number.
     """
     text = cell.strip()
+    if "," in text and sep != ";":
+        raise AmbiguousComma(COMMA_HINT)
     if text.count(",") == 1 and "." not in text:
         text = text.replace(",", ".")
     return float(text)

@@ -16,6 +16,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,9 +29,14 @@ MAX_TABLE_BYTES = 256 * 2**20
 """Largest table file, and largest once a gzip file is decompressed: 15,625 rows x 30 columns
 take 5 MB; a device file (``/dev/zero``), a pipe or a larger file is refused before it is read."""
 
-CACHE_VERSION = 4  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet); 4: rows
-# with cells beyond the header are refused (a cache of one parsed before must not be read)
+CACHE_VERSION = 5  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet); 4: rows
+# with cells beyond the header are refused (a cache of one parsed before must not be read);
+# 5: decimal commas read in ";"-separated files alone, a column named twice refused
 """Part of every cache file's name: bump it when the parsed form changes."""
+
+COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.%()-]{0,63}")
+"""What a column name must look like for an error message to repeat it: a profile may name
+any file as its table, and a credentials file's first line must not be shown."""
 
 
 def cache_dir() -> Path:
@@ -60,11 +66,17 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
     text), in the file's column order; a UTF-8 byte-order mark (what spreadsheets write) is
     not part of the first column's name.
 
+    A column whose cells are all numbers is float64; in a ``;``-separated file (a
+    decimal-comma spreadsheet's) ``3,5`` is 3.5 and an empty cell NaN. Elsewhere a comma is no
+    decimal mark (:func:`hwnas.spreadsheet.number`): such a column stays text, for its reader
+    to refuse. A column named twice is refused; a nameless one repeated (a header ending in
+    separators) is kept once where its copies are empty.
+
     Raises:
         HwnasError: the file is missing, not a regular file (a device, a pipe), larger than
-            :data:`MAX_TABLE_BYTES` (decompressed), or not a CSV table: no rows, or a row
-            (blank lines at the end aside) with fewer cells than the header or more that are
-            not empty, named by its row.
+            :data:`MAX_TABLE_BYTES` (decompressed), or not a CSV table: no rows, a column
+            named twice, or a row (blank lines at the end aside) with fewer cells than the
+            header or more that are not empty, named by its row.
     """
     return _read_table(path, file_version(path))
 
@@ -124,16 +136,39 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
                 f"({', '.join(header)[:80]})"
             )
     columns: dict[str, np.ndarray] = {}
+    empty: set[str] = set()  # nameless columns without a value so far
     for j, name in enumerate(header):
         values = [r[j] for r in body]
-        try:
-            columns[name] = np.asarray(values, dtype=np.float64)
-        except ValueError:
-            try:  # decimal commas (a ';'-separated spreadsheet file)
-                columns[name] = np.asarray([spreadsheet.number(v) for v in values])
-            except ValueError:
-                columns[name] = np.asarray(values, dtype=object)
+        blank = not any(v.strip() for v in values)
+        if name in columns:  # a dict would keep the last copy: the other's values unread
+            if name or not (blank or name in empty):
+                shown = f"column '{name}'" if COLUMN_NAME.fullmatch(name) else "a column name"
+                raise HwnasError(
+                    f"table {path}: {shown if name else 'a column without a name'} appears "
+                    "more than once in the header; which one holds the values? Name each once"
+                )
+            if blank:
+                continue  # a header ending in separators: nameless empty columns
+        empty.discard(name)
+        if not name and blank:
+            empty.add(name)
+        columns[name] = _column(values, sep)
     return columns
+
+
+def _column(values: list[str], sep: str) -> np.ndarray:
+    """One column's cells: float64 where all are numbers (in a ``;``-separated file, with
+    decimal commas, and empty cells NaN), else the text (:func:`read_table`)."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except ValueError:
+        pass
+    if sep == ";":  # decimal commas (a spreadsheet's file in a decimal-comma locale)
+        try:
+            return np.asarray([spreadsheet.number(v, sep) if v.strip() else np.nan for v in values])
+        except ValueError:
+            pass
+    return np.asarray(values, dtype=object)
 
 
 def _load(path: Path) -> dict[str, np.ndarray] | None:

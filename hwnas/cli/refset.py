@@ -69,6 +69,9 @@ class _Filled:
     metric: str
     cell: str
     flagged: bool
+    sep: str = ","
+    """The file's cell separator: what a comma in ``cell`` means
+    (:func:`hwnas.spreadsheet.number`)."""
 
 
 def _filled(path: Path) -> tuple[bool, list[_Filled]]:
@@ -89,9 +92,8 @@ def _filled(path: Path) -> tuple[bool, list[_Filled]]:
 
     try:
         text = read_bounded_text(path).removeprefix("\ufeff")  # a spreadsheet's BOM
-        reader = csv.DictReader(
-            io.StringIO(text, newline=""), delimiter=spreadsheet.delimiter(text.split("\n")[0])
-        )
+        sep = spreadsheet.delimiter(text.split("\n")[0])
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=sep)
         header = [h.strip() for h in reader.fieldnames or []]
         reader.fieldnames = header
         rows = list(enumerate(reader, start=2))
@@ -110,6 +112,7 @@ def _filled(path: Path) -> tuple[bool, list[_Filled]]:
             metric,
             (row.get(metric) or "").strip(),
             (row.get("flagged") or "").strip().lower() in ("yes", "true", "1"),
+            sep,
         )
         for line, row in rows
         for metric in VALUE_COLUMNS
@@ -159,7 +162,7 @@ def _keep_measured(path: Path, values, metric: str) -> None:
         if old.flagged:
             continue
         try:
-            value = spreadsheet.number(old.cell)
+            value = spreadsheet.number(old.cell, old.sep)
         except ValueError:
             value = math.nan
         now = new.get(old.arch) if old.metric == metric else None

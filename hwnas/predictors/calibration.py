@@ -56,9 +56,21 @@ architectures a few MB; far below what could exhaust the memory."""
 
 
 def csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """The header and the rows (line number, cells by column) of a CSV file handed over,
-    read through :func:`hwnas.paths.read_bounded` (a regular file of at most
-    :data:`MAX_CSV_BYTES`).
+    """The header and the rows (line number, cells by column) of a CSV file handed over
+    (:func:`csv_table`).
+
+    Raises:
+        HwnasError: as :func:`csv_table`.
+    """
+    header, rows, _sep = csv_table(path)
+    return header, rows
+
+
+def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
+    """The header, the rows (line number, cells by column) and the cell separator
+    (:func:`hwnas.spreadsheet.delimiter`, what :func:`hwnas.spreadsheet.number` reads the
+    cells by) of a CSV file handed over, read through :func:`hwnas.paths.read_bounded` (a
+    regular file of at most :data:`MAX_CSV_BYTES`).
 
     Raises:
         HwnasError: missing, not a regular file, too large, not UTF-8 CSV text, a column
@@ -95,7 +107,7 @@ def csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
         raise HwnasError(f"{path}: not a readable CSV file ({exc})") from None
     if "arch" not in header:
         raise HwnasError(f"{path}: no 'arch' column (columns: {', '.join(header) or 'none'})")
-    return header, rows
+    return header, rows, sep
 
 
 def parse_model(
@@ -140,10 +152,11 @@ def read_calibration(
 
     Raises:
         HwnasError: missing file or columns, malformed or unknown archs, duplicate archs,
-            non-numeric or non-positive values, fewer than ``minimum`` rows.
+            non-numeric or non-positive values (a comma is a decimal mark in a ``;``-separated
+            file alone: :func:`hwnas.spreadsheet.number`), fewer than ``minimum`` rows.
     """
     path = Path(path)
-    header, rows = csv_rows(path)
+    header, rows, sep = csv_table(path)
     value_cols = [m for m in METRICS if m in header]
     if len(value_cols) != 1:
         raise HwnasError(
@@ -168,7 +181,9 @@ def read_calibration(
         seen[key] = line
         cell = (row.get(metric) or "").strip()
         try:
-            value = spreadsheet.number(cell)
+            value = spreadsheet.number(cell, sep)
+        except spreadsheet.AmbiguousComma as exc:
+            raise HwnasError(f"{where}: {metric} holds a comma: {exc}") from None
         except ValueError:
             raise HwnasError(f"{where}: {metric} '{cell}' is not a number") from None
         if not np.isfinite(value) or value <= 0:
