@@ -19,21 +19,18 @@ from typing import Any
 
 import numpy as np
 
+from hwnas import spreadsheet
 from hwnas.assets import asset_path
 from hwnas.cost_record import UNITS
 from hwnas.devices.base import Device, Measurement, Workload, profile_number
 from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.limits import MAX_COST, MIN_COST
-from hwnas.tables import file_version, read_table
+from hwnas.tables import COLUMN_NAME, file_version, read_table
 
 KEY_COLUMNS = ("index", "arch")
 """Columns that name a table row's architecture, the first present is used (indices are read
 faster than arch strings)."""
 
-
-COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.%()-]{0,63}")
-"""What the column names of a table without an ``arch`` or ``index`` column may look like
-for an error message to repeat them."""
 
 TABLE_SUFFIXES = (".csv", ".csv.gz")
 """A device table's file names end so (any case): a profile naming another file (a
@@ -125,40 +122,27 @@ def _keyed_column(
     size = len(space)
     key = next((k for k in KEY_COLUMNS if k in table), None)
     if key is None:
+        _refuse_hidden_key(table, path, column, space, space_name)
         if len(values) != size:
             raise HwnasError(
                 f"table {path} has {len(values)} rows and no 'arch' or 'index' column; rows in "
                 f"index order need one per architecture of {space_name} ({size})"
             )
         return values
-    cells = table[key]
-    if cells.dtype != object:  # indices
-        frac = np.flatnonzero(cells != np.round(cells))
-        if len(frac):
-            raise HwnasError(
-                f"table {path}, row {int(frac[0]) + 2}: '{key}' must be a whole index, got "
-                f"{cells[frac[0]]:g}"
-            )
-        outside = np.flatnonzero((cells < 0) | (cells >= size))
-        if len(outside):
-            raise HwnasError(
-                f"table {path}, row {int(outside[0]) + 2}: '{key}' {cells[outside[0]]:g} is "
-                f"outside {space_name}'s indices 0..{size - 1}"
-            )
-        rows = cells.astype(np.intp)
-    else:
-        rows = np.empty(len(cells), dtype=np.intp)
-        for i, cell in enumerate(cells):
-            text = str(cell).strip()
-            try:
-                rows[i] = int(text) if text.isdigit() else space.index(space.parse(text))
-            except (HwnasError, ValueError) as exc:
-                raise HwnasError(f"table {path}, row {i + 2}: {exc}") from None
-            if not 0 <= rows[i] < size:  # an index among arch strings
+    if key == "index":
+        rows = _index_rows(table["index"], path, "index", space_name, size)
+        if "arch" in table:  # both: they must name the same architecture
+            named = _arch_rows(table["arch"], path, space, space_name, rows)
+            differ = np.flatnonzero((named >= 0) & (named != rows))
+            if len(differ):
+                i = int(differ[0])
                 raise HwnasError(
-                    f"table {path}, row {i + 2}: '{key}' {text[:40]} is outside "
-                    f"{space_name}'s indices 0..{size - 1}"
+                    f"table {path}, row {i + 2}: its 'arch' names architecture {named[i]} of "
+                    f"{space_name}, its 'index' {rows[i]} (a file sorted or edited in one "
+                    "column?): correct the row, or remove one of the two columns"
                 )
+    else:
+        rows = _arch_rows(table["arch"], path, space, space_name)
     if len(np.unique(rows)) != len(rows):
         first: dict[int, int] = {}
         for i, row in enumerate(rows.tolist()):
@@ -173,6 +157,153 @@ def _keyed_column(
     out = np.full(size, np.nan)
     out[rows] = values
     return out
+
+
+def _index_rows(cells: np.ndarray, path: Path, key: str, space_name: str, size: int) -> np.ndarray:
+    """A key column of indices as row numbers of the space (0..size-1).
+
+    Raises:
+        HwnasError: a cell that is empty, not a whole number, or outside the space, naming its
+            row (a cell that is not a number is not repeated: a table may be any file).
+    """
+    if cells.dtype == object:  # an empty or text cell among the indices
+        for i, cell in enumerate(cells):
+            try:
+                float(str(cell).strip())
+            except ValueError:
+                raise HwnasError(
+                    f"table {path}, row {i + 2}: '{key}' is "
+                    + ("empty" if not str(cell).strip() else "not a number")
+                    + f", not an index of {space_name} (0..{size - 1})"
+                ) from None
+        cells = np.asarray([float(str(c).strip()) for c in cells])
+    frac = np.flatnonzero(cells != np.round(cells))
+    if len(frac):
+        raise HwnasError(
+            f"table {path}, row {int(frac[0]) + 2}: '{key}' must be a whole index, got "
+            f"{cells[frac[0]]:g}"
+        )
+    outside = np.flatnonzero((cells < 0) | (cells >= size))
+    if len(outside):
+        raise HwnasError(
+            f"table {path}, row {int(outside[0]) + 2}: '{key}' {cells[outside[0]]:g} is "
+            f"outside {space_name}'s indices 0..{size - 1}"
+        )
+    return cells.astype(np.intp)
+
+
+def _arch_rows(
+    cells: np.ndarray, path: Path, space, space_name: str, expected: np.ndarray | None = None
+) -> np.ndarray:
+    """An ``arch`` column (arch strings, or indices) as row numbers of the space; with
+    ``expected`` (the rows of the table's ``index`` column), an empty cell is -1 (nothing
+    said against its index) and a cell that is the arch string of its expected row is not
+    parsed (15,625 NAS-Bench-201 strings take 0.4 s to parse, 0.04 s to compare).
+
+    Raises:
+        HwnasError: a cell that is empty (without ``expected``), neither an arch string of
+            the space nor an index, or an index outside the space, naming its row and not
+            repeating the cell (a table may be any file).
+    """
+    size = len(space)
+    if cells.dtype != object:  # indices
+        return _index_rows(cells, path, "arch", space_name, size)
+    rows = np.empty(len(cells), dtype=np.intp)
+    for i, cell in enumerate(cells):
+        text = str(cell).strip()
+        if expected is not None:
+            if not text:
+                rows[i] = -1
+                continue
+            if text == space.arch_at(int(expected[i])).text:
+                rows[i] = expected[i]
+                continue
+        if text.isdecimal() and text.isascii():
+            if not 0 <= int(text) < size:  # an index among arch strings
+                raise HwnasError(
+                    f"table {path}, row {i + 2}: 'arch' is an index outside {space_name}'s "
+                    f"indices 0..{size - 1}"
+                )
+            rows[i] = int(text)
+            continue
+        try:
+            rows[i] = space.index(space.parse(text))
+        except (HwnasError, ValueError, KeyError):
+            what = "empty" if not text else f"neither an arch string of {space_name} nor an index"
+            raise HwnasError(f"table {path}, row {i + 2}: 'arch' is {what}") from None
+    return rows
+
+
+KEY_LIKE = re.compile(r"(?i)(.*[^a-z])?(index|idx|id|arch|architecture|key)([^a-z].*)?|unnamed.*|")
+"""Column names that say a column keys the rows (``Index``, ``arch_str``, ``id``, ``arch
+index``, pandas' nameless ``Unnamed: 0``, or no name at all), case aside."""
+
+
+def _refuse_hidden_key(table: dict, path: Path, column: str, space, space_name: str) -> None:
+    """Refuse a table without an ``index`` or ``arch`` column (read in index order) that has
+    a column keying its rows by another name: a name like one (:data:`KEY_LIKE`), text (arch
+    strings, names), or the space's indices in another order, whose cells do not follow the
+    index order the rows are read in. Such a table (``arch_str``, ``Index``, pandas' index)
+    shuffled would give its values to other architectures. Value columns (numbers) and
+    columns that are wholly empty pass.
+
+    Raises:
+        HwnasError: one line naming the column (where its name looks like one), the row
+            where it leaves the index order, and the fix (name it ``index`` or ``arch``).
+    """
+    size = len(space)
+    for j, (name, cells) in enumerate(table.items()):
+        if name == column:
+            continue
+        texts = [str(c).strip() for c in cells] if cells.dtype == object else None
+        if texts is not None and not any(texts):
+            continue  # a column without a cell (a header ending in a separator)
+        numbers = texts is None or all(_is_number(t) for t in texts if t)
+        if numbers:
+            values = _numbers(cells, path, name)
+            whole = bool(np.all(np.isfinite(values) & (values == np.round(values))))
+            permutation = (
+                whole and len(values) == size and np.array_equal(np.sort(values), np.arange(size))
+            )
+            if not KEY_LIKE.fullmatch(name.strip()) and not permutation:
+                continue  # a value column
+            order = [f"{i}" for i in range(len(values))]
+            cells_as = [f"{v:.0f}" if whole else "" for v in values]
+        else:
+            order = [space.arch_at(i).text if i < size else "" for i in range(len(texts))]
+            cells_as = texts
+        off = next((i for i, (a, b) in enumerate(zip(cells_as, order)) if a != b), None)
+        if off is None and len(cells) == size:
+            continue  # it follows the index order: it says what the row order says
+        shown = (
+            f"column '{name}'"
+            if COLUMN_NAME.fullmatch(name)
+            else ("column without a name" if not name.strip() else f"column {j + 1}")
+        )
+        where = (
+            f"row {off + 2} is not architecture {off}"
+            if off is not None
+            else f"it has {len(cells)} rows, not the {size} of {space_name}"
+        )
+        what = (
+            "looks like a key that does not follow it"
+            if numbers
+            else f"holds text that is not {space_name}'s arch strings in that order"
+        )
+        raise HwnasError(
+            f"table {path} has no 'index' or 'arch' column, so its rows are read in "
+            f"{space_name}'s index order, but its {shown} {what} ({where}): name that column "
+            "'index' (indices) or 'arch' (arch strings) for the rows to be matched by it, or "
+            "remove it"
+        )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 PROFILE_KEYS = ("name", "kind", "class", "description", "source", "sources", "batch_size",
@@ -205,7 +336,9 @@ def _numbers(cells: np.ndarray, path: Path, column: str) -> np.ndarray:
     """A table column as floats: empty and ``nan`` cells NaN (no value), any other text refused.
 
     Raises:
-        HwnasError: a cell that is not a number, naming its row.
+        HwnasError: a cell that is not a number, or a number with a comma (a decimal mark only
+            in a ``;``-separated file, where :func:`hwnas.tables.read_table` reads it), naming
+            its row.
     """
     if cells.dtype != object:
         return np.asarray(cells, dtype=float)
@@ -217,6 +350,11 @@ def _numbers(cells: np.ndarray, path: Path, column: str) -> np.ndarray:
         try:
             out[i] = float(text)
         except ValueError:
+            if _is_number(text.replace(",", "")):  # ';'-separated files: read by read_table
+                raise HwnasError(
+                    f"table {path}, row {i + 2}: column '{column}' holds a number with a "
+                    f"comma: {spreadsheet.COMMA_HINT}"
+                ) from None
             raise HwnasError(
                 f"table {path}, row {i + 2}: column '{column}' holds text, not a number "
                 "(not shown: a table given by someone else may name any file)"
