@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 
 from hwnas.spaces import get_space
@@ -33,9 +34,25 @@ MALFORMED = {
               "row 3 has 1 cell, the header 2 (index, latency_ms)"),
     "blank": ("index,latency_ms\n1,2.0\n\n3,4.0\n", "row 3 is blank"),
     "bigarch": (f"arch,latency_ms\n{SPACE.arch_at(7).text},2.0\n99999,3.0\n",
-                "row 3: 'arch' 99999 is outside nasbench201's indices 0..15624"),
+                "row 3: 'arch' is an index outside nasbench201's indices 0..15624"),
     "bigindex": ("index,latency_ms\n1,2.0\n15625,3.0\n",
                  "row 3: 'index' 15625 is outside nasbench201's indices 0..15624"),
+    # helper-61: what a cell holds is not repeated (the arch string, an index typed as text)
+    "badarch": (f"arch,latency_ms\n{SPACE.arch_at(7).text},2.0\n|hunter2~0|,3.0\n",
+                "row 3: 'arch' is neither an arch string of nasbench201 nor an index"),
+    "textindex": ("index,latency_ms\n1,2.0\nhunter2,3.0\n",
+                  "row 3: 'index' is not a number, not an index of nasbench201 (0..15624)"),
+    # a column named twice: the last copy was read, the first ignored
+    "twice": ("index,latency_ms,latency_ms\n1,2.0,5.0\n",
+              "column 'latency_ms' appears more than once in the header"),
+    # a quoted "1,234" in a ','-separated file was read as 1.234
+    "comma": ('index,latency_ms\n1,2.0\n2,"1,234"\n',
+              "row 3: column 'latency_ms' holds a number with a comma: a comma is a decimal "
+              "mark only in a file with ';' between cells"),
+    # index and arch that disagree (a file sorted by one column): the index was trusted
+    "disagree": (f"index,arch,latency_ms\n1,{SPACE.arch_at(1).text},2.0\n"
+                 f"2,{SPACE.arch_at(3).text},3.0\n3,{SPACE.arch_at(2).text},4.0\n",
+                 "row 3: its 'arch' names architecture 3 of nasbench201, its 'index' 2"),
 }  # fmt: skip
 
 
@@ -50,8 +67,9 @@ def test_a_malformed_table_breaks_its_profile_alone_naming_file_and_row(tmp_path
     broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
     assert set(broken) == {f"{n}.yaml" for n in MALFORMED}, broken
     for name, (_, why) in MALFORMED.items():
-        assert f"table {profiles}/tables/{name}.csv, {why}" in broken[f"{name}.yaml"]
-        assert "\n" not in broken[f"{name}.yaml"]
+        where = f"table {profiles}/tables/{name}.csv" + (": " if name == "twice" else ", ")
+        assert where + why in broken[f"{name}.yaml"]
+        assert "\n" not in broken[f"{name}.yaml"] and "hunter2" not in broken[f"{name}.yaml"]
     fine = next(d for d in listing["devices"] if d["device"] == "fine")
     assert fine["table_rows"] == {"nasbench201": 2}
     status, out, err = cli("devices")
@@ -211,3 +229,102 @@ def test_measure_import_refuses_a_value_that_disagrees_with_the_stored_one(
     assert not (hwnas_home / "devices" / "twoboard.yaml").exists()
     status, _, err = cli("measure", "import", "--device", "twoboard", good, good)
     assert status == 0 and "3 measurements imported, 0 already stored (kept)" in err, err
+
+
+def _full_table(order, key_header, key_cell, extra=""):
+    """Every NAS-Bench-201 architecture's latency (1 + index / 1000 ms), rows in ``order``,
+    keyed by a column ``key_header`` whose cell ``key_cell(index)`` gives (none: no column)."""
+    rows = [(f"{key_cell(int(i))}," if key_header is not None else "") + f"{1 + i / 1000}{extra}"
+            for i in order]  # fmt: skip
+    head = (f"{key_header}," if key_header is not None else "") + f"latency_ms{extra}"
+    return "\n".join([head, *rows]) + "\n"
+
+
+SHUFFLED = np.random.default_rng(61).permutation(len(SPACE))
+IN_ORDER = np.arange(len(SPACE))
+ARCH_TEXT = [a.text for a in SPACE.all_archs()]
+
+# a key column not named `index` or `arch`: the rows were read in index order, so a shuffled
+# file gave every architecture another one's latency, without a word
+HIDDEN_KEYS = {
+    "archstr": (_full_table(SHUFFLED, "arch_str", ARCH_TEXT.__getitem__),
+                "its column 'arch_str' holds text that is not nasbench201's arch strings in "
+                "that order (row 2 is not architecture 0)"),
+    "capital": (_full_table(SHUFFLED, "Index", str), "its column 'Index' looks like a key"),
+    "ids": (_full_table(SHUFFLED, "id", str), "its column 'id' looks like a key"),
+    "pandas": (_full_table(SHUFFLED, "", str), "its column without a name looks like a key"),
+    "numbered": (_full_table(SHUFFLED, "n", str), "its column 'n' looks like a key"),
+    "notes": (_full_table(IN_ORDER, "notes", lambda i: "ok"), "its column 'notes' holds text"),
+}  # fmt: skip
+# ... and what still reads: the same columns in index order, value columns alone, a header
+# ending in separators (nameless empty columns)
+IN_ORDER_TABLES = {
+    "archstr-sorted": _full_table(IN_ORDER, "arch_str", ARCH_TEXT.__getitem__),
+    "pandas-sorted": _full_table(IN_ORDER, "", str),
+    "plain": _full_table(IN_ORDER, None, str),
+    "trailing": _full_table(IN_ORDER, None, str, extra=",,"),
+}
+
+
+def test_a_key_column_by_another_name_is_refused_unless_it_follows_the_index(tmp_path, cli):
+    profiles = tmp_path / "profiles"
+    for name, (text, _) in HIDDEN_KEYS.items():
+        _profile(profiles, name, text)
+    for name, text in IN_ORDER_TABLES.items():
+        _profile(profiles, name, text)
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    listing = json.loads(out)
+    broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
+    assert set(broken) == {f"{n}.yaml" for n in HIDDEN_KEYS}, broken
+    for name, (_, why) in HIDDEN_KEYS.items():
+        line = broken[f"{name}.yaml"]
+        assert line.startswith(f"table {profiles}/tables/{name}.csv has no 'index' or 'arch' "
+                               "column, so its rows are read in nasbench201's index order, "
+                               f"but {why}"), line  # fmt: skip
+        assert "name that column 'index' (indices) or 'arch' (arch strings)" in line, line
+    from hwnas.devices import get_device
+
+    for name in IN_ORDER_TABLES:
+        values = get_device(name).column("nasbench201", "latency_ms")
+        np.testing.assert_allclose(values, 1 + IN_ORDER / 1000)
+    # the audit's search: it ran on other architectures' latencies; refused before any work
+    status, out, err = cli("search", "--device", "archstr", "--budget", "20", "--no-zoo")
+    assert status == 2 and out == "", err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: table ") and HIDDEN_KEYS["archstr"][1] in line, err
+    status, _, err = cli("runs", "list")
+    assert status == 2 and "no study database" in err
+
+
+def test_decimal_commas_are_read_in_semicolon_files_alone(tmp_path):
+    """`;` between cells (a decimal-comma spreadsheet's file): 3,5 is 3.5, an empty cell no
+    value (main refused the column as text once a cell was empty). A tab-separated file's
+    "1,234" is refused as a ','-separated one's is: a thousand, or 1.234?"""
+    from hwnas.devices.recorded import keyed_column
+    from hwnas.errors import HwnasError
+
+    semi = tmp_path / "semi.csv"
+    semi.write_text("index;latency_ms\n0;1,234\n1;\n2;2,5\n")
+    values = keyed_column(semi, "latency_ms", "nasbench201", "latency_ms")
+    assert values[0] == 1.234 and values[2] == 2.5 and np.isnan(values[1])
+    assert int(np.isfinite(values).sum()) == 2
+    tab = tmp_path / "tab.csv"
+    tab.write_text("index\tlatency_ms\n0\t1,234\n")
+    with pytest.raises(HwnasError, match=r"tab.csv, row 2: column 'latency_ms' holds a number "
+                                         "with a comma"):  # fmt: skip
+        keyed_column(tab, "latency_ms", "nasbench201", "latency_ms")
+
+
+def test_measure_import_refuses_a_number_with_a_comma_in_a_comma_separated_file(tmp_path, cli):
+    """main imported a quoted "1,234" (Excel's thousands separator) as 1.234 ms."""
+    path = _calibration(tmp_path / "thousands.csv",
+                        [[11, "4.5"], [22, "1,234"], [33, "5.5"]])  # fmt: skip
+    assert '"1,234"' in path.read_text()  # quoted by csv: one cell
+    status, _, err = cli("measure", "import", "--device", "kboard", path)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{path}:3: latency_ms holds a comma: a comma is a decimal mark only in a file" in err
+    semi = tmp_path / "semi.csv"
+    semi.write_text("arch;latency_ms\n11;4,5\n22;1,234\n33;5,5\n")
+    status, _, err = cli("measure", "import", "--device", "kboard", semi)
+    assert status == 0 and "3 measurements imported" in err, err
