@@ -4,10 +4,11 @@ hardware that is not at hand.
 A table is a CSV file (optionally gzip) with one row per architecture of an indexed space
 (NAS-Bench-201, FBNet, OFA: any space whose architectures have an index) and a value column in
 ms or mJ. Rows are keyed by an ``index`` column (the space's indices) or, without one, an
-``arch`` column (arch strings, or indices); a table with neither lists every architecture in
-index order. Architectures missing from a keyed table have no value (NaN): a search leaves
-them out. The format is documented for
-users in ``docs/devices.md``.
+``arch`` column (arch strings, or indices), which must agree where both are there; a table
+with neither lists every architecture in index order, and a column keying it by another name
+(``arch_str``, ``Index``) must follow that order. Architectures missing from a keyed table
+have no value (NaN): a search leaves them out. The format is documented for users in
+``docs/devices.md``.
 """
 
 from __future__ import annotations
