@@ -209,29 +209,33 @@ def _source(archs_file: Path | None) -> str:
 
 
 def _summary(cards, root: Path) -> None:
-    from rich.table import Table
-    from rich.text import Text
+    from hwnas.cli.render import Console, print_table
 
-    from hwnas.cli.render import Console
-
-    table = Table(title=Text(f"predictor artifacts in {root}"))
-    right = ("archs", "train s", "rho", "±10%")
-    for col in ("name", "space", "devices", "archs", "train s", "scored on", "rho", "±10%"):
-        table.add_column(col, justify="right" if col in right else "left", overflow="fold")
+    rows = []
     for c in cards:
         s = c.get("scores", {})
         seen = "unseen" if s.get("protocol", "").startswith("unseen") else "seen"
-        table.add_row(
-            Text(c["name"]),
-            Text(c["space"]),
-            str(len(c["training_devices"])),
-            _archs_cell(c.get("training_archs", {})),
-            f"{c['training_time_s']:.0f}",
-            f"{len(s.get('devices', {}))} {seen}",
-            f"{s.get('mean', {}).get('spearman_rho', float('nan')):.3f}",
-            f"{s.get('mean', {}).get('acc_10pct', float('nan')):.3f}",
+        rows.append(
+            (
+                c["name"],
+                c["space"],
+                str(len(c["training_devices"])),
+                _archs_cell(c.get("training_archs", {})),
+                f"{c['training_time_s']:.0f}",
+                f"{len(s.get('devices', {}))} {seen}",
+                f"{s.get('mean', {}).get('spearman_rho', float('nan')):.3f}",
+                f"{s.get('mean', {}).get('acc_10pct', float('nan')):.3f}",
+            )
         )
-    Console(emoji=False).print(table)
+    columns = ("name", "space", "devices", "archs", "train s", "scored on", "rho", "±10%")
+    print_table(  # a name too wide folds, and is printed whole below the table
+        Console(emoji=False),
+        f"predictor artifacts in {root}",
+        columns,
+        rows,
+        keys=("name",),
+        right=("archs", "train s", "rho", "±10%"),
+    )
 
 
 def _archs_cell(archs: dict) -> str:
@@ -258,10 +262,7 @@ def eval_cmd(predictor, devices):
     values, predict every architecture, print Spearman rho, Kendall tau, MAPE, median APE
     (a few near-zero values cannot dominate it), ±10% accuracy and the share of values within
     2 predicted standard deviations."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from hwnas.cli.render import Console
+    from hwnas.cli.render import Console, print_table
     from hwnas.predictors import load_predictor
     from hwnas.predictors.data import get_column
     from hwnas.predictors.evaluate import evaluate_columns, mean_scores
@@ -284,20 +285,11 @@ def eval_cmd(predictor, devices):
     keys = _device_keys(devices) if devices else (unseen or sorted(training))
     cols = [get_column(space, k) for k in keys]
     per = evaluate_columns(lambda: MetaPredictor(first.path), space, cols)
-    table = Table(
-        title=Text(
-            f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures"
-        )
-    )
     columns = ("Spearman rho", "Kendall tau", "MAPE %", "median APE %", "±10% acc", "in 2 std")
-    for col in ("device", "split", *columns):
-        table.add_column(
-            col, justify="left" if col in ("device", "split") else "right", overflow="fold"
-        )
 
     def row(name, seen, s):
-        table.add_row(
-            Text(name),
+        return (
+            name,
             seen,
             f"{s['spearman_rho']:.3f}",
             f"{s['kendall_tau']:.3f}",
@@ -307,10 +299,16 @@ def eval_cmd(predictor, devices):
             f"{s['coverage_2std']:.3f}",
         )
 
-    for k, s in per.items():
-        row(k, "seen" if k in training else "unseen", s)
-    row("mean", "", mean_scores(per))
-    Console(emoji=False, width=140).print(table)
+    rows = [row(k, "seen" if k in training else "unseen", s) for k, s in per.items()]
+    rows.append(row("mean", "", mean_scores(per)))
+    print_table(  # 140 wide: numbers in one line; a device key too wide folds, then whole
+        Console(emoji=False, width=140),
+        f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures",
+        ("device", "split", *columns),
+        rows,
+        keys=("device",),
+        right=columns,
+    )
 
 
 @predictor_group.command("list")

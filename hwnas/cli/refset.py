@@ -291,12 +291,8 @@ def measure_cmd(
     import math
     from dataclasses import replace
 
-    from rich.markup import escape
-    from rich.table import Table
-    from rich.text import Text
-
     from hwnas.cli.measure import _open_device
-    from hwnas.cli.render import Console
+    from hwnas.cli.render import Console, print_table
     from hwnas.measure import Profiler, flag_cause
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.calibration import (
@@ -338,16 +334,24 @@ def measure_cmd(
     _keep_measured(path, values, metric)
     write_calibration(path, values, metric, sp, dataset)
     unit = "ms" if metric == "latency_ms" else "mJ"
-    table = Table(title=Text(f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})"))
-    table.add_column("arch", overflow="fold")
-    for col in (unit, "CV %", "how"):
-        table.add_column(col, justify="right" if col != "how" else "left")
-    for v in values:
-        how = v.how + (", FLAGGED" if v.flagged else "")
-        cv = f"{100 * v.cv:.2f}" if v.cv == v.cv else "-"
-        table.add_row(escape(v.arch.text), f"{v.value:.4f}", cv, how)
+    rows = [
+        (
+            v.arch.text,
+            f"{v.value:.4f}",
+            f"{100 * v.cv:.2f}" if v.cv == v.cv else "-",
+            v.how + (", FLAGGED" if v.flagged else ""),
+        )
+        for v in values
+    ]
     console = Console(emoji=False)
-    console.print(table)
+    print_table(  # an arch string too wide folds, and is printed whole below the table
+        console,
+        f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})",
+        ("arch", unit, "CV %", "how"),
+        rows,
+        keys=("arch",),
+        right=(unit, "CV %"),
+    )
     flagged = sum(v.flagged for v in values)
     c = profiler.counts
     console.print(  # the path as typed: never read as markup ('[red]' or '[/]' in it)

@@ -274,3 +274,21 @@ def test_runs_show_counts_the_studys_trials_after_a_run_that_did_not_finish(tmp_
     (row,) = json.loads(_cli("runs", "list", "--json").stdout)["runs"]
     assert row["trials"] == 30 and row["unfinished"] is False
     assert "trials     30 scored\n" in _cli("runs", "show", "x").stdout
+
+
+def test_refset_measure_prints_every_arch_string_whole_in_80_columns(tmp_path):
+    """`hwnas refset measure` built its own table, whose arch column folded each 60-character
+    arch string over lines at 80 columns and never printed it whole (docs/usage.md: "Tables
+    never cut what you copy"): it goes through print_table, which prints them whole below
+    (helper-63)."""
+    out = tmp_path / "ref"
+    r = hwnas_main("refset", "measure", "--device", "pixel3", "--out", out, env=NARROW)
+    assert r.returncode == 0, r.stderr
+    with open(out / "calibration.csv", newline="") as fh:
+        archs = [row["arch"] for row in csv.DictReader(fh)]
+    assert len(archs) == 10 and all(len(a) > 80 // 3 for a in archs)  # too wide: folded
+    lines = r.stdout.splitlines()
+    assert max(len(ln) for ln in lines if ln.startswith(("┃", "│", "┏"))) <= 80, r.stdout
+    assert "arch of each row, in full:" in lines or "arch (full):" in lines, r.stdout
+    for arch in archs:  # each whole on a line of its own, as a user copies it
+        assert any(ln.strip() == arch or ln.strip().startswith(arch + " ") for ln in lines), arch
