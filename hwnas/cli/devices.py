@@ -57,7 +57,14 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     from rich.markup import escape
 
     from hwnas.cli.render import Console, print_json, print_table
-    from hwnas.devices import broken_profiles, broken_shown, get_device, list_devices, profiles
+    from hwnas.devices import (
+        broken_profiles,
+        broken_shown,
+        get_device,
+        list_devices,
+        profiles,
+        shadowed,
+    )
     from hwnas.errors import HwnasError
     from hwnas.paths import default_store_path
     from hwnas.store import MeasurementStore
@@ -103,8 +110,9 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             short = f"{stored} measured"
         kind_class = dev.profile.get("class", "")
         ready = "yes" if ok else "no"
-        rows.append((name, dev.kind, ready, stored, kind_class, dev.description))
-        compact.append((name, dev.kind, ready, short))
+        kind = dev.kind + (" (replaced)" if shadowed(name) else "")  # see below
+        rows.append((name, kind, ready, stored, kind_class, dev.description))
+        compact.append((name, kind, ready, short))
         listed.append(
             {
                 "device": name,
@@ -115,6 +123,9 @@ def _list(store, as_json: bool = False, show_all: bool = False):
                 "stored_measurements": counts.get(name, 0),
                 "table_rows": tables,
                 "description": dev.description,
+                "profile": dev.profile.get("_path"),
+                # a user's profile of a shipped device's name: the shipped file it replaces
+                "replaces_shipped": shadowed(name),
             }
         )
     if as_json:
@@ -139,6 +150,13 @@ def _list(store, as_json: bool = False, show_all: bool = False):
         if not d["reachable"]:
             console.print(
                 f"[bold]unreachable[/bold] {escape(d['device'])}: {escape(d['why_unreachable'])}",
+                soft_wrap=True,
+            )
+    for d in listed:  # a user's values under a shipped device's name: never unsaid
+        if d["replaces_shipped"]:
+            console.print(
+                f"[bold]replaced[/bold] {escape(d['device'])}: the user profile "
+                f"{escape(d['profile'])} replaces the shipped {escape(d['replaces_shipped'])}",
                 soft_wrap=True,
             )
     for p, why in broken.items():

@@ -2,12 +2,13 @@
 
 Profiles are read from the shipped ``devices/*.yaml`` and then from the user's own folders:
 ``<hwnas home>/devices/`` and every folder in ``HWNAS_DEVICES_PATH`` (``:``-separated); a user
-profile with the name of a shipped one replaces it. A profile's ``kind`` picks the class
-that reaches the device (:data:`DEVICE_KINDS`): ``recorded`` (a published measurement table),
-``local`` (this machine's CPU, ONNX Runtime or TVM), ``cuda`` (a local NVIDIA GPU), ``rpc`` (any
-board running a TVM RPC server), ``android`` (a phone over adb and TVM RPC), ``hls4ml`` (an
-FPGA part through hls4ml and Vitis HLS) and ``imported`` (values imported from files with
-``hwnas measure import``; no new measurements).
+profile with the name of a shipped one replaces it, said once on stderr by :func:`get_device`
+and marked by ``hwnas devices``, and two user profiles of one name are both broken. A
+profile's ``kind`` picks the class that reaches the device (:data:`DEVICE_KINDS`):
+``recorded`` (a published measurement table), ``local`` (this machine's CPU, ONNX Runtime or
+TVM), ``cuda`` (a local NVIDIA GPU), ``rpc`` (any board running a TVM RPC server), ``android``
+(a phone over adb and TVM RPC), ``hls4ml`` (an FPGA part through hls4ml and Vitis HLS) and
+``imported`` (values imported from files with ``hwnas measure import``; no new measurements).
 """
 
 from __future__ import annotations
@@ -155,15 +156,33 @@ def check_native_keys(profile: dict) -> None:
 @lru_cache(maxsize=8)
 def _scan(
     folders: tuple[Path, ...],
-) -> tuple[dict[str, dict], dict[Path, str], dict[str, Path]]:
+) -> tuple[dict[str, dict], dict[Path, str], dict[str, Path], dict[str, str]]:
     """(profiles by name, broken profile file -> one-line reason, the name a broken file
-    gives -> that file). A broken file is skipped (named once on stderr by
+    gives -> that file, the name of a user profile replacing a shipped one -> the shipped
+    file). A broken file is skipped (named once on stderr by
     :func:`get_device`, listed by ``hwnas devices``), so one bad user file does not make every
-    device unusable."""
+    device unusable.
+
+    ``folders[0]`` is the shipped one. A user profile with a shipped profile's name replaces
+    it (said by :func:`get_device` and ``hwnas
+    devices``); two user profiles of one name are both broken ("name X is also given by
+    FILE"), and the name is then no device at all: neither file, nor the shipped one, is
+    picked by the order folders are read in."""
     profiles: dict[str, dict] = {}
     problems: dict[Path, str] = {}
     named: dict[str, Path] = {}  # a device named by a broken file: its reason, not "unknown"
-    for folder in folders:
+    claimed: dict[str, Path] = {}  # name -> the user file that gave it first
+    twice: set[str] = set()  # names two user files give
+    shadows: dict[str, str] = {}
+    read: set[Path] = set()
+    for n, folder in enumerate(folders):
+        try:  # a folder named twice (the home's in HWNAS_DEVICES_PATH) is read once
+            key = folder.resolve()
+        except (OSError, RuntimeError):
+            key = folder
+        if key in read:
+            continue
+        read.add(key)
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
                 profile = read_yaml(path)
@@ -181,9 +200,32 @@ def _scan(
                 problems[path] = str(exc)
                 named.setdefault(str(profile["name"]), path)
                 continue
+            name = str(profile["name"])
             profile["_path"] = str(path)
-            profiles[str(profile["name"])] = profile
-    return profiles, problems, named
+            if n == 0:
+                profiles[name] = profile
+                continue
+            first = claimed.setdefault(name, path)
+            if first != path:  # the later file won, without a word
+                problems[path] = f"name {name!r} is also given by {first}"
+                if name not in twice:
+                    twice.add(name)
+                    problems[first] = f"name {name!r} is also given by {path}"
+                    named[name] = first
+                profiles.pop(name, None)
+                shadows.pop(name, None)
+                continue
+            shipped = profiles.get(name)
+            if shipped is not None:
+                shadows[name] = shipped["_path"]
+            profiles[name] = profile
+    return profiles, problems, named, shadows
+
+
+def shadowed(name: str) -> str | None:
+    """The shipped profile file that the user's profile of device ``name`` replaces, or None
+    (a shipped device, a user's of a name hwnas does not ship)."""
+    return _scan(tuple(profile_folders()))[3].get(name)
 
 
 _SHOWN: set[Path] = set()
@@ -200,8 +242,28 @@ def _warn_broken(skip: Path | None = None) -> None:
 
 
 def broken_shown() -> None:
-    """Mark every broken profile as named (``hwnas devices`` lists them itself)."""
+    """Mark every broken profile, and every user profile replacing a shipped one, as named
+    (``hwnas devices`` lists them itself)."""
     _SHOWN.update(broken_profiles())
+    _SHADOWS_SHOWN.update(_scan(tuple(profile_folders()))[3])
+
+
+_SHADOWS_SHOWN: set[str] = set()
+"""Devices whose user profile replaces a shipped one, already said in this process."""
+
+
+def _warn_shadow(profile: dict) -> None:
+    """Say once on stderr that ``profile`` is a user's replacing the shipped profile of its
+    name (a user's ``pixel3`` of 0.5 ms everywhere was searched as the shipped pixel3)."""
+    name = str(profile["name"])
+    shipped = shadowed(name)
+    if shipped and name not in _SHADOWS_SHOWN:
+        _SHADOWS_SHOWN.add(name)
+        print(
+            f"warning: device '{name}' is the user profile {profile['_path']}, which replaces "
+            f"the shipped {shipped} (rename it to use both)",
+            file=sys.stderr,
+        )
 
 
 _WARNED: set[str] = set()
@@ -214,6 +276,7 @@ def reload_profiles() -> None:
     _scan.cache_clear()
     _WARNED.clear()
     _SHOWN.clear()
+    _SHADOWS_SHOWN.clear()
 
 
 def profiles() -> dict[str, dict]:
@@ -271,6 +334,7 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
     _warn_broken()
     if name not in known:
         raise UnknownNameError("device", name, list(known))
+    _warn_shadow(known[name])
     profile = copy.deepcopy(known[name])
     if overrides:
         profile = _merge(profile, overrides)

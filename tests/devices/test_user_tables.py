@@ -610,3 +610,52 @@ def test_an_imported_device_of_another_space_names_its_space(tmp_path, cli):
     assert status == 2 and "its values are of fbnet architectures; use --space fbnet" in err, err
     status, out, err = cli("predict", "--device", "lab-fb", "--space", "fbnet", "--arch", "5")
     assert status == 0 and " ms (std " in out, err
+
+
+def test_a_user_profile_of_a_shipped_name_is_said_and_two_of_one_name_are_both_broken(
+    tmp_path, cli, hwnas_home
+):
+    """A user's `name: pixel3` profile replaced the shipped pixel3 without a word (`hwnas
+    devices` listed it as the shipped one and a search used its values); of two user files of
+    one name, the later won silently (helper-61 A4). The replacement is said: marked by
+    `hwnas devices`, warned of by a search, naming the file; two user files of one name are
+    both broken."""
+    space = get_space("nasbench201")
+    rows = np.arange(0, len(space), 50)
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "flat.csv", rows, ["arch", "latency_ms"], [0.5] * len(rows))
+    mine = profiles / "pixel3.yaml"
+    mine.write_text(
+        "name: pixel3\nkind: recorded\nclass: phone\ndescription: mine\n"
+        "tables:\n  nasbench201:\n    latency_ms: {file: flat.csv}\n"
+    )
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    assert status == 0, err
+    (pixel3,) = [d for d in json.loads(out)["devices"] if d["device"] == "pixel3"]
+    assert pixel3["profile"] == str(mine) and pixel3["replaces_shipped"].endswith("pixel3.yaml")
+    status, out, err = cli("devices", profiles=profiles)
+    assert status == 0 and "warning" not in err, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("replaced pixel3"))
+    assert str(mine) in line and "pixel3 " in out.split("replaced")[0]
+    row = next(ln for ln in out.splitlines() if ln.startswith("pixel3 "))
+    assert "(replaced)" in row, out
+    status, out, err = cli("search", "--device", "pixel3", "--budget", "4", "--no-zoo", "--json")
+    assert status == 0, err
+    warnings = [ln for ln in err.splitlines() if "replaces the shipped" in ln]
+    assert warnings == [
+        f"warning: device 'pixel3' is the user profile {mine}, which replaces the shipped "
+        f"{pixel3['replaces_shipped']} (rename it to use both)"
+    ], err
+    assert json.loads(out)["best"]["latency_ms"] == 0.5  # the user's values, said to be
+    # a second user file of the same name: neither wins, both are named
+    other = hwnas_home / "devices" / "p3.yaml"
+    other.write_text(mine.read_text())
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    broken = json.loads(out)["broken_profiles"]
+    assert "pixel3" not in [d["device"] for d in json.loads(out)["devices"]]
+    assert broken[str(mine)] == f"name 'pixel3' is also given by {other}", broken
+    assert broken[str(other)] == f"name 'pixel3' is also given by {mine}", broken
+    status, out, err = cli("search", "--device", "pixel3", "--budget", "4", "--no-zoo")
+    error = err.strip().splitlines()[-1]  # after the other file's one warning line
+    assert status == 2 and error.startswith("error: device profile ") and "also given" in error
+
