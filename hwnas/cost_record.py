@@ -16,6 +16,30 @@ from typing import Any
 UNITS = {"latency_ms": "ms", "energy_mj": "mJ", "mflops": "MFLOPs"}
 """Metric -> the unit of its values."""
 
+
+def unit_of(metric: str, batch: int = 1) -> str:
+    """The unit of a device's ``metric`` values ("ms", "mJ", "ms per batch of 32"): a table
+    recorded at ``batch`` > 1 (a GPU's at 32 or 256, a user's ``batch_size: 32``) holds the
+    cost of a whole batch, never of one input; the zoo's cards say it alike
+    (:func:`hwnas.zoo.card.device_unit`)."""
+    unit = UNITS.get(metric, metric.split("_")[-1])
+    return f"{unit} per batch of {batch}" if batch > 1 else unit
+
+
+def search_batch(device: str) -> int:
+    """The batch the values of ``device`` (a name) are of
+    (:attr:`hwnas.devices.base.Device.value_batch_size`; 1 for a live device, which times one
+    input), for the units a search reports; 1 where the device cannot be opened any more (a
+    study read where its profile is not), whose values then have the summary's units."""
+    from hwnas.devices import get_device
+    from hwnas.errors import HwnasError
+
+    try:
+        return get_device(device).value_batch_size
+    except HwnasError:
+        return 1
+
+
 Z90 = 1.6448536269514722
 """The standard normal's 95th percentile: a Gaussian 90% interval is mean +- Z90 * std."""
 

@@ -207,13 +207,15 @@ UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
 """The unit of each device metric, as the CLI prints it."""
 
 
-def cost_text(record: dict, metric: str) -> str:
+def cost_text(record: dict, metric: str, units: dict | None = None) -> str:
     """A record's costs with their units, the searched ``metric`` first ("1.234 mJ  (latency
-    5.678 ms)")."""
-    text = f"{num(record[metric])} {UNITS[metric]}" if metric in record else f"no {metric}"
+    5.678 ms)"); ``units``: summary.json's, where a table of a batch gives "ms per batch of
+    32" (None, or a metric it lacks: :data:`UNITS`)."""
+    unit = {**UNITS, **{m: u for m, u in (units or {}).items() if isinstance(u, str)}}
+    text = f"{num(record[metric])} {unit[metric]}" if metric in record else f"no {metric}"
     others = [
-        f"{m.split('_')[0]} {num(record[m])} {u}"
-        for m, u in UNITS.items()
+        f"{m.split('_')[0]} {num(record[m])} {unit[m]}"
+        for m in UNITS
         if m != metric and record.get(m) is not None
     ]
     return text + (f"  ({', '.join(others)})" if others else "")

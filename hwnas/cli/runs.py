@@ -92,6 +92,7 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
                 "trials": n_scored if settings else n_trials,
                 "unfinished": bool(settings) and n_scored > (trials or 0),
                 "best": _best(summary.get("best")),
+                "units": _typed(summary.get("units"), dict),
                 "pareto_size": _typed(summary.get("pareto_size"), int),
                 "zoo_models": _typed(summary.get("zoo_models"), int),
                 "zoo_weights": _typed(summary.get("zoo_weights"), str),
@@ -151,9 +152,12 @@ def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
     )
 
 
-def _best_cell(best: dict[str, Any] | None, objective: str | None) -> str:
-    """Accuracy (%) and the search objective's cost (its unit) of a run's best architecture;
-    a value that is not a number (another program's attribute) is left out."""
+def _best_cell(
+    best: dict[str, Any] | None, objective: str | None, units: dict[str, Any] | None = None
+) -> str:
+    """Accuracy (%) and the search objective's cost (its unit: the run's ``units``, "ms per
+    batch of 32" for a table of a batch, else :data:`hwnas.cost_record.UNITS`) of a run's best
+    architecture; a value that is not a number (another program's attribute) is left out."""
     from hwnas.cost_record import UNITS
     from hwnas.engine.evaluate import OBJECTIVES
 
@@ -162,7 +166,9 @@ def _best_cell(best: dict[str, Any] | None, objective: str | None) -> str:
         return ""
     metric = OBJECTIVES.get(_typed(objective, str) or "latency", "latency_ms")
     value = _typed(best.get(metric), _NUMBER)
-    cost = f"{num(value)} {UNITS[metric]}" if value is not None else ""
+    unit = (units or {}).get(metric) if isinstance(units, dict) else None
+    unit = unit if isinstance(unit, str) else UNITS[metric]
+    cost = f"{num(value)} {unit}" if value is not None else ""
     return f"{best['accuracy']:.2f}% {cost}".strip()
 
 
@@ -203,7 +209,7 @@ def list_cmd(storage, as_json):
                 r["space"] or "",
                 r["strategy"] or "",
                 str(r["trials"]),
-                _best_cell(r["best"], r["objective"]),
+                _best_cell(r["best"], r["objective"], r["units"]),
                 _folder_cell(r),
             )
             for r in rows
@@ -262,7 +268,8 @@ def show_cmd(study, storage, as_json):
     best = row["best"]
     if best:
         line(f"best       {best['arch']}")
-        line(f"           {_best_cell(best, row['objective'])}  (trial {best.get('trial')})")
+        cell = _best_cell(best, row["objective"], row["units"])
+        line(f"           {cell}  (trial {best.get('trial')})")
         if best.get("chance_level"):
             line("           chance-level: no better than guessing")
     elif row["finished_at"]:  # finished without one: no architecture met the limit

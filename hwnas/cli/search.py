@@ -400,9 +400,13 @@ def _print_front(result, console) -> None:
                 missed.append(i)
             cells.append(cell)
         rows.append((str(i), r.arch, f"{r.accuracy:.2f}", *cells))
+    from hwnas.cost_record import search_batch
+
+    batch = search_batch(s.device)  # a table of batch 32: its values are a batch's, said so
+    per = f" (costs per batch of {batch})" if batch > 1 else ""
     print_table(
         console,
-        f"Pareto front: {s.dataset} accuracy vs {s.objective} on {s.device}",
+        f"Pareto front: {s.dataset} accuracy vs {s.objective} on {s.device}{per}",
         ("#", "arch", "accuracy %", *metrics),
         rows,
         keys=("arch",),
@@ -426,11 +430,12 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
             f"best ({summary['best_rule']}): {best['arch']}  {best['accuracy']:.2f}%"
             + (f" ({best['accuracy_source']})" if best.get("accuracy_source") else "")
             + "  "
-            + cost_text(best, s.metric)
+            + cost_text(best, s.metric, summary.get("units"))
         )
         print_chance_best(best, s.max_latency, console.console)
     else:
-        console.print(f"no architecture met --max-latency {s.max_latency:g} ms")
+        unit = (summary.get("units") or {}).get("latency_ms", "ms")  # "ms per batch of 32"
+        console.print(f"no architecture met --max-latency {s.max_latency:g} {unit}")
     if "device_measurements" in summary:
         p = summary["predictor"]
         verified = summary.get("best_verified")  # None: no --max-latency to verify it under

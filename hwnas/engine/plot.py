@@ -18,6 +18,13 @@ from typing import Any
 
 UNITS = {"latency_ms": "ms", "energy_mj": "mJ"}
 LABELS = {"latency_ms": "latency", "energy_mj": "energy per inference"}
+"""An axis's name of each metric for values of one input; :func:`axis_label` for a batch."""
+
+
+def axis_label(metric: str, batch: int = 1) -> str:
+    """The name of ``metric`` on an axis (:data:`LABELS`), for values of a ``batch``: a table
+    recorded at 32 holds a batch's energy, not an inference's (its unit says per batch)."""
+    return LABELS[metric] if batch == 1 else metric.split("_")[0]
 
 
 def front_spec(
@@ -38,13 +45,17 @@ def front_spec(
 
     Returns:
         A JSON-able dict: the trials' and the front's (cost, accuracy %) points, the best
-        point, the chance threshold (%) and the labels.
+        point, the chance threshold (%), the labels and the cost's unit ("ms per batch of 32"
+        for a table of a batch).
     """
+    from hwnas.cost_record import search_batch, unit_of
     from hwnas.datasets import CHANCE_FACTOR, chance_accuracy
 
     s = result.settings
     metric = s.metric
     best = result.best
+    batch = search_batch(s.device)  # a table of batch 32: "ms per batch of 32"
+    label, unit = axis_label(metric, batch), unit_of(metric, batch)
     return {
         "best": None if best is None else [best.costs[metric].value, best.accuracy],
         "chance": None if num_classes is None else CHANCE_FACTOR * chance_accuracy(num_classes),
@@ -54,9 +65,10 @@ def front_spec(
         "fy": [r.accuracy for r in result.pareto],
         "metric": metric,
         "max_latency": s.max_latency,
-        "x_label": f"{LABELS[metric]} on {device_label} ({UNITS[metric]})",
+        "unit": unit,
+        "x_label": f"{label} on {device_label} ({unit})",
         "y_label": accuracy_label or f"{s.dataset} top-1 accuracy (%)",
-        "title": f"{s.space}: accuracy vs {LABELS[metric]}, {s.strategy}, "
+        "title": f"{s.space}: accuracy vs {label}, {s.strategy}, "
         f"{len(result.records)} architectures",
     }
 
@@ -71,7 +83,7 @@ def draw_front(spec: dict, path: Path) -> None:
     import numpy as np
 
     xs, ys, fx, fy = (np.asarray(spec[k], dtype=float) for k in ("xs", "ys", "fx", "fy"))
-    unit = UNITS[spec["metric"]]
+    unit = spec.get("unit") or UNITS[spec["metric"]]
     chance = spec.get("chance")
     low_t = ys <= chance + 1e-9 if chance is not None else np.zeros(len(ys), bool)
     low_f = fy <= chance + 1e-9 if chance is not None else np.zeros(len(fy), bool)
@@ -96,7 +108,7 @@ def draw_front(spec: dict, path: Path) -> None:
                    zorder=5, label=f"best: {best[1]:.2f}% at {best[0]:.3g} {unit}")  # fmt: skip
     limit = spec["max_latency"]
     if limit is not None and spec["metric"] == "latency_ms":
-        ax.axvline(limit, color="C0", ls="--", lw=1.2, label=f"max latency {limit:g} ms")
+        ax.axvline(limit, color="C0", ls="--", lw=1.2, label=f"max latency {limit:g} {unit}")
     ax.set_xlabel(spec["x_label"])
     ax.set_ylabel(spec["y_label"])
     ax.set_title(spec["title"], fontsize=11)

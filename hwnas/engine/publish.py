@@ -63,6 +63,7 @@ def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         "best": summary.get("best"),
         "best_rule": summary.get("best_rule"),
+        "units": summary.get("units"),  # "ms per batch of 32" for a table of a batch
         "trials": trials.get("completed", trials.get("budget")),
         "pareto_size": summary.get("pareto_size"),
         "zoo_models": summary.get("zoo_models"),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hwnas import jsonfile
+from hwnas.cost_record import search_batch, unit_of
 from hwnas.engine.loop import SearchResult, TrialRecord
 from hwnas.engine.plot import LABELS, UNITS  # noqa: F401 - re-exported (labels of reports)
 from hwnas.paths import write_atomic
@@ -145,6 +146,8 @@ def write_summary(
     ``chance_level``: :func:`hwnas.datasets.is_chance_level`), the objective's unit, and
     ``zoo_files`` (the sha256 of each zoo entry's card and model, as
     :func:`hwnas.zoo.read.zoo_manifest` gives them)."""
+    batch = search_batch(result.settings.device)
+    units = {m: unit_of(m, batch) for m in UNITS}
     summary = {
         "settings": result.settings.as_dict(),
         "trials": {
@@ -156,13 +159,15 @@ def write_summary(
         "pareto_size": len(result.pareto),
         "best": record_summary(result.best),
         "best_rule": (
-            f"most accurate architecture with latency <= {result.settings.max_latency:g} ms"
+            "most accurate architecture with latency <= "
+            f"{result.settings.max_latency:g} {units['latency_ms']}"
             if result.settings.max_latency is not None
             else "most accurate architecture on the Pareto front"
         ),
-        # the unit of every number: the objective's metric and the columns of pareto.csv
-        "objective": {"metric": result.settings.metric, "unit": UNITS[result.settings.metric]},
-        "units": {"accuracy": "%", **UNITS},
+        # the unit of every number: the objective's metric and the columns of pareto.csv (a
+        # table recorded at batch 32: "ms per batch of 32", as the zoo's cards say)
+        "objective": {"metric": result.settings.metric, "unit": units[result.settings.metric]},
+        "units": {"accuracy": "%", **units},
         "elapsed_s": round(elapsed_s, 2),
         # to the microsecond: `hwnas runs show latest` orders runs by it (two searches can
         # finish within one second)

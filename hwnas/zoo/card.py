@@ -17,7 +17,7 @@ import platform
 from importlib import metadata
 from typing import Any
 
-from hwnas.cost_record import UNITS
+from hwnas.cost_record import unit_of
 from hwnas.datasets import CHANCE_FACTOR, chance_accuracy, is_chance_level
 from hwnas.export import OPSET
 
@@ -396,9 +396,7 @@ def _batch(entry: dict[str, Any]) -> int:
 def device_unit(metric: str, entry: dict[str, Any]) -> str:
     """The unit of a card's device value ("ms", "mJ", "ms per batch of 256"): the model
     index, the README and ``hwnas zoo show`` say it alike."""
-    unit = UNITS.get(metric, metric.split("_")[-1])
-    batch = _batch(entry)
-    return f"{unit} per batch of {batch}" if batch > 1 else unit
+    return unit_of(metric, _batch(entry))
 
 
 def _round(v: Any) -> Any:
@@ -413,7 +411,7 @@ def _body(card: dict[str, Any]) -> str:
     if device and device in card.get("devices", {}):
         costs = card["devices"][device]  # the searched metric first (zoo.write.device_costs)
         metric, cost = next(iter(costs.items()))
-        unit = {"latency_ms": "ms", "energy_mj": "mJ"}.get(metric, "")
+        unit = device_unit(metric, cost)  # "ms per batch of 32" where the table is of 32
         # random weights: the table's accuracy is the benchmark's, not this model's
         shown = f"{acc['value']:.1f}%" if w["kind"] != "random" else "random weights, untrained"
         title += f" for {device} ({cost['value']:.3g} {unit}, {shown})"

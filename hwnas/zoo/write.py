@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwnas.cost_record import search_batch
 from hwnas.export import ExportedModel
 from hwnas.paths import sweep_temporaries, temporary
 from hwnas.progress import SILENT, Reporter
@@ -428,7 +429,9 @@ def _write_one(
             return f"{name}/{CARD_FILE}"
         except (OSError, ValueError, KeyError, TypeError):  # replaced meanwhile: export it
             shutil.rmtree(folder / name, ignore_errors=True)
-    devices = device_costs(r, s.device, other_latencies.get(r.arch, {}), s.metric)
+    devices = device_costs(
+        r, s.device, other_latencies.get(r.arch, {}), s.metric, batch=search_batch(s.device)
+    )
     found = {"study": s.study, "trial": r.number, "device": s.device}
     own = (trained or {}).get(r.arch)
     if own is not None:
@@ -456,14 +459,21 @@ def _write_one(
 
 
 def device_costs(
-    r: TrialRecord, device: str, others: dict[str, dict[str, Any]], metric: str | None = None
+    r: TrialRecord,
+    device: str,
+    others: dict[str, dict[str, Any]],
+    metric: str | None = None,
+    batch: int = 1,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """device -> metric -> {"value", "source"}: the search device's costs of ``r`` (the
     searched ``metric`` first: the card's title shows it; where the value is a supernet
     search's deployed network, ``trained_subnet`` holds this file's own, the trained proxy's,
-    ``{"value", "source"}``), then the other recorded devices' latency."""
+    ``{"value", "source"}``; ``"batch_size"`` where the device's values are of a ``batch`` >
+    1, as the other recorded devices' are: ms or mJ per batch, not per input), then the other
+    recorded devices' latency."""
     order = sorted(r.costs, key=lambda m: m != metric)
-    own = {m: {"value": r.costs[m].value, "source": r.costs[m].source} for m in order}
+    size = {"batch_size": batch} if batch > 1 else {}
+    own = {m: {"value": r.costs[m].value, "source": r.costs[m].source, **size} for m in order}
     for m, entry in own.items():  # a supernet's deployed network: this file, its trained proxy
         proxy = r.attrs.get(f"trained_subnet_{m}")
         if isinstance(proxy, (int, float)) and not isinstance(proxy, bool):

@@ -659,3 +659,48 @@ def test_a_user_profile_of_a_shipped_name_is_said_and_two_of_one_name_are_both_b
     error = err.strip().splitlines()[-1]  # after the other file's one warning line
     assert status == 2 and error.startswith("error: device profile ") and "also given" in error
 
+
+def test_a_user_table_of_a_batch_says_per_batch_everywhere_a_shipped_one_does(tmp_path, cli):
+    """A user's recorded device with `batch_size: 32` showed its values as plain "ms" (the
+    card lacked `batch_size`, `zoo show` said `ms on myb32`, the best line, summary.json,
+    `runs list` and the plot's axis never said per batch), where the shipped `1080ti_32` says
+    `ms per batch of 32` (helper-61 C1)."""
+    from types import SimpleNamespace
+
+    from hwnas.engine.plot import front_spec
+
+    space = get_space("nasbench201")
+    rows = np.arange(0, len(space), 20)
+    values = np.round(np.random.default_rng(5).uniform(1.0, 20.0, len(rows)), 4)
+    profiles = tmp_path / "profiles"
+    _write_table(profiles / "t.csv", rows, ["arch", "latency_ms"], values)
+    (profiles / "myb32.yaml").write_text(
+        "name: myb32\nkind: recorded\nclass: gpu\ndescription: mine at 32\nbatch_size: 32\n"
+        "tables:\n  nasbench201:\n    latency_ms: {file: t.csv}\n"
+    )
+    status, out, err = cli("search", "--device", "myb32", "--budget", "5", "--out", "run",
+                           profiles=profiles)  # fmt: skip
+    assert status == 0, err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["objective"]["unit"] == "ms per batch of 32"
+    assert summary["units"]["latency_ms"] == "ms per batch of 32"
+    best = next(ln for ln in out.splitlines() if ln.startswith("best ("))
+    assert best.endswith(f"{summary['best']['latency_ms']:.3f} ms per batch of 32"), best
+    assert "on myb32 (costs per batch of 32)" in out
+    card = json.loads(next((tmp_path / "run" / "zoo").glob("*/card.json")).read_text())
+    assert card["devices"]["myb32"]["latency_ms"]["batch_size"] == 32
+    assert card["devices"]["1080ti_32"]["latency_ms"]["batch_size"] == 32  # as the shipped
+    status, shown, err = cli("zoo", "show", next((tmp_path / "run" / "zoo").iterdir()))
+    assert status == 0 and " ms per batch of 32 on myb32 " in shown, shown
+    status, shown, err = cli("runs", "show", "latest")  # `runs list`'s best cell, whole
+    cost = f"{summary['best']['latency_ms']:.3f} ms per batch of 32  (trial"
+    assert status == 0 and cost in shown, shown
+    result = SimpleNamespace(  # what pareto.png is drawn from
+        settings=SimpleNamespace(metric="energy_mj", max_latency=None, dataset="cifar10",
+                                 space="nasbench201", strategy="random", device="myb32"),
+        best=None, records=[], pareto=[],
+    )  # fmt: skip
+    spec = front_spec(result, "myb32")
+    assert spec["x_label"] == "energy on myb32 (mJ per batch of 32)", spec["x_label"]
+    result.settings.device = "pixel3"
+    assert front_spec(result, "pixel3")["x_label"] == "energy per inference on pixel3 (mJ)"
