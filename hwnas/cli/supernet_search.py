@@ -207,7 +207,8 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
         text_line,
     )
 
-    unit = UNITS[s.metric]
+    units = {**UNITS, **(summary.get("units") or {})}  # "ms per batch of 32": a table of 32
+    unit = units[s.metric]
     misses = precision_misses(out / "pareto.csv", s.metric)  # live values marked '!'
 
     def cost_cell(c: dict) -> str:
@@ -248,13 +249,14 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
         text_line(console, missed_precision_line(missed, s.metric))
     best, derived = summary["best"], summary["derived"]
     if best is None:
-        text_line(console, f"no architecture met --max-latency {s.max_latency:g} ms")
+        limit = f"{s.max_latency:g} {units['latency_ms']}"
+        text_line(console, f"no architecture met --max-latency {limit}")
     shown = ((f"best ({summary['best_rule']})", best), (f"derived ({derived['rule']})", derived))
     for label, r in shown:
         if r is None:
             continue
         accuracy = f"{r['accuracy']:.2f}% ({r['accuracy_label']})"
-        line = f"{label}: {r['arch']}  {accuracy}  {cost_text(r, s.metric)}"
+        line = f"{label}: {r['arch']}  {accuracy}  {cost_text(r, s.metric, units)}"
         if "test_accuracy" in r:
             line += f"; test accuracy {r['test_accuracy']:.2f}% ({r['test_accuracy_source']})"
         if "table_accuracy" in r:
