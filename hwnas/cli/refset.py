@@ -320,8 +320,11 @@ def measure_cmd(
         check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
     st = MeasurementStore(store or default_store_path()) if dev.stored_in_profiler else None
     profiler = Profiler(dev, st)
+    from hwnas.cli.progress import TerminalReporter
+
+    reporter = TerminalReporter(Console(emoji=False, stderr=True))  # minutes on a board
     try:
-        values = measure_reference_set(profiler, sp, dataset, metric, archs)
+        values = measure_reference_set(profiler, sp, dataset, metric, archs, reporter)
     finally:
         if st is not None:
             st.close()

@@ -15,6 +15,7 @@ import csv
 import io
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -380,11 +381,18 @@ def calibration_archs(
 
 
 def measure_reference_set(
-    profiler, space: SearchSpace, dataset: str, metric: str, archs: list[Arch] | None = None
+    profiler,
+    space: SearchSpace,
+    dataset: str,
+    metric: str,
+    archs: list[Arch] | None = None,
+    reporter: Any = None,
 ):
     """Measure (or find in the store) the space's reference set (or ``archs``:
     :func:`calibration_archs`) on ``profiler``'s device, each once
-    (:class:`hwnas.measure.Profiler`); flagged measurements are kept and marked.
+    (:class:`hwnas.measure.Profiler`); flagged measurements are kept and marked. ``reporter``
+    (a :class:`hwnas.progress.Reporter`, default silent) is shown a step of one unit per
+    network: a board or a TVM tuning takes minutes for the ten.
 
     Returns:
         list of :class:`ReferenceValue`, in the architectures' order.
@@ -393,19 +401,23 @@ def measure_reference_set(
         HwnasError: the device has no ``metric``, cannot be reached or cannot run a network.
     """
     from hwnas.measure import arch_workload
+    from hwnas.progress import SILENT
 
     profiler.device.check_metric(metric)
     out = []
     wanted = archs if archs is not None else reference_archs(space)
-    for arch, stand_in in as_recorded(profiler.device, space, wanted, [metric]):
-        taken, reused = profiler.counts.taken, profiler.counts.reused
-        m = profiler.measure(arch_workload(space, arch, dataset), metric, allow_flagged=True)
-        how = STAND_IN if stand_in else "recorded"
-        if profiler.counts.taken > taken:
-            how = "measured"
-        elif profiler.counts.reused > reused:
-            how = "from store"
-        out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how, m))
+    named = f"reference set on {profiler.device.name}"
+    with (reporter or SILENT).step(named, len(wanted), "networks") as step:
+        for arch, stand_in in as_recorded(profiler.device, space, wanted, [metric]):
+            taken, reused = profiler.counts.taken, profiler.counts.reused
+            m = profiler.measure(arch_workload(space, arch, dataset), metric, allow_flagged=True)
+            how = STAND_IN if stand_in else "recorded"
+            if profiler.counts.taken > taken:
+                how = "measured"
+            elif profiler.counts.reused > reused:
+                how = "from store"
+            out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how, m))
+            step.advance()
     return out
 
 

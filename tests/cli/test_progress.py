@@ -40,6 +40,10 @@ def test_hwnas_measure_says_its_progress_model_by_model(tmp_path):
     assert steps[0].startswith("measure on pixel3: 0/2 models (0%)"), r.stderr
     assert steps[-1].startswith("measure on pixel3: 2/2 models (100%), done in "), r.stderr
     assert "measure on" not in r.stdout
+    r = hwnas_cli("refset", "measure", "--device", "pixel3", "--out", "rs", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # refset measure: 32 s in silence on cpu (helper-63)
+    steps = [ln for ln in r.stderr.splitlines() if ln.startswith("reference set on pixel3: ")]
+    assert steps[-1].startswith("reference set on pixel3: 10/10 networks (100%), done in ")
 
 
 def test_plain_lines_come_at_each_tenth_and_after_a_silence(monkeypatch):
