@@ -523,6 +523,9 @@ def measure_models(
                 warning = "; ".join(x for x in (warning, power) if x)
             out.append(MeasuredModel(w.label, m, energy, how, warning))
             step.advance()
+    except BaseException:
+        step.stopped = True  # "stopped after", not "done in"
+        raise
     finally:
         step.close()
         if store is not None:
