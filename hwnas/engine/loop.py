@@ -648,7 +648,7 @@ def run_search(
     loop.hold = _Hold(loop.ledger, loop.study, HOLD_S if instant else 0.0)
     try:
         try:
-            while loop.asked < loop.max_asks:
+            while loop.asks < loop.max_asks:
                 go = loop.claim_next()
                 if go is None:
                     break
@@ -656,9 +656,7 @@ def run_search(
                     loop.step()
             else:
                 if len(loop.ledger.state.completed) < loop.settings.budget:  # max_asks made
-                    loop.stopped = _exhausted(
-                        space, loop.settings, len(loop.ledger.state.completed), loop.repeats
-                    )
+                    loop.stopped = _asks_used(loop)
         finally:
             loop.hold.release()  # writes what it decided, even when interrupted
     except KeyboardInterrupt:
@@ -731,14 +729,15 @@ class _Loop:
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     joined: datetime.datetime = field(default_factory=datetime.datetime.now)
     new: int = 0
-    asked: int = 0
     repeats: int = 0
     stopped: str | None = None
     skipped: dict[str, int] = field(
         default_factory=lambda: {"noisy": 0, "failed": 0, "unrecorded": 0}
     )
     in_a_row: int = 0
-    failed_archs: set[str] = field(default_factory=set)  # and the study's: StudyState.failed
+    # failed in this run (a runtime's rejection or crash, perhaps passing: a later run tries
+    # again); a table's gaps are the study's (StudyState.unrecorded), for every run and worker
+    failed_archs: set[str] = field(default_factory=set)
     reseeded: bool = False
     # RUNNING claims seen without a heartbeat -> when this worker first saw them so (its own
     # monotonic clock: no other machine's clock is compared)
@@ -746,18 +745,22 @@ class _Loop:
 
     @property
     def max_asks(self) -> int:
-        """Bound on proposals (duplicates included), the study's trials counted: a resumed
-        run goes on from the asks its study holds, not from a fresh allowance."""
+        """Bound on the study's proposals (every trial: duplicates, gaps and failures
+        included), shared by its workers and its runs: a resumed run or a worker that joins
+        goes on from the trials the study holds (:attr:`asks`), not from a fresh allowance."""
         return 20 * self.settings.budget
 
+    @property
+    def asks(self) -> int:
+        """The study's trials as this worker last read them (its own at once)."""
+        return len(self.ledger.trials)
+
     def resume_counts(self, trials: list[Any]) -> None:
-        """Take the study's trials (by number) as this run's asks so far, and the proposals
-        it holds at its end in a row (duplicates, failed before) as its repeats: a search
-        killed and resumed stops where the uninterrupted one stops (main: a resumed run got
-        a fresh allowance of asks and repeats, and went further)."""
+        """Take the proposals the study holds at its end in a row (duplicates, failed
+        before) as this run's repeats: a search killed and resumed stops where the
+        uninterrupted one stops (main: a resumed run started at 0 and went further)."""
         from optuna.trial import TrialState
 
-        self.asked = len(trials)
         self.repeats = 0
         for t in reversed(trials):
             if t.state == TrialState.PRUNED and t.user_attrs.get("budget_reached"):
@@ -875,7 +878,6 @@ class _Loop:
         """Ask the sampler for one architecture, then claim, score and record it (or record
         why not: a duplicate, the budget reached, a candidate that cannot be measured)."""
         trial = self.study.ask()
-        self.asked += 1
         arch = self.space.from_choices(
             {d: trial.suggest_categorical(d, list(o)) for d, o in self.dims.items()}
         )
@@ -928,7 +930,7 @@ class _Loop:
             state = self.ledger.state
             holder = state.holder(arch.text)
             full = holder is None and state.taken >= self.settings.budget
-            if arch.text in self.failed_archs or arch.text in state.failed:
+            if arch.text in self.failed_archs or arch.text in state.unrecorded:
                 self.record(trial, TrialState.PRUNED, None, {"failed_before": arch.text}, instant)
                 self.repeats += 1
                 return "failed_before", state, holder
@@ -982,6 +984,8 @@ class _Loop:
         kind = skip_reason(exc)
         reason = "noisy" if kind == "noisy" else "failed"  # the trial's attribute
         attrs = {"arch": arch.text, reason: str(exc)}
+        if kind == "unrecorded":  # a table's gap stays one: never looked up again, by any run
+            attrs["unrecorded"] = True
         claim = got["claim"]
         if claim is not None:
             self.ledger.finish(trial_id(claim), TrialState.FAIL, None, attrs)
@@ -1032,6 +1036,30 @@ def _exhausted(space: SearchSpace, settings: SearchSettings, scored: int, repeat
     return (
         f"stopped at {scored} of the budget's {settings.budget} scored architectures: strategy "
         f"'{settings.strategy}' {how}"
+    )
+
+
+def _asks_used(loop: _Loop) -> str:
+    """Why a search stopped when its study's proposals reached :attr:`_Loop.max_asks`: how
+    many were architectures it could not score or held already (a table with many gaps, a
+    strategy that repeats itself), not an exhausted space."""
+    from optuna.trial import TrialState
+
+    trials = list(loop.ledger.trials.values())
+    gaps = sum(t.state == TrialState.FAIL and bool(t.user_attrs.get("unrecorded")) for t in trials)
+    failed = sum(t.state == TrialState.FAIL for t in trials) - gaps
+    repeats = sum(
+        t.state == TrialState.PRUNED
+        and ("duplicate_of" in t.user_attrs or "failed_before" in t.user_attrs)
+        for t in trials
+    )
+    s = loop.settings
+    return (
+        f"stopped at {len(loop.ledger.state.completed)} of the budget's {s.budget} scored "
+        f"architectures: the study holds {len(trials)} proposals of strategy '{s.strategy}', "
+        f"the bound of a search (20 x --budget); {gaps} of them had no value in the device's "
+        f"table, {failed} could not be measured and {repeats} were architectures the study "
+        "held already"
     )
 
 

@@ -125,15 +125,16 @@ class StudyState:
     Attributes:
         completed: arch string -> trial number of the trial that scored it.
         claimed: arch string -> trial number of a RUNNING trial scoring it now (any worker).
-        failed: arch string -> trial number of a FAIL trial that could not score it (a
-            table's gap, a runtime that rejected or crashed on it; not a noisy measurement,
-            which is taken again): not proposed again, by any worker or a resumed run.
+        unrecorded: arch string -> trial number of a FAIL trial that found no value for it
+            in the device's table (its ``unrecorded`` attribute): not looked up again, by any
+            worker or a resumed run. (A runtime that failed on one is tried again by a later
+            run: a crash or a meter's bad reading may pass; a noisy measurement likewise.)
         started: trial number -> (worker id "host:pid", start time) of those trials.
     """
 
     completed: dict[str, int] = field(default_factory=dict)
     claimed: dict[str, int] = field(default_factory=dict)
-    failed: dict[str, int] = field(default_factory=dict)
+    unrecorded: dict[str, int] = field(default_factory=dict)
     started: dict[int, tuple[str, datetime.datetime | None]] = field(default_factory=dict)
 
     @property
@@ -162,8 +163,12 @@ class StudyState:
             if old.state == TrialState.RUNNING and self.claimed.get(arch) == old.number:
                 del self.claimed[arch]
         arch = trial.user_attrs.get("arch")
-        if arch is not None and trial.state == TrialState.FAIL and "failed" in trial.user_attrs:
-            self.failed.setdefault(arch, trial.number)
+        if (
+            arch is not None
+            and trial.state == TrialState.FAIL
+            and trial.user_attrs.get("unrecorded")
+        ):
+            self.unrecorded.setdefault(arch, trial.number)
         if arch is None or trial.state not in (TrialState.COMPLETE, TrialState.RUNNING):
             return
         if trial.state == TrialState.COMPLETE:

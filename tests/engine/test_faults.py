@@ -248,6 +248,56 @@ def test_a_rerun_of_a_search_that_used_its_asks_asks_no_more(monkeypatch):
     assert len(optuna.load_study(study_name="asks", storage=storage).trials) == 6
 
 
+def test_a_failure_that_passed_is_tried_again_and_a_tables_gaps_use_up_asks_said(tmp_path):
+    """A meter that read 0 on five candidates halts the search; once it is fixed, the rerun
+    scores them (a study-wide memory of every failure dropped them for good: helper-66). A
+    table whose every 50th cell has a value: the proposals' bound is used on gaps, and the
+    search says so rather than 'the space is exhausted' (helper-66)."""
+    from hwnas.cost_record import CostRecord
+    from hwnas.engine.evaluate import Evaluation
+    from hwnas.engine.loop import SearchHalted, SearchSettings, run_search
+    from hwnas.errors import MeterReadingError, UnrecordedError
+    from hwnas.spaces import get_space
+
+    space = get_space("nasbench201")
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    proposals = [space.arch_at(i * 97) for i in range(10)]
+    calls: list[str] = []
+
+    def evaluate(glitch):
+        def score(arch):
+            calls.append(arch.text)
+            if glitch and len(calls) <= 5:
+                raise MeterReadingError("energy meter read 0 mJ over the window")
+            i = space.index(arch)
+            cost = CostRecord("latency_ms", 1.0 + i % 30, "measured:cpu:ort")
+            return Evaluation(arch, 50.0 + i % 40, "t", {"latency_ms": cost}, "h")
+
+        return score
+
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=10,
+                              strategy="random", study="f")  # fmt: skip
+    with pytest.raises(SearchHalted):
+        run_search(settings, space, evaluate(True), url, proposals=proposals)
+    calls.clear()
+    again = run_search(settings, space, evaluate(False), url, proposals=proposals)
+    assert len(again.records) == 10 and len(calls) == 10 and again.stopped is None
+
+    def gappy(arch):
+        i = space.index(arch)
+        if i % 50:
+            raise UnrecordedError("no recorded latency_ms")
+        cost = CostRecord("latency_ms", 1.0 + i % 30, "recorded:t.csv:latency_ms")
+        return Evaluation(arch, 50.0, "t", {"latency_ms": cost}, "h")
+
+    settings = SearchSettings(space="nasbench201", device="pixel3", budget=3,
+                              strategy="random", study="g")  # fmt: skip
+    for _ in range(2):  # the rerun asks nothing more, and says the same
+        result = run_search(settings, space, gappy, url)
+        assert result.trials_total == 60 and "the study holds 60 proposals" in result.stopped
+        assert "had no value in the device's table" in result.stopped
+
+
 def test_ctrl_c_while_a_claim_is_written_leaves_no_running_trial(tmp_path, monkeypatch):
     """Ctrl-C that falls after a claim (a RUNNING trial) is committed and before its id is
     kept: the study held a RUNNING trial until a rerun failed it as an orphan (one full-suite
