@@ -98,3 +98,21 @@ def test_two_ledgers_see_each_others_claims_and_optunas_own_trials(tmp_path):
     assert one.finish(stale._trial_id, TrialState.COMPLETE, [1.0, 1.0], {}) is None
     numbers = [t.number for t in optuna.load_study(study_name="k", storage=storage).trials]
     assert numbers == [0, 1, 2, 3]
+
+
+def test_study_briefs_count_every_and_the_complete_trials_in_one_query(postgres_url, tmp_path):
+    """`hwnas runs list` counted a study's trials with RDBStorage.get_n_trials, which reads
+    every trial: twice per study once it counted the complete ones too, 5.4 s for one study
+    of 4,666 trials (helper-66). One grouped count now, on SQLite and PostgreSQL alike."""
+    import optuna
+
+    from hwnas.engine.ledger import study_briefs
+
+    for url in (f"sqlite:///{tmp_path / 's.db'}", postgres_url):
+        storage = optuna.storages.RDBStorage(url)
+        study = optuna.create_study(storage=storage, study_name="counted")
+        study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+        study.ask()  # a running trial: counted among all, not among the complete ones
+        optuna.create_study(storage=storage, study_name="empty")
+        briefs = {name: counts for name, _, *counts in study_briefs(storage)}
+        assert briefs == {"counted": [4, 3], "empty": [0, 0]}, url
