@@ -235,16 +235,20 @@ def _arch_rows(
     return rows
 
 
-KEY_LIKE = re.compile(r"(?i)(.*[^a-z])?(index|idx|id|arch|architecture|key)([^a-z].*)?|unnamed.*|")
+KEY_LIKE = re.compile(
+    r"(?i)\s*(index|idx|id|key|arch(itecture)?([ _-]?(str|string|text|index|idx|id))?"
+    r"|unnamed:?\s*\d*|)\s*"
+)
 """Column names that say a column keys the rows (``Index``, ``arch_str``, ``id``, ``arch
-index``, pandas' nameless ``Unnamed: 0``, or no name at all), case aside."""
+index``, pandas' nameless ``Unnamed: 0``, or no name at all), case aside; a column named for
+what it holds of an architecture (``arch_flops``, ``device_id``) is not among them."""
 
 
 def _refuse_hidden_key(table: dict, path: Path, column: str, space, space_name: str) -> None:
     """Refuse a table without an ``index`` or ``arch`` column (read in index order) that has
-    a column keying its rows by another name: a name like one (:data:`KEY_LIKE`), text (arch
-    strings, names), or the space's indices in another order, whose cells do not follow the
-    index order the rows are read in. Such a table (``arch_str``, ``Index``, pandas' index)
+    a column keying its rows by another name: a name like one (:data:`KEY_LIKE`), the
+    space's arch strings, or the space's indices in another order, whose cells do not follow
+    the index order the rows are read in. Such a table (``arch_str``, ``Index``, pandas' index)
     shuffled would give its values to other architectures. Value columns (numbers) and
     columns that are wholly empty pass.
 
@@ -271,6 +275,11 @@ def _refuse_hidden_key(table: dict, path: Path, column: str, space, space_name: 
             order = [f"{i}" for i in range(len(values))]
             cells_as = [f"{v:.0f}" if whole else "" for v in values]
         else:
+            first = next((t for t in texts if t), "")
+            try:  # text that is not the space's arch strings (notes, True/False) keys nothing
+                space.parse(first)
+            except (HwnasError, ValueError, KeyError):
+                continue
             order = [space.arch_at(i).text if i < size else "" for i in range(len(texts))]
             cells_as = texts
         off = next((i for i, (a, b) in enumerate(zip(cells_as, order)) if a != b), None)
