@@ -50,7 +50,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
     import yaml
 
     from hwnas.cli.render import Console
-    from hwnas.devices import get_device, profiles, reload_profiles
+    from hwnas.devices import broken_profile_of, get_device, profiles, reload_profiles
     from hwnas.devices.base import Measurement
     from hwnas.devices.imported import ImportedDevice
     from hwnas.errors import HwnasError
@@ -70,6 +70,12 @@ def import_cmd(device, files, space, as_table, dataset, store):
             f"device name '{device}': a letter or digit first, then letters, digits, '-', '_', '.'"
         )
     existing = profiles().get(device)
+    broken = broken_profile_of(device) if existing is None else None
+    if broken is not None:  # a file of the user's gives the name: never written over
+        raise HwnasError(
+            f"device '{device}' is given by the profile {broken[0]}, which is broken "
+            f"({broken[1]}); correct or remove it, or import into a new device name"
+        )
     imported = existing is not None and isinstance(get_device(device), ImportedDevice)
     adding = imported and not as_table
     # validate every file before storing; an imported device takes values one at a time (the

@@ -289,6 +289,14 @@ def broken_profiles() -> dict[Path, str]:
     return _scan(tuple(profile_folders()))[1]
 
 
+def broken_profile_of(name: str) -> tuple[Path, str] | None:
+    """(file, why it is broken) of a skipped profile that gives device ``name`` (its YAML
+    read far enough to name it, or two user files of that name), or None."""
+    scanned = _scan(tuple(profile_folders()))
+    path = scanned[2].get(name)
+    return None if path is None else (path, scanned[1].get(path, "broken"))
+
+
 def list_devices() -> list[str]:
     """Names of every known device, sorted."""
     return sorted(profiles())

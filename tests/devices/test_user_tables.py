@@ -704,3 +704,25 @@ def test_a_user_table_of_a_batch_says_per_batch_everywhere_a_shipped_one_does(tm
     assert spec["x_label"] == "energy on myb32 (mJ per batch of 32)", spec["x_label"]
     result.settings.device = "pixel3"
     assert front_spec(result, "pixel3")["x_label"] == "energy per inference on pixel3 (mJ)"
+
+
+def test_measure_import_never_writes_over_a_broken_profile_of_its_name(tmp_path, cli, hwnas_home):
+    """Two user profiles of one name are both broken, and the name is no device: `hwnas
+    measure import` then took it for a new device and wrote its profile over one of them
+    (a recorded table's profile became `kind: imported`; helper-66). So did a profile of
+    the user's whose YAML was broken. The import is refused, naming the file."""
+    space = get_space("nasbench201")
+    n = len(space)
+    latency = np.round(1.0 + (np.arange(n) * 7919 % 1000) / 100.0, 3)
+    _write_table(tmp_path / "full.csv", np.arange(n), ["arch", "latency_ms"], latency, key="index")
+    _write_table(tmp_path / "few.csv", np.arange(11), ["arch", "latency_ms"], latency[:11])
+    assert cli("measure", "import", "--device", "myb", "full.csv")[0] == 0
+    home = tmp_path / "profiles"
+    home.mkdir()
+    devices = hwnas_home / "devices"
+    written = (devices / "myb.yaml").read_text()
+    (home / "copy.yaml").write_text(written)
+    status, _, err = cli("measure", "import", "--device", "myb", "few.csv", profiles=home)
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert status == 2 and "device 'myb' is given by the profile" in line, err
+    assert "is also given by" in line and (devices / "myb.yaml").read_text() == written
