@@ -262,6 +262,8 @@ def show_cmd(study, storage, as_json):
     for key, value in run_settings(attrs).items():
         if value is not None:  # unset options (a recorded device has no runtime)
             unit = SETTING_UNITS.get(key) if isinstance(value, (int, float)) else None
+            if unit is not None and isinstance(row["units"], dict):  # "ms per batch of 32"
+                unit = _typed(row["units"].get("latency_ms"), str) or unit
             line(f"  {key:<12} {value:g} {unit}" if unit else f"  {key:<12} {value}")
     more = "  (a later run has not finished: the folder below is of an earlier run)"
     line(f"trials     {row['trials']} scored{more if row['unfinished'] and row['folder'] else ''}")

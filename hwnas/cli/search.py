@@ -219,8 +219,11 @@ def search_cmd(
     # --json: stdout holds the JSON alone
     out_console = console if as_json else Console(emoji=False)
     reporter = TerminalReporter(console)
+    from hwnas.cost_record import unit_of
+
     progress = _Progress(job.prepared.profiler.counts, reporter, out_console, out, no_zoo,
-                         settings.max_latency)  # fmt: skip
+                         settings.max_latency,
+                         unit_of("latency_ms", job.prepared.device.value_batch_size))  # fmt: skip
     with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
         progress.step = step
         done = run(
@@ -300,15 +303,16 @@ class _Progress:
     the candidate being measured) and the front printed as soon as it is known."""
 
     def __init__(self, counts, reporter, out_console, out: Path, no_zoo: bool,
-                 max_latency: float | None = None):  # fmt: skip
+                 max_latency: float | None = None, unit: str = "ms"):  # fmt: skip
         self.counts, self.reporter, self.out_console = counts, reporter, out_console
         self.out, self.no_zoo, self.max_latency = out, no_zoo, max_latency
+        self.unit = unit  # of the limit: "ms per batch of 32" on a table of a batch
         self.state = {"best": None, "now": "", "noisy": 0, "failed": 0, "unrecorded": 0}
         self.step = None
 
     def status(self) -> str:
         state, counts = self.state, self.counts
-        within = f" within {self.max_latency:g} ms" if self.max_latency is not None else ""
+        within = f" within {self.max_latency:g} {self.unit}" if self.max_latency is not None else ""
         parts = [f"best {state['best']:.2f}%{within}"] if state["best"] is not None else []
         parts.append(f"measured {counts.taken} reused {counts.reused}")
         if counts.read:

@@ -704,6 +704,12 @@ def test_a_user_table_of_a_batch_says_per_batch_everywhere_a_shipped_one_does(tm
     assert spec["x_label"] == "energy on myb32 (mJ per batch of 32)", spec["x_label"]
     result.settings.device = "pixel3"
     assert front_spec(result, "pixel3")["x_label"] == "energy per inference on pixel3 (mJ)"
+    # the limit too: the progress line and runs show said "within 15 ms" (helper-66)
+    status, out, err = cli("search", "--device", "myb32", "--budget", "5", "--max-latency",
+                           "15", "--out", "lim", "--no-zoo", profiles=profiles)  # fmt: skip
+    assert status == 0 and "within 15 ms per batch of 32 |" in err, err
+    status, shown, err = cli("runs", "show", "latest")
+    assert status == 0 and "max_latency  15 ms per batch of 32" in shown, shown
 
 
 def test_measure_import_never_writes_over_a_broken_profile_of_its_name(tmp_path, cli, hwnas_home):
