@@ -20,6 +20,7 @@ file that plainly cannot break them (no ``*``, few nesting characters).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -161,12 +162,13 @@ def _plainly_bounded(text: str) -> bool:
     return openers <= MAX_DEPTH
 
 
-def load_yaml(text: str, nodes: bool = False) -> Any:
+def load_yaml(text: str, nodes: bool = False, name: str | None = None) -> Any:
     """The data of one YAML document, read safely (plain values only) and within bounds.
 
     Args:
         text: the document.
         nodes: also return the composed node tree (its marks give each value's line).
+        name: the file it was read from, for the marks of errors (else ``<unicode string>``).
 
     Returns:
         The data (None for an empty document), or (data, root node or None) with ``nodes``.
@@ -177,7 +179,11 @@ def load_yaml(text: str, nodes: bool = False) -> Any:
     """
     if not _plainly_bounded(text):
         check_events(text)
-    loader = _Loader(text)
+    stream: Any = text
+    if name is not None:  # errors say 'in "<file>", line 3', not 'in "<unicode string>"'
+        stream = io.StringIO(text)
+        stream.name = name
+    loader = _Loader(stream)
     try:
         node = loader.get_single_node()
         if node is not None:
@@ -199,4 +205,4 @@ def read_yaml(path: str | Path) -> Any:
     """
     from hwnas.paths import read_bounded_text
 
-    return load_yaml(read_bounded_text(path))
+    return load_yaml(read_bounded_text(path), name=str(path))

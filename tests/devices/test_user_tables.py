@@ -92,6 +92,8 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
     assert set(broken) == {"gone.yaml", "odd.yaml", "bad-batch.yaml", "notyaml.yaml", "emo.yaml"}
     assert "missing.csv" in broken["gone.yaml"] and "toaster" in broken["odd.yaml"]
+    # YAML's own error names the file, not "<unicode string>"
+    assert f'in "{profiles / "notyaml.yaml"}", line 1' in broken["notyaml.yaml"], broken
     # the reason alone, as the text listing gives it (it repeated "device profile PATH")
     assert not any("device profile" in why for why in broken.values()), broken
     names = {d["device"] for d in listing["devices"]}
