@@ -125,6 +125,10 @@ def _zoo_folders(ref: str | None, storage: str | None) -> list[Path]:
 
 def entry_row(e: dict) -> dict:
     """What `hwnas zoo list` shows of one entry (:func:`hwnas.zoo.read_entry`)."""
+    from hwnas.zoo.card import device_unit
+
+    devices = e.get("devices") if isinstance(e.get("devices"), dict) else {}
+    own = devices.get(e["device"]) if isinstance(devices.get(e["device"]), dict) else {}
     return {
         "entry": e["folder"],
         "name": e.get("name"),
@@ -139,6 +143,8 @@ def entry_row(e: dict) -> dict:
         "latency_source": e["latency_source"],
         "energy_mj": e.get("energy_mj"),
         "energy_source": e.get("energy_source", ""),
+        # "ms per batch of 32" where the device's table is of a batch (zoo.card.device_unit)
+        "units": {m: device_unit(m, c) for m, c in own.items() if isinstance(c, dict)},
         "weights": e["weights_kind"],
     }
 
@@ -173,8 +179,15 @@ def list_cmd(path, storage, as_json):
     metered = any(e["energy_mj"] is not None for e in entries)  # an energy column then
     for e in entries:
         acc = "" if e["accuracy"] is None else f"{e['accuracy']:.2f}"
-        lat = "" if e["latency_ms"] is None else f"{num(e['latency_ms'])} {e['device']}"
-        mj = "" if e["energy_mj"] is None else f"{num(e['energy_mj'])} {e['device']}"
+        per = {  # a table of a batch: "per batch of 32" beside the header's unit
+            m: f" ({u.split(' ', 1)[1]})" if " " in u else "" for m, u in e["units"].items()
+        }
+        lat = "" if e["latency_ms"] is None else (
+            f"{num(e['latency_ms'])}{per.get('latency_ms', '')} {e['device']}"
+        )  # fmt: skip
+        mj = "" if e["energy_mj"] is None else (
+            f"{num(e['energy_mj'])}{per.get('energy_mj', '')} {e['device']}"
+        )  # fmt: skip
         entry = Path(e["entry"])
         rows.append(
             (

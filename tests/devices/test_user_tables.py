@@ -662,7 +662,9 @@ def test_a_user_profile_of_a_shipped_name_is_said_and_two_of_one_name_are_both_b
     assert status == 2 and error.startswith("error: device profile ") and "also given" in error
 
 
-def test_a_user_table_of_a_batch_says_per_batch_everywhere_a_shipped_one_does(tmp_path, cli):
+def test_a_user_table_of_a_batch_says_per_batch_everywhere_a_shipped_one_does(
+    tmp_path, cli, monkeypatch
+):
     """A user's recorded device with `batch_size: 32` showed its values as plain "ms" (the
     card lacked `batch_size`, `zoo show` said `ms on myb32`, the best line, summary.json,
     `runs list` and the plot's axis never said per batch), where the shipped `1080ti_32` says
@@ -694,6 +696,13 @@ def test_a_user_table_of_a_batch_says_per_batch_everywhere_a_shipped_one_does(tm
     assert card["devices"]["1080ti_32"]["latency_ms"]["batch_size"] == 32  # as the shipped
     status, shown, err = cli("zoo", "show", next((tmp_path / "run" / "zoo").iterdir()))
     assert status == 0 and " ms per batch of 32 on myb32 " in shown, shown
+    status, listed, err = cli("zoo", "list", tmp_path / "run" / "zoo", "--json")
+    assert status == 0 and {e["units"]["latency_ms"] for e in json.loads(listed)["entries"]} == {
+        "ms per batch of 32"
+    }, listed  # and in the table, beside its header's "latency ms" (helper-66)
+    monkeypatch.setenv("COLUMNS", "250")  # the table's cells on one line each
+    status, listed, err = cli("zoo", "list", tmp_path / "run" / "zoo")
+    assert status == 0 and "(per batch of 32) myb32" in listed, listed
     status, shown, err = cli("runs", "show", "latest")  # `runs list`'s best cell, whole
     cost = f"{summary['best']['latency_ms']:.3f} ms per batch of 32  (trial"
     assert status == 0 and cost in shown, shown
