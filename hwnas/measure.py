@@ -36,6 +36,7 @@ from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import CandidateError, HwnasError, HwnasWarning, keyword_terms
 from hwnas.export import content_hash
 from hwnas.limits import input_size
+from hwnas.progress import SILENT
 from hwnas.spaces.base import Arch, SearchSpace
 from hwnas.store import MeasurementStore
 
@@ -485,52 +486,53 @@ def measure_models(
         MeasurementStore(store_path or default_store_path()) if device.stored_in_profiler else None
     )
     profiler = Profiler(device, store)
-    from hwnas.progress import SILENT
-
-    out = []
-    step = (reporter or SILENT).step(f"measure on {device.name}", len(workloads), "models")
-    try:
-        for w in workloads:
-            step.update(status=w.label)
-            before = profiler.counts.taken
-            try:
-                m = profiler.measure(w, "latency_ms", allow_flagged=True)
-                energy = None
-                if "energy_mj" in device.metrics:
-                    energy = profiler.measure(w, "energy_mj", allow_flagged=True)
-                    # a flagged latency made the energy's lookup measure both metrics again:
-                    # the latency shown is the one stored with that energy, not the first run's
-                    m = profiler.stored(w, "latency_ms") or m
-            except CandidateError as exc:  # which of several models, and what was kept
-                kept = "; the models before it are measured and stored" if out else ""
-                same = type(exc).__init__ is CandidateError.__init__  # keeps NativeCrashError
-                raise (type(exc) if same else CandidateError)(f"{w.label}: {exc}{kept}") from None
-            how = "measured" if profiler.counts.taken > before else "from store"
-            if not device.stored_in_profiler:
-                how = "recorded"
-            if m.flagged:  # and why: the CV, or other processes holding its CPU
-                how += f", FLAGGED ({flag_cause(m, device.max_cv, device.max_wait_share)[0]})"
-            rel_ci = m.extra.get("rel_ci")
-            target = m.extra.get("target_rel_ci")
-            if target is not None and (rel_ci is None or rel_ci > target):
-                how += f", missed the +-{100 * target:g}% target"
-            # a file of the user's, timed here: are its activations what a trained one has?
-            warning = subnormal_warning(w) if w.arch is None and device.stored_in_profiler else ""
-            if energy is not None and device.stored_in_profiler:  # a meter read in another unit
-                from hwnas.devices.recorded import measured_power_warning
-
-                power = measured_power_warning(device, m.value, energy.value)
-                warning = "; ".join(x for x in (warning, power) if x)
-            out.append(MeasuredModel(w.label, m, energy, how, warning))
-            step.advance()
-    except BaseException:
-        step.stopped = True  # "stopped after", not "done in"
-        raise
+    out: list[MeasuredModel] = []
+    try:  # the step says "stopped after" where a model fails, else "done in"
+        with (reporter or SILENT).step(f"measure on {device.name}", len(workloads), "models") as s:
+            for w in workloads:
+                s.update(status=w.label)
+                out.append(_measure_one(profiler, w, kept=bool(out)))
+                s.advance()
     finally:
-        step.close()
         if store is not None:
             store.close()
     return MeasuredModels(out, profiler.counts, store.path if store is not None else None)
+
+
+def _measure_one(profiler: Profiler, w: Workload, kept: bool) -> MeasuredModel:
+    """One model of :func:`measure_models`: its latency (and energy), how it was obtained,
+    and its warnings; ``kept``: models before it are measured (said if this one fails)."""
+    device = profiler.device
+    before = profiler.counts.taken
+    try:
+        m = profiler.measure(w, "latency_ms", allow_flagged=True)
+        energy = None
+        if "energy_mj" in device.metrics:
+            energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            # a flagged latency made the energy's lookup measure both metrics again:
+            # the latency shown is the one stored with that energy, not the first run's
+            m = profiler.stored(w, "latency_ms") or m
+    except CandidateError as exc:  # which of several models, and what was kept
+        said = "; the models before it are measured and stored" if kept else ""
+        same = type(exc).__init__ is CandidateError.__init__  # keeps NativeCrashError
+        raise (type(exc) if same else CandidateError)(f"{w.label}: {exc}{said}") from None
+    how = "measured" if profiler.counts.taken > before else "from store"
+    if not device.stored_in_profiler:
+        how = "recorded"
+    if m.flagged:  # and why: the CV, or other processes holding its CPU
+        how += f", FLAGGED ({flag_cause(m, device.max_cv, device.max_wait_share)[0]})"
+    rel_ci = m.extra.get("rel_ci")
+    target = m.extra.get("target_rel_ci")
+    if target is not None and (rel_ci is None or rel_ci > target):
+        how += f", missed the +-{100 * target:g}% target"
+    # a file of the user's, timed here: are its activations what a trained one has?
+    warning = subnormal_warning(w) if w.arch is None and device.stored_in_profiler else ""
+    if energy is not None and device.stored_in_profiler:  # a meter read in another unit
+        from hwnas.devices.recorded import measured_power_warning
+
+        power = measured_power_warning(device, m.value, energy.value)
+        warning = "; ".join(x for x in (warning, power) if x)
+    return MeasuredModel(w.label, m, energy, how, warning)
 
 
 def in_given_order(is_onnx: list[bool], onnx_results: list, arch_results: list) -> list:

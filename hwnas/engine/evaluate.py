@@ -201,12 +201,12 @@ def check_recorded_costs(
         source = device.table_source(space.name, metric)
         if not source:
             continue
-        column = None
         for r in records:
             if metric in r.costs:
                 continue
-            if column is None:
-                column = device.table(space.name, metric)
+            if metric not in columns:
+                columns[metric] = device.table(space.name, metric)
+            column = columns[metric]
             if column is not None and math.isfinite(column[space.index(space.parse(r.arch))]):
                 raise HwnasError(
                     f"device '{device.name}' has a table of {metric} now "
