@@ -141,12 +141,14 @@ def _keep_filled(path: Path, measured: bool = False) -> None:
         )
 
 
-def _keep_measured(path: Path, values, metric: str) -> None:
-    """Refuse to write ``values`` (:class:`ReferenceValue`, ``metric`` in ms or mJ) over a
+def _keep_measured(path: Path, new: dict, metric: str) -> None:
+    """Refuse to write the values ``new`` (arch string -> value, ``metric`` in ms or mJ) over a
     file ``hwnas refset measure`` wrote whose values they would change: one it measured on
-    another device, runtime, space or selection, or edited since. Rows marked flagged are
-    measured again (what the command says to do with them). Equal means within the six
-    significant digits the file is written with.
+    another device, runtime, space or selection, or edited since. A value of None is one not
+    measured yet: called so before any work, only the rows this run would not write at all (of
+    another selection, space or metric) are refused, so that a board is not kept busy for
+    minutes first. Rows marked flagged are measured again (what the command says to do with
+    them). Equal means within the six significant digits the file is written with.
 
     Raises:
         HwnasError: one line naming the file's line, both values and their units.
@@ -156,16 +158,18 @@ def _keep_measured(path: Path, values, metric: str) -> None:
     from hwnas import spreadsheet
     from hwnas.errors import HwnasError
 
-    new = {v.arch.text: v.value for v in values}
     unit = {"latency_ms": "ms", "energy_mj": "mJ"}
     for old in _filled(path)[1]:
         if old.flagged:
+            continue
+        writes = old.metric == metric and old.arch in new
+        now = new[old.arch] if writes else None
+        if writes and now is None:  # before measuring: this run writes this row again
             continue
         try:
             value = spreadsheet.number(old.cell, old.sep)
         except ValueError:
             value = math.nan
-        now = new.get(old.arch) if old.metric == metric else None
         if now is not None and math.isclose(value, now, rel_tol=1e-5):
             continue
         got = (
@@ -297,6 +301,7 @@ def measure_cmd(
     from hwnas.paths import check_writable, default_store_path, hwnas_home
     from hwnas.predictors.calibration import (
         STAND_IN,
+        as_recorded,
         calibration_archs,
         calibration_dataset,
         measure_reference_set,
@@ -316,6 +321,9 @@ def measure_cmd(
     archs = calibration_archs(sp, select, count, predictor, seed)  # bad input: before any work
     dev = _open_device(device, runtime, tracker, key, target, trials)
     dev.check_metric(metric)
+    path = out / "calibration.csv"
+    writes = {a.text: None for a, _ in as_recorded(dev, sp, archs, [metric])}
+    _keep_measured(path, writes, metric)  # rows this run would not write: before any work
     if store is None and dev.stored_in_profiler:
         check_writable(hwnas_home(), "HWNAS_HOME")  # the default measurements.db
     st = MeasurementStore(store or default_store_path()) if dev.stored_in_profiler else None
@@ -333,8 +341,7 @@ def measure_cmd(
         replace(v, cv=math.nan) if v.how in ("recorded", STAND_IN) or not dev.can_measure else v
         for v in values
     ]
-    path = out / "calibration.csv"
-    _keep_measured(path, values, metric)
+    _keep_measured(path, {v.arch.text: v.value for v in values}, metric)
     write_calibration(path, values, metric, sp, dataset)
     unit = "ms" if metric == "latency_ms" else "mJ"
     rows = [

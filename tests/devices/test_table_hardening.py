@@ -134,6 +134,22 @@ def test_refset_measure_never_writes_over_values_it_did_not_write(tmp_path, cli)
     assert (mine / "calibration.csv").read_bytes() == written
 
 
+def test_refset_measure_refuses_another_selections_file_before_measuring(tmp_path, cli):
+    """A calibration file of another selection (or space, or metric) would be refused whatever
+    the measurements gave: it is refused before the first network is measured, not after a
+    board has spent minutes on them (no progress line before the one-line error)."""
+    mine = tmp_path / "mine"
+    assert cli("refset", "measure", "--device", "pixel3", "--out", mine)[0] == 0
+    written = (mine / "calibration.csv").read_bytes()
+    other = ("--select", "random", "-n", "10", "--seed", "3")
+    status, _, err = cli("refset", "measure", "--device", "pixel3", *other, "--out", mine)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "reference set on" not in err
+    assert f"{mine}/calibration.csv:2 holds latency_ms " in err
+    assert "this run writes no latency_ms for it" in err
+    assert (mine / "calibration.csv").read_bytes() == written
+
+
 def test_refset_export_and_measure_replace_links_in_out_never_write_through_them(tmp_path, cli):
     """A folder handed over with `calibration.csv -> ~/.bashrc` (and links at the ONNX files'
     names, which an architecture's hash makes known in advance): `hwnas refset export --out`
