@@ -174,6 +174,8 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         known = (
             f"; {device}'s table records {r.recorded:.4g} {unit}" if r.recorded is not None else ""
         )
+        if r.stored is not None:  # measured (or imported): what a search on it would use
+            known = f"; measured {r.stored:.4g} {unit} on {device} (the measurement store)"
         # one line per model, whatever its file is named (a newline in it is shown escaped)
         click.echo(
             one_line(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval}){known}")

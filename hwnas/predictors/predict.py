@@ -35,6 +35,9 @@ class Prediction:
         metric: "latency_ms" or "energy_mj".
         recorded: for an architecture the device's recorded table holds, that value (same
             unit; the truth the prediction estimates), else None.
+        stored: for an architecture the measurement store holds a measurement of on the
+            device (measured there, or brought in by ``hwnas measure import``) and its table
+            does not, that value (same unit; unflagged measurements only), else None.
     """
 
     model: Any
@@ -44,6 +47,7 @@ class Prediction:
     high: float | None
     metric: str
     recorded: float | None = None
+    stored: float | None = None
 
 
 def predict_models(
@@ -194,10 +198,47 @@ def predict_models(
         )
     unit_metric = cal_metric or metric
     recorded = recorded_values(dev, space, given, unit_metric) if dev is not None else {}
+    stored = {}
+    if dev is not None:  # what a search on the device would be given for them: not a guess
+        rest = [m for m in given if id(m) not in recorded]
+        stored = stored_values(dev, space, rest, unit_metric, store)
     return [
-        Prediction(m, float(v), float(s), lo, hi, unit_metric, recorded.get(id(m)))
+        Prediction(
+            m, float(v), float(s), lo, hi, unit_metric, recorded.get(id(m)), stored.get(id(m))
+        )
         for m, v, s, lo, hi in (results[id(m)] for m in given)
     ]
+
+
+def stored_values(
+    dev: Any, space: Any, models: list[Any], metric: str, store: Any = None
+) -> dict[int, float]:
+    """``id(model) -> value`` for each architecture of ``space`` among ``models`` whose
+    ``metric`` (ms or mJ) the measurement store ``store`` (default the home's; a missing file
+    is none, and is not created) holds for ``dev`` and its runtime, built for the dataset the
+    predictors adapt on; flagged measurements left out."""
+    from hwnas.measure import arch_workload
+    from hwnas.paths import default_store_path
+    from hwnas.predictors.calibration import calibration_dataset
+    from hwnas.spaces import Arch
+    from hwnas.store import MeasurementStore
+
+    archs = [m for m in models if isinstance(m, Arch) and m.space == space.name]
+    path = store or default_store_path()
+    if not archs or (isinstance(path, Path) and not path.is_file()):
+        return {}
+    dataset = calibration_dataset(space)
+    out = {}
+    st = MeasurementStore(path)
+    try:
+        for m in archs:
+            w = arch_workload(space, m, dataset)
+            found = st.lookup(dev.name, dev.runtime, metric, w.model_hash, w.input_shape)
+            if found is not None and not found.flagged and np.isfinite(found.value):
+                out[id(m)] = float(found.value)
+    finally:
+        st.close()
+    return out
 
 
 def recorded_values(dev: Any, space: Any, models: list[Any], metric: str) -> dict[int, float]:

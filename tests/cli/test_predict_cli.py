@@ -212,6 +212,14 @@ def test_refset_export_import_and_search_on_the_imported_device(tmp_path, hwnas_
     summary = json.loads((out / "summary.json").read_text())
     assert summary["best_verified"] is True and summary["best"]["arch"] == best
     assert summary["best"]["latency_ms"] == pytest.approx(y[SPACE.index(SPACE.parse(best))])
+    # `hwnas predict` of that architecture printed the predictor's guess alone, while the
+    # store holds the value the user measured (and the search uses): it ends the line now
+    r = hwnas_main("predict", "--device", "myboard", "--arch", best, "--arch", "0")
+    assert r.returncode == 0, r.stderr
+    mine, other = r.stdout.strip().splitlines()
+    value = y[SPACE.index(SPACE.parse(best))]
+    assert mine.endswith(f"; measured {value:.4g} ms on myboard (the measurement store)"), mine
+    assert "measured" not in other and "records" not in other, other
     # a search on predicted costs reads the table's accuracy: the user's function would be
     # ignored (it was, silently), so it is refused before any work
     function = Path(__file__).parents[1] / "spaces" / "my_model.py"
