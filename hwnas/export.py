@@ -7,6 +7,7 @@ network against 3-10 s for the dynamo exporter, and the result passes the full O
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import math
@@ -69,6 +70,10 @@ def export_onnx(
 
     Returns:
         The model as bytes; with ``check`` it passed the full ONNX checker.
+
+    Raises:
+        ExportError: PyTorch's exporter cannot export the model with a dynamic batch axis
+            (one line: :func:`export_failure`).
     """
     import onnx
     import torch
@@ -82,6 +87,10 @@ def export_onnx(
         torch.backends.mha.set_fastpath_enabled(False)
         try:
             _export(model, example, buffer, opset)
+        except (HwnasError, MemoryError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # the exporter's own: 150 lines of TorchScript IR
+            raise ExportError(export_failure(exc)) from None
         finally:
             torch.backends.mha.set_fastpath_enabled(fastpath)
     data = buffer.getvalue()
@@ -90,10 +99,58 @@ def export_onnx(
     return data
 
 
+class ExportError(HwnasError):
+    """PyTorch's ONNX exporter refused a network (:func:`export_onnx`)."""
+
+
+def export_failure(exc: Exception) -> str:
+    """One line for an exception of ``torch.onnx.export``: its type and first line, and where
+    the exporter says a value is not constant (a size read from the input, ``x.size()[2:]`` as
+    a pooling kernel), what to write instead."""
+    import re
+
+    text = str(exc).strip()
+    if "not constant" in text:  # the exporter's message quotes a node of TorchScript IR
+        where = re.search(r"# (\S+:\d+)", text)
+        return (
+            "cannot export the network to ONNX: a value read from the input's size (x.size(), "
+            "x.shape) is an operator's argument"
+            + (f" ({where.group(1)})" if where else "")
+            + ", which a dynamic batch axis does not allow (hwnas measures and ships every "
+            "network with one): write F.adaptive_avg_pool2d(x, 1) for F.avg_pool2d(x, "
+            "x.size()[2:]), or fixed sizes"
+        )
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return f"cannot export the network to ONNX: {type(exc).__name__}: {first[:300]}"
+
+
+@contextmanager
+def _no_ir_dump() -> Iterator[None]:
+    """The TorchScript exporter's ``setup_onnx_logging`` tests the function
+    ``_jit_is_onnx_log_enabled`` instead of its result (torch 2.13), so its log is always on
+    and a refused network printed its whole TorchScript IR ("Torch IR graph at exception",
+    150 lines on stdout) before the error hwnas reports in one line. Called with the export
+    lock held; where the module is laid out otherwise, nothing is changed."""
+    try:
+        from torch.onnx._internal.torchscript_exporter import utils as exporter
+    except ImportError:
+        yield
+        return
+    original = getattr(exporter, "setup_onnx_logging", None)
+    if original is None:
+        yield
+        return
+    exporter.setup_onnx_logging = lambda verbose: contextlib.nullcontext()
+    try:
+        yield
+    finally:
+        exporter.setup_onnx_logging = original
+
+
 def _export(model: torch.nn.Module, example: torch.Tensor, buffer: io.BytesIO, opset: int) -> None:
     import torch
 
-    with warnings.catch_warnings(), torch.no_grad(), one_torch_thread():
+    with warnings.catch_warnings(), torch.no_grad(), one_torch_thread(), _no_ir_dump():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
         torch.onnx.export(
             model,

@@ -104,3 +104,50 @@ def test_a_python_file_named_without_its_attribute_gets_the_form(tmp_path):
     (tmp_path / "plain.py").write_text("x = 1\ndef make():\n    pass\n")
     text = _message(lambda: hwnas.get_space(str(tmp_path / "plain.py"), code=True))
     assert text.endswith("name the space in it as FILE.py:ATTR (its top level defines make)")
+
+
+class _SizedPool(nn.Module):
+    """A global pool whose kernel is read from the feature map (common in older CIFAR code)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = F.relu(self.c2(F.relu(self.c1(x))))
+        x = F.avg_pool2d(x, x.size()[2:])
+        return self.fc(x.view(x.size(0), -1))
+
+
+def test_a_model_the_onnx_exporter_refuses_is_named_by_elastic_in_one_line(tmp_path):
+    """hwnas.elastic took the model; the search then died at its first measurement in 159 lines
+    (the exporter's TorchScript IR on stdout, then a SymbolicValueError traceback), from Python
+    as from the shell. Every network is measured and shipped as ONNX with a dynamic batch axis:
+    a kernel size read from the input cannot be exported so, and hwnas.elastic says it."""
+    text = _message(lambda: hwnas.elastic(_SizedPool(), torch.zeros(1, 3, 16, 16), name="sized"))
+    assert text.startswith("sized: cannot export the network to ONNX: a value read from the ")
+    assert "F.adaptive_avg_pool2d(x, 1)" in text
+    reload_spaces()
+    (tmp_path / "sized.py").write_text(
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nimport hwnas\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c1 = nn.Conv2d(3, 16, 3, padding=1)\n"
+        "        self.fc = nn.Linear(16, 10)\n\n"
+        "    def forward(self, x):\n"
+        "        x = F.relu(self.c1(x))\n"
+        "        return self.fc(F.avg_pool2d(x, x.size()[2:]).flatten(1))\n\n"
+        "space = hwnas.elastic(Net(), torch.zeros(1, 3, 16, 16), name='sized')\n"
+        "def accuracy(net, arch, data):\n    return 50.0\n"
+    )
+    result = hwnas_main("search", "--device", "cpu-fast", "--space", "sized.py:space",
+                        "--accuracy", "sized.py:accuracy", "--data", "digits", "--budget", "2",
+                        cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "cannot export the network to ONNX" in result.stderr
+    assert "Torch IR graph" not in result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists()

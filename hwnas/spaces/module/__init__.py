@@ -539,6 +539,7 @@ def module_space(
             f"{label}: the model returns {analysis.output_shape or 'no single tensor'}; hwnas "
             "searches networks returning (batch, classes) logits"
         )
+    _check_exportable(model, x, label)
     decisions = _declared(model, analysis, x, label)
     taken_groups = {gid for d in decisions if d.kind == "width" for gid in d.sites}
     taken_convs = {c for d in decisions if d.kind == "kernel" for c in d.sites}
@@ -586,6 +587,23 @@ def module_space(
     return ModuleSpace(
         label, net, analysis, decisions, spec, description, inherited=order, task=task
     )
+
+
+def _check_exportable(model: Any, x: Any, label: str) -> None:
+    """Export ``model`` (a copy, in eval mode) to ONNX once on ``x``: every subnet is measured
+    and shipped as ONNX with a dynamic batch axis, and a model PyTorch's exporter refuses (a
+    pooling kernel read from the input's size) failed only at the search's first measurement,
+    in 150 lines of TorchScript IR.
+
+    Raises:
+        HwnasError: the exporter's refusal, in one line naming the space.
+    """
+    from hwnas.export import ExportError, export_onnx
+
+    try:
+        export_onnx(copy.deepcopy(model).eval(), tuple(x.shape), check=False)
+    except ExportError as exc:
+        raise HwnasError(f"{label}: {exc}") from None
 
 
 @keyword_terms()
