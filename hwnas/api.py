@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hwnas.errors import HwnasError, UnknownNameError, keyword_terms
+from hwnas.errors import HwnasError, UnknownNameError, keyword_terms, shown
 from hwnas.progress import SILENT, Reporter
 
 OPTIONS = (
@@ -109,29 +109,29 @@ def _typed_args(
     import os
 
     if not isinstance(device, str):
-        raise HwnasError(f"device must be a device's name (a string), got {device!r}")
+        raise HwnasError(f"device must be a device's name (a string), got {shown(device)}")
     if storage is not None and not isinstance(storage, str):
         hint = (
             f" (a SQLite file is sqlite:///{os.fspath(storage)})"
             if isinstance(storage, os.PathLike) else ""
         )  # fmt: skip
-        raise HwnasError(f"storage must be an Optuna storage URL, got {storage!r}{hint}")
+        raise HwnasError(f"storage must be an Optuna storage URL, got {shown(storage)}{hint}")
     if not isinstance(zoo, bool):
-        raise HwnasError(f"zoo must be True or False, got {zoo!r}")
+        raise HwnasError(f"zoo must be True or False, got {shown(zoo)}")
     if not isinstance(reporter, Reporter):  # a string failed after the whole search
         raise HwnasError(
-            f"reporter must be a hwnas.progress.Reporter (or left out), got {reporter!r}"
+            f"reporter must be a hwnas.progress.Reporter (or left out), got {shown(reporter)}"
         )
     for name in ("dataset", "objective", "strategy", "study", "runtime"):
         value = options.get(name)
         if value is not None and not isinstance(value, str):
-            raise HwnasError(f"{name} must be a string, got {value!r}")
+            raise HwnasError(f"{name} must be a string, got {shown(value)}")
     predictor = options.get("predictor")
     if predictor is not None and not isinstance(predictor, (str, os.PathLike)):
-        raise HwnasError(f"predictor must be an artifact's name or folder, got {predictor!r}")
+        raise HwnasError(f"predictor must be an artifact's name or folder, got {shown(predictor)}")
     budget = options.get("measurement_budget")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
-        raise HwnasError(f"measurement_budget must be an integer, got {budget!r}")
+        raise HwnasError(f"measurement_budget must be an integer, got {shown(budget)}")
 
 
 @keyword_terms(*OPTIONS)

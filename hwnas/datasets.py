@@ -539,3 +539,36 @@ def chance_best_reason(limit: str | None, weight: str | None = None) -> str:
             "give a latency target; too few epochs leave every candidate untrained)"
         )
     return "no architecture of the front does better"
+
+
+# -- identity ----------------------------------------------------------------------------------
+
+
+def data_identity(spec: str) -> str:
+    """What ``--data`` names, for a study's name: ``digits`` itself; a folder by its name and
+    a digest of its files (relative paths and sizes in bytes, every file below it, in order),
+    so that two folders called ``imgs`` holding other images are two studies (the second
+    resumed the first's, its accuracies measured on other data) while the same files copied
+    elsewhere are one. A path that is not a folder is its name alone (the load says why).
+
+    Returns:
+        ``NAME`` or ``NAME-dXXXXXXXX`` (8 hex digits of a SHA-256).
+    """
+    import hashlib
+
+    if spec == "digits":
+        return spec
+    path = Path(spec).expanduser()
+    if not path.is_dir():
+        return path.name
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            f = Path(root, name)
+            try:
+                size = f.stat().st_size
+            except OSError:  # a dangling link: the load names it
+                size = -1
+            digest.update(f"{f.relative_to(path).as_posix()}\0{size}\n".encode())
+    return f"{path.name}-d{digest.hexdigest()[:8]}"

@@ -92,6 +92,20 @@ NO_SPACE_ERRNOS = (28, 122, 27)
 """ENOSPC (no space left on device), EDQUOT (disk quota exceeded), EFBIG (file too large)."""
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """``value`` as a one-line error shows what was given: its ``repr`` where that is one short
+    line, else its type ("a DataSplits", "a list of 1000 items"): a wrong argument's repr (a
+    loaded dataset's arrays, a long list) ran to hundreds of lines."""
+    text = repr(value)
+    if len(text) <= limit and "\n" not in text:
+        return text
+    try:
+        items = f" of {len(value)} items"  # type: ignore[arg-type]
+    except TypeError:
+        items = ""
+    return f"a {type(value).__name__}{items}"
+
+
 def out_of_space(exc: BaseException) -> str | None:
     """The one-line message for ``exc`` if it, or an exception it was raised from, says the
     disk (or the user's quota) is full; None otherwise.

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hwnas.cost_record import CostRecord
+from hwnas.datasets import data_identity
 from hwnas.engine.costs import CostContext
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation, objective_metric
 from hwnas.engine.ledger import (
@@ -40,7 +41,7 @@ from hwnas.engine.ledger import (
 )
 from hwnas.engine.pareto import pareto_order
 from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
-from hwnas.errors import CandidateError, HwnasError, UnrecordedError
+from hwnas.errors import CandidateError, HwnasError, UnrecordedError, shown
 from hwnas.limits import MAX_SEED, bounded, positive_ms
 from hwnas.measure import NoisyMeasurementError
 from hwnas.paths import process_running, read_bounded
@@ -120,11 +121,18 @@ class SearchSettings:
         self.seed = bounded("--seed", self.seed, 0, MAX_SEED, integer=True)
         if self.max_latency is not None:
             self.max_latency = positive_ms("--max-latency", self.max_latency)
-        if not isinstance(self.study, str):
-            raise HwnasError(f"--study must be a string, got {self.study!r}")
+        if not isinstance(self.study, str):  # a list's repr ran to 4,918 characters
+            raise HwnasError(f"--study must be a string, got {shown(self.study)}")
         if self.data is not None:  # a pathlib.Path from Python is a path too
             if not isinstance(self.data, (str, os.PathLike)):
-                raise HwnasError(f"--data must be 'digits' or a folder's path, got {self.data!r}")
+                # loaded data is named by its type (its repr printed every array: 811 lines)
+                loaded = getattr(self.data, "source", None)
+                if getattr(self.data, "name", None) == "digits":
+                    loaded = "digits"
+                hint = f": pass what it was loaded from, {shown(loaded)}" if loaded else ""
+                raise HwnasError(
+                    f"--data must be 'digits' or a folder's path, got {shown(self.data)}{hint}"
+                )
             self.data = os.fspath(self.data)
 
     @property
@@ -182,7 +190,7 @@ class SearchSettings:
         return [
             self.space, self.dataset, device, f"{self.objective}{limit}", self.strategy,
             f"seed{self.seed}", *self.accuracy_parts(),
-            *([f"on-{Path(self.data).name}"] if self.accuracy and self.data else []),
+            *([f"on-{data_identity(self.data)}"] if self.accuracy and self.data else []),
             *self.fingerprint_parts(),
         ]  # fmt: skip
 

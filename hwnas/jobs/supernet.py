@@ -138,7 +138,9 @@ class SupernetSettings(SearchSettings):
         )
         if self.max_latency is not None:
             hw += f"-max{self.max_latency:.15g}ms"
-        data = Path(self.data).name if self.data != "digits" else "digits"
+        from hwnas.datasets import data_identity
+
+        data = data_identity(self.data)  # a folder by its files too: other images, other study
         rest = {"set": self.options}
         for name in ("batch_size", "finetune_epochs"):
             if getattr(self, name) != SupernetSettings.__dataclass_fields__[name].default:

@@ -82,6 +82,12 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
     assert api.zoo == []
 
 
+def _digits():
+    from hwnas.datasets import load_data
+
+    return load_data("digits", image_size=8, limit=60)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -116,6 +122,14 @@ def test_search_from_python_gives_the_clis_study_and_front(tmp_path, capsys):
         ({"measurement_budget": 5.5}, "measurement_budget must be an integer, got 5.5"),
         ({"predictor": 5}, "predictor must be an artifact's name or folder, got 5"),
         ({"zoo": "no"}, "zoo must be True or False, got 'no'"),
+        # a long value by its type: the list's repr ran to 4,918 characters, loaded data's to
+        # 811 lines (docs/api.md builds a DataSplits with load_data)
+        ({"study": list(range(1000))}, "study must be a string, got a list of 1000 items"),
+        (
+            {"strategy": "darts", "data": _digits()},
+            "data must be 'digits' or a folder's path, got a DataSplits: pass what it was "
+            "loaded from, 'digits'",
+        ),
         (
             {"strategy": "darts", "predictor": "meta"},
             'use settings={"cost": "predicted"} settings={"predictor": "NAME"}',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +111,46 @@ def test_an_image_claiming_a_huge_size_is_a_one_line_error(tmp_path, side):
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith(f"error: cannot read image {tmp_path / 'b' / 'huge.png'}: Image size")
     assert not (tmp_path / "z").exists()
+
+
+def _folder(root, seed):
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for cls in ("c0", "c1"):
+        (root / cls).mkdir(parents=True)
+        for i in range(3 + seed):
+            pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / cls / f"{i}.png")
+    return root
+
+
+def test_a_study_knows_its_data_folder_by_its_files_not_its_name_alone(tmp_path):
+    """Two data folders called `imgs` with other images: the second search resumed the first's
+    study ("5 architectures scored (0 this run)"), every accuracy of its front measured on the
+    first folder's images. The study name now carries a digest of the folder's files; the
+    same files copied elsewhere keep the name (and resume)."""
+    import shutil
+
+    from hwnas.datasets import data_identity
+    from hwnas.engine.loop import SearchSettings
+    from hwnas.jobs.supernet import SupernetSettings
+
+    a = _folder(tmp_path / "a" / "imgs", 0)
+    b = _folder(tmp_path / "b" / "imgs", 1)
+    copy = tmp_path / "c" / "imgs"
+    shutil.copytree(a, copy)
+    ids = [data_identity(str(p)) for p in (a, b, copy)]
+    assert ids[0].startswith("imgs-d") and ids[0] != ids[1] and ids[0] == ids[2]
+    assert data_identity("digits") == "digits"
+    function = str(Path(__file__).parents[1] / "spaces" / "my_model.py") + ":val_accuracy"
+    names = [
+        SearchSettings(space="nasbench201", device="pixel3", accuracy=function, data=str(p)).study
+        for p in (a, b, copy)
+    ]
+    assert f"-on-{ids[0]}-" in names[0] and names[0] != names[1] and names[0] == names[2]
+    names = [
+        SupernetSettings(space="nasbench201", device="pixel3", strategy="gdas", data=str(p)).study
+        for p in (a, b)
+    ]
+    assert names[0] != names[1]

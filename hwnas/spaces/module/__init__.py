@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from hwnas.errors import HwnasError, UnknownNameError, keyword_terms
+from hwnas.errors import HwnasError, UnknownNameError, keyword_terms, shown
 from hwnas.spaces.base import (
     Arch,
     DatasetSpec,
@@ -507,7 +507,7 @@ def module_space(
         raise HwnasError(wrapped)
     for what, given in (("name", name), ("dataset", dataset), ("description", description)):
         if given is not None and not isinstance(given, str):  # NAME.match(3): a TypeError
-            raise HwnasError(f"{what} must be a string, got {type(given).__name__} {given!r}")
+            raise HwnasError(f"{what} must be a string, got {type(given).__name__} {shown(given)}")
     label = name or type(model).__name__.lower()
     if not NAME.match(label):
         raise HwnasError(f"space name '{label}': use letters, digits, '_' and '-' only")
