@@ -39,7 +39,7 @@ from hwnas.jobs.output import RunOutput, write_run
 from hwnas.measure import Profiler
 from hwnas.progress import SILENT, Reporter
 from hwnas.registry import load
-from hwnas.spaces import SearchSpace, TabulatedSpace, ability, get_space
+from hwnas.spaces import IndexedSpace, SearchSpace, TabulatedSpace, ability, get_space
 
 
 def device_metrics(device, settings: SearchSettings) -> list[str]:
@@ -214,9 +214,11 @@ def check_feasible(
     Args:
         limit: ``--max-latency`` or ``--latency-target``, or None (nothing checked).
         option: the option's name, for the message.
-        whole: check only a table with a value for every architecture of the space (a
-            supernet search also prices, by prediction, architectures a sampled table such as
-            OFA's 5,000 lacks, any of which may be faster than the table's fastest).
+        whole: the search prices architectures the table lacks by its lookup table (a
+            supernet search): a table of a space it can list whole (the Pi 5's 6,466 of
+            NAS-Bench-201's 15,625 cells) is checked with those predictions too
+            (:func:`_gap_predictions`); a table sampled from a larger space (OFA's 5,000) is
+            not checked, since any architecture it lacks may be faster than its fastest.
         metric: the device metric the limit is on.
         target: the limit is a target the search pulls towards (``--latency-target``): one
             above every recorded value is refused too (a 1e9 ms target trained and derived a
@@ -236,25 +238,60 @@ def check_feasible(
     if column is None:  # measured or predicted as the search goes
         return
     recorded = column[np.isfinite(column)]
-    if whole and recorded.size < space.num_architectures():  # a sampled table (OFA, FBNet)
-        return
+    guessed = np.empty(0)
+    if whole and recorded.size < space.num_architectures():
+        gaps = _gap_predictions(space, device, metric)
+        if gaps is None:  # a sampled table (OFA, FBNet)
+            return
+        guessed = gaps
     unit = UNITS.get(metric, "")
     least = "fastest" if metric == "latency_ms" else "least"
     values = "latencies" if metric == "latency_ms" else f"{metric.split('_')[0]} values"
-    if recorded.size and recorded.min() > limit:
+    lacks = f"the lookup table fitted on them predicts the {guessed.size:,} others it lacks at "
+    if recorded.size and min(recorded.min(), guessed.min(initial=np.inf)) > limit:
         raise HwnasError(
             f"no architecture of {space.name} meets {option} {limit:g} {unit} on device "
             f"'{device.name}': the {least} of its {recorded.size:,} recorded {values} is "
             f"{bound_text(recorded.min())} {unit}"
+            + (f", and {lacks}least {bound_text(guessed.min())} {unit}" if guessed.size else "")
         )
-    if target and recorded.size and recorded.max() < limit:
+    if target and recorded.size and max(recorded.max(), guessed.max(initial=0)) < limit:
         most = "slowest" if metric == "latency_ms" else "largest"
         raise HwnasError(
             f"no architecture of {space.name} reaches {option} {limit:g} {unit} on device "
             f"'{device.name}': the {most} of its {recorded.size:,} recorded {values} is "
-            f"{bound_text(recorded.max(), up=False)} {unit} (leave {option} out to search "
-            "without one)"
+            f"{bound_text(recorded.max(), up=False)} {unit}"
+            + (
+                f", and {lacks}most {bound_text(guessed.max(), up=False)} {unit}"
+                if guessed.size
+                else ""
+            )
+            + f" (leave {option} out to search without one)"
         )
+
+
+def _gap_predictions(space: SearchSpace, device: Any, metric: str) -> Any:
+    """What a supernet search prices the architectures a recorded table lacks at: the lookup
+    table fitted on the table (:func:`hwnas.supernet.cost.fit_table_lut`, half a second), for
+    a table of a space it can list whole (the Pi 5 tables hold 6,466 of NAS-Bench-201's 15,625
+    cells: a cell of its isomorphism class was measured, and its value is not the others');
+    None for a table sampled from a larger space (OFA's and FBNet's 5,000), whose unlisted
+    architectures may be cheaper than any it holds.
+
+    Returns:
+        (M,) predictions (the metric's unit) of the M architectures the table lacks, or None.
+    """
+    indexed = ability(space, IndexedSpace)
+    if indexed is None or len(indexed) < space.num_architectures():
+        return None
+    from hwnas.supernet.cost import fit_table_lut
+
+    lut = fit_table_lut(space, device, metric)
+    enum = lut.enumeration()
+    if enum is None:
+        return None
+    _, cost, exact = enum
+    return cost[~exact]
 
 
 def _accuracy_source(

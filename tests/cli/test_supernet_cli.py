@@ -492,3 +492,52 @@ def test_a_batch_larger_than_the_training_split_is_said(tmp_path):
     assert r.returncode == 0, r.stderr
     said = "--batch-size 4000 is more than the 1079 training images: each epoch is one step"
     assert said in r.stdout + r.stderr
+
+
+def test_a_search_on_a_pi5_table_prices_the_cells_it_lacks_by_the_lookup_table(tmp_path):
+    """The Pi 5 tables hold 6,466 of NAS-Bench-201's 15,625 cells (one per isomorphism class):
+    oneshot's uniform distribution has the all-none cell as its argmax, which the table lacks,
+    and the search trained, derived and stopped on 'no recorded latency_ms' with no result.
+    The cell is priced as derivation judges it: the lookup table's prediction, labelled."""
+    from hwnas.cost_record import NOT_IN_TABLE
+
+    out = tmp_path / "run"
+    r = hwnas_main(
+        "search", "--strategy", "oneshot", "--device", "pi5_onnx", "--epochs", "1",
+        "--finetune-epochs", "0", "--set", "evolution_trials=8", "--set", "population=4",
+        "--no-zoo", "--out", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    argmax = json.loads((out / "summary.json").read_text())["distribution_argmax"]
+    assert argmax["arch"] == "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"
+    assert argmax["source"].startswith("predicted:lut-fit:recorded:")
+    assert argmax["source"].endswith(NOT_IN_TABLE)
+    assert argmax["latency_ms"] == pytest.approx(argmax["predicted_cost"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--objective", "energy", "--latency-target", "1e-9"],
+         "no architecture of nasbench201 meets --latency-target 1e-09 mJ on device 'pi5_onnx': "
+         "the least of its 6,466 recorded energy values is 1.2621 mJ, and the lookup table "
+         "fitted on them predicts the 9,159 others it lacks at least "),
+        (["--latency-target", "1e9"], "reaches --latency-target 1e+09 ms"),
+        (["--max-latency", "0.5"], "meets --max-latency 0.5 ms on device 'pi5_onnx': the "
+         "fastest of its 6,466 recorded latencies is 0.81275 ms"),
+    ],
+    ids=["energy-target", "latency-target", "max-latency"],
+)  # fmt: skip
+def test_an_impossible_limit_on_a_table_with_gaps_is_refused_before_training(
+    args, message, tmp_path
+):
+    """A table with gaps (the Pi 5's) was not checked: a 1e-9 mJ target trained the supernet,
+    then failed on the derived cell (the same target on the Pixel 3 was refused at once). The
+    cells it lacks are priced by the lookup table fitted on it, as the search prices them."""
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--strategy", "gdas", "--device", "pi5_onnx", "--epochs", "1",
+                   *args, "--out", str(out))  # fmt: skip
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not out.exists()
