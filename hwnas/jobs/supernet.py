@@ -523,8 +523,6 @@ def _derive(
 ) -> _Derived:
     """The strategy's candidates (the derived architecture first), the deployed network's
     predicted-vs-measured report, and the distribution's own argmax."""
-    import torch
-
     s, space = job.settings, job.space
     net, strategy, cost, tdev = t.net, t.strategy, t.cost, t.tdev
     evaluator = SubnetEvaluator(job, net, cost, tdev)
@@ -576,8 +574,8 @@ def _derive(
             )
             + ")"
         )
-    with torch.no_grad():  # the distribution's own argmax, before any target constraint
-        argmax = net.arch([int(torch.argmax(p)) for p in strategy.probs()])
+    # the distribution's own argmax, before any target constraint (singlepath: the thresholds')
+    argmax = net.arch(strategy.argmax_indices())
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
     if not job.device.runs_models:  # a recorded table
         found, _, _ = evaluator._device_cost(argmax, None)

@@ -321,3 +321,21 @@ def test_oneshot_ranks_subnets_by_the_devices_own_values_where_its_table_has_the
     assert np.abs(fitted / table - 1).max() > 0.01  # the fit is not the table
     assert np.allclose([c for _, _, c in strategy.evaluated], table)
     assert strategy.derive() == archs[int(np.argmin(table))]
+
+
+def test_singlepath_derives_the_architecture_its_thresholds_select(digits):
+    """Single-Path NAS reads the network off the hard indicators 1[||w||^2 > t], which its
+    forward pass trains; derive took the argmax of the soft nested probabilities
+    [1 - s1, s1 (1 - s2), s1 s2], "off" at s1 = s2 = 0.55 where the thresholds say "on"."""
+    net = build_supernet("ofa", 10, digits.image_shape, TINY["ofa"][0])
+    sp = SUPERNET_STRATEGIES.get("singlepath")(net, None, {}, total_steps=1)
+    tau = sp.options.sigmoid_tau
+    with torch.no_grad():  # every indicator's sigmoid at 0.55: just above its threshold
+        s = torch.stack(sp._indicators(False))
+        sp.thresholds += tau * (torch.logit(s) - torch.logit(torch.tensor(0.55)))
+    hard = sp.hard_indices()
+    soft = np.array([int(torch.argmax(p)) for p in sp.probs()])
+    assert (hard != soft).sum() >= len(hard) - 1  # all but the resolution disagree
+    assert sp.derive().text == net.arch(hard).text
+    assert list(sp.argmax_indices()) == list(hard)
+    assert sp.derivation["rule"].startswith("the trained thresholds' hard indicators")

@@ -148,10 +148,9 @@ class SupernetStrategy:
         the device's own value where it has one (a recorded table) and else by the lookup
         table with its error margin (:func:`hwnas.supernet.cost.constrained_choice`); what
         was chosen and how is kept in :attr:`derivation`."""
-        with torch.no_grad():
-            logp = [torch.log(p.clamp_min(1e-12)).cpu().numpy() for p in self.probs()]
+        logp = self.decision_scores()
         idx = np.array([int(np.argmax(p)) for p in logp])
-        self.derivation = {"rule": "argmax of every decision"}
+        self.derivation = {"rule": self.argmax_rule}
         if (
             self.hw is not None
             and self.hw.target is not None
@@ -161,7 +160,7 @@ class SupernetStrategy:
             choice = constrained_choice(logp, self.hw.model, self.hw.target, tol)
             idx = choice.indices
             self.derivation = {
-                "rule": f"most probable architecture within ±{tol:.0%} of the target",
+                "rule": f"{self.ranking} architecture within ±{tol:.0%} of the target",
                 "target": self.hw.target,
                 "tolerance": tol,
                 "lut_margin": self.hw.model.margin,
@@ -172,13 +171,30 @@ class SupernetStrategy:
             choice = constrained_choice(logp, self.hw.model, self.hw.limit, at_most=True)
             idx = choice.indices
             self.derivation = {
-                "rule": "most probable architecture within --max-latency",
+                "rule": f"{self.ranking} architecture within --max-latency",
                 "limit": self.hw.limit,
                 "lut_margin": self.hw.model.margin,
                 "argmax_log_prob": float(sum(float(np.max(p)) for p in logp)),
                 **choice.describe(),
             }
         return self.supernet.arch(idx)
+
+    argmax_rule = "argmax of every decision"
+    """How :meth:`derive` reads the architecture off the trained distribution, unconstrained."""
+    ranking = "most probable"
+    """How :meth:`derive` ranks architectures under a target or ``--max-latency``."""
+
+    def decision_scores(self) -> list[np.ndarray]:
+        """Per decision, a score of each candidate (log-probabilities by default, the log of
+        :meth:`probs`): :meth:`derive` takes the best of each, or under a target or limit the
+        architecture of the highest total within it; :meth:`argmax_indices` their argmax."""
+        with torch.no_grad():
+            return [torch.log(p.clamp_min(1e-12)).cpu().numpy() for p in self.probs()]
+
+    def argmax_indices(self) -> np.ndarray:
+        """The trained distribution's own architecture, before any target or limit: the best
+        candidate of each decision by :meth:`decision_scores` (candidate indices, (D,))."""
+        return np.array([int(np.argmax(p)) for p in self.decision_scores()])
 
     def finish(self, score) -> list[Arch]:
         """Candidates to hand out after training, the derived architecture first.

@@ -141,6 +141,26 @@ class SinglePathNas(SupernetStrategy):
         with torch.no_grad():
             self.thresholds.copy_(state["thresholds"])
 
+    argmax_rule = "the trained thresholds' hard indicators 1[||w||^2 > t] of every decision"
+    ranking = "thresholds' own or nearest (fewest decisions changed, then most probable)"
+
     def hard_indices(self) -> np.ndarray:
+        """The architecture the thresholds select, the one the forward pass trains: each
+        decision's choice under the hard indicators 1[||w||^2 > t] (and the resolution's most
+        probable size); candidate indices, (D,)."""
         with torch.no_grad():
             return np.array([int(torch.argmax(p)) for p in self._probs(hard=True)])
+
+    def decision_scores(self) -> list[np.ndarray]:
+        """The paper reads the network off the hard indicators, not the soft nested
+        probabilities (whose argmax says "off" for s1 just above 0.5 while the threshold says
+        "on"): each decision's hard choice scores above every other, by more than any
+        log-probability (a log is at least log(1e-12) = -27.6), and the log-probabilities
+        rank the rest, so :meth:`derive` takes the hard architecture, and under a target the
+        one within it that changes the fewest of its decisions."""
+        hard = self.hard_indices()
+        scores = super().decision_scores()
+        for p, k in zip(scores, hard):
+            p -= 30.0
+            p[k] += 30.0
+        return scores
