@@ -981,12 +981,28 @@ class SubnetEvaluator:
 
 
 def _hw_applied(hw: Any, strategy: Any) -> str:
-    """Where a supernet search's hardware term acted, for ``summary.json``."""
-    if hw.target is None and not hw.weight:
-        return "nowhere: no --latency-target or --latency-weight"
-    if strategy.hw_in_training:
-        return "training (the architecture distribution's expected cost) and derivation"
-    return (
-        f"derivation only: {strategy.name} trains every subnet alike, and the term chooses "
-        "among the subnets its search evaluated"
-    )
+    """Where a supernet search's hardware term and ``--max-latency`` acted, for
+    ``summary.json``: training, where the strategy trains its architecture distribution on the
+    term's expected cost (a target or weight); derivation as its rule says
+    (``strategy.derivation``: constrained by a target or limit, or the argmax alone, which
+    neither enters)."""
+    steered = hw.target is not None or bool(hw.weight)
+    d = getattr(strategy, "derivation", None) or {}
+    rule = d.get("rule", getattr(strategy, "argmax_rule", ""))
+    constrained = "target" in d or "limit" in d
+    if not strategy.hw_in_training:
+        if steered:
+            return (
+                f"derivation only: {strategy.name} trains every subnet alike, and the term "
+                "chooses among the subnets its search evaluated"
+            )
+        if constrained:
+            return f"derivation only: {rule}"
+        return "nowhere: no --latency-target, --latency-weight or --max-latency"
+    parts = ["training (the architecture distribution's expected cost)"] if steered else []
+    if constrained:
+        parts.append(f"derivation ({rule})")
+    if not parts:
+        return "nowhere: no --latency-target, --latency-weight or --max-latency"
+    text = " and ".join(parts)
+    return text if constrained else f"{text}; not derivation ({rule})"
