@@ -801,8 +801,10 @@ class HardwareLoss:
 
     @property
     def active_form(self) -> str:
-        """The form in use: ``form`` in weight mode, else ``additive``."""
-        return self.form if (self.target is None and self.weight is not None) else "additive"
+        """The form in use: ``form`` in weight mode, else ``additive``. A weight of 0 is no
+        term, in every form (the multiplicative ones gave ``alpha * task``: the plain method's
+        loss scaled by 0.2, its architecture weight decay five times as strong)."""
+        return self.form if (self.target is None and self.weight) else "additive"
 
     def objective(self, task: Any, probs: Sequence[Any]) -> tuple[Any, Any]:
         """(architecture objective, hardware part for logging): ``task`` (a scalar tensor) and

@@ -339,3 +339,77 @@ def test_singlepath_derives_the_architecture_its_thresholds_select(digits):
     assert sp.derive().text == net.arch(hard).text
     assert list(sp.argmax_indices()) == list(hard)
     assert sp.derivation["rule"].startswith("the trained thresholds' hard indicators")
+
+
+def test_fbnet_prices_the_gumbel_sample_its_forward_pass_weighs(digits, monkeypatch):
+    """FBNet's latency term is eq. 6 of the paper: each block's latency weighted by the
+    Gumbel-softmax mask m of the same step, not by softmax(alpha) (the expected latency, which
+    hwnas used). And a weight of 0 is no term in the multiplicative form too: it was
+    0.2 * CE (alpha times the task loss), not the plain method's loss."""
+    torch.manual_seed(0)
+    config, _ = TINY["fbnet"]
+    net = build_supernet("fbnet", digits.num_classes, digits.image_shape, config)
+    lut = fit_table_lut(net.space, get_device("pixel3"))
+    uniform = [torch.full((n,), 1.0 / n) for n in net.sizes]
+    hw = HardwareLoss(lut, weight=0.6, reference=float(lut.expected(uniform)), form="fbnet")
+    strategy = SUPERNET_STRATEGIES.get("fbnet")(net, hw, {"warmup": 0.0}, total_steps=4, seed=0)
+    priced, weighed = [], []
+    original_objective, original_loss = hw.objective, strategy.loss
+
+    def objective(task, probs):
+        priced.append([p.detach().clone() for p in probs])
+        return original_objective(task, probs)
+
+    def loss(x, y, path):
+        weighed.append([c.weights.detach().clone() for c in path])
+        return original_loss(x, y, path)
+
+    monkeypatch.setattr(hw, "objective", objective)
+    monkeypatch.setattr(strategy, "loss", loss)
+    x, y = torch.from_numpy(digits.train.x[:8]), torch.from_numpy(digits.train.y[:8])
+    strategy.step((x, y), (x, y))
+    assert len(priced) == 1  # the architecture step: the forward pass just before it
+    softmax = [torch.softmax(a.detach(), -1) for a in strategy.alphas]
+    assert all(torch.allclose(p, w) for p, w in zip(priced[0], weighed[0]))
+    assert not all(torch.allclose(p, s, atol=1e-3) for p, s in zip(priced[0], softmax))
+
+    task = torch.tensor(2.0)
+    off = HardwareLoss(lut, weight=0.0, reference=1.0, form="fbnet")
+    total, _ = off.objective(task, uniform)
+    assert float(total) == pytest.approx(2.0)
+
+
+def test_second_order_darts_takes_the_weight_optimisers_virtual_step(digits, monkeypatch):
+    """DARTS' unrolled weights w' are one step of the weight optimiser (quark0/darts,
+    architect._compute_unrolled_model): w - xi * (momentum * buffer + grad + weight decay * w).
+    hwnas took w - xi * grad, leaving out the momentum and the weight decay its defaults say
+    follow the official code."""
+    torch.manual_seed(0)
+    config, _ = TINY["nasbench201"]
+    net = build_supernet("nasbench201", digits.num_classes, digits.image_shape, config)
+    strategy = SUPERNET_STRATEGIES.get("darts")(net, None, {"order": 2}, total_steps=4, seed=0)
+    x, y = torch.from_numpy(digits.train.x[:16]), torch.from_numpy(digits.train.y[:16])
+    strategy.weight_step(x, y, strategy.soft_path())  # the optimiser holds momentum buffers
+    params = [p for p in net.parameters() if p.requires_grad]
+    group = strategy.w_opt.param_groups[0]
+    xi, momentum, decay = group["lr"], group["momentum"], group["weight_decay"]
+    assert momentum > 0 and decay > 0
+    grads = torch.autograd.grad(
+        strategy.loss(x, y, strategy.soft_path()).float(), params, allow_unused=True
+    )
+    expected = []
+    for p, g in zip(params, grads):
+        buffer = strategy.w_opt.state[p].get("momentum_buffer")
+        step = (0 if g is None else g) + decay * p.detach()
+        step = step + (momentum * buffer if buffer is not None else 0)
+        expected.append(p.detach() - xi * step)
+    seen, original = [], strategy.loss
+
+    def loss(xx, yy, path):
+        seen.append([p.detach().clone() for p in params])
+        return original(xx, yy, path)
+
+    monkeypatch.setattr(strategy, "loss", loss)
+    strategy._second_order(x, y, x, y)
+    unrolled = seen[1]  # the validation loss is taken at w'
+    assert all(torch.allclose(u, e, atol=1e-6) for u, e in zip(unrolled, expected))

@@ -321,13 +321,20 @@ class SupernetStrategy:
             return task, torch.zeros((), device=task.device)
         return self.hw.objective(task, self.probs() if probs is None else probs)
 
-    def arch_step(self, x: torch.Tensor, y: torch.Tensor, path: Path) -> tuple[float, float]:
+    def arch_step(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        path: Path,
+        probs: list[torch.Tensor] | None = None,
+    ) -> tuple[float, float]:
         """One Adam step of the architecture parameters on the task loss combined with the
-        hardware term (no gradient of the weights is computed)."""
+        hardware term (no gradient of the weights is computed); the term's cost is taken under
+        ``probs`` (per decision, (candidates,)), by default :meth:`probs`."""
         self.a_opt.zero_grad(set_to_none=True)
         with self.unsynced():
             task = self.loss(x, y, path).float()
-        total, hw = self.hw_objective(task)
+        total, hw = self.hw_objective(task, probs)
         total.backward(inputs=self.arch_parameters())
         self.a_opt.step()
         return float(task.detach()), float(hw.detach())
@@ -349,6 +356,13 @@ class SupernetStrategy:
                 )
             out.append(Choice(w, tuple(range(len(a)))))
         return self.edge_normalised(out)
+
+    @staticmethod
+    def path_weights(path: Path) -> list[torch.Tensor]:
+        """Per decision, the weight ``path`` gives each candidate, (candidates,): a soft
+        path's mixture weights, a straight-through sample's one-hot (differentiable with
+        respect to the architecture parameters, as the path is)."""
+        return [choice.weights for choice in path]
 
     def hard_choice(self, d: int, tau: float) -> Choice:
         """Straight-through Gumbel-softmax one-hot sample of decision ``d`` (GDAS)."""

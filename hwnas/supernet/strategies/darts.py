@@ -6,7 +6,9 @@ split (bilevel). ``order=1`` uses the first-order approximation; ``order=2`` the
 second-order gradient: grad_alpha L_val(w', alpha) - xi * (grad_alpha L_train(w+) -
 grad_alpha L_train(w-)) / (2 eps) with w' = w - xi grad_w L_train(w) and w+- = w +- eps
 grad_w' L_val(w'), the paper's finite-difference Hessian-vector product (xi = the current weight
-learning rate, eps = 0.01 / ||grad_w' L_val||).
+learning rate, eps = 0.01 / ||grad_w' L_val||). The virtual step is the weight optimiser's, as
+``architect._compute_unrolled_model`` of the official code takes it: w' = w - xi * (momentum *
+its momentum buffer + grad_w L_train(w) + weight decay * w).
 
 Defaults are the paper's (quark0/darts ``train_search.py``, ``architect.py``): weights SGD
 lr 0.025 cosine-annealed to 0.001, momentum 0.9, weight decay 3e-4; architecture Adam lr 3e-4,
@@ -41,16 +43,22 @@ class Darts(SupernetStrategy):
     def _second_order(self, x, y, xv, yv) -> tuple[float, float]:
         net = self.supernet
         params = [p for p in net.parameters() if p.requires_grad]
-        xi = self.w_opt.param_groups[0]["lr"]
+        group = self.w_opt.param_groups[0]
+        xi = group["lr"]
+        momentum, decay = group.get("momentum", 0.0), group.get("weight_decay", 0.0)
         backup = [p.detach().clone() for p in params]
         alphas = self.arch_parameters()
-        # virtual step w' = w - xi * grad_w L_train(w, alpha)
+        # virtual step of the weight optimiser (quark0/darts architect._compute_unrolled_model):
+        # w' = w - xi * (momentum * buffer + grad_w L_train(w, alpha) + weight decay * w)
         path = self.soft_path()
         grads = torch.autograd.grad(self.loss(x, y, path).float(), params, allow_unused=True)
         with torch.no_grad():
             for p, g in zip(params, grads):
-                if g is not None:
-                    p.sub_(xi * g)
+                step = decay * p if g is None else g + decay * p
+                buffer = self.w_opt.state.get(p, {}).get("momentum_buffer")
+                if buffer is not None:
+                    step = step + momentum * buffer
+                p.sub_(xi * step)
         # grad of L_val(w', alpha) w.r.t. alpha and w'
         path = self.soft_path()
         val_loss = self.loss(xv, yv, path).float()

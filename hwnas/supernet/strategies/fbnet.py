@@ -9,7 +9,9 @@ Defaults are the paper's (section 4.1): weights SGD lr 0.1 cosine-annealed, mome
 weight decay 1e-4; architecture Adam lr 0.01, weight decay 5e-4; hardware term the paper's
 multiplicative ``CE * alpha * log(LAT)^beta`` (``hw_form=fbnet``, alpha = ``hw_alpha`` 0.2,
 beta = ``--latency-weight``, the paper's 0.6; :class:`hwnas.supernet.cost.HardwareLoss`).
-``--latency-target`` uses the absolute reward every strategy uses in target mode.
+``--latency-target`` uses the absolute reward every strategy uses in target mode. The term's
+latency is the paper's (eq. 6): each block's latency weighted by the same Gumbel-softmax sample
+``m`` that weighs its output in the step's forward pass, not by softmax(alpha).
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ class FBNetDnas(SupernetStrategy):
         out = {}
         if not self.warming_up:
             xv, yv = val
-            out["arch_loss"], out["hw_loss"] = self.arch_step(xv, yv, self.soft_path(self.tau))
+            path = self.soft_path(self.tau)  # LAT(a) = sum over blocks of m * LAT(block)
+            out["arch_loss"], out["hw_loss"] = self.arch_step(
+                xv, yv, path, self.path_weights(path)
+            )
         out["loss"] = self.weight_step(x, y, self.soft_path(self.tau))
         self.steps += 1
         return out
