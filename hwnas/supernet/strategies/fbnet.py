@@ -34,9 +34,7 @@ class FBNetDnas(SupernetStrategy):
         if not self.warming_up:
             xv, yv = val
             path = self.soft_path(self.tau)  # LAT(a) = sum over blocks of m * LAT(block)
-            out["arch_loss"], out["hw_loss"] = self.arch_step(
-                xv, yv, path, self.path_weights(path)
-            )
+            out["arch_loss"], out["hw_loss"] = self.arch_step(xv, yv, path, self.path_weights(path))
         out["loss"] = self.weight_step(x, y, self.soft_path(self.tau))
         self.steps += 1
         return out
