@@ -5,11 +5,16 @@ Three sources, chosen by :func:`load_data`'s ``spec``:
 - ``digits``: scikit-learn's bundled handwritten digits (1,797 8x8 grayscale images, 10
   classes; Alpaydin & Kaynak, UCI). Pixel values 0..16 are scaled to [0, 1], the images are
   upsampled (bilinear) to ``image_size`` and repeated to 3 channels so that the search spaces'
-  RGB stems apply unchanged.
+  RGB stems apply unchanged (kept gray for networks that take 1 channel).
 - a CIFAR-10/100 folder in the standard python-pickle layout (``cifar-10-batches-py`` with
   ``data_batch_1..5``/``test_batch``, or ``cifar-100-python`` with ``train``/``test``).
 - a class-per-folder image directory (``PATH/<class>/<image>``, any format PIL reads), resized
-  to ``image_size`` x ``image_size`` RGB.
+  to ``image_size`` x ``image_size`` RGB (grayscale, PIL's mode ``L``, for networks that take 1
+  channel).
+
+The images have the channel count the networks take (``channels``: 3, or 1 for a space whose
+input shape is (1, H, W)); CIFAR's RGB images become gray by ITU-R 601-2 luma, as PIL's
+``convert("L")`` and torchvision's ``Grayscale`` do.
 
 Every source is split into train / validation / test by a fixed seed (CIFAR keeps its own test
 set). The bilevel strategies (DARTS, GDAS, FBNet, ProxylessNAS) train weights on ``train`` and
@@ -37,7 +42,7 @@ class Split:
     """Images and labels of one split.
 
     Attributes:
-        x: float32 images, shape (N, 3, H, W), normalised.
+        x: float32 images, shape (N, C, H, W) (C 3, or 1 for gray data), normalised.
         y: int64 labels, shape (N,).
     """
 
@@ -102,7 +107,7 @@ def check_input_shape(
     """Refuse data whose inputs the space's networks cannot take.
 
     Args:
-        data: the loaded splits (images, (N, 3, H, W)).
+        data: the loaded splits (images, (N, C, H, W)).
         shape: the space's input shape without the batch axis ((C, H, W), (C, L), (F,)).
         space: the space's name (for the message).
         exact: the whole shape must match; else only the rank and the channel count (a
@@ -122,12 +127,20 @@ def check_input_shape(
         )
 
 
+def input_channels(shape: tuple[int, ...]) -> int:
+    """The image channels :func:`load_data` should hand networks of input ``shape`` ((C, H, W)
+    without the batch axis): 1 for (1, H, W), else 3 (other shapes are refused by
+    :func:`check_input_shape`)."""
+    return 1 if len(shape) == 3 and int(shape[0]) == 1 else 3
+
+
 def load_data(
     spec: str,
     seed: int = 0,
     image_size: int = 16,
     fractions: tuple[float, float] = (0.2, 0.2),
     limit: int | None = None,
+    channels: int = 3,
 ) -> DataSplits:
     """Load and split a dataset.
 
@@ -139,13 +152,18 @@ def load_data(
         fractions: (validation, test) fractions of the data (for CIFAR: validation fraction of
             its training set; its own test set is kept).
         limit: keep at most this many images in total before splitting (quick runs, tests).
+        channels: 3 (RGB; gray digits repeated) or 1 (gray: image folders read as PIL mode
+            ``L``, CIFAR converted by luma); :func:`input_channels` gives it for a space.
 
     Returns:
         The normalised :class:`DataSplits`.
 
     Raises:
         HwnasError: an unknown name, a missing folder, or a folder with no readable images.
+        ValueError: ``channels`` other than 1 or 3.
     """
+    if channels not in (1, 3):
+        raise ValueError(f"channels must be 1 or 3, not {channels!r}")
     if spec == "digits":
         x, y, classes, source = _digits()
         name, test = "digits", None
@@ -166,8 +184,10 @@ def load_data(
         if cifar is not None:
             name, x, y, test, classes = cifar
             image_size = 32
+            if channels == 1:
+                x, test = _luma(x), (_luma(test[0]), test[1])
         else:
-            x, y, classes = _image_folder(path, image_size)
+            x, y, classes = _image_folder(path, image_size, channels)
             name, test = path.name, None
         source = str(path)
     rng = np.random.default_rng(seed)
@@ -192,7 +212,7 @@ def load_data(
     if len(train_idx) < 2:
         raise HwnasError(f"--data '{spec}' has too few images ({len(y)}) to split")
     xtr = x[train_idx]
-    prep = _Preprocess(xtr, image_size if name == "digits" else None)
+    prep = _Preprocess(xtr, image_size if name == "digits" else None, channels)
     splits = DataSplits(
         name=name,
         source=source,
@@ -205,18 +225,20 @@ def load_data(
     )
     if name == "digits":
         splits.notes["adaptation"] = (
-            f"8x8 grayscale scaled to [0,1], bilinear upsampling to {image_size}x{image_size}, "
-            "repeated to 3 channels"
+            f"8x8 grayscale scaled to [0,1], bilinear upsampling to {image_size}x{image_size}"
+            + (", repeated to 3 channels" if channels == 3 else ", 1 channel")
         )
     splits.preprocessing = prep.describe(name, splits.image_shape)
     return splits
 
 
 class _Preprocess:
-    """(N, C, H, W) float images in [0, 1] -> resized (digits) and normalised float32."""
+    """(N, C, H, W) float images in [0, 1] -> resized (digits), gray repeated to ``channels``
+    and normalised float32."""
 
-    def __init__(self, train: np.ndarray, digits_size: int | None):
+    def __init__(self, train: np.ndarray, digits_size: int | None, channels: int = 3):
         self.size = digits_size
+        self.channels = channels
         x = self._resize(train)
         self.mean = x.mean(axis=(0, 2, 3), keepdims=True)
         self.std = x.std(axis=(0, 2, 3), keepdims=True) + 1e-6
@@ -239,7 +261,7 @@ class _Preprocess:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = self._resize(x)
-        if x.shape[1] == 1:
+        if x.shape[1] == 1 and self.channels == 3:
             x = np.repeat(x, 3, axis=1)
         mean, std = self._stats(x.shape[1])
         return ((x - mean) / std).astype(np.float32)
@@ -250,17 +272,19 @@ class _Preprocess:
         size = [int(image_shape[1]), int(image_shape[2])]
         mean_l = [round(float(v), 6) for v in mean.reshape(-1)]
         std_l = [round(float(v), 6) for v in std.reshape(-1)]
+        gray = int(image_shape[0]) == 1
         if name == "digits":
-            scale, order = "pixel / 16 (digits are 0..16)", "gray repeated to RGB"
+            scale = "pixel / 16 (digits are 0..16)"
+            order = "gray" if gray else "gray repeated to RGB"
             resize = f"bilinear 8x8 -> {size[0]}x{size[1]} (torch, align_corners=False)"
-            steps = [scale, resize, "repeat the gray channel 3 times"]
+            steps = [scale, resize] + ([] if gray else ["repeat the gray channel 3 times"])
         elif name in ("cifar10", "cifar100"):
-            scale, order, resize = "pixel / 255", "RGB", "none (32x32 images)"
-            steps = [scale]
+            scale, order, resize = "pixel / 255", "gray" if gray else "RGB", "none (32x32 images)"
+            steps = [scale] + (["gray = 0.299 R + 0.587 G + 0.114 B (ITU-R 601-2)"] if gray else [])
         else:
-            scale, order = "pixel / 255", "RGB"
+            scale, order = "pixel / 255", "gray" if gray else "RGB"
             resize = f"PIL bilinear to {size[0]}x{size[1]}"
-            steps = ["convert to RGB", resize, scale]
+            steps = ["convert to L (gray)" if gray else "convert to RGB", resize, scale]
         steps += ["(x - mean) / std per channel", "float32, NCHW"]
         return {
             "layout": "NCHW",
@@ -468,9 +492,18 @@ def _cifar(path: Path):
     return None
 
 
-def _image_folder(path: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _luma(x: np.ndarray) -> np.ndarray:
+    """(N, 3, H, W) RGB in [0, 1] -> (N, 1, H, W) gray by ITU-R 601-2 luma (PIL's ``L``)."""
+    w = np.asarray([0.299, 0.587, 0.114], dtype=x.dtype).reshape(1, 3, 1, 1)
+    return (x * w).sum(axis=1, keepdims=True)
+
+
+def _image_folder(
+    path: Path, size: int, channels: int = 3
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     from PIL import Image
 
+    mode = "L" if channels == 1 else "RGB"
     classes = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
     if len(classes) < 2:
         raise HwnasError(
@@ -489,8 +522,9 @@ def _image_folder(path: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[s
                 with warnings.catch_warnings():
                     warnings.simplefilter("error", Image.DecompressionBombWarning)
                     with Image.open(f) as im:
-                        im = im.convert("RGB").resize((size, size), Image.BILINEAR)
-                xs.append(np.asarray(im, dtype=np.float32).transpose(2, 0, 1) / 255.0)
+                        im = im.convert(mode).resize((size, size), Image.BILINEAR)
+                a = np.asarray(im, dtype=np.float32) / 255.0
+                xs.append(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
             except (OSError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
                 raise HwnasError(f"cannot read image {f}: {exc}") from None
             ys.append(label)

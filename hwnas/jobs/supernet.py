@@ -183,7 +183,7 @@ def prepare(
             without the metric or without a table for the space; under torchrun, a
             ``--batch-size`` that the processes cannot share.
     """
-    from hwnas.datasets import check_input_shape, load_data
+    from hwnas.datasets import check_input_shape, input_channels, load_data
     from hwnas.distributed import check_gpus, check_processes, local_processes, ranks_from_env
     from hwnas.supernet import check_supernet
 
@@ -225,13 +225,15 @@ def prepare(
             f"patch embedding needs images of at least {need}x{need} pixels"
         )
     image_size = settings.job.image_size or space.proxy_input_side(settings.dataset)
+    shape = space.dataset(settings.dataset).input_shape
     data = load_data(
         settings.data,
         seed=settings.job.data_seed,
         image_size=image_size,
         limit=settings.job.limit or None,
+        channels=input_channels(shape),
     )
-    check_input_shape(data, space.dataset(settings.dataset).input_shape, space.name, exact=False)
+    check_input_shape(data, shape, space.name, exact=False)
     problem = open_problem(settings, space, device, storage, store_path)
     return PreparedSupernetSearch(
         settings, space, device, problem.profiler, data, problem.storage_url, problem.storage

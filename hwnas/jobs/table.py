@@ -344,10 +344,12 @@ def _function_data(settings: SearchSettings, space: SearchSpace) -> Any:
         return None
     if settings.accuracy is None:
         raise HwnasError("--data applies to --accuracy (or --train-zoo) in a table search")
-    from hwnas.datasets import check_input_shape, load_data
+    from hwnas.datasets import check_input_shape, input_channels, load_data
 
     shape = space.dataset(settings.dataset).input_shape
-    data = load_data(settings.data, seed=settings.seed, image_size=shape[-1])
+    data = load_data(
+        settings.data, seed=settings.seed, image_size=shape[-1], channels=input_channels(shape)
+    )
     check_input_shape(data, shape, space.name)  # a Conv1d model and images: before any trial
     return data
 

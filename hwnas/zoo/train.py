@@ -167,11 +167,11 @@ class ZooTrainer:
         settings.check()
         recipe = recipe_for(space.name)
         spec = space.dataset(dataset)
-        from hwnas.datasets import check_input_shape, load_data
+        from hwnas.datasets import check_input_shape, input_channels, load_data
 
         data = load_data(
             settings.data, seed=settings.data_seed, image_size=spec.input_shape[-1],
-            limit=settings.limit,
+            limit=settings.limit, channels=input_channels(spec.input_shape),
         )  # fmt: skip
         check_input_shape(data, spec.input_shape, space.name)
         device = settings.torch_device or _default_device()
