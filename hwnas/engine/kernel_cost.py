@@ -57,6 +57,42 @@ class KernelCostModel(CostModel):
         return self.predictor.interval(self.predictor.estimate(arch), arch.space)
 
 
+class WholeSpaceCostModel(CostModel):
+    """Latency (ms) of every network of a space too small to calibrate the kernel-level
+    predictor on (fewer architectures than :data:`hwnas.predictors.base.MIN_CALIBRATION`),
+    each measured at deployment size on a live device: exact values, no predictor.
+
+    Args:
+        space: the search space.
+        archs: every architecture of the space.
+        values: their measured latencies (ms), in the same order.
+        device: the device's name (for :attr:`source`).
+    """
+
+    metric = "latency_ms"
+
+    def __init__(self, space: SearchSpace, archs: Sequence[Arch], values: np.ndarray, device: str):
+        self.values = {a.text: float(v) for a, v in zip(archs, values)}
+        self.deployment = _deployment(space)
+        self.source = f"measured:{device}:{self.deployment}"
+        self.fit = {
+            "deployment": self.deployment,
+            "networks": len(self.values),
+            "calibration": f"every network of the space measured on {device} (too few to "
+            "calibrate a predictor on)",
+        }
+        self.reference = (list(archs), np.asarray(values, dtype=np.float64))
+
+    def predict(self, archs: Sequence[Arch]) -> tuple[np.ndarray, np.ndarray]:
+        mean = np.array([self.values.get(a.text, np.nan) for a in archs], dtype=np.float64)
+        return mean, np.zeros(len(mean))
+
+    def interval(self, arch: Arch) -> tuple[float, float, float, str]:
+        """(low, mean, high, warning): the measured value three times (exact)."""
+        v = self.values.get(arch.text, float("nan"))
+        return v, v, v, ""
+
+
 def _deployment(space: SearchSpace) -> str:
     ds = space.reference_dataset
     return f"{ds} {'x'.join(map(str, space.dataset(ds).input_shape))}"
@@ -88,19 +124,38 @@ def kernel_model(request: CostRequest) -> CostModel:
     table on its predictions of those and :data:`SAMPLES` more architectures
     (:func:`hwnas.supernet.cost.lut_of`).
 
+    A space of fewer architectures than :data:`hwnas.predictors.base.MIN_CALIBRATION` (its
+    reference set is all of them) calibrates no predictor: its networks are measured and
+    their values are the cost (:class:`WholeSpaceCostModel`).
+
     Raises:
-        HwnasError: not latency, a device that does not run ONNX Runtime models, or a space
-            without a reference set.
+        HwnasError: not latency, a device that does not run ONNX Runtime models, a space
+            without a reference set, or one whose reference set is too small to calibrate on
+            and is not the whole space (before any measurement).
     """
     from hwnas.measure import arch_workload
+    from hwnas.predictors.base import MIN_CALIBRATION
     from hwnas.predictors.kernels.device import calibration_networks, kernel_predictor
 
     space, device, profiler = request.space, request.device, request.profiler
     check_kernel_cost(device, request.metric)
     log = request.extra.get("log") or (lambda _m: None)
     refs = space.reference_archs()
-    log(f"kernel-level cost: the {len(refs)} reference networks of {space.name} at deployment "
-        f"size ({_deployment(space)}), measured once and kept in the store")  # fmt: skip
+    whole = len(refs) < MIN_CALIBRATION
+    if whole and len(refs) < space.num_architectures():
+        raise HwnasError(
+            f"space '{space.name}' has {len(refs)} reference networks, fewer than the "
+            f"{MIN_CALIBRATION} the kernel-level cost model is calibrated on: use --set "
+            "cost=flops (or cost=measured)"
+        )
+    if whole:
+        log(f"kernel-level cost: space {space.name} has {len(refs)} networks, too few to "
+            f"calibrate a predictor on: each is measured at deployment size "
+            f"({_deployment(space)}) and its value is the cost")  # fmt: skip
+    else:
+        log(f"kernel-level cost: the {len(refs)} reference networks of {space.name} at "
+            f"deployment size ({_deployment(space)}), measured once and kept in the "
+            "store")  # fmt: skip
     on_measured = request.extra.get("on_measured")
     ref_values = np.zeros(len(refs))
     for i, a in enumerate(refs):
@@ -108,6 +163,8 @@ def kernel_model(request: CostRequest) -> CostModel:
                                          "latency_ms", allow_flagged=True).value  # fmt: skip
         if on_measured:
             on_measured(f"reference network {i + 1}/{len(refs)}")
+    if whole:
+        return WholeSpaceCostModel(space, refs, ref_values, device.name)
     kp, note = kernel_predictor(
         profiler, on_kernel=on_measured and (lambda k: on_measured(f"kernel {k.label}"))
     )

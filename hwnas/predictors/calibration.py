@@ -355,22 +355,30 @@ def calibration_archs(
     reference set, HELP's 10 architectures, so one set measured once serves every predictor),
     ``active`` (greedy D-optimal design for the meta-learned predictor that will be calibrated
     on them: ``predictor``, default the space's artifact), ``nasflat`` (NASFLAT's sampler) or
-    ``random``; ``n`` of them (``reference``: its first ``n``, then random others).
+    ``random``; ``n`` of them (``reference``: its first ``n``, then random others). A space
+    of at most ``n`` architectures (fewer than the reference set's 10) has them all as its
+    reference set: ``reference`` with any ``n`` from their count up gives them.
 
     Raises:
         UnknownNameError: an unknown selector.
-        HwnasError: another selector than the reference set with ``n`` 10 on a space whose
-            architectures cannot be listed, ``n`` out of range, or no predictor artifact.
+        HwnasError: another selector than the reference set with its own count on a space
+            whose architectures cannot be listed, ``n`` out of range, or no predictor artifact.
     """
     from hwnas.predictors.selection import select as pick
 
-    if select == "reference" and n == len(space.reference_archs()):
-        return reference_archs(space)
+    if select == "reference":
+        refs = reference_archs(space)
+        if n == len(refs) or (n > len(refs) and len(refs) >= space.num_architectures()):
+            return refs
     indexed = ability(space, IndexedSpace)
     if indexed is None:
+        try:
+            own = f"--select reference -n {len(reference_archs(space))}"
+        except HwnasError:
+            own = "--select reference"
         raise HwnasError(
             f"--select {select} -n {n} picks among every architecture of the space; space "
-            f"'{space.name}' cannot list them (its reference set is --select reference -n 10)"
+            f"'{space.name}' cannot list them (its reference set is {own})"
         )
     options: dict = {}
     if select == "active":

@@ -337,13 +337,14 @@ def fit_lut(
     refitted on all pairs.
 
     Raises:
-        HwnasError: fewer pairs than needed or non-finite values.
+        HwnasError: fewer than 3 pairs (unless they are every architecture of a space of 1 or
+            2) or non-finite values.
     """
     values = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(values) & (values > 0)
     archs = [a for a, k in zip(archs, ok) if k]
     values = values[ok]
-    if len(values) < 3:
+    if len(values) < 3 and len({a.text for a in archs}) < space.num_architectures():
         raise HwnasError(f"need at least 3 measured architectures to fit a cost model for {metric}")
     terms = lut_terms(space, pairs=len(values))
     lut = MultilinearLUT(space, terms, np.zeros(len(terms)), 0.0, metric, source)
