@@ -70,8 +70,8 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     is a ZOO_DIR; anything else is an ARCH (quote one that holds spaces).
 
     Each entry gets weights.pt, model.onnx, the measured test accuracy (the benchmark's table
-    accuracy beside it), README.md, card.json and test_data_set_0/ (check with
-    `hwnas zoo verify`).
+    accuracy beside it, or the search's accuracy function's value), README.md, card.json and
+    test_data_set_0/ (check with `hwnas zoo verify`).
     """
     from hwnas.cli.render import Console
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
@@ -129,9 +129,12 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     for task, card in zip(plan.tasks, cards):
         acc, training = card["accuracy"], card["training"]
         table = card.get("table_accuracy")
-        beside = (
-            f"; benchmark {table['value']:.2f}% on {card['benchmark_dataset']}" if table else ""
-        )
+        if not table:
+            beside = ""
+        elif table.get("kind") == "function":  # the user's score of the architecture
+            beside = f"; the search's accuracy function gave {table['value']:.2f}%"
+        else:
+            beside = f"; benchmark {table['value']:.2f}% on {card['benchmark_dataset']}"
         chance = card["chance_level"]
         flag = (
             f"; CHANCE-LEVEL (chance {chance['chance_accuracy']:g}%): it learnt nothing of the "

@@ -242,7 +242,8 @@ def show_cmd(ref, storage, as_json):
          f"  [{row['accuracy_source']}]{chance}")  # fmt: skip
     bench = e.get("table_accuracy")
     if bench:
-        line(f"          benchmark table: {bench['value']:.2f}%  [{bench.get('source', '')}]")
+        what = "search's function" if bench.get("kind") == "function" else "benchmark table"
+        line(f"          {what}: {bench['value']:.2f}%  [{bench.get('source', '')}]")
     w = e.get("weights") or {}
     line(f"weights   {row['weights']}" + (f": {w.get('note')}" if w.get("note") else ""))
     for device, metrics in (e.get("devices") or {}).items():

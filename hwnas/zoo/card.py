@@ -42,6 +42,21 @@ LICENSE_NOTE = (
     "comes from its search space's benchmark (see NOTICE of hwnas); weights trained on your "
     "data are subject to that data's terms as well."
 )
+OWN_SPACE_LICENSE_NOTE = (
+    "MIT, the licence of hwnas, which built and exported this network. The architecture "
+    "comes from search space {space}, not from data hwnas ships; weights trained on your "
+    "data are subject to that data's terms as well."
+)
+"""The licence note of a network of a space without a benchmark (a user's space file):
+:data:`LICENSE_NOTE` would point at a NOTICE that names none of its data."""
+
+
+def license_note(space: str, benchmark: bool) -> str:
+    """The card's ``license_note`` for a network of ``space``: :data:`LICENSE_NOTE` where the
+    space comes from a benchmark hwnas ships data of (NOTICE), else
+    :data:`OWN_SPACE_LICENSE_NOTE`."""
+    return LICENSE_NOTE if benchmark else OWN_SPACE_LICENSE_NOTE.format(space=space)
+
 
 BENCHMARK_PREPROCESSING: dict[str, dict[str, Any]] = {
     # AutoDL-Projects (NAS-Bench-201's code), xautodl/datasets/get_dataset_with_transform.py
@@ -165,6 +180,7 @@ def card_for(
     trial: int | None = None,
     build: dict[str, Any] | None = None,
     task: str | None = None,
+    license_note: str = LICENSE_NOTE,
 ) -> dict[str, Any]:
     """The card of one entry (``card.json`` without ``files``; :func:`hwnas.zoo.entry.
     write_entry` adds the checksums).
@@ -188,7 +204,8 @@ def card_for(
             other inputs ``layout``, ``size`` (the input without batch), ``scale``, ``mean``
             and ``std`` (one per channel, or per feature of an (N, F) input; None: no
             normalisation known), ``steps``, ``source``.
-        accuracy: ``value`` (%), ``source``, ``split``, ``kind`` (measured | benchmark table).
+        accuracy: ``value`` (%), ``source``, ``split``, ``kind`` (measured | benchmark table |
+            function: what the search's accuracy function returned, which has no ``split``).
         weights: ``kind`` (trained | random), ``note``, ``file`` (``weights.pt`` or None).
         devices: device -> metric -> {``value``, ``source``}, the search's device first.
         devices_note: what network the device numbers are for.
@@ -207,6 +224,7 @@ def card_for(
             which :func:`hwnas.zoo.load` compares with the space's now.
         task: what the network does, as its space declares it (``SearchSpace.task``); None:
             :func:`input_task` of ``input_shape``.
+        license_note: the licence in words (:func:`license_note`).
     """
     layout, axes = input_layout(input_shape)
     card: dict[str, Any] = {
@@ -245,7 +263,7 @@ def card_for(
         "devices": devices,
         "devices_note": devices_note,
         "license": LICENSE,
-        "license_note": LICENSE_NOTE,
+        "license_note": license_note,
         "tools": tool_versions(),
         "study": study,
         "trial": trial,
@@ -447,7 +465,8 @@ def _body(card: dict[str, Any]) -> str:
         ]
     lines += ["## Accuracy", "", "| top-1 % | data | where the number comes from |"]
     lines.append("|---|---|---|")
-    lines.append(f"| {acc['value']:.2f} | {card['dataset']} ({acc['split']}) | {acc['source']} |")
+    split = f" ({acc['split']})" if acc.get("split") else ""
+    lines.append(f"| {acc['value']:.2f} | {card['dataset']}{split} | {acc['source']} |")
     table = card.get("table_accuracy")
     if table:
         lines.append(f"| {table['value']:.2f} | {card['benchmark_dataset']} | {table['source']} |")

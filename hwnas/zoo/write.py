@@ -2,8 +2,9 @@
 
 Three kinds of entries, each a :func:`hwnas.zoo.entry.write_entry` folder:
 
-- random weights (table search): the benchmark's network with hwnas's seeded weights, its
-  accuracy the benchmark's; exported once per model hash (:mod:`hwnas.export_cache`);
+- random weights (table search): the space's network with hwnas's seeded weights, its
+  accuracy the benchmark's (or, with the user's accuracy function, what that returned for the
+  architecture, said as such); exported once per model hash (:mod:`hwnas.export_cache`);
 - trained by :class:`hwnas.zoo.train.ZooTrainer` (``--train-zoo``, ``hwnas train``): the
   measured test accuracy, the benchmark's beside it;
 - trained by a supernet search (inherited, fine-tuned weights handed in as ``trained``).
@@ -37,6 +38,7 @@ from hwnas.zoo.card import (
     card_for,
     input_layout,
     is_chance_level,
+    license_note,
 )
 from hwnas.zoo.entry import write_entry
 
@@ -438,24 +440,54 @@ def _write_one(
         model, card = subnet_entry(space, arch, s.dataset, name, r, own, devices, found)
     elif trainer is not None:
         log(f"training {i + 1}/{n}: {r.arch}")
-        table = {
-            "value": r.accuracy,
-            "source": r.attrs.get("accuracy_source", ""),
-            "split": "test",
-            "kind": "benchmark table",
-        }
+        table = search_accuracy(r)
         model, card = trained_entry(trainer, arch, name, devices, table, found)
         log(f"  test accuracy {card['accuracy']['value']:.2f}% on {card['dataset']}")
     else:
-        accuracy = {
-            "value": r.accuracy,
-            "source": r.attrs.get("accuracy_source", ""),
-            "split": "test",
-            "kind": "benchmark table",
-        }
+        accuracy = search_accuracy(r)
         model, card = random_entry(space, arch, s.dataset, name, accuracy, devices, found)
     write_entry(folder / name, model, card)
     return f"{name}/{CARD_FILE}"
+
+
+FUNCTION_PREFIX = "function:"
+"""How the ``accuracy_source`` of a score by the user's accuracy function begins
+(:meth:`hwnas.engine.evaluate.FunctionEvaluator.source`)."""
+
+
+def search_accuracy(r: TrialRecord) -> dict[str, Any]:
+    """The card's ``accuracy`` of a table search's trial ``r``: the benchmark table's test
+    accuracy (``kind`` "benchmark table", ``split`` "test"), or what the user's accuracy
+    function returned (``kind`` "function", no split: the function's own evaluation)."""
+    source = str(r.attrs.get("accuracy_source", ""))
+    if source.startswith(FUNCTION_PREFIX):
+        return {"value": r.accuracy, "source": source, "kind": "function"}
+    return {"value": r.accuracy, "source": source, "split": "test", "kind": "benchmark table"}
+
+
+def has_benchmark(space: SearchSpace) -> bool:
+    """Whether ``space``'s networks come from a benchmark hwnas ships data of (NOTICE): an
+    accuracy table, or a shipped device's recorded table; a user's space file has none."""
+    from hwnas.devices import recorded_tables
+    from hwnas.spaces import TabulatedSpace, ability
+
+    if ability(space, TabulatedSpace) is not None:
+        return True
+    return any(True for _ in recorded_tables(space.name, "latency_ms", shipped=True))
+
+
+_EXPLAINED = ("the benchmark's:", "the search's accuracy function's value")
+"""What :func:`_accuracy_note` begins with: a source that holds one says what it is already."""
+
+
+def _accuracy_note(accuracy: dict[str, Any] | None, dataset: str) -> str:
+    """What the accuracy of a search's trial is of, for notes on other weights."""
+    if accuracy is not None and accuracy.get("kind") == "function":
+        return (
+            "the search's accuracy function's value, of the network it was handed, not of "
+            "these weights"
+        )
+    return f"the benchmark's: this architecture trained with its recipe on {dataset}"
 
 
 def device_costs(
@@ -490,11 +522,18 @@ def device_costs(
 def _benchmark_note(space: SearchSpace, dataset: str, classes: int | None = None) -> str:
     spec = space.dataset(dataset)
     shape = "x".join(map(str, spec.input_shape))
-    note = (
-        f"Device values are for the benchmark's {space.name} network for {dataset} (input "
-        f"{shape}, {spec.num_classes} classes), as each source names: recorded tables hold the "
-        "benchmark's measurements, live devices hwnas's measurement of the same network."
-    )
+    if has_benchmark(space):
+        note = (
+            f"Device values are for the benchmark's {space.name} network for {dataset} (input "
+            f"{shape}, {spec.num_classes} classes), as each source names: recorded tables hold "
+            "the benchmark's measurements, live devices hwnas's measurement of the same network."
+        )
+    else:
+        note = (
+            f"Device values are for space {space.name}'s network of this architecture for "
+            f"{dataset} (input {shape}, {spec.num_classes} classes), as each source names: "
+            "live devices hwnas's measurement of it, recorded tables their author's."
+        )
     if classes is not None and classes != spec.num_classes:
         note += (
             f" This model has the same layers but a {classes}-class classifier (instead of "
@@ -510,13 +549,14 @@ def channel_order(channels: int) -> str:
 
 
 def benchmark_preprocessing(
-    dataset: str, shape: tuple[int, ...], spec_shape: tuple[int, ...]
+    dataset: str, shape: tuple[int, ...], spec_shape: tuple[int, ...], benchmark: bool = True
 ) -> dict[str, Any]:
     """The card's preprocessing of a random-weight network of ``dataset`` taking ``shape``
     (batch first; ``spec_shape``: the dataset's input without batch): for images the
     benchmark's per-channel statistics (:data:`BENCHMARK_PREPROCESSING`, where they are of as
     many channels, else mean 0 and std 1 per channel), for other inputs
-    :func:`unrecorded_preprocessing` (a space declares no statistics of them)."""
+    :func:`unrecorded_preprocessing` (a space declares no statistics of them); ``benchmark``
+    False: a space without a benchmark (:func:`has_benchmark`), resized to its input size."""
     if len(shape) != 4:
         return unrecorded_preprocessing(shape)
     channels = int(shape[1])
@@ -528,7 +568,8 @@ def benchmark_preprocessing(
         "channel_order": channel_order(channels),
         "size": list(spec_shape[1:]),
         "scale": "pixel / 255",
-        "resize": f"to {spec_shape[1]}x{spec_shape[2]} as the benchmark does",
+        "resize": f"to {spec_shape[1]}x{spec_shape[2]} "
+        + ("as the benchmark does" if benchmark else "(the space's input size)"),
         "mean": [round(v, 6) for v in stats.get("mean", [0.0] * channels)],
         "std": [round(v, 6) for v in stats.get("std", [1.0] * channels)],
         "steps": ["pixel / 255", "(x - mean) / std per channel", "float32, NCHW"],
@@ -571,13 +612,26 @@ def random_entry(
     devices: dict[str, dict[str, dict[str, Any]]],
     found: dict[str, Any],
 ) -> tuple[ExportedModel, dict[str, Any]]:
-    """A random-weight entry: the benchmark's network for ``dataset`` with hwnas's seeded
-    weights (from the export cache when exported before)."""
+    """A random-weight entry: the space's network for ``dataset`` with hwnas's seeded weights
+    (from the export cache when exported before); ``accuracy`` (:func:`search_accuracy`) is
+    the benchmark's for the architecture, or the search's accuracy function's, and the card
+    says which."""
     from hwnas.export_cache import WEIGHT_SEED
 
     model, _cached = random_weights(space, arch, dataset)
     spec = space.dataset(dataset)
-    preprocessing = benchmark_preprocessing(dataset, tuple(model.input_shape), spec.input_shape)
+    benchmark = has_benchmark(space)
+    preprocessing = benchmark_preprocessing(
+        dataset, tuple(model.input_shape), spec.input_shape, benchmark
+    )
+    if accuracy.get("kind") == "function":
+        of = (
+            f"the accuracy is what the search's accuracy function returned for this "
+            f"architecture ({accuracy['source']}: a network it was handed, built with its own "
+            "seed, not these weights)"
+        )
+    else:
+        of = "the accuracy is the benchmark's for this architecture trained with its recipe"
     card = card_for(
         name=name,
         space=space.name,
@@ -599,14 +653,14 @@ def random_entry(
         weights={
             "kind": "random",
             "note": (
-                f"random initialisation (torch seed {WEIGHT_SEED}): the accuracy is the "
-                "benchmark's for this architecture trained with its recipe; train before use "
+                f"random initialisation (torch seed {WEIGHT_SEED}): {of}; train before use "
                 "(`hwnas train THIS_FOLDER --data ...`)"
             ),
             "file": None,
         },
         devices=devices,
         devices_note=_benchmark_note(space, dataset),
+        license_note=license_note(space.name, benchmark),
         test_label=None,
         build={
             "kind": "space",
@@ -643,15 +697,12 @@ def trained_entry(
     if (
         table_accuracy is not None
         and not table_explained
-        and "the benchmark's:" not in table_accuracy["source"]
+        and not any(m in table_accuracy["source"] for m in _EXPLAINED)
     ):
-        table_accuracy = {
-            **table_accuracy,
-            "source": (
-                f"{table_accuracy['source']} (the benchmark's: this architecture trained with "
-                f"its recipe on {trainer.dataset}, not these weights)"
-            ),
-        }
+        beside = _accuracy_note(table_accuracy, trainer.dataset)
+        if table_accuracy.get("kind") != "function":
+            beside += ", not these weights"
+        table_accuracy = {**table_accuracy, "source": f"{table_accuracy['source']} ({beside})"}
     applied = t.training["applied"]
     card = card_for(
         name=name,
@@ -684,6 +735,7 @@ def trained_entry(
         },
         devices=devices,
         devices_note=_benchmark_note(space, trainer.dataset, data.num_classes),
+        license_note=license_note(space.name, has_benchmark(space)),
         table_accuracy=table_accuracy,
         training=t.training,
         test_label=t.test_label,
@@ -774,6 +826,7 @@ def subnet_entry(
         weights={"kind": "trained", "note": own["weights"], "file": WEIGHTS_FILE},
         devices=devices,
         devices_note=_subnet_devices_note(r),
+        license_note=license_note(space.name, has_benchmark(space)),
         table_accuracy=table,
         test_label=label,
         build=build,
