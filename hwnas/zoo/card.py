@@ -51,11 +51,29 @@ OWN_SPACE_LICENSE_NOTE = (
 :data:`LICENSE_NOTE` would point at a NOTICE that names none of its data."""
 
 
-def license_note(space: str, benchmark: bool) -> str:
-    """The card's ``license_note`` for a network of ``space``: :data:`LICENSE_NOTE` where the
-    space comes from a benchmark hwnas ships data of (NOTICE), else
+OWN_MODEL_LICENSE_NOTE = (
+    "Unknown to hwnas: the architecture and its weights derive from the model made elastic as "
+    "search space {space} (hwnas.elastic), whose licence applies; hwnas cut it to this subnet "
+    "and exported it."
+)
+"""The licence note of a subnet of a user's own model: neither MIT nor NOTICE covers it."""
+
+
+def license_of(space: Any, benchmark: bool) -> tuple[str, str]:
+    """The card's ``license`` and ``license_note`` for a network of ``space`` (a
+    :class:`hwnas.spaces.SearchSpace`): MIT and :data:`LICENSE_NOTE` where the space comes from
+    a benchmark hwnas ships data of (NOTICE); for a subnet of the user's own model (an
+    :class:`hwnas.spaces.base.InheritedSpace`), ``other`` and :data:`OWN_MODEL_LICENSE_NOTE`
+    (the model's own licence, which hwnas cannot know); else (a user's space file) MIT and
     :data:`OWN_SPACE_LICENSE_NOTE`."""
-    return LICENSE_NOTE if benchmark else OWN_SPACE_LICENSE_NOTE.format(space=space)
+    from hwnas.spaces import ability
+    from hwnas.spaces.base import InheritedSpace
+
+    if benchmark:
+        return LICENSE, LICENSE_NOTE
+    if ability(space, InheritedSpace) is not None:
+        return "other", OWN_MODEL_LICENSE_NOTE.format(space=space.name)
+    return LICENSE, OWN_SPACE_LICENSE_NOTE.format(space=space.name)
 
 
 BENCHMARK_PREPROCESSING: dict[str, dict[str, Any]] = {
@@ -181,6 +199,7 @@ def card_for(
     build: dict[str, Any] | None = None,
     task: str | None = None,
     license_note: str = LICENSE_NOTE,
+    license: str = LICENSE,
 ) -> dict[str, Any]:
     """The card of one entry (``card.json`` without ``files``; :func:`hwnas.zoo.entry.
     write_entry` adds the checksums).
@@ -224,7 +243,8 @@ def card_for(
             which :func:`hwnas.zoo.load` compares with the space's now.
         task: what the network does, as its space declares it (``SearchSpace.task``); None:
             :func:`input_task` of ``input_shape``.
-        license_note: the licence in words (:func:`license_note`).
+        license_note: the licence in words, and ``license`` its Hugging Face identifier
+            (:func:`license_of`).
     """
     layout, axes = input_layout(input_shape)
     card: dict[str, Any] = {
@@ -262,7 +282,7 @@ def card_for(
         "device": device,
         "devices": devices,
         "devices_note": devices_note,
-        "license": LICENSE,
+        "license": license,
         "license_note": license_note,
         "tools": tool_versions(),
         "study": study,

@@ -38,7 +38,7 @@ from hwnas.zoo.card import (
     card_for,
     input_layout,
     is_chance_level,
-    license_note,
+    license_of,
 )
 from hwnas.zoo.entry import write_entry
 
@@ -476,6 +476,12 @@ def has_benchmark(space: SearchSpace) -> bool:
     return any(True for _ in recorded_tables(space.name, "latency_ms", shipped=True))
 
 
+def _licence(space: SearchSpace, benchmark: bool) -> dict[str, str]:
+    """:func:`hwnas.zoo.card.card_for`'s ``license`` and ``license_note`` for ``space``."""
+    license, note = license_of(space, benchmark)
+    return {"license": license, "license_note": note}
+
+
 _EXPLAINED = ("the benchmark's:", "the search's accuracy function's value")
 """What :func:`_accuracy_note` begins with: a source that holds one says what it is already."""
 
@@ -660,7 +666,7 @@ def random_entry(
         },
         devices=devices,
         devices_note=_benchmark_note(space, dataset),
-        license_note=license_note(space.name, benchmark),
+        **_licence(space, benchmark),
         test_label=None,
         build={
             "kind": "space",
@@ -735,7 +741,7 @@ def trained_entry(
         },
         devices=devices,
         devices_note=_benchmark_note(space, trainer.dataset, data.num_classes),
-        license_note=license_note(space.name, has_benchmark(space)),
+        **_licence(space, has_benchmark(space)),
         table_accuracy=table_accuracy,
         training=t.training,
         test_label=t.test_label,
@@ -826,7 +832,7 @@ def subnet_entry(
         weights={"kind": "trained", "note": own["weights"], "file": WEIGHTS_FILE},
         devices=devices,
         devices_note=_subnet_devices_note(r),
-        license_note=license_note(space.name, has_benchmark(space)),
+        **_licence(space, has_benchmark(space)),
         table_accuracy=table,
         test_label=label,
         build=build,

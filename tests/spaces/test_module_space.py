@@ -543,7 +543,12 @@ def test_a_users_residual_cnn_made_elastic_is_searched_from_python_and_the_cli(t
     x = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype(np.float32)
     for entry in run.zoo:
         session, module = load(entry), load(entry, torch=True)
-        assert json.loads((entry / "card.json").read_text())["build"]["kind"] == "space"
+        card = json.loads((entry / "card.json").read_text())
+        assert card["build"]["kind"] == "space"
+        # the user's model and weights: its licence, not hwnas's MIT and benchmark NOTICE
+        assert card["license"] == "other" and "NOTICE" not in card["license_note"]
+        assert "the model made elastic" in card["license_note"]
+        assert "license: other" in (entry / "README.md").read_text()
         with torch.no_grad():
             want = module(torch.from_numpy(x)).numpy()
         assert np.abs(session.run(None, {"input": x})[0] - want).max() < 1e-4
