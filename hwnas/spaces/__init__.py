@@ -255,7 +255,8 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
     """The search space called ``name``, the declared space in the file ``name`` (a path),
     or, with ``code``, the space ``attribute`` of the Python file ``path/to/file.py:attribute``
     (imported: it is the user's code); a space given by path is then known by its own name for
-    the rest of the process. One instance per name.
+    the rest of the process. One instance per name. A name that no space has but a file (or
+    folder) that is there is taken as its path, so that what is wrong with it is said.
 
     ``code`` is for what the user typed (``--space``, ``hwnas.search(space=...)``) and only
     that: a space name read from a file (a device profile's ``tables:``, a zoo card, a
@@ -290,7 +291,9 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
                 "read from a file"
             )
         return _load_code(name, match["file"], match["attr"])
-    if _is_path(name):
+    named = {} if _is_path(name) else space_files()
+    # a file that is there is one, whatever its name (single.txt was "unknown search space")
+    if _is_path(name) or (name not in named and Path(name).expanduser().exists()):
         path = Path(name).expanduser()
         if not path.is_file():
             if path.is_dir():
@@ -313,7 +316,7 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
             )
         _FILES[key] = _SPACES[space.name] = space
         return space
-    files = space_files()
+    files = named
     if name not in files:
         raise UnknownNameError("search space", name, list(files))
     space = _load(files[name], name)

@@ -336,3 +336,14 @@ def test_a_declared_spaces_filled_refset_export_is_predicted_on(tmp_path):
     rows[0]["input_shape"] = "1x3x32x32"  # another dataset's network: refused
     r = predict(rows)
     assert r.returncode == 2 and "input_shape 1x3x32x32, but hwnas predict reads" in r.stderr
+
+
+def test_an_existing_file_given_as_a_space_gets_the_real_reason(tmp_path):
+    """`hwnas spaces show single.txt`, the file there, said "unknown search space
+    'single.txt'; did you mean ...", where `/etc/passwd` said what is wrong."""
+    (tmp_path / "single.txt").write_text("name: single\n")
+    r = hwnas_main("spaces", "show", "single.txt", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "error: single.txt: a space file's name ends in .yaml or .yml" in r.stderr, r.stderr
+    r = hwnas_main("spaces", "show", "nothere.txt", cwd=tmp_path)  # no such file: a name
+    assert "unknown search space 'nothere.txt'" in r.stderr, r.stderr
