@@ -338,6 +338,36 @@ def test_a_declared_spaces_filled_refset_export_is_predicted_on(tmp_path):
     assert r.returncode == 2 and "input_shape 1x3x32x32, but hwnas predict reads" in r.stderr
 
 
+def test_choices_that_print_alike_keep_labels_of_their_own(tmp_path):
+    """`expand: {choices: [4, 4.0000001, 6]}` was listed `4 | 4 | 6` ("3 architectures"),
+    sampling gave 2 distinct strings and `s0.0=4` built 4.0000001: labels were `%g`, 6
+    digits. A number is written as it reads back."""
+    from hwnas.spaces import reload_spaces
+
+    text = (
+        "name: {name}\ndatasets:\n  cifar10: {{classes: 10, input_shape: [3, 32, 32]}}\n"
+        "stages:\n  - out: 16\n    stride: 2\n    layer: {{block: mbconv, kernel: 3, expand: "
+        "{{choices: {values}}}}}\nhead:\n  - {{block: pool}}\n"
+    )
+    (tmp_path / "alike.yaml").write_text(text.format(name="alike", values="[4, 4.0000001, 6]"))
+    (tmp_path / "alike2.yaml").write_text(
+        text.format(name="alike2", values="[2.5, 2.50001, 2.500001, 3.5]")
+    )
+    try:
+        r = hwnas_main("spaces", "show", "alike.yaml", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "s0.0.expand              4 | 4.0000001 | 6" in r.stdout, r.stdout
+        space = get_space(str(tmp_path / "alike.yaml"))
+        built = [space.values(space.parse(f"s0.0={v}"))["s0.0.expand"] for v in
+                 ("4", "4.0000001", "6")]  # fmt: skip
+        assert built == [4.0, 4.0000001, 6.0]
+        assert len({a.text for a in space.sample(np.random.default_rng(0), 40)}) == 3
+        other = get_space(str(tmp_path / "alike2.yaml"))
+        assert other.choices()["s0.0.expand"] == ("2.5", "2.50001", "2.500001", "3.5")
+    finally:
+        reload_spaces()
+
+
 def test_an_existing_file_given_as_a_space_gets_the_real_reason(tmp_path):
     """`hwnas spaces show single.txt`, the file there, said "unknown search space
     'single.txt'; did you mean ...", where `/etc/passwd` said what is wrong."""

@@ -82,11 +82,15 @@ class Decision:
 
 
 def label(value: Any) -> str:
-    """How a value is written in an arch string (``4``, ``3.5``, ``true``, ``k3_e6``)."""
+    """How a value is written in an arch string (``4``, ``3.5``, ``true``, ``k3_e6``): a
+    number as short as reads back as itself (``%g``: 6 digits, or all it needs: ``4.0000001``
+    was written ``4`` beside a choice of 4, and both were one label), so no two values of a
+    decision share a label."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:g}"
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
     return str(value)
 
 
