@@ -200,6 +200,24 @@ BAD = [
         ":2: channel_divisor",
         None,
     ),
+    (  # a categorical choice of a pool before a patch embedding: 1x1 on that path
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 32, 32]}\nstages:\n  - out: "
+        "16\n    layer:\n      candidates:\n        conv: {block: conv, kernel: 3}\n        "
+        "pool: {block: pool}\nhead:\n  - {block: patch_embed, out: 32, patch: 4}\n  - {block: "
+        "token_pool}\n",
+        ":11: head[0].patch: a 4x4 patch is larger than the 1x1 feature map it gets from d's "
+        "32x32 input; no input is large enough: stages[0].layer.candidates.pool (pool) before "
+        "it leaves a 1x1 map of any input",
+        None,
+    ),
+    (  # strided layers past the smallest depth: 16 or 4 tokens, one position embedding
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 32, 32]}\nstages:\n  - out: "
+        "16\n    depth: {choices: [1, 2]}\n    layer: {block: conv, stride: 2}\nhead:\n  - "
+        "{block: patch_embed, out: 32, patch: 2}\n  - {block: token_pool}\n",
+        ":9: head[0]: the feature map patch_embed gets from d's 32x32 input depends on the "
+        "choices before it (8x8, 16x16)",
+        None,
+    ),
 ]
 
 
@@ -336,6 +354,41 @@ def test_a_declared_spaces_filled_refset_export_is_predicted_on(tmp_path):
     rows[0]["input_shape"] = "1x3x32x32"  # another dataset's network: refused
     r = predict(rows)
     assert r.returncode == 2 and "input_shape 1x3x32x32, but hwnas predict reads" in r.stderr
+
+
+def test_a_pool_before_a_patch_embed_stops_arch_in_one_line(tmp_path):
+    """The audit's file: `hwnas spaces show` accepted it and `hwnas arch` ended in PyTorch's
+    74-line traceback ("Kernel size can't be greater than actual input size"), as a search
+    did: the check multiplied the strides before a patch embedding and passed over the pool,
+    which leaves a 1x1 map."""
+    (tmp_path / "pp.yaml").write_text(
+        "name: pp\ndatasets:\n  cifar10: {classes: 10, input_shape: [3, 32, 32]}\nstem:\n"
+        "  - {block: conv, out: 16, kernel: 3}\n  - {block: pool}\n"
+        "  - {block: patch_embed, out: 32, patch: 4}\nstages:\n"
+        "  - depth: {choices: [1, 2]}\n    layer: {block: transformer, heads: 2, head_dim: 16}\n"
+        "head:\n  - {block: token_pool}\n"
+    )
+    for args in (["spaces", "show", "pp.yaml"], ["arch", "--space", "pp.yaml", "s0.d=1"]):
+        r = hwnas_main(*args, cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(
+            "error: pp.yaml:7: stem[2].patch: a 4x4 patch is larger than the 1x1 feature map it "
+            "gets from cifar10's 32x32 input; no input is large enough: stem[1] (pool) before "
+            "it leaves a 1x1 map of any input"
+        ), r.stderr
+
+
+def test_a_declared_network_that_fails_to_run_names_its_space_file(tmp_path):
+    """What the file's checks cannot see (here an input smaller than the one the space
+    declares) ended in PyTorch's traceback; it is one line naming the space file."""
+    from hwnas.errors import HwnasError
+
+    space = get_space("vit")
+    net = space.build(space.sample(np.random.default_rng(0), 1)[0], "cifar10")
+    with pytest.raises(HwnasError, match=r"search_spaces/vit/space\.yaml: the vit network for "
+                                         r"cifar10 failed running on a 1x3x2x2 input \("
+                                         r"RuntimeError: "):  # fmt: skip
+        net(torch.zeros(1, 3, 2, 2))
 
 
 def test_choices_that_print_alike_keep_labels_of_their_own(tmp_path):

@@ -72,6 +72,14 @@ class BlockType:
         check: the block's own rule across parameters: (parameter -> the set of values it may
             take, strides the layer may have) -> None, or (parameter, what is wrong).
         summary: one line for the docs.
+        keeps_width: whether its output has its input's width whatever ``out`` says (a pool,
+            a transformer layer).
+        out_hw: the feature map (H, W) it gives for an input map, its stride and its
+            parameters' candidate values (parameter -> tuple, as the module is built with);
+            None: each side ``ceil(side / stride)`` (a padded convolution). What the file's
+            checks follow from the input to every ``min_side`` (a global pool gives 1x1).
+        min_side: (parameter, the least input side the block takes) for its candidate values
+            (a patch embedding: its patch); None: any side.
     """
 
     name: str
@@ -85,6 +93,9 @@ class BlockType:
     ends: bool = False
     check: Callable[[dict[str, set], set[int]], tuple[str, str] | None] | None = None
     summary: str = ""
+    keeps_width: bool = False
+    out_hw: Callable[[tuple[int, int], int, dict[str, tuple]], tuple[int, int]] | None = None
+    min_side: Callable[[dict[str, tuple]], tuple[str, int]] | None = None
 
 
 BLOCKS: Registry[BlockType] = Registry("block type")
@@ -118,6 +129,15 @@ def _check_uib(values: dict[str, set], strides: set[int]) -> tuple[str, str] | N
     if mid == {0} and 0 in start:
         return "start_kernel", "a strided uib layer needs a depthwise conv"
     return None
+
+
+def _patch_hw(hw: tuple[int, int], stride: int, v: dict[str, tuple]) -> tuple[int, int]:
+    p = v["patch"][0]
+    return (hw[0] // p, hw[1] // p)
+
+
+def _same_hw(hw: tuple[int, int], stride: int, v: dict[str, tuple]) -> tuple[int, int]:
+    return hw
 
 
 _ACT = Param(str, "relu", allowed=ACTIVATIONS, help="activation")
@@ -222,7 +242,16 @@ register(
         "(HW-NAS-Bench's FBNet skip)",
     )
 )
-register(BlockType("pool", f"{_MOD}:PoolBlock", pools=True, summary="global average pooling"))
+register(
+    BlockType(
+        "pool",
+        f"{_MOD}:PoolBlock",
+        pools=True,
+        summary="global average pooling",
+        keeps_width=True,
+        out_hw=lambda hw, stride, v: (1, 1),
+    )
+)
 register(
     BlockType(
         "patch_embed",
@@ -241,6 +270,8 @@ register(
         fixed_input=True,
         summary="patch embedding: a patch x patch conv to the embedding width, flattened to "
         "tokens, plus learned position embeddings",
+        out_hw=_patch_hw,
+        min_side=lambda v: ("patch", max(v["patch"])),
     )
 )
 register(
@@ -261,6 +292,8 @@ register(
         tokens_out=True,
         width_mixable=False,
         summary="pre-norm transformer encoder layer (multi-head self-attention + MLP)",
+        keeps_width=True,
+        out_hw=_same_hw,
     )
 )
 register(
@@ -272,5 +305,7 @@ register(
         ends=True,
         width_mixable=False,
         summary="layer norm and mean over tokens",
+        keeps_width=True,
+        out_hw=_same_hw,
     )
 )

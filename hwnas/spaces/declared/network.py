@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from hwnas.errors import HwnasError, out_of_memory
 from hwnas.registry import load
 from hwnas.spaces.declared.blocks import BLOCKS
 from hwnas.spaces.declared.modules import DLinear, width_scale
@@ -61,6 +62,10 @@ class DeclaredNetwork(nn.Module):
         input_shape: (C, H, W) of one input image.
 
     Input (B, *input_shape); output (B, num_classes) logits.
+
+    A failure of building or running it (what the file's checks missed) is one line naming the
+    space file (:func:`_failure`), not PyTorch's traceback; running out of memory stays what
+    it is (the CLI says so in one line).
     """
 
     def __init__(
@@ -74,6 +79,15 @@ class DeclaredNetwork(nn.Module):
     ):
         super().__init__()
         self.space, self.dataset, self.width = space, dataset, float(width)
+        try:
+            self._build(space, dataset, values, num_classes, input_shape)
+        except Exception as exc:
+            error = _failure(self, "building", exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _build(self, space, dataset, values, num_classes, input_shape) -> None:
         self.values = values
         self.keys = [d.key for d in space.decisions]
         self._index = {k: i for i, k in enumerate(self.keys)}
@@ -186,6 +200,15 @@ class DeclaredNetwork(nn.Module):
         return y
 
     def forward(self, x: torch.Tensor, path: list[Choice] | None = None) -> torch.Tensor:
+        try:
+            return self._forward(x, path)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            error = _failure(self, f"running on a {'x'.join(map(str, x.shape))} input", exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _forward(self, x: torch.Tensor, path: list[Choice] | None) -> torch.Tensor:
         for module, where in zip(self.stem, self._stem):
             x = self._run(module, where, x, path)
         for s, layers in enumerate(self.stages):
@@ -223,6 +246,20 @@ class DeclaredNetwork(nn.Module):
                     y = x if weight is None else x * weight
                     total = y if total is None else total + y
         return total
+
+
+def _failure(net: DeclaredNetwork, doing: str, exc: Exception) -> HwnasError | None:
+    """The one-line error of a declared network that failed ``doing`` (building, running): it
+    names the space file, where PyTorch's traceback (74 lines for a patch embedding after a
+    global pool) named none; None where ``exc`` is already one line or memory ran out."""
+    if isinstance(exc, HwnasError) or out_of_memory(exc) is not None:
+        return None
+    text = str(exc).strip()
+    first = text.splitlines()[0][:300] if text else ""
+    return HwnasError(
+        f"{net.space.path}: the {net.space.name} network for {net.dataset} failed {doing} "
+        f"({type(exc).__name__}: {first}); the file passed hwnas's checks: please report it"
+    )
 
 
 def extract_state(static: nn.Module, source: dict[str, torch.Tensor], prefix: str = ""):

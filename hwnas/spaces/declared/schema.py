@@ -558,6 +558,7 @@ def read_space_file(path: str | Path) -> SpaceSpec:
         head=head,
     )
     _check_structure(spec, r)
+    _check_maps(spec, r)
     return spec
 
 
@@ -601,47 +602,190 @@ def _for_dataset(v: Any, dataset: str) -> set:
     return _values(v)
 
 
-def _check_patch(
-    spec: SpaceSpec, layer: LayerSpec, w: tuple, r: _Reader, factors: dict[str, int]
-) -> None:
-    """A ``patch_embed`` of side P after layers whose strides multiply to F needs an input
-    side of at least ``F * (P - 1) + 1`` (each conv pads, so a side of H gives
-    ceil(H / stride)); a smaller one made PyTorch's "Kernel size can't be greater than actual
-    input size" traceback when a network ran. Checked at each dataset's input (``factors``:
-    its strides' product so far) and the smallest elastic resolution."""
+def _largest(value: Any, dataset: str) -> int | None:
+    """The largest width ``value`` gives in the network of ``dataset`` (None: not given)."""
+    if value is None:
+        return None
+    return max(v for v in _for_dataset(value, dataset) if isinstance(v, int))
+
+
+def _candidate_values(params: dict[str, Any], dataset: str) -> dict[str, tuple]:
+    """A layer's parameters as its module is built with in a supernet: parameter -> every
+    value it may take in the network of ``dataset``."""
+    return {
+        p: v.values if isinstance(v, Choices) else (resolve_value(v, dataset),)
+        for p, v in params.items()
+    }
+
+
+def _out_hw(bt: BlockType, hw: tuple[int, int], stride: int, values: dict[str, tuple]):
+    if bt.out_hw is not None:
+        return bt.out_hw(hw, stride, values)
+    return ((hw[0] - 1) // stride + 1, (hw[1] - 1) // stride + 1)
+
+
+@dataclass
+class _Step:
+    """One block of a network as its supernet builds it (every candidate, each stage at its
+    largest depth, every width at its largest, at width 1).
+
+    Attributes:
+        where: the layer's key path in the file (a candidate's, of a categorical choice).
+        block: the block type (one step per candidate of a categorical choice).
+        c_in: input width.
+        c_out: the width the layer is given (``out``, or its stage's).
+        stride: the layer's stride.
+        values: parameter -> its candidate values (:func:`_candidate_values`).
+        hw: the input feature map of the built network.
+        maps: every input feature map a choice before it may give (a categorical choice
+            between a pool and a conv, a depth decision over strided layers).
+        out: every feature map it may give.
+        factor: the product of the strides before it in the built network.
+    """
+
+    where: Where
+    block: BlockType
+    c_in: int
+    c_out: int
+    stride: int
+    values: dict[str, tuple]
+    hw: tuple[int, int]
+    maps: set[tuple[int, int]]
+    out: set[tuple[int, int]]
+    factor: int
+
+
+def _steps(spec: SpaceSpec, dataset: str, hw: tuple[int, int]) -> tuple[list[_Step], int]:
+    """The blocks of the network of ``dataset`` built for an input map ``hw``, in order, and
+    the width the classifier takes. Follows :class:`hwnas.spaces.declared.network.
+    DeclaredNetwork` without building it (the file's checks)."""
+    c = spec.datasets[dataset][1][0]
+    maps, factor = {hw}, 1
+    steps: list[_Step] = []
+
+    def layer(spec_: LayerSpec, where: Where, c_in: int, c_out: int) -> int:
+        nonlocal hw, maps, factor
+        stride = int(resolve_value(spec_.stride, dataset))
+        if spec_.candidates is not None:
+            blocks = [(BLOCKS.get(x.block), x.params, x.origin) for x in spec_.candidates.values()]
+        else:
+            blocks = [(BLOCKS.get(spec_.block), spec_.params, where)]
+        out_maps: set[tuple[int, int]] = set()
+        first = None
+        for bt, params, at in blocks:
+            values = _candidate_values(params, dataset)
+            out = {_out_hw(bt, m, stride, values) for m in maps}
+            steps.append(_Step(at, bt, c_in, c_out, stride, values, hw, maps, out, factor))
+            out_maps |= out
+            if first is None:
+                first = (bt, values)
+        bt, values = first  # type: ignore[misc]
+        hw = _out_hw(bt, hw, stride, values)
+        maps = out_maps
+        factor *= stride if bt.out_hw is None else 1
+        return c_in if bt.keeps_width else c_out
+
+    for j, x in enumerate(spec.stem):
+        c = layer(x, x.origin or ("stem", j), c, _largest(x.out, dataset) or c)
+    for st in spec.stages:
+        stage_out = _largest(st.out, dataset) or c
+        depths = set(st.depth.values) if isinstance(st.depth, Choices) else {st.depth}
+        ends: set[tuple[int, int]] = set()  # the maps after each depth the stage may have
+        for i, x in enumerate(st.layers):
+            if i in depths:
+                ends |= maps
+            c = layer(x, x.origin, c, _largest(x.out, dataset) or stage_out)
+        maps = ends | maps
+    for j, x in enumerate(spec.head):
+        c = layer(x, x.origin or ("head", j), c, _largest(x.out, dataset) or c)
+    return steps, c
+
+
+def _fits(steps: list[_Step], k: int) -> bool:
+    """Whether every feature map step ``k`` may get is large enough for it."""
+    step = steps[k]
+    if step.block.min_side is None:
+        return True
+    _param, need = step.block.min_side(step.values)
+    return min(min(m) for m in step.maps) >= need
+
+
+def _least_side(spec: SpaceSpec, dataset: str, k: int) -> int | None:
+    """The least side of a square input for which step ``k`` of ``dataset``'s network fits
+    (None: no input up to :data:`MAX_INPUT_SIDE` is large enough)."""
+    if not _fits(_steps(spec, dataset, (MAX_INPUT_SIDE, MAX_INPUT_SIDE))[0], k):
+        return None
+    lo, hi = 1, MAX_INPUT_SIDE  # every map shrinks as the input does: a bisection
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _fits(_steps(spec, dataset, (mid, mid))[0], k):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _check_maps(spec: SpaceSpec, r: _Reader) -> None:
+    """Every block that needs a feature map of some size (:attr:`BlockType.min_side`: a
+    ``patch_embed``'s patch) gets one at each dataset's input and the smallest elastic
+    resolution, whatever the choices before it, following every block that changes the map
+    (strides, a global pool's 1x1: :attr:`BlockType.out_hw`); a block that needs one input
+    size (:attr:`BlockType.fixed_input`) gets one map. A smaller map made PyTorch's "Kernel
+    size can't be greater than actual input size" traceback when a network ran, and a pool
+    before a ``patch_embed`` passed the old check, which multiplied strides alone."""
     for dataset, (_c, shape) in spec.datasets.items():
-        factor = factors[dataset]
-        sides = {f"{dataset}'s {shape[1]}x{shape[2]} input": min(shape[1], shape[2])}
+        sources = {f"{dataset}'s {shape[1]}x{shape[2]} input": (shape[1], shape[2])}
         if spec.resolution is not None:
-            sides[f"the resolution {min(spec.resolution.values)}"] = min(spec.resolution.values)
-        for p in _for_dataset(layer.params.get("patch", 1), dataset):
-            if not isinstance(p, int):
-                continue
-            need = factor * (p - 1) + 1
-            for where, side in sides.items():
-                if side >= need:
-                    continue
-                got = -(-side // factor)
-                raise r.fail(
-                    (*w, "patch"),
-                    f"a {p}x{p} patch is larger than the {got}x{got} feature map it gets from "
-                    f"{where} (strides before it: x{factor}); it needs an input side of at "
-                    f"least {need}",
-                )
+            low = min(spec.resolution.values)
+            sources[f"the resolution {low}"] = (low, low)
+        for source, hw in sources.items():
+            steps = _steps(spec, dataset, hw)[0]
+            for k, step in enumerate(steps):
+                if not _fits(steps, k):
+                    param, need = step.block.min_side(step.values)  # type: ignore[misc]
+                    small = min(step.maps, key=min)
+                    what = (
+                        f"a {need}x{need} {param} is larger than the {small[0]}x{small[1]} "
+                        f"feature map it gets from {source}"
+                    )
+                    side = _least_side(spec, dataset, k)
+                    if side is not None:
+                        raise r.fail(
+                            (*step.where, param),
+                            f"{what} (strides before it: x{step.factor}); it needs an input "
+                            f"side of at least {side}",
+                        )
+                    big = _steps(spec, dataset, (MAX_INPUT_SIDE, MAX_INPUT_SIDE))[0]
+                    cause = next(s for s in big[:k] if min(min(m) for m in s.out) < need)
+                    left = min(cause.out, key=min)
+                    raise r.fail(
+                        (*step.where, param),
+                        f"{what}; no input is large enough: {dotted(cause.where)} "
+                        f"({cause.block.name}) before it leaves a {left[0]}x{left[1]} map of "
+                        f"any input; put the {step.block.name} before it",
+                    )
+                if step.block.fixed_input and len(step.maps) > 1:
+                    sizes = ", ".join(f"{h}x{w}" for h, w in sorted(step.maps))
+                    raise r.fail(
+                        step.where,
+                        f"the feature map {step.block.name} gets from {source} depends on the "
+                        f"choices before it ({sizes}); it needs one size (learned position "
+                        "embeddings): give those layers one feature map size",
+                    )
 
 
 def min_input_side(spec: SpaceSpec) -> int:
-    """The smallest input side (pixels) every network of the space can take: 1, or what its
-    ``patch_embed`` needs after the strides before it (see :func:`_check_patch`); what a
-    supernet's proxy image size (``--set image_size``) must reach."""
-    factor, need = 1, 1
-    for layer in [*spec.stem, *(x for s in spec.stages for x in s.layers), *spec.head]:
-        for bt in layer.types():
-            if bt.name == "patch_embed":
-                patch = max(v for v in _values(layer.params.get("patch", 1)) if isinstance(v, int))
-                need = max(need, factor * (patch - 1) + 1)
-        strides = [v for v in _values(layer.stride) if isinstance(v, int)]
-        factor *= max(strides or [1])
+    """The smallest side (pixels) of a square input every network of the space can take: 1,
+    or what its ``patch_embed`` needs after the blocks before it (see :func:`_check_maps`;
+    more than :data:`MAX_INPUT_SIDE` where no input is enough, a file its read refuses); what
+    a supernet's proxy image size (``--set image_size``) must reach."""
+    need = 1
+    for dataset in spec.datasets:
+        steps = _steps(spec, dataset, (1, 1))[0]
+        for k, step in enumerate(steps):
+            if step.block.min_side is not None:
+                side = _least_side(spec, dataset, k)
+                need = max(need, MAX_INPUT_SIDE + 1 if side is None else side)
     return need
 
 
@@ -655,10 +799,8 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
     fixed_input = None
     pooled = False  # a layer has reduced the image to one vector (the classifier's input)
     ended = None  # the block whose (B, E) output only the classifier takes (token_pool)
-    # the widths the next layer takes (the image's channels first), and the product of the
-    # strides so far (a patch_embed needs its patch to fit in what is left of the input)
+    # the widths the next layer takes (the image's channels first)
     widths = ("the image's channels", {shape[0] for _c, shape in spec.datasets.values()})
-    factors = dict.fromkeys(spec.datasets, 1)
     outs = [None] + [s.out for s in spec.stages] + [None]
     for (items, where, _in_stage), stage_out in zip(groups, outs):
         for j, layer in enumerate(items):
@@ -688,11 +830,6 @@ def _check_structure(spec: SpaceSpec, r: _Reader) -> None:
                     if problem is not None:
                         raise r.fail((*w, problem[0]), problem[1])
                 _check_groups(spec, layer, w, r, [widths, gives])
-            if any(bt.name == "patch_embed" for bt in layer.types()):
-                _check_patch(spec, layer, w, r, factors)
-            for d in factors:
-                strides = _for_dataset(layer.stride, d)
-                factors[d] *= max([v for v in strides if isinstance(v, int)] or [1])
             widths = gives
     if not pooled:  # the classifier (Linear to classes) would get C x H x W inputs
         raise r.fail(
