@@ -54,8 +54,9 @@ MAX_CLASSES = 1_000_000
 
 MAX_PARAMETERS = 2**30
 """Parameters and buffers of a network built from what a file declares (a zoo card's
-``build`` section, a supernet included): 4 GiB of float32, above the largest network a search
-space ships (fbnet's supernet at 8x width has 0.67e9)."""
+``build`` section, a supernet included; a declared space's supernet at width 1, counted from
+its file as it is read): 4 GiB of float32, above the largest network a search space ships
+(fbnet's supernet at 8x width has 0.67e9)."""
 
 MAX_CHOICES = 1024
 """Options of one decision of a declared space."""

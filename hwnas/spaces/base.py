@@ -267,6 +267,13 @@ def spread_archs(
     return list(out.values())[:n]
 
 
+def make_divisible(v: float, divisor: int = 8) -> int:
+    """Round channels to a multiple of ``divisor`` without going below 90% (MobileNet rule);
+    torch-free (a declared space counts its parameters with it before importing PyTorch)."""
+    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new + divisor if new < 0.9 * v else new
+
+
 def key_value_tokens(name: str, text: object, keys: Sequence[str]) -> list[tuple[str, str]]:
     """The ``KEY=VALUE`` tokens of an arch string (whitespace-separated), checked: every token
     has an ``=``, names one of ``keys`` and is given once. The values are the caller's to check.

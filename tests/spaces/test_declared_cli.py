@@ -218,6 +218,35 @@ BAD = [
         "choices before it (8x8, 16x16)",
         None,
     ),
+    (  # 1.08e8 elements passed; a search stopped at its first trial
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 6000, 6000]}\nstages:\n"
+        "  - out: 8\n    stride: 16\n    layer: {block: conv}\nhead:\n  - {block: pool}\n",
+        ":3: datasets.d.input_shape: an input of 3x6000x6000 has 1.08e+08 elements, more than "
+        "the 6.71e+07 hwnas allocates for one input",
+        None,
+    ),
+    (  # ... and so the largest resolution
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 32, 32]}\nresolution: "
+        "{choices: [32, 8192]}\nstages:\n  - out: 8\n    layer: {block: conv}\nhead:\n  - "
+        "{block: pool}\n",
+        ":4: resolution: an input of 3x8192x8192 has 2.01e+08 elements",
+        None,
+    ),
+    (  # a 16384-wide stage at expansion 64: accepted, then 68 GB to build it
+        "name: x\ndatasets:\n  d: {classes: 10, input_shape: [3, 32, 32]}\nstages:\n"
+        "  - out: 16384\n    depth: {choices: [1, 2]}\n    layer: {block: mbconv, expand: 64}\n"
+        "head:\n  - {block: pool}\n",
+        ":7: stages[0].layer: the d network at its largest (every choice at its most) has "
+        "3.44e+10 parameters and buffers (128 GiB of float32), more than the 1.07e+09 hwnas "
+        "builds from a file; this holds 3.44e+10 of them",
+        None,
+    ),
+    (  # a million classes after 16384 channels: a classifier of 1.6e10
+        "name: x\ndatasets:\n  d: {classes: 1000000, input_shape: [3, 8, 8]}\nstages:\n"
+        "  - out: {choices: [8, 16384]}\n    layer: {block: conv}\nhead:\n  - {block: pool}\n",
+        ":3: datasets.d.classes: the d network at its largest",
+        None,
+    ),
 ]
 
 

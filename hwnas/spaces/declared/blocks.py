@@ -18,6 +18,7 @@ from typing import Any
 
 from hwnas.limits import MAX_CHANNELS, MAX_EXPAND, MAX_INPUT_SIDE, MAX_KERNEL
 from hwnas.registry import Registry
+from hwnas.spaces.base import make_divisible
 
 ACTIVATIONS = ("relu", "relu6", "h_swish", "swish", "gelu", "none")
 """Activation names a block may use."""
@@ -80,6 +81,10 @@ class BlockType:
             checks follow from the input to every ``min_side`` (a global pool gives 1x1).
         min_side: (parameter, the least input side the block takes) for its candidate values
             (a patch embedding: its patch); None: any side.
+        size: the parameters and buffers of the module built for (c_in, c_out, stride,
+            candidate values, input map), its largest candidate: what the file's bound on a
+            network's size (:data:`hwnas.limits.MAX_PARAMETERS`) counts without building it;
+            None: not counted.
     """
 
     name: str
@@ -96,6 +101,7 @@ class BlockType:
     keeps_width: bool = False
     out_hw: Callable[[tuple[int, int], int, dict[str, tuple]], tuple[int, int]] | None = None
     min_side: Callable[[dict[str, tuple]], tuple[str, int]] | None = None
+    size: Callable[[int, int, int, dict[str, tuple], tuple[int, int]], int] | None = None
 
 
 BLOCKS: Registry[BlockType] = Registry("block type")
@@ -131,9 +137,76 @@ def _check_uib(values: dict[str, set], strides: set[int]) -> tuple[str, str] | N
     return None
 
 
+def _conv(c_in: int, c_out: int, kernel: int, groups: int = 1, bias: bool = False) -> int:
+    return c_in // groups * c_out * kernel * kernel + (c_out if bias else 0)
+
+
+def _bn(channels: int) -> int:
+    return 4 * channels + 1  # weight, bias, running mean and variance, batches tracked
+
+
+def _conv_bn(c_in: int, c_out: int, kernel: int, groups: int = 1) -> int:
+    return _conv(c_in, c_out, kernel, groups) + _bn(c_out)
+
+
+def _linear(n_in: int, n_out: int) -> int:
+    return n_in * n_out + n_out
+
+
+def _mid(c_in: int, v: dict[str, tuple]) -> int:
+    """The hidden width of an inverted bottleneck at its largest expansion."""
+    return max(make_divisible(c_in * e, v["divisor"][0]) for e in v["expand"])
+
+
+def _conv_size(c_in, c_out, stride, v, hw) -> int:
+    bn = _bn(c_out) if v["bn"][0] else 0
+    return _conv(c_in, c_out, max(v["kernel"]), bias=v["bias"][0]) + bn
+
+
+def _mbconv_size(c_in, c_out, stride, v, hw) -> int:
+    mid, groups, se = _mid(c_in, v), v["groups"][0], v["se"][0]
+    expand = v["expand_at_1"][0] or any(e != 1 for e in v["expand"])
+    n = _conv_bn(c_in, mid, 1, groups) if expand else 0
+    n += _conv_bn(mid, mid, max(v["kernel"]), mid)
+    if se > 0:
+        s = make_divisible(mid * se, v["divisor"][0])
+        n += _conv(mid, s, 1, bias=True) + _conv(s, mid, 1, bias=True)
+    return n + _conv_bn(mid, c_out, 1, groups)
+
+
+def _uib_size(c_in, c_out, stride, v, hw) -> int:
+    mid, start, middle = _mid(c_in, v), max(v["start_kernel"]), max(v["mid_kernel"])
+    n = _conv_bn(c_in, c_in, start, c_in) if start else 0
+    n += _conv_bn(c_in, mid, 1) + (_conv_bn(mid, mid, middle, mid) if middle else 0)
+    return n + _conv_bn(mid, c_out, 1)
+
+
+def _fused_size(c_in, c_out, stride, v, hw) -> int:
+    mid = _mid(c_in, v)
+    return _conv_bn(c_in, mid, max(v["kernel"])) + _conv_bn(mid, c_out, 1)
+
+
+def _skip_size(c_in, c_out, stride, v, hw) -> int:
+    return 0 if stride == 1 and c_in == c_out else _conv_bn(c_in, c_out, 1)
+
+
 def _patch_hw(hw: tuple[int, int], stride: int, v: dict[str, tuple]) -> tuple[int, int]:
     p = v["patch"][0]
     return (hw[0] // p, hw[1] // p)
+
+
+def _patch_size(c_in, c_out, stride, v, hw) -> int:
+    tokens = _patch_hw(hw, stride, v)
+    return _conv(c_in, c_out, v["patch"][0], bias=True) + tokens[0] * tokens[1] * c_out
+
+
+def _transformer_size(c_in, c_out, stride, v, hw) -> int:
+    e, inner = c_in, max(v["heads"]) * v["head_dim"][0]
+    hidden = max(max(1, int(round(e * r))) for r in v["mlp_ratio"])
+    norms = 2 * 2 * e
+    return (
+        norms + 3 * _linear(e, inner) + _linear(inner, e) + _linear(e, hidden) + _linear(hidden, e)
+    )
 
 
 def _same_hw(hw: tuple[int, int], stride: int, v: dict[str, tuple]) -> tuple[int, int]:
@@ -162,6 +235,7 @@ register(
             "bias": Param(bool, False, help="convolution bias"),
         },
         summary="convolution (+ batch norm) (+ activation)",
+        size=_conv_size,
     )
 )
 register(
@@ -182,6 +256,7 @@ register(
             "expand_at_1": Param(bool, False, help="keep the 1x1 expansion conv at ratio 1"),
         },
         check=_check_mbconv,
+        size=_mbconv_size,
         summary="inverted residual / MBConv (MobileNetV2/V3, FBNet): 1x1 expand, kxk "
         "depthwise, optional squeeze-excite, 1x1 project, residual when shapes match",
     )
@@ -214,6 +289,7 @@ register(
             "divisor": _DIVISOR,
         },
         check=_check_uib,
+        size=_uib_size,
         summary="Universal Inverted Bottleneck (MobileNetV4): ExtraDW (start+mid), IB (mid), "
         "ConvNext-like (start), FFN (neither)",
     )
@@ -231,6 +307,7 @@ register(
             "divisor": _DIVISOR,
         },
         summary="fused inverted bottleneck (EdgeResidual; MobileNetV4-M stem stage)",
+        size=_fused_size,
     )
 )
 register(
@@ -240,6 +317,7 @@ register(
         {"act": Param(str, "relu", allowed=ACTIVATIONS, help="activation of the projection")},
         summary="identity; a 1x1 conv + BN + activation where width or stride change "
         "(HW-NAS-Bench's FBNet skip)",
+        size=_skip_size,
     )
 )
 register(
@@ -250,6 +328,7 @@ register(
         summary="global average pooling",
         keeps_width=True,
         out_hw=lambda hw, stride, v: (1, 1),
+        size=lambda c_in, c_out, stride, v, hw: 0,
     )
 )
 register(
@@ -272,6 +351,7 @@ register(
         "tokens, plus learned position embeddings",
         out_hw=_patch_hw,
         min_side=lambda v: ("patch", max(v["patch"])),
+        size=_patch_size,
     )
 )
 register(
@@ -294,6 +374,7 @@ register(
         summary="pre-norm transformer encoder layer (multi-head self-attention + MLP)",
         keeps_width=True,
         out_hw=_same_hw,
+        size=_transformer_size,
     )
 )
 register(
@@ -307,5 +388,6 @@ register(
         summary="layer norm and mean over tokens",
         keeps_width=True,
         out_hw=_same_hw,
+        size=lambda c_in, c_out, stride, v, hw: 2 * c_in,
     )
 )

@@ -49,7 +49,9 @@ from hwnas.limits import (
     MAX_CHOICES,
     MAX_CLASSES,
     MAX_DEPTH,
+    MAX_INPUT_ELEMENTS,
     MAX_INPUT_SIDE,
+    MAX_PARAMETERS,
     MAX_STRIDE,
 )
 from hwnas.paths import MAX_NAME_CHARS, read_bounded_text
@@ -463,9 +465,23 @@ class _Validator:
                     f"must have at most {MAX_CHANNELS} channels and {MAX_INPUT_SIDE} pixels a "
                     f"side, got {shape!r}",
                 )
+            if math.prod(shape) > MAX_INPUT_ELEMENTS:
+                raise self.r.fail((*w, "input_shape"), _too_many_elements(shape))
             out[name] = (classes, tuple(shape))
         self.datasets = list(out)
         return out
+
+
+def _too_many_elements(shape: list[int]) -> str:
+    """Why an input of ``shape`` (C, H, W) is refused: more elements than hwnas allocates for
+    one input (:data:`MAX_INPUT_ELEMENTS`, as :func:`hwnas.limits.input_size` checks where a
+    network runs: a search stopped at its first trial)."""
+    n = math.prod(shape)
+    return (
+        f"an input of {'x'.join(map(str, shape))} has {n:.3g} elements, more than the "
+        f"{MAX_INPUT_ELEMENTS:.3g} hwnas allocates for one input ({4 * n / 2**30:.3g} GiB of "
+        "float32)"
+    )
 
 
 def _kind(value: Any) -> str:
@@ -534,6 +550,10 @@ def read_space_file(path: str | Path) -> SpaceSpec:
                 ("resolution",), "must be {choices: [...]} or {min, max, step} with 2+ values"
             )
         resolution = res
+        channels = max(shape[0] for _c, shape in datasets.values())
+        side = max(res.values)
+        if channels * side * side > MAX_INPUT_ELEMENTS:
+            raise r.fail(("resolution",), _too_many_elements([channels, side, side]))
     stem = v.layer_list(data.get("stem"), ("stem",))
     head = v.layer_list(data.get("head"), ("head",))
     raw_stages = data["stages"]
@@ -559,6 +579,7 @@ def read_space_file(path: str | Path) -> SpaceSpec:
     )
     _check_structure(spec, r)
     _check_maps(spec, r)
+    _check_size(spec, r)
     return spec
 
 
@@ -658,7 +679,7 @@ class _Step:
 def _steps(spec: SpaceSpec, dataset: str, hw: tuple[int, int]) -> tuple[list[_Step], int]:
     """The blocks of the network of ``dataset`` built for an input map ``hw``, in order, and
     the width the classifier takes. Follows :class:`hwnas.spaces.declared.network.
-    DeclaredNetwork` without building it (the file's checks)."""
+    DeclaredNetwork` without building it (the file's checks and its size bound)."""
     c = spec.datasets[dataset][1][0]
     maps, factor = {hw}, 1
     steps: list[_Step] = []
@@ -787,6 +808,42 @@ def min_input_side(spec: SpaceSpec) -> int:
                 side = _least_side(spec, dataset, k)
                 need = max(need, MAX_INPUT_SIDE + 1 if side is None else side)
     return need
+
+
+def network_size(spec: SpaceSpec, dataset: str) -> tuple[int, dict[Where, int]]:
+    """The parameters and buffers of the supernet of ``dataset`` at width 1 (every candidate,
+    the largest of every choice: at least any network of the space), counted from the file
+    (:attr:`BlockType.size`) without building it, and by key path (a stage's ``layer`` holds
+    all its positions; the classifier is the dataset's ``classes``)."""
+    _classes, shape = spec.datasets[dataset]
+    hw = (shape[1], shape[2])
+    if spec.resolution is not None:
+        hw = (max(spec.resolution.values),) * 2
+    steps, c = _steps(spec, dataset, hw)
+    parts: dict[Where, int] = {}
+    for step in steps:
+        if step.block.size is not None:
+            n = step.block.size(step.c_in, step.c_out, step.stride, step.values, step.hw)
+            parts[step.where] = parts.get(step.where, 0) + n
+    parts[("datasets", dataset, "classes")] = c * _classes + _classes
+    return sum(parts.values()), parts
+
+
+def _check_size(spec: SpaceSpec, r: _Reader) -> None:
+    """Refuse a space whose largest network has more than :data:`MAX_PARAMETERS`
+    parameters and buffers, naming the layer (or the classifier's classes) that holds the
+    most: a 16384-wide stage at expansion 64 was accepted, then needed 68 GB to build."""
+    for dataset in spec.datasets:
+        total, parts = network_size(spec, dataset)
+        if total > MAX_PARAMETERS:
+            where = max(parts, key=lambda w: parts[w])
+            raise r.fail(
+                where,
+                f"the {dataset} network at its largest (every choice at its most) has "
+                f"{total:.3g} parameters and buffers ({4 * total / 2**30:.3g} GiB of float32), "
+                f"more than the {MAX_PARAMETERS:.3g} hwnas builds from a file; this holds "
+                f"{parts[where]:.3g} of them",
+            )
 
 
 def _check_structure(spec: SpaceSpec, r: _Reader) -> None:

@@ -14,11 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-
-def make_divisible(v: float, divisor: int = 8) -> int:
-    """Round channels to a multiple of ``divisor`` without going below 90% (MobileNet rule)."""
-    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
-    return new + divisor if new < 0.9 * v else new
+from hwnas.spaces.base import make_divisible  # torch-free: the declared spaces' counts use it
 
 
 def activation(name: str) -> nn.Module:
