@@ -651,8 +651,9 @@ def random_entry(
         num_classes=spec.num_classes,
         labels=None,
         label_order=(
-            f"output i is class i of {dataset} in its official label order; these random "
-            "weights have learnt no class"
+            f"output i is class i of {dataset} in "
+            + ("its official label order" if benchmark else "the order of your data's labels")
+            + "; these random weights have learnt no class"
         ),
         preprocessing=preprocessing,
         accuracy=accuracy,

@@ -45,7 +45,7 @@ def test_a_function_searchs_cards_name_the_function_and_no_benchmark(tmp_path):
         assert acc["source"].startswith("function:acc.py:accuracy"), acc
         assert "accuracy function" in card["weights"]["note"], card["weights"]
         said = json.dumps({k: v for k, v in card.items() if k != "benchmark_dataset"})
-        for word in ("benchmark", "recipe", "NOTICE"):
+        for word in ("benchmark", "recipe", "NOTICE", "official"):
             assert word not in said, (word, said)
         assert "(test)" not in (entry / "README.md").read_text()
     r = hwnas_main("zoo", "verify", "run/zoo", cwd=tmp_path)
