@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any
 
 from hwnas.errors import HwnasError
@@ -106,7 +107,14 @@ def bounded(
     """
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # NumPy's too
-        raise HwnasError(f"{what} must be {kind}, got {value!r}")
+        exponent = isinstance(value, str) and re.fullmatch(r"([-+]?[0-9]+)([eE][-+]?[0-9]+)", value)
+        hint = (  # YAML 1.1 reads 1e300 and 5e-3, without a '.', as text
+            f" (YAML reads a number with an exponent but no '.' as text: write "
+            f"{exponent[1]}.0{exponent[2]})"
+            if exponent
+            else ""
+        )
+        raise HwnasError(f"{what} must be {kind}, got {value!r}{hint}")
     if not math.isfinite(value):
         raise HwnasError(f"{what} must be a finite number, got {value}")
     if integer:

@@ -21,9 +21,9 @@ NOISY_PROFILE = """\
 name: cpu-noisy
 kind: local
 class: cpu
-description: this machine's CPU, every measurement flagged (max_cv 0; tests only)
+description: this machine's CPU, every measurement flagged (max_cv 1e-9; tests only)
 runtime: ort
-timing: {warmup: 1, rounds: 2, calls_per_round: 2, threads: 1, max_cv: 0.0, quiet_wait_s: 0}
+timing: {warmup: 1, rounds: 2, calls_per_round: 2, threads: 1, max_cv: 1.0e-9, quiet_wait_s: 0}
 tvm: {trials_per_task: 0}
 """
 
@@ -41,7 +41,7 @@ def noisy_device(hwnas_home):
 def test_measure_prints_a_flagged_value_with_its_flag_and_exits_0(noisy_device, tmp_path):
     r = hwnas_main("measure", "-d", noisy_device, "--arch", SMALL, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "FLAGGED" in r.stdout and "1 measurement(s) FLAGGED (CV above 0%)" in r.stdout
+    assert "FLAGGED" in r.stdout and "1 measurement(s) FLAGGED (CV above 1e-07%)" in r.stdout
     assert "Traceback" not in r.stderr
 
 
@@ -194,7 +194,7 @@ kind: local
 class: cpu
 description: this machine's CPU, a short protocol that flags a shared CPU (tests only)
 runtime: ort
-timing: {warmup: 2, rounds: 3, calls_per_round: 4, threads: 1, max_cv: 10.0, quiet_wait_s: 0,
+timing: {warmup: 2, rounds: 3, calls_per_round: 4, threads: 1, max_cv: none, quiet_wait_s: 0,
          max_wait_share: 0.1}
 tvm: {trials_per_task: 0}
 """

@@ -25,7 +25,7 @@ import numpy as np
 import yaml
 
 from hwnas.assets import asset_path, read_yaml
-from hwnas.devices.base import METRICS, Device, Measurement, Workload
+from hwnas.devices.base import METRICS, Device, Measurement, Workload, check_profile_keys
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.paths import hwnas_home, safe_name
 from hwnas.registry import Registry
@@ -312,6 +312,19 @@ def _merge(base: dict, extra: dict) -> dict:
     return out
 
 
+def given_keys(overrides: dict, prefix: str = "") -> tuple[str, ...]:
+    """The keys ``overrides`` sets (not None), dotted (``rpc.tracker``, ``target``): a device
+    keeps them as ``profile["_given"]`` to name a bad one as the command line's option, not as
+    its profile file's key."""
+    out: list[str] = []
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            out += given_keys(value, f"{prefix}{key}.")
+        elif value is not None:
+            out.append(f"{prefix}{key}")
+    return tuple(out)
+
+
 def get_device(name: str, runtime: str | None = None, overrides: dict | None = None) -> Device:
     """The device called ``name``.
 
@@ -344,14 +357,16 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         raise UnknownNameError("device", name, list(known))
     _warn_shadow(known[name])
     profile = copy.deepcopy(known[name])
-    if overrides:
-        profile = _merge(profile, overrides)
-    if runtime is not None:
-        profile["runtime"] = runtime
     try:
         cls = DEVICE_KINDS.get(profile["kind"])
     except UnknownNameError as exc:
         raise HwnasError(f"device profile {profile['_path']}: {exc}") from None
+    check_profile_keys(cls, profile, f"device profile {profile['_path']} is broken")
+    if overrides:
+        profile = _merge(profile, overrides)
+        profile["_given"] = given_keys(overrides)
+    if runtime is not None:
+        profile["runtime"] = runtime
     try:
         device = cls(profile)
     except HwnasError as exc:  # a value the device's own checks refuse: the file's, unless
@@ -360,7 +375,11 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
         why = str(exc).removeprefix(f"{profile['_path']}: ")  # the path once
         raise HwnasError(f"device profile {profile['_path']} is broken: {why}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # malformed profile values
-        raise HwnasError(f"device profile {profile['_path']} is broken: {exc!r}") from None
+        said = " ".join(str(exc).split())[:200]  # the kinds check their keys; not a repr
+        raise HwnasError(
+            f"device profile {profile['_path']} is broken: a value of the wrong type or form "
+            f"({said or type(exc).__name__})"
+        ) from None
     if runtime is not None and device.runtime_name != runtime:
         raise HwnasError(
             f"device '{name}' ({profile['kind']}) has no runtime choice: --runtime applies to "

@@ -161,6 +161,10 @@ class AndroidDevice(RpcDevice):
     """
 
     kind = "android"
+    profile_keys = RpcDevice.profile_keys + (
+        "serial", "thermal_limit_c", "thermal_zones", "thermal_timeout_s", "thermal_poll_s",
+        "adb_timeout_s",
+    )  # fmt: skip
 
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
@@ -170,6 +174,13 @@ class AndroidDevice(RpcDevice):
         self.adb = Adb(self.serial, timeout=adb_timeout)
         self.thermal_limit = profile_number(profile, "thermal_limit_c", 45, unit="°C")
         self.thermal_zones = str(profile.get("thermal_zones", "big|mid|little|cpu|soc|tsens"))
+        try:  # a bad pattern stopped the first measurement with a traceback
+            re.compile(self.thermal_zones)
+        except re.error as exc:
+            raise HwnasError(
+                f"thermal_zones must be a regular expression of thermal zone types "
+                f"(big|cpu|soc), got {self.thermal_zones[:80]!r} ({exc})"
+            ) from None
         self.thermal_timeout = profile_number(profile, "thermal_timeout_s", 600, least=0,
                                               unit="seconds")  # fmt: skip
         self.thermal_poll = profile_number(profile, "thermal_poll_s", 5, above=0, unit="seconds")
@@ -233,7 +244,7 @@ class AndroidDevice(RpcDevice):
         if not self.tracker or not self.key:
             return False, f"profile '{self.name}' needs rpc: {{tracker: HOST:PORT, key: KEY}}"
         try:
-            _, port = parse_tracker(self.tracker)
+            _, port = parse_tracker(self.tracker, self.tracker_option)
         except HwnasError as exc:
             return False, str(exc)
         try:

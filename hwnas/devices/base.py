@@ -66,6 +66,36 @@ def profile_number(
     return int(number) if integer else number
 
 
+def check_profile_keys(cls: type[Device], profile: dict[str, Any], where: str) -> None:
+    """Refuse a top-level key of ``profile`` that ``cls`` does not declare
+    (:attr:`Device.profile_keys`), naming the closest allowed one: every kind's unknown key
+    was ignored (``timeing:``, ``runtme:``, ``adb_timout_s:``, ``clock_mhz:``).
+
+    Args:
+        cls: the class of the profile's ``kind``.
+        profile: the profile as its file gives it (``_path`` is hwnas's own key).
+        where: how the message names the profile ("device profile FILE").
+
+    Raises:
+        HwnasError: one line naming the profile, the key, and the closest allowed key or why
+            this kind has no such key.
+    """
+    import difflib
+
+    known = cls.profile_keys
+    for key in profile:
+        if key in known or key == "_path":
+            continue
+        why = cls.misplaced_keys.get(str(key))
+        if why is None:
+            close = difflib.get_close_matches(str(key), known, 1)
+            why = f"did you mean {close[0]}?" if close else "no such key"
+        raise HwnasError(
+            f"{where}: unknown key '{str(key)[:80]}' ({why}); allowed in a kind: {cls.kind} "
+            f"profile: {', '.join(known)}"
+        )
+
+
 METRICS = ("latency_ms", "energy_mj")
 """Metric names: latency per inference in milliseconds, energy per inference in millijoules."""
 
@@ -180,6 +210,15 @@ class Device(ABC):
     """Registry key of the runtime that runs models ("ort", "tvm"); None where the device has
     no runtime choice (tables, imported values, hls4ml)."""
 
+    profile_keys: tuple[str, ...] = ("name", "kind", "class", "description")
+    """The top-level keys a profile of this kind may have; a subclass declares its own as
+    ``Parent.profile_keys + (...)``. Any other key breaks the profile
+    (:func:`check_profile_keys`): a misspelt ``timeing:`` was ignored, and the device timed
+    with the default protocol."""
+    misplaced_keys: dict[str, str] = {}
+    """Keys of other kinds' profiles that this kind refuses, with why (said instead of the
+    closest allowed key)."""
+
     def __init__(self, profile: dict[str, Any]):
         self.profile = profile
         self.name: str = profile["name"]
@@ -187,10 +226,11 @@ class Device(ABC):
 
     @property
     def value_batch_size(self) -> int:
-        """Batch size of the values this device gives a predictor to adapt on: a recorded
-        table's as published (``batch_size`` in its profile: a GPU measured at 256), else 1
-        (reference sets are measured at batch 1)."""
-        return int(profile_number(self.profile, "batch_size", 1, integer=True, least=1))
+        """Batch size of the values this device gives a predictor to adapt on: 1 (a live
+        device times one input per call in a search, and reference sets are measured at
+        batch 1); a recorded table's is its profile's ``batch_size``
+        (:class:`~hwnas.devices.recorded.RecordedDevice`: a GPU measured at 256)."""
+        return 1
 
     @property
     def metrics(self) -> tuple[str, ...]:

@@ -59,6 +59,7 @@ class LocalGpuDevice(LiveDevice):
     """
 
     kind = "cuda"
+    profile_keys = LiveDevice.profile_keys + ("gpu",)
     default_target = "cuda"
     default_provider = "cuda"
     auto_meter = "nvml"

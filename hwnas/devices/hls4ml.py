@@ -196,6 +196,10 @@ class Hls4mlDevice(Device):
     """
 
     kind = "hls4ml"
+    profile_keys = Device.profile_keys + (
+        "backend", "part", "clock_period_ns", "io_type", "precision", "reuse_factor",
+        "strategy", "synthesis_timeout_s",
+    )  # fmt: skip
 
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)

@@ -20,6 +20,7 @@ class ImportedDevice(Device):
     """Profile keys: ``metrics`` (list), ``spaces`` (list), ``source`` (the imported files)."""
 
     kind = "imported"
+    profile_keys = Device.profile_keys + ("metrics", "spaces", "sources", "source")
     runtime = "imported"
     stored_in_profiler = True
     can_measure = False  # no new measurements: only the imported ones in the store

@@ -16,6 +16,10 @@ Profile keys shared by live devices::
     tvm: {trials_per_task: 16, cc: aarch64-linux-gnu-g++, cache_dir: ~/tvm-cache}
     ort: {provider: cpu | cuda}
     energy: auto | {meter: rapl | nvml | tegrastats | android_battery, ...}
+
+``timing.max_cv`` is a fraction of the median in (0, 1] (0.15 = 15%), or ``none`` for no CV
+limit. Each kind declares its top-level keys (:attr:`~hwnas.devices.base.Device.profile_keys`):
+any other breaks the profile (``batch_size`` is a recorded table's key alone).
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ class LiveDevice(Device):
         profile: the parsed profile (see the module docstring for its keys).
     """
 
+    profile_keys = Device.profile_keys + ("runtime", "timing", "target", "tvm", "ort", "energy")
+    misplaced_keys = {
+        "batch_size": "a recorded table's key, the batch its values were measured at: a live "
+        "device times one input per call in a search, and labels its costs so; time a batch "
+        "with hwnas measure --batch-size B",
+    }
     default_runtime = "ort"
     runtimes: tuple[str, ...] = ()
     """Runtimes the device can use (``--runtime`` must be one of them); empty: every runtime
@@ -66,6 +76,8 @@ class LiveDevice(Device):
             raise HwnasError(f"{self.where}: tvm must be a mapping, got {tvm!r}")
         if "trials_per_task" in tvm:
             bounded(f"{self.where}: tvm.trials_per_task", tvm["trials_per_task"], 0, 10**5, True)
+        if self.runtime_name == "ort":
+            check_provider((profile.get("ort") or {}).get("provider"), self.where)
         self.engine = get_runtime(self.runtime_name, **self.runtime_options())
         self.runtime = self.engine.key
 
@@ -79,8 +91,15 @@ class LiveDevice(Device):
         options: dict[str, Any] = {"threads": self.protocol.threads}
         if self.runtime_name == "tvm":
             tvm = dict(self.profile.get("tvm") or {})
+            given = self.profile.get("_given", ())
             options.update(
                 target=self.profile.get("target", self.default_target),
+                # a target TVM rejects is named where it was given (it is read when compiling)
+                target_origin="--target"
+                if "target" in given
+                else f"target: in {self.where}"
+                if "target" in self.profile
+                else None,
                 device=self.name,
                 **{k: v for k, v in tvm.items() if k in ("trials_per_task", "cc", "cache_dir")},
             )
@@ -95,7 +114,8 @@ class LiveDevice(Device):
 
     @property
     def max_cv(self) -> float | None:
-        return self.protocol.max_cv
+        cv = self.protocol.max_cv
+        return None if cv == float("inf") else cv  # timing.max_cv: none, no CV limit
 
     @property
     def max_wait_share(self) -> float | None:
@@ -258,6 +278,44 @@ class LiveDevice(Device):
 NO_METER = ("none", "off", "false", "no")
 """``energy:`` values that mean no meter (as leaving the key out does)."""
 
+NO_LIMIT = ("none", "off")
+"""``timing.max_cv`` values (with YAML's ``null``) that mean no CV limit."""
+
+
+def check_provider(raw: Any, where: str) -> None:
+    """Refuse an ``ort.provider`` that names no ONNX Runtime execution provider (``dnnl``
+    was listed as unreachable, "ONNX Runtime has no dnnl"); one ONNX Runtime knows but this
+    build lacks is left to :meth:`LiveDevice.status` (unreachable here, usable elsewhere).
+
+    Raises:
+        HwnasError: one line naming the file, ``ort.provider``, the closest name and the
+            names it may be.
+    """
+    import difflib
+
+    from hwnas.runtimes.onnxruntime import PROVIDERS
+
+    if raw is None or raw in PROVIDERS or raw in PROVIDERS.values():
+        return
+    try:
+        import onnxruntime
+
+        names = list(onnxruntime.get_all_providers())
+    except ImportError:  # no ONNX Runtime: status() says to install it
+        names = []
+    if isinstance(raw, str) and (raw in names or (not names and raw.endswith("Provider"))):
+        return
+    text = str(raw)
+    near = [n for n in names if n.lower().startswith(text.lower())]
+    near = near or difflib.get_close_matches(text, [*PROVIDERS, *names], 1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    others = f", or one of ONNX Runtime's: {', '.join(names)}" if names else ""
+    raise HwnasError(
+        f"{where}: ort.provider {text[:80]!r} is no ONNX Runtime execution provider{hint} "
+        f"(known: {', '.join(PROVIDERS)}{others})"
+    )
+
+
 _TIMING_BOUNDS: dict[str, tuple[float | None, float | None, bool, bool]] = {
     # field: (low, high, integer, low excluded)
     "warmup": (0, 10**6, True, False),
@@ -267,7 +325,7 @@ _TIMING_BOUNDS: dict[str, tuple[float | None, float | None, bool, bool]] = {
     "rounds": (1, 10**4, True, False),
     "target_rel_ci": (0, 1, False, True),
     "max_seconds": (0, 3600, False, True),
-    "max_cv": (0, 100, False, False),
+    "max_cv": (0, 1, False, True),  # a fraction of the median (0.15 = 15%), or none
     "max_wait_share": (0, 10**6, False, False),
     "threads": (1, MAX_THREADS, True, False),
     "quiet_wait_s": (0, 3600, False, False),
@@ -290,8 +348,19 @@ def timing_protocol(raw: Any, where: str) -> TimingProtocol:
         if key not in _TIMING_BOUNDS:
             known = ", ".join(_TIMING_BOUNDS)
             raise HwnasError(f"{where}: unknown timing key '{key}'; known: {known}")
+        if key == "max_cv" and (value is None or str(value).lower() in NO_LIMIT):
+            values[key] = float("inf")  # never flagged for its CV (max_wait_share still holds)
+            continue
         low, high, integer, low_open = _TIMING_BOUNDS[key]
-        values[key] = bounded(f"{where}: timing.{key}", value, low, high, integer, low_open)
+        try:
+            values[key] = bounded(f"{where}: timing.{key}", value, low, high, integer, low_open)
+        except HwnasError as exc:
+            if key != "max_cv":
+                raise
+            # max_cv: 0 flagged every measurement; max_cv: 15 (meant as 15%) never flagged one
+            raise HwnasError(
+                f"{exc}; max_cv is a fraction of the median (0.15 for 15%), or none for no CV limit"
+            ) from None
     try:
         return TimingProtocol(**values)
     except HwnasError as exc:

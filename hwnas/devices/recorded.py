@@ -318,7 +318,8 @@ def _is_number(text: str) -> bool:
 
 PROFILE_KEYS = ("name", "kind", "class", "description", "source", "sources", "batch_size",
                 "tables", "_path")  # fmt: skip
-"""Keys of a ``kind: recorded`` profile (``_path``: set when it is read)."""
+"""Keys of a ``kind: recorded`` profile (``_path``: set when it is read; a file's other keys
+that start with ``_`` are refused by :func:`hwnas.devices.base.check_profile_keys`)."""
 METRICS = ("latency_ms", "energy_mj")
 """The metrics a table may hold, as ``tables.<space>`` keys."""
 ENTRY_KEYS = ("file", "column", "dataset")
@@ -335,7 +336,7 @@ def _known_keys(where: str, prefix: str, mapping: dict, known, what: str = "key"
     import difflib
 
     for key in mapping:
-        if key not in known:
+        if key not in known and not str(key).startswith("_"):  # hwnas's own (_path, _given)
             close = difflib.get_close_matches(str(key), [k for k in known if k != "_path"], 1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             allowed = ", ".join(k for k in known if k != "_path")
@@ -382,6 +383,10 @@ class RecordedDevice(Device):
     """
 
     kind = "recorded"
+    profile_keys = tuple(k for k in PROFILE_KEYS if k != "_path")
+    misplaced_keys = {
+        "runtime": "a runtime applies to live devices (local, cuda, rpc, android)",
+    }
     runtime = "recorded"
     stored_in_profiler = False
     runs_models = False
@@ -419,6 +424,11 @@ class RecordedDevice(Device):
                 _known_keys(where, f"tables.{space}.{metric}.", entry, ENTRY_KEYS)
         self.tables: dict[str, dict[str, dict[str, str]]] = tables
         self.batch_size = int(profile_number(profile, "batch_size", 1, integer=True, least=1))
+
+    @property
+    def value_batch_size(self) -> int:
+        """The batch the table's values were measured at (``batch_size``, 1 by default)."""
+        return self.batch_size
 
     @property
     def metrics(self) -> tuple[str, ...]:

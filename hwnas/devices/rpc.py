@@ -24,16 +24,42 @@ from hwnas.errors import HwnasError
 from hwnas.runtimes.tvm import RpcSpec, socket_timeout
 
 
-def parse_tracker(text: str) -> tuple[str, int]:
+def parse_tracker(text: str, what: str = "--tracker") -> tuple[str, int]:
     """``HOST:PORT`` -> (host, port).
 
+    Args:
+        text: the address.
+        what: how the user gave it (``--tracker``, or a profile's ``rpc.tracker``).
+
     Raises:
-        HwnasError: not HOST:PORT with an integer port.
+        HwnasError: not HOST:PORT with an integer port from 1 to 65535.
     """
     host, sep, port = str(text).rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise HwnasError(f"--tracker must be HOST:PORT (e.g. 127.0.0.1:9190), got '{text}'")
+        raise HwnasError(
+            f"{what} must be HOST:PORT with a port from 1 to 65535 (e.g. 127.0.0.1:9190), "
+            f"got {str(text)[:80]!r}"
+        )
     return host, int(port)
+
+
+def big_cores(value: Any) -> tuple[int, ...]:
+    """A profile's ``big_cores``: CPU ids (``[4, 5, 6, 7]``), none when absent.
+
+    Raises:
+        HwnasError: not a list of whole numbers >= 0 (``big_cores: all``).
+    """
+    if value is None:
+        return ()
+    ok = isinstance(value, list) and all(
+        isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 4096 for c in value
+    )
+    if not ok:
+        raise HwnasError(
+            f"big_cores must be a list of core numbers (CPU ids such as [4, 5, 6, 7]), got "
+            f"{repr(value)[:80]}"
+        )
+    return tuple(value)
 
 
 def tracker_unreachable(host: str, port: int, timeout: float = 3.0) -> str | None:
@@ -106,6 +132,7 @@ class RpcDevice(LiveDevice):
     """
 
     kind = "rpc"
+    profile_keys = LiveDevice.profile_keys + ("rpc", "big_cores", "name_from_key")
     default_runtime = "tvm"
     runtimes = ("tvm",)
 
@@ -113,6 +140,11 @@ class RpcDevice(LiveDevice):
         rpc = dict(profile.get("rpc") or {})
         self.tracker: str | None = rpc.get("tracker")
         self.key: str | None = rpc.get("key")
+        given = profile.get("_given", ())  # --tracker, else the profile's (checked as read)
+        self.tracker_option = "--tracker" if "rpc.tracker" in given else "rpc.tracker"
+        if self.tracker:
+            parse_tracker(self.tracker, self.tracker_option)
+        self.big_cores = big_cores(profile.get("big_cores"))
         self.session_timeout = _seconds(rpc, "session_timeout", 0.0)
         self.request_timeout = _seconds(rpc, "request_timeout", 1.0)
         if profile.get("name_from_key") and self.key:
@@ -123,9 +155,10 @@ class RpcDevice(LiveDevice):
         """Where the board is, or None when the profile lacks a tracker or key."""
         if not self.tracker or not self.key:
             return None
-        host, port = parse_tracker(self.tracker)
-        cpus = tuple(int(c) for c in self.profile.get("big_cores") or ())
-        return RpcSpec(host, port, str(self.key), self.session_timeout, cpus, self.request_timeout)
+        host, port = parse_tracker(self.tracker, self.tracker_option)
+        return RpcSpec(
+            host, port, str(self.key), self.session_timeout, self.big_cores, self.request_timeout
+        )
 
     def runtime_options(self) -> dict[str, Any]:
         options = super().runtime_options()
@@ -152,7 +185,7 @@ class RpcDevice(LiveDevice):
                 "HOST:PORT --key KEY`"
             )
         try:
-            host, port = parse_tracker(self.tracker)
+            host, port = parse_tracker(self.tracker, self.tracker_option)
         except HwnasError as exc:
             return False, str(exc)
         why = tracker_unreachable(host, port)

@@ -305,6 +305,8 @@ class TvmRuntime(Runtime):
         cache_dir: root of the TVM cache (default ``<hwnas home>/tvm``).
         rpc: remote device to run on; None runs here.
         cc: cross compiler (e.g. "aarch64-linux-gnu-g++") for non-Android remote targets.
+        target_origin: where the target was given (``target: in FILE``, ``--target``), named
+            when TVM rejects it; None for a default target.
     """
 
     name = "tvm"
@@ -318,6 +320,7 @@ class TvmRuntime(Runtime):
         cache_dir: str | Path | None = None,
         rpc: RpcSpec | None = None,
         cc: str | None = None,
+        target_origin: str | None = None,
         **_ignored,
     ):
         super().__init__()
@@ -329,6 +332,7 @@ class TvmRuntime(Runtime):
         self.device = device
         self.rpc = rpc
         self.cc = cc
+        self.target_origin = target_origin
         if cache_dir is None:
             from hwnas.paths import hwnas_home
 
@@ -386,7 +390,10 @@ class TvmRuntime(Runtime):
                 self._target = tvm.target.Target(spec)
             except Exception as exc:  # TVM raises ValueError/TVMError with long messages
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise HwnasError(f"TVM rejects target {json.dumps(self.spec)}: {first}") from None
+                given = f" ({self.target_origin})" if self.target_origin else ""
+                raise HwnasError(
+                    f"TVM rejects target {json.dumps(self.spec)}{given}: {first}"
+                ) from None
         return self._target
 
     def _export_kind(self) -> str:

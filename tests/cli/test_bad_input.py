@@ -356,7 +356,7 @@ kind: local
 class: cpu
 description: a test profile
 runtime: ort
-timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0}
+timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: none}
 """
 
 SPACES = {  # file -> (what replaces what in TINY_SPACE)
@@ -380,7 +380,7 @@ SPACES = {  # file -> (what replaces what in TINY_SPACE)
 PROFILES = {
     "energy_none": ("description: a test profile", "description: x\nenergy: [none]"),
     "warmup_many": ("warmup: 3", "warmup: many"),
-    "max_cv_nan": ("max_cv: 10.0", "max_cv: .nan"),
+    "max_cv_nan": ("max_cv: none", "max_cv: .nan"),
 }
 TABLE = ["search", "-d", "pixel3", "--budget", "5", "--no-zoo"]
 GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]

@@ -182,7 +182,7 @@ def test_a_profiles_rapl_folder_shows_no_file_but_a_plain_zone_name(tmp_path, cl
     (profiles / "mycpu.yaml").write_text(
         "name: mycpu\nkind: local\nclass: cpu\ndescription: test\nruntime: ort\n"
         f"energy: {{meter: rapl, root: {tmp_path / 'rapl'}}}\n"
-        "timing: {warmup: 1, rounds: 3, calls_per_round: 2, threads: 1, max_cv: 10.0}\n"
+        "timing: {warmup: 1, rounds: 3, calls_per_round: 2, threads: 1, max_cv: none}\n"
     )
     status, out, err = cli("devices", "check", "mycpu", profiles=profiles)
     said = "".join((out + err).split())  # the console wraps its lines anywhere

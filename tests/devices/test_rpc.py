@@ -92,7 +92,7 @@ def _tolerant_rpc_profile(home) -> None:
     from hwnas.devices import reload_profiles
 
     profile = yaml.safe_load((asset_path("devices") / "rpc.yaml").read_text())
-    profile["timing"]["max_cv"] = 100.0
+    profile["timing"]["max_cv"] = None  # no CV limit
     (home / "devices" / "rpc.yaml").write_text(yaml.safe_dump(profile))
     reload_profiles()
 

@@ -244,7 +244,7 @@ def test_a_device_named_dot_dot_writes_nothing_outside_the_hwnas_home(tmp_path, 
     monkeypatch.setenv("HWNAS_HOME", str(home))
     profile = (
         "name: ../../../escaped\nkind: local\nclass: cpu\nruntime: ort\n"
-        "timing: {warmup: 1, rounds: 2, calls_per_round: 2, threads: 1, max_cv: 100.0}\n"
+        "timing: {warmup: 1, rounds: 2, calls_per_round: 2, threads: 1, max_cv: none}\n"
     )
     (home / "devices" / "evil.yaml").write_text(profile)
     reload_profiles()
