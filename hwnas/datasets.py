@@ -464,32 +464,46 @@ def _cifar_images(batch: dict, path: Path) -> tuple[np.ndarray, np.ndarray]:
     return x.astype(np.float32) / 255.0, labels
 
 
-def _cifar(path: Path):
-    """(name, x, y, (test_x, test_y), classes) for a CIFAR pickle folder, else None."""
+CIFAR10_FILES = ("test_batch", "batches.meta")
+CIFAR100_FILES = ("train", "test", "meta")
+
+
+def _cifar_layout(path: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """(the folder, the names of its files besides ``data_batch_*``) of a CIFAR-10 or
+    CIFAR-100 pickle layout in ``path`` or its standard sub-folder, else None."""
     for sub in (path, path / "cifar-10-batches-py", path / "cifar-100-python"):
         if (sub / "data_batch_1").is_file() and (sub / "test_batch").is_file():
-            parts = [_cifar_images(_unpickle(p), p) for p in sorted(sub.glob("data_batch_*"))]
-            x = np.concatenate([p[0] for p in parts])
-            y = np.concatenate([p[1] for p in parts])
-            test = _cifar_images(_unpickle(sub / "test_batch"), sub / "test_batch")
-            meta = sub / "batches.meta"
-            classes = (
-                list(_unpickle(meta)["label_names"])
-                if meta.is_file()
-                else [str(i) for i in range(10)]
-            )
-            return "cifar10", x, y, test, classes
+            return sub, CIFAR10_FILES
         if (sub / "train").is_file() and (sub / "test").is_file():
-            x, y = _cifar_images(_unpickle(sub / "train"), sub / "train")
-            test = _cifar_images(_unpickle(sub / "test"), sub / "test")
-            meta = sub / "meta"
-            classes = (
-                list(_unpickle(meta)["fine_label_names"])
-                if meta.is_file()
-                else [str(i) for i in range(100)]
-            )
-            return "cifar100", x, y, test, classes
+            return sub, CIFAR100_FILES
     return None
+
+
+def _cifar(path: Path):
+    """(name, x, y, (test_x, test_y), classes) for a CIFAR pickle folder, else None."""
+    layout = _cifar_layout(path)
+    if layout is None:
+        return None
+    sub, names = layout
+    if names == CIFAR10_FILES:
+        parts = [_cifar_images(_unpickle(p), p) for p in sorted(sub.glob("data_batch_*"))]
+        x = np.concatenate([p[0] for p in parts])
+        y = np.concatenate([p[1] for p in parts])
+        test = _cifar_images(_unpickle(sub / "test_batch"), sub / "test_batch")
+        meta = sub / "batches.meta"
+        classes = (
+            list(_unpickle(meta)["label_names"]) if meta.is_file() else [str(i) for i in range(10)]
+        )
+        return "cifar10", x, y, test, classes
+    x, y = _cifar_images(_unpickle(sub / "train"), sub / "train")
+    test = _cifar_images(_unpickle(sub / "test"), sub / "test")
+    meta = sub / "meta"
+    classes = (
+        list(_unpickle(meta)["fine_label_names"])
+        if meta.is_file()
+        else [str(i) for i in range(100)]
+    )
+    return "cifar100", x, y, test, classes
 
 
 def _luma(x: np.ndarray) -> np.ndarray:
@@ -580,10 +594,11 @@ def chance_best_reason(limit: str | None, weight: str | None = None) -> str:
 
 def data_identity(spec: str) -> str:
     """What ``--data`` names, for a study's name: ``digits`` itself; a folder by its name and
-    a digest of its files (relative paths and sizes in bytes, every file below it, in order),
-    so that two folders called ``imgs`` holding other images are two studies (the second
-    resumed the first's, its accuracies measured on other data) while the same files copied
-    elsewhere are one. A path that is not a folder is its name alone (the load says why).
+    a digest of the files :func:`load_data` reads from it (the CIFAR pickles, or each class
+    folder's images: relative path, size and content), so that two folders called ``imgs``
+    holding other images are two studies (the second resumed the first's, its accuracies
+    measured on other data) while the same files copied elsewhere, or beside notes the loader
+    skips, are one. A path that is not a folder is its name alone (the load says why).
 
     Returns:
         ``NAME`` or ``NAME-dXXXXXXXX`` (8 hex digits of a SHA-256).
@@ -596,13 +611,32 @@ def data_identity(spec: str) -> str:
     if not path.is_dir():
         return path.name
     digest = hashlib.sha256()
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
-            f = Path(root, name)
-            try:
-                size = f.stat().st_size
-            except OSError:  # a dangling link: the load names it
-                size = -1
-            digest.update(f"{f.relative_to(path).as_posix()}\0{size}\n".encode())
+    for f in _data_files(path):
+        digest.update(f"{f.relative_to(path).as_posix()}\0".encode())
+        try:
+            with open(f, "rb") as fh:  # the loader reads every byte of them too
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError:  # unreadable: the load names it
+            digest.update(b"\0unreadable")
+        digest.update(b"\n")
     return f"{path.name}-d{digest.hexdigest()[:8]}"
+
+
+def _data_files(path: Path) -> list[Path]:
+    """The files :func:`load_data` reads from the folder ``path``, in order: a CIFAR layout's
+    pickles (:func:`_cifar_layout`), else each class folder's images (links followed, as the
+    loader follows them)."""
+    layout = _cifar_layout(path)
+    if layout is not None:
+        sub, names = layout
+        batches = names == CIFAR10_FILES
+        return [
+            p
+            for p in sorted(sub.iterdir())
+            if p.name in names or (batches and p.name.startswith("data_batch_"))
+        ]
+    files = []
+    for cls in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        files += [f for f in sorted(cls.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES]
+    return files

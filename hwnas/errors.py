@@ -99,8 +99,12 @@ def shown(value: object, limit: int = 80) -> str:
     text = repr(value)
     if len(text) <= limit and "\n" not in text:
         return text
+    if isinstance(value, str):  # a long path is still what it is: its ends
+        half = (limit - 5) // 2
+        return repr(value[:half] + "..." + value[-half:])
     try:
-        items = f" of {len(value)} items"  # type: ignore[arg-type]
+        n = len(value)  # type: ignore[arg-type]
+        items = f" of {n} item{'' if n == 1 else 's'}"
     except TypeError:
         items = ""
     return f"a {type(value).__name__}{items}"

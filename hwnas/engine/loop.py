@@ -129,7 +129,7 @@ class SearchSettings:
                 loaded = getattr(self.data, "source", None)
                 if getattr(self.data, "name", None) == "digits":
                     loaded = "digits"
-                hint = f": pass what it was loaded from, {shown(loaded)}" if loaded else ""
+                hint = f": pass what it was loaded from, {shown(loaded, 300)}" if loaded else ""
                 raise HwnasError(
                     f"--data must be 'digits' or a folder's path, got {shown(self.data)}{hint}"
                 )

@@ -255,8 +255,9 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
     """The search space called ``name``, the declared space in the file ``name`` (a path),
     or, with ``code``, the space ``attribute`` of the Python file ``path/to/file.py:attribute``
     (imported: it is the user's code); a space given by path is then known by its own name for
-    the rest of the process. One instance per name. A name that no space has but a file (or
-    folder) that is there is taken as its path, so that what is wrong with it is said.
+    the rest of the process. One instance per name. With ``code``, a name that no space has
+    but a file (or folder) that is there is taken as its path, so that what is wrong with it
+    is said.
 
     ``code`` is for what the user typed (``--space``, ``hwnas.search(space=...)``) and only
     that: a space name read from a file (a device profile's ``tables:``, a zoo card, a
@@ -292,8 +293,11 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
             )
         return _load_code(name, match["file"], match["attr"])
     named = {} if _is_path(name) else space_files()
-    # a file that is there is one, whatever its name (single.txt was "unknown search space")
-    if _is_path(name) or (name not in named and Path(name).expanduser().exists()):
+    # a file that is there is one, whatever its name (single.txt was "unknown search space"),
+    # where the user typed it: a name read from a file stays a name (a project folder called
+    # like an elastic model's space must not turn a zoo card's space into that folder)
+    there = code and name not in named and Path(name).expanduser().exists()
+    if _is_path(name) or there:
         path = Path(name).expanduser()
         if not path.is_file():
             if path.is_dir():

@@ -345,3 +345,16 @@ def test_a_search_run_keeps_its_own_front_and_reports_its_trials(tmp_path):
     later = hwnas.search(device="pixel3", budget=60, zoo=False, out=out)
     assert len(later.front) > rows == len(first.front) == len(first.result.pareto)
     assert "\n" not in repr(first) and repr(first).startswith("SearchRun(study_name=")
+
+
+def test_a_long_argument_is_shown_short_and_a_long_path_whole():
+    """`shown` (a wrong argument's repr ran to hundreds of lines) named a long path by its
+    type, "a str of 82 items", where the hint exists to show it; and "a dict of 1 items"."""
+    from hwnas.errors import shown
+
+    path = "/data/" + "x" * 100 + "/imgs"
+    text = shown(path)
+    assert len(text) <= 82 and text.startswith("'/data/x") and text.endswith("/imgs'")
+    assert shown({"a": "b" * 100}) == "a dict of 1 item"
+    assert shown(list(range(1000))) == "a list of 1000 items" and shown(5) == "5"
+    assert shown(path, 300) == repr(path)

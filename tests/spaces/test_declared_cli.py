@@ -450,7 +450,7 @@ def test_choices_that_print_alike_keep_labels_of_their_own(tmp_path):
         reload_spaces()
 
 
-def test_an_existing_file_given_as_a_space_gets_the_real_reason(tmp_path):
+def test_an_existing_file_given_as_a_space_gets_the_real_reason(tmp_path, monkeypatch):
     """`hwnas spaces show single.txt`, the file there, said "unknown search space
     'single.txt'; did you mean ...", where `/etc/passwd` said what is wrong."""
     (tmp_path / "single.txt").write_text("name: single\n")
@@ -459,3 +459,13 @@ def test_an_existing_file_given_as_a_space_gets_the_real_reason(tmp_path):
     assert "error: single.txt: a space file's name ends in .yaml or .yml" in r.stderr, r.stderr
     r = hwnas_main("spaces", "show", "nothere.txt", cwd=tmp_path)  # no such file: a name
     assert "unknown search space 'nothere.txt'" in r.stderr, r.stderr
+    # a name read from a file (a zoo card, a device profile) stays a name: a project folder
+    # called like an elastic model's space must not become that space
+    from hwnas.errors import HwnasError, UnknownNameError
+
+    (tmp_path / "mynet").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnknownNameError):
+        get_space("mynet")
+    with pytest.raises(HwnasError, match="mynet is a folder"):
+        get_space("mynet", code=True)

@@ -136,13 +136,47 @@ def test_a_study_knows_its_data_folder_by_its_files_not_its_name_alone(tmp_path)
     from hwnas.engine.loop import SearchSettings
     from hwnas.jobs.supernet import SupernetSettings
 
+    for i in (0, 1):
+        (tmp_path / f"cifar{i}").mkdir()
     a = _folder(tmp_path / "a" / "imgs", 0)
     b = _folder(tmp_path / "b" / "imgs", 1)
     copy = tmp_path / "c" / "imgs"
     shutil.copytree(a, copy)
+    (copy / "notes.txt").write_text("the loader reads no text")  # nor dot-folders
+    (copy / ".cache").mkdir()
+    (copy / "c0" / "readme.md").write_text("not an image")
     ids = [data_identity(str(p)) for p in (a, b, copy)]
     assert ids[0].startswith("imgs-d") and ids[0] != ids[1] and ids[0] == ids[2]
     assert data_identity("digits") == "digits"
+    # the same names and sizes, other pixels (an uncompressed format: every file one size)
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    bmps = []
+    for side in ("x", "y"):
+        root = tmp_path / side / "bmp"
+        for cls in ("c0", "c1"):
+            (root / cls).mkdir(parents=True)
+            pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / cls / "0.bmp")
+        bmps.append(data_identity(str(root)))
+    assert bmps[0] != bmps[1]
+    # class folders that are links (to other images each time) are read, so they count
+    linked = []
+    for src in (a, b):
+        root = tmp_path / f"linked-{src.parent.name}" / "imgs"
+        root.mkdir(parents=True)
+        for cls in ("c0", "c1"):
+            (root / cls).symlink_to(src / cls)
+        linked.append(data_identity(str(root)))
+    assert linked[0] != linked[1] and linked[0] == ids[0]
+    # CIFAR pickles of one shape, one relabelled: other data
+    cifar = [_cifar10_folder(tmp_path / f"cifar{i}") for i in (0, 1)]
+    batch = cifar[1] / "cifar-10-batches-py" / "test_batch"
+    data = pickle.loads(batch.read_bytes())
+    data["labels"] = [(label + 1) % 10 for label in data["labels"]]
+    batch.write_bytes(pickle.dumps(data))
+    assert data_identity(str(cifar[0])) != data_identity(str(cifar[1]))
     function = str(Path(__file__).parents[1] / "spaces" / "my_model.py") + ":val_accuracy"
     names = [
         SearchSettings(space="nasbench201", device="pixel3", accuracy=function, data=str(p)).study
