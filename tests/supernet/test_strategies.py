@@ -339,6 +339,18 @@ def test_singlepath_derives_the_architecture_its_thresholds_select(digits):
     assert sp.derive().text == net.arch(hard).text
     assert list(sp.argmax_indices()) == list(hard)
     assert sp.derivation["rule"].startswith("the trained thresholds' hard indicators")
+    # under --max-latency: the ranking puts the thresholds' choices first, and summary.json's
+    # log_prob is the distribution's own (it was the ranking score, -30 per changed decision)
+    lut = fit_table_lut(net.space, get_device("v100_64"))
+    limit = 0.97 * float(lut.cost(net.arch(hard)))
+    sp.hw = HardwareLoss(lut, limit=limit)
+    arch = sp.derive()
+    own = sum(float(p[k]) for p, k in zip(sp.log_probs(), net.indices(arch)))
+    assert sp.derivation["limit"] == limit and arch.text != net.arch(hard).text
+    assert sp.derivation["log_prob"] == pytest.approx(own)
+    assert sp.derivation["argmax_log_prob"] == pytest.approx(
+        sum(float(p[k]) for p, k in zip(sp.log_probs(), hard))
+    )
 
 
 def test_fbnet_prices_the_gumbel_sample_its_forward_pass_weighs(digits, monkeypatch):

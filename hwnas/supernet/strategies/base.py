@@ -177,6 +177,12 @@ class SupernetStrategy:
                 "argmax_log_prob": float(sum(float(np.max(p)) for p in logp)),
                 **choice.describe(),
             }
+        if "log_prob" in self.derivation:  # the distribution's own, whatever ranked them
+            true = self.log_probs()
+            self.derivation["log_prob"] = float(sum(float(p[k]) for p, k in zip(true, idx)))
+            self.derivation["argmax_log_prob"] = float(
+                sum(float(p[k]) for p, k in zip(true, self.argmax_indices()))
+            )
         return self.supernet.arch(idx)
 
     argmax_rule = "argmax of every decision"
@@ -184,12 +190,16 @@ class SupernetStrategy:
     ranking = "most probable"
     """How :meth:`derive` ranks architectures under a target or ``--max-latency``."""
 
-    def decision_scores(self) -> list[np.ndarray]:
-        """Per decision, a score of each candidate (log-probabilities by default, the log of
-        :meth:`probs`): :meth:`derive` takes the best of each, or under a target or limit the
-        architecture of the highest total within it; :meth:`argmax_indices` their argmax."""
+    def log_probs(self) -> list[np.ndarray]:
+        """Per decision, the log of :meth:`probs` (each (candidates,), at least log 1e-12)."""
         with torch.no_grad():
             return [torch.log(p.clamp_min(1e-12)).cpu().numpy() for p in self.probs()]
+
+    def decision_scores(self) -> list[np.ndarray]:
+        """Per decision, a score of each candidate (by default :meth:`log_probs`):
+        :meth:`derive` takes the best of each, or under a target or limit the architecture of
+        the highest total within it; :meth:`argmax_indices` their argmax."""
+        return self.log_probs()
 
     def argmax_indices(self) -> np.ndarray:
         """The trained distribution's own architecture, before any target or limit: the best

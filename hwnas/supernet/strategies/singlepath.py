@@ -154,13 +154,16 @@ class SinglePathNas(SupernetStrategy):
     def decision_scores(self) -> list[np.ndarray]:
         """The paper reads the network off the hard indicators, not the soft nested
         probabilities (whose argmax says "off" for s1 just above 0.5 while the threshold says
-        "on"): each decision's hard choice scores above every other, by more than any
-        log-probability (a log is at least log(1e-12) = -27.6), and the log-probabilities
-        rank the rest, so :meth:`derive` takes the hard architecture, and under a target the
-        one within it that changes the fewest of its decisions."""
+        "on"): each decision's hard choice scores above every other by more than the
+        log-probabilities of all decisions together can differ (each log is at least
+        log(1e-12) = -27.6), and the log-probabilities rank the rest, so :meth:`derive` takes
+        the hard architecture, and under a target the one within it that changes the fewest of
+        its decisions (then the most probable). ``summary.json`` reports the log-probabilities
+        themselves (:meth:`log_probs`)."""
         hard = self.hard_indices()
-        scores = super().decision_scores()
+        scores = self.log_probs()
+        penalty = 28.0 * len(scores) + 1.0
         for p, k in zip(scores, hard):
-            p -= 30.0
-            p[k] += 30.0
+            p -= penalty
+            p[k] += penalty
         return scores
