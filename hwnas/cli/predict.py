@@ -167,6 +167,10 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         )  # fmt: skip
         click.echo(one_line(f"{len(results)} prediction(s) -> {out}"), err=True)
     unit = "ms" if cal_metric == "latency_ms" else "mJ"
+    # a table recorded at batch 256 adapts the predictor to whole batches: its numbers are too
+    from hwnas.cost_record import search_batch, unit_of
+
+    per = unit_of(cal_metric, search_batch(device)) if device is not None else unit
     for r in results:
         if id(r.model) not in shown:
             continue
@@ -178,5 +182,5 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
             known = f"; measured {r.stored:.4g} {unit} on {device} (the measurement store)"
         # one line per model, whatever its file is named (a newline in it is shown escaped)
         click.echo(
-            one_line(f"{r.model}: {r.value:.4g} {unit} (std {r.std:.2g} {unit}{interval}){known}")
+            one_line(f"{r.model}: {r.value:.4g} {per} (std {r.std:.2g} {unit}{interval}){known}")
         )

@@ -168,7 +168,8 @@ def predict_models(
         assert early is not None  # every model here is one `calibrated` counted
         pred, (cal_models, cal_values, cal_metric, where) = early
         pred.fit(cal_models, cal_values, cal_metric)
-        warn_suspects(pred, cal_models, cal_values, cal_metric, note)
+        from_table = dev is not None and dev.table(space.name, cal_metric) is not None
+        warn_suspects(pred, cal_models, cal_values, cal_metric, note, from_table)
         if calibration is not None or (dev is not None and not dev.can_measure):
             warn_unit(space, cal_models, cal_values, cal_metric, note)  # a user's values
         trained_on = list(pred.card.get("metrics") or [])  # a meta artifact's card lists them
@@ -269,22 +270,35 @@ def _interval(mean: float, std: float) -> tuple[float | None, float | None]:
     return gaussian_interval(float(mean), float(std)) or (None, None)
 
 
-def gross_error_warning(metric: str, model: Any, value: float, probability: float) -> str:
+def gross_error_warning(
+    metric: str, model: Any, value: float, probability: float, recorded: bool = False
+) -> str:
     """The warning line for a calibration value (``value`` in ``metric``'s unit) a predictor
     took for a gross error with ``probability``
-    (:meth:`hwnas.predictors.base.Predictor.suspect_values`)."""
-    return (
-        f"warning: the measured {metric} of {model} looks like a gross error "
+    (:meth:`hwnas.predictors.base.Predictor.suspect_values`); ``recorded``: a value of a
+    recorded table, which nobody can measure again (an outlier of its table, said as such)."""
+    said = (
         f"({value:.4g} {UNITS.get(metric, '')}; probability {probability:.2f} given the other "
-        "calibration values), so the predictor discounted it: measure it again"
+        "calibration values), so the predictor discounted it"
+    )
+    if recorded:
+        return (
+            f"warning: the recorded {metric} of {model} in the device's table looks like a "
+            f"gross error {said} (an outlier of the published table)"
+        )
+    return f"warning: the measured {metric} of {model} looks like a gross error {said}: " + (
+        "measure it again"
     )
 
 
-def warn_suspects(pred, models, values, metric: str, note: Callable[[str], None]) -> None:
+def warn_suspects(
+    pred, models, values, metric: str, note: Callable[[str], None], recorded: bool = False
+) -> None:
     """One :func:`gross_error_warning` per calibration value the adapted predictor ``pred``
-    took for a gross error (``models`` and ``values``: what it was fitted on)."""
+    took for a gross error (``models`` and ``values``: what it was fitted on; ``recorded``:
+    read from a recorded table)."""
     for i, p in pred.suspect_values().items():
-        note(gross_error_warning(metric, models[i], float(values[i]), p))
+        note(gross_error_warning(metric, models[i], float(values[i]), p, recorded))
 
 
 def warn_unit(space, models, values, metric: str, note: Callable[[str], None]) -> None:
@@ -585,7 +599,8 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
         sp, (cal_models, cal_values, cal_metric, where) = usable[name]
         pred = load_predictor(name, sp.name)
         pred.fit(cal_models, cal_values, cal_metric)
-        warn_suspects(pred, cal_models, cal_values, cal_metric, note)
+        from_table = dev.table(sp.name, cal_metric) is not None
+        warn_suspects(pred, cal_models, cal_values, cal_metric, note, from_table)
         mine = [models[i] for i in idx]
         mean, std = pred.predict(mine)
         std = np.array([widen_far(m, v, sd, refs[name], f"{name} reference", note)

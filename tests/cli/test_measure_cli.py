@@ -242,3 +242,7 @@ def test_a_tables_device_refuses_a_batch_it_was_not_measured_at_and_names_its_ow
         assert "ms and mJ are per batch of 256, not per input" in r.stdout
     r = hwnas_main("measure", "--device", "pixel3", "--arch", "5")
     assert r.returncode == 0 and "per batch" not in r.stdout
+    # a table's value has no spread: its CV is "-", as its CI and rounds (it read "0.00")
+    row = next(line for line in r.stdout.splitlines() if "recorded" in line and "│" in line)
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    assert cells[2:5] == ["-", "-", "-"] and cells[-1] == "recorded", cells

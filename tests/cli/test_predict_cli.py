@@ -80,6 +80,20 @@ def test_a_prediction_on_a_recorded_device_names_the_value_its_table_records(tmp
     cal = calibration(tmp_path / "cal.csv")
     code, out, err = run(["predict", "--arch", "5", "--calibration", cal], capsys)
     assert code == 0 and "records" not in out, (out, err)
+    # a table of a batch of 256 adapts the predictor to whole batches: so its prediction is
+    code, out, err = run(["predict", "--arch", "5", "--device", "titanx_256"], capsys)
+    assert code == 0 and re.search(r": [0-9.]+ ms per batch of 256 \(std ", out), out
+
+
+def test_an_outlier_of_a_recorded_table_is_not_to_be_measured_again(capsys):
+    """The reference value 2080ti_64's OFA table holds for ks=7,3,7,... (24.42 ms) is taken for
+    a gross error; the warning said "measure it again" of a published table's value."""
+    code, out, err = run(["predict", "--arch", "0", "--device", "2080ti_64", "--space", "ofa"],
+                         capsys)  # fmt: skip
+    assert code == 0, err
+    warning = next(line for line in err.splitlines() if "gross error" in line)
+    assert "the recorded latency_ms of" in warning and "outlier of the published table" in warning
+    assert "measure it again" not in warning
 
 
 def test_a_bad_calibration_value_is_named_and_discounted(tmp_path, capsys):
