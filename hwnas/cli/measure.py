@@ -98,6 +98,13 @@ def _check_recorded(dev, workloads) -> None:
         if w.arch is None:
             continue
         space = get_space(w.arch.space)
+        tabled = not dev.runs_models and dev.table_spaces  # a recorded device (not imported)
+        if tabled and all(dev.table(space.name, m) is None for m in dev.metrics):
+            others = ", ".join(dev.table_spaces)
+            raise HwnasError(
+                f"device '{dev.name}' has no recorded table for space '{space.name}'"
+                + (f" (it has: {others}): give --space {others.split(', ')[0]}" if others else "")
+            )
         got = as_recorded(dev, space, [w.arch], dev.metrics)  # a live device: the arch itself
         if got and not got[0][1]:
             continue

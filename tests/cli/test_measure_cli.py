@@ -246,3 +246,14 @@ def test_a_tables_device_refuses_a_batch_it_was_not_measured_at_and_names_its_ow
     row = next(line for line in r.stdout.splitlines() if "recorded" in line and "│" in line)
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells[2:5] == ["-", "-", "-"] and cells[-1] == "recorded", cells
+
+
+def test_a_recorded_device_without_the_spaces_table_is_refused_before_any_progress():
+    """`hwnas measure --device 1080ti_64 --arch 0` (a device with an FBNet table only) drew a
+    progress bar, "0/1 models ... stopped", then refused without naming the space it has."""
+    r = hwnas_main("measure", "--device", "1080ti_64", "--arch", "0")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "error: device '1080ti_64' has no recorded table for space 'nasbench201' (it has: "
+        "fbnet): give --space fbnet"
+    ]
