@@ -253,8 +253,8 @@ def search(
             stacklevel=3,
         )
     pareto = folder / "pareto.csv"
-    return SearchRun(
-        done.result, done.summary, folder, job.prepared.storage, settings.study,
+    return SearchRun(  # absolute: run.zoo after an os.chdir in a notebook was silently []
+        done.result, done.summary, folder.absolute(), job.prepared.storage, settings.study,
         pareto.read_text() if pareto.is_file() else "",
     )  # fmt: skip
 

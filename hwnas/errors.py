@@ -156,8 +156,10 @@ def keyword_terms(*names: str, public: str | None = None):
     The checks shared with the CLI word their one-line messages in its terms (``--max-latency
     must be a positive number of ms``); from Python that reads ``max_latency must be a
     positive number of ms``. ``--flag VALUE`` with a placeholder or a number (``--device D``,
-    ``--max-latency 8``) becomes ``flag=VALUE``, ``--set K=V`` becomes ``settings={"K": "V"}``.
-    Options the function does not take (``--help``) are left as they are.
+    ``--max-latency 8``) becomes ``flag=VALUE``, a word ending a clause (``--strategy oneshot)``)
+    ``flag="word"``, ``--set K=V`` becomes ``settings={"K": "V"}`` and ``--dim h=32``
+    ``dims={"h": 32}``. Options the function does not take (``--help``), and a shell command
+    quoted in backticks, are left as they are.
 
     Args:
         names: keyword names the function takes beyond its own parameters (its ``**options``).
@@ -177,7 +179,10 @@ def keyword_terms(*names: str, public: str | None = None):
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         )  # fmt: skip
         open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-        flag = re.compile(r"--([a-z][a-z0-9-]*)(?: ([A-Z0-9][\w.]*\b|[\w.]+=[\w.]+))?")
+        flag = re.compile(
+            r"--([a-z][a-z0-9-]*)"
+            r"(?: ([A-Z0-9][\w.]*\b|[\w.]+=[\w.]+|[a-z][\w.:/+-]*\w(?=[),;]|$)))?"
+        )
 
         def spell(match: re.Match) -> str:
             name, value = match.group(1).replace("-", "_"), match.group(2)
@@ -186,9 +191,23 @@ def keyword_terms(*names: str, public: str | None = None):
                     key, _, v = value.partition("=")
                     return f'settings={{"{key}": "{v}"}}'
                 return "settings" + (f" {value}" if value else "")
+            if name == "dim" and "dims" in keywords:  # --dim h=32: dims={"h": 32}
+                if value and "=" in value:
+                    key, _, v = value.partition("=")
+                    return f'dims={{"{key}": {v}}}'
+                return "dims" + (f" {value}" if value else "")
             if name not in keywords:
                 return match.group(0)
+            if value and value[0].islower() and "=" not in value:  # a literal: a string
+                return f'{name}="{value}"'
             return f"{name}={value}" if value else name
+
+        def python_terms(text: str) -> str:
+            # a shell command quoted in the message (`hwnas refset measure --device cpu`) is
+            # to be typed as it is: only the words around it are rewritten
+            parts = text.split("`")
+            parts[::2] = [flag.sub(spell, p) for p in parts[::2]]
+            return "`".join(parts)
 
         @functools.wraps(func)
         def call(*args, **kwargs):
@@ -205,7 +224,7 @@ def keyword_terms(*names: str, public: str | None = None):
                 return func(*args, **kwargs)
             except HwnasError as exc:
                 if exc.args and isinstance(exc.args[0], str) and "--" in exc.args[0]:
-                    exc.args = (flag.sub(spell, exc.args[0]), *exc.args[1:])
+                    exc.args = (python_terms(exc.args[0]), *exc.args[1:])
                 raise
 
         return call

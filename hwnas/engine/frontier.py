@@ -495,9 +495,10 @@ class FrontierSampler(PoolSampler):
             lat, lat_sd = (np.asarray(v, dtype=float) for v in model.predict(pool))
             # a predicted latency may miss by more than its spread: keep every candidate
             # with a fair chance of meeting the limit (exact tables: those that meet it)
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore", over="ignore"):  # 1e300 ms: z = inf, kept
                 z = (limit - lat) / np.maximum(lat_sd, 1e-12)
-            keep &= np.isfinite(z)  # no value (a table row never measured): not a candidate
+            # no value (a table row never measured): not a candidate
+            keep &= np.isfinite(lat) & ~np.isnan(z)
             keep[keep] = ndtr(z[keep]) >= MIN_P_FEASIBLE
         if not keep.any():
             raise no_candidate(limit, None if limit is None else lat)

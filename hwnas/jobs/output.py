@@ -123,8 +123,8 @@ def check_run_folder(
             return
         raise HwnasError(
             f"{out} holds the run of study '{other}' (its summary.json), which this search "
-            f"('{study}') would replace: give another {option}, or --study {other} to go on "
-            "with that one"
+            f"('{study}') would replace: give another {option}, or go on with that one: "
+            f"--study {other}"
         )
     theirs = data.get("storage") if isinstance(data, dict) else None
     if storage_url is None:
@@ -138,7 +138,7 @@ def check_run_folder(
         raise HwnasError(
             f"{out} holds the run of study '{study}' in another storage ({theirs}; its "
             f"summary.json), which this search (its study in {ours}) would replace: give "
-            f"another {option}, or --storage {theirs} to go on with that one"
+            f"another {option}, or go on with that one: --storage {theirs}"
         )
 
 

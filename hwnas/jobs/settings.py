@@ -13,7 +13,7 @@ import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.errors import EXIT_USAGE, HwnasError, shown
 
 SUPERNET_ONLY = {
     "epochs": "--epochs",
@@ -72,6 +72,12 @@ def parse_settings(items: Collection[str] | Mapping[str, Any]) -> dict[str, Any]
     """
     if isinstance(items, Mapping):
         return dict(items)
+    if isinstance(items, (str, bytes)) or not isinstance(items, Collection):
+        # a string was read character by character ("got 'l'"), a number was a TypeError
+        raise HwnasError(
+            f"--set takes KEY=VALUE items (from Python, settings={{'KEY': VALUE}}), got "
+            f"{shown(items)}"
+        )
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -243,7 +249,7 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
         seed=o["seed"],
         max_latency=o.get("max_latency"),
         study=o.get("study") or "",
-        data=o["data"],
+        data=o["data"] if o["data"] is not None else _default(SupernetSettings, "data"),
         epochs=o["epochs"],
         latency_target=o.get("latency_target"),
         latency_weight=o.get("latency_weight"),

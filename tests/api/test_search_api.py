@@ -358,3 +358,43 @@ def test_a_long_argument_is_shown_short_and_a_long_path_whole():
     assert shown({"a": "b" * 100}) == "a dict of 1 item"
     assert shown(list(range(1000))) == "a list of 1000 items" and shown(5) == "5"
     assert shown(path, 300) == repr(path)
+
+
+def test_python_errors_read_as_python_and_quoted_commands_as_typed(tmp_path, monkeypatch):
+    """helper-78: keyword_terms dropped the -- of a CLI option before a lowercase value and
+    kept the value bare ("strategy oneshot", "study cwdtest"), also inside a quoted shell
+    command (`hwnas refset measure device cpu-fast`, which cannot be typed); --dim x=0 stayed
+    a CLI option; settings=5 and data=None were TypeErrors, settings="lr=0.1" read 'l'; a
+    max_latency of 1e300 ms overflowed to "no candidate meets"; run.out was relative, so
+    run.zoo was [] after an os.chdir."""
+    monkeypatch.chdir(tmp_path)
+    arch = "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|"
+    arch += "skip_connect~2|"
+    cases = [
+        (lambda: hwnas.search(device="pixel3", space="fbnet", budget=15),
+         'supernet strategy (strategy="oneshot")'),
+        (lambda: hwnas.predict(arch, device="cpu-fast"),
+         "run `hwnas refset measure --device cpu-fast`"),
+        (lambda: hwnas.measure(arch, device="cpu-fast", dims={"x": 0}),
+         'dims={"x": 0}: the size must be at least 1'),
+        (lambda: hwnas.search(device="pixel3", strategy="oneshot", settings=5),
+         "got 5"),
+        (lambda: hwnas.search(device="pixel3", strategy="oneshot", settings="lr=0.1"),
+         "got 'lr=0.1'"),
+    ]  # fmt: skip
+    for call, said in cases:
+        with pytest.raises(hwnas.HwnasError) as info:
+            call()
+        assert said in str(info.value), str(info.value)
+    from hwnas.jobs.settings import build_settings
+
+    settings = build_settings({"device": "pixel3", "strategy": "oneshot", "data": None}, {"data"})
+    assert settings.data == "digits"
+    run = hwnas.search(device="pixel3", budget=6, max_latency=1e300, out="run")
+    assert run.out.is_absolute() and run.best is not None
+    zoo = run.zoo
+    monkeypatch.chdir("/")
+    assert run.zoo == zoo and zoo
+    with pytest.raises(hwnas.HwnasError) as info:
+        hwnas.search(device="pixel3", budget=6, study="other", out=tmp_path / "run")
+    assert str(info.value).endswith(f'go on with that one: study="{run.study_name}"')
