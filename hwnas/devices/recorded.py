@@ -397,7 +397,8 @@ class RecordedDevice(Device):
         if "runtime" in profile:  # the profile's, or --runtime's (hwnas.devices.get_device)
             raise HwnasError(
                 f"device '{profile.get('name')}' (recorded) has no runtime choice: a runtime "
-                "(--runtime, or a profile's runtime:) applies to live devices (local, cuda, rpc, android)"
+                "(--runtime, or a profile's runtime:) applies to live devices (local, cuda, rpc, "
+                "android)"
             )
         _known_keys(where, "", profile, PROFILE_KEYS)
         tables = profile.get("tables") or {}
