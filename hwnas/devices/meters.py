@@ -295,7 +295,7 @@ def rapl_meter(root: str | Path = RAPL_ROOT, zone: str = "intel-rapl:0") -> Coun
 def nvml_meter(index: int = 0) -> CounterMeter:
     """NVML's total-energy counter of GPU ``index`` (mJ since the driver loaded; Volta+).
 
-    Needs ``nvidia-ml-py`` (``pip install nvidia-ml-py``).
+    Needs ``nvidia-ml-py`` (``pip install 'hwnas[cuda]'``).
 
     Raises:
         DeviceUnavailableError: no nvidia-ml-py, no driver, no such GPU, or no counter.
@@ -304,7 +304,7 @@ def nvml_meter(index: int = 0) -> CounterMeter:
         import pynvml
     except ImportError:
         raise DeviceUnavailableError(
-            "NVML energy needs nvidia-ml-py: pip install nvidia-ml-py"
+            "NVML energy needs nvidia-ml-py: pip install 'hwnas[cuda]'"
         ) from None
     try:
         pynvml.nvmlInit()
