@@ -143,7 +143,7 @@ kind: local
 class: cpu
 description: a test CPU profile
 runtime: ort
-timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0}
+timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: none}
 tvm: {trials_per_task: 0}
 """
 
@@ -159,12 +159,14 @@ PROFILE_VARIANTS = {
     "calls_1e12": PROFILE.replace("calls_per_round: 5", "calls_per_round: 1000000000000"),
     "threads_zero": PROFILE.replace("threads: 1", "threads: 0"),
     "threads_many": PROFILE.replace("threads: 1", "threads: 100000"),
-    "max_cv_negative": PROFILE.replace("max_cv: 10.0", "max_cv: -1"),
-    "max_cv_nan": PROFILE.replace("max_cv: 10.0", "max_cv: .nan"),
-    "target_ci_zero": PROFILE.replace("max_cv: 10.0", "max_cv: 10.0, target_rel_ci: 0"),
-    "max_seconds_negative": PROFILE.replace("max_cv: 10.0", "max_cv: 10.0, max_seconds: -5"),
+    "max_cv_negative": PROFILE.replace("max_cv: none", "max_cv: -1"),
+    "max_cv_nan": PROFILE.replace("max_cv: none", "max_cv: .nan"),
+    "max_cv_percent": PROFILE.replace("max_cv: none", "max_cv: 15"),  # meant 15%: a fraction
+    "top_level_typo": PROFILE.replace("timing:", "timeing:"),
+    "target_ci_zero": PROFILE.replace("max_cv: none", "max_cv: none, target_rel_ci: 0"),
+    "max_seconds_negative": PROFILE.replace("max_cv: none", "max_cv: none, max_seconds: -5"),
     "timing_list": PROFILE.replace(
-        "timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: 10.0}",
+        "timing: {warmup: 3, rounds: 3, calls_per_round: 5, threads: 1, max_cv: none}",
         "timing: [3, 3, 5]",
     ),
     "runtime_unknown": PROFILE.replace("runtime: ort", "runtime: warp-drive"),
