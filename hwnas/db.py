@@ -41,6 +41,20 @@ def normalize_url(url: str) -> str:
     return str(url)
 
 
+def absolute_url(url: str) -> str:
+    """``url`` with a relative SQLite file made absolute (``sqlite:///rel.db`` run from
+    /home/me: ``sqlite:////home/me/rel.db``), for what hwnas records of a storage: a relative
+    one in a run's summary.json named another database from another folder, and a search there
+    wrote over that run; other URLs (and ``sqlite://`` in memory) unchanged."""
+    prefix = "sqlite:///"
+    if not str(url).startswith(prefix):
+        return str(url)
+    path, query = str(url)[len(prefix) :].partition("?")[::2]
+    if not path or path.startswith("/") or path == ":memory:":
+        return str(url)
+    return prefix + str(Path(path).expanduser().absolute()) + (f"?{query}" if query else "")
+
+
 SECRET_PARAMETERS = ("password", "passwd", "pwd", "secret", "token")
 """Query parameters whose values are secrets (libpq's ``?password=``, ``sslpassword``...): any
 parameter whose name contains one of these."""

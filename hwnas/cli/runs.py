@@ -120,8 +120,10 @@ def find_run(ref: str, rows: list[dict[str, Any]], url: str) -> dict[str, Any]:
     def named(word: str) -> list[dict[str, Any]]:
         exact = [r for r in rows if r["study"] == word]
         prefix = [r for r in rows if r["study"].startswith(word)]
-        parts = [r for r in rows if word in r["study"].split("-") or word in r["study"]]
-        return exact or prefix or parts
+        # a whole word of the name first: cifar10 is not cifar100's, seed1 not seed10's
+        words = [r for r in rows if word in r["study"].split("-")]
+        parts = [r for r in rows if word in r["study"]]
+        return exact or prefix or words or parts
 
     if not rows:
         raise HwnasError(f"no searches in {url} yet: run `hwnas search`")
@@ -175,7 +177,9 @@ def _best_cell(
 def _folder_cell(row: dict[str, Any]) -> str:
     """The run folder of a :func:`run_rows` row as ``hwnas runs list`` shows it."""
     if row["folder"]:
-        return row["folder"] + ("" if row["folder_exists"] else " (missing)")
+        cell = row["folder"] + ("" if row["folder_exists"] else " (missing)")
+        # its best is the folder's, of fewer trials than the study now holds: say so
+        return cell + (" (a later run has not finished)" if row.get("unfinished") else "")
     return "(not finished)" if row["hwnas_run"] else "(not an hwnas run)"
 
 

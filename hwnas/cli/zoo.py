@@ -68,8 +68,8 @@ def zoo_path(ref: str, storage: str | None = None, entry: bool = False) -> Path:
     found = sorted(p for p in zoo.iterdir() if p.is_dir() and p.name.startswith(prefix))
     if len(found) != 1:
         names = ", ".join(sorted(p.name for p in zoo.iterdir() if p.is_dir())) or "none"
-        what = "no entry" if not found else f"{len(found)} entries"
-        raise HwnasError(f"{what} of {zoo} start with '{prefix}'; entries: {names}")
+        what = "no entry of {} starts" if not found else f"{len(found)} entries of {{}} start"
+        raise HwnasError(f"{what.format(zoo)} with '{prefix}'; entries: {names}")
     return found[0]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwnas.db import redact
+from hwnas.db import absolute_url, redact
 from hwnas.devices import Device, get_device, offline_routes
 from hwnas.engine.loop import SearchSettings, open_storage
 from hwnas.errors import DeviceUnavailableError, HwnasError
@@ -102,4 +102,6 @@ def open_problem(
         storage = default_storage_url()
         Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     rdb = open_storage(storage)
-    return Problem(settings, space, device, Profiler(device, store), redact(storage), rdb)
+    # recorded absolute: a relative SQLite file names another database from another folder
+    url = redact(absolute_url(storage))
+    return Problem(settings, space, device, Profiler(device, store), url, rdb)

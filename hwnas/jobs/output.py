@@ -178,6 +178,8 @@ def write_run(
     Raises:
         HwnasError: a zoo entry that cannot be written (full disk), an unusable artifact store.
     """
+    from hwnas.errors import HwnasError
+
     result, space = o.result, o.space
     out.mkdir(parents=True, exist_ok=True)
     records = o.zoo_records if o.zoo_records is not None else result.pareto
@@ -192,6 +194,7 @@ def write_run(
         on_front(result)
     cards: list[Path] = []
     zoo_started = time.time()
+    retrained = _retrained_before(out) if zoo else {}
     if zoo:
         others = o.others
         if others is None:
@@ -221,6 +224,22 @@ def write_run(
         from hwnas.zoo.read import zoo_weights
 
         extra["zoo_weights"] = zoo_weights([c.parent for c in cards])  # trained, or mixed
+    # the entries `hwnas train` retrained that write_zoo kept (a rerun dropped the record):
+    # each as its card says now, under its name now (a kept entry moves with its front row)
+    if retrained and o.trainer is None and "retrained" not in extra:
+        from hwnas.zoo.jobs import _retrained_record
+        from hwnas.zoo.read import read_entry
+
+        kept = {}
+        for card in cards:
+            try:
+                trained = read_entry(card.parent).get("weights_kind") == "trained"
+            except HwnasError:
+                continue
+            if trained:
+                kept[card.parent.name] = _retrained_record(card.parent)
+        if kept:
+            extra["retrained"] = kept
     if o.close is not None:
         o.close()
     elapsed = time.time() - o.started
@@ -228,6 +247,25 @@ def write_run(
     summary = write_summary(out / "summary.json", result, extra, elapsed, zoo_files, o.num_classes)
     publish_run(o.storage, o.study, out, summary, artifact_dir, zoo=zoo)
     return summary
+
+
+def _retrained_before(out: Path) -> dict[str, Any]:
+    """The ``retrained`` record of the run folder ``out``'s summary.json (entry name -> what
+    ``hwnas train`` recorded of it), before this run writes its own; empty where there is
+    none or it cannot be read."""
+    import json
+
+    from hwnas.paths import plain_file
+
+    summary = out / "summary.json"
+    try:
+        if not plain_file(summary) or summary.stat().st_size > SUMMARY_MAX_BYTES:
+            return {}
+        data = json.loads(summary.read_bytes())
+    except (OSError, ValueError, RecursionError):  # unreadable: nothing recorded to carry
+        return {}
+    found = data.get("retrained") if isinstance(data, dict) else None
+    return {k: v for k, v in found.items() if isinstance(k, str)} if isinstance(found, dict) else {}
 
 
 def _recorded_zoo(storage: Any, study: str, out: Path) -> dict[str, str]:

@@ -86,3 +86,17 @@ def test_a_run_is_found_by_latest_prefix_or_a_word_that_names_it_alone():
                        "unfinished \\(killed, or still running\\): fbnet-cifar100-pixel3-"
                        "latency-frontier-seed0: `hwnas runs show STUDY` shows one"):
         find_run("latest:fbnet", rows, "db")
+
+
+def test_a_word_of_a_study_name_is_matched_whole_before_as_a_part():
+    """`latest:cifar10` picked the newest cifar100 run, and `cifar10` said "matches 7 studies",
+    though cifar10 is a whole word of one study's name alone (helper-80); seed1 is not seed10."""
+    rows = [
+        {"study": "nasbench201-cifar10-fpga-latency-frontier-seed1", "finished_at": "2026-12-01"},
+        {"study": "nasbench201-cifar100-pixel3-latency-tpe-seed10", "finished_at": "2026-12-02"},
+        {"study": "nasbench201-cifar100-gold-latency-frontier-seed0", "finished_at": "2026-12-03"},
+    ]
+    assert find_run("latest:cifar10", rows, "db") is rows[0]
+    assert find_run("cifar10", rows, "db") is rows[0]
+    assert find_run("seed1", rows, "db") is rows[0]
+    assert find_run("latest:cifar", rows, "db") is rows[2]  # no whole word: a part, as before

@@ -309,3 +309,23 @@ def test_zoo_verify_of_a_run_with_an_empty_zoo_says_why(tmp_path):
     for path in (run, run / "zoo"):  # by its folder too ("neither a zoo entry nor ...")
         r = hwnas_main("zoo", "verify", str(path), *args)
         assert r.returncode == 2 and f"the run in {run} put no model in its zoo" in r.stderr
+
+
+def test_a_relative_sqlite_storage_is_recorded_absolute_and_guards_its_run(tmp_path):
+    """`--storage sqlite:///rel.db` was recorded in summary.json as typed: the same command
+    from another folder (another rel.db) compared equal and wrote its 14-trial run over the
+    first study's folder (helper-80). The run records the file's absolute path, and the
+    search from elsewhere is refused before any work."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    out = tmp_path / "run"
+    base = ["search", "--device", "samsung_s7", "--storage", "sqlite:///rel.db", "--no-zoo",
+            "--out", str(out)]  # fmt: skip
+    r = hwnas_main(*base, "--budget", "6", cwd=tmp_path / "a")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["storage"] == f"sqlite:///{tmp_path / 'a' / 'rel.db'}"
+    r = hwnas_main(*base, "--budget", "9", cwd=tmp_path / "b")
+    assert r.returncode == 2 and "in another storage" in r.stderr, r.stderr
+    assert json.loads((out / "summary.json").read_text()) == summary
+    assert not (tmp_path / "b" / "rel.db").exists()

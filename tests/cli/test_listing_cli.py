@@ -270,10 +270,14 @@ def test_runs_show_counts_the_studys_trials_after_a_run_that_did_not_finish(tmp_
     assert "trials     16 scored  (a later run has not finished" in shown, shown
     (row,) = json.loads(_cli("runs", "list", "--json").stdout)["runs"]
     assert row["trials"] == 16 and row["unfinished"] is True
+    # the table pairs those 16 with the 10-trial folder's best: it says so (helper-80)
+    listed = " ".join(_cli("runs", "list").stdout.split())
+    assert "a later run has not finished" in listed, listed
     _cli(*args, "--budget", "30", cwd=tmp_path)  # the rerun finishes it
     (row,) = json.loads(_cli("runs", "list", "--json").stdout)["runs"]
     assert row["trials"] == 30 and row["unfinished"] is False
     assert "trials     30 scored\n" in _cli("runs", "show", "x").stdout
+    assert "not finished" not in _cli("runs", "list").stdout
 
 
 def test_refset_measure_prints_every_arch_string_whole_in_80_columns(tmp_path):

@@ -286,6 +286,8 @@ def test_a_search_rerun_keeps_the_retrained_entries_still_on_its_front(tmp_path)
     assert again == trained
     summary = json.loads((out / "summary.json").read_text())
     assert summary["zoo_weights"] == "trained" and f"{n} trained ONNX models" in r.stdout
+    # summary.json still records what hwnas train retrained (the rerun dropped it: helper-80)
+    assert set(summary["retrained"]) == set(trained)
     assert all(v.ok and v.proven for v in verify(out / "zoo"))
     # a larger budget: the front grows; its trained architectures stay trained
     r = hwnas_main(*args[:4], "30", *args[5:])
@@ -298,6 +300,8 @@ def test_a_search_rerun_keeps_the_retrained_entries_still_on_its_front(tmp_path)
     for c in kept:  # the same weights, under the name of its new row
         old = next(k for k in trained if k.split("-")[1] == c["name"].split("-")[1])
         assert (out / "zoo" / c["name"] / "weights.pt").read_bytes() == trained[old]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["retrained"]) == {c["name"] for c in kept}
     assert any(c["name"] not in trained for c in kept)  # a row the new front moved
     assert any(c["weights_kind"] == "random" for c in by_arch.values())
     # both kinds: "mixed" (it said "random", and runs show "N random models")
