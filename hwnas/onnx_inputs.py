@@ -154,8 +154,15 @@ def _static_shape(inp, where: str, batch_size: int) -> tuple[int, ...]:
         elif i == 0:
             dims.append(int(batch_size))
         else:
-            name = d.dim_param or f"{inp.name}:{i}"  # an unnamed axis: by input and position
-            how = f"give its size with --dim {name}=N or export the model at that size"
+            # every dynamic axis of the input, named or by input and position: all need a size
+            rest = [
+                e.dim_param or f"{inp.name}:{j}"
+                for j, e in enumerate(inp.type.tensor_type.shape.dim)
+                if j and not (e.HasField("dim_value") and e.dim_value > 0)
+            ]
+            sizes = " ".join(f"--dim {n}=N" for n in rest)
+            how = f"give {'its size' if len(rest) == 1 else 'their sizes'} with {sizes} or "
+            how += "export the model at that size"
             raise HwnasError(
                 f"{where}: input '{inp.name}' axis {i} is dynamic ('{d.dim_param or '?'}'); only "
                 f"the batch axis may be, as latency depends on the size: {how}"
@@ -312,6 +319,28 @@ def batch_dims(model) -> list[str]:
     return names
 
 
+def positional_names(model) -> dict[str, str]:
+    """``INPUT:AXIS`` -> the axis's own name, for each dynamic input axis after the first that
+    has a name (``dynamic_axes={"X": [0, 2, 3]}`` names them ``X_dynamic_axes_2``...): the
+    documented ``--dim X:2=64`` form reaches a named axis too."""
+    weights = {t.name for t in model.graph.initializer}
+    out: dict[str, str] = {}
+    for inp in model.graph.input:
+        if inp.name in weights:
+            continue
+        for i, d in enumerate(inp.type.tensor_type.shape.dim):
+            if i and d.dim_param and not d.HasField("dim_value"):
+                out[f"{inp.name}:{i}"] = d.dim_param
+    return out
+
+
+def by_own_names(model, dims: dict[str, int]) -> dict[str, int]:
+    """``dims`` with each ``INPUT:AXIS`` of a named axis (:func:`positional_names`) under that
+    axis's name."""
+    alias = positional_names(model)
+    return {alias.get(name, name): size for name, size in dims.items()}
+
+
 def _unnamed_axis(model, name: str):
     """The dimension proto of the unnamed input axis ``INPUT:AXIS`` (:func:`dynamic_dims`)."""
     inp_name, _, axis = name.rpartition(":")
@@ -337,6 +366,7 @@ def fix_dims(model: Any, dims: dict[str, int]) -> list[str]:
     from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
 
     fixed = []
+    dims = by_own_names(model, dims)
     for name in dynamic_dims(model):
         if name in dims:
             unnamed = _unnamed_axis(model, name)
@@ -384,10 +414,12 @@ def check_dims(paths: list[Any], dims: dict[str, int]) -> None:
     from hwnas.export import load_graph
 
     have: list[str] = []
+    also: set[str] = set()  # INPUT:AXIS of a named axis: the same axis
     for path in paths:
         model = load_graph(path)  # a pipe or a device is refused here, not waited on
         have += [d for d in dynamic_dims(model) if d not in have]
-    unknown = [n for n in dims if n not in have]
+        also |= set(positional_names(model))
+    unknown = [n for n in dims if n not in have and n not in also]
     if unknown:
         raise HwnasError(
             f"--dim {unknown[0]}: no input axis of the ONNX model(s) is named '{unknown[0]}' "

@@ -270,7 +270,7 @@ def test_an_unnamed_dynamic_axis_is_given_by_input_and_position(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(m, path)
     r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path))
-    assert r.returncode == 2 and "give its size with --dim X:2=N" in r.stderr
+    assert r.returncode == 2 and "give their sizes with --dim X:2=N --dim X:3=N" in r.stderr
     r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path), "--dim", "X:2=16",
                    "--dim", "X:3=8")  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -281,3 +281,33 @@ def test_an_unnamed_dynamic_axis_is_given_by_input_and_position(tmp_path):
     assert dynamic_dims(m) == ["X:2", "X:3"]
     assert fix_dims(m, {"X:2": 16, "X:3": 8}) == ["X:2=16", "X:3=8"]
     assert model_inputs(m)[0].shape == (1, 3, 16, 8)
+
+
+def test_a_named_dynamic_axis_is_given_by_input_and_position_too(tmp_path):
+    """torch.onnx.export's list form (dynamic_axes={"X": [0, 2, 3]}) names the axes
+    X_dynamic_axes_2 and _3: `--dim X:2=64`, the documented form, was refused ("no input axis
+    is named 'X:2'"), and the error without --dim named axis 2 alone (helper-79)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from hwnas.onnx_inputs import check_dims, fix_dims, model_inputs
+
+    x = h.make_tensor_value_info("X", T.FLOAT, ["X_dynamic_axes_1", 3, "X_dynamic_axes_2",
+                                                "X_dynamic_axes_3"])  # fmt: skip
+    y = h.make_tensor_value_info("Y", T.FLOAT, ["X_dynamic_axes_1", 3, "X_dynamic_axes_2",
+                                                "X_dynamic_axes_3"])  # fmt: skip
+    g = h.make_graph([h.make_node("Relu", ["X"], ["Y"])], "g", [x], [y])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path))
+    assert r.returncode == 2, r.stderr
+    assert "--dim X_dynamic_axes_2=N --dim X_dynamic_axes_3=N" in r.stderr, r.stderr
+    check_dims([path], {"X:2": 16, "X:3": 8})  # no error: the same axes
+    assert fix_dims(m, {"X:2": 16, "X:3": 8}) == ["X_dynamic_axes_2=16", "X_dynamic_axes_3=8"]
+    assert model_inputs(m)[0].shape == (1, 3, 16, 8)
+    r = hwnas_main("measure", "-d", "cpu-fast", "--onnx", str(path), "--dim", "X:2=16",
+                   "--dim", "X:3=8")  # fmt: skip
+    assert r.returncode == 0, r.stderr

@@ -460,8 +460,8 @@ def test_refset_measure_on_a_live_device_then_predict_one_onnx_model(tmp_path, c
         (["--device", "pixel3", "--onnx", "missing.onnx"], "not found"),
         (["--device", "pixel3", "--arch", BAD_ARCH], "unknown operation 'conv_5x5'"),
         (["--device", "cpu-fast", "--onnx", "dyn.onnx"], "input 'x' axis 2 is dynamic ('h'); "
-         "only the batch axis may be, as latency depends on the size: give its size with "
-         "--dim h=N or export the model at that size"),
+         "only the batch axis may be, as latency depends on the size: give their sizes with "
+         "--dim h=N --dim w=N or export the model at that size"),
     ],
 )
 def test_predict_one_model_bad_input_one_line_exit_2(args, expected, tmp_path, capsys,
