@@ -5,7 +5,9 @@ MnasNet-A1, RegNetX-400MF, DenseNet-121, Inception-v3, ConvNeXt-nano, MobileViT-
 (C=48), LeViT-128S, U-Net, an LSTM acoustic model, DS-CNN-L, M5, a TCN, a DeepLabv3-style
 segmenter and MLP-Mixer), none of them in hwnas's search spaces, reference sets or known
 networks (``--models unseen_networks_models_b``: a second set of thirteen, ResNet-50 to a
-BERT-tiny and a GPT-style decoder on int64 token ids, :mod:`unseen_networks_models_b`), are
+BERT-tiny and a GPT-style decoder on int64 token ids, :mod:`unseen_networks_models_b`;
+``--models unseen_networks_models_c``: a third set of ten, EfficientNetV2-S to WaveNet and a
+Conformer, :mod:`unseen_networks_models_c`), are
 
 1. exported to ONNX as hwnas exports (:func:`hwnas.export.export_onnx`: TorchScript exporter,
    opset 17, dynamic batch axis, full ONNX check; a network on integer token ids, which that
@@ -53,6 +55,8 @@ Then:
     python experiments/unseen_networks.py --out runs/unseen_networks --only ghostnet m5 --passes 1
     python experiments/unseen_networks.py --models unseen_networks_models_b \
         --out runs/unseen_networks_b --passes 3
+    python experiments/unseen_networks.py --models unseen_networks_models_c \
+        --out runs/unseen_networks_c --passes 3
     python experiments/unseen_networks.py --out runs/unseen_networks --passes 5 \\
         --skip-predict --skip-measure     # the table again from OUT's files, nothing run
 
@@ -114,7 +118,8 @@ def network_set(module: str):
 
 MODELS = "unseen_networks_models"
 """The default network set (``--models``): sixteen networks; ``unseen_networks_models_b`` is a
-second set of thirteen (text and speech models among them)."""
+second set of thirteen (text and speech models among them), ``unseen_networks_models_c`` a
+third set of ten (a WaveNet and a Conformer among them)."""
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICE = "cpu"
@@ -145,6 +150,9 @@ def export(names: list[str], out: Path, force: bool = False) -> dict[str, dict]:
     info = read_networks(out)
     macs_columns = [i for name, i in COLUMN.items() if name.startswith("macs_")]
     torch.set_num_threads(1)
+    # nn.MultiheadAttention's fused fast path (taken without gradients) has no ONNX export;
+    # export_onnx turns it off for its own export only, the exports below need it off too
+    torch.backends.mha.set_fastpath_enabled(False)
     for name in names:
         path = out / "onnx" / f"{name}.onnx"
         t0 = time.perf_counter()
@@ -154,7 +162,6 @@ def export(names: list[str], out: Path, force: bool = False) -> dict[str, dict]:
         if fresh and x.is_floating_point():
             path.write_bytes(export_onnx(model, shape))
         elif fresh:  # integer inputs (token ids): hwnas's export takes float images only
-            torch.backends.mha.set_fastpath_enabled(False)  # as export_onnx
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(model, (x,), str(path), dynamo=False, opset_version=OPSET,
@@ -431,7 +438,7 @@ def main() -> None:
                              "(default: runs/unseen_networks)")  # fmt: skip
     parser.add_argument("--models", default=MODELS, metavar="MODULE",
                         help=f"the module of networks in experiments/ (default {MODELS}; "
-                        "unseen_networks_models_b: a second set)")  # fmt: skip
+                        "unseen_networks_models_b, _c: a second and a third set)")  # fmt: skip
     parser.add_argument("--only", nargs="+", metavar="NAME",
                         help="these networks only (default: all of --models)")  # fmt: skip
     parser.add_argument("--passes", type=int, default=5, help="measurement passes (default 5)")
