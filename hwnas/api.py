@@ -163,11 +163,14 @@ def search(
             a space file's path, ``file.py:attr``, or a space object such as
             :func:`hwnas.elastic`'s), ``accuracy`` (a function of the evaluator protocol,
             :data:`hwnas.engine.evaluate.AccuracyFunction`, scoring each candidate instead of
-            the space's table; ``data`` is handed to it), ``dataset``, ``objective``
-            ("latency" in ms or "energy" in mJ), ``max_latency`` (ms), ``budget``,
-            ``strategy``, ``seed``, ``predictor``, ``measurement_budget``, the supernet
-            options ``data``, ``epochs``, ``latency_target``, ... and ``settings`` (a dict:
-            ``--set``).
+            the space's table; ``data`` is handed to it), ``dataset`` (default the space's),
+            ``objective`` ("latency", the default, in ms, or "energy" in mJ), ``max_latency``
+            (ms; default none), ``budget`` (distinct architectures scored; default 300),
+            ``strategy`` (default ``frontier`` where costs are known first, else ``nsga3``),
+            ``seed`` (default 0), ``predictor``, ``measurement_budget``, the supernet options
+            ``data`` (default "digits"), ``epochs`` (5), ``batch_size`` (64),
+            ``finetune_epochs`` (2), ``latency_target`` (ms), ``latency_weight``, and
+            ``settings`` (a dict: ``--set``). ``hwnas search --help`` gives each in full.
 
     Returns:
         The :class:`SearchRun`. A chance-level ``best`` (a ``max_latency`` that only networks
