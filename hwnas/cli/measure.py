@@ -98,8 +98,8 @@ def _check_recorded(dev, workloads) -> None:
         if w.arch is None:
             continue
         space = get_space(w.arch.space)
-        tabled = not dev.runs_models and dev.table_spaces  # a recorded device (not imported)
-        if tabled and all(dev.table(space.name, m) is None for m in dev.metrics):
+        # a recorded device without this space's table (an imported one stores its values)
+        if dev.table_spaces and all(dev.table(space.name, m) is None for m in dev.metrics):
             others = ", ".join(dev.table_spaces)
             raise HwnasError(
                 f"device '{dev.name}' has no recorded table for space '{space.name}'"

@@ -367,7 +367,7 @@ def _suspects(
         m: c.fit["suspect_values"] for m, c in predictors.items() if "suspect_values" in c.fit
     }
     device = budget.profiler.device
-    recorded = not device.runs_models and bool(device.table_spaces)  # nothing to measure again
+    recorded = bool(device.table_spaces)  # a recorded table's values: nothing to measure again
     for metric, found in suspects.items():
         for arch, p in found.items():
             value = budget.values[arch][metric].value

@@ -75,7 +75,24 @@ class RunOutput:
 
 
 SUMMARY_MAX_BYTES = 64 * 2**20
-"""Largest ``summary.json`` :func:`check_run_folder` reads (a larger one is no run's)."""
+"""Largest ``summary.json`` :func:`read_summary` reads (a larger one is no run's)."""
+
+
+def read_summary(out: Path) -> dict[str, Any]:
+    """The run folder ``out``'s ``summary.json`` as a dict; empty where there is none, or it
+    is no plain file, larger than :data:`SUMMARY_MAX_BYTES`, not JSON or not an object."""
+    import json
+
+    from hwnas.paths import plain_file
+
+    summary = out / "summary.json"
+    try:
+        if not plain_file(summary) or summary.stat().st_size > SUMMARY_MAX_BYTES:
+            return {}
+        data = json.loads(summary.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def check_run_folder(
@@ -104,19 +121,10 @@ def check_run_folder(
     Raises:
         HwnasError: one line naming the other study, or the other storage.
     """
-    import json
-
     from hwnas.errors import HwnasError
-    from hwnas.paths import plain_file
 
-    summary = Path(out) / "summary.json"
-    try:
-        if not plain_file(summary) or summary.stat().st_size > SUMMARY_MAX_BYTES:
-            return
-        data = json.loads(summary.read_bytes())
-    except (OSError, ValueError, RecursionError):  # unreadable: no run's summary to protect
-        return
-    settings = data.get("settings") if isinstance(data, dict) else None
+    data = read_summary(Path(out))  # unreadable: no run's summary to protect
+    settings = data.get("settings")
     other = settings.get("study") if isinstance(settings, dict) else None
     if isinstance(other, str) and other and other != study:
         if storage_only:
@@ -126,7 +134,7 @@ def check_run_folder(
             f"('{study}') would replace: give another {option}, or go on with that one: "
             f"--study {other}"
         )
-    theirs = data.get("storage") if isinstance(data, dict) else None
+    theirs = data.get("storage")
     if storage_url is None:
         from hwnas.db import redact
         from hwnas.paths import default_storage_url
@@ -194,7 +202,8 @@ def write_run(
         on_front(result)
     cards: list[Path] = []
     zoo_started = time.time()
-    retrained = _retrained_before(out) if zoo else {}
+    # whether `hwnas train` retrained entries of the zoo in place (its summary says so)
+    retrained = zoo and bool(read_summary(out).get("retrained"))
     if zoo:
         others = o.others
         if others is None:
@@ -247,25 +256,6 @@ def write_run(
     summary = write_summary(out / "summary.json", result, extra, elapsed, zoo_files, o.num_classes)
     publish_run(o.storage, o.study, out, summary, artifact_dir, zoo=zoo)
     return summary
-
-
-def _retrained_before(out: Path) -> dict[str, Any]:
-    """The ``retrained`` record of the run folder ``out``'s summary.json (entry name -> what
-    ``hwnas train`` recorded of it), before this run writes its own; empty where there is
-    none or it cannot be read."""
-    import json
-
-    from hwnas.paths import plain_file
-
-    summary = out / "summary.json"
-    try:
-        if not plain_file(summary) or summary.stat().st_size > SUMMARY_MAX_BYTES:
-            return {}
-        data = json.loads(summary.read_bytes())
-    except (OSError, ValueError, RecursionError):  # unreadable: nothing recorded to carry
-        return {}
-    found = data.get("retrained") if isinstance(data, dict) else None
-    return {k: v for k, v in found.items() if isinstance(k, str)} if isinstance(found, dict) else {}
 
 
 def _recorded_zoo(storage: Any, study: str, out: Path) -> dict[str, str]:

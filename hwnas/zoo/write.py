@@ -17,6 +17,7 @@ make them useful (their output does not depend on their input), and a zoo is wha
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -468,12 +469,20 @@ def search_accuracy(r: TrialRecord) -> dict[str, Any]:
 def has_benchmark(space: SearchSpace) -> bool:
     """Whether ``space``'s networks come from a benchmark hwnas ships data of (NOTICE): an
     accuracy table, or a shipped device's recorded table; a user's space file has none."""
-    from hwnas.devices import recorded_tables
     from hwnas.spaces import TabulatedSpace, ability
 
     if ability(space, TabulatedSpace) is not None:
         return True
-    return any(True for _ in recorded_tables(space.name, "latency_ms", shipped=True))
+    return _shipped_table(space.name)
+
+
+@functools.cache
+def _shipped_table(space: str) -> bool:
+    """Whether a shipped device records a table of ``space`` (fixed while hwnas runs: asked
+    for every zoo entry, each scan of the device profiles some milliseconds)."""
+    from hwnas.devices import recorded_tables
+
+    return any(True for _ in recorded_tables(space, "latency_ms", shipped=True))
 
 
 def _licence(space: SearchSpace, benchmark: bool) -> dict[str, str]:
