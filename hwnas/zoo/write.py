@@ -103,7 +103,8 @@ def write_zoo(
     never a partial one; workers sharing a run folder each put a whole zoo in place.
 
     An entry of the zoo in place that holds trained weights (``hwnas train`` on this run's
-    zoo) is kept as it is, not replaced by a random-weight export, where its architecture is
+    zoo) is kept as it is, not replaced by a random-weight export, nor by a supernet's subnet
+    where it was trained from scratch, where its architecture is
     still on the front and ``recorded`` vouches for it (:func:`kept_entries`); ``reporter``
     gets a line saying how many were (and how many such entries were not vouched for).
 
@@ -142,7 +143,7 @@ def write_zoo(
         front = {r.arch for r in (result.pareto if records is None else records)}
         keep = {
             a: e for a, e in kept_entries(folder, space, result.settings).items()
-            if a in front and a not in (trained or {})
+            if a in front and (a not in (trained or {}) or _from_scratch(e))
         }  # fmt: skip
         vouched = {a: e for a, e in keep.items() if _recorded_as(e, recorded or {})}
         unproven, keep = len(keep) - len(vouched), vouched
@@ -172,6 +173,19 @@ def write_zoo(
             "the study could not be updated)"
         )
     return [folder / name for name in names]
+
+
+def _from_scratch(entry: Path) -> bool:
+    """Whether the zoo ``entry`` holds a network trained from scratch (``hwnas train`` on the
+    run's zoo), not a supernet's subnet with inherited weights: a supernet search run again
+    keeps it rather than export its subnet over it."""
+    import json
+
+    try:
+        build = json.loads((entry / CARD_FILE).read_text()).get("build")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(build, dict) and build.get("kind") != "supernet"
 
 
 def _recorded_as(entry: Path, recorded: dict[str, str]) -> bool:
@@ -421,11 +435,8 @@ def _write_one(
     name = entry_name(rank, r)
     old = keep.get(r.arch)
     # the same model hash (the name after its rank): the same network as when it was trained
-    if (
-        (trained or {}).get(r.arch) is None
-        and old is not None
-        and (old.name.partition("-")[2] == name.partition("-")[2])
-    ):
+    # (``keep`` holds a supernet's subnet only where hwnas train trained it from scratch)
+    if old is not None and old.name.partition("-")[2] == name.partition("-")[2]:
         try:
             _keep_entry(old, folder / name)
             kept.append(name)

@@ -475,6 +475,21 @@ def test_a_retrained_supernet_entry_keeps_no_latency_of_another_network(tmp_path
         assert entry["test_accuracy"] == card["accuracy"]["value"]
         assert entry["input_shape"] == card["input"]["shape"] != [1, 3, 16, 16]
         assert entry["weights"] == card["weights"]["note"]
+    # the same search again: its subnets (inherited weights) did not replace what hwnas train
+    # trained from scratch (the rerun exported them over it, and dropped the retrained record)
+    weights = {n: (out / "zoo" / n / "weights.pt").read_bytes() for n in before}
+    r = hwnas_main("search", "--strategy", "oneshot", "--device", "cpu-fast", "--epochs", "1",
+                   "--finetune-epochs", "3", "--batch-size", "32", "--set", "limit=300",
+                   "--set", "channels=4", "--set", "evolution_trials=8", "--set",
+                   "population=4", "--set", "candidates=2", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"zoo: kept {len(before)} trained entr" in r.stderr, r.stderr
+    for name in before:
+        card = json.loads((out / "zoo" / name / "card.json").read_text())
+        assert card["build"]["kind"] == "space" and "from scratch" in card["weights"]["note"]
+        assert (out / "zoo" / name / "weights.pt").read_bytes() == weights[name]
+    assert set(json.loads((out / "summary.json").read_text())["retrained"]) == set(before)
+    assert all(v.ok and v.proven for v in verify(out / "zoo"))
 
 
 def test_zoo_load_with_a_misspelt_keyword_or_no_entry_is_one_line():
