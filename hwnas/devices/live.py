@@ -147,6 +147,17 @@ class LiveDevice(Device):
             return False, why
         return self.link_status()
 
+    def require_reachable(self) -> None:
+        """As :meth:`Device.require_reachable`, then the runtime's settings
+        (:meth:`~hwnas.runtimes.base.Runtime.check_settings`: a TVM target TVM rejects).
+
+        Raises:
+            DeviceUnavailableError: the device or its runtime is not usable now.
+            HwnasError: a runtime setting is refused (one line, naming where it was given).
+        """
+        super().require_reachable()
+        self.engine.check_settings()
+
     def link_status(self) -> tuple[bool, str]:
         """(reachable now, one line) of the hardware itself; the runtime is known usable."""
         raise NotImplementedError

@@ -51,6 +51,16 @@ class Runtime(ABC):
     def status(self) -> tuple[bool, str]:
         """(usable here, one line saying what it is or what to install). Never raises."""
 
+    def check_settings(self) -> None:
+        """Refuse settings the runtime reads only when it compiles (a TVM target), before a
+        search or measurement starts; the runtime is known usable (:meth:`status`). The
+        default has none.
+
+        Raises:
+            hwnas.errors.HwnasError: one line naming the setting and where it was given.
+        """
+        return None
+
     @abstractmethod
     def compile(self, onnx_bytes: bytes, input_shape: tuple[int, ...]) -> Executable:
         """An executable of the model with a fixed random float32 input of ``input_shape``

@@ -396,6 +396,14 @@ class TvmRuntime(Runtime):
                 ) from None
         return self._target
 
+    def check_settings(self) -> None:
+        """Build the target (:meth:`target`): one TVM rejects is refused before any work.
+
+        Raises:
+            HwnasError: ``TVM rejects target ...``, naming where it was given.
+        """
+        self.target()
+
     def _export_kind(self) -> str:
         if "android" in str(self.spec.get("mtriple", "")):
             return "ndk"

@@ -129,3 +129,11 @@ def test_a_target_tvm_rejects_names_the_profile_and_its_key(tmp_path, cli):
     assert status == 2 and len(error) == 1, err
     assert 'TVM rejects target {"kind": "llvmm"} (target: in ' in error[0], err
     assert "tg.yaml" in error[0], err
+    # a search is refused before its first measurement (it measured the reference set's first
+    # architectures for 5 s, then stopped on the first compile)
+    status, _, err = cli("search", "-d", "tg", "--budget", "5", "--no-zoo", "--out",
+                         str(tmp_path / "run"), profiles=profiles)  # fmt: skip
+    error = [line for line in err.splitlines() if line.startswith("error:")]
+    assert status == 2 and len(error) == 1, err
+    assert 'TVM rejects target {"kind": "llvmm"} (target: in ' in error[0], err
+    assert "search tg" not in err and not (tmp_path / "run").exists(), err
