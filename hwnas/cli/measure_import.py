@@ -76,7 +76,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
             f"device '{device}' is given by the profile {broken[0]}, which is broken "
             f"({broken[1]}); correct or remove it, or import into a new device name"
         )
-    imported = existing is not None and isinstance(get_device(device), ImportedDevice)
+    imported = existing is not None and get_device(device).kind == ImportedDevice.kind
     adding = imported and not as_table
     # validate every file before storing; an imported device takes values one at a time (the
     # best of a search, to verify it), a new one needs enough to calibrate on
