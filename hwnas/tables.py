@@ -133,7 +133,7 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
             what = "is blank" if not filled else f"has {n} cell{'s' * (n != 1)}"
             raise HwnasError(
                 f"table {path}, row {i + 2} {what}, the header {len(header)} "
-                f"({', '.join(header)[:80]})"
+                + _header_shown(header)
             )
     columns: dict[str, np.ndarray] = {}
     empty: set[str] = set()  # nameless columns without a value so far
@@ -154,6 +154,16 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
             empty.add(name)
         columns[name] = _column(values, sep)
     return columns
+
+
+def _header_shown(header: list[str]) -> str:
+    """The header as an error shows it: its names, only where each reads as a column name
+    (:data:`COLUMN_NAME`; empty ones too, a header ending in separators), else a note that it
+    is not shown: a table may be any file (a link named ``board.csv`` to a ``.env``), whose
+    first line must not be printed."""
+    if len(header) <= 50 and all(not n or COLUMN_NAME.fullmatch(n) for n in header):
+        return f"({', '.join(header)[:80]})"
+    return "(its first line is no CSV header, not shown)"
 
 
 def _column(values: list[str], sep: str) -> np.ndarray:

@@ -13,6 +13,7 @@ have no value (NaN): a search leaves them out. The format is documented for user
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -50,6 +51,46 @@ def table_path(file: str, profile_path: str | None) -> Path:
         if local.exists() or not asset_path("devices", file).exists():
             return local
     return asset_path("devices", file)
+
+
+def check_table_file(path: Path, file: str, profile_path: str | None, where: str) -> None:
+    """Refuse a profile's table ``file`` (found at ``path``) that is not what the profile
+    says: the file read, once symbolic links are resolved, must be a ``.csv`` or ``.csv.gz``
+    file (:data:`TABLE_SUFFIXES`: a link ``board.csv`` to a ``.env`` printed the secret's
+    first line), and a relative ``file`` that names a place in the profile's folder must not
+    lead out of it through a link (a folder handed over with its profile could hold a link to
+    any file of the machine; a table elsewhere is named by its path, which the profile then
+    shows). A path that is not there is left to the reader to say so.
+
+    Args:
+        path: where the table is (:func:`table_path`).
+        file: the profile's ``file:`` as written.
+        profile_path: the profile's YAML file, or None.
+        where: how the message names the profile's key.
+
+    Raises:
+        HwnasError: one line naming the profile's key and the file.
+    """
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        raise HwnasError(f"{where} names {path}, a symbolic link that leads nowhere") from None
+    if profile_path and not Path(file).expanduser().is_absolute():
+        folder = Path(profile_path).parent.resolve()
+        written = Path(os.path.normpath(folder / file))  # what the profile's text names
+        if (
+            path == Path(profile_path).parent / file
+            and written.is_relative_to(folder)
+            and not target.is_relative_to(folder)
+        ):
+            raise HwnasError(
+                f"{where} names {path}, a symbolic link out of the profile's folder: a table "
+                "elsewhere is named by its own path in the profile"
+            )
+    if path.is_file() and not target.name.lower().endswith(TABLE_SUFFIXES):
+        linked = target != Path(os.path.abspath(path))
+        what = "a link to a file that is not" if linked else "which is not"
+        raise HwnasError(f"{where} names {path}, {what} a .csv or .csv.gz file")
 
 
 def keyed_column(path: Path, column: str, space_name: str, metric: str | None = None) -> np.ndarray:
@@ -463,11 +504,12 @@ class RecordedDevice(Device):
                 f"{metric} needs 'file' (and optionally 'column')"
             )
         path = table_path(str(entry["file"]), self.profile.get("_path"))
-        if path.is_file() and not path.name.lower().endswith(TABLE_SUFFIXES):
-            raise HwnasError(
-                f"device profile {self.profile.get('_path', self.name)}: tables.{space}.{metric}"
-                f" names {path}, which is not a .csv or .csv.gz file"
-            )
+        check_table_file(
+            path,
+            str(entry["file"]),
+            self.profile.get("_path"),
+            f"device profile {self.profile.get('_path', self.name)}: tables.{space}.{metric}",
+        )
         return keyed_column(path, str(entry.get("column") or metric), space, metric)
 
     def source(self, space: str, metric: str) -> str:

@@ -520,3 +520,39 @@ def test_a_space_name_read_from_a_handed_file_never_prints_the_file_it_names(hwn
         with pytest.raises(HwnasError) as e:
             get_space(str(path))
         assert "b3Bl" not in str(e.value) and str(path) in str(e.value)
+
+
+def test_a_table_linked_to_a_secret_never_prints_a_line_of_it(hwnas_home, tmp_path):
+    """A handed profile's `board.csv`, a link to `~/.env`: `hwnas predict` printed 'row 2 has
+    2 cells, the header 1 (SECRET_KEY=...)'. A link out of the profile's folder is refused,
+    the file a link leads to must be a .csv file too, and a short row's error shows the
+    header only where it reads as column names."""
+    from helpers import hwnas_main
+
+    secret = tmp_path / "home" / ".env"
+    secret.parent.mkdir()
+    secret.write_text("SECRET_KEY=s3cr3tvalue\nDB=a,b\n")
+    handed = hwnas_home / "devices"
+    (handed / "board.csv").symlink_to(secret)  # out of the folder
+    (handed / "inner.env").write_text(secret.read_text())
+    (handed / "inner.csv").symlink_to("inner.env")  # a link inside it, to no .csv file
+    (tmp_path / "abs.csv").symlink_to(secret)
+    (handed / "plain.csv").write_text(secret.read_text())  # a .csv file holding a secret
+    for name, file in (("board9", "board.csv"), ("inner", "inner.csv"),
+                       ("absolute", tmp_path / "abs.csv"), ("plain", "plain.csv")):  # fmt: skip
+        (handed / f"{name}.yaml").write_text(
+            f"name: {name}\nkind: recorded\nclass: board\n"
+            f"tables: {{nasbench201: {{latency_ms: {{file: {file}, column: {name}}}}}}}\n"
+        )
+    said = {}
+    for name in ("board9", "inner", "absolute", "plain"):
+        r = hwnas_main("predict", "--device", name, "--arch", "0")
+        said[name] = r.stderr
+        assert r.returncode == 2 and "s3cr3t" not in r.stdout + r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert "board.csv, a symbolic link out of the profile's folder" in said["board9"]
+    assert "inner.csv, a link to a file that is not a .csv or .csv.gz file" in said["inner"]
+    assert "abs.csv, a link to a file that is not a .csv" in said["absolute"]
+    assert "row 2 has 2 cells, the header 1 (its first line is no CSV header" in said["plain"]
+    r = hwnas_main("devices", "--all")
+    assert r.returncode == 0 and "pixel3" in r.stdout and "s3cr3t" not in r.stdout + r.stderr
