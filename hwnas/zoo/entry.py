@@ -46,11 +46,28 @@ def write_tensor(path: Path, array: np.ndarray, name: str) -> None:
 
 
 def read_tensor(path: Path) -> np.ndarray:
-    """The array of a TensorProto file written by :func:`write_tensor`."""
+    """The array of a TensorProto file written by :func:`write_tensor`, which holds its data
+    inline.
+
+    Raises:
+        ValueError: the tensor names an external data file instead (``data_location``
+            EXTERNAL): never written by hwnas, and ONNX would read it from the current folder
+            (a received entry's test input naming ``secret.txt`` read whatever file of that
+            name the folder ``hwnas zoo verify`` ran in held).
+        OSError: the file cannot be read.
+        Exception: what ONNX raises for a file that is not a TensorProto.
+    """
     import onnx
     from onnx import numpy_helper
+    from onnx.external_data_helper import uses_external_data
 
-    return numpy_helper.to_array(onnx.load_tensor(str(path)))
+    tensor = onnx.load_tensor(str(path))
+    if uses_external_data(tensor):
+        raise ValueError(
+            f"{path.name} names an external data file; a zoo entry's test data holds its values "
+            "itself"
+        )
+    return numpy_helper.to_array(tensor)
 
 
 def write_entry(folder: Path, model: ExportedModel, card: dict[str, Any]) -> dict[str, Any]:

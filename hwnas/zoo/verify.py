@@ -152,11 +152,20 @@ def _check(folder: Path) -> tuple[dict[str, Any], str]:
 
 
 def _load_model(path: Path):
+    """``model.onnx``, checked; a model naming external data files is refused unread: hwnas
+    writes a zoo entry's model whole, and the card has no checksum of any other file."""
     import onnx
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
+        if any(uses_external_data(t) for t in _get_all_tensors(model)):
+            raise _Failed(
+                "model.onnx names external data files; a zoo entry's model holds its weights itself"
+            )
         onnx.checker.check_model(model)
+    except _Failed:
+        raise
     except Exception as exc:  # DecodeError, ValidationError, ...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _Failed(f"model.onnx is not a valid ONNX model: {first}") from None

@@ -242,3 +242,64 @@ def test_a_supernet_cards_build_config_cannot_size_the_network_it_rebuilds(tmp_p
     assert lines[0] == "loaded" and len(lines) == 1 + len(configs), r.stdout
     for line, (name, (_config, said)) in zip(lines[1:], configs.items()):
         assert line.startswith(f"{tmp_path / name / '00-e'}: card.json's ") and said in line, line
+
+
+def _handed_entry(entry, model_external: bool = False) -> None:
+    """A consistent entry (card, checksums, metadata) whose test input, or whose model's
+    weight, is ONNX external data named ``secret.txt`` instead of inline values."""
+    from onnx import TensorProto, helper
+
+    (entry / "test_data_set_0").mkdir(parents=True)
+
+    def external(tensor, location: str) -> None:
+        tensor.ClearField("raw_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", "0"), ("length", "8")):
+            item = tensor.external_data.add()
+            item.key, item.value = key, value
+
+    w = numpy_helper.from_array(np.zeros(8, np.uint8), "w")
+    if model_external:
+        external(w, "secret.txt")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["s"]),
+         helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])], [w],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (entry / "model.onnx").write_bytes(model.SerializeToString())
+    x = numpy_helper.from_array(np.zeros(8, np.uint8), "x")
+    if not model_external:
+        external(x, "secret.txt")
+    (entry / "test_data_set_0" / "input_0.pb").write_bytes(x.SerializeToString())
+    y = numpy_helper.from_array(np.zeros(8, np.float32), "y")
+    (entry / "test_data_set_0" / "output_0.pb").write_bytes(y.SerializeToString())
+    files = ["model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"]
+    _resign(entry, {"name": entry.name, "files": dict.fromkeys(files, "")})
+
+
+def test_zoo_verify_reads_no_file_an_entry_names_as_external_data(tmp_path):
+    """A handed entry's test input, a TensorProto with `data_location: EXTERNAL` and
+    `location: secret.txt`, was read from the folder `hwnas zoo verify` ran in (the FAIL line
+    printed the difference its first byte made); a model.onnx naming external data beside it
+    was run with a file its card has no checksum of. Both are FAIL lines now, nothing read."""
+    from helpers import hwnas_main
+
+    zoo = tmp_path / "zoo"
+    _handed_entry(zoo / "input")
+    _handed_entry(zoo / "model", model_external=True)
+    (zoo / "model" / "secret.txt").write_bytes(bytes(8))  # what the model's weight names
+    here = tmp_path / "cwd"
+    here.mkdir()
+    (here / "secret.txt").write_bytes(b"ABCDEFGH")
+    r = hwnas_main("zoo", "verify", zoo, cwd=here)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert (
+        "FAIL input: test_data_set_0 unreadable: input_0.pb names an external data file"
+        in (lines[0])
+    ), r.stdout
+    assert lines[1].startswith("FAIL model: model.onnx names external data files"), r.stdout
+    assert "0 of 2 entries verified" in r.stdout + r.stderr
