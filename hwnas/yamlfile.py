@@ -33,7 +33,61 @@ describe: the largest shipped space expands to about 2,000."""
 MAX_DEPTH = 100
 """Deepest nesting of collections a YAML file may have (shipped files: under 10)."""
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C parser: ~10x faster
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C parser: ~10x faster
+
+
+class YamlValueError(yaml.MarkedYAMLError):
+    """A value PyYAML cannot construct (an integer of more than 4,300 digits, beyond Python's
+    limit on converting text to int): a yaml.YAMLError with its line, not the ValueError a
+    constructor raises, which broke every device command with a traceback. The value itself
+    is not repeated (a file may be anything)."""
+
+    def __init__(self, problem: str, mark: Any):
+        super().__init__(problem=problem, problem_mark=mark)
+
+    def __str__(self) -> str:
+        line = f"line {self.problem_mark.line + 1}: " if self.problem_mark is not None else ""
+        return f"{line}{self.problem}"
+
+
+class _Loader(_SafeLoader):  # type: ignore[misc,valid-type]
+    """PyYAML's safe loader, with dates and times read as the text they are (``2026-13-45``
+    made ``datetime.date`` raise ValueError; no hwnas file has a date value, and a string is
+    what JSON output and messages can show), and any error of a value's constructor turned
+    into a :class:`YamlValueError` naming its line."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, OverflowError, TypeError, ArithmeticError, RecursionError) as exc:
+            self.recursive_objects.pop(node, None)  # left set by the failed constructor
+            kind = _KINDS.get(node.tag.rsplit(":", 1)[-1], "a value")
+            why = "too many digits" if "digits" in str(exc) else type(exc).__name__
+            raise YamlValueError(f"{kind} that cannot be read ({why})", node.start_mark) from None
+
+    def construct_yaml_int(self, node: Any) -> int:
+        """An integer, within the range of a float: every number hwnas reads is compared
+        or computed as one (a 4,000-digit ``warmup`` raised OverflowError in every device
+        command)."""
+        value = super().construct_yaml_int(node)
+        if abs(value) > MAX_INT:
+            raise YamlValueError(
+                "an integer beyond any number hwnas reads (more than 308 digits)",
+                node.start_mark,
+            )
+        return value
+
+
+MAX_INT = 2**1023
+"""Largest integer a YAML file may hold (a float's range: every number hwnas reads is one)."""
+
+_KINDS = {"int": "an integer", "float": "a number", "bool": "a boolean", "binary": "binary data"}
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 class YamlLimitError(yaml.MarkedYAMLError):
@@ -175,6 +229,8 @@ def load_yaml(text: str, nodes: bool = False, name: str | None = None) -> Any:
 
     Raises:
         YamlLimitError: a self-referencing alias, an alias bomb, or too deep nesting.
+        YamlValueError: a value that cannot be constructed (an integer beyond
+            :data:`MAX_INT`); dates are read as text.
         yaml.YAMLError: invalid YAML (:class:`DuplicateKeyError`: a key given twice).
     """
     if not _plainly_bounded(text):
@@ -201,7 +257,8 @@ def read_yaml(path: str | Path) -> Any:
         OSError: the file cannot be read, is not a regular file or is too large
             (:func:`hwnas.paths.read_bounded`).
         UnicodeDecodeError: it is not UTF-8 text.
-        yaml.YAMLError: invalid YAML, or beyond the limits (:class:`YamlLimitError`).
+        yaml.YAMLError: invalid YAML, beyond the limits (:class:`YamlLimitError`), or a value
+            that cannot be constructed (:class:`YamlValueError`).
     """
     from hwnas.paths import read_bounded_text
 

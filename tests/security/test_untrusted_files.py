@@ -233,6 +233,44 @@ def test_yaml_nested_deeper_than_libyaml_can_compose_is_refused(tmp_path):
         get_space(str(path))
 
 
+def test_a_date_or_a_huge_integer_in_yaml_breaks_only_its_own_file(hwnas_home, tmp_path):
+    """`description: 2026-13-45` (a date PyYAML could not build) or a 5000-digit integer in
+    one profile broke every device command with a ValueError traceback (`hwnas devices`), a
+    4000-digit `timing.warmup` with an OverflowError; a space file likewise. Dates are read as
+    text now, and an integer beyond a float's range is one line naming its line."""
+    import json
+
+    from helpers import hwnas_main
+
+    profiles = hwnas_home / "devices"
+    (profiles / "t8.yaml").write_text("name: t8\nkind: local\ndescription: 2026-13-45\n")
+    (profiles / "t9.yaml").write_text("name: t9\nkind: local\ndescription: " + "1" * 5000)
+    (profiles / "t7.yaml").write_text("name: t7\nkind: local\ntiming: {warmup: 1%s}" % ("0" * 4000))
+    r = hwnas_main("devices", "--json")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    listed = json.loads(r.stdout)
+    described = {d["device"]: d["description"] for d in listed["devices"]}
+    assert described["t8"] == "2026-13-45" and "pixel3" in described
+    broken = {k.rsplit("/", 1)[-1]: v for k, v in listed["broken_profiles"].items()}
+    assert broken["t9.yaml"] == "line 3: an integer that cannot be read (too many digits)"
+    assert broken["t7.yaml"].startswith("line 3: an integer beyond any number hwnas reads")
+    r = hwnas_main("predict", "--device", "pixel3", "--arch", "0")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    for name in ("t9", "t7"):
+        r = hwnas_main("predict", "--device", name, "--arch", "0")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "line 3: an integer" in r.stderr
+    space = tmp_path / "sp.yaml"
+    text = TINY_SPACE.replace("kernel: 3, expand", "kernel: {choices: [3, 5]}, expand")
+    space.write_text(text.replace("name: tiny", "name: tiny\ndescription: 2026-13-45"))
+    r = hwnas_main("spaces", "show", space)
+    assert r.returncode == 0 and "tiny" in r.stdout, r.stderr
+    space = tmp_path / "sp2.yaml"  # another file: a space file is read once a process
+    space.write_text(text.replace("name: tiny", "name: tiny2\ndescription: " + "7" * 5000))
+    r = hwnas_main("spaces", "show", space)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "sp2.yaml:2: " in r.stderr and "an integer that cannot be read" in r.stderr
+
+
 def test_a_device_named_dot_dot_writes_nothing_outside_the_hwnas_home(tmp_path, monkeypatch):
     """A profile ``name: ../../../escaped`` (main: a search on it created files outside the
     hwnas home, through the measurement store's device lock, hls4ml's and TVM's folders)."""
