@@ -344,7 +344,10 @@ def read_bounded(path: str | Path, max_bytes: int = MAX_TEXT_FILE_BYTES) -> byte
     with os.fdopen(fd, "rb") as fh:
         if st.st_size > max_bytes:
             raise NotReadableFile(_too_large(st.st_size, max_bytes))
-        data = fh.read(max_bytes + 1)
+        # the size it has, not max_bytes: read(n) reserves n bytes (256 MiB for a table)
+        data = fh.read(min(st.st_size, max_bytes) + 1)
+        if len(data) > st.st_size:  # grew since fstat: the rest, up to the bound
+            data += fh.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:  # grew while read
         raise NotReadableFile(_too_large(len(data), max_bytes))
     return data

@@ -17,17 +17,30 @@ import hashlib
 import io
 import os
 import re
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from hwnas import spreadsheet
 from hwnas.errors import HwnasError
 
+T = TypeVar("T")
+
 MAX_TABLE_BYTES = 256 * 2**20
 """Largest table file, and largest once a gzip file is decompressed: 15,625 rows x 30 columns
 take 5 MB; a device file (``/dev/zero``), a pipe or a larger file is refused before it is read."""
+
+MAX_TABLE_ROWS = 100_000
+"""Most rows (below the header) a table, calibration or architecture CSV file may have: one per
+architecture, and the largest shipped table (NAS-Bench-201's) has 15,625. Counted while the
+file is read: a 16 KB gzip file of 8 million one-cell rows took 1.2 GB once parsed."""
+
+MAX_TABLE_CELLS = 2_000_000
+"""Most cells such a file may have (15,625 rows x 30 columns are 470,000), counted by its
+separators before it is parsed: one line of a million separators is a million cells."""
 
 CACHE_VERSION = 5  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet); 4: rows
 # with cells beyond the header are refused (a cache of one parsed before must not be read);
@@ -37,6 +50,36 @@ CACHE_VERSION = 5  # 3: ";"-separated files with decimal commas (hwnas.spreadshe
 COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.%()-]{0,63}")
 """What a column name must look like for an error message to repeat it: a profile may name
 any file as its table, and a credentials file's first line must not be shown."""
+
+
+def check_cells(text: str, sep: str, where: str) -> None:
+    """Refuse CSV ``text`` of more than :data:`MAX_TABLE_CELLS` cells (counted by separators
+    and line ends, an upper bound), before it is parsed.
+
+    Raises:
+        HwnasError: one line starting with ``where`` (the file).
+    """
+    if text.count(sep) + text.count("\n") + text.count("\r") > MAX_TABLE_CELLS:
+        raise HwnasError(
+            f"{where}: more than {MAX_TABLE_CELLS:,} cells, more than a table of every "
+            "architecture holds"
+        )
+
+
+def limit_rows(rows: Iterable[T], where: str, limit: int = MAX_TABLE_ROWS) -> Iterator[T]:
+    """``rows`` (a CSV reader's) as they are read, refused at the first beyond ``limit``
+    (:data:`MAX_TABLE_ROWS`; a plain reader's header is one more), so that no more are built.
+
+    Raises:
+        HwnasError: one line starting with ``where`` (the file).
+    """
+    for n, row in enumerate(rows):
+        if n >= limit:
+            raise HwnasError(
+                f"{where}: more than {MAX_TABLE_ROWS:,} rows (one per architecture; a whole "
+                "NAS-Bench-201 table has 15,625)"
+            )
+        yield row
 
 
 def cache_dir() -> Path:
@@ -74,7 +117,8 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
 
     Raises:
         HwnasError: the file is missing, not a regular file (a device, a pipe), larger than
-            :data:`MAX_TABLE_BYTES` (decompressed), or not a CSV table: no rows, a column
+            :data:`MAX_TABLE_BYTES` (decompressed), of more than :data:`MAX_TABLE_ROWS` rows
+            or :data:`MAX_TABLE_CELLS` cells, or not a CSV table: no rows, a column
             named twice, or a row (blank lines at the end aside) with fewer cells than the
             header or more that are not empty, named by its row.
     """
@@ -102,7 +146,7 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
     try:
         if path.suffix == ".gz":
             with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-                raw = fh.read(MAX_TABLE_BYTES + 1)
+                raw = _read_chunks(fh, MAX_TABLE_BYTES + 1)
         if len(raw) > MAX_TABLE_BYTES:
             raise HwnasError(
                 f"cannot read table {path}: more than the {MAX_TABLE_BYTES // 2**20} MiB a "
@@ -112,9 +156,10 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise HwnasError(f"cannot read table {path}: {exc}") from None
     sep = spreadsheet.delimiter(text.split("\n", 1)[0])
+    check_cells(text, sep, f"table {path}")
     reader = csv.reader(io.StringIO(text), delimiter=sep)
     try:
-        rows = list(reader)
+        rows = list(limit_rows(reader, f"table {path}", MAX_TABLE_ROWS + 1))  # and the header
     except csv.Error as exc:  # a cell over csv's field size limit (128 KiB)
         raise HwnasError(f"table {path}, line {reader.line_num}: not CSV: {exc}") from None
     if len(rows) < 2:
@@ -154,6 +199,19 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
             empty.add(name)
         columns[name] = _column(values, sep)
     return columns
+
+
+def _read_chunks(fh, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fh``, read a MiB at a time: ``GzipFile.read(limit)``
+    allocates ``limit`` bytes at once (257 MiB for a 16 KB table)."""
+    chunks, total = [], 0
+    while total < limit:
+        chunk = fh.read(min(2**20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _header_shown(header: list[str]) -> str:

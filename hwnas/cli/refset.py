@@ -81,7 +81,8 @@ def _filled(path: Path) -> tuple[bool, list[_Filled]]:
 
     Raises:
         HwnasError: ``path`` exists but cannot be read as CSV text (another kind of file, or
-            text that is not UTF-8): nothing may write over what cannot be checked.
+            text that is not UTF-8), or has more rows or cells than a table may
+            (:func:`hwnas.tables.limit_rows`): nothing may write over what cannot be checked.
     """
     import csv
     import io
@@ -89,14 +90,16 @@ def _filled(path: Path) -> tuple[bool, list[_Filled]]:
     from hwnas import spreadsheet
     from hwnas.errors import HwnasError
     from hwnas.paths import read_bounded_text
+    from hwnas.tables import check_cells, limit_rows
 
     try:
         text = read_bounded_text(path).removeprefix("\ufeff")  # a spreadsheet's BOM
         sep = spreadsheet.delimiter(text.split("\n")[0])
+        check_cells(text, sep, str(path))
         reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=sep)
         header = [h.strip() for h in reader.fieldnames or []]
         reader.fieldnames = header
-        rows = list(enumerate(reader, start=2))
+        rows = list(enumerate(limit_rows(reader, str(path)), start=2))
     except FileNotFoundError:
         return False, []
     except (OSError, UnicodeDecodeError, csv.Error) as exc:

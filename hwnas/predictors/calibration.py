@@ -74,10 +74,12 @@ def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], 
     regular file of at most :data:`MAX_CSV_BYTES`).
 
     Raises:
-        HwnasError: missing, not a regular file, too large, not UTF-8 CSV text, a column
-            named twice, or no ``arch`` column.
+        HwnasError: missing, not a regular file, too large (also more than
+            :data:`hwnas.tables.MAX_TABLE_ROWS` rows or :data:`hwnas.tables.MAX_TABLE_CELLS`
+            cells), not UTF-8 CSV text, a column named twice, or no ``arch`` column.
     """
     from hwnas.paths import read_bounded
+    from hwnas.tables import check_cells, limit_rows
 
     if not path.exists():
         raise HwnasError(f"file not found: {path}")
@@ -87,6 +89,7 @@ def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], 
         first = fh.readline()
         fh.seek(0)
         sep = spreadsheet.delimiter(first)
+        check_cells(text, sep, str(path))
         reader = csv.DictReader(fh, delimiter=sep)
         header = [h.strip() for h in (reader.fieldnames or [])]
         twice = next((h for i, h in enumerate(header) if h and h in header[:i]), None)
@@ -94,7 +97,7 @@ def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], 
             raise HwnasError(f"{path}: column '{twice}' appears more than once in the header")
         reader.fieldnames = header
         rows = []
-        for row in reader:
+        for row in limit_rows(reader, str(path)):
             extra = [c for c in row.pop(None, None) or () if c.strip()]  # DictReader's overflow
             if extra:  # a cell holding the separator: '8,07' for 8.07 in a ','-separated file
                 n = len(header) + len(extra)
@@ -596,11 +599,13 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
     onnx_names: dict[str, str] = {}
     if path.is_file():
         from hwnas.paths import read_bounded
+        from hwnas.tables import limit_rows
 
         try:
             fh = io.StringIO(read_bounded(path, MAX_CSV_BYTES).decode("utf-8-sig"), newline="")
-            onnx_names = {r.get("arch", ""): r.get("onnx", "") for r in csv.DictReader(fh)}
-        except (OSError, UnicodeDecodeError, csv.Error):
+            rows = limit_rows(csv.DictReader(fh), str(path))
+            onnx_names = {r.get("arch", ""): r.get("onnx", "") for r in rows}
+        except (OSError, UnicodeDecodeError, csv.Error, HwnasError):
             onnx_names = {}
     from hwnas.paths import write_atomic
 

@@ -556,3 +556,38 @@ def test_a_table_linked_to_a_secret_never_prints_a_line_of_it(hwnas_home, tmp_pa
     assert "row 2 has 2 cells, the header 1 (its first line is no CSV header" in said["plain"]
     r = hwnas_main("devices", "--all")
     assert r.returncode == 0 and "pixel3" in r.stdout and "s3cr3t" not in r.stdout + r.stderr
+
+
+def test_a_tiny_gzip_table_of_millions_of_rows_is_refused_while_read(hwnas_home, tmp_path):
+    """A 16 KB gzip table of 8 million one-cell rows took 1.2 GB once parsed (every row a
+    list, before any row count was checked). Cells are counted before parsing and rows while
+    reading, in device tables and in calibration and architecture files."""
+    import gzip
+    import tracemalloc
+
+    from helpers import hwnas_main
+
+    profiles = hwnas_home / "devices"
+    (profiles / "bomb.csv.gz").write_bytes(gzip.compress(b"a\n" + b"1\n" * 2**23, 9))
+    (profiles / "rows.csv.gz").write_bytes(gzip.compress(b"a\n" + b"1\n" * 150_000, 9))
+    assert (profiles / "bomb.csv.gz").stat().st_size < 2**15
+    for name in ("bomb", "rows"):
+        _profile(profiles, name, f"{name}.csv.gz")
+    (tmp_path / "cal.csv").write_text("arch,latency_ms\n" + "0,1\n" * 150_000)
+    runs = {"bomb": ["predict", "--device", "bomb", "--arch", "0"],
+            "rows": ["predict", "--device", "rows", "--arch", "0"],
+            "cal": ["predict", "--calibration", tmp_path / "cal.csv", "--arch", "0"]}  # fmt: skip
+    said = {}
+    for key, args in runs.items():
+        tracemalloc.start()
+        try:
+            r = hwnas_main(*args)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert peak < 100 * 2**20, (key, peak / 2**20)
+        said[key] = r.stderr
+    assert "bomb.csv.gz: more than 2,000,000 cells" in said["bomb"]
+    assert "rows.csv.gz: more than 100,000 rows" in said["rows"]
+    assert "cal.csv: more than 100,000 rows" in said["cal"]
