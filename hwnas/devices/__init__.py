@@ -114,6 +114,7 @@ def check_native_keys(profile: dict) -> None:
     """
     import difflib
 
+    from hwnas.cli.render import one_line
     from hwnas.paths import hwnas_home
 
     for section, known in SECTION_KEYS.items():  # a misspelt key was ignored silently
@@ -126,8 +127,8 @@ def check_native_keys(profile: dict) -> None:
             if key not in known:
                 near = difflib.get_close_matches(str(key), known, n=1)
                 hint = f"; did you mean {near[0]}?" if near else ""
-                raise HwnasError(
-                    f"{section}.{key}: unknown key{hint} (known: {', '.join(known)})"
+                raise HwnasError(  # the key escaped: it is the file's, and any text
+                    f"{section}.{one_line(key)}: unknown key{hint} (known: {', '.join(known)})"
                 )
     tvm = profile.get("tvm")
     if tvm is None:
@@ -232,13 +233,22 @@ _SHOWN: set[Path] = set()
 """Broken profile files already named to the user in this process (until reloaded)."""
 
 
+def _say(line: str) -> None:
+    """Print ``line`` on stderr as one line with its control characters shown escaped
+    (:func:`hwnas.cli.render.one_line`): a profile's key, file name or value (``\x1b]0;...``,
+    ``\x1b[2J``) reached the terminal raw in the warning about it."""
+    from hwnas.cli.render import one_line
+
+    print(one_line(line), file=sys.stderr)
+
+
 def _warn_broken(skip: Path | None = None) -> None:
     """Name each broken profile file once on stderr (the one a command is about, ``skip``, is
     named by its own error instead), so one bad user file is said, not repeated."""
     for path, why in broken_profiles().items():
         if path != skip and path not in _SHOWN:
             _SHOWN.add(path)
-            print(f"warning: skipped device profile {path}: {why}", file=sys.stderr)
+            _say(f"warning: skipped device profile {path}: {why}")
 
 
 def broken_shown() -> None:
@@ -259,10 +269,9 @@ def _warn_shadow(profile: dict) -> None:
     shipped = shadowed(name)
     if shipped and name not in _SHADOWS_SHOWN:
         _SHADOWS_SHOWN.add(name)
-        print(
+        _say(
             f"warning: device '{name}' is the user profile {profile['_path']}, which replaces "
-            f"the shipped {shipped} (rename it to use both)",
-            file=sys.stderr,
+            f"the shipped {shipped} (rename it to use both)"
         )
 
 
@@ -421,7 +430,7 @@ def recorded_tables(
         except HwnasError as exc:
             if name not in _WARNED:
                 _WARNED.add(name)
-                print(f"warning: skipped device '{name}': {exc}", file=sys.stderr)
+                _say(f"warning: skipped device '{name}': {exc}")
             continue
         if column is not None:
             yield dev, column

@@ -444,3 +444,21 @@ def test_bidirectional_overrides_are_shown_escaped():
 
     assert visible("run\u202egpj.onnx") == "run\\u202egpj.onnx"
     assert one_line("a\u2066b\nc") == "a\\u2066b\\x0ac"
+
+
+def test_a_profiles_key_or_file_name_reaches_the_terminal_escaped(hwnas_home):
+    """A handed profile with the key `tvm: {"\\e]0;pwned\\a\\e[2J": 1}` (retitle the window,
+    clear the screen): every command that reads the profiles printed it raw in its `skipped
+    device profile` warning; a profile file's name likewise."""
+    from helpers import hwnas_main
+
+    folder = hwnas_home / "devices"
+    (folder / "esc.yaml").write_text('name: esc\nkind: local\ntvm: {"\\e]0;pwned\\a\\e[2J": 1}\n')
+    (folder / "bad\x1b[31m.yaml").write_text("name: [unclosed\n")
+    r = hwnas_main("predict", "--device", "pixel3", "--arch", "0")
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr, repr(r.stderr)
+    warnings = [x for x in r.stderr.splitlines() if x.startswith("warning: skipped")]
+    assert len(warnings) == 2, r.stderr
+    assert "tvm.\\x1b]0;pwned\\x07\\x1b[2J: unknown key" in r.stderr
+    assert "bad\\x1b[31m.yaml" in r.stderr
