@@ -226,7 +226,7 @@ def sweep_temporaries(folder: str | Path) -> list[Path]:
     import socket
 
     host = socket.gethostname().split(".")[0].replace(".", "-") or "host"
-    pattern = re.compile(rf"^\..+\.{re.escape(host)}\.(\d+)\.(?:tmp|old)(?:\.\w+)?$")
+    pattern = re.compile(rf"^\..+\.{re.escape(host)}\.(\d+)\.(?:tmp|old)(?:\.\w+)?\Z")
     removed = []
     try:
         entries = list(Path(folder).iterdir())

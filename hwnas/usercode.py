@@ -17,7 +17,7 @@ from typing import Any
 
 from hwnas.errors import HwnasError, UnknownNameError
 
-CODE = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+CODE = re.compile(r"^(?P<file>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)\Z")
 """``path/to/file.py:attribute``: an object of the user's Python file."""
 
 

@@ -308,7 +308,7 @@ def foreign_items(folder: Path) -> list[str]:
     import re
 
     sweep_temporaries(folder)  # what a killed `hwnas train` left: hwnas's own
-    own = re.compile(r"^\..+\.[^.]+\.\d+\.(?:tmp|old)(?:\.\w+)?$")  # temporary()'s names
+    own = re.compile(r"^\..+\.[^.]+\.\d+\.(?:tmp|old)(?:\.\w+)?\Z")  # temporary()'s names
     return sorted(
         p.name
         for p in folder.iterdir()

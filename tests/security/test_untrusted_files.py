@@ -462,3 +462,17 @@ def test_a_profiles_key_or_file_name_reaches_the_terminal_escaped(hwnas_home):
     assert len(warnings) == 2, r.stderr
     assert "tvm.\\x1b]0;pwned\\x07\\x1b[2J: unknown key" in r.stderr
     assert "bad\\x1b[31m.yaml" in r.stderr
+
+
+def test_a_space_name_ending_in_a_newline_is_refused(tmp_path):
+    """`name: "tiny\\n"` passed the space language's name rule (`re.match` with `$`, which
+    matches before a final newline) and became a space whose name split every line that
+    printed it."""
+    from helpers import hwnas_main
+
+    text = TINY_SPACE.replace("kernel: 3, expand", "kernel: {choices: [3, 5]}, expand")
+    space = tmp_path / "nl.yaml"
+    space.write_text(text.replace("name: tiny", 'name: "tiny\\n"'))
+    r = hwnas_main("spaces", "show", space)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {space}:1: name"), r.stdout
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr

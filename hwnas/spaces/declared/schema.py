@@ -199,7 +199,7 @@ class _Reader:
 _WIDTH = Param(int, None, low=1, high=MAX_CHANNELS)
 _STRIDE = Param(int, 1, low=1, high=MAX_STRIDE)
 _DEPTH = Param(int, 1, low=1, high=MAX_DEPTH)
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\Z")  # \Z: "$" matches before a final newline
 _TYPE_WORD = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 

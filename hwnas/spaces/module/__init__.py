@@ -45,7 +45,7 @@ from hwnas.spaces.base import (
     spread_archs,
 )
 
-NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+NAME = re.compile(r"^[A-Za-z0-9_-]+\Z")  # \Z: "$" matches before a final newline
 
 WIDTHS = (0.25, 0.5, 0.75, 1.0)
 """Default width ratios of :func:`elastic` (of each group's trained width)."""
