@@ -77,6 +77,53 @@ COMPILER = re.compile(
 (``aarch64-linux-gnu-g++``, ``clang++-17``), never a path."""
 
 
+LLVM_OPTION = re.compile(r"-{1,2}[a-z0-9][a-z0-9.-]*(=[A-Za-z0-9_.,+-]*)?")
+"""What one of a profile's TVM target ``cl-opt`` options (LLVM command-line options TVM passes
+to LLVM on every build) may be: a flag with an optional plain value (``-unroll-threshold=200``),
+no path (``/``) and no space; a flag whose name holds one of :data:`LLVM_FILE_WORDS` is
+refused too."""
+
+LLVM_FILE_WORDS = ("load", "plugin", "file", "output", "path", "dir", "remarks", "trace",
+                   "dump", "print", "stats", "log", "view", "debug")  # fmt: skip
+"""Words in an LLVM option's name that make it load a library or write a file (``-load``,
+``-info-output-file``, ``-pass-remarks-output``, ``-time-trace-file``, ``-print-after-all``):
+refused in a profile's ``cl-opt``."""
+
+
+def check_cl_opt(target: object, where: str = "target") -> None:
+    """Refuse a ``cl-opt`` in a profile's TVM ``target`` (at any depth: a ``host`` target's
+    too) that is not a list of plain LLVM options (:data:`LLVM_OPTION`,
+    :data:`LLVM_FILE_WORDS`): a handed profile could otherwise have LLVM load a library or
+    write files on every build, as ``tvm.cc`` could run a program.
+
+    Raises:
+        HwnasError: one line naming the option (escaped).
+    """
+    from hwnas.cli.render import one_line
+
+    if not isinstance(target, dict):
+        return
+    for key, value in target.items():
+        if isinstance(value, dict):
+            check_cl_opt(value, f"{where}.{one_line(key)}")
+        if key != "cl-opt":
+            continue
+        options = [value] if isinstance(value, str) else value
+        if not isinstance(options, list):
+            raise HwnasError(f"{where}.cl-opt: must be a list of LLVM options, got {value!r}")
+        for option in options:
+            name = str(option).lstrip("-").split("=", 1)[0]
+            if not (isinstance(option, str) and LLVM_OPTION.fullmatch(option)) or any(
+                word in name for word in LLVM_FILE_WORDS
+            ):
+                shown = one_line(repr(option)[:80])
+                raise HwnasError(
+                    f"{where}.cl-opt {shown}: must be a plain LLVM option (-name or "
+                    "-name=value, no path); options that load code or write files (-load, "
+                    "-*-file, -*-output, -print-*) are refused in a profile"
+                )
+
+
 DEVICE_CLASSES = ("phone", "board", "fpga", "asic", "cpu", "gpu")
 """What a profile's ``class`` may be: the kind of device, which sets the power an energy
 table is checked against (:data:`hwnas.devices.recorded.POWER_W`) and which recorded device a
@@ -106,7 +153,9 @@ def check_native_keys(profile: dict) -> None:
     run a program or write outside hwnas's folders: ``tvm.cc`` (the linker TVM runs on every
     build) must name a C/C++ compiler on ``PATH``, not a path (a profile handed over could
     name its own script), and ``tvm.cache_dir`` (where compiled models are written, then
-    loaded as native code) must lie in the hwnas home. (Passed from Python as
+    loaded as native code) must lie in the hwnas home; a ``target``'s ``cl-opt`` (LLVM
+    options) must be plain options that load nothing and write no file
+    (:func:`check_cl_opt`). (Passed from Python as
     ``get_device(..., overrides=...)``, they are the caller's own and not checked.)
 
     Raises:
@@ -130,6 +179,7 @@ def check_native_keys(profile: dict) -> None:
                 raise HwnasError(  # the key escaped: it is the file's, and any text
                     f"{section}.{one_line(key)}: unknown key{hint} (known: {', '.join(known)})"
                 )
+    check_cl_opt(profile.get("target"))
     tvm = profile.get("tvm")
     if tvm is None:
         return

@@ -476,3 +476,35 @@ def test_a_space_name_ending_in_a_newline_is_refused(tmp_path):
     r = hwnas_main("spaces", "show", space)
     assert r.returncode == 2 and r.stderr.startswith(f"error: {space}:1: name"), r.stdout
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_a_profiles_tvm_target_cannot_pass_llvm_options_that_load_or_write(hwnas_home):
+    """A TVM target's `cl-opt` is a list of LLVM command-line options, given to LLVM on every
+    build: unlike `tvm.cc` it was not checked, so a handed profile could pass `-load=...`,
+    `-info-output-file=...` or `-print-after-all`. Only plain options are taken now, and a
+    `host` target's are checked too."""
+    import json
+
+    from helpers import hwnas_main
+
+    folder = hwnas_home / "devices"
+    bad = {"load": '{kind: llvm, cl-opt: ["-load=/tmp/their/evil.so"]}',
+           "outfile": '{kind: llvm, cl-opt: ["-info-output-file=stats.txt"]}',
+           "nested": '{kind: cuda, host: {kind: llvm, cl-opt: "--print-after-all"}}',
+           "spaced": '{kind: llvm, cl-opt: ["-O3 -load x"]}'}  # fmt: skip
+    for name, target in bad.items():
+        (folder / f"{name}.yaml").write_text(
+            f"name: {name}\nkind: local\nclass: cpu\nruntime: tvm\ntarget: {target}\n"
+        )
+    (folder / "tuned.yaml").write_text(
+        "name: tuned\nkind: local\nclass: cpu\nruntime: tvm\n"
+        'target: {kind: llvm, mcpu: cortex-a76, cl-opt: ["-unroll-threshold=200"]}\n'
+    )
+    listed = json.loads(hwnas_main("devices", "--json").stdout)
+    broken = {k.rsplit("/", 1)[-1]: v for k, v in listed["broken_profiles"].items()}
+    assert "tuned" in {d["device"] for d in listed["devices"]}
+    assert set(broken) == {f"{name}.yaml" for name in bad}, broken
+    assert broken["load.yaml"].startswith("target.cl-opt '-load=/tmp/their/evil.so': must be")
+    assert broken["nested.yaml"].startswith("target.host.cl-opt '--print-after-all'")
+    r = hwnas_main("devices", "check", "load")
+    assert r.returncode == 2 and "must be a plain LLVM option" in r.stderr, r.stderr
