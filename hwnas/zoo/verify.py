@@ -39,6 +39,11 @@ from hwnas.paths import read_bounded_text, sha256_file
 from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props
 from hwnas.zoo.read import MANIFEST_FILES, entry_folders
 
+MAX_VERIFY_BYTES = 2**30
+"""Most memory the tensors one test inference computes may take in ``hwnas zoo verify`` (its
+weights aside, which the model file holds): a zoo network's at batch 1 take a few MB to a few
+hundred; a 190-byte handed model (a ConstantOfShape of a shape it holds) took 2.2 GB."""
+
 REQUIRED_FILES = (MODEL_FILE, f"{TEST_DATA}/input_0.pb", f"{TEST_DATA}/output_0.pb")
 """Files every card must list with their sha256 (what the checks read)."""
 
@@ -187,12 +192,17 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
         raise _Failed(f"{TEST_DATA} unreadable: {str(exc).splitlines()[0]}") from None
     try:
         session = ort.InferenceSession(
-            model.SerializeToString(), providers=["CPUExecutionProvider"]
+            model.SerializeToString(), _bounded_options(), providers=["CPUExecutionProvider"]
         )
         name = session.get_inputs()[0].name
         with stop_after(CALL_LIMIT_S, "one inference") as run:  # a zoo from someone else
             got = session.run(None, {name: x}, run)[0]
     except Exception as exc:  # ORT rejects the model or the input
+        if "Available memory of" in str(exc):  # the arena's bound (_bounded_options)
+            raise _Failed(
+                "ONNX Runtime failed: one inference needs more than the "
+                f"{MAX_VERIFY_BYTES / 2**30:g} GiB hwnas zoo verify allows its tensors"
+            ) from None
         raise _Failed(f"ONNX Runtime failed: {str(exc).splitlines()[0]}") from None
     if got.shape != y.shape:
         raise _Failed(f"ONNX Runtime output shape {got.shape} != stored {y.shape}")
@@ -203,6 +213,32 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
             f"beyond rtol {rtol:g} / atol {atol:g}"
         )
     return diff
+
+
+_ARENA: list[bool] = []
+"""Whether this process registered the bounded allocator of :func:`_bounded_options`."""
+
+
+def _bounded_options():
+    """ONNX Runtime session options under which the tensors an inference computes come from
+    one CPU arena of at most :data:`MAX_VERIFY_BYTES` (registered once per process, used only
+    by sessions that ask for it): an allocation beyond it fails the run instead of taking the
+    machine's memory. Graph optimisations are off: constant folding, when the session is
+    made, computes tensors outside the arena (2.2 GB for a 190-byte model)."""
+    import onnxruntime as ort
+
+    if not _ARENA:
+        info = ort.OrtMemoryInfo(
+            "Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT
+        )
+        config = ort.OrtArenaCfg({"max_mem": MAX_VERIFY_BYTES, "arena_extend_strategy": 1})
+        ort.create_and_register_allocator(info, config)
+        _ARENA.append(True)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4  # the failure is the FAIL line, not a log on stderr
+    options.add_session_config_entry("session.use_env_allocators", "1")
+    return options
 
 
 # -- records outside the entry ---------------------------------------------------------------

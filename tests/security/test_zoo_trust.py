@@ -303,3 +303,41 @@ def test_zoo_verify_reads_no_file_an_entry_names_as_external_data(tmp_path):
     ), r.stdout
     assert lines[1].startswith("FAIL model: model.onnx names external data files"), r.stdout
     assert "0 of 2 entries verified" in r.stdout + r.stderr
+
+
+def test_zoo_verify_bounds_the_memory_a_handed_model_computes_with(tmp_path):
+    """A 190-byte handed model (ConstantOfShape of a shape it holds, then ReduceSum) made
+    `hwnas zoo verify` take 2.2 GB; the tensors of its test inference are bounded now
+    (1 GiB), and the entry is a FAIL line. Run in a child bounded to 3 GiB and 60 s."""
+    from onnx import TensorProto, helper
+
+    from tests.security.helpers_security import bounded_cli
+
+    entry = tmp_path / "zoo" / "bomb"
+    (entry / "test_data_set_0").mkdir(parents=True)
+    n = 300_000_000  # 1.2 GB of float32
+    fill = numpy_helper.from_array(np.array([1.0], np.float32))
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["big"], value=fill),
+         helper.make_node("ReduceSum", ["big"], ["s"], keepdims=1),
+         helper.make_node("Add", ["x", "s"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.array([n], np.int64), "shape")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (entry / "model.onnx").write_bytes(model.SerializeToString())
+    assert (entry / "model.onnx").stat().st_size < 300
+    tests = entry / "test_data_set_0"
+    x, y = np.zeros(1, np.float32), np.array([n], np.float32)
+    (tests / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    (tests / "output_0.pb").write_bytes(numpy_helper.from_array(y, "y").SerializeToString())
+    files = ["model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"]
+    _resign(entry, {"name": "bomb", "files": dict.fromkeys(files, "")})
+    r = bounded_cli("zoo", "verify", str(entry))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr[-2000:]
+    assert r.stdout.startswith(
+        "FAIL bomb: ONNX Runtime failed: one inference needs more than the 1 GiB hwnas zoo "
+        "verify allows its tensors"
+    ), r.stdout
