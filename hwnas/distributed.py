@@ -16,6 +16,17 @@ train it in lockstep:
 - rank 0 alone builds the cost model (a live device is measured once) and reads the
   checkpoint; :func:`share` hands both to the other ranks.
 
+Before any of this, the processes meet and agree that every one passed its checks
+(:func:`join`): each checks its settings and reads its data, then says whether its checks
+passed through a store hosted at ``MASTER_ADDR:MASTER_PORT``; if any failed, rank 0 says which
+process and why (and a failing process on another machine says it there too), and every
+process stops with exit status 2. The meeting waits :func:`rendezvous_seconds` (10 minutes;
+``HWNAS_RENDEZVOUS_S``): a process that never arrives stops the others with one line naming it,
+where the process group's own timeout (:data:`TIMEOUT`) is 2 hours. A process lost during
+training stops the others with one line too (:func:`watched`, exit status 1); a rank started
+by ``hwnas search --nproc`` dies with its launcher (:func:`guard`) and, on SIGTERM, stops as on
+Ctrl-C (:func:`interrupt_on_sigterm`).
+
 After training, rank 0 writes the checkpoint, evaluates, fine-tunes and scores the candidates,
 writes the study and the run folder; the other ranks leave the process group (:func:`stop`) and
 exit. Batch norm stays per rank (no SyncBatchNorm): each rank normalises its shard with the
@@ -29,16 +40,21 @@ supernet_ddp.py`` for what that changes in the loss curve).
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from hwnas.errors import EXIT_USAGE, HwnasError
-from hwnas.isolate import python_module
+from hwnas.errors import EXIT_USAGE, HwnasError, LostProcessError, ProcessError
+from hwnas.isolate import die_with_parent, python_module
 
 INTERRUPTED = 130
 """Exit status of an interrupted command (the CLI's, after Ctrl-C)."""
@@ -46,6 +62,17 @@ INTERRUPTED = 130
 TIMEOUT = timedelta(hours=2)
 """Longest wait of a collective: the other ranks wait this long for rank 0 to build the cost
 model (measuring a live device block by block) before training starts."""
+
+RENDEZVOUS_ENV = "HWNAS_RENDEZVOUS_S"
+"""Environment variable: seconds the processes wait for each other when they meet
+(:func:`join`); default :data:`RENDEZVOUS_S`."""
+
+RENDEZVOUS_S = 600.0
+"""Longest wait for the other processes of a job to arrive and finish their checks."""
+
+LAUNCHER_ENV = "HWNAS_LAUNCHER"
+"""Environment variable: the pid of the ``hwnas search --nproc`` process that started the
+ranks (:func:`launch`), which then speaks for them when they are interrupted or killed."""
 
 
 @dataclass(frozen=True)
@@ -95,9 +122,40 @@ def ranks_from_env(env: dict[str, str] | None = None) -> Ranks:
         raise HwnasError(
             "RANK, WORLD_SIZE and LOCAL_RANK must be integers (they are set by torchrun)"
         ) from None
-    if world < 1 or not 0 <= rank < world or local < 0:
+    if world < 1 or not 0 <= rank < world:
         raise HwnasError(f"RANK {rank} is outside WORLD_SIZE {world} (they are set by torchrun)")
+    if local < 0:
+        raise HwnasError(f"LOCAL_RANK must be 0 or more, got {local} (it is set by torchrun)")
+    missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if world > 1 and not env.get(k)]
+    if missing:
+        raise HwnasError(
+            f"WORLD_SIZE {world} needs {' and '.join(missing)}: where process 0 meets the "
+            "others (torchrun sets them; by hand, give MASTER_ADDR and MASTER_PORT to every "
+            "process)"
+        )
+    if world > 1 and not env["MASTER_PORT"].isdigit():
+        raise HwnasError(f"MASTER_PORT must be a port number, got {env['MASTER_PORT']!r}")
     return Ranks(rank, world, local)
+
+
+def rendezvous_seconds(env: dict[str, str] | None = None) -> float:
+    """How long the processes of a job wait for each other when they meet (:func:`join`):
+    ``HWNAS_RENDEZVOUS_S`` or :data:`RENDEZVOUS_S`.
+
+    Raises:
+        HwnasError: ``HWNAS_RENDEZVOUS_S`` is not a positive number.
+    """
+    env = os.environ if env is None else env
+    text = env.get(RENDEZVOUS_ENV, "")
+    if not text:
+        return RENDEZVOUS_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise HwnasError(f"{RENDEZVOUS_ENV} must be a positive number of seconds, got {text!r}")
+    return seconds
 
 
 def local_processes(env: dict[str, str] | None = None) -> int:
@@ -183,6 +241,201 @@ def shard(indices: Sequence[int] | Any, ranks: Ranks) -> Any:
     return indices[ranks.rank * per : (ranks.rank + 1) * per]
 
 
+_STORE: Any = None
+"""The store the processes met through (:func:`join`), which their process group then uses."""
+
+
+def join(
+    ranks: Ranks, failure: HwnasError | None = None, say: Callable[[str], None] | None = None
+) -> None:
+    """Meet the other processes of the job and agree that every one passed its checks.
+
+    Rank 0 hosts a store at ``MASTER_ADDR:MASTER_PORT`` (under torchrun, its agent's); every
+    process writes there whether its checks passed (``failure``: the error they raised, or
+    None) and reads what the others wrote, waiting up to :func:`rendezvous_seconds` for them.
+    Rank 0 with a failure of its own says it at once without waiting. No-op in one process,
+    or once joined.
+
+    Args:
+        ranks: this process.
+        failure: this process's own error from its checks, or None.
+        say: where rank 0 says it is waiting (a line on stderr).
+
+    Raises:
+        HwnasError: ``failure`` (on rank 0 at once; on another rank after the meeting, for the
+            caller to leave unsaid: rank 0 says it); on rank 0, "process K of N failed its
+            checks: ..." when another one failed.
+        ProcessError: on a rank other than 0, its own failure, when it runs on another machine
+            than rank 0 (the first failing process of each machine says its own).
+        LostProcessError: a process did not arrive in time, or nothing answers at the address.
+    """
+    global _STORE
+    if not ranks.many or _STORE is not None:
+        if failure is not None:
+            raise failure
+        return
+    if failure is not None and ranks.main:
+        raise failure
+    from torch.distributed import TCPStore
+
+    env = os.environ
+    where, seconds = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}", rendezvous_seconds()
+    me = f"process {ranks.rank} of {ranks.world}"
+    own = f"{failure}; and " if failure is not None else ""
+    if ranks.main and say is not None:
+        say(f"waiting for the {ranks.world} processes at {where} (up to {seconds:g} s)")
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts it
+    deadline = time.monotonic() + seconds
+    while True:  # waits of a second: a signal (SIGTERM, Ctrl-C) is handled between them
+        try:
+            if not (ranks.main and not agent):  # the store's own retries log C++ stack dumps
+                socket.create_connection((env["MASTER_ADDR"], int(env["MASTER_PORT"])), 1).close()
+            store = TCPStore(
+                env["MASTER_ADDR"], int(env["MASTER_PORT"]), ranks.world,
+                is_master=ranks.main and not agent, timeout=timedelta(seconds=1),
+                wait_for_workers=False, multi_tenant=not agent,
+            )  # fmt: skip
+            break
+        except (RuntimeError, OSError) as exc:  # torch's DistStoreError is a RuntimeError
+            first = (str(exc).strip().splitlines() or [""])[0]
+            if ranks.main and not agent:
+                raise ProcessError(f"{me}: cannot listen at {where}: {first}") from None
+            if time.monotonic() > deadline:
+                raise LostProcessError(
+                    f"{me}: {own}nothing answered at {where} (where process 0 hosts the "
+                    f"meeting) within {seconds:g} s ({RENDEZVOUS_ENV} sets the wait)"
+                ) from None
+            time.sleep(0.5)
+    prefix = f"hwnas/{env.get('TORCHELASTIC_RESTART_COUNT', '0')}/checks/"
+    node = env.get("GROUP_RANK") or os.uname().nodename  # torchrun's node rank
+    said = json.dumps([node, None if failure is None else str(failure)])
+    store.set(f"{prefix}{ranks.rank}", said)
+    keys = [f"{prefix}{r}" for r in range(ranks.world)]
+    while True:
+        try:
+            absent = [str(r) for r, k in enumerate(keys) if not store.check([k])]
+        except RuntimeError:  # rank 0, hosting the store, is gone
+            absent, deadline = ["0"], 0
+        if not absent:
+            break
+        if time.monotonic() > deadline:
+            who = "process" + ("es " if len(absent) > 1 else " ") + ", ".join(absent)
+            mine = "" if ranks.main else f"{me}: {own}"
+            raise LostProcessError(
+                f"{mine}{who} of {ranks.world} did not arrive at {where} within {seconds:g} s "
+                f"({RENDEZVOUS_ENV} sets the wait; each process's own output, or its machine's, "
+                "says why)"
+            )
+        time.sleep(0.2)
+    seen = [json.loads(store.get(k)) for k in keys]
+    store.set(f"{prefix}read/{ranks.rank}", "1")
+    failed = [(r, message) for r, (_, message) in enumerate(seen) if message is not None]
+    if not failed:
+        store.set_timeout(TIMEOUT)  # the process group's waits: rank 0 builds the cost model
+        _STORE = store
+        return
+    if ranks.main:  # its store ends with it: wait until every process has read the outcome
+        reads = [f"{prefix}read/{r}" for r in range(1, ranks.world)]
+        try:
+            store.wait(reads, timedelta(seconds=min(seconds, 30)))
+        except RuntimeError:
+            pass
+        rank, message = failed[0]
+        raise HwnasError(f"process {rank} of {ranks.world} failed its checks: {message}")
+    if failure is None:
+        raise HwnasError(f"process {failed[0][0]} of {ranks.world} failed its checks")
+    mine = seen[ranks.rank][0]
+    first_here = min(r for r, (n, message) in enumerate(seen) if n == mine and message)
+    if mine != seen[0][0] and first_here == ranks.rank:  # rank 0's machine would not see it
+        raise ProcessError(f"{me}: {failure}") from None
+    raise failure
+
+
+def launched() -> bool:
+    """Whether this process is a rank that ``hwnas search --nproc`` started (and speaks for:
+    it says when they were interrupted or killed)."""
+    return os.environ.get(LAUNCHER_ENV) == str(os.getppid())
+
+
+def guard() -> None:
+    """Make a rank end with its launcher: a rank that ``hwnas search --nproc`` started is
+    killed when that process dies (``PR_SET_PDEATHSIG`` on Linux, as isolated steps are:
+    :func:`hwnas.isolate.die_with_parent`); killed with ``kill -9``, the launcher had left its
+    ranks training to the end, beside the rerun. Elsewhere, nothing.
+
+    Raises:
+        SystemExit: the launcher is already gone (status 130).
+    """
+    pid = os.environ.get(LAUNCHER_ENV)
+    if not pid:
+        return
+    die_with_parent(pid)
+    if str(os.getppid()) != pid:  # it died before we asked
+        raise SystemExit(INTERRUPTED)
+
+
+_terminated = False
+"""Whether this process got SIGTERM (:func:`interrupt_on_sigterm`)."""
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    global _terminated
+    _terminated = True
+    raise KeyboardInterrupt
+
+
+def interrupt_on_sigterm(on: bool = True) -> None:
+    """SIGTERM (``timeout``, torchrun's agent passing on an interruption) raises
+    KeyboardInterrupt in this process, as Ctrl-C does, so a rank stops through the same path:
+    the running trial told, rank 0 saying so. ``on=False``: SIGTERM is ignored from then on
+    (a rank that has an error to say: stopped mid-sentence by torchrun's agent, it said
+    nothing)."""
+    signal.signal(signal.SIGTERM, _interrupt if on else signal.SIG_IGN)
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is a collective's failure because another process is gone."""
+    import torch.distributed as dist
+
+    if isinstance(exc, getattr(dist, "DistError", ())):
+        return True
+    text = str(exc)
+    return any(
+        m in text
+        for m in ("Connection reset by peer", "Connection closed by peer", "Broken pipe",
+                  "gloo/transport", "NCCL communicator was aborted")
+    )  # fmt: skip
+
+
+@contextmanager
+def watched(ranks: Ranks) -> Iterator[None]:
+    """Collectives whose failure, when another process is gone (killed, or stopped with an
+    error of its own), becomes one line (:class:`~hwnas.errors.LostProcessError`) instead of
+    the backend's traceback.
+
+    Raises:
+        LostProcessError: another process is gone.
+        KeyboardInterrupt: this process was interrupted meanwhile (SIGTERM): the others were
+            stopped with it.
+    """
+    try:
+        yield
+    except RuntimeError as exc:
+        if not ranks.many or not _lost(exc):
+            raise
+        # torchrun's agent stops every process at once when interrupted (then SIGTERM came
+        # first here), and the survivors of a lost one a moment after this: the line first
+        interrupt_on_sigterm(False)
+        if _terminated:
+            raise KeyboardInterrupt from None
+        other = f"process {1 - ranks.rank}" if ranks.world == 2 else "another process"
+        raise LostProcessError(
+            f"process {ranks.rank} of {ranks.world} lost {other} of the job while training: "
+            "it stopped or was killed (its own output says why); run the same command again "
+            "to resume from the last checkpoint"
+        ) from None
+
+
 def start(ranks: Ranks, device: Any) -> Any:
     """Join the process group of a torchrun job: gloo on CPU, NCCL on CUDA with one GPU per
     process (``cuda:LOCAL_RANK``).
@@ -205,7 +458,11 @@ def start(ranks: Ranks, device: Any) -> Any:
     else:
         backend = "gloo"
     if not dist.is_initialized():
-        dist.init_process_group(backend, timeout=TIMEOUT)
+        join(ranks)  # the Python API: nothing to agree on, the meeting alone
+        dist.init_process_group(
+            backend, store=dist.PrefixStore("default_pg", _STORE), rank=ranks.rank,
+            world_size=ranks.world, timeout=TIMEOUT,
+        )  # fmt: skip
     return device
 
 
@@ -213,9 +470,11 @@ def stop() -> None:
     """Wait for every rank, then leave the process group (no-op when none was joined)."""
     import torch.distributed as dist
 
+    global _STORE
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+    _STORE = None
 
 
 def wrap(net: Any, device: Any) -> Any:
@@ -385,14 +644,16 @@ def check_same(strategy: Any, device: Any) -> None:
 def launch(nproc: int, args: Sequence[str]) -> int:
     """Run ``python -m hwnas ARGS`` in ``nproc`` processes on this machine through torchrun's
     elastic agent, as ``torchrun --standalone --nproc_per_node=NPROC -m hwnas ARGS`` does
-    (rendezvous on a free local port, no restarts); returns when all have finished.
+    (rendezvous on a free local port, no restarts); returns when all have finished. The
+    processes die with this one (:func:`guard`).
 
     Returns:
-        0; 2 when a process stopped on a user error; 130 when they were interrupted (Ctrl-C,
-        SIGTERM). Rank 0 has then said why, in one line.
+        0; 2 when a process stopped on a user error (rank 0 has said why, in one line); 130
+        when they were interrupted (Ctrl-C, SIGTERM: the caller says so, the ranks do not).
 
     Raises:
-        HwnasError: a process failed otherwise (its own output says why).
+        LostProcessError: a process was killed (by a signal other than SIGINT and SIGTERM), or
+            failed otherwise (its own output says why).
     """
     import logging
     import uuid
@@ -420,21 +681,39 @@ def launch(nproc: int, args: Sequence[str]) -> int:
     levels = [log.level for log in quiet]
     for log in quiet:  # the processes' own output says what went wrong, in one line
         log.setLevel(logging.CRITICAL)
+    os.environ[LAUNCHER_ENV] = str(os.getpid())  # the ranks' environment
     try:
         elastic_launch(config, sys.executable)("-u", *python_module("hwnas"), *args)
     except ChildFailedError as exc:
-        rank, failure = exc.get_first_failure()
-        if failure.exitcode == EXIT_USAGE:
-            return EXIT_USAGE
-        if failure.exitcode in (INTERRUPTED, -2, -15):  # hwnas's "interrupted", SIGINT, SIGTERM
-            return INTERRUPTED
-        raise HwnasError(
-            f"process {rank} of {nproc} failed with exit code {failure.exitcode} "
-            "(its output is above)"
-        ) from None
+        return _outcome({r: f.exitcode for r, f in exc.failures.items()}, nproc)
     except (SignalException, KeyboardInterrupt):
         return INTERRUPTED
     finally:
+        os.environ.pop(LAUNCHER_ENV, None)
         for log, level in zip(quiet, levels):
             log.setLevel(level)
     return 0
+
+
+def _outcome(codes: dict[int, int], nproc: int) -> int:
+    """:func:`launch`'s answer for the processes that failed (rank -> exit code; minus the
+    signal's number for a process a signal killed)."""
+    stopped = (-signal.SIGINT, -signal.SIGTERM)
+    for rank, code in sorted(codes.items()):
+        if code < 0 and code not in stopped:  # killed: it said nothing, the others are silent
+            try:
+                how = signal.Signals(-code).name
+            except ValueError:
+                how = f"signal {-code}"
+            raise LostProcessError(
+                f"process {rank} of {nproc} was killed ({how}); run the same command again to "
+                "resume from the last checkpoint"
+            )
+    if EXIT_USAGE in codes.values():
+        return EXIT_USAGE  # rank 0 has said why
+    if any(code in (INTERRUPTED, *stopped) for code in codes.values()):
+        return INTERRUPTED
+    rank = min(codes)
+    raise LostProcessError(
+        f"process {rank} of {nproc} failed with exit code {codes[rank]} (its output is above)"
+    )

@@ -1,10 +1,15 @@
 """Errors that describe a user's mistake or an unreachable resource.
 
-The CLI prints a :class:`HwnasError` as one line and exits with :data:`EXIT_USAGE` (2); any
-other exception is a bug in hwnas and keeps its traceback.
+The CLI prints a :class:`HwnasError` as one line and exits with its ``exit_status``
+(:data:`EXIT_USAGE`, 2, for a mistake; :data:`EXIT_FAILED`, 1, for a run that stopped part-way
+through no fault of its input); any other exception is a bug in hwnas and keeps its traceback.
 """
 
 EXIT_USAGE = 2
+
+EXIT_FAILED = 1
+"""Exit status of a run that stopped part-way for a reason other than its input (a training
+process lost); the same command resumes it."""
 
 
 class HwnasError(Exception):
@@ -12,6 +17,22 @@ class HwnasError(Exception):
 
     The message is one line that names the problem and, where possible, what to do.
     """
+
+    exit_status = EXIT_USAGE
+    """The CLI's exit status after printing the message."""
+
+
+class ProcessError(HwnasError):
+    """An error of one process of a job that trains across processes, which that process says
+    itself (under torchrun only rank 0 speaks otherwise): rank 0 never heard of it, or runs on
+    another machine. The message starts with the process ("process 1 of 2: ...")."""
+
+
+class LostProcessError(ProcessError):
+    """A process of a training job stopped or never arrived: the job cannot go on (exit
+    status :data:`EXIT_FAILED`); the same command resumes from the last checkpoint."""
+
+    exit_status = EXIT_FAILED
 
 
 class HwnasWarning(UserWarning):

@@ -173,11 +173,11 @@ def run_isolated(
     )
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to kill this child when its parent dies (``PR_SET_PDEATHSIG``): a search
-    killed during a TVM build left its build running for minutes, disturbing the resumed
-    search's timings. Elsewhere, or where ``prctl`` is missing, nothing."""
-    parent = os.environ.get(PARENT_ENV)
+def die_with_parent(parent: str | None) -> None:
+    """Ask Linux to kill this child when its parent (pid ``parent``, as a string) dies
+    (``PR_SET_PDEATHSIG``): a search killed during a TVM build left its build running for
+    minutes, disturbing the resumed search's timings; an ``hwnas search --nproc`` killed left
+    its ranks training. Elsewhere, where ``prctl`` is missing, or without a parent, nothing."""
     if not sys.platform.startswith("linux") or not parent:
         return
     import ctypes
@@ -188,6 +188,10 @@ def _die_with_parent() -> None:
         return
     if str(os.getppid()) != parent:  # the parent died before the call (or a launcher
         return  # forked us): nothing to die with
+
+
+def _die_with_parent() -> None:
+    die_with_parent(os.environ.get(PARENT_ENV))
 
 
 def _guard_group() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from hwnas import __version__
-from hwnas.errors import EXIT_USAGE, HwnasError, out_of_memory, out_of_space
+from hwnas.errors import EXIT_USAGE, HwnasError, ProcessError, out_of_memory, out_of_space
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -114,6 +114,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = stdout
 
 
+def _quiet_rank(exc: Exception) -> bool:
+    """Whether this process leaves ``exc`` unsaid: under torchrun, every process of a machine
+    parses the same command line, and only its first (``LOCAL_RANK`` 0) says what is wrong with
+    it, once per machine; a :class:`~hwnas.errors.ProcessError` is said by the process that has
+    it."""
+    if "WORLD_SIZE" not in os.environ or isinstance(exc, ProcessError):
+        return False
+    try:
+        return int(os.environ.get("LOCAL_RANK", "0")) > 0
+    except ValueError:
+        return False
+
+
 def _command_path(argv: list[str] | None) -> str:
     """The command ``argv`` names ("hwnas predictor train"), for a usage error that click
     raised without its context (an option missing its value is found before the command's
@@ -183,8 +196,10 @@ def _main(argv: list[str] | None) -> int:
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
     except HwnasError as exc:
+        if _quiet_rank(exc):
+            return exc.exit_status
         click.echo(scrub(f"error: {exc}"), err=True)
-        return EXIT_USAGE
+        return exc.exit_status
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         click.echo(
             "interrupted: the study and measurements are saved; run the same command "
@@ -195,6 +210,8 @@ def _main(argv: list[str] | None) -> int:
     except click.UsageError as exc:  # one line, like every other mistake
         if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help
             exc.show()
+            return exc.exit_code
+        if _quiet_rank(exc):
             return exc.exit_code
         command = exc.ctx.command_path if exc.ctx is not None else _command_path(argv)
         message = exc.format_message().rstrip(".") + _repeat_hint(exc, argv)

@@ -9,7 +9,7 @@ import click
 
 from hwnas.cli.options import checked, default_of
 from hwnas.cost_record import cost_digits as num
-from hwnas.errors import EXIT_USAGE, HwnasError
+from hwnas.errors import EXIT_USAGE, HwnasError, LostProcessError, ProcessError
 from hwnas.jobs.supernet import SupernetSettings
 from hwnas.supernet.settings import help_text as settings_help
 
@@ -138,51 +138,79 @@ def run_supernet_search(
     and print its result.
 
     With ``nproc`` above 1, the same command (less ``--nproc``) runs in ``nproc`` processes
-    started by torchrun's launcher, after every check here has passed. Under torchrun, every
-    process trains and only rank 0 prints.
+    started by torchrun's launcher, after every check here has passed; the launcher says when
+    they were interrupted or one was killed. Under torchrun, every process runs the checks,
+    then they agree that all passed (:func:`hwnas.distributed.join`) before any trains; only
+    rank 0 prints, but for an error rank 0 cannot see (:class:`~hwnas.errors.ProcessError`).
 
     Raises:
-        HwnasError: any device, data or storage problem (before training starts).
+        HwnasError: any device, data or storage problem (before training starts), of this
+            process or, on rank 0, of another one.
+        LostProcessError: a process of the job never arrived, was lost during training, or
+            (``nproc``) was killed.
+        KeyboardInterrupt: interrupted (Ctrl-C; under torchrun SIGTERM too).
     """
+    from hwnas import distributed
     from hwnas.cli.progress import TerminalReporter
-    from hwnas.cli.render import Console, print_json
+    from hwnas.cli.render import Console, print_json, text_line
     from hwnas.distributed import INTERRUPTED, launch, ranks_from_env
     from hwnas.jobs import prepare, run
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
 
     ranks = ranks_from_env()
+    torchrun = ranks.many and not (nproc is not None and nproc > 1)
+    quiet = distributed.launched()  # its launcher speaks for it when it is stopped
+    if torchrun:
+        distributed.guard()
+        distributed.interrupt_on_sigterm()
     err = Console(emoji=False, stderr=True)
     try:
-        if nproc is not None and nproc > 1:  # one GPU per process: refused before any work
-            from hwnas.distributed import check_gpus
-            from hwnas.supernet.train import resolve_device
+        failure = None
+        try:
+            if nproc is not None and nproc > 1:  # one GPU per process: refused before any work
+                from hwnas.distributed import check_gpus
+                from hwnas.supernet.train import resolve_device
 
-            check_gpus(resolve_device(s.job.torch_device or None), nproc)
-        out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
-        if ranks.main:  # path checks first: they need no torch, data or device
-            check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch, not after
-            from hwnas.db import redact
-            from hwnas.jobs.output import check_run_folder
+                check_gpus(resolve_device(s.job.torch_device or None), nproc)
+            out = out or confined(Path("runs"), s.study, what="study name (the default --out)")
+            if ranks.main:  # path checks first: they need no torch, data or device
+                check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first epoch
+                from hwnas.db import redact
+                from hwnas.jobs.output import check_run_folder
 
-            # another study's run (and supernet.pt) is kept
-            check_run_folder(out, s.study, storage_url=redact(storage) if storage else None)
-            if artifact_dir is not None:
-                check_writable(artifact_dir, "--artifact-dir")
-        job = prepare(s, storage, store)
+                # another study's run (and supernet.pt) is kept
+                check_run_folder(out, s.study, storage_url=redact(storage) if storage else None)
+                if artifact_dir is not None:
+                    check_writable(artifact_dir, "--artifact-dir")
+            job = prepare(s, storage, store)
+        except HwnasError as exc:
+            if not torchrun:
+                raise
+            failure = exc
+        if torchrun:  # every process's checks passed, or none trains
+            distributed.join(ranks, failure, say=lambda line: text_line(err, line))
         if nproc is not None and nproc > 1:
             ctx = click.get_current_context()
             code = launch(nproc, command_line(ctx, leave_out=("nproc",)))
+            if code == INTERRUPTED:
+                raise KeyboardInterrupt
             if code:
                 raise SystemExit(code)  # rank 0 has said why
             return None
         done = run(job, out, TerminalReporter(err), zoo=not no_zoo, artifact_dir=artifact_dir)
         result, summary = done.result, done.summary
-    except HwnasError:
+    except HwnasError as exc:
+        if torchrun:  # said whole: torchrun's agent stops the others' survivors with SIGTERM
+            distributed.interrupt_on_sigterm(False)
+        if isinstance(exc, ProcessError):
+            if quiet and isinstance(exc, LostProcessError):
+                raise SystemExit(exc.exit_status) from None  # the launcher names the lost one
+            raise
         if ranks.main:
             raise
         raise SystemExit(EXIT_USAGE) from None  # rank 0 says it, once
     except KeyboardInterrupt:
-        if ranks.main:
+        if ranks.main and not quiet:
             raise
         raise SystemExit(INTERRUPTED) from None
     if result is None:  # a rank other than 0: rank 0 reports

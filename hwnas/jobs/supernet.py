@@ -283,7 +283,8 @@ def search(
     log = (log if ranks.main else None) or (lambda _m: None)
     reporter = reporter if ranks.main else SILENT
     started = time.time()
-    t = _train(job, out, log, ranks, reporter)
+    with distributed.watched(ranks):  # a process lost: one line, not the backend's traceback
+        t = _train(job, out, log, ranks, reporter)
     if t is None:  # a rank other than 0: rank 0 reports
         return None, {}
     d = _derive(job, t, log, reporter)

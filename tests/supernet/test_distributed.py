@@ -172,6 +172,8 @@ def test_more_processes_than_gpus_is_one_line_before_any_work(hwnas_home, monkey
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
     assert main(GDAS) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "need a GPU each and this machine has 1" in err, err
