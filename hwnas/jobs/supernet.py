@@ -646,6 +646,9 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
     subnets (the front and the derived architecture) and its summary fields."""
     s, space, data = job.settings, job.space, job.data
     net, strategy, hw, history, tdev, ckpt = t.net, t.strategy, t.hw, t.history, t.tdev, t.ckpt
+    from hwnas.distributed import ranks_from_env
+
+    ranks = ranks_from_env()
     deployed, argmax_info = d.deployed, d.argmax_info
     trained = dict(evaluated)
     zoo_records = list(result.pareto)
@@ -686,6 +689,7 @@ def _output(job, t: _Trained, d: _Derived, result, evaluated, derived_record, de
             "hardware_term": {**hw.describe(), "applied": _hw_applied(hw, strategy)},
             "epochs": history,
             "torch_device": str(tdev),
+            "processes": ranks.world,  # batch norm normalised each process's shard
             "checkpoint": str(ckpt),
             "distribution_argmax": argmax_info,
             **({"deployed": deployed} if deployed is not None else {}),

@@ -72,6 +72,8 @@ def test_two_processes_train_the_supernet_of_one(tmp_path, monkeypatch, capsys):
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("derived (architecture derived by") == 1  # rank 0 alone reports
     assert r.stdout.count("best (most accurate") == 1
+    # batch norm saw shards of the batch: how many processes trained is recorded
+    assert json.loads((two / "summary.json").read_text())["processes"] == 2
     # one process: the same command, then the 2-process command without --nproc on its run
     # folder (it resumes the checkpoint and the study rank 0 wrote)
     assert main([*GDAS, "--out", str(plain), "--study", "plain"]) == 0
@@ -93,6 +95,7 @@ def test_two_processes_train_the_supernet_of_one(tmp_path, monkeypatch, capsys):
     )
     e2, e_plain, e_halves = (s["epochs"] for s in (s2, s_plain, s_halves))
     assert len(e2) == 2
+    assert s2["processes"] == 1  # the resumed run's
     # the 2-process run is one process with batch norm per half-batch, to float rounding (the
     # all-reduce sums in another order: about 1e-9 here; Adam, which normalises every
     # architecture gradient, can grow rounding in near-zero gradients of deeper supernets, so
