@@ -57,6 +57,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     from rich.markup import escape
 
     from hwnas.cli.render import Console, print_json, print_table
+    from hwnas.db import is_url, redact
     from hwnas.devices import (
         broken_profiles,
         broken_shown,
@@ -74,6 +75,7 @@ def _list(store, as_json: bool = False, show_all: bool = False):
     if store is not None or path.exists():
         with MeasurementStore(path) as st:
             counts = st.counts()
+    shown = redact(str(path)) if is_url(str(path)) else str(path)  # never the password
     rows, compact, listed = [], [], []
     broken = {  # the reason without the path, which the key or the line gives
         str(p): why.removeprefix(f"device profile {p}: ") for p, why in broken_profiles().items()
@@ -129,15 +131,15 @@ def _list(store, as_json: bool = False, show_all: bool = False):
             }
         )
     if as_json:
-        print_json({"measurement_store": str(path), "devices": listed, "broken_profiles": broken})
+        print_json({"measurement_store": shown, "devices": listed, "broken_profiles": broken})
         return
     console = Console(emoji=False)
     if show_all:
         columns = ("device", "kind", "ready", "stored", "class", "description")
-        print_table(console, f"devices (measurement store: {path})", columns, rows,
+        print_table(console, f"devices (measurement store: {shown})", columns, rows,
                     keys=("device",))  # fmt: skip
     else:  # compact: what a user picks a device by, one whole line per device
-        _print_compact(console, f"devices (measurement store: {path})", compact)
+        _print_compact(console, f"devices (measurement store: {shown})", compact)
     unreachable = [d for d in listed if not d["reachable"]]
     if unreachable and not show_all:
         console.print(

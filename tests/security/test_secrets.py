@@ -153,3 +153,21 @@ def test_an_sqlite_store_url_with_a_query_is_refused_without_echoing_it(tmp_path
         assert r.returncode == 2 and SECRET not in r.stdout + r.stderr, r.stderr
         assert "an sqlite:/// URL takes no query" in r.stderr
     assert list(tmp_path.iterdir()) == [] and not _files_with_secret(hwnas_home)
+
+
+def test_hwnas_devices_on_a_postgresql_store_never_shows_its_password(postgres_url, capsys):
+    """`hwnas devices --store postgresql://user:pw@...` printed the URL as typed in its header
+    ("devices (measurement store: ...)") and in ``--json``'s ``measurement_store``."""
+    import json
+
+    from hwnas.cli import main
+
+    url = _with_password(postgres_url)
+    for extra in ([], ["--all"], ["--json"]):
+        assert main(["devices", "--store", url, *extra]) == 0
+        shown = capsys.readouterr()
+        assert SECRET not in shown.out + shown.err
+        assert "postgres:***@127.0.0.1" in shown.out
+    assert main(["devices", "--store", url, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["measurement_store"] == url.replace(SECRET, "***")
