@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -30,6 +31,47 @@ INSTALL_HINT = "pip install 'hwnas[postgres]'"
 def is_url(text: str) -> bool:
     """Whether ``text`` is a database URL (``scheme://...``) rather than a file path."""
     return "://" in str(text)
+
+
+MISTYPED_URL = re.compile(
+    r"^[A-Za-z][A-Za-z0-9+.-]+:/"  # postgresql:/host, sqlite:/x.db: "://" lost a slash
+    r"|^(postgres|postgresql|sqlite|mysql|mariadb|oracle|mssql)(\+[A-Za-z0-9_]+)?[:/]",
+    re.IGNORECASE,
+)
+"""A path that is a database URL mistyped (``postgresql:/user:pw@host/db``,
+``postgresql//user:pw@host/db``, ``postgres:user:pw@host/db``): read as a file path, it
+named a folder that does not exist and the error echoed the password."""
+
+
+def hide_userinfo(text: str) -> str:
+    """``text`` with the password of every ``user:password@`` in it replaced by ``***`` (for
+    text that is no URL :func:`redact` can parse); each password hidden is remembered for
+    :func:`scrub`."""
+    from urllib.parse import unquote
+
+    def hide(found: re.Match) -> str:
+        _SECRETS.update({found.group(2), unquote(found.group(2))} - {""})
+        return f"{found.group(1)}:***@"
+
+    return re.sub(r"([^/:@]*):([^/@]*)@", hide, str(text))
+
+
+def check_not_url(path: str, what: str) -> None:
+    """Refuse a file path that is a mistyped database URL (:data:`MISTYPED_URL`): taken for a
+    file, it was reported as a missing folder, password included. A URL (``://``) passes.
+
+    Args:
+        path: the path as typed.
+        what: how the user knows it ("measurement store").
+
+    Raises:
+        HwnasError: one line, the path shown without its password.
+    """
+    if not is_url(str(path)) and MISTYPED_URL.match(str(path)):
+        raise HwnasError(
+            f"{what} {hide_userinfo(str(path))} looks like a database URL without '://': "
+            "write postgresql://USER@HOST:PORT/DB, or give a file path"
+        )
 
 
 def normalize_url(url: str) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
-from hwnas.db import check_sqlite_file, connect_args, create_wal_database
+from hwnas.db import check_not_url, check_sqlite_file, connect_args, create_wal_database
 from hwnas.devices.base import Measurement
 from hwnas.errors import HwnasError
 from hwnas.paths import confined, file_lock, hwnas_home
@@ -112,8 +112,9 @@ class MeasurementStore:
         path: the SQLite file, or the URL without its password.
 
     Raises:
-        HwnasError: the file cannot be created or is not a readable hwnas store; the
-            PostgreSQL driver is missing or the server cannot be reached (one line).
+        HwnasError: the file cannot be created or is not a readable hwnas store; a path that
+            is a mistyped database URL (``postgresql:/...``); the PostgreSQL driver is missing
+            or the server cannot be reached (one line).
     """
 
     def __init__(self, path: str | Path):
@@ -123,6 +124,7 @@ class MeasurementStore:
         if self._pg:
             self._open_postgres(str(path))
             return
+        check_not_url(str(path), "measurement store")  # its password echoed as a folder
         if str(path).startswith("sqlite:///"):
             path = str(path).removeprefix("sqlite:///")
             if "?" in path:  # a query was kept in the file's name, a password in it printed

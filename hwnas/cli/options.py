@@ -79,9 +79,13 @@ def default_of(settings_type: type, name: str):
 
 
 def _store_value(_ctx, _param, value):
-    """A database URL stays a string; anything else is a file path."""
+    """A database URL stays a string; anything else is a file path, but for a mistyped URL
+    (:func:`hwnas.db.check_not_url`: one line, without its password)."""
     if value is None or "://" in value:
         return value
+    from hwnas.db import check_not_url
+
+    check_not_url(value, "measurement store")
     return Path(value)
 
 

@@ -171,3 +171,27 @@ def test_hwnas_devices_on_a_postgresql_store_never_shows_its_password(postgres_u
     assert main(["devices", "--store", url, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed["measurement_store"] == url.replace(SECRET, "***")
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        f"postgresql:/nas:{SECRET}@127.0.0.1:5432/meas",  # "://" lost a slash
+        f"postgresql//nas:{SECRET}@127.0.0.1:5432/meas",  # ... or its colon
+        f"postgres:nas:{SECRET}@127.0.0.1/meas",
+    ],
+)
+def test_a_mistyped_store_url_is_refused_without_echoing_its_password(tmp_path, capsys, store):
+    """A `--store` URL without "://" was taken for an SQLite file's path: "error: measurement
+    store postgresql:/nas:PASSWORD@...: folder ... does not exist", the password twice."""
+    from hwnas.cli import main
+
+    for args in (["devices"], ["devices", "--json"],
+                 ["measure", "--device", "cpu-fast", "--arch", "5"],
+                 ["search", "--device", "cpu-fast", "--budget", "2", "--strategy", "random",
+                  "--out", str(tmp_path / "run")]):  # fmt: skip
+        assert main([*args, "--store", store]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: measurement store "), err
+        assert "looks like a database URL without '://'" in err and SECRET not in err
+    assert list(tmp_path.iterdir()) == []
