@@ -146,19 +146,61 @@ def check_run_folder(
         raise HwnasError(
             f"{out} holds the run of study '{study}' in another storage ({theirs}; its "
             f"summary.json), which this search (its study in {ours}) would replace: give "
-            f"another {option}, or go on with that one: --storage {theirs}"
+            f"another {option}, or go on with that one: {_storage_hint(theirs)}"
         )
 
 
-def _storage_key(url: str) -> str:
-    """A storage URL compared as such; a SQLite file by its resolved path (a relative one from
-    the current folder)."""
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "")
+"""Host names of this machine's database server, one server whichever is written."""
+
+DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
+
+
+def _storage_key(url: str) -> str | tuple:
+    """A storage URL compared as the database it names: an SQLite file by its resolved path (a
+    relative one from the current folder); a server's database by (dialect without its driver,
+    host with ``localhost`` = ``127.0.0.1`` = ``::1``, port with its default, database, user),
+    whatever its password, query, driver or ``postgres://`` spelling (a summary records the
+    URL redacted, so the same database given with ``PGPASSWORD`` or through another driver
+    was "another storage"); else the URL as written."""
     if url.startswith("sqlite:///"):
         try:
             return "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
         except (OSError, RuntimeError, ValueError):
             return url
-    return url
+    from sqlalchemy.engine import make_url
+
+    try:
+        u = make_url(url)
+    except Exception:  # noqa: BLE001 - compared as written
+        return url
+    dialect = u.drivername.partition("+")[0].lower()
+    dialect = "postgresql" if dialect == "postgres" else dialect
+    host = (u.host or "").lower()
+    host = "localhost" if host in LOCAL_HOSTS else host
+    return (dialect, host, u.port or DEFAULT_PORTS.get(dialect), u.database, u.username)
+
+
+def _storage_hint(shown: str) -> str:
+    """``--storage URL`` for the storage a summary records as ``shown`` (redacted): a URL
+    whose password was recorded as ``***`` is named without it (``***`` is no password to
+    type) and the user is told to give theirs."""
+    if "***" not in shown:
+        return f"--storage {shown}"
+    from sqlalchemy.engine import URL, make_url
+
+    try:
+        u = make_url(shown)
+        bare = URL.create(
+            u.drivername, u.username, None, u.host, u.port, u.database,
+            {k: v for k, v in u.query.items() if v != "***"},
+        ).render_as_string(hide_password=False)  # fmt: skip
+    except Exception:  # noqa: BLE001 - not parsed: named without the URL
+        return "--storage with the URL of that storage and its password"
+    return (
+        f"--storage {bare} with its password (in the URL as USER:PASSWORD@, or in "
+        "PGPASSWORD or ~/.pgpass)"
+    )
 
 
 def write_run(
