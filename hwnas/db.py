@@ -148,6 +148,25 @@ def redact(url: str) -> str:
     return u.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
 
 
+def typeable_url(shown: str) -> str | None:
+    """The URL a user can give for a storage recorded as ``shown`` (redacted, :func:`redact`):
+    ``shown`` itself, or, where a secret was recorded as ``***`` (no password to type), the
+    URL without the password and without the secret query parameters, to be given with the
+    password (in the URL, ``PGPASSWORD`` or ``~/.pgpass``). None: ``shown`` does not parse."""
+    if "***" not in shown:
+        return shown
+    from sqlalchemy.engine import URL, make_url
+
+    try:
+        u = make_url(shown)
+        return URL.create(
+            u.drivername, u.username, None, u.host, u.port, u.database,
+            {k: v for k, v in u.query.items() if v != "***"},
+        ).render_as_string(hide_password=False)  # fmt: skip
+    except Exception:  # noqa: BLE001 - not a URL
+        return None
+
+
 def secrets_seen() -> bool:
     """Whether :func:`redact` has seen a secret in this process."""
     return bool(_SECRETS)

@@ -176,6 +176,19 @@ def _repeat_hint(exc: click.UsageError, argv: list[str] | None) -> str:
     return ""
 
 
+_ARGV: list[str] = []
+"""The arguments of the command this process runs (set by :func:`main`)."""
+
+
+def command_line() -> str:
+    """The command this process runs, as a shell would take it (``hwnas train runs/a/zoo
+    --data digits``), for a message that says to run it again with an option added; ``hwnas
+    ...`` where hwnas was not run from its command line."""
+    import shlex
+
+    return shlex.join(["hwnas", *_ARGV]) if _ARGV else "hwnas ..."
+
+
 MAX_ERROR_CHARS = 2000
 """An error line's most characters: a message quoting a 1 MB arch string or file value is
 shown by its first 1,500 and last 500."""
@@ -193,6 +206,7 @@ def _main(argv: list[str] | None) -> int:
             line = f"{line[:1500]} ... ({cut} characters left out) ... {line[-500:]}"
         return line
 
+    _ARGV[:] = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
     except HwnasError as exc:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hwnas.cli.options import SEED, SpaceLast
+from hwnas.cli.options import SEED, SpaceLast, storage_url
 from hwnas.spaces import space_option
 
 
@@ -62,7 +62,19 @@ from hwnas.spaces import space_option
     "digest> (other data or settings: another folder). A ZOO_DIR is "
     "retrained in place.",
 )
-def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, threads, limit, out):
+@click.option(
+    "--storage",
+    default=None,
+    callback=storage_url,
+    metavar="URL",
+    help="Study storage of ZOO_DIR's run (the search's --storage), where the retrained entries "
+    "are recorded so that `hwnas zoo verify` proves them and a rerun of the search keeps them. "
+    "Default: the storage its summary.json names, where that is an SQLite file; a run folder "
+    "never chooses a database server: give a postgresql:// study's URL here.",
+)
+def train_cmd(
+    target, data, space, dataset, epochs, batch_size, lr, seed, threads, limit, out, storage
+):
     """Train ARCH (an arch string of --space, or its index in a numbered space, as `hwnas
     arch` takes it), or every model of ZOO_DIR (a zoo folder or one entry, retrained in place),
     from scratch on --data with the space's recipe (NAS-Bench-201:
@@ -73,9 +85,10 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     accuracy beside it, or the search's accuracy function's value), README.md, card.json and
     test_data_set_0/ (check with `hwnas zoo verify`).
     """
+    from hwnas.cli import command_line
     from hwnas.cli.render import Console
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable
-    from hwnas.zoo.jobs import plan_training, record_retrained, run_training
+    from hwnas.zoo.jobs import check_retrain_storage, plan_training, record_retrained, run_training
     from hwnas.zoo.train import TrainSettings
 
     err = Console(emoji=False, stderr=True)
@@ -95,6 +108,8 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     plan = plan_training(target, settings, space, dataset, out, log=log)
     for task in plan.tasks:
         check_writable(task.folder.parent, "the entry folder", ZOO_MIN_FREE_MB)
+    check_retrain_storage([task.folder for task in plan.tasks], storage)
+    rerun = command_line()  # named, with --storage, where a server's study was not updated
     runs: dict[Path, bool] = {}  # the run folders recorded, in order -> their study too
     said: set[str] = set()
 
@@ -108,7 +123,8 @@ def train_cmd(target, data, space, dataset, epochs, batch_size, lr, seed, thread
     def record(task, _card) -> None:  # each entry once in place: `zoo verify` passes any time
         nonlocal done
         done += 1
-        for run, study in record_retrained([task.folder], log=once).items():
+        recorded = record_retrained([task.folder], log=once, storage=storage, rerun=rerun)
+        for run, study in recorded.items():
             runs[run] = runs.get(run, True) and study
 
     try:

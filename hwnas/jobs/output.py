@@ -184,19 +184,14 @@ def _storage_key(url: str) -> str | tuple:
 def _storage_hint(shown: str) -> str:
     """``--storage URL`` for the storage a summary records as ``shown`` (redacted): a URL
     whose password was recorded as ``***`` is named without it (``***`` is no password to
-    type) and the user is told to give theirs."""
-    if "***" not in shown:
-        return f"--storage {shown}"
-    from sqlalchemy.engine import URL, make_url
+    type) and the user is told to give theirs (:func:`hwnas.db.typeable_url`)."""
+    from hwnas.db import typeable_url
 
-    try:
-        u = make_url(shown)
-        bare = URL.create(
-            u.drivername, u.username, None, u.host, u.port, u.database,
-            {k: v for k, v in u.query.items() if v != "***"},
-        ).render_as_string(hide_password=False)  # fmt: skip
-    except Exception:  # noqa: BLE001 - not parsed: named without the URL
+    bare = typeable_url(shown)
+    if bare is None:
         return "--storage with the URL of that storage and its password"
+    if bare == shown:
+        return f"--storage {shown}"
     return (
         f"--storage {bare} with its password (in the URL as USER:PASSWORD@, or in "
         "PGPASSWORD or ~/.pgpass)"

@@ -270,22 +270,36 @@ def _arch_task(
 
 
 def record_retrained(
-    folders: list[Path], log: Callable[[str], None] | None = None
+    folders: list[Path],
+    log: Callable[[str], None] | None = None,
+    storage: str | None = None,
+    rerun: str = "hwnas train ...",
 ) -> dict[Path, bool]:
     """Record entries retrained in place in their run's records, as the run did when it wrote
-    them: the run folder's ``summary.json`` gets the new ``zoo_files`` and its study (in the
-    storage the summary names) the new artifacts, so that ``hwnas zoo verify`` proves them.
+    them: the run folder's ``summary.json`` gets the new ``zoo_files`` and its study the new
+    artifacts, so that ``hwnas zoo verify`` proves them (and a rerun of the search keeps them).
+
+    The study is updated in ``storage`` where given (the user's ``--storage``, as the search's:
+    any URL, a server's included, :func:`check_retrain_storage` having checked that it is the
+    storage the summary names), else in the storage the summary names only where that is an
+    existing SQLite file (:func:`_not_this_runs_study`: a summary.json is the sender's, and
+    never chooses a server to connect to); in both, only when the study records this run
+    folder.
 
     Args:
         folders: retrained entry folders; those outside a run folder's ``zoo/`` are left out.
-        log: gets a line per run whose study could not be updated (a storage URL with a
-            password, which a run folder never holds; an unreachable storage).
+        log: gets a line per run whose study could not be updated (a storage on a server
+            without ``storage``, naming the command that records it; an unreachable storage).
+        storage: the study storage URL the user gave (``hwnas train --storage``), or None.
+        rerun: the command that was run, which the line about a server's storage names with
+            ``--storage URL`` added.
 
     Returns:
         Each run folder whose summary.json was rewritten -> whether its study was updated too.
     """
     import json
 
+    from hwnas.db import typeable_url
     from hwnas.engine.publish import default_artifact_dir, publish_run
     from hwnas.paths import write_atomic
     from hwnas.zoo.read import entry_folders, zoo_manifest, zoo_weights
@@ -311,25 +325,68 @@ def record_retrained(
         summary["retrained"] = retrained
         write_atomic(path, jsonfile.dumps(summary, indent=2) + "\n")
         done[run] = False
-        storage = summary.get("storage")
+        recorded = summary.get("storage")
         settings = summary.get("settings")
         study = settings.get("study") if isinstance(settings, dict) else None
-        if not isinstance(storage, str) or not isinstance(study, str) or "***" in storage:
+        if not isinstance(recorded, str) or not isinstance(study, str):
+            log(f"{run}: summary.json updated; it names no study to update")
+            continue
+        if storage is None and not recorded.startswith("sqlite:///"):
+            shown = recorded if len(recorded) <= 200 else recorded[:200] + "..."
+            bare = typeable_url(recorded) or "URL"
+            password = " (with its password)" if bare != recorded else ""
             log(
-                f"{run}: summary.json updated; its study could not be (re-run publishing "
-                "with the storage's password: the study still records the old files)"
+                f"{run}: summary.json updated; study '{study}' in {shown} was not (a run "
+                "folder's summary.json never chooses a database server to connect to): where "
+                f"that is your study's storage, record it with {rerun} --storage "
+                f"{bare}{password}; the training comes from the cache"
             )
             continue
-        storage, why = _not_this_runs_study(run, storage, study)
+        target, why = _not_this_runs_study(run, storage or recorded, study, trusted=bool(storage))
         if why:
             log(f"{run}: summary.json updated; study '{study}' was not: {why}")
             continue
         try:
-            publish_run(storage, study, run, summary, default_artifact_dir())
+            publish_run(target, study, run, summary, default_artifact_dir())
             done[run] = True
         except Exception as exc:  # noqa: BLE001 - the entries are written; say what is not
             log(f"{run}: summary.json updated; study '{study}' was not: {exc}")
     return done
+
+
+def check_retrain_storage(folders: list[Path], storage: str | None) -> None:
+    """Refuse, before any training, a ``hwnas train --storage`` that cannot record the entries
+    it retrains: entries outside a run folder's ``zoo/``, or a run whose summary.json names
+    its study in another storage (compared as the database named,
+    :func:`hwnas.jobs.output.check_run_folder`).
+
+    Raises:
+        HwnasError: one line naming the run and both storages; a storage that cannot be
+            opened (:func:`hwnas.engine.loop.open_storage`).
+    """
+    if storage is None:
+        return
+    from hwnas.db import redact
+    from hwnas.jobs.output import _storage_hint, _storage_key, read_summary
+
+    runs = sorted({f.parent.parent for f in folders if f.parent.name == "zoo"})
+    if not runs:
+        raise HwnasError(
+            "--storage records the entries of a run's zoo retrained in place (RUN/zoo or "
+            "RUN/zoo/ENTRY); what this command trains is in no run's zoo"
+        )
+    ours = redact(storage)
+    for run in runs:
+        theirs = read_summary(run).get("storage")
+        if isinstance(theirs, str) and theirs and _storage_key(theirs) != _storage_key(ours):
+            theirs = theirs if len(theirs) <= 200 else theirs[:200] + "..."
+            raise HwnasError(
+                f"{run}'s study is in another storage ({theirs}; its summary.json) than "
+                f"--storage {ours}: give {_storage_hint(theirs).removeprefix('--storage ')}"
+            )
+    from hwnas.engine.loop import open_storage
+
+    open_storage(storage)  # unreachable, a wrong password: said now, not after the training
 
 
 def _retrained_record(folder: Path) -> dict[str, Any]:
@@ -349,9 +406,15 @@ def _retrained_record(folder: Path) -> dict[str, Any]:
     }
 
 
-def _not_this_runs_study(run: Path, storage: str, study: str) -> tuple[str, str]:
-    """The storage URL to update the study that ``run``'s summary.json names in, and why it
+def _not_this_runs_study(
+    run: Path, storage: str, study: str, trusted: bool = False
+) -> tuple[Any, str]:
+    """The storage to update the study that ``run``'s summary.json names in, and why it
     must not be updated, or "".
+
+    ``trusted``: ``storage`` is the user's own ``--storage`` (opened as a search opens it,
+    :func:`hwnas.engine.loop.open_storage`), not the summary's; only the run folder the study
+    records is checked.
 
     A run folder may come from someone else, and its summary.json names the storage: a study
     is updated only in an SQLite file that exists (a URL never creates a database, never
@@ -365,7 +428,12 @@ def _not_this_runs_study(run: Path, storage: str, study: str) -> tuple[str, str]
     from hwnas.db import handed_sqlite_storage
 
     try:
-        storage = handed_sqlite_storage(storage)
+        if trusted:
+            from hwnas.engine.loop import open_storage
+
+            storage = open_storage(storage)
+        else:
+            storage = handed_sqlite_storage(storage)
     except HwnasError as exc:
         return storage, str(exc)
     try:

@@ -37,3 +37,44 @@ def test_a_run_folder_is_the_same_storage_s_whichever_way_its_url_is_written(
     assert "***" not in hint and "%2A" not in hint, hint
     assert hint.startswith("--storage postgres") and f"//postgres@127.0.0.1:{port}/" in hint
     assert "with its password" in hint
+
+
+def test_hwnas_train_records_a_retrained_entry_in_a_postgresql_study_with_storage(
+    tmp_path, postgres_url
+):
+    """`hwnas train RUN/zoo/ENTRY` on a PostgreSQL study said "re-run publishing with the
+    storage's password", which no command does, and had no --storage: `hwnas zoo verify
+    --storage URL` then failed the entry and a rerun of the search wrote random weights over
+    it. `hwnas train --storage URL` records it in the study now; without it, the line names the
+    command to run."""
+    from helpers import hwnas_main
+
+    run = tmp_path / "run"
+    typed = postgres_url.replace("postgres@", f"postgres:{SECRET}@", 1)
+    search = ["search", "--device", "pixel3", "--budget", "3", "--study", "tr", "--out", str(run),
+              "--storage", typed]  # fmt: skip
+    assert hwnas_main(*search).returncode == 0
+    entry = sorted((run / "zoo").iterdir())[-1]
+    train = ["train", str(entry), "--data", "digits", "--epochs", "1", "--limit", "100"]
+    r = hwnas_main(*train)
+    assert r.returncode == 0, r.stderr
+    bare = postgres_url  # the URL as recorded, less its password
+    assert (
+        f"where that is your study's storage, record it with hwnas train {entry} --data digits "
+        f"--epochs 1 --limit 100 --storage {bare} (with its password)" in r.stderr
+    ), r.stderr
+    assert "re-run publishing" not in r.stderr and SECRET not in r.stderr
+    r = hwnas_main("zoo", "verify", str(run / "zoo"), "--storage", typed)
+    assert r.returncode == 1 and f"FAIL {entry.name}" in r.stdout, r.stdout
+    other = postgres_url.rsplit("/", 1)[0] + "/postgres"
+    r = hwnas_main(*train, "--storage", other)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "another storage" in r.stderr
+    assert "training 1/1" not in r.stderr
+    r = hwnas_main(*train, "--storage", bare)
+    assert r.returncode == 0, r.stderr
+    assert "the retrained entries recorded in summary.json and the run's study" in r.stderr
+    r = hwnas_main("zoo", "verify", str(run / "zoo"), "--storage", typed)
+    assert r.returncode == 0 and f"ok   {entry.name}" in r.stdout, r.stdout
+    assert "provenance: card and model match the run's summary.json and study 'tr'" in r.stdout
+    r = hwnas_main(*search)
+    assert r.returncode == 0 and "zoo: kept 1 trained entry" in r.stderr + r.stdout, r.stderr

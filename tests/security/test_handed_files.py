@@ -384,7 +384,7 @@ def test_training_a_handed_runs_zoo_writes_only_the_run_and_never_another_study(
     handed_summary = json.loads(path.read_text())
     for named, expect in ((storage, "records another run folder"),
                           (f"sqlite:///{created}", "is not an existing SQLite file"),
-                          ("postgresql://them@203.0.113.9/db", "is not an SQLite file"),
+                          ("postgresql://them@203.0.113.9/db", "never chooses a database server"),
                           (f"sqlite:///{handed / 'theirs.db'}", None)):  # fmt: skip
         settings = {**handed_summary["settings"], "study": study if named == storage else "theirs"}
         path.write_text(json.dumps({**handed_summary, "storage": named, "settings": settings}))
