@@ -267,7 +267,7 @@ class Profiler:
             return value
         found = self.stored(workload, metric)
         if found is None or found.flagged:
-            with self.store.device_lock(self.device.name):
+            with self.store.device_lock(self.device.name, self.device.on_this_machine):
                 found = self.stored(workload, metric)
                 if found is None or found.flagged:
                     m = self._take(workload)[metric]
@@ -307,8 +307,12 @@ class Profiler:
                 k: replace(m, extra={**m.extra, "workload": workload.info})
                 for k, m in results.items()
             }
-        for m in results.values():
-            self.store.append(m)
+        for metric, m in list(results.items()):
+            if not self.store.append(m):  # another machine stored this key first (each
+                # locks its own CPU): every worker uses the value the store keeps
+                kept = self.store.lookup(m.device, m.runtime, m.metric, m.model_hash,
+                                         m.input_shape)  # fmt: skip
+                results[metric] = kept if kept is not None else m
         self.counts.taken += 1
         return results
 

@@ -20,7 +20,7 @@ On PostgreSQL the same table is kept on the server (through psycopg 3, ``pip ins
 'hwnas[postgres]'``; SQL is the same but for placeholders and column types), and
 :meth:`MeasurementStore.device_lock` is a PostgreSQL advisory lock, held by a dedicated
 connection and released by the server if its holder dies: workers on any machine measure each
-model once.
+model of a shared device (a board) once; a machine's own CPU or GPU has a lock per machine.
 """
 
 from __future__ import annotations
@@ -338,19 +338,32 @@ class MeasurementStore:
     # -- concurrency ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def device_lock(self, device: str) -> Iterator[None]:
+    def device_lock(self, device: str, this_machine: bool = False) -> Iterator[None]:
         """Exclusive, cross-process lock for measuring on ``device`` (blocks until free).
 
         The lock is an ``flock`` on a file beside the database, or a PostgreSQL advisory lock on
         its own connection, so it is released when the holder exits, even if killed.
+
+        Args:
+            device: the device's name.
+            this_machine: the device is this machine's own (a local CPU or GPU,
+                :attr:`hwnas.devices.base.Device.on_this_machine`): on a server the lock names
+                this machine too (its host name, as a worker's is named), so every machine
+                measuring its own ``cpu`` does not wait for all the others. Otherwise (a board
+                the team shares) one lock for every machine.
         """
         if self._pg:
+            import socket
+
             import psycopg
 
+            name = f"hwnas-device:{device}"
+            if this_machine:
+                name += f"@{socket.gethostname()}"
             with psycopg.connect(
                 self._conninfo, autocommit=True, **connect_args(self._conninfo)
             ) as conn:
-                with self._advisory(f"hwnas-device:{device}", conn):
+                with self._advisory(name, conn):
                     yield
             return
         locks = self.path.parent / (self.path.name + ".locks")

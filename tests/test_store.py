@@ -210,3 +210,53 @@ def test_a_second_opening_in_one_process_keeps_the_first_ones_view_of_other_writ
     studies = optuna.get_all_study_summaries(first, include_best_trial=False)
     assert sorted(s.study_name for s in studies) == ["mine", "theirs"]
     assert sorted(m.model_hash for m in store.measurements()) == ["mine", "theirs"]
+
+
+OTHER_MACHINE = """
+import socket, sys, time
+from pathlib import Path
+from hwnas.devices.local import LocalCpuDevice
+
+socket.gethostname = lambda: "another-machine"  # a worker on another machine
+measure_all = LocalCpuDevice.measure_all
+
+def slow(self, workload):  # measuring its own CPU for a long time, the device lock held
+    Path(sys.argv[1]).write_text("measuring")
+    time.sleep(300)
+    return measure_all(self, workload)
+
+LocalCpuDevice.measure_all = slow
+from hwnas.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_machine_measuring_its_own_cpu_never_waits_for_another_machine_s(tmp_path, postgres_url):
+    """With a PostgreSQL --store, the device lock was one server-wide advisory lock per device
+    name: every machine measuring its own `cpu` waited for every other machine's measurement.
+    A local device's lock names the machine now (a board the team shares keeps one lock)."""
+    import os
+    import time
+
+    from helpers import hwnas_cli
+
+    marker = tmp_path / "measuring"
+    cmd = ["measure", "--device", "cpu-fast", "--dataset", "cifar10", "--store", postgres_url]
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_MACHINE, str(marker), *cmd, "--arch", "1"],
+        env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() and other.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), other.communicate()
+        r = hwnas_cli(*cmd, "--arch", "2", timeout=90)  # this machine: waits for no one
+        assert r.returncode == 0 and "1 measured" in r.stdout, r.stderr
+        assert other.poll() is None  # the other machine is still measuring
+    finally:
+        other.kill()
+        other.communicate()
+    from hwnas.devices import get_device
+
+    assert get_device("cpu-fast").on_this_machine

@@ -206,6 +206,12 @@ class Device(ABC):
     which has only the measurements imported into the store)."""
     runs_models: bool = True
     """Whether the device compiles and times any model (False for a recorded table)."""
+    on_this_machine: bool = False
+    """Whether each machine has its own device of this name (its CPU, its GPU, its synthesis
+    tools): the measurement store's device lock is then this machine's
+    (:meth:`hwnas.store.MeasurementStore.device_lock`), so workers on other machines, each
+    measuring its own, never wait for each other. False for a device the team shares (a board
+    reached over TVM RPC or adb: one lock on the shared store for all)."""
     runtime_name: str | None = None
     """Registry key of the runtime that runs models ("ort", "tvm"); None where the device has
     no runtime choice (tables, imported values, hls4ml)."""

@@ -63,6 +63,7 @@ class LocalGpuDevice(LiveDevice):
     default_target = "cuda"
     default_provider = "cuda"
     auto_meter = "nvml"
+    on_this_machine = True
 
     def __init__(self, profile: dict[str, Any]):
         """Raises HwnasError: ``gpu`` is not a whole number >= 0 (or what

@@ -196,6 +196,7 @@ class Hls4mlDevice(Device):
     """
 
     kind = "hls4ml"
+    on_this_machine = True  # synthesis runs on this machine's tools and CPUs
     profile_keys = Device.profile_keys + (
         "backend", "part", "clock_period_ns", "io_type", "precision", "reuse_factor",
         "strategy", "synthesis_timeout_s",

@@ -33,6 +33,7 @@ class LocalCpuDevice(LiveDevice):
     kind = "local"
     auto_meter = "rapl"
     runs_here = True
+    on_this_machine = True
 
     def link_status(self) -> tuple[bool, str]:
         return True, (
