@@ -191,7 +191,15 @@ its own: a server that accepts the connection and never answers hung every comma
 
 def connect_args(url: str) -> dict[str, int]:
     """The driver's keyword arguments for a connection to ``url``: the connect timeout
-    (:data:`CONNECT_TIMEOUT_S`) where ``url`` has none of its own."""
+    (:data:`CONNECT_TIMEOUT_S`) where ``url`` has none of its own. The server's ``HOST:PORT``
+    is remembered for :func:`lost_connection`."""
+    with contextlib.suppress(Exception):  # an unparseable URL: its connection says so
+        from sqlalchemy.engine import make_url
+
+        u = make_url(str(url))
+        server = f"{u.host or 'localhost'}:{u.port or 5432}"
+        if server not in _SERVERS:
+            _SERVERS.append(server)
     return {} if "connect_timeout" in str(url) else {"connect_timeout": CONNECT_TIMEOUT_S}
 
 
@@ -416,6 +424,56 @@ def damaged_database(exc: BaseException) -> str | None:
             )
         exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
     return None
+
+
+_SERVERS: list[str] = []
+"""``HOST:PORT`` of every database server this process connected to (:func:`connect_args`),
+for a lost connection's message where the driver's error does not name it."""
+
+
+def lost_connection(exc: BaseException) -> str | None:
+    """One line for an error saying the connection to a PostgreSQL server was lost or could not
+    be made again (the server stopped or restarted mid-search, the network went down), or None
+    for any other exception. The message names the server and says to run the command again,
+    which resumes (studies and measurements are written in transactions).
+
+    Looks through the exception's causes for psycopg's ``OperationalError`` or
+    ``InterfaceError``, raised directly or wrapped by SQLAlchemy (``sqlalchemy.exc.
+    OperationalError``): an SQLite error never is one."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        orig = getattr(exc, "orig", None) or exc
+        kind = type(orig)
+        if kind.__module__.split(".")[0] in ("psycopg", "psycopg2") and any(
+            base.__name__ in ("OperationalError", "InterfaceError") for base in kind.__mro__
+        ):
+            return _lost_line(scrub(str(orig)).strip())
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _lost_line(text: str) -> str:
+    """:func:`lost_connection`'s line for the driver's message ``text``."""
+    found = re.search(r'server at "([^"]+)"(?: \([^)]*\))?, port (\d+)', text)
+    if found:
+        where = f"{found.group(1)}:{found.group(2)}"
+    else:
+        where = _SERVERS[-1] if _SERVERS else "the server"
+    low = text.lower()
+    if "connection refused" in low:
+        why = "connection refused: is the server running?"
+    elif "closed the connection" in low or "terminating connection" in low:
+        why = "the server closed the connection"
+    elif "timeout" in low or "timed out" in low:
+        why = "the server did not answer"
+    else:
+        first = (text.splitlines() or ["no message"])[0]
+        why = first if len(first) <= 200 else first[:200] + "..."
+    return (
+        f"lost the connection to the database server at {where} ({why}); run the same "
+        "command again to resume"
+    )
 
 
 OPTUNA_TABLES = (

@@ -239,8 +239,12 @@ def _main(argv: list[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except Exception as exc:
-        from hwnas.db import damaged_database
+        from hwnas.db import damaged_database, lost_connection
 
+        lost = lost_connection(exc)  # a database server stopped or unreachable mid-command
+        if lost is not None:
+            click.echo(scrub(f"error: {lost}"), err=True)
+            return EXIT_USAGE
         full, damaged, memory = out_of_space(exc), damaged_database(exc), out_of_memory(exc)
         if full is None and damaged is None and memory is None:
             if not secrets_seen():  # a bug: its traceback, but never with a password in it

@@ -78,3 +78,61 @@ def test_hwnas_train_records_a_retrained_entry_in_a_postgresql_study_with_storag
     assert "provenance: card and model match the run's summary.json and study 'tr'" in r.stdout
     r = hwnas_main(*search)
     assert r.returncode == 0 and "zoo: kept 1 trained entry" in r.stderr + r.stdout, r.stderr
+
+
+def test_a_database_server_lost_mid_search_is_one_line_and_the_rerun_resumes(
+    tmp_path, postgres_url
+):
+    """The server going away while a search ran printed a 130-line traceback and exit 1 (a
+    bug's): SQLAlchemy's OperationalError from the ledger. One line now, naming the server and
+    what to do, exit 2; the study resumes once the server is back."""
+    import subprocess
+    import sys
+    import time
+
+    import psycopg
+
+    server, name = postgres_url.rsplit("/", 1)
+    port = server.rsplit(":", 1)[1]
+    typed = postgres_url.replace("postgres@", f"postgres:{SECRET}@", 1)
+    args = ["search", "--device", "cpu-fast", "--budget", "500", "--strategy", "random",
+            "--study", "lost", "--no-zoo", "--out", str(tmp_path / "run"), "--storage", typed,
+            "--store", str(tmp_path / "m.db")]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "hwnas", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    def completed() -> int:
+        try:
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                sql = "SELECT count(*) FROM trials WHERE state='COMPLETE'"
+                return conn.execute(sql).fetchone()[0]
+        except psycopg.Error:  # the tables are not made yet
+            return 0
+
+    admin = f"{server}/postgres"
+    try:
+        deadline = time.monotonic() + 180
+        while completed() < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with psycopg.connect(admin, autocommit=True) as conn:  # the server gone, for this db
+            conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE datname = %s", (name,))  # fmt: skip
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    assert proc.returncode == 2, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    lost = f"error: lost the connection to the database server at 127.0.0.1:{port} ("
+    assert last.startswith(lost) and last.endswith("run the same command again to resume"), last
+    assert "Traceback" not in err and SECRET not in err
+    from helpers import hwnas_main
+
+    budget = completed() + 2  # the study goes on where it stopped
+    r = hwnas_main(*[str(budget) if a == "500" else a for a in args])
+    assert r.returncode == 0, r.stderr
+    assert completed() == budget
