@@ -216,7 +216,7 @@ def check_driver(url: str) -> None:
             driver module that cannot be imported.
     """
     scheme = str(url).partition("://")[0]
-    if not scheme.startswith("postgres"):
+    if scheme.partition("+")[0].lower() not in ("postgres", "postgresql"):
         _check_other_driver(url, scheme)
         return
     driver = scheme.partition("+")[2] or "psycopg2"
@@ -237,9 +237,15 @@ def _check_other_driver(url: str, scheme: str) -> None:
     try:
         dialect = make_url(url).get_dialect()
     except NoSuchModuleError:
+        import difflib
+
+        name = scheme.partition("+")[0]
+        known = ["postgresql", "sqlite", "mysql", "mariadb", "oracle", "mssql"]
+        close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise HwnasError(
-            f"storage URL {redact(url)}: SQLAlchemy knows no database '{scheme}' (a study "
-            "storage is sqlite:///PATH or postgresql://USER@HOST/DB)"
+            f"unknown database scheme '{name}' in {redact(url)} ({hint}a study storage or "
+            "store is sqlite:///PATH or postgresql://USER@HOST/DB)"
         ) from None
     except ArgumentError:
         return  # not parsed as a URL: redact() says so
@@ -260,14 +266,18 @@ def connect_error(url: str, exc: BaseException) -> str:
     redact(url)  # its secrets are known to scrub()
     text = scrub(str(getattr(exc, "orig", None) or exc).strip())
     low = text.lower()
+    timeout = CONNECT_TIMEOUT_S
     try:
         u = make_url(url)
         where = f"{u.host or 'localhost'}:{u.port or 5432}"
         database = u.database or ""
+        given = u.query.get("connect_timeout")  # the URL's own wins (connect_args)
+        if isinstance(given, str) and given.strip().lstrip("-").isdigit():
+            timeout = int(given)
     except Exception:  # not reached: redact() above refused it
         where, database = "the server", ""
     if "timeout expired" in low or "timed out" in low:
-        why = f"the database server at {where} did not answer in {CONNECT_TIMEOUT_S} s"
+        why = f"the database server at {where} did not answer in {timeout} s"
     elif "connection refused" in low or "could not connect" in low or "timeout" in low:
         why = f"cannot connect to the database server at {where} (connection refused)"
     elif "password authentication failed" in low or "authentication" in low:
@@ -275,7 +285,8 @@ def connect_error(url: str, exc: BaseException) -> str:
     elif "does not exist" in low and "database" in low:
         why = f"database '{database}' does not exist on the server at {where}"
     elif "name or service not known" in low or "could not translate host" in low:
-        why = f"unknown database host in {redact(url)}"
+        host = where.rpartition(":")[0] or where
+        why = f"unknown database host '{host}' (no such name in DNS or /etc/hosts)"
     else:
         why = text.splitlines()[0] if text else type(exc).__name__
     return why

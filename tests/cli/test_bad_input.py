@@ -37,7 +37,17 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
         (["search", "--device", "v100_1"], "no recorded measurements for space 'nasbench201'"),
         (
             ["search", "--device", "pixel3", "--storage", "nosuchdb://x"],
-            "SQLAlchemy knows no database 'nosuchdb'",
+            "unknown database scheme 'nosuchdb' in nosuchdb://x (a study storage",
+        ),
+        (  # a misspelt scheme named the psycopg2 driver as not installed
+            ["search", "--device", "pixel3", "--storage", "postgresq://nas@127.0.0.1/db"],
+            "unknown database scheme 'postgresq' in postgresq://nas@127.0.0.1/db (did you mean "
+            "postgresql?",
+        ),
+        (
+            ["measure", "--device", "cpu", "--arch", "5", "--store", "postgresq://nas@h/db"],
+            "unknown database scheme 'postgresq' in postgresq://nas@h/db (did you mean "
+            "postgresql?",
         ),
         (["search", "--device", "cpu", "--store", "{bad_store}"], "is not an SQLite database"),
         (["devices", "--store", "{bad_store}"], "is not an SQLite database"),

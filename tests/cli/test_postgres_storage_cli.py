@@ -136,3 +136,34 @@ def test_a_database_server_lost_mid_search_is_one_line_and_the_rerun_resumes(
     r = hwnas_main(*[str(budget) if a == "500" else a for a in args])
     assert r.returncode == 0, r.stderr
     assert completed() == budget
+
+
+def test_a_connect_timeout_of_the_url_is_the_one_said(tmp_path):
+    """A server that never answers, with ``?connect_timeout=1`` in the URL: the connection gave
+    up after 1 s and the error said "did not answer in 10 s" (hwnas's default)."""
+    import socket
+
+    from helpers import hwnas_main
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        url = f"postgresql://nas:{SECRET}@127.0.0.1:{port}/db?connect_timeout=1"
+        for args in (["runs", "list", "--storage", url], ["devices", "--store", url]):
+            r = hwnas_main(*args)
+            assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+            assert f"the database server at 127.0.0.1:{port} did not answer in 1 s" in r.stderr
+
+
+def test_an_unknown_database_host_is_named_as_typed(tmp_path):
+    """An unknown host's error showed hwnas's internal URL (``postgresql+psycopg://...``), not
+    the one typed: it names the host now."""
+    from helpers import hwnas_main
+
+    url = f"postgresql://nas:{SECRET}@no-such-host.invalid:5432/db"
+    for args in (["runs", "list", "--storage", url], ["devices", "--store", url]):
+        r = hwnas_main(*args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "unknown database host 'no-such-host.invalid'" in r.stderr
+        assert "+psycopg" not in r.stderr and SECRET not in r.stderr
