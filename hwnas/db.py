@@ -167,6 +167,22 @@ def typeable_url(shown: str) -> str | None:
         return None
 
 
+def storage_hint(shown: str) -> str:
+    """``--storage URL`` for the storage a summary records as ``shown`` (redacted): a URL
+    whose password was recorded as ``***`` is named without it (``***`` is no password to
+    type) and the user is told to give theirs (:func:`typeable_url`): what a message
+    suggests typing, never ``***``."""
+    bare = typeable_url(shown)
+    if bare is None:
+        return "--storage with the URL of that storage and its password"
+    if bare == shown:
+        return f"--storage {shown}"
+    return (
+        f"--storage {bare} with its password (in the URL as USER:PASSWORD@, or in "
+        "PGPASSWORD or ~/.pgpass)"
+    )
+
+
 def secrets_seen() -> bool:
     """Whether :func:`redact` has seen a secret in this process."""
     return bool(_SECRETS)

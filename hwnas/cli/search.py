@@ -506,9 +506,10 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
     )
     zoo = "no zoo: --no-zoo" if no_zoo else f"zoo/ with {summary['zoo_models']} {kind}ONNX models"
     console.print(f"run folder: {out}  (pareto.csv, pareto.png, summary.json, {zoo})")
-    console.print(
-        f"study '{s.study}' in {summary['storage']}: hwnas dashboard --storage {summary['storage']}"
-    )
+    from hwnas.db import storage_hint
+
+    storage = summary["storage"]  # redacted: the command names it as it can be typed
+    console.print(f"study '{s.study}' in {storage}: hwnas dashboard {storage_hint(storage)}")
 
 
 class _Literal:

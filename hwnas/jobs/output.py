@@ -121,6 +121,7 @@ def check_run_folder(
     Raises:
         HwnasError: one line naming the other study, or the other storage.
     """
+    from hwnas.db import storage_hint
     from hwnas.errors import HwnasError
 
     data = read_summary(Path(out))  # unreadable: no run's summary to protect
@@ -146,7 +147,7 @@ def check_run_folder(
         raise HwnasError(
             f"{out} holds the run of study '{study}' in another storage ({theirs}; its "
             f"summary.json), which this search (its study in {ours}) would replace: give "
-            f"another {option}, or go on with that one: {_storage_hint(theirs)}"
+            f"another {option}, or go on with that one: {storage_hint(theirs)}"
         )
 
 
@@ -179,23 +180,6 @@ def _storage_key(url: str) -> str | tuple:
     host = (u.host or "").lower()
     host = "localhost" if host in LOCAL_HOSTS else host
     return (dialect, host, u.port or DEFAULT_PORTS.get(dialect), u.database, u.username)
-
-
-def _storage_hint(shown: str) -> str:
-    """``--storage URL`` for the storage a summary records as ``shown`` (redacted): a URL
-    whose password was recorded as ``***`` is named without it (``***`` is no password to
-    type) and the user is told to give theirs (:func:`hwnas.db.typeable_url`)."""
-    from hwnas.db import typeable_url
-
-    bare = typeable_url(shown)
-    if bare is None:
-        return "--storage with the URL of that storage and its password"
-    if bare == shown:
-        return f"--storage {shown}"
-    return (
-        f"--storage {bare} with its password (in the URL as USER:PASSWORD@, or in "
-        "PGPASSWORD or ~/.pgpass)"
-    )
 
 
 def write_run(

@@ -366,8 +366,8 @@ def check_retrain_storage(folders: list[Path], storage: str | None) -> None:
     """
     if storage is None:
         return
-    from hwnas.db import redact
-    from hwnas.jobs.output import _storage_hint, _storage_key, read_summary
+    from hwnas.db import redact, storage_hint
+    from hwnas.jobs.output import _storage_key, read_summary
 
     runs = sorted({f.parent.parent for f in folders if f.parent.name == "zoo"})
     if not runs:
@@ -382,7 +382,7 @@ def check_retrain_storage(folders: list[Path], storage: str | None) -> None:
             theirs = theirs if len(theirs) <= 200 else theirs[:200] + "..."
             raise HwnasError(
                 f"{run}'s study is in another storage ({theirs}; its summary.json) than "
-                f"--storage {ours}: give {_storage_hint(theirs).removeprefix('--storage ')}"
+                f"--storage {ours}: give {storage_hint(theirs).removeprefix('--storage ')}"
             )
     from hwnas.engine.loop import open_storage
 

@@ -50,6 +50,10 @@ def test_a_search_on_a_postgresql_url_with_a_password_never_shows_it(
     terminal = printed.out + printed.err + shown.out + shown.err
     assert "postgres:***@" in terminal  # the URL is shown, without its password
     assert SECRET not in terminal
+    # and a command to type names it without ***, which is no password (it said
+    # "hwnas dashboard --storage postgresql://postgres:***@...")
+    assert "--storage postgresql://postgres:***" not in terminal, terminal
+    assert "hwnas dashboard --storage postgresql://postgres@127.0.0.1" in terminal, terminal
     assert _files_with_secret(out, hwnas_home) == []
 
     storage = optuna.storages.RDBStorage(url.replace("postgresql://", "postgresql+psycopg://"))
