@@ -157,7 +157,9 @@ def read_calibration(
     Raises:
         HwnasError: missing file or columns, malformed or unknown archs, duplicate archs,
             non-numeric or non-positive values (a comma is a decimal mark in a ``;``-separated
-            file alone: :func:`hwnas.spreadsheet.number`), fewer than ``minimum`` rows.
+            file alone, where a point shaped like thousands grouping, ``1.173``, is refused
+            unless the column's other cells show the point to be a decimal mark:
+            :func:`hwnas.spreadsheet.number`), fewer than ``minimum`` rows.
     """
     path = Path(path)
     header, rows, sep = csv_table(path)
@@ -173,6 +175,7 @@ def read_calibration(
     shapes: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     flagged = 0
+    point = spreadsheet.decimal_point((row.get(metric) or "" for _, row in rows), sep)
     for line, row in rows:
         where = f"{path}:{line}"
         if (row.get("flagged") or "").strip().lower() in ("yes", "true", "1"):
@@ -185,9 +188,11 @@ def read_calibration(
         seen[key] = line
         cell = (row.get(metric) or "").strip()
         try:
-            value = spreadsheet.number(cell, sep)
+            value = spreadsheet.number(cell, sep, point)
         except spreadsheet.AmbiguousComma as exc:
             raise HwnasError(f"{where}: {metric} holds a comma: {exc}") from None
+        except spreadsheet.AmbiguousPoint as exc:
+            raise HwnasError(f"{where}: {metric} '{cell}': {exc}") from None
         except ValueError:
             raise HwnasError(f"{where}: {metric} '{cell}' is not a number") from None
         if not np.isfinite(value) or value <= 0:
