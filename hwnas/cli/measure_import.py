@@ -88,9 +88,10 @@ def import_cmd(device, files, space, as_table, dataset, store):
                     f"{cal.path}: '{m}' is an ONNX file; the store keeps architectures of a "
                     "space: name them by arch string"
                 )
-    from hwnas.predictors.calibration import check_input_shapes
+    from hwnas.predictors.calibration import check_input_shapes, check_onnx_names
 
     check_input_shapes(cals, sp, dataset, dataset_given=dataset_given)
+    check_onnx_names(cals, sp, dataset)  # an arch column sorted alone: values misplaced
     if as_table or _covers_space(cals, sp):
         _import_table(device, sp, cals, existing)
         return

@@ -3,16 +3,18 @@ predictions.
 
 ``CAL.csv`` has a column ``arch`` and one value column, ``latency_ms`` or ``energy_mj``; a row
 whose ``flagged`` cell is ``yes`` (too noisy, as ``hwnas refset measure`` marks it) is skipped;
-other columns are ignored. ``ARCHS.csv`` has a column ``arch``. An ``arch`` cell is an arch
-string of the space, an index into the space's recorded architectures, or the path of an ONNX
-file (relative to the CSV's folder). Every problem is reported as one line naming the file and
-row.
+``input_shape`` and ``onnx`` cells (``hwnas refset export`` writes them) are checked against the
+arch (:func:`check_input_shapes`, :func:`check_onnx_names`); other columns are ignored.
+``ARCHS.csv`` has a column ``arch``. An ``arch`` cell is an arch string of the space, an index
+into the space's recorded architectures, or the path of an ONNX file (relative to the CSV's
+folder). Every problem is reported as one line naming the file and row.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,9 @@ class Calibration:
     shapes: list[tuple[int, str]] = field(default_factory=list)
     """Per model, its row's line and ``input_shape`` cell (``1x3x32x32``, as ``hwnas refset
     export`` writes it; "" where the file has no such column)."""
+    onnx: list[str] = field(default_factory=list)
+    """Per model, its row's ``onnx`` cell (``ref01-019ad94101cd91ff.onnx``, the name ``hwnas
+    refset export`` gave its network; "" where the file has no such column)."""
 
 
 MAX_CSV_BYTES = 64 * 2**20
@@ -173,6 +178,7 @@ def read_calibration(
     models: list[Model] = []
     values: list[float] = []
     shapes: list[tuple[int, str]] = []
+    onnx: list[str] = []
     seen: dict[str, int] = {}
     flagged = 0
     point = spreadsheet.decimal_point((row.get(metric) or "" for _, row in rows), sep)
@@ -205,13 +211,14 @@ def read_calibration(
         models.append(model)
         values.append(value)
         shapes.append((line, (row.get("input_shape") or "").strip()))
+        onnx.append((row.get("onnx") or "").strip())
     if len(models) < minimum:
         noisy = f" ({flagged} more flagged as too noisy)" if flagged else ""
         raise HwnasError(
             f"{path}: {len(models)} calibration rows{noisy}; at least {minimum} are "
             "needed (the reference set has 10: hwnas refset export)"
         )
-    return Calibration(models, np.asarray(values), metric, path, flagged, shapes)
+    return Calibration(models, np.asarray(values), metric, path, flagged, shapes, onnx)
 
 
 def read_archs(
@@ -590,10 +597,24 @@ def input_shape_cell(space: SearchSpace, arch: Arch, dataset: str) -> str:
     return "x".join(map(str, (1, *space.input_shape(arch, dataset))))
 
 
+def _own_onnx(name: str, space: SearchSpace, arch: Arch, dataset: str) -> str:
+    """``name``, an ``onnx`` cell kept from an exported file, where it is not the name of
+    another network than ``dataset``'s of ``arch`` (exported for another dataset: ``""``), so
+    that :func:`check_onnx_names` does not take the values written beside it for that
+    network's."""
+    from hwnas.measure import arch_workload
+
+    found = EXPORTED_ONNX.search(Path(name.replace("\\", "/")).name)
+    if found is None or found.group(1).lower() == arch_workload(space, arch, dataset).model_hash:
+        return name
+    return ""
+
+
 def write_calibration(path: str | Path, values, metric: str, space: SearchSpace, dataset: str):
     """Write ``CAL.csv`` (columns ``arch``, ``onnx``, ``input_shape``, the metric, ``cv``,
     ``flagged``) for reference values; an existing file's ``onnx`` cells (from ``hwnas refset
-    export``) are kept when it lists the same architectures. Written whole
+    export``) are kept when it lists the same architectures, unless a cell names another
+    network than ``dataset``'s of its architecture (:func:`check_onnx_names`). Written whole
     (:func:`hwnas.paths.write_atomic`): a link at ``path`` (in a folder handed over) is
     replaced, never written through to the file it names.
 
@@ -620,7 +641,7 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
     for v in values:
         w.writerow([
             v.arch.text,
-            onnx_names.get(v.arch.text, ""),
+            _own_onnx(onnx_names.get(v.arch.text, ""), space, v.arch, dataset),
             input_shape_cell(space, v.arch, dataset),
             f"{v.value:.6g}" if np.isfinite(v.value) else "",
             f"{v.cv:.4f}" if np.isfinite(v.cv) else "",
@@ -669,6 +690,69 @@ def check_input_shapes(
                 f"{cal.path}:{line}: input_shape {cell}, but {dataset}'s network (the {given} "
                 f"--dataset) takes {want}: its value would be stored as another network's; "
                 f"pass {what}"
+            )
+
+
+EXPORTED_ONNX = re.compile(r"(?:^|[-_])([0-9a-f]{16})\.onnx$", re.IGNORECASE)
+"""The name ``hwnas refset export`` gives a network, ``ref01-019ad94101cd91ff.onnx``: its
+model hash (:func:`hwnas.measure.arch_workload`) before ``.onnx``."""
+
+
+def check_onnx_names(cals, space, dataset: str, command: str = "hwnas measure import") -> None:
+    """Refuse rows of the calibrations ``cals`` whose ``onnx`` cell names a network ``hwnas
+    refset export`` wrote (:data:`EXPORTED_ONNX`) of another architecture than the row's
+    ``arch`` for ``dataset``: the arch column moved against the onnx and value columns (one
+    column sorted alone in a spreadsheet) would store every value as another architecture's.
+    Cells of another shape (files renamed) are not checked. ``command`` names what reads them.
+
+    Raises:
+        HwnasError: the first such row, naming its line, the line whose arch the network is
+            of (or the dataset it was built for), and how to fix it.
+    """
+    from hwnas.measure import arch_workload
+
+    for cal in cals:
+        if not any(cal.onnx):
+            continue
+        hashes = {}  # model hash of each row's arch's network -> its line
+        for model, (line, _cell) in zip(cal.models, cal.shapes):
+            if isinstance(model, Arch):
+                hashes.setdefault(arch_workload(space, model, dataset).model_hash, line)
+        for model, (line, _cell), name in zip(cal.models, cal.shapes, cal.onnx):
+            found = EXPORTED_ONNX.search(Path(name.replace("\\", "/")).name)
+            if not isinstance(model, Arch) or found is None:
+                continue
+            got = found.group(1).lower()
+            if got == arch_workload(space, model, dataset).model_hash:
+                continue
+            where = f"{cal.path}:{line}: onnx {name} is"
+            if got in hashes:
+                raise HwnasError(
+                    f"{where} the network of the arch on line {hashes[got]}, not of this row's: "
+                    "the arch column was moved against the onnx and value columns (one column "
+                    "sorted alone?); put each arch back beside its network's name and value"
+                )
+            other = [
+                d
+                for d in space.datasets()
+                if d != dataset and arch_workload(space, model, d).model_hash == got
+            ]
+            if other:
+                fix = (
+                    f"would be stored as another network's; pass --dataset {other[0]}"
+                    if command == "hwnas measure import"
+                    else "is another network's (time the networks hwnas refset export names)"
+                )
+                raise HwnasError(
+                    f"{where} the network of this row's arch built for {other[0]}, but "
+                    f"{command} reads values of {dataset}'s networks: its value {fix}"
+                )
+            want = arch_workload(space, model, dataset).model_hash
+            raise HwnasError(
+                f"{where} another network than this row's arch's (hash {got}; {dataset}'s "
+                f"network of the arch is {want}): was the arch column moved against the onnx "
+                "and value columns, or the space changed since the export? Put each arch back "
+                "beside its network's name and value, or export and time the networks again"
             )
 
 

@@ -624,10 +624,15 @@ def _calibration(sp, calibration, device, metric, runtime, store):
     from hwnas.predictors.calibration import read_calibration
 
     if calibration is not None:
-        from hwnas.predictors.calibration import calibration_dataset, check_input_shapes
+        from hwnas.predictors.calibration import (
+            calibration_dataset,
+            check_input_shapes,
+            check_onnx_names,
+        )
 
         cal = read_calibration(calibration, sp)
         check_input_shapes([cal], sp, calibration_dataset(sp), False, "hwnas predict")
+        check_onnx_names([cal], sp, calibration_dataset(sp), "hwnas predict")
         noisy = f" ({cal.flagged} flagged rows skipped)" if cal.flagged else ""
         return cal.models, cal.values, cal.metric, f"from {calibration}{noisy}"
     import numpy as np

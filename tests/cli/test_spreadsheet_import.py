@@ -60,3 +60,70 @@ def test_a_semicolon_file_whose_points_are_decimal_points_is_read_as_written(tmp
     r = hwnas_main("measure", "import", "--device", "dev", points)
     assert r.returncode == 0, r.stderr
     assert _stored(hwnas_home) == dict(zip(ARCHS, [6.3278, 1.173, 1.5, 870.0]))
+
+
+def test_an_arch_column_moved_against_the_exported_onnx_names_is_refused(tmp_path, hwnas_home):
+    """`hwnas refset export`'s onnx column names each network by its model hash: an arch column
+    shifted a row against the onnx and value columns (one column sorted alone in a spreadsheet)
+    stored every value under another architecture (main: rc 0, all 10 wrong); a file exported
+    for cifar100 imported as cifar10's networks (the same 1x3x32x32 input) is named so."""
+    import csv
+
+    out = tmp_path / "ref"
+    r = hwnas_main("refset", "export", "--out", out)
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(out / "calibration.csv")))
+    for k, row in enumerate(rows):
+        row["latency_ms"] = f"{1.5 + k}"
+    archs = [row["arch"] for row in rows]
+    for row, arch in zip(rows, archs[-1:] + archs[:-1]):  # the arch column moved down a row
+        row["arch"] = arch
+    shifted = tmp_path / "shifted.csv"
+    with open(shifted, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    first = rows[0]["onnx"]
+    expected = (
+        f"error: {shifted}:2: onnx {first} is the network of the arch on line 3, not of this "
+        "row's: the arch column was moved against the onnx and value columns (one column "
+        "sorted alone?); put each arch back beside its network's name and value\n"
+    )
+    for args in (["measure", "import", "--device", "dev", shifted],
+                 ["measure", "import", "--device", "dev", "--table", shifted],
+                 ["predict", "--calibration", shifted, "--arch", "1"]):  # fmt: skip
+        r = hwnas_main(*args)
+        assert (r.returncode, r.stderr) == (2, expected), args
+    assert not (hwnas_home / "devices" / "dev.yaml").exists() and not _stored(hwnas_home)
+    for row, arch in zip(rows, archs):  # put back: imported as exported
+        row["arch"] = arch
+    fixed = tmp_path / "fixed.csv"
+    with open(fixed, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    r = hwnas_main("measure", "import", "--device", "dev", "--dataset", "cifar10", fixed)
+    assert (r.returncode, r.stderr) == (2, (
+        f"error: {fixed}:2: onnx {first} is the network of this row's arch built for cifar100, "
+        "but hwnas measure import reads values of cifar10's networks: its value would be "
+        "stored as another network's; pass --dataset cifar100\n"
+    ))  # fmt: skip
+    r = hwnas_main("measure", "import", "--device", "dev", fixed)
+    assert r.returncode == 0, r.stderr
+    assert _stored(hwnas_home) == {a: 1.5 + k for k, a in enumerate(archs)}
+
+
+def test_refset_measure_for_another_dataset_drops_the_exports_onnx_names(tmp_path, hwnas_home):
+    """`refset measure --dataset cifar10` into a folder `refset export` wrote for cifar100
+    kept the cifar100 networks' names beside the cifar10 values: their import as cifar10's
+    was refused with advice to pass --dataset cifar100."""
+    out = tmp_path / "ref"
+    pick = ["--select", "random", "-n", "3", "--out", out]
+    r = hwnas_main("refset", "export", *pick)
+    assert r.returncode == 0, r.stderr
+    r = hwnas_main("refset", "measure", "--device", "cpu-fast", "--dataset", "cifar10", *pick)
+    assert r.returncode == 0, r.stderr
+    cal = out / "calibration.csv"
+    r = hwnas_main("measure", "import", "--device", "dev", "--dataset", "cifar10", cal)
+    assert r.returncode == 0, r.stderr
+    assert len(_stored(hwnas_home)) == 3
