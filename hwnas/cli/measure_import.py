@@ -169,7 +169,9 @@ def _warn_units(err, space, cals, exclude: str | None = None) -> None:
     for metric in sorted({c.metric for c in cals}):
         archs = [a for c in cals if c.metric == metric for a in c.models]
         values = [v for c in cals if c.metric == metric for v in c.values]
-        warning = unit_warning(space, metric, archs, values, exclude=exclude)
+        names = [f"{c.path.name}:{line}" for c in cals if c.metric == metric
+                 for line, _shape in c.shapes]  # fmt: skip
+        warning = unit_warning(space, metric, archs, values, exclude=exclude, names=names)
         if warning:
             err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
 

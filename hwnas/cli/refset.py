@@ -74,6 +74,20 @@ class _Filled:
     (:func:`hwnas.spreadsheet.number`)."""
 
 
+def _column(name: str, path: Path) -> str:
+    """A header cell as ``hwnas measure import`` names the column
+    (:func:`hwnas.predictors.calibration.column_name`: ``latency (ms)`` is ``latency_ms``); a
+    value column in another unit (``latency (s)``) counts as one here: its values are the
+    user's, never written over."""
+    from hwnas.errors import HwnasError
+    from hwnas.predictors.calibration import column_name
+
+    try:
+        return column_name(name, path)
+    except HwnasError:
+        return "latency_ms" if name.strip().lower().startswith("latency") else "energy_mj"
+
+
 def _filled(path: Path) -> tuple[bool, list[_Filled]]:
     """The values an existing calibration file holds, and whether ``hwnas refset measure``
     wrote it (its header ends with ``cv``, ``flagged``: :func:`write_calibration`); no file:
@@ -97,7 +111,7 @@ def _filled(path: Path) -> tuple[bool, list[_Filled]]:
         sep = spreadsheet.delimiter(text.split("\n")[0])
         check_cells(text, sep, str(path))
         reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=sep)
-        header = [h.strip() for h in reader.fieldnames or []]
+        header = [_column(h, path) for h in reader.fieldnames or []]
         reader.fieldnames = header
         rows = list(enumerate(limit_rows(reader, str(path)), start=2))
     except FileNotFoundError:

@@ -653,7 +653,9 @@ suspect a unit: NAS-Bench-201's 43 recorded devices span 25x in median latency, 
 1000x."""
 
 
-def unit_warning(space, metric: str, archs, values, exclude: str | None = None) -> str | None:
+def unit_warning(
+    space, metric: str, archs, values, exclude: str | None = None, names=None
+) -> str | None:
     """One line when a user's values of ``metric`` (ms or mJ) for ``archs`` of ``space`` lie
     more than :data:`UNIT_SLIP` times below every shipped recorded device's values of the same
     architectures, or above them (the median ratio over the architectures, at least 3 of them
@@ -662,7 +664,9 @@ def unit_warning(space, metric: str, archs, values, exclude: str | None = None) 
     ``exclude``: a device left out (the one whose table is being written). Only the tables
     hwnas ships are the reference: a user's table imported in seconds once must not make the
     next one in seconds look right. Three or more values that are all the same (a stuck timer,
-    a spreadsheet's fill-down) get their own line, in any space."""
+    a spreadsheet's fill-down) get their own line, in any space. ``names``: where the user's
+    file gives each architecture (``cal.csv:3``), named in the line for the values in another
+    unit among the others (by default their index in the space)."""
     from hwnas.devices import recorded_tables
     from hwnas.spaces import IndexedSpace, ability
 
@@ -708,14 +712,16 @@ def unit_warning(space, metric: str, archs, values, exclude: str | None = None) 
         odd = low_ones | high_ones
         if not odd.any():
             return None
-        which = ", ".join(str(int(r)) for r in rows[odd][:5]) + (", ..." if odd.sum() > 5 else "")
+        shown = [names[i] for i in np.flatnonzero(odd)] if names else [str(r) for r in rows[odd]]
+        which = ("" if names else "index ") + ", ".join(shown[:5])
+        which += ", ..." if odd.sum() > 5 else ""
         kinds = ([f"in {big}"] if low_ones.any() else []) + (
             [f"in {small}"] if high_ones.any() else []
         )
         return (
             f"{int(odd.sum())} of these {int(ok.sum())} {metric} values lie more than "
             f"{UNIT_SLIP:g}x outside {len(tables)} recorded devices' values of the same "
-            f"{space.name} architectures (index {which}): {' or '.join(kinds)}, not {unit}, "
+            f"{space.name} architectures ({which}): {' or '.join(kinds)}, not {unit}, "
             "among the others?"
         )
     return (

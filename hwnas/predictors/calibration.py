@@ -72,16 +72,62 @@ def csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     return header, rows
 
 
+COLUMNS = ("arch", "onnx", "input_shape", "flagged", "cv", *METRICS)
+"""Columns a calibration or architecture file's reader knows: their names in any case."""
+
+_UNIT_COLUMN = re.compile(r"(latency|energy)(?:_ms|_mj)?\s*[(\[]\s*([^)\]]*?)\s*[)\]]", re.I)
+
+
+def column_name(name: str, path: Path) -> str:
+    """A header cell of a calibration or architecture file as its reader names the column:
+    one of :data:`COLUMNS` in any case (``Arch``); a value column with its unit in
+    parentheses or brackets (``latency (ms)``, ``Energy [mJ]``) as ``latency_ms`` or
+    ``energy_mj``; any other name as written (spaces around it dropped).
+
+    Raises:
+        HwnasError: a value column in another unit (``latency (s)``): its values are not
+            ms or mJ, and would be read as such.
+    """
+    text = name.strip()
+    if text.lower() in COLUMNS:
+        return text.lower()
+    found = _UNIT_COLUMN.fullmatch(text)
+    if found is None:
+        return text
+    metric = "latency_ms" if found.group(1).lower() == "latency" else "energy_mj"
+    unit = "ms" if metric == "latency_ms" else "mJ"
+    if found.group(2).lower() == unit.lower():
+        return metric
+    raise HwnasError(
+        f"{path}: column '{text}' is in {found.group(2) or 'no unit'}, but hwnas reads "
+        f"{found.group(1).lower()} in {unit}: convert the values to {unit} and name the column "
+        f"{metric}"
+    )
+
+
+def _not_utf8(path: Path, raw: bytes, exc: UnicodeDecodeError) -> str:
+    """The error line of a file handed over as CSV that is not UTF-8 text."""
+    fix = "save it as 'CSV UTF-8' (in Excel: CSV UTF-8 (Comma delimited))"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return f"{path}: UTF-16 text (Excel's 'Unicode Text'), not UTF-8: {fix}"
+    return f"{path}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}): {fix}"
+
+
 def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
     """The header, the rows (line number, cells by column) and the cell separator
     (:func:`hwnas.spreadsheet.delimiter`, what :func:`hwnas.spreadsheet.number` reads the
     cells by) of a CSV file handed over, read through :func:`hwnas.paths.read_bounded` (a
     regular file of at most :data:`MAX_CSV_BYTES`).
 
+    Column names are read as :func:`column_name` reads them (``Arch`` is ``arch``, ``latency
+    (ms)`` is ``latency_ms``); rows whose cells are all empty (``;;;``, what a spreadsheet
+    saves of rows once used) are blank lines, no rows.
+
     Raises:
         HwnasError: missing, not a regular file, too large (also more than
             :data:`hwnas.tables.MAX_TABLE_ROWS` rows or :data:`hwnas.tables.MAX_TABLE_CELLS`
-            cells), not UTF-8 CSV text, a column named twice, or no ``arch`` column.
+            cells), not UTF-8 CSV text (UTF-16 named as such: save it as CSV UTF-8), a value
+            column in another unit than ms or mJ, a column named twice, or no ``arch`` column.
     """
     from hwnas.paths import read_bounded
     from hwnas.tables import check_cells, limit_rows
@@ -89,14 +135,18 @@ def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], 
     if not path.exists():
         raise HwnasError(f"file not found: {path}")
     try:
-        text = read_bounded(path, MAX_CSV_BYTES).decode("utf-8-sig")  # spreadsheets write a BOM
+        raw = read_bounded(path, MAX_CSV_BYTES)
+        try:
+            text = raw.decode("utf-8-sig")  # spreadsheets write a BOM
+        except UnicodeDecodeError as exc:
+            raise HwnasError(_not_utf8(path, raw, exc)) from None
         fh = io.StringIO(text, newline="")
         first = fh.readline()
         fh.seek(0)
         sep = spreadsheet.delimiter(first)
         check_cells(text, sep, str(path))
         reader = csv.DictReader(fh, delimiter=sep)
-        header = [h.strip() for h in (reader.fieldnames or [])]
+        header = [column_name(h, path) for h in (reader.fieldnames or [])]
         twice = next((h for i, h in enumerate(header) if h and h in header[:i]), None)
         if twice is not None:  # DictReader would keep the last copy's cells
             raise HwnasError(f"{path}: column '{twice}' appears more than once in the header")
@@ -111,8 +161,10 @@ def csv_table(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], 
                     f"{path}:{reader.line_num}: {n} cells, the header {len(header)} "
                     f"({', '.join(header)[:80]}): does a value hold the separator ({hint})?"
                 )
+            if not any((c or "").strip() for c in row.values()):
+                continue  # separators only (';;;', a spreadsheet's rows once used): blank
             rows.append((reader.line_num, row))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, csv.Error) as exc:
         raise HwnasError(f"{path}: not a readable CSV file ({exc})") from None
     if "arch" not in header:
         raise HwnasError(f"{path}: no 'arch' column (columns: {', '.join(header) or 'none'})")
@@ -161,10 +213,10 @@ def read_calibration(
 
     Raises:
         HwnasError: missing file or columns, malformed or unknown archs, duplicate archs,
-            non-numeric or non-positive values (a comma is a decimal mark in a ``;``-separated
-            file alone, where a point shaped like thousands grouping, ``1.173``, is refused
-            unless the column's other cells show the point to be a decimal mark:
-            :func:`hwnas.spreadsheet.number`), fewer than ``minimum`` rows.
+            a row without a value, non-numeric or non-positive values (a comma is a decimal
+            mark in a ``;``-separated file alone, where a point shaped like thousands
+            grouping, ``1.173``, is refused unless the column's other cells show the point to
+            be a decimal mark: :func:`hwnas.spreadsheet.number`), fewer than ``minimum`` rows.
     """
     path = Path(path)
     header, rows, sep = csv_table(path)
@@ -193,6 +245,11 @@ def read_calibration(
             raise HwnasError(f"{where}: duplicate arch '{key}' (also on line {seen[key]})")
         seen[key] = line
         cell = (row.get(metric) or "").strip()
+        if not cell:  # an exported file not filled in, or a value left out
+            raise HwnasError(
+                f"{where}: no {metric} value: fill in the value measured for its network, or "
+                "delete the row"
+            )
         try:
             value = spreadsheet.number(cell, sep, point)
         except spreadsheet.AmbiguousComma as exc:

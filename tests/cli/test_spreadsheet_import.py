@@ -127,3 +127,87 @@ def test_refset_measure_for_another_dataset_drops_the_exports_onnx_names(tmp_pat
     r = hwnas_main("measure", "import", "--device", "dev", "--dataset", "cifar10", cal)
     assert r.returncode == 0, r.stderr
     assert len(_stored(hwnas_home)) == 3
+
+
+def _import(path, *more):
+    return hwnas_main("measure", "import", "--device", "dev", *more, path)
+
+
+def test_a_utf16_file_is_named_so_with_how_to_save_it(tmp_path, hwnas_home):
+    """Excel's 'Unicode Text' (UTF-16) was "not a readable CSV file ('utf-8' codec can't
+    decode byte 0xff in position 0: invalid start byte)"."""
+    path = tmp_path / "u16.csv"
+    path.write_text("arch,latency_ms\n" + "".join(f"{a},{k + 1.5}\n" for k, a in
+                                                  enumerate(ARCHS)), encoding="utf-16")  # fmt: skip
+    r = _import(path)
+    assert (r.returncode, r.stderr) == (2, (
+        f"error: {path}: UTF-16 text (Excel's 'Unicode Text'), not UTF-8: save it as "
+        "'CSV UTF-8' (in Excel: CSV UTF-8 (Comma delimited))\n"
+    ))  # fmt: skip
+
+
+def test_a_row_without_a_value_says_to_fill_it_in_or_delete_it(tmp_path, hwnas_home):
+    """The exported calibration.csv not filled in, or a value left out, was "latency_ms ''
+    is not a number"."""
+    path = _semicolons(tmp_path / "gap.csv", ["6,5", "", "1,5", "8,5"])
+    r = _import(path)
+    assert (r.returncode, r.stderr) == (2, (
+        f"error: {path}:3: no latency_ms value: fill in the value measured for its network, "
+        "or delete the row\n"
+    ))  # fmt: skip
+    assert not _stored(hwnas_home)
+
+
+def test_rows_of_separators_only_are_blank_lines(tmp_path, hwnas_home):
+    """Excel saves rows once used as ';;' (main: "line 6: empty arch")."""
+    path = _semicolons(tmp_path / "used.csv", ["6,5", "11,5", "1,5", "8,5"])
+    path.write_bytes(path.read_bytes() + b";\r\n;;\r\n")
+    r = _import(path)
+    assert r.returncode == 0, r.stderr
+    assert _stored(hwnas_home) == dict(zip(ARCHS, [6.5, 11.5, 1.5, 8.5]))
+
+
+def test_a_value_column_named_with_its_unit_is_read_and_another_unit_refused(tmp_path, hwnas_home):
+    """'Arch' and 'latency (ms)' were refused as no arch / no value column; 'latency (s)' is
+    refused with how to convert."""
+    rows = "".join(f"{a},{k + 1.5}\n" for k, a in enumerate(ARCHS))
+    seconds = tmp_path / "s.csv"
+    seconds.write_text("Arch,latency (s)\n" + rows)
+    r = _import(seconds)
+    assert (r.returncode, r.stderr) == (2, (
+        f"error: {seconds}: column 'latency (s)' is in s, but hwnas reads latency in ms: "
+        "convert the values to ms and name the column latency_ms\n"
+    ))  # fmt: skip
+    named = tmp_path / "ms.csv"
+    named.write_text("Arch,Latency [ms]\n" + rows)
+    r = _import(named)
+    assert r.returncode == 0, r.stderr
+    assert _stored(hwnas_home) == {a: k + 1.5 for k, a in enumerate(ARCHS)}
+
+
+def test_values_in_another_unit_among_the_others_are_named_by_their_line(tmp_path, hwnas_home):
+    """The warning named the architectures by their index in the space ("index 14451"),
+    which a file of arch strings never shows."""
+    from hwnas.predictors.data import get_column
+
+    y = get_column("nasbench201", "raspi4").values
+    picked = [11, 222, 3333, 4444, 5555, 6666]
+    path = tmp_path / "mixed.csv"
+    path.write_text("arch,latency_ms\n" + "".join(
+        f"{SPACE.arch_at(i).text},{y[i] * (1000 if k in (1, 4) else 1):.6g}\n"
+        for k, i in enumerate(picked)))  # fmt: skip
+    r = _import(path)
+    assert r.returncode == 0, r.stderr
+    warning = r.stderr.splitlines()[-1]
+    assert "(mixed.csv:3, mixed.csv:6): in us, not ms, among the others?" in warning, warning
+
+
+def test_refset_export_keeps_values_under_a_header_with_its_unit(tmp_path, hwnas_home):
+    """A filled calibration.csv whose value column was renamed 'latency (ms)' (read by
+    measure import) is not written over by exporting into its folder again."""
+    out = tmp_path / "ref"
+    out.mkdir()
+    (out / "calibration.csv").write_text(f"arch,latency (ms)\n{ARCHS[0]},6.5\n")
+    r = hwnas_main("refset", "export", "--out", out)
+    assert r.returncode == 2 and "holds 1 measured value(s)" in r.stderr, r.stderr
+    assert "6.5" in (out / "calibration.csv").read_text()
