@@ -231,7 +231,8 @@ def table_model(request: CostRequest) -> CostModel:
     them: :func:`hwnas.supernet.cost.cost_model_for`)."""
     device = request.device
     if request.supernet is not None and device.table(request.space.name, request.metric) is None:
-        raise HwnasError(f"device '{device.name}' has no recorded table; use cost=measured")
+        instead = "measured" if device.runs_models else "predicted"
+        raise HwnasError(f"device '{device.name}' has no recorded table; use cost={instead}")
     return TableCostModel(request.space, request.device, request.metric)
 
 
@@ -267,6 +268,8 @@ def predicted_model(request: CostRequest) -> CostModel:
         archs, values = request.calibration
         return calibrate(predictor, space, list(archs), np.asarray(values), metric)
     dataset = get_featurizer(space.name).dataset  # the networks the features describe
+    if not request.device.can_measure:  # imported values: those it has, not the whole set
+        return _calibrate_stored(predictor, request, dataset)
     refs = reference_archs(space)
     values, noisy = [], []
     say = request.extra.get("on_candidate")  # the CLI's progress line: what is measured now
@@ -292,6 +295,41 @@ def predicted_model(request: CostRequest) -> CostModel:
     return model
 
 
+def _calibrate_stored(predictor: Any, request: CostRequest, dataset: str) -> PredictorCostModel:
+    """``predictor`` calibrated on the values a device that takes no new ones holds (an
+    imported device): the reference set's it has, then the other stored architectures of the
+    space, at most :data:`hwnas.predictors.base.DEFAULT_CALIBRATION` (as a few-shot search
+    on it calibrates).
+
+    Raises:
+        HwnasError: fewer than 3 such values.
+    """
+    from hwnas.errors import DeviceUnavailableError, UnrecordedError
+    from hwnas.measure import arch_workload
+    from hwnas.predictors.base import DEFAULT_CALIBRATION
+    from hwnas.predictors.calibration import reference_archs, stored_archs
+
+    space, metric = request.space, request.metric
+    device, profiler = request.device, request.profiler
+    stored = stored_archs(device, profiler.store, space, [metric]) if profiler.store else []
+    archs, values = [], []
+    for a in dict.fromkeys([*reference_archs(space), *stored]):
+        if len(archs) >= DEFAULT_CALIBRATION:
+            break
+        try:
+            values.append(profiler.measure(arch_workload(space, a, dataset), metric).value)
+        except (DeviceUnavailableError, UnrecordedError):  # not imported
+            continue
+        archs.append(a)
+    if len(archs) < 3:
+        raise HwnasError(
+            f"device '{device.name}' has {len(archs)} {metric} values of space '{space.name}' "
+            f"networks at {dataset} size; at least 3 are needed (hwnas refset export --space "
+            f"{space.name}, then hwnas measure import --device {device.name})"
+        )
+    return calibrate(predictor, space, archs, np.array(values), metric)
+
+
 COST_MODELS: Registry = Registry("cost model")
 COST_MODELS.register("table", table_model)
 COST_MODELS.register("predicted", predicted_model)
@@ -301,11 +339,15 @@ COST_MODELS.register("kernel", "hwnas.engine.kernel_cost:kernel_model")
 
 
 def auto_kind(space: SearchSpace, device: Device, metric: str) -> str:
-    """The cost model used when none is named: the device's table where it has one; the
-    kernel-level predictor at deployment size for a declared space's latency on a live ONNX
-    Runtime device; else measurements."""
+    """The cost model used when none is named: the device's table where it has one; a
+    predictor calibrated on the device's values where it can neither run models nor take new
+    values (an imported device: ``measured`` would time nothing); the kernel-level predictor
+    at deployment size for a declared space's latency on a live ONNX Runtime device; else
+    measurements."""
     if device.table(space.name, metric) is not None:
         return "table"
+    if not device.can_measure and not device.runs_models:
+        return "predicted"
     live_ort = getattr(device, "runtime_name", None) == "ort" and device.runs_models
     if metric == "latency_ms" and live_ort and space.supernet_name == "declared":
         return "kernel"

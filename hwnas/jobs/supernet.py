@@ -180,7 +180,8 @@ def prepare(
 
     Raises:
         HwnasError: unknown space, dataset, device or setting; unreadable data; a device
-            without the metric or without a table for the space; under torchrun, a
+            without the metric or without a table for the space; ``cost=measured`` or
+            ``cost=kernel`` on a device that cannot run them; under torchrun, a
             ``--batch-size`` that the processes cannot share.
     """
     from hwnas.datasets import check_input_shape, input_channels, load_data
@@ -213,6 +214,10 @@ def prepare(
         from hwnas.engine.kernel_cost import check_kernel_cost
 
         check_kernel_cost(device, settings.metric)
+    if settings.job.cost == "measured":  # a device that runs nothing: before training
+        from hwnas.supernet.cost import check_measured_cost
+
+        check_measured_cost(device)
     if cls.spaces is not None and space.name not in cls.spaces:
         raise HwnasError(
             f"strategy '{settings.strategy}' works on the {', '.join(cls.spaces)} space, "
@@ -580,7 +585,7 @@ def _derive(
     # the distribution's own argmax, before any target constraint (singlepath: the thresholds')
     argmax = net.arch(strategy.argmax_indices())
     argmax_info = {"arch": argmax.text, "predicted_cost": float(cost.cost(argmax))}
-    if not job.device.runs_models:  # a recorded table
+    if not job.device.runs_models:  # a recorded table, or imported values
         found, _, _ = evaluator._device_cost(argmax, None)
         argmax_info[s.metric], argmax_info["source"] = found.value, found.source
     return _Derived(evaluator, candidates, derived, deployed, argmax_info)
@@ -948,19 +953,47 @@ class SubnetEvaluator:
         interval = (value * (1 - margin), value / (1 - margin))
         return CostRecord(self.metric, value, source, interval=interval)
 
+    def _imported_cost(self, arch) -> tuple[CostRecord, str, None]:
+        """Cost on a device that holds only the values it was given (``hwnas measure
+        import``): the architecture's imported value where it has one (its network as the
+        predicted cost model's calibration reads them), else the cost model's prediction: its
+        predictor's, with the 90% interval, where the lookup table was fitted on one, else the
+        lookup table's (labelled ``predicted:``)."""
+        from hwnas.errors import DeviceUnavailableError
+        from hwnas.predictors.featurize import get_featurizer
+
+        space, profiler = self.job.space, self.job.profiler
+        try:
+            dataset = get_featurizer(space.name).dataset
+        except HwnasError:  # a space without a predictor's features: the search's dataset
+            dataset = self.job.settings.dataset
+        wl = arch_workload(space, arch, dataset)
+        try:
+            return CostRecord.of_measurement(profiler.measure(wl, self.metric)), wl.model_hash, None
+        except (DeviceUnavailableError, UnrecordedError):  # not imported: predicted
+            pass
+        truth = getattr(self.cost, "truth", None)
+        if truth is not None:
+            mean, std = truth.predict([arch])
+            return CostRecord.predicted(self.metric, mean[0], std[0], truth.source), "", None
+        value, source = float(self.cost.cost(arch)), f"predicted:{self.cost.source}"
+        return CostRecord.predicted(self.metric, value, None, source), "", None
+
     def _device_cost(self, arch, model) -> tuple[CostRecord, str, CostRecord | None]:
         """Cost on the device: its table where it has the architecture (else the lookup table's
         prediction, :meth:`_table_guess`); on a live device a
         measurement of the deployed network where the cost model works at deployment size (a
         declared space's kernel-level model: the limit steers there), else of the trained
-        subnet; else the cost model's prediction (labelled). Returns (the cost, the trained
-        subnet's model hash or the table network's, the trained subnet's own measurement where
-        the cost is the deployed network's)."""
+        subnet; on a device of imported values, :meth:`_imported_cost`. Returns (the cost, the
+        trained subnet's model hash or the table network's, the trained subnet's own
+        measurement where the cost is the deployed network's)."""
         from hwnas.engine.kernel_cost import deployment_of
         from hwnas.supernet.cost import subnet_workload
 
         device, profiler, space = self.job.device, self.job.profiler, self.job.space
         s = self.job.settings
+        if not device.runs_models and space.name not in device.table_spaces:
+            return self._imported_cost(arch)
         if not device.runs_models:  # a recorded table
             try:
                 space.index(arch)

@@ -680,20 +680,36 @@ def measured_model(request: CostRequest) -> MultilinearLUT:
 
     Raises:
         HwnasError: no supernet (a table search measures each candidate itself), or a device
-            that cannot run models (a recorded table).
+            that cannot run models (:func:`check_measured_cost`).
     """
     if request.supernet is None:
         raise HwnasError("cost=measured is for supernets: a table search measures each candidate")
-    if not request.device.runs_models:
-        raise HwnasError(
-            f"device '{request.device.name}' is a recorded table: it cannot time blocks"
-        )
+    check_measured_cost(request.device)
     if request.supernet.mixed_choices():
         return measured_block_lut(
             request.supernet, request.profiler, request.metric,
             on_measured=request.extra.get("on_measured"),
         )  # fmt: skip
     return measured_subnet_lut(request.supernet, request.profiler, request.metric)
+
+
+def check_measured_cost(device: Any) -> None:
+    """Refuse ``cost=measured`` on a device that cannot run models, before any work.
+
+    Raises:
+        HwnasError: a recorded table, or a device of imported values (named as such, with the
+            cost models it can give).
+    """
+    if device.runs_models:
+        return
+    what = (
+        "is a recorded table" if device.table_spaces
+        else "holds only the values imported into it (hwnas measure import)"
+    )  # fmt: skip
+    raise HwnasError(
+        f"device '{device.name}' {what}: it cannot time blocks (cost=measured); use "
+        "cost=auto or cost=predicted (a predictor calibrated on its values), or cost=flops"
+    )
 
 
 def flops_model(request: CostRequest) -> MultilinearLUT:

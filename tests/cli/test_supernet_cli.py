@@ -547,3 +547,54 @@ def test_an_impossible_limit_on_a_table_with_gaps_is_refused_before_training(
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not out.exists()
+
+
+def test_a_supernet_search_on_an_imported_device_prices_its_subnets_by_the_predictor(
+    tmp_path, hwnas_home
+):
+    """A device known only by imported values (`hwnas measure import`) cannot time blocks:
+    `cost=auto` took `measured` for it and stopped after loading the data with "device ... is
+    a recorded table: it cannot time blocks", and `cost=predicted` trained, derived and crashed
+    on `'DeclaredSpace' object has no attribute 'index'` (the imported device was read as a
+    recorded table), and calibrated only on the whole reference set. `auto` now calibrates the
+    space's predictor on the imported values it has (6 of the 10 here); each
+    subnet's cost is its imported value or the prediction, labelled; `cost=measured` is
+    refused in one line before any work, naming what the device is."""
+    from hwnas.predictors.calibration import reference_archs
+
+    space = tmp_path / "tiny.yaml"
+    space.write_text(TINY_DECLARED.replace("name: tinyk", "name: tinyimp"))  # one per process
+    refs = reference_archs(get_space(str(space)))[:6]
+    cal = tmp_path / "cal.csv"
+    with open(cal, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arch", "input_shape", "latency_ms"])
+        for i, a in enumerate(refs):
+            w.writerow([a.text, "1x3x32x32", f"{0.5 + 0.1 * len(a.text) + 0.05 * i:.4f}"])
+    r = hwnas_main("measure", "import", "--device", "board", "--space", str(space), str(cal))
+    assert r.returncode == 0, r.stderr
+    search = ["search", "--strategy", "oneshot", "--space", str(space), "--device", "board",
+              "--epochs", "1", "--finetune-epochs", "0", "--set", "evolution_trials=4",
+              "--set", "population=4", "--set", "candidates=1", "--set", "limit=100",
+              "--no-zoo"]  # fmt: skip
+    r = hwnas_main(*search, "--set", "cost=measured", "--out", str(tmp_path / "refused"))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "error: device 'board' holds only the values imported into it (hwnas measure import): "
+        "it cannot time blocks (cost=measured); use cost=auto or cost=predicted (a predictor "
+        "calibrated on its values), or cost=flops"
+    )
+    out = tmp_path / "run"
+    r = hwnas_main(*search, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hardware_term"]["cost_model"]["source"] == "lut-fit:predicted:fbnet:6-refs"
+    imported = {a.text for a in refs}
+    rows = [*summary["candidates"], summary["distribution_argmax"]]
+    for row in rows:  # its imported value, or the predictor's
+        source = row.get("latency_ms_source", row.get("source"))
+        want = f"imported:{cal}" if row["arch"] in imported else "predicted:fbnet"
+        assert source == want, row
+    with open(out / "pareto.csv", newline="") as fh:
+        front = list(csv.DictReader(fh))
+    assert front and all(float(row["latency_ms"]) > 0 for row in front)
