@@ -144,7 +144,7 @@ class PredictedEvaluator:
         self,
         space: SearchSpace,
         dataset: str,
-        predictors: dict[str, PredictorCostModel],
+        predictors: dict[str, FloorChecked],
         label: str,
         held: np.ndarray | None = None,
     ):
@@ -161,22 +161,39 @@ class PredictedEvaluator:
         """metric -> (predicted values, standard deviations) of ``archs``."""
         return {m: p.predict(archs) for m, p in self.predictors.items()}
 
+    def records(self, archs: list[Arch]) -> list[dict[str, CostRecord]]:
+        """Per architecture, metric -> its predicted cost: the adapted predictor's, or where
+        that is at its floor the FLOPs fallback's, with its own source (:class:`FloorChecked`).
+        """
+        out: list[dict[str, CostRecord]] = [{} for _ in archs]
+        for metric, model in self.predictors.items():
+            mean, sd, refit = _marked(model, archs)
+            for i in range(len(archs)):
+                source = model.fallback_source if refit[i] else f"predicted:{self.label}"
+                out[i][metric] = CostRecord.predicted(metric, mean[i], sd[i], source)
+        return out
+
+    @property
+    def floored(self) -> set[str]:
+        """Architectures (arch strings) any metric's predictor put at its floor so far."""
+        return set().union(*(getattr(p, "floored", set()) for p in self.predictors.values()))
+
     def evaluate(self, arch: Arch) -> Evaluation:
         """The table's accuracy and each metric's predicted cost, with its 90% interval.
 
         Raises:
             UnrecordedError: on a recorded device, an architecture its tables lack (it could
-                never be verified; a search skips it).
+                never be verified; a search skips it); one predicted at the floor by both the
+                predictor and FLOPs (unpriced; skipped too).
         """
         index = self.space.index(arch)
         if self.held is not None and not self.held[index]:
             raise UnrecordedError(f"no recorded value for {arch.text}: it cannot be verified")
+        costs = self.records([arch])[0]
+        if any(not np.isfinite(c.value) for c in costs.values()):  # floored, FLOPs too
+            raise UnrecordedError(f"{arch.text}: predicted at the predictor's floor: unpriced")
         self.accuracy_queries += 1
         accuracy = float(self._accuracy[index])
-        costs = {
-            metric: CostRecord.predicted(metric, mean[0], sd[0], f"predicted:{self.label}")
-            for metric, (mean, sd) in self.costs([arch]).items()
-        }
         w = arch_workload(self.space, arch, self.dataset)
         return Evaluation(arch, accuracy, self._source, costs, w.model_hash)
 
@@ -211,6 +228,70 @@ class FewShotPlan:
         """Where a fresh copy of the predictor is loaded from: its folder, else its name."""
         path = self.predictor.path
         return str(path) if path is not None else self.predictor_name
+
+
+class FloorChecked(CostModel):
+    """An adapted predictor whose predictions at its floor are predicted again by FLOPs, as
+    ``hwnas predict`` does for ONNX models (:func:`hwnas.predictors.predict.refit_floored`).
+
+    A mean at or below :data:`hwnas.predictors.predict.FLOORED` times the smallest calibration
+    value is the predictor's linear head gone below zero, not a cost: a search that took it
+    put a 58.8% NAS-Bench-201 cell at 0.0047 mJ (6.2 mJ on the device, whose three
+    convolutions do not reach the cell's output) at the cheap end of the front. Such an
+    architecture is priced by FLOPs scaled on the same calibration values, with a standard
+    deviation of at least its mean, and its source says so (:attr:`fallback_source`); one that
+    FLOPs puts at the floor too is unpriced (NaN: a search leaves it out). The architectures
+    refitted are kept in :attr:`floored`.
+
+    Args:
+        model: the adapted predictor's cost model.
+        archs: the calibration architectures it was adapted on.
+        values: their values (ms or mJ).
+    """
+
+    def __init__(self, model: PredictorCostModel, archs: list[Arch], values: np.ndarray):
+        from hwnas.predictors.predict import FLOORED
+
+        self.model, self.archs, self.values = model, list(archs), np.asarray(values, dtype=float)
+        self.metric, self.source, self.fit = model.metric, model.source, model.fit
+        self.floor = FLOORED * float(np.min(self.values)) * (1 + 1e-9)
+        self.fallback_source = (
+            f"predicted:flops scaled on {len(self.archs)} values "
+            f"({model.source.removeprefix('predicted:')} at its floor)"
+        )
+        self.floored: set[str] = set()
+        self._flops: Any = None
+
+    def predict_marked(self, archs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(means, standard deviations, whether each was predicted again by FLOPs)."""
+        mean, std = self.model.predict(archs)
+        low = np.flatnonzero(mean <= self.floor)
+        refit = np.zeros(len(mean), dtype=bool)
+        if not len(low):
+            return mean, std, refit
+        if self._flops is None:
+            from hwnas.predictors.artifacts import load_predictor
+
+            self._flops = load_predictor("flops").fit(self.archs, self.values, self.metric)
+        f_mean, f_std = self._flops.predict([archs[i] for i in low])
+        mean, std = np.array(mean, dtype=float), np.array(std, dtype=float)
+        for i, v, sd in zip(low, f_mean, f_std):
+            self.floored.add(archs[i].text)
+            refit[i] = True
+            mean[i], std[i] = (float(v), float(max(sd, v))) if v > self.floor else (np.nan,) * 2
+        return mean, std, refit
+
+    def predict(self, archs) -> tuple[np.ndarray, np.ndarray]:
+        mean, std, _refit = self.predict_marked(archs)
+        return mean, std
+
+
+def _marked(model, archs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``model``'s (means, stds, refitted by FLOPs) of ``archs``."""
+    if isinstance(model, FloorChecked):
+        return model.predict_marked(archs)
+    mean, std = model.predict(archs)
+    return mean, std, np.zeros(len(mean), dtype=bool)
 
 
 class HeldOnly(CostModel):
@@ -252,9 +333,10 @@ def calibration_archs(space: SearchSpace, budget: MeasurementBudget, can_measure
     return out[: budget.cap]
 
 
-def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, PredictorCostModel]:
+def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, FloorChecked]:
     """One cost model per metric: a fresh predictor calibrated on every value measured so far
-    (``predicted`` from :data:`hwnas.engine.costs.COST_MODELS`, given those values).
+    (``predicted`` from :data:`hwnas.engine.costs.COST_MODELS`, given those values), its
+    floored predictions priced by FLOPs (:class:`FloorChecked`).
 
     Raises:
         HwnasError: fewer than 3 measured architectures.
@@ -266,7 +348,7 @@ def adapt_all(plan: FewShotPlan, budget: MeasurementBudget) -> dict[str, Predict
         values = np.array([budget.values[a.text][metric].value for a in archs])
         request = CostRequest(budget.space, profiler.device, profiler, metric, name,
                               calibration=(archs, values))  # fmt: skip
-        out[metric] = make_cost_model("predicted", request)
+        out[metric] = FloorChecked(make_cost_model("predicted", request), archs, values)
     return out
 
 
@@ -319,7 +401,11 @@ def run_fewshot(
         verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
         step.update(budget.used - used)
     records = [_with_measured(r, budget) for r in result.records]
+    untimed = [r for r in records if r.arch not in budget.values]
     final = summarise(settings, records, result.trials_total, result.new_trials)
+    floored = sorted(evaluator.floored & {r.arch for r in untimed})
+    if floored:
+        reporter.note(_floored_warning(floored, len(records), evaluator))
     if settings.max_latency is not None:
         final = dataclasses.replace(final, best=best)
     extra = {
@@ -332,6 +418,7 @@ def run_fewshot(
         ],
         "verification": verification,
         "suspect_values": suspects,
+        "floored": floored,
         "best_verified": (
             best is not None and best.attrs.get("verified", True)
             if settings.max_latency is not None
@@ -356,8 +443,20 @@ def run_fewshot(
     return final, extra, evaluator
 
 
+def _floored_warning(floored: list[str], scored: int, evaluator: PredictedEvaluator) -> str:
+    """The one warning line of a search whose predictor put ``floored`` at its floor."""
+    first = next(iter(evaluator.predictors.values()))
+    return (
+        f"warning: {len(floored)} of the {scored} architectures scored were predicted below a "
+        f"thousandth of every calibration value by {evaluator.label} (its floor, not a "
+        f"prediction): priced instead by FLOPs scaled on the same {len(first.archs)} values, "
+        "with a wide interval (pareto.csv's source says so where one is on the front; "
+        "summary.json's `floored` names them); time them on the device for values to rely on"
+    )
+
+
 def _suspects(
-    predictors: dict[str, PredictorCostModel], budget: MeasurementBudget, reporter: Reporter
+    predictors: dict[str, FloorChecked], budget: MeasurementBudget, reporter: Reporter
 ) -> dict:
     """The calibration values each metric's predictor took for gross errors (metric -> arch ->
     probability), each said in a warning line."""
@@ -448,13 +547,24 @@ def _timed_within(result: SearchResult, budget: MeasurementBudget, limit: float)
 
 
 def _with_predicted(r: TrialRecord, evaluator: PredictedEvaluator) -> TrialRecord:
-    """``r`` with each metric's cost as the evaluator's predictors give it now."""
-    arch = evaluator.space.parse(r.arch)
-    now = {
-        metric: CostRecord.predicted(metric, mean[0], sd[0], f"predicted:{evaluator.label}")
-        for metric, (mean, sd) in evaluator.costs([arch]).items()
-    }
-    return _with_costs(r, now, keep_predicted=False)
+    """``r`` with each metric's cost as the evaluator's predictors give it now (as it was,
+    where it is now unpriced)."""
+    now = _repriced([r], evaluator)
+    return now[0] if now else r
+
+
+def _repriced(records: list[TrialRecord], evaluator: PredictedEvaluator) -> list[TrialRecord]:
+    """``records`` with each metric's cost as the evaluator's predictors give it now (a
+    resumed study's trials were priced by the calibration of their own run); one whose cost is
+    now unpriced (floored by the predictor and FLOPs) is left out."""
+    if not records:
+        return []
+    now = evaluator.records([evaluator.space.parse(r.arch) for r in records])
+    return [
+        _with_costs(r, costs, keep_predicted=False)
+        for r, costs in zip(records, now)
+        if all(np.isfinite(c.value) for c in costs.values())
+    ]
 
 
 def verify(
