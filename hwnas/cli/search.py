@@ -458,9 +458,12 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
                 f"; the most accurate timed within the limit: {timed['arch']}  "
                 f"{timed['accuracy']:.2f}% at {num(timed['latency_ms'])} ms"
             )
+        n = p.get("calibrated_on")  # how many values priced the front (absent before)
+        values = f", calibrated on {n} {s.device} values" if n is not None else ""
         console.print(
-            f"costs predicted by {p['name']} ({p['path']}); {summary['device_measurements']} "
-            f"device measurements (budget {summary['measurement_budget']}){note}"
+            f"costs predicted by {p['name']} ({p['path']}){values}; "
+            f"{summary['device_measurements']} device measurements "
+            f"(budget {summary['measurement_budget']}){note}"
         )
     console.print(
         f"{summary['trials']['completed']} architectures scored "

@@ -174,9 +174,9 @@ class PredictedEvaluator:
         return out
 
     @property
-    def floored(self) -> set[str]:
-        """Architectures (arch strings) any metric's predictor put at its floor so far."""
-        return set().union(*(getattr(p, "floored", set()) for p in self.predictors.values()))
+    def calibrated_on(self) -> int:
+        """How many device values the predictors are adapted on now."""
+        return max(int(p.fit.get("calibration_archs", 0)) for p in self.predictors.values())
 
     def evaluate(self, arch: Arch) -> Evaluation:
         """The table's accuracy and each metric's predicted cost, with its 90% interval.
@@ -241,7 +241,7 @@ class FloorChecked(CostModel):
     architecture is priced by FLOPs scaled on the same calibration values, with a standard
     deviation of at least its mean, and its source says so (:attr:`fallback_source`); one that
     FLOPs puts at the floor too is unpriced (NaN: a search leaves it out). The architectures
-    refitted are kept in :attr:`floored`.
+    refitted are said by their source.
 
     Args:
         model: the adapted predictor's cost model.
@@ -256,10 +256,9 @@ class FloorChecked(CostModel):
         self.metric, self.source, self.fit = model.metric, model.source, model.fit
         self.floor = FLOORED * float(np.min(self.values)) * (1 + 1e-9)
         self.fallback_source = (
-            f"predicted:flops scaled on {len(self.archs)} values "
+            f"{FALLBACK_SOURCE}{len(self.archs)} values "
             f"({model.source.removeprefix('predicted:')} at its floor)"
         )
-        self.floored: set[str] = set()
         self._flops: Any = None
 
     def predict_marked(self, archs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -276,7 +275,6 @@ class FloorChecked(CostModel):
         f_mean, f_std = self._flops.predict([archs[i] for i in low])
         mean, std = np.array(mean, dtype=float), np.array(std, dtype=float)
         for i, v, sd in zip(low, f_mean, f_std):
-            self.floored.add(archs[i].text)
             refit[i] = True
             mean[i], std[i] = (float(v), float(max(sd, v))) if v > self.floor else (np.nan,) * 2
         return mean, std, refit
@@ -284,6 +282,14 @@ class FloorChecked(CostModel):
     def predict(self, archs) -> tuple[np.ndarray, np.ndarray]:
         mean, std, _refit = self.predict_marked(archs)
         return mean, std
+
+
+FALLBACK_SOURCE = "predicted:flops scaled on "
+"""How the source of a cost :class:`FloorChecked` predicted by FLOPs begins."""
+
+
+def _is_fallback(cost: CostRecord) -> bool:
+    return cost.source.startswith(FALLBACK_SOURCE)
 
 
 def _marked(model, archs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -395,21 +401,33 @@ def run_fewshot(
         latency=HeldOnly(latency, space, held) if latency is not None else None,
     )
     result = run_search(settings, space, evaluator.evaluate, storage, on_trial, costs=costs)
+    calibrated_on = evaluator.calibrated_on  # the values the search's costs are predicted on
     say("verification by measurement")
     used = budget.used
     with reporter.step(f"verification on {device.name}", unit="measurements") as step:
         verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
         step.update(budget.used - used)
-    records = [_with_measured(r, budget) for r in result.records]
-    untimed = [r for r in records if r.arch not in budget.values]
+    # every cost on one calibration: on a device of imported values, the one it has now (a
+    # resumed study's untimed trials kept the predictions of the run that scored them, on 10
+    # values, beside new trials priced on 20); a device that measures calibrates on the same
+    # reference set every run, and its verification's re-adaptation chose what it measured
+    untimed = [r for r in result.records if r.arch not in budget.values]
+    if not can_measure:
+        untimed = _repriced(untimed, evaluator)
+    by_arch = {r.arch: r for r in untimed}
+    records = [
+        _with_measured(r, budget) if r.arch in budget.values else by_arch[r.arch]
+        for r in result.records
+        if r.arch in budget.values or r.arch in by_arch
+    ]
     final = summarise(settings, records, result.trials_total, result.new_trials)
-    floored = sorted(evaluator.floored & {r.arch for r in untimed})
+    floored = sorted(r.arch for r in untimed if any(map(_is_fallback, r.costs.values())))
     if floored:
         reporter.note(_floored_warning(floored, len(records), evaluator))
     if settings.max_latency is not None:
         final = dataclasses.replace(final, best=best)
     extra = {
-        "predictor": plan.describe(),
+        "predictor": {**plan.describe(), "calibrated_on": calibrated_on},
         "device_measurements": budget.used,
         "measurement_budget": plan.budget,
         "calibration": [

@@ -248,3 +248,49 @@ def test_a_prediction_at_the_floor_is_priced_by_flops_and_said(tmp_path, hwnas_h
             "predicted:flops scaled on 10 values (nasbench201 at its floor)"
         )
         assert flops == (row["arch"] in floored), row
+
+
+def test_a_rerun_after_more_values_are_imported_prices_its_whole_front_on_them(
+    tmp_path, hwnas_home
+):
+    """docs/predictors.md's loop: import 10 values, search, import 10 more, run the same
+    search again. The rerun (the same study, resumed) adapted the predictor on 20 values but
+    kept the front's untimed rows at the predictions of the first run's 10: one front, two
+    calibrations under one label. Every untimed row is now priced on the 20, and the
+    summary says how many values priced it."""
+    y = get_column("nasbench201", "pixel3").values
+    first = list(measured_reference("nasbench201", y))
+    path = tmp_path / "cal.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arch", "latency_ms"])
+        for i in first:
+            w.writerow([SPACE.arch_at(i).text, f"{y[i] * 1.7:.6g}"])
+    assert hwnas_main("measure", "import", "--device", "board", str(path)).returncode == 0
+    search = ("search", "--device", "board", "--budget", "20", "--no-zoo",
+              "--out", str(tmp_path / "run"))  # fmt: skip
+    r1 = hwnas_main(*search)
+    assert r1.returncode == 0, r1.stderr
+
+    def front() -> dict[str, tuple[float, str]]:
+        with open(tmp_path / "run" / "pareto.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        return {row["arch"]: (float(row["latency_ms"]), row["latency_ms_source"]) for row in rows}
+
+    before = front()
+    more = tmp_path / "more.csv"  # 10 other cells, timed since
+    with open(more, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["arch", "latency_ms"])
+        for i in range(100, 15000, 1490):
+            w.writerow([SPACE.arch_at(i).text, f"{y[i] * 1.7:.6g}"])
+    assert hwnas_main("measure", "import", "--device", "board", str(more)).returncode == 0
+    r = hwnas_main(*search)  # the same study: no new trial
+    assert r.returncode == 0, r.stderr
+    after = front()
+    kept = [a for a in after if a in before and after[a][1] == "predicted:nasbench201"]
+    assert kept and all(after[a][0] != before[a][0] for a in kept), (before, after)
+    assert "calibrated on 10 board values" in r1.stdout, r1.stdout
+    assert "calibrated on 20 board values" in r.stdout, r.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["predictor"]["calibrated_on"] == 20
