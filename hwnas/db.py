@@ -458,26 +458,60 @@ _SERVERS: list[str] = []
 for a lost connection's message where the driver's error does not name it."""
 
 
+LOST_SQLSTATES = ("57P01", "57P02", "57P03")
+"""SQLSTATEs of a server going away besides class 08 (connection exceptions): admin shutdown
+(the server stopped, or the session was terminated), crash shutdown, cannot connect now (the
+server is starting or stopping)."""
+
+LOST_MESSAGES = (
+    "server closed the connection", "connection refused", "the connection is lost",
+    "terminating connection", "connection failed", "could not connect", "connection is bad",
+    "timeout expired", "connection timed out", "connection reset", "could not receive data",
+    "could not send data", "no route to host", "network is unreachable",
+)  # fmt: skip
+"""What a driver's error without an SQLSTATE (libpq's own, not the server's) says when the
+connection went away or could not be made again."""
+
+
 def lost_connection(exc: BaseException) -> str | None:
     """One line for an error saying the connection to a PostgreSQL server was lost or could not
     be made again (the server stopped or restarted mid-search, the network went down), or None
     for any other exception. The message names the server and says to run the command again,
     which resumes (studies and measurements are written in transactions).
 
-    Looks through the exception's causes for psycopg's ``OperationalError`` or
-    ``InterfaceError``, raised directly or wrapped by SQLAlchemy (``sqlalchemy.exc.
-    OperationalError``): an SQLite error never is one."""
+    Looks through the exception's causes for psycopg's (or psycopg2's) error, raised directly
+    or wrapped by SQLAlchemy (``sqlalchemy.exc.OperationalError``), that is a lost connection:
+    SQLSTATE class 08 or one of :data:`LOST_SQLSTATES`, or an error without an SQLSTATE whose
+    connection is broken or whose message is one of :data:`LOST_MESSAGES`. Any other database
+    error is not one (a deadlock, a full disk, a cancelled query, a lock not available, a
+    closed cursor: a bug or a fault to report as it is); an SQLite error never is."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         orig = getattr(exc, "orig", None) or exc
-        kind = type(orig)
-        if kind.__module__.split(".")[0] in ("psycopg", "psycopg2") and any(
-            base.__name__ in ("OperationalError", "InterfaceError") for base in kind.__mro__
-        ):
+        if type(orig).__module__.split(".")[0] in ("psycopg", "psycopg2") and _lost(orig):
             return _lost_line(scrub(str(orig)).strip())
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether the driver's error ``exc`` says its connection went away
+    (:func:`lost_connection`)."""
+    state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+    if state:
+        return str(state).startswith("08") or str(state) in LOST_SQLSTATES
+    kinds = ("OperationalError", "InterfaceError")
+    if not any(base.__name__ in kinds for base in type(exc).__mro__):
+        return False
+    pgconn = getattr(exc, "pgconn", None)
+    with contextlib.suppress(Exception):  # psycopg 3's libpq connection: BAD is broken
+        from psycopg.pq import ConnStatus
+
+        if pgconn is not None and pgconn.status == ConnStatus.BAD:
+            return True
+    low = str(exc).lower()
+    return any(text in low for text in LOST_MESSAGES)
 
 
 def _lost_line(text: str) -> str:
