@@ -9,7 +9,7 @@ EXIT_USAGE = 2
 
 EXIT_FAILED = 1
 """Exit status of a run that stopped part-way for a reason other than its input (a training
-process lost); the same command resumes it."""
+process lost, the connection to a database server lost); the same command resumes it."""
 
 
 class HwnasError(Exception):
@@ -31,6 +31,15 @@ class ProcessError(HwnasError):
 class LostProcessError(ProcessError):
     """A process of a training job stopped or never arrived: the job cannot go on (exit
     status :data:`EXIT_FAILED`); the same command resumes from the last checkpoint."""
+
+    exit_status = EXIT_FAILED
+
+
+class LostConnectionError(HwnasError):
+    """The connection to a database server (a study storage or measurement store on PostgreSQL)
+    was lost part-way through a command (:func:`hwnas.db.lost_connection`): exit status
+    :data:`EXIT_FAILED`, no fault of the input; the same command resumes once the server is
+    back. A server that cannot be reached before any work is a plain :class:`HwnasError`."""
 
     exit_status = EXIT_FAILED
 

@@ -199,8 +199,9 @@ class MeasurementStore:
 
         Raises:
             HwnasError: the database refused it (a table another program changed: a ``value``
-                column of text; a lock held for a minute), or the connection to its server was
-                lost (:func:`hwnas.db.lost_connection`), in one line.
+                column of text; a lock held for a minute), in one line.
+            LostConnectionError: the connection to its server was lost
+                (:func:`hwnas.db.lost_connection`), in one line (exit status 1).
         """
         if self._pg:
             import psycopg
@@ -216,10 +217,11 @@ class MeasurementStore:
 
     def _refused(self, exc: BaseException) -> NoReturn:
         from hwnas.db import lost_connection, scrub
+        from hwnas.errors import LostConnectionError
 
         lost = lost_connection(exc)
         if lost is not None:  # the server went away: not a table to blame
-            raise HwnasError(f"measurement store {self.path}: {lost}") from None
+            raise LostConnectionError(f"measurement store {self.path}: {lost}") from None
         first = (scrub(str(exc)).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise HwnasError(
             f"measurement store {self.path} is not usable: {first} (a table hwnas did not "

@@ -260,3 +260,22 @@ def test_a_machine_measuring_its_own_cpu_never_waits_for_another_machine_s(tmp_p
     from hwnas.devices import get_device
 
     assert get_device("cpu-fast").on_this_machine
+
+
+def test_a_store_whose_server_went_away_is_a_run_stopped_part_way_not_a_mistake(postgres_url):
+    """A PostgreSQL store losing its server mid-command said so with exit status 2, a mistake
+    in the input; it is status 1 now (the same command resumes), in one line."""
+    import psycopg
+
+    from hwnas.errors import EXIT_FAILED, LostConnectionError
+
+    name = postgres_url.rsplit("/", 1)[1]
+    with MeasurementStore(postgres_url) as store:
+        store.append(_m(2.0))
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))  # fmt: skip
+        with pytest.raises(LostConnectionError) as raised:
+            store.counts()
+    assert raised.value.exit_status == EXIT_FAILED
+    assert str(raised.value).startswith(f"measurement store {postgres_url}: lost the connection")

@@ -1,6 +1,8 @@
 """The ``hwnas`` command line: one module per command group, heavy imports inside commands.
 
-Any :class:`hwnas.errors.HwnasError` becomes one line on stderr and exit status 2.
+Any :class:`hwnas.errors.HwnasError` becomes one line on stderr and its exit status (2 for a
+mistake in the input; 1 for a run stopped part-way through no fault of its input: a lost
+training process or database connection).
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from typing import Any
 import click
 
 from hwnas import __version__
-from hwnas.errors import EXIT_USAGE, HwnasError, ProcessError, out_of_memory, out_of_space
+from hwnas.errors import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    HwnasError,
+    ProcessError,
+    out_of_memory,
+    out_of_space,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -242,9 +251,9 @@ def _main(argv: list[str] | None) -> int:
         from hwnas.db import damaged_database, lost_connection
 
         lost = lost_connection(exc)  # a database server stopped or unreachable mid-command
-        if lost is not None:
+        if lost is not None:  # no fault of the input: the same command resumes
             click.echo(scrub(f"error: {lost}"), err=True)
-            return EXIT_USAGE
+            return EXIT_FAILED
         full, damaged, memory = out_of_space(exc), damaged_database(exc), out_of_memory(exc)
         if full is None and damaged is None and memory is None:
             if not secrets_seen():  # a bug: its traceback, but never with a password in it
