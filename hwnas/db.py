@@ -167,6 +167,59 @@ def typeable_url(shown: str) -> str | None:
         return None
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+"""Host names of this machine's database server over TCP, one server whichever is written. No
+host (``postgresql:///db``) is not one of them: libpq connects to a Unix socket then, which may
+be another server than the one listening on localhost's port."""
+
+DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
+
+IDENTITY_PARAMETERS = ("host", "hostaddr", "port", "service", "dbname", "user", "options")
+"""Query parameters that choose the database a URL connects to (libpq's): part of
+:func:`storage_identity`. Any other (``connect_timeout``, ``sslmode``...) does not."""
+
+
+def storage_identity(url: str) -> str | tuple:
+    """A study storage's URL as the database it names, to tell whether two URLs are one
+    storage: an SQLite file by its resolved path (a relative one from the current folder); a
+    server's database by its dialect without the driver, host (``localhost`` = ``127.0.0.1`` =
+    ``::1``; no host, a Unix socket, is none of them; a socket folder stays as written), host
+    address, port (its default where none is given), service, database, user and server
+    options, a query parameter of :data:`IDENTITY_PARAMETERS` overriding what the URL says
+    before it (``?host=/run/pg1``, ``?port=5433``); whatever its password, other query
+    parameters, driver or ``postgres://`` spelling (a summary records the URL redacted, so the
+    same database given with ``PGPASSWORD`` or through another driver was "another storage").
+    A URL that does not parse is compared as written. Raises nothing."""
+    if url.startswith("sqlite:///"):
+        try:
+            return "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
+        except (OSError, RuntimeError, ValueError):
+            return url
+    from sqlalchemy.engine import make_url
+
+    try:
+        u = make_url(url)
+    except Exception:  # noqa: BLE001 - compared as written
+        return url
+    dialect = u.drivername.partition("+")[0].lower()
+    dialect = "postgresql" if dialect == "postgres" else dialect
+    query = {
+        key: value if isinstance(value, str) else ",".join(value)
+        for key, value in u.query.items()
+        if key in IDENTITY_PARAMETERS
+    }
+    host = query.pop("host", u.host or "")
+    host = host if host.startswith("/") else host.lower()  # a socket folder: a path
+    host = "localhost" if host in LOCAL_HOSTS else host
+    port = query.pop("port", u.port)
+    if isinstance(port, str) and port.strip().isdigit():
+        port = int(port)
+    database = query.pop("dbname", u.database)
+    user = query.pop("user", u.username)
+    rest = tuple(query.get(key) for key in ("hostaddr", "service", "options"))
+    return (dialect, host, port or DEFAULT_PORTS.get(dialect), database, user, *rest)
+
+
 def storage_hint(shown: str) -> str:
     """``--storage URL`` for the storage a summary records as ``shown`` (redacted): a URL
     whose password was recorded as ``***`` is named without it (``***`` is no password to

@@ -60,3 +60,57 @@ def test_a_connection_gone_away_is_one_line_naming_the_server(error):
         assert line.endswith("run the same command again to resume")
     if "10.0.0.5" in str(error):
         assert "at 10.0.0.5:5433 (connection refused" in lost_connection(error)
+
+
+DIFFERENT_STORAGES = [
+    ("postgresql://u@/db?host=/run/pg1", "postgresql://u@/db?host=/run/pg2"),
+    ("postgresql://u@localhost/db?port=5433", "postgresql://u@localhost/db"),
+    ("postgresql://u@localhost:5432/db?port=5433", "postgresql://u@localhost:5432/db"),
+    ("postgresql:///db?service=a", "postgresql:///db?service=b"),
+    (
+        "postgresql://u@h/db?options=-csearch_path%3Da",
+        "postgresql://u@h/db?options=-csearch_path%3Db",
+    ),
+    ("postgresql://u@/db", "postgresql://u@127.0.0.1/db"),  # a Unix socket is not TCP
+    ("postgresql://u@h1/db?host=h2", "postgresql://u@h1/db"),
+    ("postgresql://u@h/db?hostaddr=10.0.0.1", "postgresql://u@h/db?hostaddr=10.0.0.2"),
+    ("postgresql://u@h/db?dbname=other", "postgresql://u@h/db"),
+]
+
+SAME_STORAGES = [
+    ("postgresql://u@localhost/db", "postgresql://u@127.0.0.1:5432/db"),
+    ("postgresql://u@[::1]/db", "postgres://u:pw@localhost/db?connect_timeout=5"),
+    ("postgresql://u@h/db?port=5432", "postgresql+psycopg://u@h:5432/db"),
+    ("postgresql://u@x/db?host=/run/pg1", "postgresql://u@/db?host=/run/pg1&sslmode=disable"),
+    ("postgresql://u@/db", "postgresql://u@/db?connect_timeout=3"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), DIFFERENT_STORAGES)
+def test_query_parameters_that_choose_the_database_make_another_storage(a, b, tmp_path):
+    """The storage's identity left the query out: ``?host=/run/pg1`` and ``?host=/run/pg2``,
+    ``?port=5433`` and the default, two services, two search paths, and a Unix socket and
+    127.0.0.1 were one storage, and a run folder let the other database's study replace its
+    run."""
+    import json
+
+    from hwnas.db import storage_identity
+    from hwnas.errors import HwnasError
+    from hwnas.jobs.output import check_run_folder
+
+    assert storage_identity(a) != storage_identity(b)
+    (tmp_path / "summary.json").write_text(json.dumps({"settings": {"study": "s"}, "storage": a}))
+    with pytest.raises(HwnasError, match="in another storage"):
+        check_run_folder(tmp_path, "s", storage_url=b)
+
+
+@pytest.mark.parametrize(("a", "b"), SAME_STORAGES)
+def test_the_same_database_written_another_way_is_the_same_storage(a, b, tmp_path):
+    import json
+
+    from hwnas.db import storage_identity
+    from hwnas.jobs.output import check_run_folder
+
+    assert storage_identity(a) == storage_identity(b)
+    (tmp_path / "summary.json").write_text(json.dumps({"settings": {"study": "s"}, "storage": a}))
+    check_run_folder(tmp_path, "s", storage_url=b)

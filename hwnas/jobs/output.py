@@ -121,7 +121,7 @@ def check_run_folder(
     Raises:
         HwnasError: one line naming the other study, or the other storage.
     """
-    from hwnas.db import storage_hint
+    from hwnas.db import storage_hint, storage_identity
     from hwnas.errors import HwnasError
 
     data = read_summary(Path(out))  # unreadable: no run's summary to protect
@@ -142,44 +142,13 @@ def check_run_folder(
 
         storage_url = redact(default_storage_url())
     ours = storage_url
-    if isinstance(theirs, str) and theirs and _storage_key(theirs) != _storage_key(ours):
+    if isinstance(theirs, str) and theirs and storage_identity(theirs) != storage_identity(ours):
         theirs = theirs if len(theirs) <= 200 else theirs[:200] + "..."
         raise HwnasError(
             f"{out} holds the run of study '{study}' in another storage ({theirs}; its "
             f"summary.json), which this search (its study in {ours}) would replace: give "
             f"another {option}, or go on with that one: {storage_hint(theirs)}"
         )
-
-
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]", "")
-"""Host names of this machine's database server, one server whichever is written."""
-
-DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
-
-
-def _storage_key(url: str) -> str | tuple:
-    """A storage URL compared as the database it names: an SQLite file by its resolved path (a
-    relative one from the current folder); a server's database by (dialect without its driver,
-    host with ``localhost`` = ``127.0.0.1`` = ``::1``, port with its default, database, user),
-    whatever its password, query, driver or ``postgres://`` spelling (a summary records the
-    URL redacted, so the same database given with ``PGPASSWORD`` or through another driver
-    was "another storage"); else the URL as written."""
-    if url.startswith("sqlite:///"):
-        try:
-            return "sqlite:///" + str(Path(url.removeprefix("sqlite:///")).resolve())
-        except (OSError, RuntimeError, ValueError):
-            return url
-    from sqlalchemy.engine import make_url
-
-    try:
-        u = make_url(url)
-    except Exception:  # noqa: BLE001 - compared as written
-        return url
-    dialect = u.drivername.partition("+")[0].lower()
-    dialect = "postgresql" if dialect == "postgres" else dialect
-    host = (u.host or "").lower()
-    host = "localhost" if host in LOCAL_HOSTS else host
-    return (dialect, host, u.port or DEFAULT_PORTS.get(dialect), u.database, u.username)
 
 
 def write_run(

@@ -366,8 +366,8 @@ def check_retrain_storage(folders: list[Path], storage: str | None) -> None:
     """
     if storage is None:
         return
-    from hwnas.db import redact, storage_hint
-    from hwnas.jobs.output import _storage_key, read_summary
+    from hwnas.db import redact, storage_hint, storage_identity
+    from hwnas.jobs.output import read_summary
 
     runs = sorted({f.parent.parent for f in folders if f.parent.name == "zoo"})
     if not runs:
@@ -378,7 +378,8 @@ def check_retrain_storage(folders: list[Path], storage: str | None) -> None:
     ours = redact(storage)
     for run in runs:
         theirs = read_summary(run).get("storage")
-        if isinstance(theirs, str) and theirs and _storage_key(theirs) != _storage_key(ours):
+        other = isinstance(theirs, str) and theirs and storage_identity(theirs)
+        if other and other != storage_identity(ours):
             theirs = theirs if len(theirs) <= 200 else theirs[:200] + "..."
             raise HwnasError(
                 f"{run}'s study is in another storage ({theirs}; its summary.json) than "
