@@ -34,13 +34,17 @@ def is_url(text: str) -> bool:
 
 
 MISTYPED_URL = re.compile(
-    r"^[A-Za-z][A-Za-z0-9+.-]+:/"  # postgresql:/host, sqlite:/x.db: "://" lost a slash
-    r"|^(postgres|postgresql|sqlite|mysql|mariadb|oracle|mssql)(\+[A-Za-z0-9_]+)?[:/]",
+    r"^(postgres|postgresql|sqlite|mysql|mariadb|oracle|mssql)(\+[A-Za-z0-9_]+)?"
+    r"(:/|:[^/@]*@|//)"  # postgresql:/host, postgres:user:pw@host, postgresql//user@host
+    r"|^[A-Za-z][A-Za-z0-9+.-]*(:/*|//)[^/@:]*:[^/@]*@",  # pgsql:/user:pw@host: a password
     re.IGNORECASE,
 )
 """A path that is a database URL mistyped (``postgresql:/user:pw@host/db``,
 ``postgresql//user:pw@host/db``, ``postgres:user:pw@host/db``): read as a file path, it
-named a folder that does not exist and the error echoed the password."""
+named a folder that does not exist and the error echoed the password. A known database scheme
+followed by ``:/``, ``:USER@`` or ``//``, or any scheme-like word followed by
+``USER:PASSWORD@``; a path that merely starts with such a word is a path (``sqlite/m.db``, a
+folder named sqlite; ``file:/tmp/x.db``)."""
 
 
 def hide_userinfo(text: str) -> str:
@@ -390,7 +394,7 @@ def create_wal_database(path: str | Path) -> None:
             stale.unlink()
     tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
     try:
-        conn = sqlite3.connect(tmp)
+        conn = sqlite3.connect(tmp.absolute())  # a relative "file:..." is read as a URI
         try:
             conn.execute("PRAGMA journal_mode=WAL")
         finally:

@@ -151,7 +151,8 @@ class MeasurementStore:
                 existed = self.path.exists()
                 if not existed:  # whole or not at all: a kill leaves no empty file behind
                     create_wal_database(self.path)
-                self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+                # absolute: SQLite reads a relative "file:/x.db" as a URI naming /x.db
+                self._db = sqlite3.connect(self.path.absolute(), timeout=60.0, isolation_level=None)
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(SCHEMA)

@@ -199,3 +199,18 @@ def test_a_mistyped_store_url_is_refused_without_echoing_its_password(tmp_path, 
         assert err.count("\n") == 1 and err.startswith("error: measurement store "), err
         assert "looks like a database URL without '://'" in err and SECRET not in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("store", ["sqlite/m.db", "postgres/m.db", "file:/tmp/x.db", "data:/x"])
+def test_a_path_that_starts_like_a_database_scheme_is_a_path(tmp_path, capsys, monkeypatch, store):
+    """Any path starting with a database's name and "/", or with a word and ":/", was refused
+    as a mistyped URL: `--store sqlite/m.db` (a folder named sqlite) could not be given. Only a
+    scheme followed by a URL's shape (``:/``, ``:USER@``, ``//``, ``USER:PASSWORD@``) is one."""
+    from hwnas.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / store).parent.mkdir(parents=True)
+    for args in (["devices"], ["devices", "--json"]):
+        assert main([*args, "--store", store]) == 0, capsys.readouterr().err
+        assert "looks like a database URL" not in capsys.readouterr().err
+    assert (tmp_path / store).is_file()
