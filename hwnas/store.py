@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -355,18 +356,16 @@ class MeasurementStore:
             device: the device's name.
             this_machine: the device is this machine's own (a local CPU or GPU,
                 :attr:`hwnas.devices.base.Device.on_this_machine`): on a server the lock names
-                this machine too (its host name, as a worker's is named), so every machine
-                measuring its own ``cpu`` does not wait for all the others. Otherwise (a board
-                the team shares) one lock for every machine.
+                this machine too (:func:`machine_name`: ``HWNAS_MACHINE``, else its host
+                name), so every machine measuring its own ``cpu`` does not wait for all the
+                others. Otherwise (a board the team shares) one lock for every machine.
         """
         if self._pg:
-            import socket
-
             import psycopg
 
             name = f"hwnas-device:{device}"
             if this_machine:
-                name += f"@{socket.gethostname()}"
+                name += f"@{machine_name()}"
             with psycopg.connect(
                 self._conninfo, autocommit=True, **connect_args(self._conninfo)
             ) as conn:
@@ -376,6 +375,16 @@ class MeasurementStore:
         locks = self.path.parent / (self.path.name + ".locks")
         with file_lock(confined(locks, f"{device}.lock", what="device name")):
             yield
+
+
+def machine_name() -> str:
+    """The physical machine this process measures on, which names its own devices' lock on a
+    PostgreSQL store (:meth:`MeasurementStore.device_lock`): ``HWNAS_MACHINE`` where it is set
+    (containers or pods on one machine have host names of their own, and then measured its
+    CPU at once), else the host name."""
+    import socket
+
+    return os.environ.get("HWNAS_MACHINE", "").strip() or socket.gethostname()
 
 
 def valid_measurement(value, cv, iqr) -> bool:

@@ -279,3 +279,45 @@ def test_a_store_whose_server_went_away_is_a_run_stopped_part_way_not_a_mistake(
             store.counts()
     assert raised.value.exit_status == EXIT_FAILED
     assert str(raised.value).startswith(f"measurement store {postgres_url}: lost the connection")
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "waits"),
+    [
+        (("box-a", None), ("box-a", None), True),  # one machine: one CPU, one at a time
+        (("pod-1", "node-7"), ("pod-2", "node-7"), True),  # two containers on one machine
+        (("pod-1", "node-7"), ("pod-2", "node-8"), False),  # containers on two machines
+        (("box-a", None), ("box-b", None), False),  # two machines
+    ],
+)
+def test_workers_on_one_machine_measure_its_cpu_one_at_a_time(
+    postgres_url, monkeypatch, first, second, waits
+):
+    """The lock on a machine's own device was named by its host name: containers or pods on
+    one machine have a host name each and measured its shared CPU at once. HWNAS_MACHINE names
+    the physical machine where it is set; the host name otherwise."""
+    import socket
+    import threading
+
+    def be(host, machine):
+        monkeypatch.setattr(socket, "gethostname", lambda: host)
+        if machine is None:
+            monkeypatch.delenv("HWNAS_MACHINE", raising=False)
+        else:
+            monkeypatch.setenv("HWNAS_MACHINE", machine)
+
+    taken = threading.Event()
+    with MeasurementStore(postgres_url) as store:
+        be(*first)
+        with store.device_lock("cpu", this_machine=True):
+            be(*second)
+
+            def other():
+                with store.device_lock("cpu", this_machine=True):
+                    taken.set()
+
+            worker = threading.Thread(target=other, daemon=True)
+            worker.start()
+            assert taken.wait(3) is not waits
+        worker.join(30)
+        assert taken.is_set() and not worker.is_alive()
