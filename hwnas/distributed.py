@@ -43,6 +43,7 @@ import io
 import json
 import os
 import pickle
+import re
 import signal
 import socket
 import sys
@@ -393,28 +394,45 @@ def interrupt_on_sigterm(on: bool = True) -> None:
     signal.signal(signal.SIGTERM, _interrupt if on else signal.SIG_IGN)
 
 
+LOST_WORDS = (
+    "connection reset by peer", "connection closed by peer", "broken pipe", "connection refused",
+    "timed out waiting", "before timing out", "remote process exit", "communicator was aborted",
+)  # fmt: skip
+"""The backends' words (lowercased) for a collective that failed because another process is
+gone: gloo's peer-closed socket or its wait for a peer timing out, NCCL's remote error
+("remote process exited or there was a network error") and its aborted communicator."""
+
+
 def _lost(exc: BaseException) -> bool:
-    """Whether ``exc`` is a collective's failure because another process is gone."""
+    """Whether ``exc`` is a collective's failure because another process is gone: a network
+    error (``DistNetworkError``) or a backend error in :data:`LOST_WORDS`. Anything else
+    (NCCL misconfigured at the first collective, gloo's tensor sizes that differ across
+    ranks: a bug) is not, whatever its type."""
     import torch.distributed as dist
 
-    if isinstance(exc, getattr(dist, "DistError", ())):
+    if isinstance(exc, getattr(dist, "DistNetworkError", ())):
         return True
-    text = str(exc)
-    return any(
-        m in text
-        for m in ("Connection reset by peer", "Connection closed by peer", "Broken pipe",
-                  "gloo/transport", "NCCL communicator was aborted")
-    )  # fmt: skip
+    text = str(exc).lower()
+    return any(words in text for words in LOST_WORDS)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first sentence of ``exc``'s first line, without gloo's source location
+    (``[.../pair.cc:537] Read error ...: Connection reset by peer. This is typically ...``)."""
+    line = (str(exc).strip().splitlines() or [""])[0]
+    line = re.sub(r"^\[[^\]]*\]\s*", "", line)
+    return re.split(r"(?<=\.)\s", line, maxsplit=1)[0].rstrip(".")
 
 
 @contextmanager
 def watched(ranks: Ranks) -> Iterator[None]:
     """Collectives whose failure, when another process is gone (killed, or stopped with an
     error of its own), becomes one line (:class:`~hwnas.errors.LostProcessError`) instead of
-    the backend's traceback.
+    the backend's traceback (:func:`_lost`); any other failure is raised unchanged, with its
+    traceback (a bug, or a backend misconfigured).
 
     Raises:
-        LostProcessError: another process is gone.
+        LostProcessError: another process is gone (the message quotes the backend's words).
         KeyboardInterrupt: this process was interrupted meanwhile (SIGTERM): the others were
             stopped with it.
     """
@@ -430,9 +448,9 @@ def watched(ranks: Ranks) -> Iterator[None]:
             raise KeyboardInterrupt from None
         other = f"process {1 - ranks.rank}" if ranks.world == 2 else "another process"
         raise LostProcessError(
-            f"process {ranks.rank} of {ranks.world} lost {other} of the job while training: "
-            "it stopped or was killed (its own output says why); run the same command again "
-            "to resume from the last checkpoint"
+            f"process {ranks.rank} of {ranks.world} lost {other} of the job while training "
+            f"({_first_line(exc)}): it stopped or was killed (its own output says why); run "
+            "the same command again to resume from the last checkpoint"
         ) from None
 
 

@@ -182,3 +182,49 @@ def test_more_processes_than_gpus_is_one_line_before_any_work(hwnas_home, monkey
     assert len(err.splitlines()) == 1 and "need a GPU each and this machine has 1" in err, err
     # on the CPU any number of processes may share the machine
     distributed.check_gpus(torch.device("cpu"), 8)
+
+
+GLOO = "[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] "
+
+
+@pytest.mark.parametrize(
+    "message, lost",
+    [
+        (GLOO + "Read error [127.0.0.1]:34194: Connection reset by peer. This is typically "
+         "caused by a remote worker hanging or bugs in the application. GLHF!", True),
+        (GLOO + "Connection closed by peer [127.0.0.1]:5000", True),
+        (GLOO + "Write error [127.0.0.1]:5000: Broken pipe", True),
+        ("[c10d] connect [127.0.0.1]:29500 failed: Connection refused", True),
+        ("[gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 7200000ms for recv "
+         "operation to complete", True),
+        ("NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was a "
+         "network error, NCCL version 2.21.5", True),
+        ("NCCL communicator was aborted on rank 1.", True),
+        # a bug (tensor sizes that differ across ranks) and a misconfiguration: not lost
+        (GLOO + "op.preamble.length <= op.nbytes. 16 vs 32", False),
+        ("NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with NCCL_DEBUG=WARN "
+         "for details), NCCL version 2.21.5", False),
+        ("NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error", False),
+    ],
+)  # fmt: skip
+def test_only_a_process_gone_is_a_lost_process(message, lost):
+    """Every DistBackendError, and gloo's tensor-size mismatch (its text names gloo/transport),
+    was a lost process: each rank said "lost process 1 ... run again to resume", exit 1, and the
+    real error was dropped. Now only a peer gone is, in the backend's words; the rest keeps its
+    traceback."""
+    from torch.distributed import DistBackendError
+
+    from hwnas.distributed import watched
+    from hwnas.errors import LostProcessError
+
+    error = DistBackendError(message)
+    with pytest.raises(LostProcessError if lost else DistBackendError) as caught:
+        with watched(Ranks(0, 2, 0)):
+            raise error
+    if lost:
+        assert "lost process 1 of the job while training (" in str(caught.value)
+        assert "pair.cc" not in str(caught.value) and "GLHF" not in str(caught.value)
+        if "34194" in message:
+            assert "(Read error [127.0.0.1]:34194: Connection reset by peer):" in str(caught.value)
+    else:
+        assert caught.value is error
