@@ -123,12 +123,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = stdout
 
 
-def _quiet_rank(exc: Exception) -> bool:
-    """Whether this process leaves ``exc`` unsaid: under torchrun, every process of a machine
-    parses the same command line, and only its first (``LOCAL_RANK`` 0) says what is wrong with
-    it, once per machine; a :class:`~hwnas.errors.ProcessError` is said by the process that has
-    it."""
+def _quiet_rank(exc: Exception, argv: list[str] | None) -> bool:
+    """Whether this process leaves ``exc`` unsaid: ``hwnas search`` under torchrun, where every
+    process of a machine parses the same command line, and only its first (``LOCAL_RANK`` 0)
+    says what is wrong with it, once per machine; a :class:`~hwnas.errors.ProcessError` is said
+    by the process that has it. Any other command says its errors, whatever the environment (a
+    command run by a torchrun worker, or on a SLURM or Kubeflow node, inherits ``WORLD_SIZE``
+    and ``LOCAL_RANK``)."""
     if "WORLD_SIZE" not in os.environ or isinstance(exc, ProcessError):
+        return False
+    if _command_path(argv) != "hwnas search":
         return False
     try:
         return int(os.environ.get("LOCAL_RANK", "0")) > 0
@@ -219,7 +223,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         status = app.main(args=argv, prog_name="hwnas", standalone_mode=False)
     except HwnasError as exc:
-        if _quiet_rank(exc):
+        if _quiet_rank(exc, argv):
             return exc.exit_status
         click.echo(scrub(f"error: {exc}"), err=True)
         return exc.exit_status
@@ -234,7 +238,7 @@ def _main(argv: list[str] | None) -> int:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help
             exc.show()
             return exc.exit_code
-        if _quiet_rank(exc):
+        if _quiet_rank(exc, argv):
             return exc.exit_code
         command = exc.ctx.command_path if exc.ctx is not None else _command_path(argv)
         message = exc.format_message().rstrip(".") + _repeat_hint(exc, argv)

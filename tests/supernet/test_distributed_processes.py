@@ -158,6 +158,18 @@ def test_torchrun_variables_and_parse_errors_are_said_once_per_machine(tmp_path)
     assert other.stderr == ""
 
 
+def test_other_commands_under_torchrun_variables_say_their_errors():
+    """A command other than `hwnas search` with WORLD_SIZE set and LOCAL_RANK above 0 (run by
+    a torchrun worker, or on a SLURM or Kubeflow node) exited 2 without a word."""
+    env = {"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1"}
+    verify = hwnas_cli("zoo", "verify", "/nonexistent", env=env)
+    assert verify.returncode == 2
+    assert _errors(verify.stderr) == ["error: zoo folder not found: /nonexistent"]
+    predict = hwnas_cli("predict", "--device", "pixle3", "--onnx", "/nonexistent.onnx", env=env)
+    assert predict.returncode == 2
+    assert len(_errors(predict.stderr)) == 1, predict.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", ["kill a rank", "kill the launcher", "terminate the launcher"])
 def test_a_job_stopped_from_outside_ends_whole_with_one_line(tmp_path, stop):
