@@ -385,13 +385,30 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def interrupt_on_sigterm(on: bool = True) -> None:
-    """SIGTERM (``timeout``, torchrun's agent passing on an interruption) raises
+@contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """Within: SIGTERM (``timeout``, torchrun's agent passing on an interruption) raises
     KeyboardInterrupt in this process, as Ctrl-C does, so a rank stops through the same path:
-    the running trial told, rank 0 saying so. ``on=False``: SIGTERM is ignored from then on
-    (a rank that has an error to say: stopped mid-sentence by torchrun's agent, it said
-    nothing)."""
-    signal.signal(signal.SIGTERM, _interrupt if on else signal.SIG_IGN)
+    the running trial told, rank 0 saying so. On exit the handler found is back, unless
+    :func:`ignore_sigterm` was called meanwhile: then SIGTERM stays ignored until the error on
+    its way out is said (the CLI's :func:`hwnas.cli.main` puts its handler back after)."""
+    global _terminated
+    previous = signal.getsignal(signal.SIGTERM)
+    _terminated = False
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _interrupt and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def ignore_sigterm() -> None:
+    """Ignore SIGTERM from now on where :func:`interrupt_on_sigterm` handles it (a rank that has
+    an error to say: stopped mid-sentence by torchrun's agent, it said nothing); elsewhere (the
+    Python API), leave SIGTERM to its owner."""
+    if signal.getsignal(signal.SIGTERM) is _interrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 LOST_WORDS = (
@@ -443,7 +460,7 @@ def watched(ranks: Ranks) -> Iterator[None]:
             raise
         # torchrun's agent stops every process at once when interrupted (then SIGTERM came
         # first here), and the survivors of a lost one a moment after this: the line first
-        interrupt_on_sigterm(False)
+        ignore_sigterm()
         if _terminated:
             raise KeyboardInterrupt from None
         other = f"process {1 - ranks.rank}" if ranks.world == 2 else "another process"

@@ -113,14 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     process is printed, even where a library quotes it; every error line through
     :func:`hwnas.cli.render.one_line`: no control character of a file is printed raw, and a
     name holding a line break cannot split the error line.
-    Standard output is :class:`PipeSafe` while the command runs."""
-    stdout = sys.stdout
+    Standard output is :class:`PipeSafe` while the command runs, and the SIGTERM handler found
+    is back when it returns (a supernet search under torchrun handles SIGTERM, then ignores it
+    while it says its error: :func:`hwnas.distributed.interrupt_on_sigterm`)."""
+    import signal
+
+    stdout, sigterm = sys.stdout, signal.getsignal(signal.SIGTERM)
     if not isinstance(stdout, PipeSafe):
         sys.stdout = PipeSafe(stdout)
     try:
         return _main(argv)
     finally:
         sys.stdout = stdout
+        if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:
+            signal.signal(signal.SIGTERM, sigterm)
 
 
 def _quiet_rank(exc: Exception, argv: list[str] | None) -> bool:

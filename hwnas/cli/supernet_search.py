@@ -3,6 +3,7 @@ search's code path; heavy imports happen inside :func:`run_supernet_search`)."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
@@ -160,9 +161,10 @@ def run_supernet_search(
     ranks = ranks_from_env()
     torchrun = ranks.many and not (nproc is not None and nproc > 1)
     quiet = distributed.launched()  # its launcher speaks for it when it is stopped
+    sigterm = ExitStack()  # the SIGTERM handler found, back on the way out
     if torchrun:
         distributed.guard()
-        distributed.interrupt_on_sigterm()
+        sigterm.enter_context(distributed.interrupt_on_sigterm())
     err = Console(emoji=False, stderr=True)
     try:
         failure = None
@@ -201,7 +203,7 @@ def run_supernet_search(
         result, summary = done.result, done.summary
     except HwnasError as exc:
         if torchrun:  # said whole: torchrun's agent stops the others' survivors with SIGTERM
-            distributed.interrupt_on_sigterm(False)
+            distributed.ignore_sigterm()
         if isinstance(exc, ProcessError):
             if quiet and isinstance(exc, LostProcessError):
                 raise SystemExit(exc.exit_status) from None  # the launcher names the lost one
@@ -213,6 +215,8 @@ def run_supernet_search(
         if ranks.main and not quiet:
             raise
         raise SystemExit(INTERRUPTED) from None
+    finally:
+        sigterm.close()
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = err if as_json else Console(emoji=False)  # --json: stdout holds the JSON alone

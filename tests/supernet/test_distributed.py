@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 
 import numpy as np
 import optuna
@@ -228,3 +229,50 @@ def test_only_a_process_gone_is_a_lost_process(message, lost):
             assert "(Read error [127.0.0.1]:34194: Connection reset by peer):" in str(caught.value)
     else:
         assert caught.value is error
+
+
+def _own(signum, frame):  # the SIGTERM handler of a program that calls hwnas
+    pass
+
+
+def test_a_lost_process_leaves_the_python_apis_sigterm_alone():
+    """Through the Python API (hwnas.search under torchrun), a lost process set SIGTERM to
+    SIG_IGN for good, though the API never handled it."""
+    from hwnas.distributed import watched
+    from hwnas.errors import LostProcessError
+
+    previous = signal.signal(signal.SIGTERM, _own)
+    try:
+        with pytest.raises(LostProcessError):
+            with watched(Ranks(0, 2, 0)):
+                raise RuntimeError("Read error [127.0.0.1]:5000: Connection reset by peer")
+        assert signal.getsignal(signal.SIGTERM) is _own
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_cli_puts_the_sigterm_handler_back(tmp_path, hwnas_home):
+    """hwnas's main() called in-process for a supernet search under torchrun's variables left
+    its own SIGTERM handler (or SIG_IGN, after an error) installed when it returned."""
+    from helpers import hwnas_main
+
+    env = {"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(_free_port()), "HWNAS_RENDEZVOUS_S": "0.5"}  # fmt: skip
+    previous = signal.signal(signal.SIGTERM, _own)
+    try:
+        for data in ("/nonexistent", "digits"):  # its checks fail, or they pass
+            args = [*GDAS, "--data", data, "--out", str(tmp_path / "run")]
+            r = hwnas_main(*args, env=env)
+            assert r.returncode == 1, r.stderr  # process 0 never answered
+            assert "nothing answered at 127.0.0.1:" in r.stderr
+            assert signal.getsignal(signal.SIGTERM) is _own
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
