@@ -254,8 +254,10 @@ def join(
     Rank 0 hosts a store at ``MASTER_ADDR:MASTER_PORT`` (under torchrun, its agent's); every
     process writes there whether its checks passed (``failure``: the error they raised, or
     None) and reads what the others wrote, waiting up to :func:`rendezvous_seconds` for them.
-    Rank 0 with a failure of its own says it at once without waiting. No-op in one process,
-    or once joined.
+    Rank 0 with a failure of its own says it without waiting for the others' checks: under
+    torchrun at once (its agent stops the others); hosting the store itself, after writing it
+    there and waiting up to 30 s for the others to read it (they stop with status 2, silent).
+    No-op in one process, or once joined.
 
     Args:
         ranks: this process.
@@ -263,9 +265,10 @@ def join(
         say: where rank 0 says it is waiting (a line on stderr).
 
     Raises:
-        HwnasError: ``failure`` (on rank 0 at once; on another rank after the meeting, for the
-            caller to leave unsaid: rank 0 says it); on rank 0, "process K of N failed its
-            checks: ..." when another one failed.
+        HwnasError: ``failure`` (on rank 0 without waiting for the others' checks; on another
+            rank after the meeting, for the caller to leave unsaid: rank 0 says it); on rank 0,
+            "process K of N failed its checks: ..." when another one failed; on another rank,
+            "process K of N failed its checks" when rank 0 or another failed (and it did not).
         ProcessError: on a rank other than 0, its own failure, when it runs on another machine
             than rank 0 (the first failing process of each machine says its own).
         LostProcessError: a process did not arrive in time, or nothing answers at the address.
@@ -275,17 +278,17 @@ def join(
         if failure is not None:
             raise failure
         return
-    if failure is not None and ranks.main:
+    env = os.environ
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts it
+    if failure is not None and ranks.main and agent:
         raise failure
     from torch.distributed import TCPStore
 
-    env = os.environ
     where, seconds = f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}", rendezvous_seconds()
     me = f"process {ranks.rank} of {ranks.world}"
     own = f"{failure}; and " if failure is not None else ""
-    if ranks.main and say is not None:
+    if ranks.main and failure is None and say is not None:
         say(f"waiting for the {ranks.world} processes at {where} (up to {seconds:g} s)")
-    agent = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts it
     deadline = time.monotonic() + seconds
     while True:  # waits of a second: a signal (SIGTERM, Ctrl-C) is handled between them
         try:
@@ -300,6 +303,8 @@ def join(
         except (RuntimeError, OSError) as exc:  # torch's DistStoreError is a RuntimeError
             first = (str(exc).strip().splitlines() or [""])[0]
             if ranks.main and not agent:
+                if failure is not None:
+                    raise failure from None
                 raise ProcessError(f"{me}: cannot listen at {where}: {first}") from None
             if time.monotonic() > deadline:
                 raise LostProcessError(
@@ -312,9 +317,15 @@ def join(
     said = json.dumps([node, None if failure is None else str(failure)])
     store.set(f"{prefix}{ranks.rank}", said)
     keys = [f"{prefix}{r}" for r in range(ranks.world)]
+    reads = [f"{prefix}read/{r}" for r in range(1, ranks.world)]
+    if failure is not None and ranks.main:  # the others stop on reading it; its store ends here
+        _wait_read(store, reads, min(seconds, 30))
+        raise failure
     while True:
         try:
             absent = [str(r) for r, k in enumerate(keys) if not store.check([k])]
+            if "0" not in absent and json.loads(store.get(keys[0]))[1] is not None:
+                break  # rank 0 failed: it waits for this process to read so, not for the rest
         except RuntimeError:  # rank 0, hosting the store, is gone
             absent, deadline = ["0"], 0
         if not absent:
@@ -328,7 +339,7 @@ def join(
                 "says why)"
             )
         time.sleep(0.2)
-    seen = [json.loads(store.get(k)) for k in keys]
+    seen = [json.loads(store.get(k)) if store.check([k]) else [None, None] for k in keys]
     store.set(f"{prefix}read/{ranks.rank}", "1")
     failed = [(r, message) for r, (_, message) in enumerate(seen) if message is not None]
     if not failed:
@@ -336,11 +347,7 @@ def join(
         _STORE = store
         return
     if ranks.main:  # its store ends with it: wait until every process has read the outcome
-        reads = [f"{prefix}read/{r}" for r in range(1, ranks.world)]
-        try:
-            store.wait(reads, timedelta(seconds=min(seconds, 30)))
-        except RuntimeError:
-            pass
+        _wait_read(store, reads, min(seconds, 30))
         rank, message = failed[0]
         raise HwnasError(f"process {rank} of {ranks.world} failed its checks: {message}")
     if failure is None:
@@ -350,6 +357,19 @@ def join(
     if mine != seen[0][0] and first_here == ranks.rank:  # rank 0's machine would not see it
         raise ProcessError(f"{me}: {failure}") from None
     raise failure
+
+
+def _wait_read(store: Any, reads: list[str], seconds: float) -> None:
+    """Wait up to ``seconds`` for the other processes to have read the meeting's outcome
+    (their ``reads`` keys in ``store``), in waits of 0.2 s: a signal is handled between them."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if store.check(reads):
+                return
+        except RuntimeError:
+            return
+        time.sleep(0.2)
 
 
 def launched() -> bool:

@@ -142,6 +142,37 @@ def test_processes_started_by_hand_need_an_address_and_their_peers(tmp_path, hwn
     assert "Traceback" not in r.stderr
 
 
+def test_process_0_failing_its_checks_stops_the_processes_started_by_hand(tmp_path):
+    """Processes started by hand (MASTER_ADDR and MASTER_PORT set, no torchrun) where process 0
+    has a bad --data: it stopped before hosting the meeting, and process 1 waited for it the
+    whole meeting's wait ("nothing answered", status 1). Now both stop with status 2 at once,
+    and process 0 alone says why."""
+    env = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_port()),
+           "HWNAS_RENDEZVOUS_S": "30", "HWNAS_HOME": str(tmp_path / "home")}  # fmt: skip
+    procs, errs = [], []
+    for rank, data in (("0", "/nonexistent"), ("1", "digits")):
+        err = open(tmp_path / f"rank{rank}.err", "w+")  # noqa: SIM115 - read after the wait
+        errs.append(err)
+        args = [sys.executable, "-m", "hwnas", *SEARCH, "--epochs", "1", "--data", data,
+                "--out", str(tmp_path / "run")]  # fmt: skip
+        procs.append(_start(args, {**env, "RANK": rank}, err))
+    started = time.monotonic()
+    try:
+        for p in procs:
+            p.wait(timeout=60)
+    finally:
+        _end(*procs)
+    took = time.monotonic() - started
+    rank0, rank1 = (Path(e.name).read_text() for e in errs)
+    assert [p.returncode for p in procs] == [2, 2], rank0 + rank1
+    assert _errors(rank0) == [
+        "error: --data '/nonexistent' is neither 'digits' nor an existing folder (CIFAR "
+        "python-pickle folder or class-per-folder images)"
+    ], rank0
+    assert rank1 == "", rank1
+    assert took < 25  # not the meeting's 30 s wait
+
+
 def test_torchrun_variables_and_parse_errors_are_said_once_per_machine(tmp_path):
     """A LOCAL_RANK out of range is named as such (it was "RANK 0 is outside WORLD_SIZE 2");
     a mistyped device under torchrun is said by the first process of each machine, not by
