@@ -110,7 +110,9 @@ def ranks_from_env(env: dict[str, str] | None = None) -> Ranks:
     ``LOCAL_RANK``); :data:`ONE` outside torchrun.
 
     Raises:
-        HwnasError: a variable that is not an integer, or a rank outside the world.
+        HwnasError: a variable that is not an integer, a rank outside the world, a negative
+            ``LOCAL_RANK``, more than one process without ``MASTER_ADDR`` or ``MASTER_PORT``
+            (where process 0 meets the others), or a ``MASTER_PORT`` that is not a number.
     """
     env = os.environ if env is None else env
     if "WORLD_SIZE" not in env:
