@@ -78,11 +78,7 @@ def test_an_arch_column_moved_against_the_exported_onnx_names_is_refused(tmp_pat
     archs = [row["arch"] for row in rows]
     for row, arch in zip(rows, archs[-1:] + archs[:-1]):  # the arch column moved down a row
         row["arch"] = arch
-    shifted = tmp_path / "shifted.csv"
-    with open(shifted, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    shifted = _write_rows(tmp_path / "shifted.csv", rows)
     first = rows[0]["onnx"]
     expected = (
         f"error: {shifted}:2: onnx {first} is the network of the arch on line 3, not of this "
@@ -97,11 +93,7 @@ def test_an_arch_column_moved_against_the_exported_onnx_names_is_refused(tmp_pat
     assert not (hwnas_home / "devices" / "dev.yaml").exists() and not _stored(hwnas_home)
     for row, arch in zip(rows, archs):  # put back: imported as exported
         row["arch"] = arch
-    fixed = tmp_path / "fixed.csv"
-    with open(fixed, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    fixed = _write_rows(tmp_path / "fixed.csv", rows)
     r = hwnas_main("measure", "import", "--device", "dev", "--dataset", "cifar10", fixed)
     assert (r.returncode, r.stderr) == (2, (
         f"error: {fixed}:2: onnx {first} is the network of this row's arch built for cifar100, "
@@ -211,3 +203,14 @@ def test_refset_export_keeps_values_under_a_header_with_its_unit(tmp_path, hwnas
     r = hwnas_main("refset", "export", "--out", out)
     assert r.returncode == 2 and "holds 1 measured value(s)" in r.stderr, r.stderr
     assert "6.5" in (out / "calibration.csv").read_text()
+
+
+def _write_rows(path, rows):
+    """``rows`` (dicts) as a CSV file at ``path``, the first row's keys its header."""
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
