@@ -158,7 +158,12 @@ def _check(folder: Path) -> tuple[dict[str, Any], str]:
 
 def _load_model(path: Path):
     """``model.onnx``, checked; a model naming external data files is refused unread: hwnas
-    writes a zoo entry's model whole, and the card has no checksum of any other file."""
+    writes a zoo entry's model whole, and the card has no checksum of any other file. A model
+    computing strings (:func:`_computes_strings`) is refused unrun.
+
+    Raises:
+        _Failed: the model is unreadable, invalid, names external data or computes strings.
+    """
     import onnx
     from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
@@ -174,7 +179,77 @@ def _load_model(path: Path):
     except Exception as exc:  # DecodeError, ValidationError, ...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _Failed(f"model.onnx is not a valid ONNX model: {first}") from None
+    strings = _computes_strings(model)
+    if strings:
+        raise _Failed(
+            f"model.onnx computes strings ({strings}); a zoo entry's model is a numeric network "
+            "(ONNX Runtime keeps strings outside the memory bound of its test inference)"
+        )
     return model
+
+
+STRING_OPS = frozenset(
+    ("StringConcat", "StringSplit", "RegexFullMatch", "StringNormalizer", "LabelEncoder",
+     "CategoryMapper", "Tokenizer")
+)  # fmt: skip
+"""Operators that make strings, refused by name where a model declares no type of their
+outputs (and ONNX's shape inference infers none)."""
+
+
+def _computes_strings(model) -> str:
+    """What in ``model`` is or makes a string (words naming it), or "" where nothing is: a
+    value whose declared or inferred type holds strings, an operator of :data:`STRING_OPS`, a
+    cast to strings or a string constant, in the graph, its subgraphs and its functions.
+    ONNX Runtime keeps string contents on the heap, not in the bounded arena of
+    :func:`_bounded_options`: 31 StringConcat nodes of a 1 KB model took 4.2 GB."""
+    import onnx
+
+    string = onnx.TensorProto.STRING
+    try:  # the inferred types of the values the model leaves untyped
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an inference error: the declared types and operators still count
+        inferred = model
+
+    def holds_strings(tp) -> bool:
+        kind = tp.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            return getattr(tp, kind).elem_type == string
+        if kind in ("sequence_type", "optional_type"):
+            return holds_strings(getattr(tp, kind).elem_type)
+        if kind == "map_type":
+            return tp.map_type.key_type == string or holds_strings(tp.map_type.value_type)
+        return False
+
+    def in_nodes(nodes) -> str:
+        for node in nodes:
+            if node.op_type in STRING_OPS:
+                return f"operator {node.op_type}"
+            for attr in node.attribute:
+                tensors = [attr.t, *attr.tensors, attr.sparse_tensor.values]
+                tensors += [s.values for s in attr.sparse_tensors]
+                if any(t.data_type == string for t in tensors) or (
+                    attr.name in ("to", "dtype") and attr.i == string
+                ):
+                    return f"{node.op_type} attribute {attr.name}"
+                for graph in [attr.g, *attr.graphs]:
+                    found = in_graph(graph)
+                    if found:
+                        return found
+        return ""
+
+    def in_graph(graph) -> str:
+        for value in (*graph.input, *graph.output, *graph.value_info):
+            if holds_strings(value.type):
+                return f"value {value.name!r}"
+        for tensor in (*graph.initializer, *(s.values for s in graph.sparse_initializer)):
+            if tensor.data_type == string:
+                return f"initializer {tensor.name!r}"
+        return in_nodes(graph.node)
+
+    for found in (in_graph(inferred.graph), *(in_nodes(f.node) for f in inferred.functions)):
+        if found:
+            return found
+    return ""
 
 
 def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:

@@ -341,3 +341,61 @@ def test_zoo_verify_bounds_the_memory_a_handed_model_computes_with(tmp_path):
         "FAIL bomb: ONNX Runtime failed: one inference needs more than the 1 GiB hwnas zoo "
         "verify allows its tensors"
     ), r.stdout
+
+
+def _string_entry(entry, nodes, initializers=()) -> None:
+    """A handed entry whose model maps float x[1] to y[1] through ``nodes`` (strings inside),
+    with the test output ONNX Runtime computes (so that only the string check can fail it)."""
+    from onnx import TensorProto, helper
+
+    (entry / "test_data_set_0").mkdir(parents=True)
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], list(initializers),
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    (entry / "model.onnx").write_bytes(model.SerializeToString())
+    x = np.zeros(1, np.float32)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y = session.run(None, {"x": x})[0]
+    tests = entry / "test_data_set_0"
+    (tests / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    (tests / "output_0.pb").write_bytes(numpy_helper.from_array(y, "y").SerializeToString())
+    files = ["model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"]
+    _resign(entry, {"name": entry.name, "files": dict.fromkeys(files, "")})
+
+
+def test_zoo_verify_runs_no_model_that_computes_strings(tmp_path):
+    """ONNX Runtime keeps string contents outside the 1 GiB arena of a test inference: a 1 KB
+    handed model of 31 StringConcat nodes (each doubling a string) took 4.2 GB. A model with
+    any string (a string initializer, a cast to strings, an untyped string operator's output)
+    is a FAIL line now, unrun. Here 3 doublings: the old code ran them and said ok."""
+    from onnx import TensorProto, helper
+
+    from tests.security.helpers_security import bounded_cli
+
+    def doublings(first: str):
+        names = [first, "s1", "s2", "s3"]
+        nodes = [helper.make_node("StringConcat", [a, a], [b]) for a, b in zip(names, names[1:])]
+        return [*nodes, helper.make_node("Shape", ["s3"], ["shape"]),
+                helper.make_node("Cast", ["shape"], ["f"], to=TensorProto.FLOAT),
+                helper.make_node("Add", ["x", "f"], ["y"])]  # fmt: skip
+
+    zoo = tmp_path / "zoo"
+    s0 = helper.make_tensor("s0", TensorProto.STRING, [1], [b"a"])
+    _string_entry(zoo / "initializer", doublings("s0"), [s0])
+    cast = helper.make_node("Cast", ["x"], ["c"], to=TensorProto.STRING)
+    _string_entry(zoo / "cast", [cast, *doublings("c")])
+    r = bounded_cli("zoo", "verify", str(zoo))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("FAIL cast: model.onnx computes strings ("), r.stdout
+    assert lines[1].startswith("FAIL initializer: model.onnx computes strings ("), r.stdout
+    assert "0 of 2 entries verified" in r.stdout + r.stderr
+
+    from hwnas.zoo.verify import _computes_strings
+
+    model = onnx.load(str(zoo / "cast" / "model.onnx"))
+    model.graph.node[0].attribute[0].i = TensorProto.FLOAT  # no cast: only the operators
+    assert _computes_strings(model) == "operator StringConcat"
