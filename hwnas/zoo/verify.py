@@ -253,10 +253,6 @@ def _computes_strings(model) -> str:
 
 
 def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
-    import onnxruntime as ort
-
-    from hwnas.runtimes.executable import CALL_LIMIT_S
-    from hwnas.runtimes.onnxruntime import stop_after
     from hwnas.zoo.entry import read_tensor
 
     tests = folder / TEST_DATA
@@ -266,12 +262,7 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
     except Exception as exc:  # missing or corrupt TensorProto files
         raise _Failed(f"{TEST_DATA} unreadable: {str(exc).splitlines()[0]}") from None
     try:
-        session = ort.InferenceSession(
-            model.SerializeToString(), _bounded_options(), providers=["CPUExecutionProvider"]
-        )
-        name = session.get_inputs()[0].name
-        with stop_after(CALL_LIMIT_S, "one inference") as run:  # a zoo from someone else
-            got = session.run(None, {name: x}, run)[0]
+        got = _infer(model, x)
     except Exception as exc:  # ORT rejects the model or the input
         if "Available memory of" in str(exc):  # the arena's bound (_bounded_options)
             raise _Failed(
@@ -290,8 +281,74 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
     return diff
 
 
+def _infer(model, x: np.ndarray) -> np.ndarray:
+    """The first output of one inference of ``model`` on ``x`` (a copy), under
+    :func:`_bounded_options`, stopped after :data:`~hwnas.runtimes.executable.CALL_LIMIT_S`;
+    the arena is then given back (:func:`_shrink_arena`), the run failed or not.
+
+    Raises:
+        Exception: whatever ONNX Runtime raises (the model or the input is refused, the arena
+            is exhausted), HwnasError when the run was stopped.
+    """
+    import onnxruntime as ort
+
+    from hwnas.runtimes.executable import CALL_LIMIT_S
+    from hwnas.runtimes.onnxruntime import stop_after
+
+    session = outputs = None
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), _bounded_options(), providers=["CPUExecutionProvider"]
+        )
+        name = session.get_inputs()[0].name
+        with stop_after(CALL_LIMIT_S, "one inference") as run:  # a zoo from someone else
+            outputs = session.run(None, {name: x}, run)
+        return np.array(outputs[0], copy=True)  # the outputs lie in the arena
+    finally:
+        session = outputs = None
+        _shrink_arena()
+
+
+ARENA_SHRINKAGE = ("memory.enable_memory_arena_shrinkage", "cpu:0")
+"""The run option under which the arena of :func:`_bounded_options` gives back each of its
+regions that holds no tensor when a run ends."""
+
 _ARENA: list[bool] = []
 """Whether this process registered the bounded allocator of :func:`_bounded_options`."""
+
+_FLUSH: list = []
+"""The session of :func:`_shrink_arena`, once made."""
+
+
+def _shrink_arena() -> None:
+    """Give the arena of :func:`_bounded_options` back (every region no tensor holds): run a
+    one-float Identity, its input and output bound to numpy buffers (nothing allocated in the
+    arena), under :data:`ARENA_SHRINKAGE`. The arena is the process's and keeps every region
+    it grew by (a region is only given back by a run that asks, and a run's outputs hold theirs
+    when it ends): without this, an entry that fits in a fresh process failed ("needs more
+    than the 1 GiB") after others had run."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if not _FLUSH:
+        x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "xy")
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y])
+        flush = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        flush.ir_version = 8
+        _FLUSH.append(
+            ort.InferenceSession(
+                flush.SerializeToString(), _bounded_options(), providers=["CPUExecutionProvider"]
+            )
+        )
+    session = _FLUSH[0]
+    x, y = np.zeros(1, np.float32), np.empty(1, np.float32)
+    binding = session.io_binding()
+    binding.bind_cpu_input("x", x)
+    binding.bind_output("y", "cpu", 0, np.float32, [1], y.ctypes.data)
+    run = ort.RunOptions()
+    run.log_severity_level = 4
+    run.add_run_config_entry(*ARENA_SHRINKAGE)
+    session.run_with_iobinding(binding, run)
 
 
 def _bounded_options():

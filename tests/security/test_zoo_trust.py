@@ -343,9 +343,9 @@ def test_zoo_verify_bounds_the_memory_a_handed_model_computes_with(tmp_path):
     ), r.stdout
 
 
-def _string_entry(entry, nodes, initializers=()) -> None:
-    """A handed entry whose model maps float x[1] to y[1] through ``nodes`` (strings inside),
-    with the test output ONNX Runtime computes (so that only the string check can fail it)."""
+def _handed_model_entry(entry, nodes, initializers=()) -> None:
+    """A handed entry whose model maps float x[1] to y[1] through ``nodes``, with the test
+    output ONNX Runtime computes (the entry is consistent with itself)."""
     from onnx import TensorProto, helper
 
     (entry / "test_data_set_0").mkdir(parents=True)
@@ -384,9 +384,9 @@ def test_zoo_verify_runs_no_model_that_computes_strings(tmp_path):
 
     zoo = tmp_path / "zoo"
     s0 = helper.make_tensor("s0", TensorProto.STRING, [1], [b"a"])
-    _string_entry(zoo / "initializer", doublings("s0"), [s0])
+    _handed_model_entry(zoo / "initializer", doublings("s0"), [s0])
     cast = helper.make_node("Cast", ["x"], ["c"], to=TensorProto.STRING)
-    _string_entry(zoo / "cast", [cast, *doublings("c")])
+    _handed_model_entry(zoo / "cast", [cast, *doublings("c")])
     r = bounded_cli("zoo", "verify", str(zoo))
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr[-2000:]
     lines = r.stdout.splitlines()
@@ -399,3 +399,36 @@ def test_zoo_verify_runs_no_model_that_computes_strings(tmp_path):
     model = onnx.load(str(zoo / "cast" / "model.onnx"))
     model.graph.node[0].attribute[0].i = TensorProto.FLOAT  # no cast: only the operators
     assert _computes_strings(model) == "operator StringConcat"
+
+
+def test_zoo_verify_of_an_entry_does_not_depend_on_the_entries_before_it(tmp_path):
+    """The 1 GiB arena of the test inferences is the process's and kept every region it grew
+    by: an entry that fitted in a fresh process failed ("needs more than the 1 GiB") after
+    others had run. Here under a 64 MiB cap: entry a (2 x 20 MiB, as alone) left 40 MiB held,
+    and b (2 x 28 MiB) failed; each inference gives the arena back now."""
+    import os
+    import subprocess
+    import sys
+
+    from onnx import helper
+
+    zoo = tmp_path / "zoo"
+    for name, mib in (("a", 20), ("b", 28)):
+        fill = numpy_helper.from_array(np.array([1.0], np.float32))
+        shape = numpy_helper.from_array(np.array([mib * 2**18], np.int64), "shape")
+        _handed_model_entry(zoo / name, [
+            helper.make_node("ConstantOfShape", ["shape"], ["big"], value=fill),
+            helper.make_node("Neg", ["big"], ["neg"]), helper.make_node("Relu", ["neg"], ["r"]),
+            helper.make_node("ReduceSum", ["r"], ["s"], keepdims=1),
+            helper.make_node("Add", ["x", "s"], ["y"]),
+        ], [shape])  # fmt: skip
+    code = (
+        "import sys, hwnas.zoo.verify as v; v.MAX_VERIFY_BYTES = 64 * 2**20; "
+        "from hwnas.cli import main; sys.exit(main(['zoo', 'verify', sys.argv[1]]))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(zoo)], capture_output=True, text=True, timeout=120,
+        env=dict(os.environ),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert [line[:6] for line in r.stdout.splitlines()[:2]] == ["ok   a", "ok   b"], r.stdout
