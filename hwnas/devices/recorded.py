@@ -60,7 +60,9 @@ def check_table_file(path: Path, file: str, profile_path: str | None, where: str
     first line), and a relative ``file`` that names a place in the profile's folder must not
     lead out of it through a link (a folder handed over with its profile could hold a link to
     any file of the machine; a table elsewhere is named by its path, which the profile then
-    shows). A path that is not there is left to the reader to say so.
+    shows), but for a link into the folder of the profile's own file where the profile is a
+    link too (a profile and its table kept in a repository, both linked into
+    ``$HWNAS_HOME/devices/``). A path that is not there is left to the reader to say so.
 
     Args:
         path: where the table is (:func:`table_path`).
@@ -78,10 +80,12 @@ def check_table_file(path: Path, file: str, profile_path: str | None, where: str
     if profile_path and not Path(file).expanduser().is_absolute():
         folder = Path(profile_path).parent.resolve()
         written = Path(os.path.normpath(folder / file))  # what the profile's text names
+        real = Path(profile_path).resolve().parent  # the folder of the file a linked profile is
         if (
             path == Path(profile_path).parent / file
             and written.is_relative_to(folder)
             and not target.is_relative_to(folder)
+            and not target.is_relative_to(real)
         ):
             raise HwnasError(
                 f"{where} names {path}, a symbolic link out of the profile's folder: a table "

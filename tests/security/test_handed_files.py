@@ -526,8 +526,11 @@ def test_a_table_linked_to_a_secret_never_prints_a_line_of_it(hwnas_home, tmp_pa
     """A handed profile's `board.csv`, a link to `~/.env`: `hwnas predict` printed 'row 2 has
     2 cells, the header 1 (SECRET_KEY=...)'. A link out of the profile's folder is refused,
     the file a link leads to must be a .csv file too, and a short row's error shows the
-    header only where it reads as column names."""
+    header only where it reads as column names. A profile and its table kept in another
+    folder and both linked into the profiles' folder (dotfiles) are read."""
     from helpers import hwnas_main
+
+    from hwnas.predictors.data import reference_indices
 
     secret = tmp_path / "home" / ".env"
     secret.parent.mkdir()
@@ -538,19 +541,31 @@ def test_a_table_linked_to_a_secret_never_prints_a_line_of_it(hwnas_home, tmp_pa
     (handed / "inner.csv").symlink_to("inner.env")  # a link inside it, to no .csv file
     (tmp_path / "abs.csv").symlink_to(secret)
     (handed / "plain.csv").write_text(secret.read_text())  # a .csv file holding a secret
+    repo = tmp_path / "repo"  # a profile and its table kept elsewhere, both linked (dotfiles)
+    repo.mkdir()
+    rows = sorted({0, *reference_indices("nasbench201")})
+    (repo / "dots.csv").write_text("index,dots\n" + "".join(f"{i},{i + 1}\n" for i in rows))
+    (handed / "dots.csv").symlink_to(repo / "dots.csv")
+    (handed / "away.csv").symlink_to(secret)  # beside a linked profile, out of both folders
     for name, file in (("board9", "board.csv"), ("inner", "inner.csv"),
-                       ("absolute", tmp_path / "abs.csv"), ("plain", "plain.csv")):  # fmt: skip
-        (handed / f"{name}.yaml").write_text(
+                       ("absolute", tmp_path / "abs.csv"), ("plain", "plain.csv"),
+                       ("dots", "dots.csv"), ("away", "away.csv")):  # fmt: skip
+        (repo if name in ("dots", "away") else handed).joinpath(f"{name}.yaml").write_text(
             f"name: {name}\nkind: recorded\nclass: board\n"
             f"tables: {{nasbench201: {{latency_ms: {{file: {file}, column: {name}}}}}}}\n"
         )
+    (handed / "dots.yaml").symlink_to(repo / "dots.yaml")
+    (handed / "away.yaml").symlink_to(repo / "away.yaml")
+    r = hwnas_main("predict", "--device", "dots", "--arch", "0")
+    assert r.returncode == 0 and "dots's table records 1 ms" in r.stdout, r.stdout + r.stderr
     said = {}
-    for name in ("board9", "inner", "absolute", "plain"):
+    for name in ("board9", "inner", "absolute", "plain", "away"):
         r = hwnas_main("predict", "--device", name, "--arch", "0")
         said[name] = r.stderr
         assert r.returncode == 2 and "s3cr3t" not in r.stdout + r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert "board.csv, a symbolic link out of the profile's folder" in said["board9"]
+    assert "away.csv, a symbolic link out of the profile's folder" in said["away"]
     assert "inner.csv, a link to a file that is not a .csv or .csv.gz file" in said["inner"]
     assert "abs.csv, a link to a file that is not a .csv" in said["absolute"]
     assert "row 2 has 2 cells, the header 1 (its first line is no CSV header" in said["plain"]
