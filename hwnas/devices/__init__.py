@@ -99,7 +99,7 @@ def check_cl_opt(target: object, where: str = "target") -> None:
     Raises:
         HwnasError: one line naming the option (escaped).
     """
-    from hwnas.cli.render import one_line
+    from hwnas.text import one_line
 
     if not isinstance(target, dict):
         return
@@ -163,8 +163,8 @@ def check_native_keys(profile: dict) -> None:
     """
     import difflib
 
-    from hwnas.cli.render import one_line
     from hwnas.paths import hwnas_home
+    from hwnas.text import one_line
 
     for section, known in SECTION_KEYS.items():  # a misspelt key was ignored silently
         value = profile.get(section)
@@ -285,9 +285,9 @@ _SHOWN: set[Path] = set()
 
 def _say(line: str) -> None:
     """Print ``line`` on stderr as one line with its control characters shown escaped
-    (:func:`hwnas.cli.render.one_line`): a profile's key, file name or value (``\x1b]0;...``,
+    (:func:`hwnas.text.one_line`): a profile's key, file name or value (``\x1b]0;...``,
     ``\x1b[2J``) reached the terminal raw in the warning about it."""
-    from hwnas.cli.render import one_line
+    from hwnas.text import one_line
 
     print(one_line(line), file=sys.stderr)
 

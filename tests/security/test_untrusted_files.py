@@ -508,3 +508,21 @@ def test_a_profiles_tvm_target_cannot_pass_llvm_options_that_load_or_write(hwnas
     assert broken["nested.yaml"].startswith("target.host.cl-opt '--print-after-all'")
     r = hwnas_main("devices", "check", "load")
     assert r.returncode == 2 and "must be a plain LLVM option" in r.stderr, r.stderr
+
+def test_the_device_layer_escapes_a_profiles_text_without_the_cli():
+    """The device layer's errors escaped a profile's text with hwnas.cli.render.one_line,
+    importing the CLI (and rich) into the layer under it; the escape is hwnas.text's now."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom hwnas.devices import check_cl_opt\nfrom hwnas.errors import HwnasError\n"
+        "try:\n    check_cl_opt({'host\\n': {'cl-opt': ['-load=x']}})\n"
+        "except HwnasError as e:\n    print(e)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('hwnas.cli', 'rich'))))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    said, modules = r.stdout.splitlines()
+    assert said.startswith("target.host\\x0a.cl-opt '-load=x': must be"), said
+    assert modules == "[]", modules
