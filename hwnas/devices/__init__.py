@@ -80,14 +80,26 @@ COMPILER = re.compile(
 LLVM_OPTION = re.compile(r"-{1,2}[a-z0-9][a-z0-9.-]*(=[A-Za-z0-9_.,+-]*)?")
 """What one of a profile's TVM target ``cl-opt`` options (LLVM command-line options TVM passes
 to LLVM on every build) may be: a flag with an optional plain value (``-unroll-threshold=200``),
-no path (``/``) and no space; a flag whose name holds one of :data:`LLVM_FILE_WORDS` is
-refused too."""
+no path (``/``) and no space; a flag that may load a library or write a file (a word of
+:data:`LLVM_FILE_WORDS` in its name, or ``-load``) is refused too."""
 
-LLVM_FILE_WORDS = ("load", "plugin", "file", "output", "path", "dir", "remarks", "trace",
-                   "dump", "print", "stats", "log", "view", "debug")  # fmt: skip
-"""Words in an LLVM option's name that make it load a library or write a file (``-load``,
-``-info-output-file``, ``-pass-remarks-output``, ``-time-trace-file``, ``-print-after-all``):
-refused in a profile's ``cl-opt``."""
+LLVM_FILE_WORDS = frozenset(
+    ("plugin", "plugins", "file", "files", "filename", "filepath", "output", "path", "dir",
+     "remarks", "trace", "dump", "print", "stats", "log", "view", "debug", "dot")
+)  # fmt: skip
+"""Words of an LLVM option's name (split at ``-``, ``.`` and ``_``) that make it load a library
+or write a file (``-info-output-file``, ``-pass-remarks-output``, ``-time-trace-file``,
+``-print-after-all``, ``-debug-only``, ``-load-pass-plugin``, ``-dot-cfg-filename-prefix``),
+refused in a profile's ``cl-opt`` with a name whose first word is ``load`` (``-load``). Whole
+words, not parts of one: ``-enable-load-pre=false``, ``-profile-summary-cutoff-hot=990000``
+and ``-x86-indirect-branch-tracking`` are plain options."""
+
+
+def _loads_or_writes(name: str) -> bool:
+    """Whether the LLVM option ``name`` (no dashes, no value) may load a library or write a
+    file (:data:`LLVM_FILE_WORDS`, or a first word ``load``)."""
+    words = re.split(r"[-._]", name.lower())
+    return words[0] == "load" or not LLVM_FILE_WORDS.isdisjoint(words)
 
 
 def check_cl_opt(target: object, where: str = "target") -> None:
@@ -112,10 +124,8 @@ def check_cl_opt(target: object, where: str = "target") -> None:
         if not isinstance(options, list):
             raise HwnasError(f"{where}.cl-opt: must be a list of LLVM options, got {value!r}")
         for option in options:
-            name = str(option).lstrip("-").split("=", 1)[0]
-            if not (isinstance(option, str) and LLVM_OPTION.fullmatch(option)) or any(
-                word in name for word in LLVM_FILE_WORDS
-            ):
+            plain = isinstance(option, str) and LLVM_OPTION.fullmatch(option)
+            if not plain or _loads_or_writes(str(option).lstrip("-").split("=", 1)[0]):
                 shown = one_line(repr(option)[:80])
                 raise HwnasError(
                     f"{where}.cl-opt {shown}: must be a plain LLVM option (-name or "

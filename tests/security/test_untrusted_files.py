@@ -482,7 +482,9 @@ def test_a_profiles_tvm_target_cannot_pass_llvm_options_that_load_or_write(hwnas
     """A TVM target's `cl-opt` is a list of LLVM command-line options, given to LLVM on every
     build: unlike `tvm.cc` it was not checked, so a handed profile could pass `-load=...`,
     `-info-output-file=...` or `-print-after-all`. Only plain options are taken now, and a
-    `host` target's are checked too."""
+    `host` target's are checked too. The words of an option's name count, not parts of one:
+    `-enable-load-pre=false` (load), `-profile-summary-cutoff-hot` (file) and
+    `-x86-indirect-branch-tracking` (dir) were refused."""
     import json
 
     from helpers import hwnas_main
@@ -491,23 +493,31 @@ def test_a_profiles_tvm_target_cannot_pass_llvm_options_that_load_or_write(hwnas
     bad = {"load": '{kind: llvm, cl-opt: ["-load=/tmp/their/evil.so"]}',
            "outfile": '{kind: llvm, cl-opt: ["-info-output-file=stats.txt"]}',
            "nested": '{kind: cuda, host: {kind: llvm, cl-opt: "--print-after-all"}}',
-           "spaced": '{kind: llvm, cl-opt: ["-O3 -load x"]}'}  # fmt: skip
+           "spaced": '{kind: llvm, cl-opt: ["-O3 -load x"]}',
+           "remarks": '{kind: llvm, cl-opt: ["-pass-remarks-output=r.yaml"]}',
+           "timetrace": '{kind: llvm, cl-opt: ["-time-trace-file=t.json"]}',
+           "debug": '{kind: llvm, cl-opt: ["-debug-only=isel"]}',
+           "plugin": '{kind: llvm, cl-opt: ["-load-pass-plugin=x.so"]}',
+           "dot": '{kind: llvm, cl-opt: ["-dot-cfg-filename-prefix=cfg"]}'}  # fmt: skip
+    plain = ["-unroll-threshold=200", "-enable-load-pre=false",  # words: load, file, dir, trace
+             "-profile-summary-cutoff-hot=990000", "-x86-indirect-branch-tracking"]  # fmt: skip
     for name, target in bad.items():
         (folder / f"{name}.yaml").write_text(
             f"name: {name}\nkind: local\nclass: cpu\nruntime: tvm\ntarget: {target}\n"
         )
     (folder / "tuned.yaml").write_text(
         "name: tuned\nkind: local\nclass: cpu\nruntime: tvm\n"
-        'target: {kind: llvm, mcpu: cortex-a76, cl-opt: ["-unroll-threshold=200"]}\n'
+        f"target: {{kind: llvm, mcpu: cortex-a76, cl-opt: {json.dumps(plain)}}}\n"
     )
     listed = json.loads(hwnas_main("devices", "--json").stdout)
     broken = {k.rsplit("/", 1)[-1]: v for k, v in listed["broken_profiles"].items()}
-    assert "tuned" in {d["device"] for d in listed["devices"]}
+    assert "tuned" in {d["device"] for d in listed["devices"]}, broken.get("tuned.yaml")
     assert set(broken) == {f"{name}.yaml" for name in bad}, broken
     assert broken["load.yaml"].startswith("target.cl-opt '-load=/tmp/their/evil.so': must be")
     assert broken["nested.yaml"].startswith("target.host.cl-opt '--print-after-all'")
     r = hwnas_main("devices", "check", "load")
     assert r.returncode == 2 and "must be a plain LLVM option" in r.stderr, r.stderr
+
 
 def test_the_device_layer_escapes_a_profiles_text_without_the_cli():
     """The device layer's errors escaped a profile's text with hwnas.cli.render.one_line,
