@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -181,7 +182,8 @@ def test_reference_networks_that_stay_noisy_are_left_out_or_used_as_measured():
             return m
 
     for noisy, note in (([1, 4], "2 left out"), ([0, 2, 4, 6, 8], "5 used as measured")):
-        request = costs.CostRequest(space, None, Profiled(noisy), "latency_ms")
+        device = SimpleNamespace(name="dev", can_measure=True)  # a live device's stand-in
+        request = costs.CostRequest(space, device, Profiled(noisy), "latency_ms")
         model = costs.predicted_model(request)
         assert model.fit["noisy_references"].startswith(note)
         mean, _std = model.predict([space.arch_at(i) for i in range(5)])
