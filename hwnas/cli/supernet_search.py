@@ -10,7 +10,7 @@ import click
 
 from hwnas.cli.options import checked, default_of
 from hwnas.cost_record import cost_digits as num
-from hwnas.errors import EXIT_USAGE, HwnasError, LostProcessError, ProcessError
+from hwnas.errors import HwnasError, LostProcessError, ProcessError
 from hwnas.jobs.supernet import SupernetSettings
 from hwnas.supernet.settings import help_text as settings_help
 
@@ -210,7 +210,7 @@ def run_supernet_search(
             raise
         if ranks.main:
             raise
-        raise SystemExit(EXIT_USAGE) from None  # rank 0 says it, once
+        raise SystemExit(exc.exit_status) from None  # rank 0 says it, once
     except KeyboardInterrupt:
         if ranks.main and not quiet:
             raise

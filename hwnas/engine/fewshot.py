@@ -165,9 +165,15 @@ class PredictedEvaluator:
         """Per architecture, metric -> its predicted cost: the adapted predictor's, or where
         that is at its floor the FLOPs fallback's, with its own source (:class:`FloorChecked`).
         """
+        from hwnas.datasets import is_chance_level
+
+        classes = self.space.dataset(self.dataset).num_classes
+        chance = np.array([
+            is_chance_level(float(self._accuracy[self.space.index(a)]), classes) for a in archs
+        ], dtype=bool)  # fmt: skip
         out: list[dict[str, CostRecord]] = [{} for _ in archs]
         for metric, model in self.predictors.items():
-            mean, sd, refit = _marked(model, archs)
+            mean, sd, refit = _marked(model, archs, chance)
             for i in range(len(archs)):
                 source = model.fallback_source if refit[i] else f"predicted:{self.label}"
                 out[i][metric] = CostRecord.predicted(metric, mean[i], sd[i], source)
@@ -232,7 +238,8 @@ class FewShotPlan:
 
 class FloorChecked(CostModel):
     """An adapted predictor whose predictions at its floor are predicted again by FLOPs, as
-    ``hwnas predict`` does for ONNX models (:func:`hwnas.predictors.predict.refit_floored`).
+    ``hwnas predict`` does for ONNX models (:func:`hwnas.predictors.predict.refit_floored`),
+    but for chance-level cells, whose floor is kept (``keep`` of :meth:`predict_marked`).
 
     A mean at or below :data:`hwnas.predictors.predict.FLOORED` times the smallest calibration
     value is the predictor's linear head gone below zero, not a cost: a search that took it
@@ -261,10 +268,22 @@ class FloorChecked(CostModel):
         )
         self._flops: Any = None
 
-    def predict_marked(self, archs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(means, standard deviations, whether each was predicted again by FLOPs)."""
+    def predict_marked(
+        self, archs, keep: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(means, standard deviations, whether each was predicted again by FLOPs); ``keep``
+        (a boolean per architecture) marks those whose floor is kept: a cell at chance level,
+        whose output ignores its input (a device's runtime folds it to near nothing: the
+        Pixel 3's table records 0.004-0.006 ms for such cells, where FLOPs gave 3-46 ms), as
+        ``hwnas predict`` keeps it for the space's own architectures.
+
+        Raises:
+            HwnasError: the ``flops`` predictor cannot be loaded or fitted (where one is
+                floored).
+        """
         mean, std = self.model.predict(archs)
-        low = np.flatnonzero(mean <= self.floor)
+        low = np.flatnonzero((mean <= self.floor) & ~(np.zeros(len(mean), bool) if keep is None
+                                                      else np.asarray(keep, bool)))  # fmt: skip
         refit = np.zeros(len(mean), dtype=bool)
         if not len(low):
             return mean, std, refit
@@ -292,10 +311,11 @@ def _is_fallback(cost: CostRecord) -> bool:
     return cost.source.startswith(FALLBACK_SOURCE)
 
 
-def _marked(model, archs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``model``'s (means, stds, refitted by FLOPs) of ``archs``."""
+def _marked(model, archs, keep=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``model``'s (means, stds, refitted by FLOPs) of ``archs`` (``keep``: those whose floor
+    is kept, :meth:`FloorChecked.predict_marked`)."""
     if isinstance(model, FloorChecked):
-        return model.predict_marked(archs)
+        return model.predict_marked(archs, keep)
     mean, std = model.predict(archs)
     return mean, std, np.zeros(len(mean), dtype=bool)
 

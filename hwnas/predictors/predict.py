@@ -511,7 +511,8 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
     ``flops`` predictor), with a standard deviation of at least the prediction itself; the
     others as they are. Each replaced one is named in a warning; one that FLOPs floors too, and
     an architecture of the artifact's own space at the floor, keep the floor and its warning
-    (as a search's cost model does).
+    (a few-shot search keeps it for a chance-level cell, and prices any other floored one by
+    FLOPs: :class:`hwnas.engine.fewshot.FloorChecked`).
 
     On networks of another family than the reference networks (``python
     experiments/far_model_interval.py``: 74 device and family pairs of the recorded tables),

@@ -26,6 +26,7 @@ card, provenance not proven.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -306,7 +307,8 @@ def _infer(model, x: np.ndarray) -> np.ndarray:
         return np.array(outputs[0], copy=True)  # the outputs lie in the arena
     finally:
         session = outputs = None
-        _shrink_arena()
+        with contextlib.suppress(Exception):  # never in place of the inference's own outcome
+            _shrink_arena()
 
 
 ARENA_SHRINKAGE = ("memory.enable_memory_arena_shrinkage", "cpu:0")
