@@ -173,7 +173,7 @@ class PredictedEvaluator:
         ], dtype=bool)  # fmt: skip
         out: list[dict[str, CostRecord]] = [{} for _ in archs]
         for metric, model in self.predictors.items():
-            mean, sd, refit = _marked(model, archs, chance)
+            mean, sd, refit = model.predict_marked(archs, chance)
             for i in range(len(archs)):
                 source = model.fallback_source if refit[i] else f"predicted:{self.label}"
                 out[i][metric] = CostRecord.predicted(metric, mean[i], sd[i], source)
@@ -282,8 +282,10 @@ class FloorChecked(CostModel):
                 floored).
         """
         mean, std = self.model.predict(archs)
-        low = np.flatnonzero((mean <= self.floor) & ~(np.zeros(len(mean), bool) if keep is None
-                                                      else np.asarray(keep, bool)))  # fmt: skip
+        floored = mean <= self.floor
+        if keep is not None:
+            floored &= ~np.asarray(keep, dtype=bool)
+        low = np.flatnonzero(floored)
         refit = np.zeros(len(mean), dtype=bool)
         if not len(low):
             return mean, std, refit
@@ -309,15 +311,6 @@ FALLBACK_SOURCE = "predicted:flops scaled on "
 
 def _is_fallback(cost: CostRecord) -> bool:
     return cost.source.startswith(FALLBACK_SOURCE)
-
-
-def _marked(model, archs, keep=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``model``'s (means, stds, refitted by FLOPs) of ``archs`` (``keep``: those whose floor
-    is kept, :meth:`FloorChecked.predict_marked`)."""
-    if isinstance(model, FloorChecked):
-        return model.predict_marked(archs, keep)
-    mean, std = model.predict(archs)
-    return mean, std, np.zeros(len(mean), dtype=bool)
 
 
 class HeldOnly(CostModel):
