@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from unseen_networks_models import SE, cba, seeded  # the same blocks and weights rule
+from unseen_networks_models import SE, LN2d, cba, seeded  # the same blocks and weights rule
 
 
 def _rd(v, d=8):
@@ -245,15 +245,6 @@ class CNv2Block(nn.Module):
         y = self.dw(x).permute(0, 2, 3, 1)
         y = self.p2(self.grn(F.gelu(self.p1(self.ln(y)))))
         return x + y.permute(0, 3, 1, 2)
-
-
-class LN2d(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.ln = nn.LayerNorm(c, eps=1e-6)
-
-    def forward(self, x):
-        return self.ln(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 
 def convnextv2_atto():
