@@ -42,9 +42,10 @@ MAX_TABLE_CELLS = 2_000_000
 """Most cells such a file may have (15,625 rows x 30 columns are 470,000), counted by its
 separators before it is parsed: one line of a million separators is a million cells."""
 
-CACHE_VERSION = 5  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet); 4: rows
+CACHE_VERSION = 6  # 3: ";"-separated files with decimal commas (hwnas.spreadsheet); 4: rows
 # with cells beyond the header are refused (a cache of one parsed before must not be read);
-# 5: decimal commas read in ";"-separated files alone, a column named twice refused
+# 5: decimal commas read in ";"-separated files alone, a column named twice refused; 6: a
+# ";"-separated file's 1.234 beside 12,5 refused (it was read as 1.234, not a thousand and more)
 """Part of every cache file's name: bump it when the parsed form changes."""
 
 COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.%()-]{0,63}")
@@ -197,7 +198,7 @@ def _parse(path: Path, raw: bytes) -> dict[str, np.ndarray]:
         empty.discard(name)
         if not name and blank:
             empty.add(name)
-        columns[name] = _column(values, sep)
+        columns[name] = _column(values, sep, path, name)
     return columns
 
 
@@ -224,19 +225,44 @@ def _header_shown(header: list[str]) -> str:
     return "(its first line is no CSV header, not shown)"
 
 
-def _column(values: list[str], sep: str) -> np.ndarray:
+def _column(values: list[str], sep: str, path: Path, name: str) -> np.ndarray:
     """One column's cells: float64 where all are numbers (in a ``;``-separated file, with
-    decimal commas, and empty cells NaN), else the text (:func:`read_table`)."""
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except ValueError:
-        pass
-    if sep == ";":  # decimal commas (a spreadsheet's file in a decimal-comma locale)
+    decimal commas, and empty cells NaN), else the text (:func:`read_table`).
+
+    Raises:
+        HwnasError: in a ``;``-separated file, a column of numbers with a cell shaped like
+            thousands grouping (``1.234``) where the column's other cells do not show the point
+            to be a decimal mark (:func:`hwnas.spreadsheet.decimal_point`): a decimal-comma
+            spreadsheet's ``12,5`` beside ``1.234`` (a thousand and more) was read as 1.234.
+    """
+    if sep != ";":
         try:
-            return np.asarray([spreadsheet.number(v, sep) if v.strip() else np.nan for v in values])
+            return np.asarray(values, dtype=np.float64)
         except ValueError:
-            pass
-    return np.asarray(values, dtype=object)
+            return np.asarray(values, dtype=object)
+    cells = [v.strip() for v in values]
+    try:  # numbers at all? (a point read as a decimal mark for now; empty cells no value)
+        numbers = [spreadsheet.number(v, sep) if v else np.nan for v in cells]
+    except spreadsheet.AmbiguousPoint:  # 1.234,5: thousands points and a decimal comma
+        numbers = None
+    except ValueError:
+        return np.asarray(values, dtype=object)  # text (arch strings): its reader's to check
+    point = spreadsheet.decimal_point(cells, sep)
+    if numbers is not None and point:
+        return np.asarray(numbers, dtype=np.float64)
+    for i, cell in enumerate(cells):
+        if cell:
+            try:
+                spreadsheet.number(cell, sep, point)
+            except spreadsheet.AmbiguousPoint:
+                shown = f"column '{name}'" if COLUMN_NAME.fullmatch(name) else "a column"
+                raise HwnasError(
+                    f"table {path}, row {i + 2}: {shown} holds a number whose point may be "
+                    f"a thousands separator: {spreadsheet.POINT_HINT}"
+                ) from None
+            except ValueError:
+                return np.asarray(values, dtype=object)
+    return np.asarray(numbers, dtype=np.float64)
 
 
 def _load(path: Path) -> dict[str, np.ndarray] | None:

@@ -337,6 +337,35 @@ def test_decimal_commas_are_read_in_semicolon_files_alone(tmp_path):
         keyed_column(tab, "latency_ms", "nasbench201", "latency_ms")
 
 
+def test_a_thousands_point_beside_decimal_commas_is_refused_in_a_semicolon_table(tmp_path):
+    """A decimal-comma spreadsheet writes 12.5 ms as 12,5 and, with the 1000 separator shown,
+    1234 ms as 1.234: main read that table's 1.234 as 1.234 ms. The column's own cells decide:
+    beside a decimal comma, a point shaped like thousands grouping is refused (naming its row);
+    beside 0.5 (a decimal point) 1.234 is read as 1.234, and a row-less text column stays
+    text for its reader."""
+    from hwnas.devices.recorded import keyed_column
+    from hwnas.errors import HwnasError
+
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("index;latency_ms\n0;12,5\n1;1.234\n2;7\n")
+    why = "mixed.csv, row 3: column 'latency_ms' holds a number whose point may be a thousands"
+    with pytest.raises(HwnasError, match=why):
+        keyed_column(mixed, "latency_ms", "nasbench201", "latency_ms")
+    both = tmp_path / "both.csv"
+    both.write_text("index;latency_ms\n0;1.234,5\n1;2,5\n")
+    with pytest.raises(HwnasError, match=r"both.csv, row 2: .* thousands separator"):
+        keyed_column(both, "latency_ms", "nasbench201", "latency_ms")
+    points = tmp_path / "points.csv"
+    points.write_text("index;latency_ms\n0;0.5\n1;1.234\n2;12.5\n")
+    values = keyed_column(points, "latency_ms", "nasbench201", "latency_ms")
+    np.testing.assert_allclose(values[:3], [0.5, 1.234, 12.5])
+    commas = tmp_path / "commas.csv"
+    commas.write_text("index;latency_ms\n0;12,5\n1;1234\n2;\n")
+    values = keyed_column(commas, "latency_ms", "nasbench201", "latency_ms")
+    np.testing.assert_allclose(values[:2], [12.5, 1234.0])
+    assert np.isnan(values[2])
+
+
 def test_measure_import_refuses_a_number_with_a_comma_in_a_comma_separated_file(tmp_path, cli):
     """main imported a quoted "1,234" (Excel's thousands separator) as 1.234 ms."""
     path = _calibration(tmp_path / "thousands.csv",
