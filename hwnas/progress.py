@@ -8,6 +8,7 @@ pipe), a library caller may pass its own reporter, and the default :data:`SILENT
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -27,6 +28,7 @@ class Step:
         self.started = time.monotonic()
         self.closed = False
         self.stopped = False  # left by an exception: not done
+        self._history: list[tuple[int, float]] = []  # (units done, seconds elapsed) per change
 
     def advance(self, n: int = 1, status: str | None = None) -> None:
         """``n`` more units done."""
@@ -35,6 +37,10 @@ class Step:
     def update(self, done: int | None = None, status: str | None = None) -> None:
         """Set the units done and/or the status."""
         if done is not None:
+            if done != self.done:
+                self._history.append((done, self.elapsed))
+                if len(self._history) > 4096:  # a long step: every other sample is enough
+                    self._history = self._history[::2]
             self.done = done
         if status is not None:
             self.status = status
@@ -52,10 +58,22 @@ class Step:
         return time.monotonic() - self.started
 
     def eta(self) -> float | None:
-        """Seconds left at the rate so far (None until a unit is done or without a total)."""
+        """Seconds left (None until a unit is done or without a total).
+
+        A step whose units grow dearer as it goes (a surrogate-driven search refits its model on
+        every result so far: the 1,500th trial costs many times the 100th) would be promised far
+        too soon at its mean rate so far: the elapsed time is taken to grow as ``done ** p``,
+        ``p`` measured between half the units done and now and kept within [1, 3] (a step whose
+        units grow cheaper is given its mean rate)."""
         if not self.total or self.done <= 0:
             return None
-        return self.elapsed / self.done * max(0, self.total - self.done)
+        elapsed, done = self.elapsed, self.done
+        power = 1.0
+        half = [(d, e) for d, e in self._history if 2 <= d <= done / 2 and e > 0]
+        if done >= 8 and half and elapsed > half[-1][1]:
+            d0, e0 = half[-1]
+            power = min(3.0, max(1.0, math.log(elapsed / e0) / math.log(done / d0)))
+        return elapsed * (max(self.total, done) / done) ** power - elapsed
 
     def __enter__(self) -> Step:
         return self

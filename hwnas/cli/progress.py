@@ -75,7 +75,6 @@ class TerminalReporter(Reporter):
                     Progress,
                     TextColumn,
                     TimeElapsedColumn,
-                    TimeRemainingColumn,
                 )
 
                 self._progress = Progress(
@@ -84,14 +83,15 @@ class TerminalReporter(Reporter):
                     MofNCompleteColumn(),
                     TimeElapsedColumn(),
                     TextColumn("ETA"),
-                    TimeRemainingColumn(),
+                    TextColumn("{task.fields[eta]}", markup=False),  # Step.eta: dearer units
                     TextColumn("{task.fields[status]}", markup=False),
                     console=self.console,
                     transient=False,
                 )
                 self._progress.start()
             bar = self._progress
-            self._bars[id(step)] = (bar, bar.add_task(step.name, total=step.total, status=""))
+            task = bar.add_task(step.name, total=step.total, status="", eta=clock(None))
+            self._bars[id(step)] = (bar, task)
             return
         with self._lock:
             self._open[id(step)] = step
@@ -117,7 +117,8 @@ class TerminalReporter(Reporter):
     def changed(self, step: Step) -> None:
         if self.live:
             bar, task = self._bars[id(step)]
-            bar.update(task, completed=step.done, status=step.status)  # type: ignore[attr-defined]
+            bar.update(task, completed=step.done, status=step.status,  # type: ignore[attr-defined]
+                       eta=clock(step.eta()))  # fmt: skip
             return
         last_t, last_tenth = self._last.get(id(step), (0.0, -1))
         tenth = int(10 * step.done / step.total) if step.total else -1

@@ -6,6 +6,7 @@ import io
 import re
 import time
 
+import pytest
 from helpers import hwnas_cli
 from rich.console import Console
 
@@ -63,6 +64,32 @@ def test_plain_lines_come_at_each_tenth_and_after_a_silence(monkeypatch):
     assert sum("slow step" in ln and "ETA" in ln for ln in lines) >= 2
     assert lines[-1].startswith("train: 100/100 steps (100%), done in ")
     assert all(len(ln) > 40 for ln in lines[1:])  # never cut to the console's width
+
+
+def test_the_eta_of_a_step_whose_units_grow_dearer_is_not_its_mean_rate(monkeypatch):
+    """`hwnas search --device samsung_a50 --budget 1500` promised "ETA 0:00:12" 8 s in and
+    took 2:14: `frontier` refits its model on every result so far, so a trial costs more the
+    more there are, and the mean rate so far promised the rest at the first trials' price. The
+    ETA now follows the growth measured between half the units and now; a step of even units
+    keeps its mean rate, and one growing cheaper is never promised sooner than at it."""
+    from hwnas import progress
+
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+
+    def run(seconds_at, done, total=1000):
+        now[0] = 0.0
+        step = progress.Reporter().step("search", total)
+        for d in range(1, done + 1):
+            now[0] = seconds_at(d)
+            step.advance()
+        return step.eta()
+
+    # elapsed = 0.001 d^2 s: 10 s for the first 100 trials, 1,000 s for all 1,000
+    assert run(lambda d: 0.001 * d * d, 100) == pytest.approx(990.0, rel=0.01)
+    assert run(lambda d: 0.1 * d, 100) == pytest.approx(90.0, rel=0.01)  # even: 0.1 s each
+    assert run(lambda d: 10 * d**0.5, 100) == pytest.approx(900.0, rel=0.01)  # never sooner
+    assert run(lambda d: 0.001 * d * d, 1000) == pytest.approx(0.0, abs=1e-9)  # done
 
 
 def test_a_plain_line_is_printable_ascii():
