@@ -437,7 +437,8 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
 
     Raises:
         HwnasError: the storage is unreachable, or the study name is used by another search
-            (settings other than :data:`NOT_IDENTITY` differ).
+            (settings other than :data:`NOT_IDENTITY` differ), or by a study whose directions
+            are not an hwnas search's (:func:`check_directions`; nothing is written to it).
     """
     import optuna
 
@@ -448,13 +449,14 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
         study = optuna.create_study(
             study_name=settings.study,
             storage=storage,
-            directions=["maximize", "minimize"],
+            directions=list(DIRECTIONS),
             load_if_exists=True,
         )
     except Exception as exc:  # sqlalchemy / optuna storage errors
         from hwnas.db import scrub
 
         raise HwnasError(f"cannot open study storage: {scrub(str(exc).splitlines()[0])}") from None
+    check_directions(study, settings.study, directions_metric)
     saved = study.user_attrs.get("settings")
     mine = {k: v for k, v in settings.as_dict().items() if k != "budget"}
     if saved is None:
@@ -465,6 +467,29 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
     else:
         _refuse_another_search(settings, saved, mine)
     return study
+
+
+DIRECTIONS = ("maximize", "minimize")
+"""The directions of every hwnas study: accuracy maximised, the device cost minimised."""
+
+
+def check_directions(study: Any, name: str, metric: str) -> None:
+    """Refuse a study whose objectives are not an hwnas search's (:data:`DIRECTIONS`): another
+    program's study with another number of objectives, or with the directions the other way
+    round, where the search minimised accuracy (its front disjoint from the dashboard's), or
+    broke on the study's metric names after writing its settings into it.
+
+    Raises:
+        HwnasError: one line naming the directions the study has and those a search needs.
+    """
+    have = tuple(d.name.lower() for d in study.directions)
+    if have == DIRECTIONS:
+        return
+    raise HwnasError(
+        f"study '{name}' in this storage has the direction{'s' * (len(have) != 1)} "
+        f"{', '.join(have)}; an hwnas search needs {', '.join(DIRECTIONS)} (accuracy_pct, "
+        f"{metric}): it is another program's study, pick another --study name"
+    )
 
 
 def _refuse_another_search(settings: SearchSettings, saved: Any, mine: dict[str, Any]) -> None:
@@ -580,7 +605,8 @@ def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
     one line).
 
     Raises:
-        HwnasError: as :func:`check_budget`; a study another search made.
+        HwnasError: as :func:`check_budget`; a study another search made, or another
+            program's (:func:`check_directions`).
     """
     import optuna
 
@@ -588,6 +614,7 @@ def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
         study = optuna.load_study(study_name=settings.study, storage=storage)
     except KeyError:  # a new study
         return
+    check_directions(study, settings.study, settings.metric)
     saved = study.user_attrs.get("settings")
     if saved is not None:  # another search's study: refused before progress is shown too
         _refuse_another_search(

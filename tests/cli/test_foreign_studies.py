@@ -329,3 +329,31 @@ def test_a_relative_sqlite_storage_is_recorded_absolute_and_guards_its_run(tmp_p
     assert r.returncode == 2 and "in another storage" in r.stderr, r.stderr
     assert json.loads((out / "summary.json").read_text()) == summary
     assert not (tmp_path / "b" / "rel.db").exists()
+
+
+@pytest.mark.parametrize(
+    "directions",
+    [["minimize", "maximize"], ["minimize"], ["maximize", "minimize", "minimize"]],
+    ids=["reversed", "single", "three"],
+)
+def test_a_search_refuses_another_programs_study_of_other_directions(tmp_path, directions):
+    """`--study prebuilt` naming another program's study of directions minimize, maximize was
+    adopted: the search minimised accuracy (exit 0, its front disjoint from the dashboard's);
+    a single-objective study ended in optuna's traceback "The number of objectives must match
+    the length of the metric names" after its ``settings`` were written into it. Now one line
+    naming both directions, exit 2, and nothing written to the study or the run folder."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url = f"sqlite:///{tmp_path / 'fs.db'}"
+    optuna.create_study(study_name="prebuilt", storage=url, directions=directions)
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "5", "--no-zoo",
+                   "--storage", url, "--study", "prebuilt", "--out", str(out))  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"error: study 'prebuilt' in this storage has the direction{'s' * (len(directions) > 1)} "
+        f"{', '.join(directions)}; an hwnas search needs maximize, minimize (accuracy_pct, "
+        "latency_ms): it is another program's study, pick another --study name"
+    ]
+    study = optuna.load_study(study_name="prebuilt", storage=url)
+    assert study.user_attrs == {} and study.trials == [] and study.metric_names is None
+    assert not out.exists()
