@@ -155,6 +155,17 @@ class SearchSettings:
             out["space_fingerprint"] = fingerprint
         return out
 
+    def study_settings(self) -> dict[str, Any]:
+        """The settings a study records (its ``settings`` user attribute) and a search joining
+        it is compared on (:func:`load_study`): :meth:`as_dict` without the budget, and the
+        identity of the data's content (:func:`hwnas.datasets.data_identity`), so that a
+        folder of other images under the same name is another search, while the same files at
+        another path (another worker's mount) are the same."""
+        out = {k: v for k, v in self.as_dict().items() if k != "budget"}
+        if self.data is not None:
+            out["data_identity"] = data_identity(self.data)
+        return out
+
     def space_fingerprint(self) -> str | None:
         """The space's fingerprint where it is more than its name (else None): its structure
         (a space file, a user's model), the user's model's weights, and the file of a user's
@@ -458,7 +469,7 @@ def load_study(settings: SearchSettings, storage: Any, directions_metric: str):
         raise HwnasError(f"cannot open study storage: {scrub(str(exc).splitlines()[0])}") from None
     check_directions(study, settings.study, directions_metric)
     saved = study.user_attrs.get("settings")
-    mine = {k: v for k, v in settings.as_dict().items() if k != "budget"}
+    mine = settings.study_settings()
     if saved is None:
         study.set_user_attr("settings", mine)
         with warnings.catch_warnings():
@@ -499,8 +510,12 @@ def _refuse_another_search(settings: SearchSettings, saved: Any, mine: dict[str,
         HwnasError: one line naming every setting that differs.
     """
     theirs, ours = _identity(saved if isinstance(saved, dict) else {}), _identity(mine)
-    if isinstance(saved, dict) and "space_fingerprint" not in saved:
-        ours.pop("space_fingerprint", None)  # a study made before hwnas recorded one
+    for key in ("space_fingerprint", "data_identity"):
+        if isinstance(saved, dict) and key not in saved:
+            ours.pop(key, None)  # a study made before hwnas recorded one
+    if "data_identity" in theirs and "data_identity" in ours:
+        theirs.pop("data", None)  # the data's content decides, not the path it is mounted at
+        ours.pop("data", None)
     if theirs == ours:
         return
     differ = ", ".join(
@@ -525,7 +540,9 @@ def _identity(settings: dict[str, Any]) -> dict[str, Any]:
     """The settings that make a study the same search (all but :data:`NOT_IDENTITY`); a user's
     accuracy file and data folder by their names, not the path they were typed as (the same
     command from another folder, ``../net.py:acc`` there and ``net.py:acc`` here, is the same
-    search: the file's content is in ``space_fingerprint``, the names in the study's name)."""
+    search: the file's content is in ``space_fingerprint``, the names in the study's name; the
+    data folder's content in ``data_identity``, which :func:`_refuse_another_search` compares
+    instead of the folder's name where both studies record it)."""
     out = {k: v for k, v in settings.items() if k not in NOT_IDENTITY}
     accuracy = out.get("accuracy")
     if isinstance(accuracy, str) and ":" in accuracy:
@@ -617,9 +634,7 @@ def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
     check_directions(study, settings.study, settings.metric)
     saved = study.user_attrs.get("settings")
     if saved is not None:  # another search's study: refused before progress is shown too
-        _refuse_another_search(
-            settings, saved, {k: v for k, v in settings.as_dict().items() if k != "budget"}
-        )
+        _refuse_another_search(settings, saved, settings.study_settings())
     ledger = study_ledger(study, settings.study)
     ledger.load()
     check_budget(ledger, settings)

@@ -77,3 +77,39 @@ def test_the_same_accuracy_file_typed_from_another_folder_resumes_its_study(
     r = hwnas_main(*base, "--budget", "6", "--accuracy", "acc.py:other", "--out", "run/out",
                    cwd=tmp_path)  # fmt: skip
     assert r.returncode == 2 and "made by a different search (accuracy" in r.stderr, r.stderr
+
+
+def test_a_named_study_is_resumed_on_its_data_only_wherever_that_is_mounted(tmp_path, hwnas_home):
+    """`--study dd --data d2/imgs` resumed the study of `--data d1/imgs`, other images in a
+    folder of the same name (the study recorded the name alone): two datasets' accuracies on one
+    front, exit 0. The study records the data's content now: other images are refused in one
+    line, the same images at another path (another worker's mount) resume it."""
+    import shutil
+
+    import numpy as np
+    from PIL import Image
+
+    for seed, root in enumerate((tmp_path / "d1" / "imgs", tmp_path / "d2" / "imgs")):
+        rng = np.random.default_rng(seed)
+        for cls in ("a", "b"):
+            (root / cls).mkdir(parents=True)
+            for i in range(4):
+                pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(root / cls / f"{i}.png")
+    shutil.copytree(tmp_path / "d1" / "imgs", tmp_path / "mnt" / "w2" / "imgs")
+    (tmp_path / "acc.py").write_text(
+        "def accuracy(model, arch, data):\n    return float(data.train.x.mean() > 0) + 50.0\n"
+    )
+    base = ["search", "--device", "pixel3", "--space", "fbnet", "--no-zoo", "--study", "dd",
+            "--accuracy", "acc.py:accuracy", "--out", "run"]  # fmt: skip
+    r = hwnas_main(*base, "--budget", "3", "--data", "d1/imgs", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = hwnas_main(*base, "--budget", "5", "--data", "d2/imgs", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: study 'dd' in this storage was made by a different search "
+                           "(data_identity 'imgs-d"), line  # fmt: skip
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["trials"]["completed"] == 3
+    r = hwnas_main(*base, "--budget", "5", "--data", "mnt/w2/imgs", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["trials"]["completed"] == 5
