@@ -36,7 +36,7 @@ def dashboard_cmd(storage, artifact_dir, port):
     from hwnas.cli.render import one_line
     from hwnas.engine.ledger import study_briefs
     from hwnas.engine.loop import open_storage
-    from hwnas.engine.publish import write_notes
+    from hwnas.engine.publish import NotesUnwritten, write_notes
 
     rdb = open_storage(url)
     briefs = study_briefs(rdb)
@@ -48,7 +48,10 @@ def dashboard_cmd(storage, artifact_dir, port):
             "nested too deep: written by another program); delete it (optuna delete-study "
             "--study-name NAME --storage URL) or serve another --storage"
         )
-    write_notes(rdb)  # each finished run's settings, folder and summary as its study's note
+    try:  # each finished run's settings, folder and summary as its study's note
+        write_notes(rdb)
+    except NotesUnwritten as exc:  # a database the user may read only: served as it is
+        click.echo(f"warning: {exc}; serving the studies without their notes", err=True)
     artifact_dir.mkdir(parents=True, exist_ok=True)
     app = optuna_dashboard.wsgi(rdb, artifact_store=FileSystemArtifactStore(str(artifact_dir)))
     n = len(briefs)

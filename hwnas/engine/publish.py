@@ -29,6 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hwnas.errors import HwnasError
 from hwnas.paths import plain_dir, plain_file, sha256_file, sweep_temporaries, temporary
 
 ARTIFACT_FILES = ("pareto.png", "pareto.csv", "summary.json")
@@ -168,6 +169,11 @@ def note_markdown(
     return "\n".join(lines) + "\n"
 
 
+class NotesUnwritten(HwnasError):
+    """The storage refused to write a note (a database the user may read but not write: a
+    read-only file or mount, a read-only database role); the notes written before it stay."""
+
+
 def write_notes(storage: Any) -> int:
     """Write the note of every study whose run finished since its note was written
     (``hwnas dashboard`` calls this before serving: importing optuna-dashboard takes seconds,
@@ -175,10 +181,17 @@ def write_notes(storage: Any) -> int:
 
     A study not shaped like hwnas's (another program's study in a shared storage: no hwnas
     settings, a ``summary`` that is not a dict, a ``run_folder`` that is not a string,
-    attributes that are not JSON) is skipped, never raised on or written to."""
+    attributes that are not JSON) is skipped, never raised on or written to.
+
+    Raises:
+        NotesUnwritten: the storage refused a write (one line saying why), at the first note.
+    """
     import optuna
+    import sqlalchemy
+    from optuna.exceptions import StorageInternalError
     from optuna_dashboard import save_note
 
+    from hwnas.db import scrub
     from hwnas.engine.ledger import study_briefs
 
     written = 0
@@ -192,8 +205,16 @@ def write_notes(storage: Any) -> int:
         if attrs.get("note_for") == brief.get("finished_at"):
             continue
         study = optuna.load_study(study_name=name, storage=storage)
-        save_note(study, note_markdown(name, folder, brief, run_settings(attrs)))
-        study.set_user_attr("note_for", brief.get("finished_at"))
+        try:
+            save_note(study, note_markdown(name, folder, brief, run_settings(attrs)))
+            study.set_user_attr("note_for", brief.get("finished_at"))
+        except (StorageInternalError, sqlalchemy.exc.SQLAlchemyError) as exc:
+            cause = exc.__cause__ if isinstance(exc, StorageInternalError) else exc
+            why = str(getattr(cause, "orig", None) or cause or exc).strip().splitlines()
+            raise NotesUnwritten(
+                f"the storage refused to write the note of study '{name}': "
+                f"{scrub((why or [type(exc).__name__])[0][:200])}"
+            ) from None
         written += 1
     return written
 
@@ -229,7 +250,6 @@ def publish_run(
     """
     import optuna
 
-    from hwnas.errors import HwnasError
     from hwnas.paths import file_lock
 
     out = Path(out).resolve()
@@ -256,7 +276,7 @@ def _upload(
     artifacts were in another store)."""
     from optuna.artifacts import FileSystemArtifactStore, upload_artifact
 
-    from hwnas.errors import HwnasError, out_of_space
+    from hwnas.errors import out_of_space
 
     store = _WholeFiles(FileSystemArtifactStore(str(artifact_dir)))
     known = _recorded(study)

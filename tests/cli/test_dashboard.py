@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -97,3 +98,63 @@ def test_dashboard_serves_the_search_study(tmp_path):
         again.terminate()
         out, _ = again.communicate(timeout=20)
     assert answered, out
+
+
+def _served(monkeypatch, path: str = "/api/studies") -> list:
+    """Have `hwnas dashboard` answer one GET of ``path`` instead of serving: the answers (status,
+    body) land in the list returned."""
+    import hwnas.cli.dashboard as dashboard
+
+    answers: list = []
+
+    def serve(app, port):
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "",
+                   "HTTP_HOST": f"127.0.0.1:{port}", "SERVER_NAME": "127.0.0.1",
+                   "SERVER_PORT": str(port), "wsgi.input": io.BytesIO(),
+                   "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr}  # fmt: skip
+        status = []
+        body = b"".join(app(environ, lambda s, headers, exc_info=None: status.append(s)))
+        answers.append((status[0], body))
+
+    monkeypatch.setattr(dashboard, "serve", serve)
+    return answers
+
+
+def test_a_study_database_that_cannot_be_written_is_served_without_notes(tmp_path, monkeypatch):
+    """A study database the user may read but not write (chattr +i, a read-only mount):
+    `hwnas dashboard` wrote the notes first and ended in three tracebacks ("attempt to write a
+    readonly database"), exit 1. It serves the studies now, with one warning line. SQLite's
+    ``query_only`` refuses writes as a read-only file does, for root too."""
+    import optuna
+
+    import hwnas.engine.loop as loop
+
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "3", "--storage", storage,
+                   "--study", "ro", "--out", str(tmp_path / "run"), "--no-zoo")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    opened = loop.open_storage
+
+    def read_only(url):
+        import sqlalchemy
+
+        rdb = opened(url)
+
+        def query_only(dbapi_connection, _record):
+            dbapi_connection.execute("PRAGMA query_only = ON")
+
+        sqlalchemy.event.listen(rdb.engine, "connect", query_only)
+        rdb.engine.dispose()
+        return rdb
+
+    monkeypatch.setattr(loop, "open_storage", read_only)
+    answers = _served(monkeypatch)
+    r = hwnas_main("dashboard", "--storage", storage, "--port", str(_free_port()))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "warning: the storage refused to write the note of study 'ro': attempt to write a "
+        "readonly database; serving the studies without their notes"
+    ]
+    ((status, body),) = answers
+    assert status.startswith("200") and json.loads(body)["study_summaries"][0]["study_name"] == "ro"
+    assert "note_for" not in optuna.load_study(study_name="ro", storage=storage).user_attrs
