@@ -36,7 +36,7 @@ def dashboard_cmd(storage, artifact_dir, port):
     from hwnas.cli.render import one_line
     from hwnas.engine.ledger import study_briefs
     from hwnas.engine.loop import open_storage
-    from hwnas.engine.publish import NotesUnwritten, write_notes
+    from hwnas.engine.publish import NotesUnwritten, elsewhere_line, write_notes
 
     rdb = open_storage(url)
     briefs = study_briefs(rdb)
@@ -52,6 +52,9 @@ def dashboard_cmd(storage, artifact_dir, port):
         write_notes(rdb)
     except NotesUnwritten as exc:  # a database the user may read only: served as it is
         click.echo(f"warning: {exc}; serving the studies without their notes", err=True)
+    elsewhere = elsewhere_line(briefs, artifact_dir)  # their downloads would fail: said
+    if elsewhere is not None:
+        click.echo(one_line(elsewhere), err=True)
     artifact_dir.mkdir(parents=True, exist_ok=True)
     app = optuna_dashboard.wsgi(rdb, artifact_store=FileSystemArtifactStore(str(artifact_dir)))
     n = len(briefs)

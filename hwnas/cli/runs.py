@@ -239,7 +239,7 @@ def show_cmd(study, storage, as_json):
     import json
 
     from hwnas.cli.render import Console, print_json, text_line
-    from hwnas.db import storage_hint
+    from hwnas.engine.publish import dashboard_command
 
     url, rdb = _storage(storage)
     row = find_run(study, run_rows(rdb), url)
@@ -300,5 +300,5 @@ def show_cmd(study, storage, as_json):
     if artifacts:
         line(
             f"artifacts  {len(artifacts)} files in {attrs.get('artifact_dir')} "
-            f"(hwnas dashboard {storage_hint(url)})"
+            f"({dashboard_command(url, attrs.get('artifact_dir'))})"
         )

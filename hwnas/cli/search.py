@@ -238,7 +238,7 @@ def search_cmd(
             on_candidate=progress.on_candidate,
         )
     result, summary = done.result, done.summary
-    _print_summary(result, summary, out, out_console, no_zoo)
+    _print_summary(result, summary, out, out_console, no_zoo, artifact_dir)
     if as_json:
         from hwnas.cli.render import print_json
 
@@ -420,8 +420,11 @@ def _print_front(result, console) -> None:
         text_line(console, missed_precision_line(sorted(set(missed))))
 
 
-def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) -> None:
-    """The best architecture, counts, and where the run folder and study are (all printed
+def _print_summary(
+    result, summary, out: Path, console, no_zoo: bool = False, artifact_dir: Path | None = None
+) -> None:
+    """The best architecture, counts, and where the run folder and study are, with the
+    dashboard command that serves the study's artifacts from ``artifact_dir`` (all printed
     literally: arch strings and paths are not markup)."""
     from hwnas.cli.render import cost_text, print_chance_best, print_chance_line
 
@@ -509,10 +512,10 @@ def _print_summary(result, summary, out: Path, console, no_zoo: bool = False) ->
     )
     zoo = "no zoo: --no-zoo" if no_zoo else f"zoo/ with {summary['zoo_models']} {kind}ONNX models"
     console.print(f"run folder: {out}  (pareto.csv, pareto.png, summary.json, {zoo})")
-    from hwnas.db import storage_hint
+    from hwnas.engine.publish import dashboard_command
 
     storage = summary["storage"]  # redacted: the command names it as it can be typed
-    console.print(f"study '{s.study}' in {storage}: hwnas dashboard {storage_hint(storage)}")
+    console.print(f"study '{s.study}' in {storage}: {dashboard_command(storage, artifact_dir)}")
 
 
 class _Literal:

@@ -46,6 +46,47 @@ def default_artifact_dir() -> Path:
     return hwnas_home() / "artifacts"
 
 
+def dashboard_command(storage: str, artifact_dir: str | Path | None = None) -> str:
+    """The command that serves a study of ``storage`` (its URL as shown: redacted,
+    :func:`hwnas.db.storage_hint`) whose artifacts are in ``artifact_dir``: ``hwnas dashboard
+    --storage URL``, and ``--artifact-dir DIR`` where that is not :func:`default_artifact_dir`
+    (a dashboard serving the default store answers each of those downloads with HTTP 500)."""
+    import shlex
+
+    from hwnas.db import storage_hint
+
+    command = f"hwnas dashboard {storage_hint(storage)}"
+    if isinstance(artifact_dir, (str, Path)) and str(artifact_dir):
+        folder = Path(artifact_dir).expanduser().resolve()
+        if folder != default_artifact_dir().expanduser().resolve():
+            command += f" --artifact-dir {shlex.quote(str(folder))}"
+    return command
+
+
+def elsewhere_line(briefs: list[tuple[Any, ...]], served: Path) -> str | None:
+    """A ``warning:`` line naming the studies of ``briefs`` (:func:`hwnas.engine.ledger.
+    study_briefs`) whose recorded ``artifact_dir`` is not ``served``, the artifact store a
+    dashboard serves (their downloads fail there), with the option that serves them; None
+    when there are none."""
+    served = Path(served).expanduser().resolve()
+    others = []
+    for name, attrs, *_ in briefs:
+        recorded = (attrs or {}).get("artifact_dir")
+        if isinstance(recorded, str) and recorded and Path(recorded).resolve() != served:
+            others.append((name, recorded))
+    if not others:
+        return None
+    import shlex
+
+    name, recorded = others[0]
+    more = f" (and {len(others) - 1} more studies: `hwnas runs show STUDY` names each one's)"
+    return (
+        f"warning: study '{name}' records its artifacts in {recorded}, not in {served}, which "
+        f"this dashboard serves: its downloads fail here; serve it with --artifact-dir "
+        f"{shlex.quote(recorded)}{more if len(others) > 1 else ''}"
+    )
+
+
 def run_files(out: Path, zoo: bool = True) -> list[str]:
     """The files of run folder ``out`` uploaded as artifacts, relative to it (existing regular
     files, not links; its zoo's only with ``zoo``)."""

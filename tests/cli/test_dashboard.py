@@ -158,3 +158,36 @@ def test_a_study_database_that_cannot_be_written_is_served_without_notes(tmp_pat
     ((status, body),) = answers
     assert status.startswith("200") and json.loads(body)["study_summaries"][0]["study_name"] == "ro"
     assert "note_for" not in optuna.load_study(study_name="ro", storage=storage).user_attrs
+
+
+def test_the_dashboard_hints_name_the_artifact_folder_and_the_dashboard_says_when_it_differs(
+    tmp_path, monkeypatch
+):
+    """A search with `--artifact-dir DIR` printed `hwnas dashboard --storage URL`, whose
+    dashboard served the default store: every download of the study's files was HTTP 500. The
+    hints (the search's last line, `hwnas runs show`) name `--artifact-dir DIR` now, and a
+    dashboard serving another store says so in one line."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    arts = tmp_path / "arts"
+    base = ["search", "--device", "pixel3", "--budget", "3", "--storage", storage, "--no-zoo"]
+    r = hwnas_main(*base, "--study", "a", "--artifact-dir", arts, "--out", tmp_path / "a")
+    assert r.returncode == 0, r.stderr
+    hint = f"hwnas dashboard --storage {storage} --artifact-dir {arts}"
+    assert r.stdout.splitlines()[-1] == f"study 'a' in {storage}: {hint}"
+    shown = hwnas_main("runs", "show", "a", "--storage", storage).stdout
+    assert f"artifacts  3 files in {arts} ({hint})" in shown, shown
+    r = hwnas_main(*base, "--study", "b", "--out", tmp_path / "b")  # the default store
+    assert (
+        r.stdout.splitlines()[-1] == f"study 'b' in {storage}: hwnas dashboard --storage {storage}"
+    )
+    answers = _served(monkeypatch)
+    r = hwnas_main("dashboard", "--storage", storage, "--port", str(_free_port()))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"warning: study 'a' records its artifacts in {arts}, not in "
+        f"{os.environ['HWNAS_HOME']}/artifacts, which this dashboard serves: its downloads fail "
+        f"here; serve it with --artifact-dir {arts}"
+    ]
+    r = hwnas_main(*hint.split()[1:], "--port", str(_free_port()))
+    assert r.returncode == 0 and "warning: study 'b' records its artifacts in" in r.stderr
+    assert "study 'a'" not in r.stderr and len(answers) == 2
