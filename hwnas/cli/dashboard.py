@@ -30,6 +30,11 @@ def dashboard_cmd(storage, artifact_dir, port):
     artifact_dir = (artifact_dir or default_artifact_dir()).expanduser()
     if artifact_dir.exists() and not artifact_dir.is_dir():
         raise HwnasError(f"--artifact-dir {artifact_dir} is not a folder")
+    if not artifact_dir.is_dir():  # made below (an existing one is only read: it may be a
+        # read-only mount); a file on its path is refused before any write, as by `search`
+        from hwnas.paths import check_writable
+
+        check_writable(artifact_dir, "--artifact-dir")
     import optuna_dashboard
     from optuna.artifacts import FileSystemArtifactStore
 
@@ -48,6 +53,10 @@ def dashboard_cmd(storage, artifact_dir, port):
             "nested too deep: written by another program); delete it (optuna delete-study "
             "--study-name NAME --storage URL) or serve another --storage"
         )
+    try:
+        artifact_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # made unwritable since the check
+        raise HwnasError(f"--artifact-dir {artifact_dir} cannot be created: {exc}") from None
     try:  # each finished run's settings, folder and summary as its study's note
         write_notes(rdb)
     except NotesUnwritten as exc:  # a database the user may read only: served as it is
@@ -55,7 +64,6 @@ def dashboard_cmd(storage, artifact_dir, port):
     elsewhere = elsewhere_line(briefs, artifact_dir)  # their downloads would fail: said
     if elsewhere is not None:
         click.echo(one_line(elsewhere), err=True)
-    artifact_dir.mkdir(parents=True, exist_ok=True)
     app = optuna_dashboard.wsgi(rdb, artifact_store=FileSystemArtifactStore(str(artifact_dir)))
     n = len(briefs)
     click.echo(f"optuna-dashboard for {n} studies in {shown}; artifacts in {artifact_dir}")

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from helpers import hwnas_main
 
@@ -191,3 +192,29 @@ def test_the_dashboard_hints_name_the_artifact_folder_and_the_dashboard_says_whe
     r = hwnas_main(*hint.split()[1:], "--port", str(_free_port()))
     assert r.returncode == 0 and "warning: study 'b' records its artifacts in" in r.stderr
     assert "study 'a'" not in r.stderr and len(answers) == 2
+
+
+def test_an_artifact_folder_that_cannot_be_made_is_refused_before_the_notes(tmp_path, monkeypatch):
+    """`hwnas dashboard --artifact-dir FILE/sub` (or /proc/x) ended in a NotADirectoryError
+    (FileNotFoundError) traceback, exit 1, after writing the runs' notes: one line now, exit 2,
+    as `hwnas search` says it, before anything is written."""
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "3", "--storage", storage,
+                   "--study", "s", "--out", str(tmp_path / "run"), "--no-zoo")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "afile").write_text("x")
+    answers = _served(monkeypatch)
+    cases = [
+        (tmp_path / "afile" / "sub", f"cannot be created: {tmp_path / 'afile'} is a file"),
+        (Path("/proc/x"), "is not writable: "),
+    ]
+    for folder, why in cases:
+        r = hwnas_main("dashboard", "--storage", storage, "--artifact-dir", folder,
+                       "--port", str(_free_port()))  # fmt: skip
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert line.startswith(f"error: --artifact-dir {folder} {why}"), line
+    assert answers == []
+    assert "note_for" not in optuna.load_study(study_name="s", storage=storage).user_attrs
