@@ -157,6 +157,31 @@ def _md_text(value: Any) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+!|~>])", r"\\\1", text)
 
 
+def _costs_text(best: dict[str, Any], brief: dict[str, Any], settings: Any) -> str:
+    """The costs of a run's ``best`` as the terminal prints them: each value in hwnas's digits
+    with its unit (the run's ``units``: "14.079 ms per batch of 32" for a table of a batch),
+    the searched metric first and the others named in brackets ("18.83 mJ (latency 34.000
+    ms)"). Values that are not numbers (another program's attribute) are left out."""
+    from hwnas.cost_record import UNITS, cost_digits
+    from hwnas.engine.evaluate import OBJECTIVES
+
+    units = brief.get("units") if isinstance(brief.get("units"), dict) else {}
+    objective = settings.get("objective") if isinstance(settings, dict) else None
+    first = OBJECTIVES.get(objective if isinstance(objective, str) else "", "latency_ms")
+    shown = []
+    for m in sorted(UNITS, key=lambda m: m != first):
+        value = best.get(m)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            unit = units.get(m) if isinstance(units.get(m), str) else UNITS[m]
+            shown.append((m, f"{cost_digits(value)} {unit}"))
+    if not shown:
+        return ""
+    (m, text), others = shown[0], shown[1:]
+    text = text if m == first else f"{m.split('_')[0]} {text}"
+    named = ", ".join(f"{o.split('_')[0]} {v}" for o, v in others)
+    return text + (f" ({named})" if named else "")
+
+
 def note_markdown(
     study_name: str, out: str, brief: dict[str, Any], settings: dict[str, Any] | None
 ) -> str:
@@ -179,11 +204,9 @@ def note_markdown(
     lines = [f"## hwnas run {_md_code(study_name)}", "", f"Run folder: {_md_code(out)}", ""]
     best = brief.get("best")
     if isinstance(best, dict) and number(best.get("accuracy")):
-        metrics = [m for m in ("latency_ms", "energy_mj") if number(best.get(m))]
-        costs = ", ".join(f"{m} {best[m]:.4g}" for m in metrics)
         lines += [
             f"**Best** ({t(brief.get('best_rule', ''))}): {_md_code(best.get('arch'))}, "
-            f"{best['accuracy']:.2f}% top-1, {costs}",
+            f"{best['accuracy']:.2f}% top-1, {t(_costs_text(best, brief, settings))}",
             "",
         ]
     lines += [

@@ -218,3 +218,33 @@ def test_an_artifact_folder_that_cannot_be_made_is_refused_before_the_notes(tmp_
         assert line.startswith(f"error: --artifact-dir {folder} {why}"), line
     assert answers == []
     assert "note_for" not in optuna.load_study(study_name="s", storage=storage).user_attrs
+
+
+def test_the_note_prints_costs_with_their_units_as_the_terminal_does(tmp_path, monkeypatch):
+    """On a device whose table is of a batch of 32 the terminal said `14.079 ms per batch of
+    32` and the study's note `latency_ms 14.08`; every note named its costs by their keys
+    (`latency_ms 34`, `energy_mj 18.83`), without units. The note prints the terminal's text."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    searches = {
+        "g": ["--device", "1080ti_32"],
+        "p": ["--device", "pi5_onnx", "--objective", "energy"],
+    }
+    printed = {}
+    for study, args in searches.items():
+        r = hwnas_main("search", *args, "--budget", "5", "--storage", storage, "--study", study,
+                       "--out", str(tmp_path / study), "--no-zoo")  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        (best,) = [line for line in r.stdout.splitlines() if line.startswith("best (")]
+        printed[study] = best.rsplit("%", 1)[1].split(")", 1)[1].strip()  # after the source
+    assert printed["g"].endswith(" ms per batch of 32"), printed
+    assert printed["p"].endswith(" ms)") and " mJ  (latency " in printed["p"], printed
+    for number, study in enumerate(searches, 1):
+        answers = _served(monkeypatch, f"/api/studies/{number}")
+        r = hwnas_main("dashboard", "--storage", storage, "--port", str(_free_port()))
+        assert r.returncode == 0, r.stderr
+        detail = json.loads(answers[0][1])
+        assert detail["name"] == study
+        (line,) = [x for x in detail["note"]["body"].splitlines() if x.startswith("**Best**")]
+        text = printed[study].replace("  (", " \\(").replace(")", "\\)")  # Markdown's escapes
+        assert line.endswith(f"% top-1, {text}"), (line, printed[study])
+        assert "latency_ms" not in line and "energy_mj" not in line
