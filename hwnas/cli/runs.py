@@ -96,6 +96,7 @@ def run_rows(storage: Any) -> list[dict[str, Any]]:
                 "pareto_size": _typed(summary.get("pareto_size"), int),
                 "zoo_models": _typed(summary.get("zoo_models"), int),
                 "zoo_weights": _typed(summary.get("zoo_weights"), str),
+                "no_zoo": summary.get("no_zoo") is True,  # --no-zoo: no zoo, not 0 models
                 "finished_at": _typed(summary.get("finished_at"), str),
                 "folder": folder,
                 "folder_exists": folder is not None and Path(folder).is_dir(),
@@ -291,7 +292,7 @@ def show_cmd(study, storage, as_json):
         kind = {"mixed": "models (trained and random weights)"}.get(
             row["zoo_weights"] or "", f"{row['zoo_weights'] or ''} models"
         )
-        line(f"zoo        {models} {kind}")
+        line("zoo        none (--no-zoo)" if row["no_zoo"] else f"zoo        {models} {kind}")
         if row["folder_exists"] and (Path(row["folder"]) / "zoo").is_dir():
             line(f"           hwnas zoo list {Path(row['folder']) / 'zoo'}")
     elif row["hwnas_run"]:

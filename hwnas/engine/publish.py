@@ -110,6 +110,7 @@ def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
         "pareto_size": summary.get("pareto_size"),
         "zoo_models": summary.get("zoo_models"),
         "zoo_weights": summary.get("zoo_weights"),
+        "no_zoo": summary.get("no_zoo"),  # --no-zoo: no zoo, not 0 models
         "measurements": summary.get("measurements"),
         "elapsed_s": summary.get("elapsed_s"),
         "finished_at": summary.get("finished_at"),
@@ -209,10 +210,14 @@ def note_markdown(
             f"{best['accuracy']:.2f}% top-1, {t(_costs_text(best, brief, settings))}",
             "",
         ]
+    zoo = (
+        "none (--no-zoo)"
+        if brief.get("no_zoo") is True
+        else f"{t(brief.get('zoo_models', 0))} {t(brief.get('zoo_weights') or '')} ONNX models"
+    )
     lines += [
         f"Trials: {t(brief.get('trials', '?'))} scored; Pareto front: "
-        f"{t(brief.get('pareto_size', '?'))} architectures; zoo: "
-        f"{t(brief.get('zoo_models', 0))} {t(brief.get('zoo_weights') or '')} ONNX models; "
+        f"{t(brief.get('pareto_size', '?'))} architectures; zoo: {zoo}; "
         f"{t(brief.get('elapsed_s', '?'))} s; finished {t(brief.get('finished_at', '?'))}.",
         "",
         "### Settings",

@@ -219,6 +219,7 @@ def write_run(
     else:  # an earlier run's zoo would be read, verified and published as this run's
         remove_zoo(out / "zoo")
     extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
+    extra["no_zoo"] = not zoo  # no zoo at all (--no-zoo), not a zoo of 0 models
     if cards and extra.get("zoo_weights") == "random":  # trained entries kept (write_zoo)
         from hwnas.zoo.read import zoo_weights
 

@@ -248,3 +248,22 @@ def test_the_note_prints_costs_with_their_units_as_the_terminal_does(tmp_path, m
         text = printed[study].replace("  (", " \\(").replace(")", "\\)")  # Markdown's escapes
         assert line.endswith(f"% top-1, {text}"), (line, printed[study])
         assert "latency_ms" not in line and "energy_mj" not in line
+
+
+def test_a_run_without_a_zoo_is_said_to_have_none(tmp_path, monkeypatch):
+    """With --no-zoo the study's note said `zoo: 0 random ONNX models` and `hwnas runs show`
+    `zoo        0 random models`, as of a zoo whose models were all left out; both say that the
+    run made no zoo now (summary.json's `no_zoo`)."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    r = hwnas_main("search", "--device", "pixel3", "--budget", "3", "--storage", storage,
+                   "--study", "nz", "--out", str(tmp_path / "run"), "--no-zoo")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["no_zoo"] is True
+    shown = hwnas_main("runs", "show", "nz", "--storage", storage).stdout
+    assert "\nzoo        none (--no-zoo)\n" in shown, shown
+    answers = _served(monkeypatch, "/api/studies/1")
+    assert (
+        hwnas_main("dashboard", "--storage", storage, "--port", str(_free_port())).returncode == 0
+    )
+    note = json.loads(answers[0][1])["note"]["body"]
+    assert "; zoo: none (--no-zoo); " in note and "ONNX models" not in note, note
