@@ -616,25 +616,43 @@ def check_budget(ledger: StudyLedger, settings: SearchSettings) -> None:
         )
 
 
-def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
-    """:func:`check_budget` on the study as stored, and that it is this search's, before the
-    search starts (a search refused for either is refused before its progress is shown, in
-    one line).
+def check_stored_study(settings: SearchSettings, storage: Any) -> Any:
+    """Check that the study as stored, if there is one, is this search's, before the search
+    starts (a search refused is refused before its progress is shown, and before its run
+    folder is made, in one line); reads only.
+
+    Returns:
+        The stored study, or None where there is none yet.
 
     Raises:
-        HwnasError: as :func:`check_budget`; a study another search made, or another
-            program's (:func:`check_directions`).
+        HwnasError: a study another search made, or another program's
+            (:func:`check_directions`).
     """
     import optuna
 
     try:
         study = optuna.load_study(study_name=settings.study, storage=storage)
     except KeyError:  # a new study
-        return
+        return None
     check_directions(study, settings.study, settings.metric)
     saved = study.user_attrs.get("settings")
     if saved is not None:  # another search's study: refused before progress is shown too
         _refuse_another_search(settings, saved, settings.study_settings())
+    return study
+
+
+def check_stored_budget(settings: SearchSettings, storage: Any) -> None:
+    """:func:`check_budget` on the study as stored, and that it is this search's
+    (:func:`check_stored_study`), before the search starts (a search refused for either is
+    refused before its progress is shown, in one line).
+
+    Raises:
+        HwnasError: as :func:`check_budget`; a study another search made, or another
+            program's (:func:`check_directions`).
+    """
+    study = check_stored_study(settings, storage)
+    if study is None:
+        return
     ledger = study_ledger(study, settings.study)
     ledger.load()
     check_budget(ledger, settings)

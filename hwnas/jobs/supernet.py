@@ -30,7 +30,13 @@ import numpy as np
 from hwnas.cost_record import NOT_IN_TABLE, UNITS, CostRecord, precision_target
 from hwnas.devices import Device
 from hwnas.engine.evaluate import OBJECTIVES, Evaluation
-from hwnas.engine.loop import SearchSettings, load_study, run_search, study_name
+from hwnas.engine.loop import (
+    SearchSettings,
+    check_stored_study,
+    load_study,
+    run_search,
+    study_name,
+)
 from hwnas.engine.problem import open_problem, resolve
 from hwnas.errors import HwnasError, UnrecordedError
 from hwnas.jobs.output import RunOutput, write_run
@@ -182,7 +188,8 @@ def prepare(
         HwnasError: unknown space, dataset, device or setting; unreadable data; a device
             without the metric or without a table for the space; ``cost=measured`` or
             ``cost=kernel`` on a device that cannot run them; under torchrun, a
-            ``--batch-size`` that the processes cannot share.
+            ``--batch-size`` that the processes cannot share; a ``--study`` made by another
+            search or program (:func:`hwnas.engine.loop.check_stored_study`).
     """
     from hwnas.datasets import check_input_shape, input_channels, load_data
     from hwnas.distributed import check_gpus, check_processes, local_processes, ranks_from_env
@@ -240,6 +247,8 @@ def prepare(
     )
     check_input_shape(data, shape, space.name, exact=False)
     problem = open_problem(settings, space, device, storage, store_path)
+    # another search's or program's study: refused before the run folder is made
+    check_stored_study(settings, problem.storage)
     return PreparedSupernetSearch(
         settings, space, device, problem.profiler, data, problem.storage_url, problem.storage
     )
@@ -348,12 +357,14 @@ def _train(
     if ranks.many:
         tdev = distributed.start(ranks, tdev)
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
+    # the study first: one made by another search since prepare() leaves no run folder
+    study = load_study(s, job.storage, s.metric) if ranks.main else None
     if ranks.main:
         out.mkdir(parents=True, exist_ok=True)
     # one worker of the study trains; the others wait and reuse its checkpoint (turn.py)
     ckpt = out / "supernet.pt"
     turn = TrainingTurn.take(
-        load_study(s, job.storage, s.metric) if ranks.main else None,
+        study,
         ckpt,
         _fingerprint(s),
         s.epochs,

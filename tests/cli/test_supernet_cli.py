@@ -598,3 +598,29 @@ def test_a_supernet_search_on_an_imported_device_prices_its_subnets_by_the_predi
     with open(out / "pareto.csv", newline="") as fh:
         front = list(csv.DictReader(fh))
     assert front and all(float(row["latency_ms"]) > 0 for row in front)
+
+
+def test_a_supernet_search_refused_for_its_study_leaves_no_run_folder(tmp_path, hwnas_home):
+    """`--study NAME` of a gdas study trained 2 epochs, with --epochs 3, was refused as "a
+    different search" after the run folder was made: an empty --out stayed behind (the table
+    search's refusal makes nothing). Another program's study is refused alike."""
+    from hwnas.engine.loop import load_study
+    from hwnas.jobs.supernet import SupernetSettings
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    settings = SupernetSettings(
+        space="nasbench201", device="pixel3", strategy="gdas", data="digits", epochs=2,
+        study="g", options={"limit": 100},
+    )  # fmt: skip
+    load_study(settings, url, settings.metric)  # the study a first search opened
+    optuna.create_study(study_name="other", storage=url)  # another program's: one objective
+    base = ["search", "--strategy", "gdas", "--device", "pixel3", "--data", "digits",
+            "--storage", url, "--set", "limit=100"]  # fmt: skip
+    for study, why in (("g", "made by a different search (epochs 2 there, 3 here)"),
+                       ("other", "has the direction minimize; an hwnas search needs")):  # fmt: skip
+        out = tmp_path / f"run-{study}"
+        r = hwnas_main(*base, "--epochs", "3", "--study", study, "--out", str(out))
+        assert r.returncode == 2, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert line.startswith(f"error: study '{study}' in this storage ") and why in line, line
+        assert not out.exists()
