@@ -592,6 +592,19 @@ def chance_best_reason(limit: str | None, weight: str | None = None) -> str:
 # -- identity ----------------------------------------------------------------------------------
 
 
+def data_name(spec: str) -> str:
+    """The name :func:`load_data` gives the data ``spec`` names (its ``DataSplits.name``),
+    without reading it: ``digits``, ``cifar10`` or ``cifar100`` for a CIFAR pickle folder, else
+    the folder's name."""
+    if spec == "digits":
+        return spec
+    path = Path(spec).expanduser()
+    layout = _cifar_layout(path) if path.is_dir() else None
+    if layout is not None:
+        return "cifar10" if layout[1] == CIFAR10_FILES else "cifar100"
+    return path.name
+
+
 def data_identity(spec: str) -> str:
     """What ``--data`` names, for a study's name: ``digits`` itself; a folder by its name and
     a digest of the files :func:`load_data` reads from it (the CIFAR pickles, or each class

@@ -542,8 +542,14 @@ def _identity(settings: dict[str, Any]) -> dict[str, Any]:
     command from another folder, ``../net.py:acc`` there and ``net.py:acc`` here, is the same
     search: the file's content is in ``space_fingerprint``, the names in the study's name; the
     data folder's content in ``data_identity``, which :func:`_refuse_another_search` compares
-    instead of the folder's name where both studies record it)."""
+    instead of the folder's name where both studies record it); a supernet study's
+    ``table_dataset`` as ``dataset``, the setting it is."""
     out = {k: v for k, v in settings.items() if k not in NOT_IDENTITY}
+    # a supernet study's record: dataset is its data's name (as in summary.json; the data is
+    # compared as data and data_identity), table_dataset the setting, which a study recorded
+    # before held as dataset
+    if "table_dataset" in out:
+        out["dataset"] = out.pop("table_dataset")
     accuracy = out.get("accuracy")
     if isinstance(accuracy, str) and ":" in accuracy:
         file, _, attr = accuracy.rpartition(":")

@@ -115,7 +115,8 @@ def brief_summary(summary: dict[str, Any]) -> dict[str, Any]:
         "elapsed_s": summary.get("elapsed_s"),
         "finished_at": summary.get("finished_at"),
         # the settings as the run used them: a supernet search's dataset is its training data
-        # (the study's own record holds the tables' dataset there)
+        # (as in the study's own record since it holds table_dataset too; before, there, the
+        # tables' dataset)
         "settings": summary.get("settings"),
     }
 

@@ -128,6 +128,19 @@ class SupernetSettings(SearchSettings):
         if not self.study:
             self.study = study_name(self)
 
+    def study_settings(self) -> dict[str, Any]:
+        """The settings the study records (:meth:`SearchSettings.study_settings`), its dataset
+        as summary.json names it: ``dataset`` the data the subnets are trained and scored on
+        (``--data``), ``table_dataset`` the dataset of the space's tables (``--dataset``: table
+        accuracy, recorded latencies). A study recorded before had the tables' dataset as
+        ``dataset``: :func:`hwnas.engine.loop._identity` compares the two records alike."""
+        from hwnas.datasets import data_name
+
+        out = super().study_settings()
+        out["table_dataset"] = out["dataset"]
+        out["dataset"] = data_name(self.data)
+        return out
+
     def name_parts(self) -> list[str]:
         """What tells this search's study apart (:func:`~hwnas.engine.loop.study_name`):
         space, data, device, objective, hardware term and latency limit, strategy, epochs,

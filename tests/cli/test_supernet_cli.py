@@ -185,6 +185,10 @@ def test_oneshot_on_the_live_cpu_measures_blocks_and_subnets(tmp_path):
     assert summary["settings"]["dataset"] == "digits"
     assert summary["settings"]["table_dataset"] == "cifar100"
     assert "budget" not in summary["settings"]  # a table search's queries: none here
+    # the study's own record says the same (it held the tables' dataset as dataset)
+    recorded = optuna.load_study(study_name=summary["settings"]["study"],
+                                 storage=summary["storage"]).user_attrs["settings"]  # fmt: skip
+    assert (recorded["dataset"], recorded["table_dataset"]) == ("digits", "cifar100")
     shown = hwnas_main("runs", "show", "latest").stdout  # as the run folder says, not cifar100
     assert "  dataset      digits\n" in shown and "  table_dataset cifar100\n" in shown, shown
     assert best["accuracy_label"].startswith("measured:digits:validation split")
@@ -624,3 +628,37 @@ def test_a_supernet_search_refused_for_its_study_leaves_no_run_folder(tmp_path, 
         (line,) = r.stderr.strip().splitlines()
         assert line.startswith(f"error: study '{study}' in this storage ") and why in line, line
         assert not out.exists()
+
+
+def test_a_supernet_study_records_its_data_as_dataset_and_resumes_one_recorded_before(tmp_path):
+    """A supernet search on `--data digits` recorded `"dataset": "cifar100"` (the tables'
+    dataset) in its study's settings, while summary.json, the note and `runs show` said digits.
+    The record names digits now and the tables' dataset as table_dataset, as summary.json does;
+    a study recorded before is still this search's (only the epochs differ below), and the
+    tables' dataset is still compared."""
+    from hwnas.engine.loop import load_study
+    from hwnas.jobs.supernet import SupernetSettings
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    kw = dict(space="nasbench201", device="pixel3", strategy="gdas", data="digits", epochs=2,
+              options={"limit": 100})  # fmt: skip
+    old = {k: v for k, v in SupernetSettings(**kw, study="old").as_dict().items()
+           if k != "budget"}  # fmt: skip
+    assert old["dataset"] == "cifar100"  # what the study recorded before
+    optuna.create_study(study_name="old", storage=url, directions=["maximize", "minimize"])
+    optuna.load_study(study_name="old", storage=url).set_user_attr("settings", old)
+    new = SupernetSettings(**kw, study="new")
+    recorded = load_study(new, url, new.metric).user_attrs["settings"]
+    assert (recorded["dataset"], recorded["table_dataset"]) == ("digits", "cifar100")
+    base = ["search", "--strategy", "gdas", "--device", "pixel3", "--data", "digits",
+            "--storage", url, "--set", "limit=100", "--out", str(tmp_path / "run")]  # fmt: skip
+    cases = [
+        (["--study", "old", "--epochs", "3"], "(epochs 2 there, 3 here)"),
+        (["--study", "new", "--epochs", "3"], "(epochs 2 there, 3 here)"),
+        (["--study", "new", "--epochs", "2", "--dataset", "cifar10"],
+         "(dataset 'cifar100' there, 'cifar10' here)"),
+    ]  # fmt: skip
+    for args, differ in cases:
+        r = hwnas_main(*base, *args)
+        assert r.returncode == 2, r.stderr
+        assert f"was made by a different search {differ}; pick" in r.stderr, r.stderr
