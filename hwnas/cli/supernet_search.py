@@ -220,14 +220,17 @@ def run_supernet_search(
     if result is None:  # a rank other than 0: rank 0 reports
         return None
     console = err if as_json else Console(emoji=False)  # --json: stdout holds the JSON alone
-    _print_result(s, job.prepared.data.name, summary, out, console, no_zoo)
+    _print_result(s, job.prepared.data.name, summary, out, console, no_zoo, artifact_dir)
     if as_json:
         print_json({**summary, "run_folder": str(out)})
 
 
-def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: bool) -> None:
+def _print_result(
+    s, data_name: str, summary: dict, out: Path, console, no_zoo: bool, artifact_dir=None
+) -> None:
     """The subnets handed out, the best (by the run's rule) and derived architectures with
-    their units, the run folder and the study."""
+    their units, the run folder, and the study with the command that serves it (and its
+    artifacts, from ``artifact_dir``), as a table search prints them."""
     from hwnas.cli.render import (
         UNITS,
         cost_text,
@@ -306,4 +309,8 @@ def _print_result(s, data_name: str, summary: dict, out: Path, console, no_zoo: 
             else f"zoo/ with {summary['zoo_models']} trained ONNX models)"
         ),
     )
-    text_line(console, f"study '{s.study}' in {summary['storage']}")
+    from hwnas.engine.publish import dashboard_command
+
+    storage = summary["storage"]  # redacted: the command names it as it can be typed
+    hint = dashboard_command(storage, artifact_dir)
+    text_line(console, f"study '{s.study}' in {storage}: {hint}")

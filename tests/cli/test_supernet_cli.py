@@ -79,7 +79,12 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     assert float(rows[0]["test_accuracy"]) == pytest.approx(best["test_accuracy"], abs=1e-4)
     # the study has the derived architecture as a COMPLETE trial with both values
     storage = summary["storage"]
-    study = optuna.load_study(study_name=summary["settings"]["study"], storage=storage)
+    name = summary["settings"]["study"]
+    # it ends with the study and the command that serves it, as a table search does (it named
+    # the study alone)
+    hint = f"hwnas dashboard --storage {storage}"
+    assert r.stdout.splitlines()[-1] == f"study '{name}' in {storage}: {hint}"
+    study = optuna.load_study(study_name=name, storage=storage)
     trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     assert len(trials) == 1 and trials[0].user_attrs["arch"] == best["arch"]
     assert trials[0].values == [pytest.approx(best["accuracy"]), pytest.approx(best["latency_ms"])]
@@ -119,8 +124,10 @@ def test_darts_on_digits_writes_the_run_folder_and_resumes(tmp_path, hwnas_home)
     assert again["trials"]["completed_this_run"] == 0 and again["best"]["arch"] == best["arch"]
     # again with --no-zoo: its candidates were scored by the first run, and this run does not
     # fine-tune them again; pareto.csv keeps its chance_level (it was empty for them)
-    r = hwnas_main(*DARTS, "--out", str(out), "--no-zoo")
+    r = hwnas_main(*DARTS, "--out", str(out), "--no-zoo", "--artifact-dir", tmp_path / "arts")
     assert r.returncode == 0, r.stderr
+    hint = f"hwnas dashboard --storage {storage} --artifact-dir {tmp_path / 'arts'}"
+    assert r.stdout.splitlines()[-1] == f"study '{name}' in {storage}: {hint}"
     rerun = list(csv.DictReader(open(out / "pareto.csv")))
     assert [row["chance_level"] for row in rerun] == [row["chance_level"] for row in rows]
     assert all(row["chance_level"] in ("true", "false") for row in rerun)
