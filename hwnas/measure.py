@@ -100,7 +100,8 @@ def flag_cause(
 
     Args:
         m: the flagged measurement (its ``cv``, and ``extra["cpu_wait_share"]`` where the
-            device read it: the share, 0-1, of the run other processes held its CPU).
+            device read it: the share, 0-1, of the run other processes held its CPU); a live
+            energy, one meter reading, is flagged by its latency's ``extra["latency_cv"]``.
         max_cv: the device's ``timing.max_cv`` (a fraction), or None.
         max_wait: the device's ``timing.max_wait_share`` (a fraction), or None.
 
@@ -118,7 +119,10 @@ def flag_cause(
         )
     limit = f" > {100 * max_cv:.3g}%" if max_cv is not None else ""  # 0.2%, not 0%
     short = f"CV above {100 * max_cv:.3g}%" if max_cv is not None else "CV too high"
-    return short, f"CV {m.cv:.1%}{limit}", "raise timing.max_cv"
+    cv = m.extra.get("latency_cv")  # an energy: its power times this latency
+    if m.metric == "latency_ms" or not isinstance(cv, (int, float)):
+        return short, f"CV {m.cv:.1%}{limit}", "raise timing.max_cv"
+    return short, f"its latency's CV {cv:.1%}{limit}", "raise timing.max_cv"
 
 
 class NoisyMeasurementError(CandidateError):

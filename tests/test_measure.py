@@ -73,6 +73,17 @@ def test_always_noisy_raises_and_is_measured_again_next_time(tmp_path):
     assert "CV 30.0% > 0.2% after 2 attempt(s)" in str(limit)
 
 
+def test_a_flagged_energy_names_its_latencys_cv_not_its_own_unknown_one():
+    """A live energy is one meter reading times the latency: its CV is unknown (stored 0), and
+    it is flagged when its latency is; a search on energy said "too noisy to use: CV 0.0%"."""
+    energy = Measurement("dev", "ort", "energy_mj", "h1", "model", 1, (1, 3, 8, 8), 7.0,
+                         samples=(7.0,), flagged=True, extra={"latency_cv": 0.2})  # fmt: skip
+    assert np.isnan(energy.known_cv)
+    assert "too noisy to use: its latency's CV 20.0% > 15%" in str(
+        NoisyMeasurementError(energy, 2, 0.15)
+    )
+
+
 def test_allow_flagged_returns_it(tmp_path):
     with MeasurementStore(tmp_path / "m.db") as store:
         m = Profiler(Scripted([0.2]), store, attempts=1).measure(WORKLOAD, allow_flagged=True)

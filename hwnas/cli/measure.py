@@ -209,7 +209,7 @@ def _measure(dev, workloads, store_path) -> None:
                 one_line(r.label),  # a file name's newline must not split its row
                 f"{m.value:.4f}",
                 # a table's value has no spread to show (0.00 read as a perfectly steady run)
-                "-" if r.how == "recorded" or m.cv != m.cv else f"{100 * m.cv:.2f}",
+                "-" if r.how == "recorded" or m.known_cv != m.known_cv else f"{100 * m.cv:.2f}",
                 f"{100 * rel_ci:.2f}" if rel_ci is not None else "-",
                 str(m.extra.get("rounds", "-")),
                 f"{energy.value:.4f}" if energy is not None else "-",

@@ -9,6 +9,7 @@ measurements are the job of :class:`hwnas.measure.Profiler`, not of devices.
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -157,7 +158,9 @@ class Measurement:
         input_shape: (B, C, H, W).
         value: the reported value (median), in ms or mJ per inference.
         samples: every timed sample (ms or mJ); for recorded values, the one table value.
-        cv: coefficient of variation of the value (std / mean of the round medians), 0 if unknown.
+        cv: coefficient of variation of the value (std / mean of the round medians), 0 if unknown
+            (the store holds a number): a value of one sample (a live energy, one meter
+            reading; a table's value) has none, and :attr:`known_cv` reads it as NaN.
         iqr: interquartile range of ``samples`` (same unit as ``value``).
         versions: library versions that produced it.
         measured_at: Unix time (s).
@@ -186,6 +189,13 @@ class Measurement:
     source: str = ""
     flagged: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def known_cv(self) -> float:
+        """``cv``, or NaN where the value has no spread to know it from: fewer than two
+        samples (a live energy is one meter reading over the whole timed window, a table's
+        value one number), whose stored ``cv`` of 0 would read as a perfectly steady value."""
+        return float(self.cv) if len(self.samples) > 1 else math.nan
 
 
 class Device(ABC):

@@ -222,7 +222,10 @@ class LiveDevice(Device):
 
     def measure_all(self, workload: Workload) -> dict[str, Measurement]:
         """Compile ``workload`` (cached by the runtime), time it under the protocol, and read
-        the energy meter around the timed loop.
+        the energy meter around the timed loop: the energy per inference is the meter's mean
+        power over its window times the median latency
+        (:func:`~hwnas.runtimes.timing.time_callable`), one reading whose CV is unknown
+        (:attr:`~hwnas.devices.base.Measurement.known_cv`); it is flagged when the latency is.
 
         Raises:
             DeviceUnavailableError: the device cannot measure now.
@@ -240,16 +243,19 @@ class LiveDevice(Device):
             **self.device_versions(),
             "threads": str(self.protocol.threads),
         }
-        extra: dict[str, Any] = {
-            "rounds": timing.rounds,
-            "rel_ci": round(timing.rel_ci, 5) if timing.rel_ci != float("inf") else None,
-            "target_rel_ci": self.protocol.target_rel_ci,  # the precision the protocol aimed at
-            "timed_s": round(timing.seconds, 3),
+        built: dict[str, Any] = {
             # what compiling cost (ORT: creating the session; TVM: import, tuning, compile)
             "compile_s": round(build.compile_s, 3),
             "cached": build.cached,
             "tuned_workloads": len(build.tuned_workloads),
             "tuning_s": round(build.tuning_s, 3),
+        }
+        extra: dict[str, Any] = {
+            "rounds": timing.rounds,
+            "rel_ci": round(timing.rel_ci, 5) if timing.rel_ci != float("inf") else None,
+            "target_rel_ci": self.protocol.target_rel_ci,  # the precision the protocol aimed at
+            "timed_s": round(timing.seconds, 3),
+            **built,
         }
         if timing.wait_share is not None:  # other processes' share of its CPU (median round)
             extra["cpu_wait_share"] = round(timing.wait_share, 4)
@@ -276,11 +282,26 @@ class LiveDevice(Device):
             )
         }
         if timing.energy_mj is not None and meter is not None:
-            out["energy_mj"] = Measurement(  # one meter reading over the whole timed window
+            # one meter reading over the whole window: the window's mean power times the
+            # median latency above; one sample, so its CV is unknown (stored as 0, read back
+            # as NaN by Measurement.known_cv), and the latency's interval is not its own
+            energy: dict[str, Any] = {
+                "meter": meter.name,
+                "power_w": round(timing.power_w or 0.0, 6),
+                "window_s": round(timing.window_s, 3),
+                "window_calls": timing.window_calls,
+                "latency_ms": timing.median_ms,  # the time the power is multiplied by
+                "latency_cv": round(timing.cv, 5),  # what flags it, with the CPU's wait
+                **built,
+            }
+            if "cpu_wait_share" in extra:
+                energy["cpu_wait_share"] = extra["cpu_wait_share"]
+            out["energy_mj"] = Measurement(
                 metric="energy_mj",
                 value=timing.energy_mj,
                 samples=(timing.energy_mj,),
-                extra={**extra, "meter": meter.name},
+                cv=0.0,
+                extra=energy,
                 **common,
             )
         return out

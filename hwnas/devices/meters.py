@@ -2,7 +2,8 @@
 
 A meter has two methods: :meth:`Meter.start` and :meth:`Meter.stop` (the energy in mJ spent
 between them), and says how long a window it needs to be accurate (``min_window_s``).
-:func:`hwnas.runtimes.timing.time_callable` divides the energy by the calls in the window.
+:func:`hwnas.runtimes.timing.time_callable` takes the window's mean power (its energy over its
+length) times the median latency as the energy per inference.
 
 Two shapes of meter exist: a cumulative energy *counter* (NVML's total-energy counter on
 NVIDIA GPUs, RAPL's ``energy_uj`` on x86 CPUs) read at both ends, and a *power* reading sampled

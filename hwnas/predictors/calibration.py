@@ -496,7 +496,7 @@ def measure_reference_set(
                 how = "measured"
             elif profiler.counts.reused > reused:
                 how = "from store"
-            out.append(ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), how, m))
+            out.append(ReferenceValue(arch, float(m.value), m.known_cv, bool(m.flagged), how, m))
             step.advance()
     return out
 
@@ -559,7 +559,7 @@ def stored_reference_set(device, store, space: SearchSpace, dataset: str, metric
             out.append(ReferenceValue(arch, float("nan")))
         else:
             out.append(
-                ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), "stored", m)
+                ReferenceValue(arch, float(m.value), m.known_cv, bool(m.flagged), "stored", m)
             )
     return out
 
@@ -643,7 +643,7 @@ def stored_calibration_set(
         w = arch_workload(space, arch, dataset)
         m = store.lookup(device.name, device.runtime, metric, w.model_hash, w.input_shape)
         if m is not None:
-            v = ReferenceValue(arch, float(m.value), float(m.cv), bool(m.flagged), "stored")
+            v = ReferenceValue(arch, float(m.value), m.known_cv, bool(m.flagged), "stored")
             out += [v] if usable(v) else []
     return out[:cap]
 

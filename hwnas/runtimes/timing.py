@@ -15,6 +15,18 @@ a search silently.
 
 The HW-NAS-Bench-360 protocol (10 warm-up, 40 timed runs, median; ANCHORS.md section 5) is
 ``TimingProtocol(warmup=10, rounds=1, calls_per_round=40)``.
+
+Energy. An energy meter is read once, around every timed round (extended with untimed calls
+to the meter's ``min_window_s``): it gives the window's *mean power*, and the energy of one
+inference is that power times the latency stored with it (the median of round medians), so
+energy / latency is the window's mean power whatever the process went through. Dividing the
+window's energy by its calls made the energy follow the window's *mean* wall time per call,
+time the process was descheduled included, while the latency is a median: under a constant
+10 W counter, energy / latency read 8.8 to 63.5 W. The meter is not read per round: a round
+of 30 calls lasts milliseconds, far shorter than a counter's accurate window (RAPL, NVML:
+1 s) or a sampled power's period (100 ms), and a device timer runs a whole round in one call;
+so one energy value has one reading and no spread of its own (its CV is unknown, see
+:class:`Timing`).
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ CONFIDENCE = 0.95
 class EnergyMeter(Protocol):
     """What :func:`time_callable` needs from an energy meter (see :mod:`hwnas.devices.meters`)."""
 
+    name: str
     min_window_s: float
 
     def start(self) -> None: ...
@@ -111,10 +124,15 @@ class Timing:
         flagged: the CV exceeded the protocol's ``max_cv``, or ``wait_share`` its
             ``max_wait_share``.
         seconds: wall time of the timed rounds (s), warm-up excluded.
-        energy_mj: energy per inference in mJ over the timed rounds, when a meter was given.
+        energy_mj: energy per inference in mJ, when a meter was given and counted energy:
+            ``power_w`` times ``median_ms`` (one meter reading: it has no CV of its own).
         wait_share: in the median round, the time this process's threads waited for a CPU
             (runnable, another process running) over the time they ran; None where it was
             not read (a model timed elsewhere, a system without Linux's schedstat).
+        power_w: the meter's mean power over its window (W), or None.
+        window_s: the meter's window (s): the timed rounds, extended with untimed calls to
+            its ``min_window_s``; 0 without a meter.
+        window_calls: inferences run in the meter's window, timed or not.
     """
 
     samples_ms: tuple[float, ...]
@@ -127,6 +145,9 @@ class Timing:
     seconds: float = 0.0
     energy_mj: float | None = None
     wait_share: float | None = None
+    power_w: float | None = None
+    window_s: float = 0.0
+    window_calls: int = 0
 
 
 def cpu_wait_ns() -> tuple[int, int, int] | None:
@@ -229,14 +250,16 @@ def time_callable(
         run: one inference per call.
         protocol: warm-up, rounds and stopping rule.
         meter: energy meter read around the timed rounds; if they are shorter than the
-            meter's ``min_window_s``, extra untimed calls run inside the window.
+            meter's ``min_window_s``, extra untimed calls run inside the window. The energy
+            per inference is the window's mean power times the median latency (see the
+            module docstring).
         here: ``run`` runs on this machine's CPUs: each round's wait for a CPU held by other
             processes is read (:func:`cpu_wait_ns`), and a median round share above the
             protocol's ``max_wait_share`` flags the timing.
 
     Returns:
         The :class:`Timing`, all values in milliseconds (energy in mJ per inference: the
-        meter's energy over every inference in its window, untimed ones included).
+        meter's mean power over its window times ``median_ms``).
 
     Raises:
         MeterReadingError: the meter counted no energy (zero, negative, not a number).
@@ -276,7 +299,9 @@ def time_callable(
         if elapsed >= protocol.max_seconds and rounds >= min(2, protocol.min_rounds):
             break
     seconds = time.perf_counter() - t0
-    energy = None
+    power = energy = None
+    window_s = 0.0
+    t = summarise(samples, rounds, protocol.max_cv)
     if meter is not None:
         while time.perf_counter() - t0 < meter.min_window_s:
             sample(protocol.calls_per_round)
@@ -288,13 +313,13 @@ def time_callable(
                 f"{calls} inferences: no energy was counted (a counter that does not move, "
                 "runs backwards or wrapped without its range); energy not stored"
             )
-        energy = spent / calls
-    t = summarise(samples, rounds, protocol.max_cv)
+        power = spent / window_s / 1e3  # mJ / s = mW
+        energy = power * t.median_ms  # W x ms = mJ
     wait = statistics.median(shares) if shares else None
     flagged = t.flagged or (wait is not None and wait > protocol.max_wait_share)
     return Timing(
         t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, flagged, seconds, energy,
-        wait,
+        wait, power, window_s, calls if meter is not None else 0,
     )  # fmt: skip
 
 

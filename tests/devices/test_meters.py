@@ -3,6 +3,10 @@ parsers of tegrastats lines and Android battery readings."""
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import threading
 import time
 
 import pytest
@@ -249,3 +253,82 @@ def test_tegrastats_energy_covers_its_window_and_a_stalled_meter_is_refused(
     time.sleep(1.0)
     with pytest.raises(DeviceUnavailableError, match="it stopped reporting"):
         meter.stop()
+
+
+@contextlib.contextmanager
+def _ticking(zone, watts: float | None):
+    """A RAPL counter at ``watts`` (W) in ``zone``, written every 5 ms as the kernel's is
+    (None: a frozen counter, that never moves)."""
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def tick():
+        while not stop.is_set():
+            uj = int((time.perf_counter() - t0) * (watts or 0.0) * 1e6) + 5_000_000
+            tmp = zone / ".tmp"
+            tmp.write_text(f"{uj}\n")
+            os.replace(tmp, zone / "energy_uj")
+            stop.wait(0.005)
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _metered_cpu(tmp_path):
+    """A profile folder with ``mycpu``: the fast CPU protocol, RAPL read from a test folder."""
+    zone = _rapl_tree(tmp_path / "rapl", 5_000_000)
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "mycpu.yaml").write_text(
+        "name: mycpu\nkind: local\nclass: cpu\ndescription: test\nruntime: ort\n"
+        f"energy: {{meter: rapl, root: {tmp_path / 'rapl'}}}\n"
+        "timing: {warmup: 2, rounds: 3, calls_per_round: 5, threads: 1, max_cv: none,\n"
+        "         max_wait_share: 1000000}\n"
+    )
+    return zone, profiles
+
+
+def test_a_live_energy_is_its_windows_power_times_the_latency_and_has_no_cv(
+    tmp_path, cli, monkeypatch, hwnas_home
+):
+    """Under a constant 10 W RAPL counter, a model descheduled on every 4th call (a 20 ms
+    sleep): the energy per inference was the window's energy over its calls, the mean wall
+    time per call, while the latency is a median (energy / latency read 8.8-63.5 W in an
+    audit); calibration.csv wrote a CV of 0.0000 for the one meter reading, and the energy's
+    stored extra held the latency's 95% interval."""
+    import csv
+
+    from hwnas.runtimes.onnxruntime import OrtExecutable
+    from hwnas.store import MeasurementStore
+
+    zone, profiles = _metered_cpu(tmp_path)
+    run = OrtExecutable.__call__
+    calls = [0]
+
+    def descheduled(self):
+        calls[0] += 1
+        run(self)
+        if calls[0] % 4 == 0:
+            time.sleep(0.02)
+
+    monkeypatch.setattr(OrtExecutable, "__call__", descheduled)
+    with _ticking(zone, 10.0):
+        status, out, err = cli("refset", "measure", "--device", "mycpu", "--metric", "energy_mj",
+                               "--select", "random", "-n", "3", "--out", "ref",
+                               profiles=profiles)  # fmt: skip
+    assert status == 0, out + err
+    store = MeasurementStore(hwnas_home / "measurements.db")
+    latency = {m.model_hash: m for m in store.measurements("mycpu", "latency_ms")}
+    energy = store.measurements("mycpu", "energy_mj")
+    assert len(energy) == 3 and len(latency) == 3
+    for m in energy:
+        assert m.value / latency[m.model_hash].value == pytest.approx(10.0, rel=0.1), m.extra
+        assert m.extra["power_w"] == pytest.approx(10.0, rel=0.1)
+        assert math.isnan(m.known_cv) and "rel_ci" not in m.extra and "rounds" not in m.extra
+    rows = list(csv.DictReader((tmp_path / "ref" / "calibration.csv").open()))
+    assert len(rows) == 3 and all(r["cv"] == "" and float(r["energy_mj"]) > 0 for r in rows)

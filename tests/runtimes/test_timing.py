@@ -90,36 +90,56 @@ def test_fixed_rounds_keep_old_profiles_working():
         TimingProtocol(min_rounds=5, max_rounds=2)
 
 
-def test_energy_is_the_counter_delta_per_call_over_a_long_enough_window():
-    counter = {"mj": 1000.0}
+def constant_power(watts: float) -> CounterMeter:
+    """A fake energy counter of ``watts`` (W), read from the clock: mJ since it was made."""
+    t0 = time.perf_counter()
+    return CounterMeter("fake", lambda: (time.perf_counter() - t0) * watts * 1e3, min_window_s=0)
+
+
+def busy(ms: float) -> None:
+    end = time.perf_counter() + ms / 1e3
+    while time.perf_counter() < end:
+        pass
+
+
+def test_energy_is_the_windows_mean_power_times_the_median_latency():
+    """Energy per call was the window's energy over its calls: it followed the mean wall time
+    per call, time the process was descheduled included, while the latency is a median. A
+    callable descheduled on every 5th call (a 20 ms sleep) under a constant 10 W counter read
+    about 9x the power (energy / latency 90 W); the audit's stored values read 8.8-63.5 W."""
+    calls = []
 
     def run():
-        counter["mj"] += 2.5  # every inference costs 2.5 mJ on this fake counter
-        time.sleep(0.001)
+        calls.append(1)
+        busy(0.5)
+        if len(calls) % 5 == 0:
+            time.sleep(0.02)  # descheduled: the round's median does not see it
 
-    meter = CounterMeter("fake", lambda: counter["mj"], min_window_s=0.2)
-    t = time_callable(run, TimingProtocol(warmup=3, rounds=2, calls_per_round=5), meter)
-    assert t.energy_mj == pytest.approx(2.5)
-    assert t.seconds < 0.2  # the window was extended with extra calls, not timed ones
+    meter = constant_power(10.0)
+    meter.min_window_s = 0.3
+    t = time_callable(run, TimingProtocol(warmup=2, rounds=3, calls_per_round=5), meter)
+    assert t.energy_mj / t.median_ms == pytest.approx(10.0, rel=0.05)
+    assert t.power_w == pytest.approx(10.0, rel=0.05)
+    assert t.window_s >= 0.3 > t.seconds  # extended with untimed calls, not timed ones
+    assert t.window_calls > 15
 
 
-def test_energy_counts_the_untimed_calls_a_device_timer_makes():
-    """TVM's time_evaluator runs one untimed call before those it times, on every call: the
-    meter's window held n + 1 inferences and the energy was divided by n (2x the energy at
-    1 call per round under a fake 5 W counter; +10% on the shipped boards' 10)."""
-    counter = {"mj": 0.0}
+def test_a_device_timers_energy_is_its_power_times_the_time_it_reports():
+    """TVM's time_evaluator runs one untimed call before those it times, and times them on
+    the device: the window's mean power times the device's median time is the energy of one
+    inference, whatever the untimed calls and the host's overhead add to the window."""
 
     class Evaluator:  # like TvmExecutable: times n calls, runs n + 1
         untimed_calls = 1
 
         def samples_ms(self, n):
-            for _ in range(n + 1):
-                counter["mj"] += 4.0
-            return [1.0] * n
+            busy(2.0 * (n + 1) + 1.0)  # n + 1 inferences and the host's overhead
+            return [2.0] * n
 
-    meter = CounterMeter("fake", lambda: counter["mj"], min_window_s=0.0)
+    meter = constant_power(5.0)
     t = time_callable(Evaluator(), TimingProtocol(warmup=2, rounds=3, calls_per_round=1), meter)
-    assert t.energy_mj == pytest.approx(4.0)
+    assert t.median_ms == 2.0 and t.energy_mj == pytest.approx(10.0, rel=0.05)
+    assert t.window_calls == 6  # three rounds of one timed and one untimed call
 
 
 @pytest.mark.parametrize("reading", [0.0, -3.0, math.nan])
