@@ -112,10 +112,24 @@ class NativeCrashError(CandidateError):
     (:func:`hwnas.isolate.run_isolated`); the message names the library versions."""
 
 
-class MeterReadingError(CandidateError):
+class MeterReadingError(DeviceUnavailableError):
     """An energy meter counted no energy (zero, negative or not a number) over a measured
-    window: that candidate's energy is not stored; a meter that stays so stops a search after
-    5 candidates in a row, like any other measurement failure."""
+    window: a counter that does not move (a virtual machine's frozen RAPL), runs backwards, or
+    wrapped without its range. Not the candidate's fault, so never a skipped candidate:
+    :class:`hwnas.measure.Profiler` stores what was measured beside it (``kept``: metric ->
+    measurement, the latency) and, where energy is not what was asked for, drops the energy
+    with a warning said once; where it is, the command stops with this error.
+
+    Args:
+        message: one line.
+        kept: what the same run measured and can be stored.
+        reading: the meter's own line (what the message starts from).
+    """
+
+    def __init__(self, message: str, kept: dict | None = None, reading: str | None = None):
+        super().__init__(message)
+        self.kept = dict(kept or {})
+        self.reading = reading or message
 
 
 NO_SPACE_ERRNOS = (28, 122, 27)

@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload
-from hwnas.errors import CandidateError, HwnasError, HwnasWarning, keyword_terms
+from hwnas.errors import (
+    CandidateError,
+    HwnasError,
+    HwnasWarning,
+    MeterReadingError,
+    keyword_terms,
+)
 from hwnas.export import content_hash
 from hwnas.limits import input_size
 from hwnas.progress import SILENT
@@ -231,6 +237,14 @@ class Profiler:
         attempts: how many times a flagged (too noisy) measurement is taken before giving up.
         quiet_wait_s: seconds a flagged measurement may wait in all for a quieter moment
             (default: the device's ``timing.quiet_wait_s``, 0 for devices without one).
+        say: where the one warning of a meter that counted nothing goes (default: a
+            ``warning:`` line on stderr).
+
+    An energy meter that counts nothing (:class:`~hwnas.errors.MeterReadingError`: a frozen
+    counter) does not cost the latency timed around it: that is stored, and where energy is
+    not what was asked for, the energy is dropped with one warning per profiler (a run), not
+    per model; where energy is asked for, the error stops the command (the counter is probed
+    before any work by :meth:`~hwnas.devices.base.Device.require_metric`).
     """
 
     def __init__(
@@ -239,6 +253,7 @@ class Profiler:
         store: MeasurementStore | None,
         attempts: int = 3,
         quiet_wait_s: float | None = None,
+        say: Any = None,
     ):
         self.device = device
         self.store = store
@@ -247,6 +262,9 @@ class Profiler:
             quiet_wait_s = float(getattr(device, "quiet_wait_s", 0.0))
         self.quiet_wait_s = max(0.0, quiet_wait_s)
         self.counts = ProfilerCounts()
+        self.say = say or _say
+        self.energy_dropped: str | None = None
+        """The meter's line, once energy was dropped for a meter that counted nothing."""
 
     def measure(
         self, workload: Workload, metric: str = "latency_ms", allow_flagged: bool = False
@@ -261,6 +279,9 @@ class Profiler:
 
         Raises:
             DeviceUnavailableError: the device cannot measure now.
+            MeterReadingError: ``metric`` is energy and the meter counted none (the latency
+                timed with it is stored), now or for an earlier model of this profiler's run
+                (then nothing is timed again: the latency was asked for first).
             NoisyMeasurementError: every attempt was flagged (unless ``allow_flagged``).
             HwnasError: the device has no such metric or cannot run the workload.
         """
@@ -270,11 +291,13 @@ class Profiler:
             self.counts.read += 1  # a value read (a table's gap raises first)
             return value
         found = self.stored(workload, metric)
+        if (found is None or found.flagged) and metric == "energy_mj" and self.energy_dropped:
+            raise self._stuck(workload, self.energy_dropped)  # timed with its latency just now
         if found is None or found.flagged:
             with self.store.device_lock(self.device.name, self.device.on_this_machine):
                 found = self.stored(workload, metric)
                 if found is None or found.flagged:
-                    m = self._take(workload)[metric]
+                    m = self._take(workload, metric)[metric]
                     if m.flagged and not allow_flagged:
                         raise NoisyMeasurementError(
                             m, self.attempts, self.device.max_cv, self.device.max_wait_share
@@ -292,16 +315,23 @@ class Profiler:
                workload.input_shape)  # fmt: skip
         return self.store.lookup(*key)
 
-    def _take(self, workload: Workload) -> dict[str, Measurement]:
+    def _take(self, workload: Workload, metric: str = "latency_ms") -> dict[str, Measurement]:
         """Measure every metric of the device (re-measuring flagged results after waiting for a
-        quieter moment, with more rounds), store them."""
+        quieter moment, with more rounds), store them; ``metric`` is the one asked for (a
+        meter that counts nothing stops it only where it is energy)."""
         deadline = time.monotonic() + self.quiet_wait_s
+        stuck = None
         for attempt in range(self.attempts):
             if attempt:
                 wait_for_quiet(deadline)
             more = getattr(self.device, "more_rounds", None)
             with more() if attempt and more is not None else contextlib.nullcontext():
-                results = self.device.measure_all(workload)
+                try:
+                    results, stuck = self.device.measure_all(workload), None
+                except MeterReadingError as exc:  # the latency was timed all the same
+                    if not exc.kept:
+                        raise
+                    results, stuck = exc.kept, exc
             self._count_build(results)
             if not any(m.flagged for m in results.values()):
                 break
@@ -311,20 +341,50 @@ class Profiler:
                 k: replace(m, extra={**m.extra, "workload": workload.info})
                 for k, m in results.items()
             }
-        for metric, m in list(results.items()):
+        for name, m in list(results.items()):
             if not self.store.append(m):  # another machine stored this key first (each
                 # locks its own CPU): every worker uses the value the store keeps
                 kept = self.store.lookup(m.device, m.runtime, m.metric, m.model_hash,
                                          m.input_shape)  # fmt: skip
-                results[metric] = kept if kept is not None else m
+                results[name] = kept if kept is not None else m
         self.counts.taken += 1
+        if stuck is not None:
+            if metric not in results:  # energy asked for: the device cannot give it now
+                raise self._stuck(workload, stuck.reading)
+            self.drop_energy(stuck)
         return results
+
+    def _stuck(self, workload: Workload, reading: str) -> MeterReadingError:
+        """The error of an energy asked for while the meter counts nothing."""
+        return MeterReadingError(
+            f"device '{self.device.name}' stopped counting energy: {reading}; the latency of "
+            f"{workload.label} is stored; check the meter (hwnas devices check "
+            f"{self.device.name}), or measure latency instead",
+            reading=reading,
+        )
+
+    def drop_energy(self, exc: MeterReadingError) -> None:
+        """Say once per profiler that the meter counted no energy and energy is not stored
+        (the latency is)."""
+        if self.energy_dropped is None:
+            self.energy_dropped = exc.reading
+            self.say(
+                f"warning: device '{self.device.name}': {exc.reading}; energy is not stored "
+                "(latency is) while the meter counts nothing (said once)"
+            )
 
     def _count_build(self, results: dict[str, Measurement]) -> None:
         extra = next(iter(results.values())).extra if results else {}
         self.counts.tuned_workloads += int(extra.get("tuned_workloads", 0))
         self.counts.tuning_s += float(extra.get("tuning_s", 0.0))
         self.counts.compile_s += float(extra.get("compile_s", 0.0))
+
+
+def _say(line: str) -> None:
+    """A ``warning:`` line on stderr, whole (:func:`hwnas.text.one_line`)."""
+    from hwnas.text import one_line
+
+    print(one_line(line), file=sys.stderr)
 
 
 def _cpu_times(cpus: set[int]) -> tuple[float, float] | None:
@@ -516,7 +576,10 @@ def _measure_one(profiler: Profiler, w: Workload, kept: bool) -> MeasuredModel:
         m = profiler.measure(w, "latency_ms", allow_flagged=True)
         energy = None
         if "energy_mj" in device.metrics:
-            energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            try:
+                energy = profiler.measure(w, "energy_mj", allow_flagged=True)
+            except MeterReadingError as exc:  # a frozen counter: the latency stands
+                profiler.drop_energy(exc)
             # a flagged latency made the energy's lookup measure both metrics again:
             # the latency shown is the one stored with that energy, not the first run's
             m = profiler.stored(w, "latency_ms") or m

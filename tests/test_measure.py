@@ -84,6 +84,38 @@ def test_a_flagged_energy_names_its_latencys_cv_not_its_own_unknown_one():
     )
 
 
+def test_a_meter_that_counts_nothing_keeps_the_latency_and_stops_only_what_needs_energy(
+    tmp_path,
+):
+    """A frozen energy counter: the latency timed around it was thrown away with the energy.
+    Asked for latency, the profiler stores it and warns once per run; asked for energy, it
+    stores the latency and raises a device error (never a skipped candidate), and an energy
+    asked for after the meter failed in this run is not timed again."""
+    from hwnas.errors import CandidateError, DeviceUnavailableError, MeterReadingError
+
+    class Frozen(Scripted):
+        def measure_all(self, workload):
+            latency = super().measure_all(workload)["latency_ms"]
+            raise MeterReadingError("energy meter fake read 0 mJ", kept={"latency_ms": latency})
+
+    said = []
+    with MeasurementStore(tmp_path / "m.db") as store:
+        device = Frozen([0.01] * 4)
+        profiler = Profiler(device, store, say=said.append)
+        for i in range(2):
+            m = profiler.measure(Workload(f"h{i}", "model", (1, 3, 8, 8)))
+            assert m.metric == "latency_ms" and store.lookup("dev", "ort", "latency_ms",
+                                                             f"h{i}", (1, 3, 8, 8))  # fmt: skip
+        assert len(said) == 1 and "fake read 0 mJ; energy is not stored" in said[0]
+        with pytest.raises(MeterReadingError, match="stopped counting energy: energy meter fake"):
+            profiler.measure(WORKLOAD, "energy_mj")
+        assert device.calls == 2  # not timed again: the meter failed in this run
+        with pytest.raises(DeviceUnavailableError, match="the latency of model is stored"):
+            Profiler(device, store).measure(Workload("h9", "model", (1, 3, 8, 8)), "energy_mj")
+        assert device.calls == 3 and store.lookup("dev", "ort", "latency_ms", "h9", (1, 3, 8, 8))
+        assert not issubclass(MeterReadingError, CandidateError)
+
+
 def test_allow_flagged_returns_it(tmp_path):
     with MeasurementStore(tmp_path / "m.db") as store:
         m = Profiler(Scripted([0.2]), store, attempts=1).measure(WORKLOAD, allow_flagged=True)

@@ -337,7 +337,7 @@ def measure_cmd(
     _keep_filled(out / "calibration.csv", measured=True)  # before any work
     archs = calibration_archs(sp, select, count, predictor, seed)  # bad input: before any work
     dev = _open_device(device, runtime, tracker, key, target, trials)
-    dev.check_metric(metric)
+    dev.require_metric(metric)  # an energy meter that does not count: before any work
     path = out / "calibration.csv"
     writes = {a.text: None for a, _ in as_recorded(dev, sp, archs, [metric])}
     _keep_measured(path, writes, metric)  # rows this run would not write: before any work

@@ -362,6 +362,17 @@ class Device(ABC):
                 f"(it has: {', '.join(self.metrics)})" + (f": {why}" if why else "")
             )
 
+    def require_metric(self, metric: str) -> None:
+        """:meth:`check_metric`, and that the device can give ``metric`` now: called once,
+        before a command that optimises or calibrates on ``metric`` does any work (a live
+        device probes its energy meter: :meth:`hwnas.devices.live.LiveDevice.require_metric`).
+
+        Raises:
+            HwnasError: the device has no ``metric``.
+            DeviceUnavailableError: it cannot give it now.
+        """
+        self.check_metric(metric)
+
     def why_no_metric(self, metric: str) -> str | None:
         """Why the device has no ``metric`` (a live device's missing energy meter), or None."""
         return None

@@ -51,6 +51,7 @@ def check_device(device: Device) -> CheckResult:
 
     Raises:
         DeviceUnavailableError: the device is not reachable (the status line says why).
+        MeterReadingError: its energy meter counted no energy around the probe's timing.
         HwnasError: the probe model failed to compile or run.
     """
     ok, why = device.status()

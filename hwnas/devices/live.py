@@ -31,7 +31,7 @@ from typing import Any
 
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.devices.meters import METERS, Meter
-from hwnas.errors import DeviceUnavailableError, HwnasError
+from hwnas.errors import DeviceUnavailableError, HwnasError, MeterReadingError
 from hwnas.limits import MAX_THREADS, bounded
 from hwnas.runtimes import RUNTIMES, get_runtime
 from hwnas.runtimes.executable import CALL_LIMIT_S
@@ -228,6 +228,8 @@ class LiveDevice(Device):
         (:attr:`~hwnas.devices.base.Measurement.known_cv`); it is flagged when the latency is.
 
         Raises:
+            MeterReadingError: the meter counted no energy over the window (a counter that
+                does not move); its ``kept`` holds the latency, timed all the same.
             DeviceUnavailableError: the device cannot measure now.
             HwnasError: the workload cannot be compiled or run.
         """
@@ -304,7 +306,27 @@ class LiveDevice(Device):
                 extra=energy,
                 **common,
             )
+        elif timing.meter_error is not None:
+            raise MeterReadingError(timing.meter_error, kept=out)
         return out
+
+    def require_metric(self, metric: str) -> None:
+        """As :meth:`Device.require_metric`; for energy, the meter must count over a short
+        probe of busy work (:meth:`~hwnas.devices.meters.Meter.probe`): a frozen counter
+        (a virtual machine's RAPL) stopped an energy search only after 5 candidates.
+
+        Raises:
+            HwnasError: the device has no ``metric``.
+            DeviceUnavailableError: the meter cannot be read, or does not count.
+        """
+        super().require_metric(metric)
+        meter = self.make_meter() if metric == "energy_mj" else None
+        why = meter.probe() if meter is not None else None
+        if why:
+            raise DeviceUnavailableError(
+                f"device '{self.name}' cannot measure energy: {why}; measure latency instead, "
+                f"or give {self.where} a meter that counts (energy: none for no energy)"
+            )
 
 
 NO_METER = ("none", "off", "false", "no")

@@ -17,6 +17,7 @@ read here.
 from __future__ import annotations
 
 import errno
+import math
 import re
 import subprocess
 import threading
@@ -27,6 +28,10 @@ from pathlib import Path
 
 from hwnas.errors import DeviceUnavailableError
 from hwnas.registry import Registry
+
+PROBE_S = 0.3
+"""Seconds of busy work a counter must count energy over before a command that optimises or
+calibrates on energy starts (:meth:`Meter.probe`)."""
 
 
 class Meter(ABC):
@@ -47,6 +52,12 @@ class Meter(ABC):
     @abstractmethod
     def stop(self) -> float:
         """End the window; the energy spent in it, in mJ."""
+
+    def probe(self, seconds: float = 0.0) -> str | None:
+        """Whether the meter counts at all, checked before a command that needs its energy
+        does any work: one line saying why not, or None. A meter without a quick check (a
+        sampled power: its window refuses a meter that stopped reporting) says None."""
+        return None
 
 
 class CounterMeter(Meter):
@@ -97,6 +108,26 @@ class CounterMeter(Meter):
         if delta < 0 and self.wrap_mj:
             delta += self.wrap_mj
         return delta
+
+    def probe(self, seconds: float = PROBE_S) -> str | None:
+        """Read the counter around ``seconds`` of busy work on this process's CPU: a
+        counter that did not move (a virtual machine's RAPL counter can be frozen at one
+        value) or ran backwards is one line saying so, else None.
+
+        Raises:
+            DeviceUnavailableError: the counter cannot be read.
+        """
+        self.start()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:  # busy: a package draws more than when idle
+            pass
+        delta = self.stop()
+        if math.isfinite(delta) and delta > 0:
+            return None
+        return (
+            f"energy meter {self.name} counted {delta:g} mJ over {seconds:g} s of busy work: "
+            "the counter does not move (a virtual machine's RAPL counter can be frozen)"
+        )
 
 
 def _why(exc: BaseException) -> str:

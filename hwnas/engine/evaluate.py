@@ -13,7 +13,7 @@ from typing import Any
 
 from hwnas.cost_record import CostRecord, precision_target
 from hwnas.devices.base import METRICS
-from hwnas.errors import HwnasError, UnrecordedError
+from hwnas.errors import HwnasError, MeterReadingError, UnrecordedError
 from hwnas.measure import Profiler, arch_workload
 from hwnas.spaces.base import Arch, SearchSpace
 
@@ -222,10 +222,13 @@ def device_costs(
     a timed latency judged against the device protocol's precision target. The first
     ``required`` metrics must have a value (the objective's, and latency under a latency
     limit); a later one a recorded table lacks is left out (an energy search on a device
-    whose latency table is partial skipped every architecture without a latency).
+    whose latency table is partial skipped every architecture without a latency), and so is
+    the energy of a meter that counts nothing (a latency search on a VM whose RAPL counter is
+    frozen stopped after 5 candidates; the profiler warns once).
 
     Raises:
         UnrecordedError: a table lacks a required metric of the workload.
+        MeterReadingError: the meter counted no energy, and energy is required.
     """
     target = precision_target(profiler.device)
     out: dict[str, CostRecord] = {}
@@ -235,6 +238,10 @@ def device_costs(
         except UnrecordedError:
             if i < required:
                 raise
+        except MeterReadingError as exc:
+            if i < required:
+                raise
+            profiler.drop_energy(exc)  # said once
     return out
 
 

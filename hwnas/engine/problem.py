@@ -53,7 +53,8 @@ def resolve(settings: SearchSettings, space_note: str = "") -> tuple[SearchSpace
     Raises:
         HwnasError: unknown space, dataset or device; a runtime the device cannot use; a device
             that cannot measure now, lacks the objective's metric (or latency under a limit), or
-            has no values for the space.
+            has no values for the space; an energy meter that does not count
+            (:meth:`~hwnas.devices.base.Device.require_metric`).
     """
     space = get_space(settings.space)
     space.dataset(settings.dataset)
@@ -62,7 +63,7 @@ def resolve(settings: SearchSettings, space_note: str = "") -> tuple[SearchSpace
         device.require_reachable()
     except DeviceUnavailableError as exc:
         raise DeviceUnavailableError(f"{exc}; {offline_routes(device, space.name)}") from None
-    device.check_metric(settings.metric)
+    device.require_metric(settings.metric)  # an energy meter that does not count: here
     if settings.max_latency is not None:
         device.check_metric("latency_ms")
     if not device.supports(space.name):

@@ -39,8 +39,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from hwnas.errors import MeterReadingError
-
 CONFIDENCE = 0.95
 """Confidence level of the interval on the median."""
 
@@ -133,6 +131,8 @@ class Timing:
         window_s: the meter's window (s): the timed rounds, extended with untimed calls to
             its ``min_window_s``; 0 without a meter.
         window_calls: inferences run in the meter's window, timed or not.
+        meter_error: one line where the meter counted no energy (zero, negative, not a
+            number: a counter that does not move); ``energy_mj`` is None then.
     """
 
     samples_ms: tuple[float, ...]
@@ -148,6 +148,7 @@ class Timing:
     power_w: float | None = None
     window_s: float = 0.0
     window_calls: int = 0
+    meter_error: str | None = None
 
 
 def cpu_wait_ns() -> tuple[int, int, int] | None:
@@ -259,10 +260,11 @@ def time_callable(
 
     Returns:
         The :class:`Timing`, all values in milliseconds (energy in mJ per inference: the
-        meter's mean power over its window times ``median_ms``).
+        meter's mean power over its window times ``median_ms``; where the meter counted no
+        energy, none, and ``meter_error`` says so: the timing stands).
 
     Raises:
-        MeterReadingError: the meter counted no energy (zero, negative, not a number).
+        DeviceUnavailableError: the meter cannot be read.
     """
     timed = getattr(run, "samples_ms", None) or (lambda n: perf_counter_samples(run, n))
     untimed = int(getattr(run, "untimed_calls", 0))
@@ -299,7 +301,7 @@ def time_callable(
         if elapsed >= protocol.max_seconds and rounds >= min(2, protocol.min_rounds):
             break
     seconds = time.perf_counter() - t0
-    power = energy = None
+    power = energy = error = None
     window_s = 0.0
     t = summarise(samples, rounds, protocol.max_cv)
     if meter is not None:
@@ -307,19 +309,20 @@ def time_callable(
             sample(protocol.calls_per_round)
         window_s = time.perf_counter() - t0
         spent = meter.stop()
-        if not (math.isfinite(spent) and spent > 0):
-            raise MeterReadingError(
+        if math.isfinite(spent) and spent > 0:
+            power = spent / window_s / 1e3  # mJ / s = mW
+            energy = power * t.median_ms  # W x ms = mJ
+        else:
+            error = (
                 f"energy meter {meter.name} read {spent:g} mJ over {window_s:.2f} s of "
                 f"{calls} inferences: no energy was counted (a counter that does not move, "
-                "runs backwards or wrapped without its range); energy not stored"
+                "runs backwards or wrapped without its range)"
             )
-        power = spent / window_s / 1e3  # mJ / s = mW
-        energy = power * t.median_ms  # W x ms = mJ
     wait = statistics.median(shares) if shares else None
     flagged = t.flagged or (wait is not None and wait > protocol.max_wait_share)
     return Timing(
         t.samples_ms, t.median_ms, t.cv, t.iqr_ms, rounds, t.rel_ci, flagged, seconds, energy,
-        wait, power, window_s, calls if meter is not None else 0,
+        wait, power, window_s, calls if meter is not None else 0, error,
     )  # fmt: skip
 
 

@@ -332,3 +332,36 @@ def test_a_live_energy_is_its_windows_power_times_the_latency_and_has_no_cv(
         assert math.isnan(m.known_cv) and "rel_ci" not in m.extra and "rounds" not in m.extra
     rows = list(csv.DictReader((tmp_path / "ref" / "calibration.csv").open()))
     assert len(rows) == 3 and all(r["cv"] == "" and float(r["energy_mj"]) > 0 for r in rows)
+
+
+def test_a_frozen_counter_costs_no_latency_and_refuses_an_energy_search_before_any_work(
+    tmp_path, cli, hwnas_home
+):
+    """A RAPL counter that never moves (a VM's; `cpu` reads RAPL with `energy: auto`):
+    `hwnas measure` exited 2 ("read 0 mJ ... energy not stored") without storing the latency
+    it had timed, a latency search stopped after 5 candidates "could not be measured", and
+    an energy search measured 5 before stopping. Now the latency is stored and energy left out
+    with one warning per run; an energy search stops in one line before any work."""
+    from hwnas.store import MeasurementStore
+
+    _zone, profiles = _metered_cpu(tmp_path)  # its counter is never written again: frozen
+    status, out, err = cli("measure", "--device", "mycpu", "--arch", "5", "--arch", "77",
+                           profiles=profiles)  # fmt: skip
+    assert status == 0, out + err
+    warned = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and "rapl:package-0 read 0 mJ" in warned[0], err
+    assert "energy is not stored (latency is)" in warned[0]
+    store = MeasurementStore(hwnas_home / "measurements.db")
+    assert len(store.measurements("mycpu", "latency_ms")) == 2
+    assert store.measurements("mycpu", "energy_mj") == []
+
+    status, out, err = cli("search", "--device", "mycpu", "--strategy", "random", "--budget",
+                           "3", "--out", "runs/l", profiles=profiles)  # fmt: skip
+    assert status == 0 and "3 architectures scored" in out, out + err
+    assert sum(line.startswith("warning: device 'mycpu'") for line in err.splitlines()) == 1
+
+    status, out, err = cli("search", "--device", "mycpu", "--objective", "energy", "--budget",
+                           "3", "--out", "runs/e", profiles=profiles)  # fmt: skip
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "cannot measure energy: energy meter rapl:package-0 counted 0 mJ over 0.3 s" in err
+    assert "the counter does not move" in err and not (tmp_path / "runs" / "e").exists()

@@ -249,14 +249,14 @@ def test_a_rerun_of_a_search_that_used_its_asks_asks_no_more(monkeypatch):
 
 
 def test_a_failure_that_passed_is_tried_again_and_a_tables_gaps_use_up_asks_said(tmp_path):
-    """A meter that read 0 on five candidates halts the search; once it is fixed, the rerun
+    """A runtime that failed on five candidates halts the search; once it is fixed, the rerun
     scores them (a study-wide memory of every failure dropped them for good: helper-66). A
     table whose every 50th cell has a value: the proposals' bound is used on gaps, and the
     search says so rather than 'the space is exhausted' (helper-66)."""
     from hwnas.cost_record import CostRecord
     from hwnas.engine.evaluate import Evaluation
     from hwnas.engine.loop import SearchHalted, SearchSettings, run_search
-    from hwnas.errors import MeterReadingError, UnrecordedError
+    from hwnas.errors import CandidateError, UnrecordedError
     from hwnas.spaces import get_space
 
     space = get_space("nasbench201")
@@ -268,7 +268,7 @@ def test_a_failure_that_passed_is_tried_again_and_a_tables_gaps_use_up_asks_said
         def score(arch):
             calls.append(arch.text)
             if glitch and len(calls) <= 5:
-                raise MeterReadingError("energy meter read 0 mJ over the window")
+                raise CandidateError("the runtime failed on it")
             i = space.index(arch)
             cost = CostRecord("latency_ms", 1.0 + i % 30, "measured:cpu:ort")
             return Evaluation(arch, 50.0 + i % 40, "t", {"latency_ms": cost}, "h")
