@@ -571,23 +571,34 @@ def _measure_one(profiler: Profiler, w: Workload, kept: bool) -> MeasuredModel:
     """One model of :func:`measure_models`: its latency (and energy), how it was obtained,
     and its warnings; ``kept``: models before it are measured (said if this one fails)."""
     device = profiler.device
-    before = profiler.counts.taken
+    counts = profiler.counts
+    before = (counts.taken, counts.reused, counts.read)
     try:
         m = profiler.measure(w, "latency_ms", allow_flagged=True)
         energy = None
-        if "energy_mj" in device.metrics:
+        if "energy_mj" in device.metrics and counts.taken > before[0]:
+            # timed now: the energy was read around the same timing and stored with it (or
+            # left out, its meter counting nothing); looking it up counted it "from the store"
+            energy = profiler.stored(w, "energy_mj")
+        elif "energy_mj" in device.metrics:
             try:
                 energy = profiler.measure(w, "energy_mj", allow_flagged=True)
             except MeterReadingError as exc:  # a frozen counter: the latency stands
                 profiler.drop_energy(exc)
-            # a flagged latency made the energy's lookup measure both metrics again:
-            # the latency shown is the one stored with that energy, not the first run's
+            # a stored latency without an unflagged energy: both were measured again, and
+            # the latency shown is the one stored with that energy
             m = profiler.stored(w, "latency_ms") or m
     except CandidateError as exc:  # which of several models, and what was kept
         said = "; the models before it are measured and stored" if kept else ""
         same = type(exc).__init__ is CandidateError.__init__  # keeps NativeCrashError
         raise (type(exc) if same else CandidateError)(f"{w.label}: {exc}{said}") from None
-    how = "measured" if profiler.counts.taken > before else "from store"
+    # one model counts once, by what it cost most: measured, else from the store, else read
+    taken, reused, read = (now - then for now, then in zip(
+        (counts.taken, counts.reused, counts.read), before))  # fmt: skip
+    counts.taken = before[0] + (taken > 0)
+    counts.reused = before[1] + (reused > 0 and not taken)
+    counts.read = before[2] + (read > 0 and not taken and not reused)
+    how = "measured" if taken else "from store"
     if not device.stored_in_profiler:
         how = "recorded"
     if m.flagged:  # and why: the CV, or other processes holding its CPU

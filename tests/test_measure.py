@@ -126,17 +126,28 @@ def test_measure_models_shows_the_latency_stored_with_the_energy(tmp_path):
     """`hwnas measure` on a device with a meter: the first run came back flagged, the energy's
     lookup found that flagged run and measured both metrics again, and the table showed the
     first run's latency (FLAGGED, "stored flagged") beside the second run's energy while the
-    store held the second run, not flagged. Both shown now come from the run stored."""
+    store held the second run, not flagged. Both shown now come from the run stored: the
+    energy read around the latency's timing is taken with it, not looked up and measured
+    again (which also counted one model "1 measured, 1 from the store")."""
     from hwnas.measure import measure_models
 
     device = Scripted([0.2, 0.2, 0.2, 0.01])  # the latency's 3 attempts flagged, then not
     device.stored_in_profiler = True
-    (done,) = measure_models(device, [WORKLOAD], tmp_path / "m.db").models
-    assert device.calls == 4
-    assert done.latency.value == 6.0 and not done.latency.flagged and "FLAGGED" not in done.how
-    assert done.energy.value == 7.0
+    done = measure_models(device, [WORKLOAD], tmp_path / "m.db")
+    (model,) = done.models
+    assert device.calls == 3 and (done.counts.taken, done.counts.reused) == (1, 0)
+    assert model.latency.value == 5.0 and model.latency.flagged and "FLAGGED" in model.how
+    assert model.energy.value == 7.0 and model.energy.flagged
     with MeasurementStore(tmp_path / "m.db") as store:
-        assert store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8)).value == 6.0
+        stored = store.lookup("dev", "ort", "latency_ms", "h1", (1, 3, 8, 8))
+        assert stored.value == 5.0 and stored.flagged
+        again = measure_models(device, [WORKLOAD], tmp_path / "m.db")  # flagged: again
+    (model,) = again.models
+    assert device.calls == 4 and (again.counts.taken, again.counts.reused) == (1, 0)
+    assert model.latency.value == 6.0 and not model.latency.flagged
+    assert model.energy.value == 7.0 and not model.energy.flagged
+    done = measure_models(device, [WORKLOAD, WORKLOAD], tmp_path / "m.db")
+    assert (done.counts.taken, done.counts.reused, done.counts.read) == (0, 2, 0)
 
 
 class Shared(Scripted):

@@ -321,11 +321,16 @@ def test_a_live_energy_is_its_windows_power_times_the_latency_and_has_no_cv(
         status, out, err = cli("refset", "measure", "--device", "mycpu", "--metric", "energy_mj",
                                "--select", "random", "-n", "3", "--out", "ref",
                                profiles=profiles)  # fmt: skip
-    assert status == 0, out + err
+        assert status == 0, out + err
+        # one fresh model, counted once (its energy, stored with it, read "1 from the store")
+        said = [cli("measure", "--device", "mycpu", "--arch", "4242", profiles=profiles)[1]
+                for _ in range(2)]  # fmt: skip
+    assert "1 measured, 0 from the store, 0 read from a table" in " ".join(said[0].split())
+    assert "0 measured, 1 from the store, 0 read from a table" in " ".join(said[1].split())
     store = MeasurementStore(hwnas_home / "measurements.db")
     latency = {m.model_hash: m for m in store.measurements("mycpu", "latency_ms")}
     energy = store.measurements("mycpu", "energy_mj")
-    assert len(energy) == 3 and len(latency) == 3
+    assert len(energy) == 4 and len(latency) == 4
     for m in energy:
         assert m.value / latency[m.model_hash].value == pytest.approx(10.0, rel=0.1), m.extra
         assert m.extra["power_w"] == pytest.approx(10.0, rel=0.1)
@@ -347,7 +352,7 @@ def test_a_frozen_counter_costs_no_latency_and_refuses_an_energy_search_before_a
     _zone, profiles = _metered_cpu(tmp_path)  # its counter is never written again: frozen
     status, out, err = cli("measure", "--device", "mycpu", "--arch", "5", "--arch", "77",
                            profiles=profiles)  # fmt: skip
-    assert status == 0, out + err
+    assert status == 0 and "2 measured, 0 from the store" in " ".join(out.split()), out + err
     warned = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warned) == 1 and "rapl:package-0 read 0 mJ" in warned[0], err
     assert "energy is not stored (latency is)" in warned[0]
