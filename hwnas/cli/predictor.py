@@ -259,7 +259,8 @@ def _archs_cell(archs: dict) -> str:
 )
 def eval_cmd(predictor, devices):
     """Score PREDICTOR (artifact name or folder): adapt on each device's 10 reference-set
-    values, predict every architecture, print Spearman rho, Kendall tau, MAPE, median APE
+    values, predict every architecture, and score on the device's other values (rows: how
+    many; a device with fewer than 10 is refused): Spearman rho, Kendall tau, MAPE, median APE
     (a few near-zero values cannot dominate it), ±10% accuracy and the share of values within
     2 predicted standard deviations."""
     from hwnas.cli.render import Console, print_table
@@ -291,6 +292,7 @@ def eval_cmd(predictor, devices):
         return (
             name,
             seen,
+            str(s.get("rows", "")),
             f"{s['spearman_rho']:.3f}",
             f"{s['kendall_tau']:.3f}",
             f"{s['mape_pct']:.1f}",
@@ -303,11 +305,12 @@ def eval_cmd(predictor, devices):
     rows.append(row("mean", "", mean_scores(per)))
     print_table(  # 140 wide: numbers in one line; a device key too wide folds, then whole
         Console(emoji=False, width=140),
-        f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures",
-        ("device", "split", *columns),
+        f"{first.name} ({first.path}): {space}, adapted on the 10 reference architectures, "
+        "scored on the others",
+        ("device", "split", "rows", *columns),
         rows,
         keys=("device",),
-        right=columns,
+        right=("rows", *columns),
     )
 
 

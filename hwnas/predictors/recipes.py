@@ -66,16 +66,22 @@ PROTOCOL_UNSEEN = (
     "unseen devices, hwnas protocol 'all' (not HELP's own protocol, for which see "
     "experiments/help_protocol.py --protocol help): adapt on the 10 reference architectures "
     "(reference_sets.json) measured on each unseen device, predict every architecture of the "
-    "space's table, score against the recorded values"
+    "space's table, score against the recorded values of the others (rows: how many)"
 )
 PROTOCOL_SEEN = (
     "seen devices (in the training set): adapt on each device's 10 reference-set values, "
-    "predict every architecture; not a test of unseen devices"
+    "predict every architecture, score on the others; not a test of unseen devices"
 )
 
 
 def score_artifact(path: Path, columns: list[Column], protocol: str) -> dict[str, Any]:
-    """Card scores of the artifact at ``path`` on ``columns``."""
+    """Card scores of the artifact at ``path`` on ``columns``: on each column's values other
+    than the reference values it is adapted on (:func:`hwnas.predictors.evaluate.
+    evaluate_columns`; each device's ``rows`` says how many).
+
+    Raises:
+        HwnasError: a column with too few such values (meta-training refuses it first).
+    """
     from hwnas.predictors.evaluate import evaluate_columns, mean_scores
     from hwnas.predictors.meta import MetaPredictor
 

@@ -255,7 +255,7 @@ def test_predictor_eval_and_list(capsys):
     code, out, err = run(["predictor", "eval", "fbnet-help", "--devices", "eyeriss"], capsys)
     assert code == 0, err
     assert "eyeriss" in out and "unseen" in out
-    assert "┃ device  ┃ split  ┃ Spearman rho ┃" in out  # every column named (one had none)
+    assert "┃ device  ┃ split  ┃ rows ┃ Spearman rho ┃" in out  # every column named (one had none)
     code, out, _ = run(["predictor", "list"], capsys)
     assert code == 0 and "nasbench201-help" in out and "ofa" in out
 

@@ -743,3 +743,43 @@ def test_measure_import_never_writes_over_a_broken_profile_of_its_name(tmp_path,
     (line,) = [x for x in err.splitlines() if x.startswith("error:")]
     assert status == 2 and "device 'myb' is given by the profile" in line, err
     assert "is also given by" in line and (devices / "myb.yaml").read_text() == written
+
+
+def test_predictor_eval_scores_a_device_on_the_values_it_was_not_adapted_on(tmp_path, cli):
+    """`hwnas predictor eval NAME --devices DEV` scored the 10 reference values the predictor
+    was adapted on too: on a 30-row table it printed rho 0.900 where the 20 held-out rows give
+    0.821. It scores the others alone, says how many, and refuses a table with fewer than 10."""
+    from scipy.stats import spearmanr
+
+    from hwnas.predictors import load_predictor
+    from hwnas.predictors.data import get_column, reference_indices
+
+    space = get_space("nasbench201")
+    refs = list(reference_indices("nasbench201"))
+    rng = np.random.default_rng(5)
+    others = [int(i) for i in rng.choice(len(space), 40, replace=False) if i not in refs][:20]
+    truth = get_column("nasbench201", "pixel2").values
+    noisy = truth * rng.lognormal(0.0, 0.3, len(truth))  # a device unlike pixel2
+    profiles = tmp_path / "profiles"
+    for name, rows in (("board30", refs + others), ("board15", refs + others[:5])):
+        _write_table(profiles / f"{name}.csv", rows, ["index", "latency_ms"],
+                     np.round(noisy[rows], 5), key="index")  # fmt: skip
+        (profiles / f"{name}.yaml").write_text(
+            f"name: {name}\nkind: recorded\ndescription: a small table\n"
+            f"tables:\n  nasbench201:\n    latency_ms: {{file: {name}.csv}}\n"
+        )
+    status, out, err = cli("predictor", "eval", "nasbench201-help", "--devices", "board30",
+                           profiles=profiles)  # fmt: skip
+    assert status == 0, err
+    row = next(line for line in out.splitlines() if "board30" in line).split("│")
+    assert row[3].strip() == "20", out  # rows scored
+    pred = load_predictor("nasbench201-help").fit(
+        [space.arch_at(i) for i in refs], np.round(noisy[refs], 5), "latency_ms"
+    )
+    mean, _ = pred.predict([space.arch_at(i) for i in others])
+    held_out = spearmanr(mean, np.round(noisy[others], 5)).statistic
+    assert float(row[4]) == pytest.approx(held_out, abs=6e-4), out
+    status, out, err = cli("predictor", "eval", "nasbench201-help", "--devices", "board15",
+                           profiles=profiles)  # fmt: skip
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "'board15' has 5 value(s) besides the 10 a predictor is adapted on" in err
