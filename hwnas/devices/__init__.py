@@ -508,10 +508,12 @@ def recorded_cells(device: Device, space: str, metrics) -> np.ndarray | None:
     return np.all([np.isfinite(t) & (t > 0) for t in tables], axis=0)
 
 
-def nearest_recorded(device: Device, space: str) -> str | None:
-    """The recorded device most like ``device`` with a table of ``space``: the same ``class``
-    (phone, gpu, cpu, board, ...) where one exists, then the closest name (``difflib``), so
-    ``pixel8`` gives ``pixel3``. None when no recorded device has a table of ``space``."""
+def nearest_recorded(device: Device, space: str, metric: str = "latency_ms") -> str | None:
+    """The recorded device most like ``device`` with a table of ``metric`` for ``space``: the
+    same ``class`` (phone, gpu, cpu, board, ...) where one exists, then the closest name
+    (``difflib``), so ``pixel8`` gives ``pixel3``. None when no recorded device has such a
+    table (an energy search was sent to ``titanx_1``, which has latency alone: the command
+    suggested searched latency without a word)."""
     import difflib
 
     candidates = []
@@ -522,7 +524,7 @@ def nearest_recorded(device: Device, space: str) -> str | None:
             other = get_device(name)
         except HwnasError:
             continue
-        if space in other.table_spaces:
+        if space in other.table_spaces and other.table_source(space, metric):
             candidates.append((profile.get("class") == device.profile.get("class"), name))
     if not candidates:
         return None
@@ -530,25 +532,56 @@ def nearest_recorded(device: Device, space: str) -> str | None:
     return max(same, key=lambda n: (difflib.SequenceMatcher(None, device.name, n).ratio(), n))
 
 
-def offline_routes(device: Device, space: str) -> str:
+def _may_give(device: Device, metric: str) -> bool:
+    """Whether ``device`` can give ``metric`` where it is attached: it has it here, or (energy)
+    its profile names a meter that this machine cannot read (NVML without its library)."""
+    if metric in device.metrics:
+        return True
+    energy = device.profile.get("energy")
+    if metric != "energy_mj" or not energy or str(energy).lower() in ("none", "off", "false"):
+        return False
+    return energy != "auto" or getattr(device, "auto_meter", None) is not None
+
+
+def offline_routes(device: Device, space: str, metric: str = "latency_ms") -> str:
     """What a user can do when the live ``device`` cannot be reached, as one clause: search the
-    nearest recorded device, or time the reference set where the device is and import it
-    (a few-shot search on an ``imported`` device needs no connection; it reads the space's
-    accuracy table, so a space without one gets only the first route, or none)."""
+    nearest recorded device with ``metric`` (:func:`nearest_recorded`), or take the reference
+    set's ``metric`` where the device is and import it (a few-shot search on an ``imported``
+    device needs no connection; it reads the space's accuracy table, so a space without one
+    gets only the first route, or none). An energy route keeps ``--objective energy`` in each
+    command it suggests, and names ``hwnas refset measure`` only for a device with a meter."""
     from hwnas.spaces import TabulatedSpace, ability, command_line_name, get_space
 
     named = "" if space == "nasbench201" else f" --space {command_line_name(space)}"
+    energy = metric == "energy_mj"
+    objective = " --objective energy" if energy else ""
     routes = []
-    near = nearest_recorded(device, space)
+    near = nearest_recorded(device, space, metric)
     if near is not None:
-        routes.append(f"search the nearest recorded device: hwnas search --device {near}")
+        what = "the nearest recorded device" + (" with energy" if energy else "")
+        routes.append(f"search {what}: hwnas search --device {near}{objective}")
     if ability(get_space(space), TabulatedSpace) is None:  # no table: it must be measured
         return "; ".join(routes) or "a search of this space measures every subnet it scores"
+    export = (
+        f"hwnas refset export --space {command_line_name(space)} --out refset/ and time the "
+        "10 ONNX files with any tool"
+    )
+    if energy:
+        export = (
+            f"hwnas refset export --space {command_line_name(space)} --out refset/, measure "
+            "the 10 ONNX files' energy with any tool and write it in mJ in calibration.csv's "
+            "column renamed energy_mj"
+        )
+    if _may_give(device, metric):
+        flag = " --metric energy_mj" if energy else ""
+        export = (
+            f"hwnas refset measure --device {device.name}{named}{flag} when it is attached, "
+            f"or {export}"
+        )
     routes.append(
-        f"or time the reference set on the device itself (hwnas refset measure --device "
-        f"{device.name}{named} when it is attached, or hwnas refset export --space "
-        f"{command_line_name(space)} --out refset/ and time the 10 ONNX files with any tool), "
-        f"then hwnas measure import --device {device.name}-refset{named} refset/calibration.csv "
-        f"and hwnas search --device {device.name}-refset{named} (few-shot: predicted latency)"
+        f"or {'measure' if energy else 'time'} the reference set on the device itself "
+        f"({export}), then hwnas measure import --device {device.name}-refset{named} "
+        f"refset/calibration.csv and hwnas search --device {device.name}-refset{named}"
+        f"{objective} (few-shot: predicted {'energy' if energy else 'latency'})"
     )
     return "; ".join(routes)

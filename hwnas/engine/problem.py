@@ -62,7 +62,8 @@ def resolve(settings: SearchSettings, space_note: str = "") -> tuple[SearchSpace
     try:
         device.require_reachable()
     except DeviceUnavailableError as exc:
-        raise DeviceUnavailableError(f"{exc}; {offline_routes(device, space.name)}") from None
+        routes = offline_routes(device, space.name, settings.metric)
+        raise DeviceUnavailableError(f"{exc}; {routes}") from None
     device.require_metric(settings.metric)  # an energy meter that does not count: here
     if settings.max_latency is not None:
         device.check_metric("latency_ms")

@@ -62,6 +62,28 @@ def test_an_unreachable_live_device_offers_the_recorded_and_few_shot_routes(tmp_
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("device", ["cuda", "vu9p_hls4ml"])
+def test_an_unreachable_devices_energy_routes_name_devices_with_energy(device, capsys):
+    """`hwnas search --device cuda --objective energy` without a GPU suggested `hwnas search
+    --device titanx_1` (`vu9p_hls4ml`: `--device fpga`), devices without energy: the command
+    suggested ran a latency search. Each suggested search keeps `--objective energy` on a
+    device with energy; `refset measure` is offered only to a device with a meter."""
+    import re
+
+    from hwnas.cli import main
+    from hwnas.devices import get_device
+
+    assert main(["search", "--device", device, "--objective", "energy"]) == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+    searches = re.findall(r"hwnas search --device (\S+)( --objective energy)?", line)
+    assert len(searches) == 2, line  # the nearest recorded device, and the imported one
+    near, imported = searches
+    assert near[1] and imported[1] and imported[0] == f"{device}-refset", line
+    assert "energy_mj" in get_device(near[0]).metrics, line
+    assert ("refset measure --device cuda --metric energy_mj" in line) == (device == "cuda")
+    assert "(few-shot: predicted energy)" in line
+
+
 def test_a_run_is_found_by_latest_prefix_or_a_word_that_names_it_alone():
     rows = [
         {"study": "nasbench201-cifar100-pixel3-latency-frontier-seed0",
