@@ -50,6 +50,24 @@ class Prediction:
     stored: float | None = None
 
 
+def check_metric_flag(dev, metric: str) -> None:
+    """:meth:`~hwnas.devices.base.Device.check_metric`, its error ending with the flag that
+    gives the device's other metric where the default latency was asked of a device that has
+    energy alone (an imported energy calibration: "has no latency_ms measurements (it has:
+    energy_mj)" did not say how to ask for it).
+
+    Raises:
+        HwnasError: the device has no ``metric``.
+    """
+    try:
+        dev.check_metric(metric)
+    except HwnasError as exc:
+        others = [m for m in dev.metrics if m != metric]
+        if metric != "latency_ms" or not others:
+            raise
+        raise HwnasError(f"{exc}: pass --metric {others[0]}") from None
+
+
 def predict_models(
     onnx_models: list[Any],
     arch_models: list[Any],
@@ -113,7 +131,7 @@ def predict_models(
         from hwnas.devices import get_device
 
         dev = get_device(device, runtime=runtime)
-        dev.check_metric(metric)
+        check_metric_flag(dev, metric)
     kernel_level = (
         dev is not None
         and predictor in (None, "kernel")
@@ -651,7 +669,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
     from hwnas.store import MeasurementStore
 
     dev = get_device(device, runtime=runtime)
-    dev.check_metric(metric)
+    check_metric_flag(dev, metric)
     dataset = get_featurizer(sp.name).dataset
     st = None
     if dev.runs_models:  # a live device measures its reference set, as this one would

@@ -243,6 +243,26 @@ def test_predict_adapts_an_imported_device_on_the_values_its_search_uses(tmp_pat
     assert by_device[1] == by_file[1] and " ms (std " in by_device[1]
 
 
+def test_predict_on_an_energy_only_device_names_the_flag_that_asks_for_energy(tmp_path, cli):
+    """After `hwnas measure import --device labnpu cal_e.csv` (header `arch,energy [mJ]`),
+    `hwnas predict --device labnpu --arch 5` said "has no latency_ms measurements (it has:
+    energy_mj)" and no more: it names the flag `hwnas predict --help` shows."""
+    from hwnas.predictors.data import get_column
+
+    rows = np.arange(100, 10001, 1100)
+    values = np.round(get_column("nasbench201", "pixel2").values[rows] * 2.0, 4)
+    _write_table(tmp_path / "cal_e.csv", rows, ["arch", "energy [mJ]"], values)
+    assert cli("measure", "import", "--device", "labnpu", "cal_e.csv")[0] == 0
+    status, out, err = cli("predict", "--device", "labnpu", "--arch", "5")
+    assert status == 2 and err.strip() == (
+        "error: device 'labnpu' has no latency_ms measurements (it has: energy_mj): pass "
+        "--metric energy_mj"
+    ), err
+    assert "--metric [latency_ms|energy_mj]" in cli("predict", "--help")[1]
+    status, out, err = cli("predict", "--device", "labnpu", "--arch", "5", "--metric", "energy_mj")
+    assert status == 0 and " mJ (std " in out, err
+
+
 def test_an_import_names_a_unit_slip_flagged_rows_and_counts_a_file_given_twice(tmp_path, cli):
     """Values in seconds (or microseconds) were imported and searched as milliseconds without
     a word; rows flagged as noisy were dropped silently (`predict --calibration` said so); the
