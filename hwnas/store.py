@@ -143,6 +143,8 @@ class MeasurementStore:
                     f"measurement store {self.path}: folder {self.path.parent} does not exist "
                     "(create it, or check the path)"
                 )
+        if self.path.is_dir():  # refused before its lock file is made beside it
+            check_sqlite_file(self.path, "measurement store")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with file_lock(self.path.with_name(self.path.name + ".hwnas-lock")):

@@ -62,8 +62,12 @@ def test_unreadable_store_is_a_one_line_error(tmp_path):
     bad.write_text("this is not sqlite " * 100)
     with pytest.raises(HwnasError, match="measurement store .*bad.db is not an SQLite database"):
         MeasurementStore(bad)
+    folder = tmp_path / "store"
+    folder.mkdir()
     with pytest.raises(HwnasError, match="is a folder, not an SQLite database"):
-        MeasurementStore(tmp_path)  # a folder
+        MeasurementStore(folder)  # a folder
+    # nothing made beside it (a `store.hwnas-lock` was left in the folder above)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.db", "bad.db.hwnas-lock", "store"]
 
 
 WORKER = textwrap.dedent(
