@@ -167,11 +167,15 @@ def list_cmd(path, storage, as_json):
     whole."""
     from hwnas.cli.render import Console, print_json, print_table, text_line
     from hwnas.zoo import entry_folders, read_entry
+    from hwnas.zoo.read import zoo_contents
 
     zoos = _zoo_folders(path, storage)
     entries = [entry_row(read_entry(f)) for zoo in zoos for f in entry_folders(zoo)]
+    # sub-folders that are no entry (a card deleted): said, not skipped unseen
+    others = [(str(f), why) for zoo in zoos for f, why in zoo_contents(zoo).others]
     if as_json:
-        print_json({"zoos": [str(z) for z in zoos], "entries": entries})
+        print_json({"zoos": [str(z) for z in zoos], "entries": entries,
+                    "not_entries": [{"folder": f, "why": why} for f, why in others]})  # fmt: skip
         return
     console = Console(emoji=False)
     rows = []
@@ -203,6 +207,8 @@ def list_cmd(path, storage, as_json):
                *(["energy mJ (device, source)"] if metered else []), "weights")  # fmt: skip
     print_table(console, "zoo: " + ", ".join(map(str, zoos)), columns, rows,
                 keys=("entry", "arch"))  # fmt: skip
+    for folder, why in others:
+        text_line(console, f"! {folder}: {why} (hwnas zoo verify fails it)")
     if not entries:
         text_line(console, "no zoo entries: run `hwnas search` (without --no-zoo)")
     else:

@@ -6,7 +6,9 @@ Only ``json`` is imported: listing a zoo costs no torch or ONNX import.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,64 @@ from hwnas.zoo.card import CARD_FILE, CARD_VERSION
 def is_entry(path: str | Path) -> bool:
     """Whether ``path`` is a zoo entry folder (it holds a ``card.json``)."""
     return (Path(path) / CARD_FILE).is_file()
+
+
+OS_METADATA = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".ipynb_checkpoints"})
+"""Files a file browser or notebook puts in any folder it opens: not the user's data."""
+
+TEMPORARY = re.compile(r"^\..+\.[^.]+\.\d+\.(?:tmp|old)(?:\.\w+)?\Z")
+"""The names of hwnas's own temporaries (:func:`hwnas.paths.temporary`): what a killed
+``hwnas train`` left in a zoo, swept by the next writer."""
+
+
+@dataclass
+class ZooContents:
+    """What a zoo folder holds (:func:`zoo_contents`).
+
+    Attributes:
+        zoo: the zoo folder; None where the path given is one entry.
+        entries: its entry folders (each holds a ``card.json``), sorted by name.
+        others: ``(folder, why)`` for each of its sub-folders that is no entry (no
+            ``card.json``): not read as an entry, and a listing says so. Hidden temporaries
+            of hwnas and a file browser's folders are left out.
+    """
+
+    zoo: Path | None
+    entries: list[Path]
+    others: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def zoo_contents(path: str | Path) -> ZooContents:
+    """The entries of a zoo folder (or of a run folder's ``zoo/``), or ``path`` itself when it
+    is one entry, with the sub-folders that are no entry.
+
+    Raises:
+        HwnasError: ``path`` is missing or not a folder.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise HwnasError(f"zoo folder not found: {path}")
+    if not path.is_dir():
+        raise HwnasError(f"{path} is not a folder (give a zoo folder or one of its entries)")
+    if is_entry(path):
+        return ZooContents(None, [path])
+    entries, others = _children(path)
+    if not entries and (path / "zoo").is_dir():  # a run folder: its zoo
+        return ZooContents(path / "zoo", *_children(path / "zoo"))
+    return ZooContents(path, entries, others)
+
+
+def _children(zoo: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """(entries, other sub-folders and why) of the folder ``zoo``."""
+    entries, others = [], []
+    for p in sorted(zoo.iterdir()):
+        if p.name in OS_METADATA or TEMPORARY.match(p.name) or not p.is_dir():
+            continue
+        if is_entry(p):
+            entries.append(p)
+        else:
+            others.append((p, f"not a zoo entry: no {CARD_FILE}"))
+    return entries, others
 
 
 def entry_folders(path: str | Path) -> list[Path]:

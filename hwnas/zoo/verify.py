@@ -38,7 +38,7 @@ import numpy as np
 
 from hwnas.paths import read_bounded_text, sha256_file
 from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props
-from hwnas.zoo.read import MANIFEST_FILES, entry_folders
+from hwnas.zoo.read import MANIFEST_FILES, entry_folders, zoo_contents
 
 MAX_VERIFY_BYTES = 2**30
 """Most memory the tensors one test inference computes may take in ``hwnas zoo verify`` (its
@@ -85,9 +85,78 @@ def verify(path: str | Path, storage: str | None = None) -> list[Verdict]:
         HwnasError: ``path`` is missing or is neither a zoo folder nor an entry; ``storage``
             cannot be opened.
     """
-    folders = entry_folders(path)
+    contents = zoo_contents(path)
     records = StudyRecords(storage)
-    return [verify_entry(folder, records) for folder in folders]
+    listed = _listed(contents.zoo, records) if contents.zoo is not None else {}
+    if not contents.entries and not listed:
+        entry_folders(path)  # no entry at all, and none recorded: the reason (HwnasError)
+    verdicts = [verify_entry(folder, records) for folder in contents.entries]
+    for folder, why in contents.others:
+        by = listed.get(folder.name)
+        verdicts.append(Verdict(folder, False, why + (f" ({_listing(by)} it)" if by else "")))
+    present = {p.name for p in contents.entries} | {p.name for p, _ in contents.others}
+    verdicts += [
+        Verdict(
+            contents.zoo / name,
+            False,
+            f"missing: {_listing(by)} this entry, and the zoo has no folder of that name",
+        )
+        for name, by in listed.items()
+        if contents.zoo is not None and name not in present
+    ]
+    return sorted(verdicts, key=lambda v: v.folder.name)
+
+
+def _listing(by: list[str]) -> str:
+    """The words "summary.json's zoo_files and pareto.csv's zoo column list" and the like."""
+    return f"{' and '.join(by)} list{'s' if len(by) == 1 else ''}"
+
+
+def _listed(zoo: Path, records: StudyRecords) -> dict[str, list[str]]:
+    """The entries that the records of the run whose zoo is ``zoo`` list: name -> the records
+    (words) that list it: its ``summary.json``'s ``zoo_files``, ``pareto.csv``'s ``zoo``
+    column and the study that published the run. Empty for a zoo outside a run folder."""
+    if zoo.name != "zoo" or not (zoo.parent / "summary.json").is_file():
+        return {}
+    run = zoo.parent
+    listed: dict[str, list[str]] = {}
+
+    def note(name: object, by: str) -> None:
+        if isinstance(name, str) and name not in ("", ".", "..") and not set("/\\") & set(name):
+            listed.setdefault(name, [])
+            if by not in listed[name]:
+                listed[name].append(by)
+
+    def zoo_keys(keys: Any, by: str) -> None:
+        for key in keys if isinstance(keys, dict) else ():
+            parts = str(key).split("/")
+            if len(parts) == 3 and parts[0] == "zoo":
+                note(parts[1], by)
+
+    summary: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):  # an unreadable one fails each entry
+        loaded = json.loads(read_bounded_text(run / "summary.json"))
+        summary = loaded if isinstance(loaded, dict) else {}
+    zoo_keys(summary.get("zoo_files"), "the run's summary.json")
+    for name in _pareto_zoo_column(run / "pareto.csv"):
+        note(name, "pareto.csv's zoo column")
+    settings = summary.get("settings") if isinstance(summary.get("settings"), dict) else {}
+    study = records.find(run, [str(settings["study"])] if settings.get("study") else [])
+    if study is not None and study[1].get("run_folder") == str(run.resolve()):
+        zoo_keys(study[1]["artifacts"], f"study '{study[0]}' ({records.shown})")
+    return dict(sorted(listed.items()))
+
+
+def _pareto_zoo_column(path: Path) -> list[str]:
+    """The ``zoo`` cells of the run's ``pareto.csv`` (none where it is missing or unreadable)."""
+    import csv
+    import io
+
+    try:
+        rows = csv.DictReader(io.StringIO(read_bounded_text(path)))
+        return [str(row.get("zoo") or "") for row in rows]
+    except (OSError, ValueError, csv.Error):
+        return []
 
 
 def verify_entry(folder: Path, records: StudyRecords | None = None) -> Verdict:

@@ -42,6 +42,7 @@ from hwnas.zoo.card import (
     license_of,
 )
 from hwnas.zoo.entry import write_entry
+from hwnas.zoo.read import OS_METADATA, TEMPORARY
 
 if TYPE_CHECKING:  # pragma: no cover
     from hwnas.engine.loop import SearchResult, TrialRecord
@@ -291,10 +292,6 @@ def _keep_entry(old: Path, new: Path) -> None:
     write_entry(new, model, {**card, "name": new.name})
 
 
-OS_METADATA = frozenset({".DS_Store", "Thumbs.db", "desktop.ini", ".ipynb_checkpoints"})
-"""Files a file browser or notebook puts in any folder it opens: not the user's data."""
-
-
 def foreign_items(folder: Path) -> list[str]:
     """What in the run folder's ``zoo`` hwnas did not write: its name when it is a file (not a
     folder, not a link), else the names of its children that are not zoo entries. A zoo is
@@ -305,16 +302,13 @@ def foreign_items(folder: Path) -> list[str]:
         return []
     if not folder.is_dir():
         return [folder.name]
-    import re
-
     sweep_temporaries(folder)  # what a killed `hwnas train` left: hwnas's own
-    own = re.compile(r"^\..+\.[^.]+\.\d+\.(?:tmp|old)(?:\.\w+)?\Z")  # temporary()'s names
     return sorted(
         p.name
         for p in folder.iterdir()
         if (p.is_symlink() or not is_entry(p))
         and p.name not in OS_METADATA
-        and not own.match(p.name)
+        and not TEMPORARY.match(p.name)  # temporary()'s names
     )
 
 

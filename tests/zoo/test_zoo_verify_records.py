@@ -1,0 +1,89 @@
+"""`hwnas zoo verify` of a run's zoo checks the zoo against what the run recorded, not only the
+entries it finds: an entry deleted, or kept without its card, fails."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import pytest
+from helpers import hwnas_main
+
+SEARCH = ["search", "--device", "pixel3", "--budget", "3", "--seed", "2"]  # 2 front points
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A table search's run folder (2 zoo entries) and the storage of its study."""
+    home = tmp_path_factory.mktemp("home")
+    out = tmp_path_factory.mktemp("runs") / "run"
+    r = hwnas_main(*SEARCH, "--out", out, env={"HWNAS_HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    return out, f"sqlite:///{home / 'studies.db'}"
+
+
+def _copy(run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(run[0], out)
+    entries = sorted(p.name for p in (out / "zoo").iterdir())
+    assert len(entries) == 2
+    return out, entries
+
+
+def test_an_entry_whose_card_was_deleted_fails(run, tmp_path):
+    """main: "1 of 1 entries verified", exit 0: a sub-folder without card.json was skipped."""
+    out, (first, second) = _copy(run, tmp_path)
+    (out / "zoo" / first / "card.json").unlink()
+    r = hwnas_main("zoo", "verify", out, "--storage", run[1])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        f"FAIL {first}: not a zoo entry: no card.json (the run's summary.json and pareto.csv's "
+        "zoo column list it)"
+    ) in r.stdout
+    assert f"ok   {second}:" in r.stdout and "1 of 2 entries verified" in r.stdout
+    # the listing says so too, rather than leave it out unseen
+    r = hwnas_main("zoo", "list", out / "zoo")
+    assert r.returncode == 0 and f"{first}: not a zoo entry: no card.json" in r.stdout
+    r = hwnas_main("zoo", "list", out / "zoo", "--json")
+    assert json.loads(r.stdout)["not_entries"][0]["folder"].endswith(first)
+
+
+def test_an_entry_deleted_whole_fails(run, tmp_path):
+    """main: "1 of 1 entries verified", exit 0, while summary.json and pareto.csv list 2."""
+    out, (first, second) = _copy(run, tmp_path)
+    shutil.rmtree(out / "zoo" / second)
+    r = hwnas_main("zoo", "verify", out / "zoo", "--storage", run[1])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        f"FAIL {second}: missing: the run's summary.json and pareto.csv's zoo column list this "
+        "entry, and the zoo has no folder of that name"
+    ) in r.stdout
+    assert "1 of 2 entries verified" in r.stdout
+    # every entry gone: still the run's records against an empty zoo, not "no model"
+    shutil.rmtree(out / "zoo" / first)
+    r = hwnas_main("zoo", "verify", out)
+    assert r.returncode == 1 and "0 of 2 entries verified" in r.stdout
+    # a zoo outside a run folder has no records to miss an entry of
+    r = hwnas_main("zoo", "verify", run[0] / "zoo" / first)
+    assert r.returncode == 0
+
+
+def test_an_entry_deleted_from_the_run_folders_records_too_fails_on_the_study(tmp_path):
+    """The entry's folder, its summary.json lines and its pareto.csv cell all removed: the
+    study that published the run still lists it."""
+    out = tmp_path / "run"
+    assert hwnas_main(*SEARCH, "--out", out).returncode == 0
+    gone = sorted(p.name for p in (out / "zoo").iterdir())[-1]
+    shutil.rmtree(out / "zoo" / gone)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["zoo_files"] = {k: v for k, v in summary["zoo_files"].items() if gone not in k}
+    (out / "summary.json").write_text(json.dumps(summary))
+    rows = list(csv.DictReader(open(out / "pareto.csv")))
+    with open(out / "pareto.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(r for r in rows if r["zoo"] != gone)
+    r = hwnas_main("zoo", "verify", out)
+    assert r.returncode == 1, r.stdout
+    assert f"FAIL {gone}: missing: study '{summary['settings']['study']}' (" in r.stdout
