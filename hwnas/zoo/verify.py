@@ -4,7 +4,9 @@ each can be trusted.
 An entry is first checked against itself: every file listed in ``card.json`` exists with its
 sha256 (the listed files must include ``model.onnx`` and the test data); ``model.onnx`` loads,
 passes the ONNX checker and carries the card's keys (but ``files``) with the same values in its
-``metadata_props``; ONNX Runtime's output on ``test_data_set_0/input_0.pb`` is within the
+``metadata_props``; what the card says of the network's structure (its input's name, dtype and
+shape with its dynamic batch axis, its output's name and shape, ``num_classes``, ``opset``) is
+what the graph holds; ONNX Runtime's output on ``test_data_set_0/input_0.pb`` is within the
 tolerance of ``output_0.pb`` (the PyTorch module's output before export). The tolerance is
 :data:`~hwnas.zoo.card.RTOL` / :data:`~hwnas.zoo.card.ATOL` or the card's, whichever is
 tighter: a card cannot loosen it.
@@ -217,13 +219,114 @@ def _check(folder: Path) -> tuple[dict[str, Any], str]:
     differing = sorted(k for k in expected if props[k] != expected[k])
     if differing:
         raise _Failed(f"model.onnx metadata differs from card.json in {', '.join(differing[:5])}")
+    claims = _check_structure(card, model)
     test = card.get("test_data") if isinstance(card.get("test_data"), dict) else {}
     rtol, atol = _tolerance(test, "rtol", RTOL), _tolerance(test, "atol", ATOL)
     diff = _run_test_data(folder, model, rtol, atol)
     return card, (
-        f"{len(files)} files' sha256 match, {len(expected)} metadata keys, ONNX Runtime output "
-        f"within rtol {rtol:g} / atol {atol:g} (max |diff| {diff:.1e})"
+        f"{len(files)} files' sha256 match, {len(expected)} metadata keys, "
+        + (f"{claims} as in the graph, " if claims else "")
+        + f"ONNX Runtime output within rtol {rtol:g} / atol {atol:g} (max |diff| {diff:.1e})"
     )
+
+
+def _dims(value) -> list[int | str | None]:
+    """The shape of a graph input or output: each axis's size, its symbolic name (a dynamic
+    axis), or None (unknown); [] where the value declares no tensor shape."""
+    t = value.type.tensor_type
+    if not value.type.HasField("tensor_type") or not t.HasField("shape"):
+        return []
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim]
+
+
+def _check_structure(card: dict[str, Any], model) -> str:
+    """Check what the card says of the network's structure against ``model``'s graph, each
+    claim the card makes: the input's name, dtype and shape (an axis the card's
+    ``dynamic_axes`` names dynamic in the graph, every other of the card's size), the
+    output's name and shape, ``num_classes`` (the output's last axis) and ``opset``. Returns
+    the claims checked, in words ("" for none).
+
+    Raises:
+        _Failed: the first claim the graph contradicts.
+    """
+    from onnx import helper
+
+    graph = model.graph
+    weights = {t.name for t in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in weights]
+    checked = []
+    inp = card.get("input") if isinstance(card.get("input"), dict) else None
+    if inp is not None:
+        names = [v.name for v in inputs]
+        if len(inputs) != 1 or inputs[0].name != inp.get("name"):
+            raise _Failed(
+                f"card.json's input {inp.get('name')!r} is not model.onnx's (its inputs: "
+                f"{', '.join(map(repr, names)) or 'none'})"
+            )
+        value = inputs[0]
+        if "dtype" in inp:
+            elem = value.type.tensor_type.elem_type
+            try:
+                dtype = helper.tensor_dtype_to_np_dtype(elem).name
+            except Exception:  # noqa: BLE001 - no numpy type (a string, an undefined type)
+                dtype = f"ONNX type {elem}"
+            if dtype != inp["dtype"]:
+                raise _Failed(
+                    f"card.json's input dtype {inp['dtype']!r} is not model.onnx's ({dtype})"
+                )
+        dynamic = inp.get("dynamic_axes") if isinstance(inp.get("dynamic_axes"), dict) else {}
+        _same_shape("input", inp.get("shape"), _dims(value), {str(k) for k in dynamic})
+        checked.append("input")
+    out = card.get("output") if isinstance(card.get("output"), dict) else None
+    outputs = list(graph.output)
+    if out is not None:
+        if not outputs or outputs[0].name != out.get("name"):
+            raise _Failed(
+                f"card.json's output {out.get('name')!r} is not model.onnx's first (its "
+                f"outputs: {', '.join(repr(v.name) for v in outputs) or 'none'})"
+            )
+        # the batch axis: the card gives the example's (1), any the graph has is fine
+        _same_shape("output", out.get("shape"), _dims(outputs[0]), {"0"}, fixed_ok=True)
+        checked.append("output")
+    if "num_classes" in card:
+        dims = _dims(outputs[0]) if outputs else []
+        if not dims or dims[-1] != card["num_classes"]:
+            raise _Failed(
+                f"card.json's num_classes {card['num_classes']!r} is not model.onnx's output "
+                f"size ({dims[-1] if dims else 'unknown'})"
+            )
+        checked.append("classes")
+    if "opset" in card:
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+        if card["opset"] != opset:
+            raise _Failed(f"card.json's opset {card['opset']!r} is not model.onnx's ({opset})")
+        checked.append("opset")
+    return ", ".join(checked)
+
+
+def _same_shape(
+    what: str, claimed: Any, dims: list, dynamic: set[str], fixed_ok: bool = False
+) -> None:
+    """Check the card's ``claimed`` shape of the graph's ``what`` against its ``dims``
+    (:func:`_dims`): the same rank, each axis in ``dynamic`` symbolic in the graph (any size;
+    with ``fixed_ok`` also a fixed one), every other the claimed size.
+
+    Raises:
+        _Failed: naming the first axis that differs.
+    """
+    if not isinstance(claimed, list):
+        raise _Failed(f"card.json's {what} shape is not a list")
+    shown = "(" + ", ".join("?" if d is None else str(d) for d in dims) + ")"
+    if len(claimed) != len(dims):
+        raise _Failed(f"card.json's {what} shape {claimed} is not model.onnx's {shown}")
+    for axis, (size, dim) in enumerate(zip(claimed, dims)):
+        if str(axis) in dynamic:
+            if isinstance(dim, int) and not fixed_ok:  # the card says any batch; the graph not
+                raise _Failed(
+                    f"card.json's {what} axis {axis} is dynamic; model.onnx's is fixed at {dim}"
+                )
+        elif dim != size:
+            raise _Failed(f"card.json's {what} shape {claimed} is not model.onnx's {shown}")
 
 
 def _load_model(path: Path):

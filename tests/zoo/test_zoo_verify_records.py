@@ -87,3 +87,48 @@ def test_an_entry_deleted_from_the_run_folders_records_too_fails_on_the_study(tm
     r = hwnas_main("zoo", "verify", out)
     assert r.returncode == 1, r.stdout
     assert f"FAIL {gone}: missing: study '{summary['settings']['study']}' (" in r.stdout
+
+
+def _claim(entry, change) -> None:
+    """Rewrite ``entry``'s card by ``change`` (card -> None) and make the entry consistent with
+    it again (ONNX metadata, checksums), as a tamperer who knows the format would."""
+    from hwnas.paths import sha256_file
+    from hwnas.zoo.card import metadata_props
+    from hwnas.zoo.entry import with_metadata
+
+    card = json.loads((entry / "card.json").read_text())
+    change(card)
+    model = entry / "model.onnx"
+    model.write_bytes(with_metadata(model.read_bytes(), metadata_props(card), "x"))
+    card["files"] = {name: sha256_file(entry / name) for name in card["files"]}
+    (entry / "card.json").write_text(json.dumps(card))
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda c: c["input"].update(name="pixel_values"),
+         "card.json's input 'pixel_values' is not model.onnx's (its inputs: 'input')"),
+        (lambda c: c["input"].update(dtype="float16"),
+         "card.json's input dtype 'float16' is not model.onnx's (float32)"),
+        (lambda c: c["input"].update(shape=[1, 3, 224, 224]),
+         "card.json's input shape [1, 3, 224, 224] is not model.onnx's (batch, 3, 32, 32)"),
+        (lambda c: c["output"].update(shape=[1, 1000]),
+         "card.json's output shape [1, 1000] is not model.onnx's (batch, 100)"),
+        (lambda c: c.update(num_classes=1000),
+         "card.json's num_classes 1000 is not model.onnx's output size (100)"),
+        (lambda c: c.update(opset=13), "card.json's opset 13 is not model.onnx's (17)"),
+    ],
+)  # fmt: skip
+def test_a_card_whose_structure_the_graph_contradicts_fails(run, tmp_path, change, said):
+    """A card rewritten (with its ONNX metadata and checksums) to claim input `pixel_values`
+    float16 (1, 3, 224, 224), 1000 classes, opset 13 verified "ok" on main, and `zoo show`
+    printed it; the graph takes `input` float32 (batch, 3, 32, 32) to 100 logits, opset 17."""
+    entry = tmp_path / "entry"
+    shutil.copytree(sorted((run[0] / "zoo").iterdir())[0], entry)
+    r = hwnas_main("zoo", "verify", entry)
+    assert r.returncode == 0 and "input, output, classes, opset as in the graph" in r.stdout
+    _claim(entry, change)
+    r = hwnas_main("zoo", "verify", entry)
+    assert r.returncode == 1, r.stdout
+    assert r.stdout.startswith(f"FAIL entry: {said}"), r.stdout
