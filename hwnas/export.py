@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -343,9 +343,20 @@ def count_params_flops(model: torch.nn.Module, input_shape: tuple[int, ...]) -> 
     return params, macs
 
 
-def forward_counted(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, int, int]:
+def forward_counted(
+    model: torch.nn.Module, x: torch.Tensor, live_only: bool = False
+) -> tuple[torch.Tensor, int, int]:
     """One eval-mode forward pass of ``x`` ((B, C, H, W) for images) that also counts parameters and
     multiply-accumulates (see :func:`count_params_flops`; MACs are for the whole batch).
+
+    Args:
+        model: the network.
+        x: its input.
+        live_only: count only the MACs of layers whose output reaches the network's output
+            (found on the autograd graph of this pass): a layer whose result the network
+            discards (a NAS-Bench-201 cell's node that no edge takes to the output) is
+            executed by PyTorch, but the ONNX exporter leaves it out of the graph. Otherwise
+            every layer executed counts (the benchmarks' convention).
 
     Returns:
         (the output, number of parameters, multiply-accumulates).
@@ -353,25 +364,25 @@ def forward_counted(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tens
     import torch
     from torch import nn
 
-    macs = 0
+    counted: list[tuple[Any, int]] = []  # (the layer output's autograd node, its MACs)
+
+    def add(out, n: int) -> None:
+        counted.append((out.grad_fn if live_only else None, n))
 
     def conv_hook(module, _inp, out):  # Conv1d, Conv2d, Conv3d
-        nonlocal macs
         k = math.prod(module.kernel_size)
-        macs += out.numel() * (module.in_channels // module.groups) * k
+        add(out, out.numel() * (module.in_channels // module.groups) * k)
 
     def linear_hook(module: nn.Linear, _inp, out):
-        nonlocal macs
-        macs += out.numel() * module.in_features
+        add(out, out.numel() * module.in_features)
 
     def attention_hook(module: nn.MultiheadAttention, args, kwargs, out):
         # its input and output projections are linear layers it applies through its own
         # weights (F.multi_head_attention_forward), so no Linear hook sees them
-        nonlocal macs
         names = ("query", "key", "value")
         given = [*args, *(kwargs[n] for n in names[len(args) :] if n in kwargs)][:3]
-        macs += sum(t.numel() for t in given) * module.embed_dim
-        macs += out[0].numel() * module.embed_dim
+        n = sum(t.numel() for t in given) * module.embed_dim
+        add(out[0], n + out[0].numel() * module.embed_dim)
 
     handles = []
     for m in model.modules():
@@ -382,13 +393,79 @@ def forward_counted(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tens
         elif isinstance(m, nn.MultiheadAttention):
             handles.append(m.register_forward_hook(attention_hook, with_kwargs=True))
     try:
-        with torch.no_grad(), one_torch_thread():
-            out = model.eval()(x)
+        with torch.set_grad_enabled(live_only), one_torch_thread():
+            # an input that requires grad: every layer that depends on it gets an autograd node
+            # (a copy, not the leaf: a network may change its input in place)
+            out = model.eval()(x.detach().requires_grad_(True).clone() if live_only else x)
     finally:
         for h in handles:
             h.remove()
+    live = _autograd_nodes(out) if live_only else set()
+    # a layer without a node (it depends on neither the input nor a trainable weight) counts
+    macs = sum(n for node, n in counted if node is None or node in live)
     params = sum(p.numel() for p in model.parameters())
-    return out, params, macs
+    return out.detach(), params, macs
+
+
+def _autograd_nodes(out: torch.Tensor) -> set:
+    """The autograd nodes ``out`` was computed through (what reaches it)."""
+    seen: set = set()
+    todo = [out.grad_fn] if out.grad_fn is not None else []
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        todo.extend(n for n, _ in node.next_functions if n is not None and n not in seen)
+    return seen
+
+
+WEIGHT_TYPES = frozenset((1, 10, 11, 16))
+"""The ``TensorProto`` data types of weights: FLOAT, FLOAT16, DOUBLE, BFLOAT16 (the integer
+initializers of an exported graph are shapes and indices)."""
+
+
+def weight_count(model: onnx.ModelProto) -> int:
+    """The weights ``model`` holds: the elements of its graph's floating-point initializers
+    (what ``params`` on a zoo card counts, and ``hwnas zoo verify`` counts again). An exported
+    network's batch norms that follow a convolution are folded into it, and layers whose
+    results the network discards are left out: the file's own count, not PyTorch's."""
+    return sum(math.prod(t.dims) for t in model.graph.initializer if t.data_type in WEIGHT_TYPES)
+
+
+def graph_signature(model: onnx.ModelProto) -> str:
+    """A 16-hex-digit digest of the network ``model``'s graph computes, weights aside: its
+    nodes in order (operator, domain, attributes, which values they take), the type and shape
+    of its inputs, weights and outputs, and its opsets; names, weight values, metadata and
+    doc strings do not count. Two zoo entries with the same signature ship the same network
+    (a NAS-Bench-201 cell whose extra operations compute results it discards exports to the
+    graph of the cell without them)."""
+    g = model.graph
+    weights = {t.name: t for t in g.initializer}
+    names: dict[str, str] = {}
+    parts: list[Any] = []
+    for i, value in enumerate(v for v in g.input if v.name not in weights):
+        names[value.name] = f"in{i}"
+        parts.append(("input", value.type.SerializeToString()))
+
+    def name(value: str) -> str:
+        if value and value not in names:
+            t = weights.get(value)
+            names[value] = f"w{len(parts)}" if t is not None else f"?{value}"
+            if t is not None:
+                parts.append(("weight", names[value], t.data_type, tuple(t.dims)))
+        return names.get(value, "")
+
+    for k, node in enumerate(g.node):
+        taken = tuple(name(v) for v in node.input)
+        for j, v in enumerate(node.output):
+            names[v] = f"v{k}.{j}"
+        attrs = tuple(sorted((a.name, a.SerializeToString()) for a in node.attribute))
+        parts.append(("node", node.domain, node.op_type, taken, len(node.output), attrs))
+    for value in g.output:
+        parts.append(("output", name(value.name), value.type.SerializeToString()))
+    parts.append(("opset", tuple(sorted((o.domain, o.version) for o in model.opset_import))))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -397,8 +474,9 @@ class ExportedModel:
 
     Attributes:
         onnx_bytes: the ONNX model (no metadata yet).
-        params: number of parameters.
-        flops: multiply-accumulates of conv and linear layers for one image.
+        params: the weights it holds (:func:`weight_count`).
+        flops: multiply-accumulates of the conv and linear layers it computes (those whose
+            output reaches the network's output) for one image.
         input_shape: (1, C, H, W).
         test_input: float32 array, shape ``input_shape``.
         test_output: the PyTorch module's logits on ``test_input``, shape (1, num_classes).
@@ -423,8 +501,10 @@ def from_module(
     test_label: int | None = None,
     keep_weights: bool = False,
 ) -> ExportedModel:
-    """Export a module: ONNX bytes, parameters, FLOPs, and its own output on ``test_input``
-    (the reference ONNX Runtime is checked against).
+    """Export a module: ONNX bytes, the weights they hold (:func:`weight_count`), the
+    multiply-accumulates of the layers they compute (layers whose results the module discards
+    are left out by the exporter, and not counted), and its own output on ``test_input`` (the
+    reference ONNX Runtime is checked against).
 
     Args:
         model: the network (put in eval mode, on the CPU).
@@ -433,13 +513,15 @@ def from_module(
         test_label: the true label of ``test_input`` (a real image), if known.
         keep_weights: also keep the state dict (``torch.save`` bytes) for ``weights.pt``.
     """
+    import onnx
     import torch
 
     model = model.cpu().eval()
     x = torch.from_numpy(np.array(test_input, dtype=np.float32))
-    output, params, macs = forward_counted(model, x)
+    output, _params, macs = forward_counted(model, x, live_only=True)
     output, flops = output.numpy(), macs // max(1, x.shape[0])  # per image
     data = export_onnx(model, input_shape)
+    params = weight_count(onnx.load_from_string(data))
     weights = None
     if keep_weights:
         buffer = io.BytesIO()

@@ -52,8 +52,10 @@ def random_input(shape: tuple[int, ...]) -> np.ndarray:
     like), float32, ``shape``."""
     return np.random.default_rng(TEST_INPUT_SEED).standard_normal(shape).astype(np.float32)
 
-CACHE_VERSION = 2
-"""Layout of an entry (2: ``meta.json`` holds the files' sha256; entries of 1 are not read)."""
+CACHE_VERSION = 3
+"""Layout of an entry (2: ``meta.json`` holds the files' sha256; 3: its ``params`` are the
+weights ``model.onnx`` holds and its ``flops`` the MACs of the layers it computes, not of every
+layer PyTorch ran; entries of 1 and 2 are not read)."""
 
 
 def cache_root() -> Path:

@@ -170,7 +170,19 @@ def list_cmd(path, storage, as_json):
     from hwnas.zoo.read import zoo_contents
 
     zoos = _zoo_folders(path, storage)
-    entries = [entry_row(read_entry(f)) for zoo in zoos for f in entry_folders(zoo)]
+    entries = []
+    for zoo in zoos:
+        cards = [read_entry(f) for f in entry_folders(zoo)]
+        rows = [entry_row(c) for c in cards]
+        # entries of the zoo whose model.onnx has the same graph: the same network
+        for row, card in zip(rows, cards):
+            sig = card.get("graph_signature")
+            row["same_network"] = [
+                Path(c["folder"]).name
+                for c in cards
+                if sig and c.get("graph_signature") == sig and c["folder"] != card["folder"]
+            ]
+        entries += rows
     # sub-folders that are no entry (a card deleted): said, not skipped unseen
     others = [(str(f), why) for zoo in zoos for f, why in zoo_contents(zoo).others]
     if as_json:
@@ -207,6 +219,16 @@ def list_cmd(path, storage, as_json):
                *(["energy mJ (device, source)"] if metered else []), "weights")  # fmt: skip
     print_table(console, "zoo: " + ", ".join(map(str, zoos)), columns, rows,
                 keys=("entry", "arch"))  # fmt: skip
+    said = set()
+    for e in entries:
+        group = tuple(sorted([Path(e["entry"]).name, *e["same_network"]]))
+        if e["same_network"] and (Path(e["entry"]).parent, group) not in said:
+            said.add((Path(e["entry"]).parent, group))
+            text_line(
+                console,
+                f"same network: {' = '.join(group)} (identical model.onnx graphs: ship one; "
+                "their table latencies differ by operations whose results are discarded)",
+            )
     for folder, why in others:
         text_line(console, f"! {folder}: {why} (hwnas zoo verify fails it)")
     if not entries:
@@ -267,5 +289,8 @@ def show_cmd(ref, storage, as_json):
     line(f"shape     {e['input']['name']} {e['input']['shape']} -> {e['output']['name']} "
          f"{e['output']['shape']}")  # fmt: skip
     line(f"params    {e.get('params')}  MACs {e.get('flops')}")
+    same = e.get("same_network") if isinstance(e.get("same_network"), dict) else {}
+    if same.get("entries"):
+        line(f"same      network as {', '.join(map(str, same['entries']))}: {same.get('note', '')}")
     line(f"files     {', '.join(sorted(e.get('files') or {}))}")
     line(f"check     hwnas zoo verify {e['folder']}")

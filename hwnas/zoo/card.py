@@ -200,6 +200,7 @@ def card_for(
     task: str | None = None,
     license_note: str = LICENSE_NOTE,
     license: str = LICENSE,
+    graph_signature: str | None = None,
 ) -> dict[str, Any]:
     """The card of one entry (``card.json`` without ``files``; :func:`hwnas.zoo.entry.
     write_entry` adds the checksums).
@@ -209,7 +210,8 @@ def card_for(
         space, arch: the architecture.
         benchmark_dataset: the space's dataset whose network this is (input shape, recorded
             latencies), e.g. ``cifar100``.
-        params, flops: of this network; ``input_shape`` with a batch of 1: (1, C, H, W) for
+        params, flops: of this network as exported (:data:`PARAMS_CONVENTION`,
+            :data:`FLOPS_CONVENTION`); ``input_shape`` with a batch of 1: (1, C, H, W) for
             images, (1, C, L) for 1-D signals, (1, F) for feature vectors; it sets the
             card's ``task`` (:func:`input_task`) and ``input.layout`` and ``input.axes``
             (:func:`input_layout`).
@@ -245,6 +247,8 @@ def card_for(
             :func:`input_task` of ``input_shape``.
         license_note: the licence in words, and ``license`` its Hugging Face identifier
             (:func:`license_of`).
+        graph_signature: :func:`hwnas.export.graph_signature` of ``model.onnx`` (entries of
+            one zoo with the same signature ship the same network: :func:`same_network`).
     """
     layout, axes = input_layout(input_shape)
     card: dict[str, Any] = {
@@ -274,8 +278,9 @@ def card_for(
         "preprocessing": preprocessing,
         "opset": OPSET,
         "params": int(params),
+        "params_convention": PARAMS_CONVENTION,
         "flops": int(flops),
-        "flops_convention": "multiply-accumulates of conv and linear layers, batch 1",
+        "flops_convention": FLOPS_CONVENTION,
         "weights": weights,
         "accuracy": {"unit": "%", **accuracy},
         "chance_level": chance_section(float(accuracy["value"]), num_classes),
@@ -297,6 +302,8 @@ def card_for(
             "atol": ATOL,
         },
     }
+    if graph_signature is not None:
+        card["graph_signature"] = graph_signature
     if build is not None:
         card["build"] = build
     if table_accuracy is not None:
@@ -304,6 +311,40 @@ def card_for(
     if training is not None:
         card["training"] = training
     return card
+
+
+PARAMS_CONVENTION = (
+    "the weights model.onnx holds (the elements of its floating-point initializers): layers "
+    "whose results the network discards are not in it, and a batch norm that follows a "
+    "convolution is folded into it"
+)
+FLOPS_CONVENTION = (
+    "multiply-accumulates of the conv and linear layers model.onnx computes (those whose "
+    "output reaches the network's output), batch 1"
+)
+"""What a card's ``params`` and ``flops`` count: the exported file's own (a NAS-Bench-201
+cell's convolution whose result no edge takes to the output is executed by PyTorch, and was
+counted, but the exporter leaves it out)."""
+
+
+def same_network(names: list[str]) -> dict[str, Any]:
+    """The card's ``same_network`` section of an entry whose ``model.onnx`` has the graph of
+    the zoo's entries ``names`` (the same ``graph_signature``)."""
+    return {
+        "entries": sorted(names),
+        "note": (
+            f"model.onnx computes the same network as {_names(names)} (an identical ONNX "
+            "graph, weights aside): this architecture's other operations compute results the "
+            "network discards, and the export leaves them out. Where the device values of "
+            "the entries differ, the difference is not of these files: a recorded table "
+            "measured the benchmark's network, the discarded operations included. Ship one."
+        ),
+    }
+
+
+def _names(names: list[str]) -> str:
+    names = sorted(names)
+    return f"entry {names[0]}" if len(names) == 1 else "entries " + ", ".join(names)
 
 
 def build_fingerprint(space: Any, weights_file: bool) -> str:
@@ -468,7 +509,8 @@ def _body(card: dict[str, Any]) -> str:
     lines += [
         f"{kind} from the **{card['space']}** search space, {origin}: "
         f"architecture `{card['arch']}`, {card['params']:,} parameters, "
-        f"{card['flops'] / 1e6:.1f} M multiply-accumulates per {one}. It takes "
+        f"{card['flops'] / 1e6:.1f} M multiply-accumulates per {one} (of what model.onnx "
+        f"holds and computes). It takes "
         f"`{inp['name']}`, float32 {things} of shape (N, {', '.join(map(str, inp['shape'][1:]))})"
         f"{axes_note} and returns `{out['name']}`, shape (N, {card['num_classes']}): "
         f"{out['meaning']}.",
@@ -476,6 +518,9 @@ def _body(card: dict[str, Any]) -> str:
         f"**Weights: {w['kind']}.** {w['note']}",
         "",
     ]
+    same = card.get("same_network")
+    if isinstance(same, dict) and same.get("note"):
+        lines += [f"**Same network:** {same['note']}", ""]
     if card["chance_level"]["value"]:
         lines += [
             f"**Chance-level:** its accuracy ({acc['value']:.2f}%) is at most "

@@ -475,7 +475,13 @@ def run_training(
             table_explained=task.table_explained,
         )  # fmt: skip
         from hwnas.zoo.entry import write_entry
+        from hwnas.zoo.write import same_network_of
 
+        # the zoo's other entries whose model.onnx has this graph, as their cards say
+        same = same_network_of(task.folder, card.get("graph_signature"))
+        card = {k: v for k, v in card.items() if k != "same_network"}
+        if same is not None:
+            card["same_network"] = same
         task.folder.parent.mkdir(parents=True, exist_ok=True)
         sweep_temporaries(task.folder.parent)
         tmp = _temporary(task.folder)

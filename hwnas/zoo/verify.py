@@ -5,11 +5,11 @@ An entry is first checked against itself: every file listed in ``card.json`` exi
 sha256 (the listed files must include ``model.onnx`` and the test data); ``model.onnx`` loads,
 passes the ONNX checker and carries the card's keys (but ``files``) with the same values in its
 ``metadata_props``; what the card says of the network's structure (its input's name, dtype and
-shape with its dynamic batch axis, its output's name and shape, ``num_classes``, ``opset``) is
-what the graph holds; ONNX Runtime's output on ``test_data_set_0/input_0.pb`` is within the
-tolerance of ``output_0.pb`` (the PyTorch module's output before export). The tolerance is
-:data:`~hwnas.zoo.card.RTOL` / :data:`~hwnas.zoo.card.ATOL` or the card's, whichever is
-tighter: a card cannot loosen it.
+shape with its dynamic batch axis, its output's name and shape, ``num_classes``, ``opset``, the
+weights it holds and the signature of its graph) is what the graph holds; ONNX Runtime's output
+on ``test_data_set_0/input_0.pb`` is within the tolerance of ``output_0.pb`` (the PyTorch
+module's output before export). The tolerance is :data:`~hwnas.zoo.card.RTOL` /
+:data:`~hwnas.zoo.card.ATOL` or the card's, whichever is tighter: a card cannot loosen it.
 
 Anyone who can edit the entry can make it consistent with itself (new weights, new test
 output, new checksums), so the entry is then checked against records it does not hold:
@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from hwnas.export import graph_signature, weight_count
 from hwnas.paths import read_bounded_text, sha256_file
-from hwnas.zoo.card import ATOL, MODEL_FILE, RTOL, TEST_DATA, metadata_props
+from hwnas.zoo.card import ATOL, MODEL_FILE, PARAMS_CONVENTION, RTOL, TEST_DATA, metadata_props
 from hwnas.zoo.read import MANIFEST_FILES, entry_folders, zoo_contents
 
 MAX_VERIFY_BYTES = 2**30
@@ -243,7 +244,9 @@ def _check_structure(card: dict[str, Any], model) -> str:
     """Check what the card says of the network's structure against ``model``'s graph, each
     claim the card makes: the input's name, dtype and shape (an axis the card's
     ``dynamic_axes`` names dynamic in the graph, every other of the card's size), the
-    output's name and shape, ``num_classes`` (the output's last axis) and ``opset``. Returns
+    output's name and shape, ``num_classes`` (the output's last axis), ``params`` (the weights
+    the graph holds, :func:`hwnas.export.weight_count`, where the card counts those),
+    ``graph_signature`` (:func:`hwnas.export.graph_signature`) and ``opset``. Returns
     the claims checked, in words ("" for none).
 
     Raises:
@@ -296,6 +299,21 @@ def _check_structure(card: dict[str, Any], model) -> str:
                 f"size ({dims[-1] if dims else 'unknown'})"
             )
         checked.append("classes")
+    if "params" in card and card.get("params_convention") == PARAMS_CONVENTION:
+        held = weight_count(model)  # a card of an older hwnas counted PyTorch's parameters
+        if card["params"] != held:
+            raise _Failed(
+                f"card.json's params {card['params']!r} is not the {held} weights model.onnx holds"
+            )
+        checked.append("params")
+    if "graph_signature" in card:
+        signature = graph_signature(model)
+        if card["graph_signature"] != signature:
+            raise _Failed(
+                f"card.json's graph_signature {card['graph_signature']!r} is not model.onnx's "
+                f"({signature})"
+            )
+        checked.append("graph")
     if "opset" in card:
         opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
         if card["opset"] != opset:

@@ -156,6 +156,7 @@ def write_zoo(
             tmp, result, space, other_latencies, records, trained, trainer, log, reporter,
             keep, kept,
         )  # fmt: skip
+        same = mark_same_networks(tmp)
         _swap_in(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -166,6 +167,12 @@ def write_zoo(
             f"zoo: kept {n} trained entr{'y' if n == 1 else 'ies'} as "
             f"{'it was' if n == 1 else 'they were'} (architecture still on the front); "
             f"{rest} other{'' if rest == 1 else 's'} written anew"
+        )
+    for group in same:
+        reporter.note(
+            f"zoo: {' and '.join(group)} ship the same network (identical model.onnx graphs: "
+            "the architectures differ only in operations whose results are discarded); their "
+            "cards say so"
         )
     if unproven:
         reporter.note(
@@ -268,16 +275,27 @@ def _keep_entry(old: Path, new: Path) -> None:
     """
     import json
 
-    from hwnas.zoo.entry import read_tensor
-
     card = json.loads((old / CARD_FILE).read_text())
     if old.name == new.name:
         for name in [*card["files"], CARD_FILE]:
             (new / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(old / name, new / name)
         return
+    _rewrite_entry(old, new, {**card, "name": new.name})
+
+
+def _rewrite_entry(old: Path, new: Path, card: dict[str, Any]) -> None:
+    """Write the entry ``old``'s model, weights and test data at ``new`` (``old`` itself: in
+    place) with ``card`` (its ``files`` are written anew), which the card, README and ONNX
+    metadata carry.
+
+    Raises:
+        OSError: ``old`` could not be read.
+    """
+    from hwnas.zoo.entry import read_tensor
+
     tests = card["test_data"]
-    weights = card["weights"]["file"]
+    weights = (card.get("weights") or {}).get("file")
     model = ExportedModel(
         onnx_bytes=(old / MODEL_FILE).read_bytes(),
         params=int(card["params"]),
@@ -285,11 +303,80 @@ def _keep_entry(old: Path, new: Path) -> None:
         input_shape=tuple(card["input"]["shape"]),
         test_input=read_tensor(old / tests["folder"] / tests["inputs"][0]),
         test_output=read_tensor(old / tests["folder"] / tests["outputs"][0]),
-        weights=(old / weights).read_bytes(),
+        weights=(old / weights).read_bytes() if weights else None,
         test_label=tests.get("label"),
     )
-    card = {k: v for k, v in card.items() if k != "files"}
-    write_entry(new, model, {**card, "name": new.name})
+    write_entry(new, model, {k: v for k, v in card.items() if k != "files"})
+
+
+def mark_same_networks(folder: Path) -> list[list[str]]:
+    """Give each entry of the zoo ``folder`` whose ``model.onnx`` has the graph of others
+    (the same ``graph_signature``) a ``same_network`` section naming them
+    (:func:`hwnas.zoo.card.same_network`), and take it from an entry that has none; the
+    entries that change are rewritten in place (card, README, ONNX metadata).
+
+    Returns:
+        The groups of entries that ship the same network (names), each sorted.
+
+    Raises:
+        OSError: an entry could not be read or written.
+    """
+    import json
+
+    from hwnas.zoo.card import same_network
+    from hwnas.zoo.read import is_entry
+
+    cards = {
+        p.name: json.loads((p / CARD_FILE).read_text())
+        for p in sorted(folder.iterdir())
+        if p.is_dir() and not p.is_symlink() and is_entry(p)
+    }
+    groups: dict[str, list[str]] = {}
+    for name, card in cards.items():
+        if isinstance(card.get("graph_signature"), str):
+            groups.setdefault(card["graph_signature"], []).append(name)
+    for name, card in cards.items():
+        others = [n for n in groups.get(card.get("graph_signature"), []) if n != name]
+        want = same_network(others) if others else None
+        if card.get("same_network") != want:
+            card = {k: v for k, v in card.items() if k != "same_network"}
+            if want is not None:
+                card["same_network"] = want
+            _rewrite_entry(folder / name, folder / name, card)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def same_network_of(folder: Path, signature: str | None) -> dict[str, Any] | None:
+    """The ``same_network`` section of an entry written at ``folder`` whose ``model.onnx`` has
+    the graph ``signature``, beside the zoo's other entries as their cards say they are (None:
+    none has that graph, or ``folder`` is in no zoo)."""
+    import json
+
+    from hwnas.zoo.card import same_network
+    from hwnas.zoo.read import is_entry
+
+    if signature is None or not folder.parent.is_dir():
+        return None
+    others = []
+    for p in sorted(folder.parent.iterdir()):
+        if p.name == folder.name or p.is_symlink() or not p.is_dir() or not is_entry(p):
+            continue
+        try:
+            card = json.loads((p / CARD_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(card, dict) and card.get("graph_signature") == signature:
+            others.append(p.name)
+    return same_network(others) if others else None
+
+
+def network_signature(model: ExportedModel) -> str:
+    """:func:`hwnas.export.graph_signature` of ``model``'s ONNX graph."""
+    import onnx
+
+    from hwnas.export import graph_signature
+
+    return graph_signature(onnx.load_from_string(model.onnx_bytes))
 
 
 def foreign_items(folder: Path) -> list[str]:
@@ -682,6 +769,7 @@ def random_entry(
         devices=devices,
         devices_note=_benchmark_note(space, dataset),
         **_licence(space, benchmark),
+        graph_signature=network_signature(model),
         test_label=None,
         build={
             "kind": "space",
@@ -757,6 +845,7 @@ def trained_entry(
         devices=devices,
         devices_note=_benchmark_note(space, trainer.dataset, data.num_classes),
         **_licence(space, has_benchmark(space)),
+        graph_signature=network_signature(model),
         table_accuracy=table_accuracy,
         training=t.training,
         test_label=t.test_label,
@@ -848,6 +937,7 @@ def subnet_entry(
         devices=devices,
         devices_note=_subnet_devices_note(r),
         **_licence(space, has_benchmark(space)),
+        graph_signature=network_signature(model),
         table_accuracy=table,
         test_label=label,
         build=build,

@@ -127,7 +127,7 @@ def test_a_card_whose_structure_the_graph_contradicts_fails(run, tmp_path, chang
     entry = tmp_path / "entry"
     shutil.copytree(sorted((run[0] / "zoo").iterdir())[0], entry)
     r = hwnas_main("zoo", "verify", entry)
-    assert r.returncode == 0 and "input, output, classes, opset as in the graph" in r.stdout
+    assert r.returncode == 0 and "classes, params, graph, opset as in the graph" in r.stdout
     _claim(entry, change)
     r = hwnas_main("zoo", "verify", entry)
     assert r.returncode == 1, r.stdout
