@@ -415,7 +415,7 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
             )
         )
     for dev in devices:
-        for metric, entry in card["devices"][dev].items():
+        for metric, entry in file_values(card, dev).items():
             results.append(
                 _result(
                     card["benchmark_dataset"],
@@ -428,7 +428,7 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
                     task_name=f"{dev}",
                 )
             )
-    metrics = sorted({m for d in devices for m in card["devices"][d]})
+    metrics = sorted({m for d in devices for m in file_values(card, d)})
     front: dict[str, Any] = {"license": card["license"], "library_name": "onnx"}
     if task in HF_TASKS:  # a task that is no pipeline of Hugging Face's is offered as none
         front["pipeline_tag"] = task
@@ -440,6 +440,33 @@ def _front_matter(card: dict[str, Any]) -> dict[str, Any]:
     if results:
         front["model-index"] = [{"name": card["name"], "results": results}]
     return front
+
+
+OWN_MEASUREMENTS = ("measured:", "synthesised:")
+"""How the source of a live device's value begins: hwnas measured (or synthesised) the
+network it was handed."""
+
+
+def file_values(card: dict[str, Any], device: str) -> dict[str, dict[str, Any]]:
+    """The card's values on ``device`` that are of this file, metric -> entry: what the
+    README's title and model-index may claim. A supernet search's entry (``build.kind``
+    ``supernet``) is a proxy trained at the supernet's size: a recorded table's or a
+    prediction's value is of the benchmark's network, and a live device's may be of the
+    deployed network (then ``trained_subnet`` holds this file's own, which is given
+    instead); only what was measured of this file is. Other entries are the network the
+    device values are of (their ``devices_note`` says how)."""
+    costs = (card.get("devices") or {}).get(device) or {}
+    build = card.get("build") if isinstance(card.get("build"), dict) else {}
+    if build.get("kind") != "supernet":
+        return dict(costs)
+    out = {}
+    for metric, entry in costs.items():
+        own = entry.get("trained_subnet")
+        if isinstance(own, dict) and isinstance(own.get("value"), (int, float)):
+            out[metric] = {**entry, "value": own["value"], "source": own.get("source", "")}
+        elif str(entry.get("source", "")).startswith(OWN_MEASUREMENTS):
+            out[metric] = entry
+    return out
 
 
 def _result(
@@ -488,12 +515,15 @@ def _body(card: dict[str, Any]) -> str:
     device = card.get("device")
     title = f"{card['space']} model {card['name']}"
     if device and device in card.get("devices", {}):
-        costs = card["devices"][device]  # the searched metric first (zoo.write.device_costs)
-        metric, cost = next(iter(costs.items()))
-        unit = device_unit(metric, cost)  # "ms per batch of 32" where the table is of 32
+        # the searched metric first (zoo.write.device_costs), where it is of this file
+        costs = file_values(card, device)
         # random weights: the table's accuracy is the benchmark's, not this model's
         shown = f"{acc['value']:.1f}%" if w["kind"] != "random" else "random weights, untrained"
-        title += f" for {device} ({cost['value']:.3g} {unit}, {shown})"
+        if costs:
+            metric, cost = next(iter(costs.items()))
+            unit = device_unit(metric, cost)  # "ms per batch of 32" where the table is of 32
+            shown = f"{cost['value']:.3g} {unit}, {shown}"
+        title += f" for {device} ({shown})"
     lines = [f"# {title}", ""]
     origin = (
         f"found by `hwnas search` (study `{card['study']}`, trial {card['trial']})"
@@ -545,11 +575,21 @@ def _body(card: dict[str, Any]) -> str:
             "|---|---|---|---|",
         ]
         order = sorted(devices, key=lambda d: (d != device, d))  # the search's device first
+        supernet = (card.get("build") or {}).get("kind") == "supernet"
         for dev in order:
+            own = file_values(card, dev)
             for metric, entry in devices[dev].items():
                 source = entry.get("source", "")
+                if supernet and own.get(metric, {}).get("value") != entry["value"]:
+                    source += " (another network's: see below)"
                 unit = device_unit(metric, entry)
                 lines.append(f"| {dev} | {metric} | {entry['value']:.4g} {unit} | {source} |")
+                if supernet and metric in own and own[metric]["value"] != entry["value"]:
+                    mine = own[metric]
+                    lines.append(
+                        f"| {dev} | {metric} (this file) | {mine['value']:.4g} {unit} | "
+                        f"{mine.get('source', '')} |"
+                    )
         lines += ["", card["devices_note"], ""]
     lines += [
         "## Run it with ONNX Runtime",

@@ -63,3 +63,44 @@ def test_an_energy_card_names_mj_and_a_batch_tables_latency_is_per_batch(tmp_pat
     )
     r = hwnas_main("zoo", "show", str(entry))
     assert r.returncode == 0 and "ms per batch of 256 on 1080ti_256" in r.stdout, r.stdout
+
+
+def test_a_supernet_entry_claims_no_latency_of_the_benchmarks_network(tmp_path):
+    """A supernet search's entry (a proxy trained at the supernet's size) had the recorded
+    table's latency of the benchmark's network in its README title (`for pixel3 (1.4 ms,
+    41.5%)`) and model-index, while its own devices_note says that value is not of this file.
+    Title and model-index now hold only this file's values; the body keeps the table's,
+    labelled as another network's."""
+    from hwnas.zoo.card import render_readme
+
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--strategy", "darts", "--device", "pixel3", "--data", "digits",
+                   "--epochs", "1", "--finetune-epochs", "0", "--batch-size", "32",
+                   "--set", "limit=100", "--set", "channels=4", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (entry,) = sorted((out / "zoo").iterdir())
+    card = json.loads((entry / "card.json").read_text())
+    table = card["devices"]["pixel3"]["latency_ms"]
+    assert table["source"].startswith("recorded:") and card["build"]["kind"] == "supernet"
+    readme = (entry / "README.md").read_text()
+    title = next(line for line in readme.splitlines() if line.startswith("# "))
+    assert " ms" not in title and f"{table['value']:.3g}" not in title, title
+    front = _front(entry / "README.md")
+    results = front["model-index"][0]["results"]
+    assert [x["metrics"][0]["type"] for x in results] == ["accuracy"]
+    assert front["metrics"] == ["accuracy"]
+    assert f"| pixel3 | latency_ms | {table['value']:.4g} ms | {table['source']} (another " in (
+        readme
+    )
+    # a live device's measurement of this file (the trained proxy's own) is its to claim
+    own = {"value": 0.0421, "source": "measured:cpu:ort:trained-subnet[1, 3, 16, 16]"}
+    card["devices"]["pixel3"]["latency_ms"] = {**table, "trained_subnet": own}
+    readme = render_readme(card)
+    assert f"# nasbench201 model {entry.name} for pixel3 (0.0421 ms, " in readme
+    front = yaml.safe_load(readme.split("---\n")[1])
+    (latency,) = [x for x in front["model-index"][0]["results"] if x["task"].get("name")]
+    assert latency["metrics"][0]["value"] == 0.0421
+    assert latency["source"]["name"] == own["source"]
+    assert "| pixel3 | latency_ms (this file) | 0.0421 ms | measured:cpu:ort:trained-subnet" in (
+        readme
+    )
