@@ -38,8 +38,9 @@ class ZooContents:
         zoo: the zoo folder; None where the path given is one entry.
         entries: its entry folders (each holds a ``card.json``), sorted by name.
         others: ``(folder, why)`` for each of its sub-folders that is no entry (no
-            ``card.json``): not read as an entry, and a listing says so. Hidden temporaries
-            of hwnas and a file browser's folders are left out.
+            ``card.json``) or is a symbolic link (to an entry elsewhere, which the zoo's
+            checks would follow out of it): not read as an entry, and a listing says so.
+            Hidden temporaries of hwnas and a file browser's folders are left out.
     """
 
     zoo: Path | None
@@ -73,7 +74,10 @@ def _children(zoo: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     for p in sorted(zoo.iterdir()):
         if p.name in OS_METADATA or TEMPORARY.match(p.name) or not p.is_dir():
             continue
-        if is_entry(p):
+        if p.is_symlink():  # verify would check, and train write, a folder elsewhere
+            why = f"a symbolic link (to {p.resolve()}), not an entry folder of this zoo"
+            others.append((p, why + ": copy the entry in"))
+        elif is_entry(p):
             entries.append(p)
         else:
             others.append((p, f"not a zoo entry: no {CARD_FILE}"))
@@ -82,7 +86,7 @@ def _children(zoo: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
 
 def entry_folders(path: str | Path) -> list[Path]:
     """The entry folders of a zoo folder (or of a run folder's ``zoo/``), or ``[path]`` when it
-    is one entry; sorted by name.
+    is one entry; sorted by name (:attr:`ZooContents.entries`: a link is none).
 
     Raises:
         HwnasError: ``path`` is missing, not a folder, or holds no entry.
@@ -94,10 +98,8 @@ def entry_folders(path: str | Path) -> list[Path]:
         raise HwnasError(f"{path} is not a folder (give a zoo folder or one of its entries)")
     if is_entry(path):
         return [path]
-    found = sorted(p for p in path.iterdir() if p.is_dir() and is_entry(p))
+    found = zoo_contents(path).entries  # a link to an entry elsewhere is none (zoo_contents)
     run = path if path.name != "zoo" else path.parent
-    if not found and run == path and (path / "zoo").is_dir():  # a run folder: its zoo
-        found = sorted(p for p in (path / "zoo").iterdir() if p.is_dir() and is_entry(p))
     if not found and (run / "summary.json").is_file():  # a run folder, or its zoo: empty
         raise HwnasError(
             f"the run in {run} put no model in its zoo: every architecture of its front is at "

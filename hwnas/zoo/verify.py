@@ -91,7 +91,7 @@ def verify(path: str | Path, storage: str | None = None) -> list[Verdict]:
     contents = zoo_contents(path)
     records = StudyRecords(storage)
     listed = _listed(contents.zoo, records) if contents.zoo is not None else {}
-    if not contents.entries and not listed:
+    if not contents.entries and not listed and not any(p.is_symlink() for p, _ in contents.others):
         entry_folders(path)  # no entry at all, and none recorded: the reason (HwnasError)
     verdicts = [verify_entry(folder, records) for folder in contents.entries]
     for folder, why in contents.others:
@@ -167,6 +167,12 @@ def verify_entry(folder: Path, records: StudyRecords | None = None) -> Verdict:
     try:
         card, detail = _check(folder)
         provenance, proven = _provenance(folder, card, records or StudyRecords(None))
+        name = card.get("name")
+        if isinstance(name, str) and name != folder.name:  # a copy under another name
+            provenance += (
+                f"; its folder is not named as its card says ({name!r}: what its README, "
+                "metadata and any record of it name)"
+            )
         return Verdict(folder, True, detail, provenance, proven)
     except _Failed as exc:
         return Verdict(folder, False, str(exc))

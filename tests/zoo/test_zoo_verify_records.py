@@ -132,3 +132,28 @@ def test_a_card_whose_structure_the_graph_contradicts_fails(run, tmp_path, chang
     r = hwnas_main("zoo", "verify", entry)
     assert r.returncode == 1, r.stdout
     assert r.stdout.startswith(f"FAIL entry: {said}"), r.stdout
+
+
+def test_a_renamed_copy_is_said_and_a_linked_entry_folder_fails(run, tmp_path):
+    """An entry copied as `01-fastest` verified "ok ... provenance: card and model match
+    study" without a word of its card naming another folder; a zoo's entry folder that was a
+    link to an entry outside the zoo was followed and reported proven."""
+    entry = sorted((run[0] / "zoo").iterdir())[0]
+    shutil.copytree(entry, tmp_path / "01-fastest")
+    r = hwnas_main("zoo", "verify", tmp_path / "01-fastest", "--storage", run[1])
+    assert r.returncode == 0, r.stdout
+    assert f"its folder is not named as its card says ('{entry.name}'" in r.stdout
+    zoo = tmp_path / "zoo"
+    shutil.copytree(entry, zoo / entry.name)
+    (zoo / "02-linked").symlink_to(tmp_path / "01-fastest", target_is_directory=True)
+    r = hwnas_main("zoo", "verify", zoo, "--storage", run[1])
+    assert r.returncode == 1, r.stdout
+    assert (
+        f"FAIL 02-linked: a symbolic link (to {tmp_path / '01-fastest'}), not an entry folder of "
+        "this zoo" in r.stdout
+    )
+    assert f"ok   {entry.name}:" in r.stdout and "1 of 2 entries verified" in r.stdout
+    assert "its folder is not named" not in r.stdout
+    r = hwnas_main("zoo", "list", zoo)
+    assert r.returncode == 0 and "02-linked: a symbolic link" in r.stdout
+    assert r.stdout.count("02-linked") == 1  # not listed as an entry too
