@@ -29,7 +29,6 @@ card, provenance not proven.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -229,7 +228,8 @@ def _check(folder: Path) -> tuple[dict[str, Any], str]:
     claims = _check_structure(card, model)
     test = card.get("test_data") if isinstance(card.get("test_data"), dict) else {}
     rtol, atol = _tolerance(test, "rtol", RTOL), _tolerance(test, "atol", ATOL)
-    diff = _run_test_data(folder, model, rtol, atol)
+    del model  # its weights' shapes were all the checks read; ONNX Runtime reads the file
+    diff = _run_test_data(folder, folder / MODEL_FILE, rtol, atol)
     return card, (
         f"{len(files)} files' sha256 match, {len(expected)} metadata keys, "
         + (f"{claims} as in the graph, " if claims else "")
@@ -353,10 +353,21 @@ def _same_shape(
             raise _Failed(f"card.json's {what} shape {claimed} is not model.onnx's {shown}")
 
 
+SMALL_TENSOR = 1024
+"""The most elements of an initializer whose values :func:`_load_model`'s copy keeps (what
+shape inference reads, a Reshape's target shape); larger ones keep their name, type and
+shape only."""
+
+
 def _load_model(path: Path):
-    """``model.onnx``, checked; a model naming external data files is refused unread: hwnas
-    writes a zoo entry's model whole, and the card has no checksum of any other file. A model
-    computing strings (:func:`_computes_strings`) is refused unrun.
+    """``model.onnx``'s graph, checked, as a copy without the values of its large
+    initializers (:func:`_skeleton`: the checks read their shapes and types; ONNX's checker
+    and ONNX Runtime read the file itself); a model naming external data files is refused
+    unread: hwnas writes a zoo entry's model whole, and the card has no checksum of any other
+    file. A model computing strings (:func:`_computes_strings`) is refused unrun.
+
+    Memory: the file's bytes and their parse at once while it loads (twice the file), then
+    one parse (ONNX's checker's) at a time.
 
     Raises:
         _Failed: the model is unreadable, invalid, names external data or computes strings.
@@ -370,7 +381,8 @@ def _load_model(path: Path):
             raise _Failed(
                 "model.onnx names external data files; a zoo entry's model holds its weights itself"
             )
-        onnx.checker.check_model(model)
+        model = _skeleton(model)  # the whole parse is freed
+        onnx.checker.check_model(str(path))  # from the file: no serialised copy of the model
     except _Failed:
         raise
     except Exception as exc:  # DecodeError, ValidationError, ...
@@ -383,6 +395,39 @@ def _load_model(path: Path):
             "(ONNX Runtime keeps strings outside the memory bound of its test inference)"
         )
     return model
+
+
+def _skeleton(model):
+    """A copy of ``model`` without the values of its initializers of more than
+    :data:`SMALL_TENSOR` elements, nor of its nodes' tensor attributes of more: their names,
+    types and shapes stay, and so does everything else the checks read (metadata, opsets,
+    inputs, outputs, nodes, functions). A 400 MB model.onnx took 2.1 GB to verify when its
+    weights were copied for shape inference and again for ONNX Runtime."""
+    import math
+
+    import onnx
+
+    light = onnx.ModelProto(ir_version=model.ir_version)
+    light.opset_import.extend(model.opset_import)
+    light.metadata_props.extend(model.metadata_props)
+    light.functions.extend(model.functions)
+    graph, g = model.graph, light.graph
+    g.name = graph.name
+    for field in ("input", "output", "value_info", "node", "sparse_initializer"):
+        getattr(g, field).extend(getattr(graph, field))
+    values = ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+              "uint64_data", "string_data")  # fmt: skip
+    for t in graph.initializer:
+        if math.prod(t.dims) <= SMALL_TENSOR:
+            g.initializer.add().CopyFrom(t)
+        else:
+            g.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
+    for node in g.node:  # a Constant of a large tensor (a weight the exporter kept as one)
+        for attr in node.attribute:
+            if attr.HasField("t") and math.prod(attr.t.dims) > SMALL_TENSOR:
+                for field in values:
+                    attr.t.ClearField(field)
+    return light
 
 
 STRING_OPS = frozenset(
@@ -449,7 +494,7 @@ def _computes_strings(model) -> str:
     return ""
 
 
-def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
+def _run_test_data(folder: Path, model: Path, rtol: float, atol: float) -> float:
     from hwnas.zoo.entry import read_tensor
 
     tests = folder / TEST_DATA
@@ -478,8 +523,8 @@ def _run_test_data(folder: Path, model, rtol: float, atol: float) -> float:
     return diff
 
 
-def _infer(model, x: np.ndarray) -> np.ndarray:
-    """The first output of one inference of ``model`` on ``x`` (a copy), under
+def _infer(model: Path, x: np.ndarray) -> np.ndarray:
+    """The first output of one inference of the model file ``model`` on ``x`` (a copy), under
     :func:`_bounded_options`, stopped after :data:`~hwnas.runtimes.executable.CALL_LIMIT_S`;
     the arena is then given back (:func:`_shrink_arena`), the run failed or not.
 
@@ -494,8 +539,8 @@ def _infer(model, x: np.ndarray) -> np.ndarray:
 
     session = outputs = None
     try:
-        session = ort.InferenceSession(
-            model.SerializeToString(), _bounded_options(), providers=["CPUExecutionProvider"]
+        session = ort.InferenceSession(  # from the file: no serialised copy in this process
+            str(model), _bounded_options(), providers=["CPUExecutionProvider"]
         )
         name = session.get_inputs()[0].name
         with stop_after(CALL_LIMIT_S, "one inference") as run:  # a zoo from someone else
@@ -638,7 +683,7 @@ class StudyRecords:
 
 def _sha256(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_file(path)  # read in blocks, not whole
     except OSError:
         return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from helpers import hwnas_main
@@ -157,3 +158,42 @@ def test_a_renamed_copy_is_said_and_a_linked_entry_folder_fails(run, tmp_path):
     r = hwnas_main("zoo", "list", zoo)
     assert r.returncode == 0 and "02-linked: a symbolic link" in r.stdout
     assert r.stdout.count("02-linked") == 1  # not listed as an entry too
+
+
+def _peak_mib(entry) -> float:
+    """The peak resident memory (MiB) of `hwnas zoo verify ENTRY` in a child process."""
+    import subprocess
+    import sys
+
+    code = (  # VmHWM: the process's own peak (ru_maxrss keeps the forking parent's)
+        "import sys; from hwnas.cli import main; rc = main(['zoo', 'verify', sys.argv[1]]); "
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]); "
+        "sys.exit(rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(entry)], capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    return int(r.stdout.splitlines()[-1]) / 1024  # kB on Linux
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads Linux's VmHWM")
+def test_verify_holds_a_model_about_twice_at_most(run, tmp_path):
+    """A 400 MB model.onnx took 2.1 GB to verify: the parsed model, a copy for shape
+    inference (serialised, parsed, serialised back and parsed), another serialised for ONNX
+    Runtime. Here a 48 MiB one: its file and its parse at once while it loads, nothing more
+    (docs/security.md)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    entry = sorted((run[0] / "zoo").iterdir())[0]
+    small, big = tmp_path / "small", tmp_path / "big"
+    shutil.copytree(entry, small)
+    shutil.copytree(entry, big)
+    model = onnx.load(str(big / "model.onnx"))
+    pad = 48 * 2**20 // 4
+    model.graph.initializer.append(numpy_helper.from_array(np.ones(pad, np.float32), "pad"))
+    onnx.save(model, str(big / "model.onnx"))
+    _claim(big, lambda c: c.update(params=c["params"] + pad))
+    base, peak = _peak_mib(small), _peak_mib(big)
+    assert peak - base < 2.5 * 48, (base, peak)  # the old code: about 4 times
