@@ -63,8 +63,19 @@ _FILES: dict[str, SearchSpace] = {}
 def ability(space: SearchSpace, protocol: type[T]) -> T | None:
     """``space`` typed as ``protocol`` (:class:`IndexedSpace`, :class:`TabulatedSpace`,
     :class:`IsomorphicSpace`, :class:`InheritedSpace`, :class:`CostTermsSpace`) if it has that
-    optional ability, else None: the one place where abilities are looked up."""
-    return space if isinstance(space, protocol) else None  # type: ignore[return-value]
+    optional ability, else None: the one place where abilities are looked up.
+
+    A space has an ability when it has the protocol's methods and, where it defines
+    ``has_ability(protocol)``, that says it does: every :class:`hwnas.spaces.module.
+    ModuleSpace` has ``subnet``, but only one made from a trained model (:func:`hwnas.elastic`)
+    has inherited weights; one written with :func:`hwnas.nn.space` is no
+    :class:`InheritedSpace`."""
+    if not isinstance(space, protocol):
+        return None
+    own = getattr(space, "has_ability", None)
+    if callable(own) and not own(protocol):
+        return None
+    return space  # type: ignore[return-value]
 
 
 def arch_from_text(space: SearchSpace, text: str) -> Arch:

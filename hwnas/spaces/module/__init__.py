@@ -115,6 +115,15 @@ class ModuleSpace(SearchSpace):
         self._choices = {d.key: d.labels for d in decisions}
         self._conditions = self._depth_conditions()
 
+    def has_ability(self, protocol: type) -> bool:
+        """Whether this space has ``protocol``'s ability (:func:`hwnas.spaces.ability`): every
+        ability whose methods it has, but :class:`hwnas.spaces.InheritedSpace` only where its
+        weights are a trained model's (:func:`hwnas.elastic`), not those a space written in
+        PyTorch code (:func:`hwnas.nn.space`) happened to be built with."""
+        from hwnas.spaces.base import InheritedSpace
+
+        return protocol is not InheritedSpace or self.inherited
+
     # -- identity -------------------------------------------------------------------------------
 
     @cached_property
