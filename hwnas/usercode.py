@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,9 +27,14 @@ def import_file(file: str | Path) -> ModuleType:
     """The user's Python file ``file`` as a module, imported once per process, with the
     global random generators seeded (0) while it runs.
 
+    The file runs as ``python FILE`` would run it, ``sys.argv`` being ``[FILE]`` while it
+    does (a module-level argparse ``parse_args()`` reads none of hwnas's options).
+
     Raises:
         HwnasError: no such file, or importing it failed (one line: the exception's type and
-            first line).
+            first line), or it called ``sys.exit`` (or argparse did, on its own command line)
+            or raised KeyboardInterrupt itself.
+        KeyboardInterrupt: Ctrl-C while it was imported.
     """
     import hashlib
     import importlib.util
@@ -54,11 +61,14 @@ def import_file(file: str | Path) -> ModuleType:
         # fingerprint); the generators are as they were afterwards
         from hwnas.engine.seeding import seeded_globals
 
-        with seeded_globals(0):
+        with seeded_globals(0), _as_script(path):
             spec.loader.exec_module(module)
     except HwnasError as exc:
         del sys.modules[module_name]
         raise HwnasError(f"{path}: {exc}") from None
+    except _Exited as exc:
+        del sys.modules[module_name]
+        raise HwnasError(f"importing {path} {exc}") from None
     except Exception as exc:  # the user's code: any error, in one line
         del sys.modules[module_name]
         first = (str(exc).strip().splitlines() or [""])[0]
@@ -66,16 +76,100 @@ def import_file(file: str | Path) -> ModuleType:
     return module
 
 
+class _Exited(Exception):
+    """The user's code called ``sys.exit`` (or argparse did for it), or raised
+    KeyboardInterrupt itself: what it did ("called sys.exit(3): ..."), for the one-line
+    error."""
+
+
+_NOT_ON_IMPORT = (
+    "hwnas imports the file (or calls the function) for the object it names, so code that "
+    "parses a command line or exits must not run then: put it under "
+    '`if __name__ == "__main__":`'
+)
+
+
+@contextmanager
+def _as_script(path: Path | None) -> Iterator[None]:
+    """Within: the user's code runs as ``python FILE`` would run it (``sys.argv`` is
+    ``[FILE]``, not hwnas's command line, so a module-level argparse ``parse_args()`` reads no
+    hwnas option); its ``sys.exit`` (or argparse's, its usage message printed) and a
+    KeyboardInterrupt it raises itself become :class:`_Exited`, never ending hwnas silently
+    nor passing for Ctrl-C. A real Ctrl-C (SIGINT while it runs) stays KeyboardInterrupt.
+
+    Raises:
+        _Exited: as above.
+    """
+    import signal
+
+    interrupted = False
+
+    def on_sigint(signum, frame):
+        nonlocal interrupted
+        interrupted = True
+        previous(signum, frame)  # Python's (KeyboardInterrupt), or whoever's handler it was
+
+    argv = sys.argv
+    if path is not None:
+        sys.argv = [str(path)]
+    previous = signal.getsignal(signal.SIGINT)
+    watching = callable(previous)  # SIG_IGN, SIG_DFL: no Ctrl-C raises KeyboardInterrupt
+    if watching:
+        try:
+            signal.signal(signal.SIGINT, on_sigint)
+        except ValueError:  # not the main thread: every KeyboardInterrupt is taken for Ctrl-C
+            interrupted, watching = True, False
+    try:
+        yield
+    except SystemExit as exc:
+        code = "" if exc.code is None else repr(exc.code)
+        if _from_argparse(exc):
+            raise _Exited(
+                f"called sys.exit({code}) in argparse's parse_args (its message above): "
+                f"{_NOT_ON_IMPORT}"
+            ) from None
+        raise _Exited(f"called sys.exit({code}): {_NOT_ON_IMPORT}") from None
+    except KeyboardInterrupt:
+        if interrupted:
+            raise
+        raise _Exited(
+            "raised KeyboardInterrupt itself (no Ctrl-C was pressed): hwnas takes it for "
+            "Ctrl-C, so the code it runs must not raise it"
+        ) from None
+    finally:
+        if path is not None:
+            sys.argv = argv
+        if watching and signal.getsignal(signal.SIGINT) is on_sigint:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _from_argparse(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside the argparse module."""
+    import argparse
+
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == argparse.__file__:
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def call_user(fn: Any, what: str, *args: Any) -> Any:
     """``fn(*args)``, the user's code, with any error in one line naming ``what``.
 
     Raises:
-        HwnasError: ``fn`` raised (its type and first line).
+        HwnasError: ``fn`` raised (its type and first line), called ``sys.exit`` or raised
+            KeyboardInterrupt itself.
+        KeyboardInterrupt: Ctrl-C while it ran.
     """
     try:
-        return fn(*args)
+        with _as_script(None):
+            return fn(*args)
     except HwnasError:
         raise
+    except _Exited as exc:
+        raise HwnasError(f"{what} {exc}") from None
     except Exception as exc:  # the user's code: any error, in one line
         first = (str(exc).strip().splitlines() or [""])[0]
         raise HwnasError(f"{what} failed: {type(exc).__name__}: {first}") from None

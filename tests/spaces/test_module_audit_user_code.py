@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
+from helpers import hwnas_main
 from torch import nn
 
 import hwnas
@@ -49,3 +51,54 @@ def test_a_space_written_in_pytorch_has_no_inherited_weights(tmp_path):
     for entry in run.zoo:
         card = json.loads((entry / "card.json").read_text())
         assert card["license"] == "mit" and "made elastic" not in card["license_note"]
+
+
+@pytest.mark.parametrize(
+    "code, said",
+    [
+        ("import sys\nsys.exit(3)\n", "called sys.exit(3): "),
+        ("import sys\nsys.exit()\n", "called sys.exit(): "),
+        (
+            "import argparse\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--lr', required=True)\nargs = p.parse_args()\n",
+            "called sys.exit(2) in argparse's parse_args",
+        ),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt itself (no Ctrl-C was pressed)"),
+    ],
+    ids=["exit3", "exit", "argparse", "kbint"],
+)
+def test_a_file_that_exits_when_imported_is_one_error_line(tmp_path, code, said):
+    """A user file that called sys.exit at import ended hwnas with no output and status 0 (or
+    3, silently), a module-level argparse printed a usage line naming hwnas, and a file raising
+    KeyboardInterrupt made `hwnas spaces show` say "interrupted: the study ... saved". Now
+    each is one `error: importing FILE ...` line, status 2, and HwnasError from Python; the
+    file runs with sys.argv [FILE], so its argparse reads none of hwnas's options."""
+    file = tmp_path / "exits.py"
+    file.write_text(code)
+    for args in (["spaces", "show", f"{file}:space"],
+                 ["search", "--space", f"{file}:space", "--strategy", "oneshot", "--device",
+                  "cpu-fast", "--data", "digits"]):  # fmt: skip
+        r = hwnas_main(*args)
+        last = r.stderr.strip().splitlines()[-1]
+        assert r.returncode == 2 and last.startswith(f"error: importing {file} {said}"), r.stderr
+        assert "interrupted" not in r.stderr and "usage: hwnas" not in r.stderr
+    with pytest.raises(hwnas.HwnasError, match="^importing .*exits.py"):
+        hwnas.search(space=f"{file}:space", device="cpu-fast", strategy="oneshot", data="digits")
+
+
+def test_a_files_argparse_reads_its_own_defaults_and_ctrl_c_while_importing_stays_ctrl_c(tmp_path):
+    """sys.argv is the file's own while it is imported (as `python FILE` would run it), and a
+    real SIGINT during the import is still KeyboardInterrupt (Ctrl-C), not the file's error."""
+    from hwnas.usercode import code_object
+
+    file = tmp_path / "parses.py"
+    file.write_text(
+        "import argparse, sys\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--lr', type=float, default=0.1)\nlr = p.parse_args().lr\n"
+        "argv = list(sys.argv)\n"
+    )
+    assert code_object(f"{file}:lr") == 0.1 and code_object(f"{file}:argv") == [str(file)]
+    slow = tmp_path / "slow.py"
+    slow.write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    with pytest.raises(KeyboardInterrupt):
+        code_object(f"{slow}:space")
