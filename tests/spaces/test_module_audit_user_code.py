@@ -102,3 +102,55 @@ def test_a_files_argparse_reads_its_own_defaults_and_ctrl_c_while_importing_stay
     slow.write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
     with pytest.raises(KeyboardInterrupt):
         code_object(f"{slow}:space")
+
+
+SPACE_FILE = """
+import torch
+from torch import nn
+import hwnas.nn as hn
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        w = hn.ValueChoice([4, 8], label="w")
+        self.stem = nn.Conv2d(3, w, 3, padding=1)
+        self.fc = nn.Linear(w, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.stem(x)).mean((2, 3)))
+
+
+space = hn.space(Tiny(), torch.zeros(1, 3, 8, 8), name="tinyfile", dataset="digits")
+
+
+def accuracy(net, arch):
+    return 50.0
+"""
+
+
+def test_a_space_named_by_its_file_from_python_is_the_same_study_in_every_process(tmp_path):
+    """A study knows a module space by its weights: `hwnas.search(space="file.py:space")`
+    imports the file with the global generators seeded, as the CLI does, so the file imported
+    again (a new process) with torch's generator elsewhere builds the same weights, and the
+    same call is the same study, resumed (a space object built in the user's own script is
+    the user's to seed: docs/api.md)."""
+    import sys
+
+    from hwnas.spaces import reload_spaces
+
+    file = tmp_path / "tinyfile.py"
+    file.write_text(SPACE_FILE)
+    options = dict(
+        space=f"{file}:space", accuracy=f"{file}:accuracy", device="cpu-fast", zoo=False,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+    )  # fmt: skip
+    first = hwnas.search(budget=1, out=tmp_path / "a", **options)
+    for name in [n for n, m in sys.modules.items() if getattr(m, "__file__", "") == str(file)]:
+        del sys.modules[name]  # as in a new process
+    reload_spaces()
+    torch.manual_seed(12345)
+    torch.rand(7)
+    again = hwnas.search(budget=2, out=tmp_path / "b", **options)
+    assert again.study_name == first.study_name
+    assert again.summary["trials"]["completed"] == 2 and len(again.result.records) == 2
