@@ -180,7 +180,7 @@ def search(
         HwnasError: an unknown option or any bad input the CLI refuses, with its message.
     """
     from hwnas.jobs import prepare, run
-    from hwnas.jobs.settings import build_settings
+    from hwnas.jobs.settings import build_settings, check_before_space
     from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined, path_arg
     from hwnas.spaces import user_space
 
@@ -194,6 +194,8 @@ def search(
 
             own = set(inspect.signature(search).parameters) - {"device", "options"}
             raise UnknownNameError("option of hwnas.search", name, sorted({*OPTIONS, *own}))
+    # what needs no space is refused before a file.py:attr space's code runs
+    check_before_space({"device": device, **options}, set(options), out, store, artifact_dir)
     if options.get("space") is not None:  # an object, a path: known by its name from here on
         options["space"] = user_space(options["space"]).name
     settings = build_settings({"device": device, **options}, given=set(options))

@@ -135,6 +135,30 @@ def input_channels(shape: tuple[int, ...]) -> int:
     return 1 if len(shape) == 3 and int(shape[0]) == 1 else 3
 
 
+def check_data(spec: str) -> None:
+    """Refuse a ``--data`` value that is neither ``digits`` nor a folder, before anything
+    is read (:func:`load_data` reads it; ``hwnas search`` checks it before a ``FILE.py:ATTR``
+    space is imported).
+
+    Raises:
+        HwnasError: no such folder (with a did-you-mean for a misspelt ``digits``), or a file.
+    """
+    if spec == "digits":
+        return
+    path = Path(spec).expanduser()
+    if not path.exists():
+        import difflib
+
+        close = difflib.get_close_matches(str(spec).lower(), ["digits"], n=1, cutoff=0.6)
+        hint = " (did you mean digits?)" if close and "/" not in str(spec) else ""
+        raise HwnasError(
+            f"--data '{spec}' is neither 'digits' nor an existing folder "
+            f"(CIFAR python-pickle folder or class-per-folder images){hint}"
+        )
+    if not path.is_dir():
+        raise HwnasError(f"--data '{spec}' must be a folder")
+
+
 def load_data(
     spec: str,
     seed: int = 0,
@@ -165,22 +189,12 @@ def load_data(
     """
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 or 3, not {channels!r}")
+    check_data(spec)
     if spec == "digits":
         x, y, classes, source = _digits()
         name, test = "digits", None
     else:
         path = Path(spec).expanduser()
-        if not path.exists():
-            import difflib
-
-            close = difflib.get_close_matches(str(spec).lower(), ["digits"], n=1, cutoff=0.6)
-            hint = " (did you mean digits?)" if close and "/" not in str(spec) else ""
-            raise HwnasError(
-                f"--data '{spec}' is neither 'digits' nor an existing folder "
-                f"(CIFAR python-pickle folder or class-per-folder images){hint}"
-            )
-        if not path.is_dir():
-            raise HwnasError(f"--data '{spec}' must be a folder")
         cifar = _cifar(path)
         if cifar is not None:
             name, x, y, test, classes = cifar

@@ -102,6 +102,27 @@ PG_SCHEMA = (
 )
 
 
+def check_store_folder(path: str | Path) -> None:
+    """Refuse a SQLite measurement store (a path, or an ``sqlite:///`` URL) in a folder that
+    is not there: a mistyped path, not a new empty store to start silently (the hwnas home is
+    made on first use). A PostgreSQL URL passes.
+
+    Raises:
+        HwnasError: one line naming the folder.
+    """
+    from hwnas.db import is_url
+
+    text = str(path)
+    if is_url(text) and not text.startswith("sqlite"):
+        return
+    file = Path(text.removeprefix("sqlite:///").split("?", 1)[0]).expanduser()
+    if not file.parent.is_dir() and file.parent.resolve() != hwnas_home().resolve():
+        raise HwnasError(
+            f"measurement store {file}: folder {file.parent} does not exist "
+            "(create it, or check the path)"
+        )
+
+
 class MeasurementStore:
     """Measurements in a SQLite file or a PostgreSQL database.
 
@@ -135,14 +156,7 @@ class MeasurementStore:
                 )
         self.path = Path(path).expanduser()
         existed = self.path.exists()
-        if not self.path.parent.is_dir():
-            # the hwnas home is made on first use; a store elsewhere in a folder that is not
-            # there is a mistyped path, not a new empty store to start silently
-            if self.path.parent.resolve() != hwnas_home().resolve():
-                raise HwnasError(
-                    f"measurement store {self.path}: folder {self.path.parent} does not exist "
-                    "(create it, or check the path)"
-                )
+        check_store_folder(self.path)
         if self.path.is_dir():  # refused before its lock file is made beside it
             check_sqlite_file(self.path, "measurement store")
         try:

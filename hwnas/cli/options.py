@@ -289,6 +289,10 @@ class _SpaceLastParser:
 
 
 class _SpaceLastMixin:
+    def __init__(self, *args, before_space=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.before_space = before_space
+
     def make_parser(self, ctx):  # noqa: D102 (click's)
         return _SpaceLastParser(super().make_parser(ctx))  # type: ignore[misc]
 
@@ -297,7 +301,10 @@ class SpaceLast(_SpaceLastMixin, click.Command):
     """A command whose ``--space`` is processed after its other options: a ``FILE.py:ATTR``
     space is imported there (the user's code runs, a model may train), so a bad value of any
     other option is refused first, in one line, with none of that work done (click processes
-    options in the order they are typed)."""
+    options in the order they are typed). ``before_space`` (``click.command(cls=SpaceLast,
+    before_space=check)``): ``check(ctx)`` runs just before the space is read, every other
+    option typed already in ``ctx.params``, for the checks that combine options or read
+    files (:func:`hwnas.spaces.space_option` calls it)."""
 
 
 class SpaceLastGroup(_SpaceLastMixin, click.Group):

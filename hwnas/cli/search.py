@@ -30,7 +30,19 @@ DATASET = default_of(SearchSettings, "dataset")
 """The table search's default dataset (the settings type's: one source for code and help)."""
 
 
-@click.command("search", cls=SpaceLast)
+def _before_space(ctx: click.Context) -> None:
+    """The checks that need no space, before ``--space FILE.py:ATTR`` is imported
+    (:func:`hwnas.jobs.settings.check_before_space`): ``ctx.params`` holds every other option
+    typed."""
+    from hwnas.jobs.settings import check_before_space
+
+    typed = click.core.ParameterSource.COMMANDLINE
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == typed}
+    p = ctx.params
+    check_before_space(p, given, p.get("out"), p.get("store"), p.get("artifact_dir"))
+
+
+@click.command("search", cls=SpaceLast, before_space=_before_space)
 @click.option("--device", "-d", required=True, help="Device name (see `hwnas devices`).", **DEVICE)
 @click.option(
     "--space",

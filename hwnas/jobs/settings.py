@@ -148,11 +148,7 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
 
     o = dict(options)
     o.setdefault("objective", _default(SearchSettings, "objective"))
-    named = (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy"),
-             ("--study", "study"))  # fmt: skip
-    for flag, key in named:
-        if o.get(key) is not None and not str(o[key]).strip():
-            raise HwnasError(f"{flag} is empty; leave it out for the default")
+    _refuse_empty(o)
     if o.get("accuracy") is not None:
         o["accuracy"] = accuracy_label(o["accuracy"])
     strategy = o.get("strategy") or default_strategy(
@@ -168,13 +164,102 @@ def build_settings(options: Mapping[str, Any], given: Collection[str]) -> Any:
     return _table_settings(o, given, strategy)
 
 
-def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
-    from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
+def _refuse_empty(o: Mapping[str, Any]) -> None:
+    named = (("--dataset", "dataset"), ("--space", "space"), ("--strategy", "strategy"),
+             ("--study", "study"))  # fmt: skip
+    for flag, key in named:
+        if o.get(key) is not None and not str(o[key]).strip():
+            raise HwnasError(f"{flag} is empty; leave it out for the default")
 
-    dataset = o.get("dataset")  # left out: the space's (below), not the declared default
-    o = {**_defaults(SearchSettings), **o}
-    refuse_processes(strategy, o.get("nproc"))
-    read = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
+
+def check_before_space(
+    options: Mapping[str, Any],
+    given: Collection[str],
+    out: Any = None,
+    store: Any = None,
+    artifact_dir: Any = None,
+) -> None:
+    """The checks of :func:`build_settings` (and of the run) that need no space, for before a
+    ``FILE.py:ATTR`` space is imported (its code runs: a model may train): an empty name, a
+    ``--data`` that is neither ``digits`` nor a folder, an ``--accuracy`` file that is not
+    there, a study name that cannot name the default run folder, a run folder or artifact
+    store that cannot be written, a measurement store in a folder that is not there, and,
+    where the strategy is given, the options of the other kind of search and the training
+    numbers. The rest (``--dataset`` and ``--set`` against the space's, a
+    default strategy, which the space decides) stays with :func:`build_settings`.
+
+    Args:
+        options: as :func:`build_settings` takes them (``space`` not read).
+        given: the names the user gave.
+        out: the run folder given (``--out``), or None (``runs/<study>``).
+        store: the measurement store given (``--store``), or None.
+        artifact_dir: the artifact store given (``--artifact-dir``), or None.
+
+    Raises:
+        HwnasError: one line, as :func:`build_settings` or the run would say it.
+    """
+    from pathlib import Path
+
+    from hwnas.engine.strategies import pipeline_of
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
+    from hwnas.usercode import CODE
+
+    o = dict(options)
+    _refuse_empty(o)
+    data = o.get("data")
+    if "data" in given and isinstance(data, (str, os.PathLike)):
+        from hwnas.datasets import check_data
+
+        check_data(str(data))
+    accuracy = o.get("accuracy")
+    code = CODE.match(accuracy) if isinstance(accuracy, str) else None
+    if code is not None and not Path(code["file"]).expanduser().is_file():
+        raise HwnasError(f"Python file not found: {Path(code['file']).expanduser()}")
+    if out is not None:
+        check_writable(out, "--out", ZOO_MIN_FREE_MB)
+    elif o.get("study"):
+        confined(Path("runs"), o["study"], what="study name (the default --out)")
+    if store is not None:
+        from hwnas.store import check_store_folder
+
+        check_store_folder(store)
+    if artifact_dir is not None:
+        check_writable(artifact_dir, "--artifact-dir")
+    for name in ("epochs", "batch_size"):
+        if name in given and o.get(name) is not None:
+            _check_training(name, o[name])
+    strategy = o.get("strategy")
+    if not strategy:
+        return
+    if pipeline_of(strategy) == "supernet":
+        _refuse_table_options(o, given, strategy)
+    else:
+        refuse_processes(strategy, o.get("nproc"))
+        _refuse_supernet_options(o, given, strategy)
+
+
+def _check_training(name: str, value: Any) -> None:
+    """``--epochs`` (at least 1) or ``--batch-size`` (at least 2) as a supernet search and
+    ``--train-zoo`` check them."""
+    from hwnas.limits import MAX_BATCH_SIZE, MAX_EPOCHS, bounded
+
+    flag, low, high = {
+        "epochs": ("--epochs", 1, MAX_EPOCHS),
+        "batch_size": ("--batch-size", 2, MAX_BATCH_SIZE),
+    }[name]
+    bounded(flag, value, integer=True)
+    if value < low:
+        raise HwnasError(f"{flag} must be at least {low}, got {value}")
+    bounded(flag, value, low, high, integer=True)
+
+
+def _refuse_supernet_options(o: Mapping[str, Any], given: Collection[str], strategy: str) -> None:
+    """Refuse the supernet options a table search does not read.
+
+    Raises:
+        HwnasError: one line naming them.
+    """
+    read: tuple[str, ...] = ("epochs", "batch_size", "data") if o.get("train_zoo") else ()
     if o.get("accuracy") is not None:
         read = (*read, "data")  # handed to the user's accuracy function
     wrong = [f for name, f in SUPERNET_ONLY.items() if name in given and name not in read]
@@ -189,6 +274,15 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
             f"{', '.join(wrong)} applies to supernet strategies, not to table strategy "
             f"'{strategy}'{zoo}"
         )
+
+
+def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
+    from hwnas.engine.loop import DEFAULT_SPACE, SearchSettings
+
+    dataset = o.get("dataset")  # left out: the space's (below), not the declared default
+    o = {**_defaults(SearchSettings), **o}
+    refuse_processes(strategy, o.get("nproc"))
+    _refuse_supernet_options(o, given, strategy)
     space = o.get("space") or DEFAULT_SPACE
     return SearchSettings(
         space=space,
@@ -206,14 +300,14 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
     )
 
 
-def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
-    from hwnas.distributed import check_processes, ranks_from_env
-    from hwnas.jobs.supernet import SupernetSettings
-    from hwnas.supernet.settings import strategy_settings
-    from hwnas.supernet.strategies import DEFAULT_SPACE
+def _refuse_table_options(o: Mapping[str, Any], given: Collection[str], strategy: str) -> None:
+    """Refuse the table-search options a supernet search does not read.
 
-    dataset = o.get("dataset")  # left out: the space's (below), not the declared default
-    o = {**_defaults(SupernetSettings), **o}
+    Raises:
+        HwnasError: one line naming them.
+    """
+    from hwnas.supernet.settings import strategy_settings
+
     if o.get("train_zoo"):
         raise HwnasError(
             f"--train-zoo applies to table search; supernet strategy '{strategy}' already "
@@ -233,6 +327,16 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
             f"{', '.join(wrong)} applies to table search, not to supernet strategy "
             f"'{strategy}'{hint}"
         )
+
+
+def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str) -> Any:
+    from hwnas.distributed import check_processes, ranks_from_env
+    from hwnas.jobs.supernet import SupernetSettings
+    from hwnas.supernet.strategies import DEFAULT_SPACE
+
+    dataset = o.get("dataset")  # left out: the space's (below), not the declared default
+    o = {**_defaults(SupernetSettings), **o}
+    _refuse_table_options(o, given, strategy)
     nproc = o.get("nproc")
     if nproc is not None:
         if ranks_from_env().many:

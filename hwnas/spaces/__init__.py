@@ -410,9 +410,14 @@ def space_option(ctx, param, value: str | None) -> str | None:
     """Click callback of ``--space``: a space file's path becomes the name of its space (loaded
     and checked now, before any work), so study names and run folders use the name. The value
     as typed is kept in ``ctx.meta["typed"]`` (a command that starts itself again, ``--nproc``,
-    passes the path on: the name alone is unknown in a new process)."""
+    passes the path on: the name alone is unknown in a new process). The command's
+    ``before_space(ctx)`` (:class:`hwnas.cli.options.SpaceLast`) runs first: what can be
+    refused without the space is, before a ``FILE.py:ATTR`` space's code runs."""
     if value is None:
         return None
+    check = getattr(getattr(ctx, "command", None), "before_space", None)
+    if callable(check):
+        check(ctx)
     name = get_space(value, code=True).name
     if ctx is not None and param is not None and name != value:
         ctx.meta.setdefault("typed", {})[param.name] = value

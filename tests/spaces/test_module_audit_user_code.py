@@ -154,3 +154,36 @@ def test_a_space_named_by_its_file_from_python_is_the_same_study_in_every_proces
     again = hwnas.search(budget=2, out=tmp_path / "b", **options)
     assert again.study_name == first.study_name
     assert again.summary["trials"]["completed"] == 2 and len(again.result.records) == 2
+
+
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        (["--data", "/nonexistent/folder"], "is neither 'digits' nor an existing folder"),
+        (["--data", "digts"], "(did you mean digits?)"),
+        (["--epochs", "0"], "--epochs must be at least 1, got 0"),
+        (["--batch-size", "1"], "--batch-size must be at least 2, got 1"),
+        (["--measurement-budget", "5"], "--measurement-budget applies to table search"),
+        (["--study", "a/b"], "contains a path separator"),
+        (["--accuracy", "nosuch.py:acc"], "Python file not found: nosuch.py"),
+        (["--store", "/no/such/x.db"], "folder /no/such does not exist"),
+        (["--artifact-dir", "/proc/no/such"], "--artifact-dir /proc/no/such is not writable"),
+    ],
+    ids=lambda v: v[0] if isinstance(v, list) else "",
+)
+def test_what_needs_no_space_is_refused_before_the_space_file_runs(tmp_path, bad, said):
+    """`--data /nonexistent/folder` (and the store's folder, the training numbers, the
+    options of the other kind of search, ...) were refused only after the user's space file
+    was imported: its code ran (a model trained) first. Typed after --space or before it."""
+    marker = tmp_path / "imported"
+    file = tmp_path / "mynet.py"
+    file.write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
+    for args in (["--space", f"{file}:space", *bad], [*bad, "--space", f"{file}:space"]):
+        r = hwnas_main("search", "--device", "cpu-fast", "--strategy", "oneshot", *args)
+        assert r.returncode == 2 and said in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert not marker.exists()
+    with pytest.raises(hwnas.HwnasError, match="is neither 'digits' nor an existing folder"):
+        hwnas.search(
+            device="cpu-fast", space=f"{file}:space", strategy="oneshot", data="/no/such/folder"
+        )
+    assert not marker.exists()
