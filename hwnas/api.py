@@ -220,7 +220,9 @@ def search(
     if out is None:  # the default folder is named by the study prepare settled
         folder = confined(Path("runs"), job.study, what="study name (the default out)")
     check_writable(folder, "out", ZOO_MIN_FREE_MB)
-    check_run_folder(folder, job.study, "out", job.prepared.storage_url)
+    check_run_folder(
+        folder, job.study, "out", job.prepared.storage_url, settings=job.settings.as_dict()
+    )
     if zoo:  # the zoo written at the end replaces out/zoo whole
         from hwnas.zoo.write import check_zoo_folder
 

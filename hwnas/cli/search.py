@@ -275,7 +275,8 @@ def _before_run(job, out, artifact_dir, train_zoo: bool, supernet: dict, no_zoo:
     check_writable(out, "--out", ZOO_MIN_FREE_MB)  # before the first trial, not after
     from hwnas.jobs.output import check_run_folder
 
-    check_run_folder(out, settings.study, storage_url=job.prepared.storage_url)
+    check_run_folder(out, settings.study, storage_url=job.prepared.storage_url,
+                     settings=settings.as_dict())  # fmt: skip
     if not no_zoo:  # the zoo written at the end replaces out/zoo whole
         from hwnas.zoo.write import check_zoo_folder
 

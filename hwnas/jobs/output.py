@@ -101,6 +101,7 @@ def check_run_folder(
     option: str = "--out",
     storage_url: str | None = None,
     storage_only: bool = False,
+    settings: dict[str, Any] | None = None,
 ) -> None:
     """Refuse, before a search, a run folder that holds another study's finished run (its
     ``summary.json`` names another study, or the same name in another storage: another
@@ -117,6 +118,10 @@ def check_run_folder(
             home), compared with the summary's.
         storage_only: refuse only a run of ``study`` in another storage (the check before
             the storage is opened, where a few-shot search's study name is not yet final).
+        settings: this search's settings (``SearchSettings.as_dict()``), or None: the
+            message offers ``--study OTHER`` only where the other run's settings are this
+            search's (that study would be refused as another search's: an edited space
+            file, another strategy).
 
     Raises:
         HwnasError: one line naming the other study, or the other storage.
@@ -125,11 +130,18 @@ def check_run_folder(
     from hwnas.errors import HwnasError
 
     data = read_summary(Path(out))  # unreadable: no run's summary to protect
-    settings = data.get("settings")
-    other = settings.get("study") if isinstance(settings, dict) else None
+    recorded = data.get("settings")
+    other = recorded.get("study") if isinstance(recorded, dict) else None
     if isinstance(other, str) and other and other != study:
         if storage_only:
             return
+        differ = _other_search(settings, recorded)
+        if differ:
+            raise HwnasError(
+                f"{out} holds the run of study '{other}' (its summary.json), another search "
+                f"({differ} differ), which this search ('{study}') would replace: give another "
+                f"{option}"
+            )
         raise HwnasError(
             f"{out} holds the run of study '{other}' (its summary.json), which this search "
             f"('{study}') would replace: give another {option}, or go on with that one: "
@@ -149,6 +161,22 @@ def check_run_folder(
             f"summary.json), which this search (its study in {ours}) would replace: give "
             f"another {option}, or go on with that one: {storage_hint(theirs)}"
         )
+
+
+def _other_search(ours: dict[str, Any] | None, theirs: Any) -> str:
+    """The settings (``space_fingerprint, strategy``) in which the run folder's summary
+    (``theirs``) is another search than ``ours``, as a study's identity counts them
+    (:func:`hwnas.engine.loop._identity`; the study's name aside); "" where they are the same
+    search, or either is unknown."""
+    from hwnas.engine.loop import _identity
+
+    if ours is None or not isinstance(theirs, dict):
+        return ""
+    a = {k: v for k, v in _identity(theirs).items() if k != "study"}
+    b = {k: v for k, v in _identity(ours).items() if k != "study"}
+    if "space_fingerprint" not in theirs:
+        b.pop("space_fingerprint", None)  # a run made before hwnas recorded one
+    return ", ".join(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
 def write_run(

@@ -187,3 +187,31 @@ def test_what_needs_no_space_is_refused_before_the_space_file_runs(tmp_path, bad
             device="cpu-fast", space=f"{file}:space", strategy="oneshot", data="/no/such/folder"
         )
     assert not marker.exists()
+
+
+def test_a_run_folder_of_another_search_is_not_offered_to_go_on_with(tmp_path):
+    """After the space file was edited, the same command into the same --out said "give
+    another --out, or go on with that one: --study OLD", and that --study was then refused
+    as "made by a different search (space_fingerprint ...)". The offer is made only where
+    the folder's run is this search's."""
+    import sys
+
+    from hwnas.spaces import reload_spaces
+
+    file = tmp_path / "tinyfile.py"
+    file.write_text(SPACE_FILE)
+    args = ["search", "--space", f"{file}:space", "--accuracy", f"{file}:accuracy",
+            "--device", "cpu-fast", "--budget", "1", "--no-zoo",
+            "--out", tmp_path / "run"]  # fmt: skip
+    first = hwnas_main(*args)
+    assert first.returncode == 0, first.stderr
+    named = hwnas_main(*args, "--study", "mine")  # another name, the same search: offered
+    assert named.returncode == 2, named.stderr
+    assert "go on with that one: --study tinyfile-" in named.stderr
+    file.write_text(SPACE_FILE.replace("[4, 8]", "[4, 12]"))
+    for name in [n for n, m in sys.modules.items() if getattr(m, "__file__", "") == str(file)]:
+        del sys.modules[name]  # as in a new process
+    reload_spaces()
+    edited = hwnas_main(*args)
+    assert edited.returncode == 2 and "another search (space_fingerprint differ)" in edited.stderr
+    assert "--study" not in edited.stderr, edited.stderr
