@@ -80,7 +80,20 @@ def import_cmd(device, files, space, as_table, dataset, store):
     adding = imported and not as_table
     # validate every file before storing; an imported device takes values one at a time (the
     # best of a search, to verify it), a new one needs enough to calibrate on
-    cals = [read_calibration(f, sp, 1 if adding else MIN_CALIBRATION) for f in files]
+    try:
+        cals = [read_calibration(f, sp, 1 if adding else MIN_CALIBRATION) for f in files]
+    except HwnasError as exc:
+        ctx = click.get_current_context(silent=True)
+        typed = ctx is not None and ctx.get_parameter_source("space") in (
+            click.core.ParameterSource.COMMANDLINE,
+            click.core.ParameterSource.ENVIRONMENT,
+        )
+        if typed or f"unknown or malformed {sp.name} arch" not in str(exc):
+            raise
+        raise HwnasError(  # `hwnas refset export --space mycnn.py:space` wrote the file
+            f"{exc} (architectures of another space? name it as `hwnas refset export` was "
+            "given it: --space NAME, or --space FILE.py:ATTR)"
+        ) from None
     for cal in cals:
         for m in cal.models:
             if not isinstance(m, Arch):

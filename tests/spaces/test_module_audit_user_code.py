@@ -215,3 +215,15 @@ def test_a_run_folder_of_another_search_is_not_offered_to_go_on_with(tmp_path):
     edited = hwnas_main(*args)
     assert edited.returncode == 2 and "another search (space_fingerprint differ)" in edited.stderr
     assert "--study" not in edited.stderr, edited.stderr
+
+
+def test_importing_another_spaces_calibration_says_to_name_the_space(tmp_path):
+    """`hwnas refset export --space mycnn.py:space` writes calibration.csv; `hwnas measure
+    import --device myboard calibration.csv` read it as NAS-Bench-201's (the default) and
+    said only "unknown or malformed nasbench201 arch"."""
+    csv = tmp_path / "calibration.csv"
+    csv.write_text("arch,latency_ms\n" + "".join(f"w={w},{w}.5\n" for w in (4, 8, 12)))
+    r = hwnas_main("measure", "import", "--device", "myboard", csv)
+    assert r.returncode == 2 and "unknown or malformed nasbench201 arch" in r.stderr
+    assert "another space? name it as `hwnas refset export` was given it: --space" in r.stderr
+    assert r.stderr.count("\n") == 1
