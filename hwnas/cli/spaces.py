@@ -142,7 +142,13 @@ def show_cmd(space, as_json):
     tab = "" if row["tabulated"] in (None, row["size"]) else f" ({row['tabulated']:,} tabulated)"
     line(f"size        {_size(row['size'])} architectures{tab}, {row['decisions']} decisions")
     line(f"datasets    {', '.join(row['datasets'])}")
-    line(f"accuracy    {'a benchmark table (table search)' if row['accuracy_table'] else 'none: supernet search on your data'}")  # noqa: E501
+    accuracy = (  # --accuracy scores any space's networks with the user's function
+        "a benchmark table (table search), or your function (--accuracy FILE.py:FUNCTION)"
+        if row["accuracy_table"]
+        else "no table: a supernet search on your data (--strategy oneshot, ...), or your "
+        "function (--accuracy FILE.py:FUNCTION)"
+    )
+    line(f"accuracy    {accuracy}")
     line(f"supernet    {row['supernet']}: {', '.join(row['supernet_strategies']) or 'none'}")
     shown = list(row["choices"].items())
     for key, values in shown[:12]:

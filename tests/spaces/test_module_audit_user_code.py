@@ -227,3 +227,19 @@ def test_importing_another_spaces_calibration_says_to_name_the_space(tmp_path):
     assert r.returncode == 2 and "unknown or malformed nasbench201 arch" in r.stderr
     assert "another space? name it as `hwnas refset export` was given it: --space" in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def test_spaces_show_says_an_accuracy_function_scores_a_space_without_a_table(tmp_path):
+    """`hwnas spaces show mycnn.py:space` said "accuracy none: supernet search on your data",
+    though `hwnas search --accuracy FILE.py:FUNCTION` searches it with the user's function."""
+    file = tmp_path / "tinyfile.py"
+    file.write_text(SPACE_FILE)
+    r = hwnas_main("spaces", "show", f"{file}:space")
+    assert r.returncode == 0, r.stderr
+    said = next(x for x in r.stdout.splitlines() if x.startswith("accuracy"))
+    assert "a supernet search on your data" in said and "--accuracy FILE.py:FUNCTION" in said
+    table = next(
+        x for x in hwnas_main("spaces", "show", "nasbench201").stdout.splitlines()
+        if x.startswith("accuracy")
+    )  # fmt: skip
+    assert "a benchmark table" in table and "--accuracy" in table
