@@ -243,3 +243,24 @@ def test_spaces_show_says_an_accuracy_function_scores_a_space_without_a_table(tm
         if x.startswith("accuracy")
     )  # fmt: skip
     assert "a benchmark table" in table and "--accuracy" in table
+
+
+@pytest.mark.parametrize(
+    "values, said",
+    [([2, 4], "its kernel sizes 2, 4 are even"), ([3, 4], "its kernel size 4 is even")],
+)
+def test_an_even_kernel_choice_is_called_even(values, said):
+    """A square kernel of even size was refused as "(4, 4) is not square and odd"."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            k = hn.ValueChoice(values, label="k")
+            self.c = nn.Conv2d(3, 16, k, padding=k // 2)
+            self.h = nn.Linear(16, 10)
+
+        def forward(self, x):
+            return self.h(self.c(x).mean((2, 3)))
+
+    with pytest.raises(hwnas.HwnasError, match=f"cannot be searched: {said} \\(only an odd"):
+        hn.space(Net(), torch.zeros(1, 3, 16, 16), name="evenk", dataset="digits")

@@ -777,8 +777,15 @@ def _kernel_why(m: nn.Conv2d | nn.Conv1d, calls: int) -> str:
     k = tuple(m.kernel_size)
     if calls != 1:
         return "it is called more than once"
-    if len(set(k)) != 1 or k[0] % 2 == 0:
-        return f"its kernel {k} is not square and odd"
+    if len(set(k)) != 1:
+        return f"its kernel {tuple(int(v) for v in k)} is not square"
+    if k[0] % 2 == 0:  # a smaller kernel is the centre of the largest: odd sizes have one
+        even = [v for v in getattr(k[0], "values", (int(k[0]),)) if v % 2 == 0]
+        sizes = ", ".join(map(str, even))
+        return (
+            f"its kernel size{'s' if len(even) > 1 else ''} {sizes} "
+            f"{'are' if len(even) > 1 else 'is'} even (only an odd kernel has a centre)"
+        )
     if set(m.dilation) != {1}:
         return "it is dilated"
     if m.padding_mode != "zeros":
