@@ -520,9 +520,11 @@ def _print_summary(
         print_chance_line(out / "pareto.csv", console.console)
     if summary.get("zoo_weights") == "trained" and summary["zoo_models"]:
         _print_trained_zoo(out / "zoo", summary, console.console)
-    kind = {"trained": "trained ", "inherited": "inherited-weight "}.get(
-        summary.get("zoo_weights") or "", ""
-    )
+    kind = {
+        "trained": "trained ",
+        "inherited": "inherited-weight ",
+        "function-trained": "function-trained ",
+    }.get(summary.get("zoo_weights") or "", "")
     zoo = "no zoo: --no-zoo" if no_zoo else f"zoo/ with {summary['zoo_models']} {kind}ONNX models"
     console.print(f"run folder: {out}  (pareto.csv, pareto.png, summary.json, {zoo})")
     from hwnas.engine.publish import dashboard_command

@@ -527,6 +527,18 @@ def get_accuracy(label: str) -> Callable[[Any, Arch, Any], float]:
     return checked
 
 
+FUNCTION_TRAINED = "the function changed the weights (trained the network)"
+"""How the ``accuracy_source`` of a network the user's accuracy function changed the weights
+of ends (:meth:`FunctionEvaluator.source`): a later process knows the zoo must ship that
+network as the function left it, not the candidate built again."""
+
+INHERITED_NOTE = "inherited from the space's network"
+"""How a zoo card's weights note of a subnet scored on its inherited weights begins."""
+
+FUNCTION_NOTE = "as your accuracy function left it"
+"""How a zoo card's weights note of a network the accuracy function trained begins."""
+
+
 class FunctionEvaluator:
     """Accuracy from the user's function (:data:`AccuracyFunction`), costs from a device via a
     profiler: a table search's evaluator for spaces without an accuracy table, and for a
@@ -549,8 +561,13 @@ class FunctionEvaluator:
 
     Attributes:
         instant: False (the function runs).
-        accuracy_queries: calls of the function so far.
+        accuracy_queries: calls of the function so far (the search's).
         scores: architecture string -> accuracy (%) as the function returned it.
+        trained: architecture string -> the network as the function left it, where it changed
+            the weights, for those scored in this process that no other beats in accuracy
+            and every cost (the zoo ships them: :meth:`zoo_models`).
+        untouched: the architectures scored in this process whose weights the function left.
+        rescored: front networks scored again for the zoo (scored in another process).
     """
 
     instant = False
@@ -579,6 +596,10 @@ class FunctionEvaluator:
         self._inherited = ability(space, InheritedSpace)
         self.accuracy_queries = 0
         self.scores: dict[str, float] = {}
+        self.trained: dict[str, Any] = {}
+        self.untouched: set[str] = set()
+        self.rescored = 0
+        self._points: dict[str, tuple[float, dict[str, float]]] = {}
 
     def model(self, arch: Arch):
         """The candidate network of ``arch`` as the function gets it (see the class doc)."""
@@ -592,37 +613,139 @@ class FunctionEvaluator:
             recalibrate_bn(model, model, self.data.train)
         return model.eval()
 
-    def zoo_models(self, archs: list[str]) -> dict[str, dict[str, Any]] | None:
+    def _score(self, arch: Arch) -> tuple[Any, float, bool]:
+        """The candidate of ``arch`` built and scored by the function, the global generators
+        seeded from the architecture (:func:`hwnas.engine.seeding.seeded_globals`), so that
+        the same architecture gets the same network (and, for a function that trains with
+        them, the same training): (the network as the function left it, its accuracy, whether
+        the function changed its weights)."""
+        from hwnas.engine.seeding import CANDIDATE, derive_seed, seeded_globals
+
+        with seeded_globals(derive_seed(0, CANDIDATE, arch.text)):
+            model = self.model(arch)
+            before = weights_digest(model)
+            acc = self.fn(model, arch, self.data)
+        return model, acc, weights_digest(model) != before
+
+    def _candidate(self, arch: Arch):
+        """The candidate of ``arch`` as the function got it, built again (the same seed)."""
+        from hwnas.engine.seeding import CANDIDATE, derive_seed, seeded_globals
+
+        with seeded_globals(derive_seed(0, CANDIDATE, arch.text)):
+            return self.model(arch)
+
+    def _keep(self, ev: Evaluation, model: Any, changed: bool) -> None:
+        """Remember what the zoo needs of the scored ``ev``: the network the function left
+        where it changed the weights (:attr:`trained`), only while no architecture scored in
+        this process beats it in accuracy and every cost (none such can be on the front), so
+        that memory holds about the front's networks, not every candidate's."""
+        point = (ev.accuracy, {m: c.value for m, c in ev.costs.items()})
+        self._points[ev.arch.text] = point
+        if not changed:
+            self.untouched.add(ev.arch.text)
+            self.trained.pop(ev.arch.text, None)
+            return
+        self.untouched.discard(ev.arch.text)
+        if not any(_dominates(p, point) for p in self._points.values()):
+            self.trained[ev.arch.text] = model.cpu()
+        for text in [t for t in self.trained if _dominates(point, self._points[t])]:
+            del self.trained[text]
+
+    def zoo_models(self, records: Sequence[Any]) -> dict[str, dict[str, Any]] | None:
         """arch string -> the network the function scored, for the zoo
-        (:func:`hwnas.zoo.write_zoo`'s ``trained``): the inherited weights ship. None for a
-        freshly built network (the function's training is not kept): the zoo then exports the
-        space's networks as for any space."""
-        if self._inherited is None:
-            return None
+        (:func:`hwnas.zoo.write_zoo`'s ``trained``; it asks only for the entries it does not
+        keep from the run folder's zoo, which an earlier run wrote), for each of ``records``
+        (:class:`hwnas.engine.loop.TrialRecord`):
+
+        - where the function changed the weights (trained the network): the network as it
+          left it, kept since it was scored in this process (:meth:`_keep`); one scored in
+          another process (a resumed search, another worker), or no longer kept, is scored
+          again now, the same seed, so that the zoo ships a network whose weights and score
+          it knows (a function that trains trains it again; a score other than the search's
+          is the card's, which says so);
+        - where it left them: the subnet with the inherited weights, built again (the same
+          seed: the same network). A freshly built network is not among them: the zoo
+          exports the space's network with random weights, as for any space.
+
+        Whether the function changed a network's weights is in its record's
+        ``accuracy_source`` (:data:`FUNCTION_TRAINED`), so a later process knows it too.
+        Each entry's ``weights`` note starts with :data:`INHERITED_NOTE` or
+        :data:`FUNCTION_NOTE` (:func:`hwnas.zoo.read.zoo_weights` tells them apart). None when
+        there is none.
+        """
         spec = self.space.dataset(self.dataset)
         out = {}
-        for text in archs:
-            entry = {
-                "model": self.model(self.space.parse(text)),
+        for record in records:
+            text = record.arch
+            arch = self.space.parse(text)
+            rescored = None
+            if text in self.trained:
+                model, changed = self.trained[text], True
+            elif text in self.untouched:
+                model, changed = None, False
+            elif FUNCTION_TRAINED not in str(record.attrs.get("accuracy_source", "")):
+                model, changed = None, False  # scored elsewhere: the function left them
+            else:
+                model, rescored, changed = self._score(arch)
+                self.rescored += 1
+            if not changed and self._inherited is None:
+                continue  # random weights, scored untrained: exported as any space's network
+            if not changed:
+                model = model if model is not None else self._candidate(arch)
+                weights = f"{INHERITED_NOTE} ({self.source()})"
+            else:
+                model = model.cpu().float().eval()
+                start = "a fresh network" if self._inherited is None else "its inherited weights"
+                weights = (
+                    f"{FUNCTION_NOTE}: it changed the weights (trained the network) from "
+                    f"{start} before scoring it ({self.source(changed=True)})"
+                )
+                if getattr(model, "hwnas_build", None) is None:  # a freshly built one
+                    model.hwnas_build = {
+                        "kind": "space",
+                        "space": self.space.name,
+                        "arch": arch.text,
+                        "dataset": self.dataset,
+                        "num_classes": spec.num_classes,
+                    }
+            entry: dict[str, Any] = {
+                "model": model,
                 "input_shape": (1, *spec.input_shape),
                 "num_classes": spec.num_classes,
                 "dataset": self.dataset,
-                "weights": f"inherited from the space's network ({self.source()})",
+                "weights": weights,
             }
+            if rescored is not None:
+                entry["weights"] += (
+                    "; scored again as the zoo was written, the search having scored it in "
+                    "another process"
+                )
+                if rescored != record.accuracy:
+                    entry["accuracy"] = {
+                        "value": float(rescored),
+                        "source": (
+                            f"{self.source(changed=True)}, scored again as the zoo was written "
+                            f"(the search scored an earlier training {record.accuracy:.2f}%)"
+                        ),
+                        "split": "the accuracy function's",
+                        "kind": "measured",
+                    }
             if self.data is not None:
                 entry["data"] = self.data
             out[text] = entry
-        return out
+        return out or None
 
-    def source(self) -> str:
-        """Where the accuracy comes from, for ``accuracy_source``."""
+    def source(self, changed: bool = False) -> str:
+        """Where the accuracy comes from, for ``accuracy_source``; ``changed``: the function
+        changed the network's weights while scoring it (:data:`FUNCTION_TRAINED` added)."""
         weights = "inherited weights" if self._inherited is not None else "a fresh network"
         recal = (
             f", batch norm recalibrated on {len(self.data.train)} {self.data.name} images"
             if self.data is not None and self.recalibrate
             else ""
         )
-        return f"function:{self.fn.label} on {weights}{recal}"  # type: ignore[attr-defined]
+        trained = f"; {FUNCTION_TRAINED}" if changed else ""
+        return f"function:{self.fn.label} on {weights}{recal}{trained}"  # type: ignore[attr-defined]
 
     def check_resumed(self, records: list[Any]) -> None:
         """:func:`check_recorded_costs` on the profiler's device."""
@@ -631,14 +754,46 @@ class FunctionEvaluator:
     def evaluate(self, arch: Arch) -> Evaluation:
         """Call the function on the candidate once and obtain every metric (store-cached).
         The network is built and scored with the global generators seeded from the
-        architecture (:func:`hwnas.engine.seeding.seeded_globals`)."""
-        from hwnas.engine.seeding import CANDIDATE, derive_seed, seeded_globals
-
-        with seeded_globals(derive_seed(0, CANDIDATE, arch.text)):
-            model = self.model(arch)
-            self.accuracy_queries += 1
-            acc = self.fn(model, arch, self.data)
+        architecture (:func:`hwnas.engine.seeding.seeded_globals`); where the function
+        changed its weights, the network it left is kept for the zoo while it may be on the
+        front (:meth:`zoo_models`)."""
+        self.accuracy_queries += 1
+        model, acc, changed = self._score(arch)
         self.scores[arch.text] = acc
         workload = arch_workload(self.space, arch, self.dataset)
         costs = device_costs(self.profiler, workload, self.metrics, self.required)
-        return Evaluation(arch, acc, self.source(), costs, workload.model_hash)
+        ev = Evaluation(arch, acc, self.source(changed), costs, workload.model_hash)
+        self._keep(ev, model, changed)
+        return ev
+
+
+def weights_digest(model: Any) -> str:
+    """A digest of ``model``'s parameters and buffers (names, dtypes, shapes, values): whether
+    the user's accuracy function changed them (trained the network) while scoring it."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.blake2b(digest_size=16)
+    for k, v in model.state_dict().items():
+        h.update(k.encode())
+        if isinstance(v, torch.Tensor):
+            t = v.detach()
+            t = t.dequantize() if t.is_quantized else t
+            t = t.cpu().contiguous().reshape(-1)
+            h.update(f"{t.dtype}{tuple(v.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy())
+        else:  # a module's extra state
+            h.update(repr(v).encode())
+    return h.hexdigest()
+
+
+def _dominates(a: tuple[float, dict[str, float]], b: tuple[float, dict[str, float]]) -> bool:
+    """Whether the scored point ``a`` (accuracy, metric -> cost) beats ``b``: at least as
+    accurate and as cheap in every cost, better in one (costs of other metrics: never)."""
+    (acc_a, costs_a), (acc_b, costs_b) = a, b
+    if set(costs_a) != set(costs_b) or acc_a < acc_b:
+        return False
+    if any(costs_a[m] > costs_b[m] for m in costs_a):
+        return False
+    return acc_a > acc_b or any(costs_a[m] < costs_b[m] for m in costs_a)

@@ -50,7 +50,8 @@ class RunOutput:
         others: arch -> device -> {"value": ms, "source"}: other devices' recorded latencies
             for the zoo cards (``None``: computed from the recorded devices when the zoo is
             written).
-        trained: arch -> trained model handed to the zoo (supernet subnets), or None.
+        trained: arch -> trained model handed to the zoo (supernet subnets), or a function
+            making them for the records it is given (:func:`hwnas.zoo.write_zoo`'s), or None.
         trainer: a :class:`hwnas.zoo.train.ZooTrainer` training each zoo model, or None.
         accuracy_label: the plot's accuracy axis label (None: the table's).
         plotter: a :class:`~hwnas.engine.plot.PlotProcess` started with the search, or None.
@@ -67,7 +68,7 @@ class RunOutput:
     summary: Callable[[int, float], dict[str, Any]]
     zoo_records: list[TrialRecord] | None = None
     others: dict[str, dict[str, dict[str, Any]]] | None = None
-    trained: dict[str, dict[str, Any]] | None = None
+    trained: dict[str, dict[str, Any]] | Callable[[list[TrialRecord]], Any] | None = None
     trainer: Any = None
     accuracy_label: str | None = None
     plotter: PlotProcess | None = None

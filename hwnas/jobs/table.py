@@ -449,9 +449,12 @@ def search(
         if store is not None:
             store.close()
 
-    # a user's model made elastic: the zoo ships the networks its accuracy function scored
-    inherited = job.evaluator.zoo_models([r.arch for r in result.pareto]) if zoo else None
-    weights = "trained" if trainer is not None else "inherited" if inherited else "random"
+    # the user's accuracy function: the zoo ships the networks it scored (a model made
+    # elastic: its subnets; any network the function trained: as it left it), made for the
+    # entries the run folder's zoo does not hold already; summary.json's zoo_weights is then
+    # read from the cards (hwnas.jobs.output.write_run)
+    inherited = job.evaluator.zoo_models if zoo else None
+    weights = "trained" if trainer is not None else "random"
     output = RunOutput(
         result, space, device.name, space.dataset(settings.dataset).num_classes, job.storage,
         settings.study, started, partial(_summary, job, result, evaluator, weights, fewshot_extra),

@@ -115,17 +115,35 @@ def entry_folders(path: str | Path) -> list[Path]:
 
 def zoo_weights(entries: list[Path]) -> str | None:
     """``summary.json``'s ``zoo_weights`` for a zoo of ``entries``: their weights' kind
-    (``trained``, ``random``, ``inherited``), or ``mixed`` where they differ (a rerun kept the
-    entries ``hwnas train`` trained and exported the rest with random weights); None for no
-    entry.
+    (``trained``, ``random``; for the networks a user's accuracy function scored, by their
+    weights note, ``inherited``: a model made elastic, scored on its inherited weights, or
+    ``function-trained``: as the function left them, having changed their weights), or
+    ``mixed`` where they differ (a rerun kept the entries ``hwnas train`` trained and
+    exported the rest with random weights); None for no entry.
 
     Raises:
         HwnasError: an entry whose card cannot be read.
     """
-    kinds = {read_entry(e)["weights_kind"] for e in entries}
+    kinds = {_weights_kind(read_entry(e)) for e in entries}
     if not kinds:
         return None
     return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def _weights_kind(card: dict[str, Any]) -> str:
+    """The kind of weights of a card :func:`read_entry` read, a trained network the user's
+    accuracy function scored told apart by its weights note
+    (:meth:`hwnas.engine.evaluate.FunctionEvaluator.zoo_models`)."""
+    from hwnas.engine.evaluate import FUNCTION_NOTE, INHERITED_NOTE
+
+    kind = card["weights_kind"]
+    weights = card.get("weights")
+    note = str(weights.get("note", "")) if isinstance(weights, dict) else ""
+    if kind == "trained" and note.startswith(INHERITED_NOTE):
+        return "inherited"
+    if kind == "trained" and note.startswith(FUNCTION_NOTE):
+        return "function-trained"
+    return kind
 
 
 def read_entry(path: str | Path) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def write_zoo(
     space: SearchSpace,
     other_latencies: dict[str, dict[str, dict[str, Any]]],
     records: list[TrialRecord] | None = None,
-    trained: dict[str, dict[str, Any]] | None = None,
+    trained: dict[str, dict[str, Any]] | Callable[[list[TrialRecord]], Any] | None = None,
     trainer: ZooTrainer | None = None,
     log: Callable[[str], None] | None = None,
     reporter: Reporter = SILENT,
@@ -117,8 +117,13 @@ def write_zoo(
             tables, added to each card.
         records: the records to export (default: the Pareto front).
         trained: arch -> {"model", "input_shape", "num_classes", "dataset", "weights", and
-            optionally "data" (:class:`hwnas.datasets.DataSplits`)}: export that trained
-            module (a supernet's subnet) instead of a freshly built network.
+            optionally "data" (:class:`hwnas.datasets.DataSplits`) and "accuracy" (the card's,
+            where it is not the record's)}: export that trained module (a supernet's subnet,
+            the network the user's accuracy function scored) instead of a freshly built
+            network; or a function of the records it makes entries of, giving that dict
+            (:meth:`hwnas.engine.evaluate.FunctionEvaluator.zoo_models`), called for those
+            not kept (nor no better than chance) only, as making one may run the user's
+            accuracy function again.
         trainer: train each architecture from scratch with its space's recipe instead of
             exporting random weights (``--train-zoo``).
         log: one line per entry.
@@ -140,6 +145,8 @@ def write_zoo(
     sweep_temporaries(folder.parent)  # what a killed export left
     # --train-zoo trains every entry itself (its own data, from the training cache)
     keep, unproven = {}, 0
+    later = trained if callable(trained) else None  # made for the entries not kept
+    trained = None if later is not None else trained
     if trainer is None:  # the architectures still on the front that would get random weights
         front = {r.arch for r in (result.pareto if records is None else records)}
         keep = {
@@ -148,6 +155,15 @@ def write_zoo(
         }  # fmt: skip
         vouched = {a: e for a, e in keep.items() if _recorded_as(e, recorded or {})}
         unproven, keep = len(keep) - len(vouched), vouched
+    if later is not None:
+        classes = space.dataset(result.settings.dataset).num_classes
+        trained = later(
+            [
+                r
+                for r in (result.pareto if records is None else records)
+                if r.arch not in keep and not is_chance_level(r.accuracy, classes)
+            ]
+        )
     kept: list[str] = []
     tmp = _temporary(folder)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -931,7 +947,7 @@ def subnet_entry(
         labels=labels,
         label_order=f"output i is labels[i] (the class order of {own['dataset']})",
         preprocessing=preprocessing,
-        accuracy=_trained_accuracy(r),
+        accuracy=own.get("accuracy") or _trained_accuracy(r),
         weights={"kind": "trained", "note": own["weights"], "file": WEIGHTS_FILE},
         devices=devices,
         devices_note=_subnet_devices_note(r),

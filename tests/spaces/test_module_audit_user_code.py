@@ -264,3 +264,92 @@ def test_an_even_kernel_choice_is_called_even(values, said):
 
     with pytest.raises(hwnas.HwnasError, match=f"cannot be searched: {said} \\(only an odd"):
         hn.space(Net(), torch.zeros(1, 3, 16, 16), name="evenk", dataset="digits")
+
+
+class _Scored:
+    """What the test's accuracy function saw (known to a study by its type alone)."""
+
+    def __init__(self):
+        self.nets: dict = {}
+        self.calls = 0
+
+
+def _training_accuracy(seen: _Scored):
+    """An accuracy function that changes the weights it scores (as one that trains does),
+    differently at each call, and keeps a copy of the network it scored."""
+    import copy
+
+    def accuracy(net, arch):
+        seen.calls += 1
+        with torch.no_grad():
+            net.fc.bias.add_(float(seen.calls))
+        seen.nets[arch.text] = copy.deepcopy(net).eval()
+        return 50.0 + seen.calls
+
+    return accuracy
+
+
+def _zoo_is_what_was_scored(run, seen: _Scored, space) -> list[dict]:
+    """Each zoo entry's ONNX model (and its PyTorch module) computes what the network the
+    function scored computes; returns the cards."""
+    import numpy as np
+
+    from hwnas.zoo import load
+
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    cards = []
+    assert run.zoo
+    for entry in run.zoo:
+        card = json.loads((entry / "card.json").read_text())
+        with torch.no_grad():
+            want = seen.nets[card["arch"]](torch.from_numpy(x)).numpy()
+            module = load(entry, torch=True, space=space)(torch.from_numpy(x)).numpy()
+        assert np.abs(load(entry).run(None, {"input": x})[0] - want).max() < 1e-5
+        assert np.abs(module - want).max() < 1e-5
+        assert card["weights"]["kind"] == "trained"
+        assert card["weights"]["note"].startswith("as your accuracy function left it")
+        cards.append(card)
+    return cards
+
+
+def test_the_zoo_ships_the_network_the_accuracy_function_trained(tmp_path):
+    """docs/api.md: the function "may train the model before scoring it" and "the zoo ships
+    the networks your function scored"; the zoo cut the subnet again, so it shipped the
+    untrained network with the trained one's accuracy on a card saying "trained" (9.47% for a
+    reported 27.02%). Now it ships the network as the function left it; resumed into the same
+    run folder, the entries written stay; resumed elsewhere by another process (a new
+    evaluator), each front network is scored again, and a score that differs from the
+    search's is the card's, saying so."""
+    seen = _Scored()
+    space = hwnas.elastic(Tiny(8), torch.zeros(1, 3, 8, 8), name="tinytrain", dataset="digits")
+    options = dict(
+        device="cpu-fast", space=space, accuracy=_training_accuracy(seen), budget=2,
+        out=tmp_path / "run", storage=f"sqlite:///{tmp_path / 's.db'}",
+    )  # fmt: skip
+    run = hwnas.search(**options)
+    for card in _zoo_is_what_was_scored(run, seen, space):
+        assert card["accuracy"]["value"] == run.front.set_index("arch").accuracy[card["arch"]]
+    assert run.summary["zoo_weights"] == "function-trained"
+    calls = seen.calls
+    again = hwnas.search(**options)  # resumed: its zoo's entries kept, none scored again
+    assert again.summary["trials"]["completed"] == 2 and seen.calls == calls
+    assert again.summary["zoo_weights"] == "function-trained"
+    _zoo_is_what_was_scored(again, seen, space)
+    elsewhere = hwnas.search(**{**options, "out": tmp_path / "elsewhere"})
+    assert seen.calls == calls + len(elsewhere.zoo) and elsewhere.zoo
+    for card in _zoo_is_what_was_scored(elsewhere, seen, space):
+        assert card["accuracy"]["value"] > calls + 50  # the new score, not the search's
+        assert "scored again as the zoo was written" in card["accuracy"]["source"]
+
+
+def test_the_zoo_ships_a_fresh_network_the_accuracy_function_trained(tmp_path):
+    """A space written in PyTorch code: the function gets a freshly built network; one it
+    trains ships as it left it (the zoo exported the space's network with random weights)."""
+    seen = _Scored()
+    space = hn.space(Tiny(), torch.zeros(1, 3, 8, 8), name="tinyfresh", dataset="digits")
+    run = hwnas.search(
+        device="cpu-fast", space=space, accuracy=_training_accuracy(seen), budget=2,
+        out=tmp_path / "run", storage=f"sqlite:///{tmp_path / 's.db'}",
+    )  # fmt: skip
+    _zoo_is_what_was_scored(run, seen, space)
+    assert run.summary["zoo_weights"] == "function-trained"
