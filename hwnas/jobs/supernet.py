@@ -202,7 +202,9 @@ def prepare(
             without the metric or without a table for the space; ``cost=measured`` or
             ``cost=kernel`` on a device that cannot run them; under torchrun, a
             ``--batch-size`` that the processes cannot share; a ``--study`` made by another
-            search or program (:func:`hwnas.engine.loop.check_stored_study`).
+            search or program (:func:`hwnas.engine.loop.check_stored_study`); a strategy with
+            architecture steps (darts, gdas, fbnet, proxyless) on a validation split of fewer
+            than 2 images per process.
     """
     from hwnas.datasets import check_input_shape, input_channels, load_data
     from hwnas.distributed import check_gpus, check_processes, local_processes, ranks_from_env
@@ -259,11 +261,41 @@ def prepare(
         channels=input_channels(shape),
     )
     check_input_shape(data, shape, space.name, exact=False)
+    if cls.bilevel:  # architecture steps cycle the validation split in batches of 2 or more
+        _check_validation_split(settings, data, ranks_from_env().world)
     problem = open_problem(settings, space, device, storage, store_path)
     # another search's or program's study: refused before the run folder is made
     check_stored_study(settings, problem.storage)
     return PreparedSupernetSearch(
         settings, space, device, problem.profiler, data, problem.storage_url, problem.storage
+    )
+
+
+def _check_validation_split(settings: SupernetSettings, data, world: int) -> None:
+    """Refuse a validation split too small for a bilevel strategy's architecture steps.
+
+    Those strategies draw a validation batch for every training step, and a batch of fewer
+    than 2 images per process is skipped (batch norm needs 2 in training mode): a split of 1
+    image gave no batch at all, and the search spun forever at full CPU with no output.
+
+    Raises:
+        HwnasError: fewer than 2 validation images per process.
+    """
+    need = 2 * world
+    have = len(data.val)
+    if have >= need:
+        return
+    pooled = data.name in ("cifar10", "cifar100")  # its own test batch, apart from the pool
+    images = len(data.train) + have + (0 if pooled else len(data.test))
+    enough = next(n for n in range(images, images + 1000) if round(0.2 * n) >= need)
+    per = f" ({world} processes, 2 each)" if world > 1 else ""
+    limited = settings.job.limit and settings.job.limit < enough
+    how = f"--set limit={enough} or more" if limited else "more images in --data"
+    raise HwnasError(
+        f"strategy '{settings.strategy}' trains its architecture on the validation split, "
+        f"which holds {have} of the {images} images (a fifth is held out for it): it needs "
+        f"at least {need}{per}; give at least {enough} images ({how}), or a strategy "
+        "without architecture steps (--strategy oneshot or singlepath)"
     )
 
 

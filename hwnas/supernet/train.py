@@ -167,5 +167,20 @@ def search_epoch(
 
 
 def _cycle(split: Split, batch_size: int, rng, device, ranks: Ranks = ONE) -> Iterator:
+    """The split's mini-batches over and over (the validation batches of bilevel steps).
+
+    Raises:
+        HwnasError: a pass over the split gave no batch (fewer than 2 images per process:
+            :func:`hwnas.loops.batches` skips those), which would otherwise loop forever.
+    """
     while True:
-        yield from batches(split, batch_size, rng, device, ranks)
+        empty = True
+        for b in batches(split, batch_size, rng, device, ranks):
+            empty = False
+            yield b
+        if empty:
+            raise HwnasError(
+                f"the validation split's {len(split)} image(s) make no batch of 2 per process "
+                "(batch norm needs 2): the architecture steps have nothing to train on; use "
+                "more images"
+            )

@@ -669,3 +669,40 @@ def test_a_supernet_study_records_its_data_as_dataset_and_resumes_one_recorded_b
         r = hwnas_main(*base, *args)
         assert r.returncode == 2, r.stderr
         assert f"was made by a different search {differ}; pick" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("strategy", "data", "how"),
+    [("darts", None, "(--set limit=8 or more)"), ("fbnet", "folder", "(more images in --data)")],
+    ids=["darts-limit", "fbnet-folder"],
+)
+def test_a_validation_split_too_small_for_architecture_steps_is_refused(
+    strategy, data, how, tmp_path
+):
+    """`--set limit=7` (or a folder of 6 images) leaves a validation split of 1 image; the
+    bilevel strategies' validation batches skip a batch of 1 (batch norm), so the search spun
+    forever at full CPU after its last line. One line, exit 2, before any work."""
+    from helpers import hwnas_cli
+    from PIL import Image
+
+    args = ["--set", "limit=7"]
+    if data == "folder":
+        for i in range(6):
+            (tmp_path / "imgs" / "ab"[i % 2]).mkdir(parents=True, exist_ok=True)
+            pixels = np.full((8, 8, 3), 40 * i, np.uint8)
+            Image.fromarray(pixels).save(tmp_path / "imgs" / "ab"[i % 2] / f"{i}.png")
+        args = ["--data", str(tmp_path / "imgs")]
+    out = tmp_path / "run"
+    r = hwnas_cli("search", "--strategy", strategy, "--device", "pixel3", "--epochs", "1",
+                  "--no-zoo", *args, "--out", str(out), timeout=90)  # fmt: skip
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    images = 7 if data is None else 6
+    assert lines[0] == (
+        f"error: strategy '{strategy}' trains its architecture on the validation split, which "
+        f"holds 1 of the {images} images (a fifth is held out for it): it needs at least 2; "
+        f"give at least 8 images {how}, or a strategy without architecture steps (--strategy "
+        "oneshot or singlepath)"
+    )
+    assert not out.exists()

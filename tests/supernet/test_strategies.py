@@ -425,3 +425,29 @@ def test_second_order_darts_takes_the_weight_optimisers_virtual_step(digits, mon
     strategy._second_order(x, y, x, y)
     unrolled = seen[1]  # the validation loss is taken at w'
     assert all(torch.allclose(u, e, atol=1e-6) for u, e in zip(unrolled, expected))
+
+
+def test_validation_batches_that_never_come_raise_instead_of_spinning():
+    """A validation split of 1 image gives no batch (batch norm needs 2, so
+    :func:`hwnas.loops.batches` skips it): the bilevel step's endless cycle over it spun at
+    full CPU forever. Now it raises on the first empty pass."""
+    import threading
+
+    from hwnas.datasets import Split
+    from hwnas.errors import HwnasError
+    from hwnas.supernet.train import _cycle
+
+    one = Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64))
+    got: list = []
+
+    def pull():
+        try:
+            next(_cycle(one, 64, np.random.default_rng(0), torch.device("cpu")))
+        except HwnasError as exc:
+            got.append(str(exc))
+
+    worker = threading.Thread(target=pull, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the validation cycle spun on a split that makes no batch"
+    assert got and "validation split's 1 image(s) make no batch of 2" in got[0]
