@@ -217,8 +217,10 @@ def check_feasible(
         whole: the search prices architectures the table lacks by its lookup table (a
             supernet search): a table of a space it can list whole (the Pi 5's 6,466 of
             NAS-Bench-201's 15,625 cells) is checked with those predictions too
-            (:func:`_gap_predictions`); a table sampled from a larger space (OFA's 5,000) is
-            not checked, since any architecture it lacks may be faster than its fastest.
+            (:func:`_gap_predictions`); a table sampled from a larger space (OFA's and
+            FBNet's 5,000) against the space's range: its values joined with the lookup
+            table's bounds over the whole space, widened by its error margin
+            (:func:`_check_sampled`).
         metric: the device metric the limit is on.
         target: the limit is a target the search pulls towards (``--latency-target``): one
             above every recorded value is refused too (a 1e9 ms target trained and derived a
@@ -226,7 +228,9 @@ def check_feasible(
 
     Raises:
         HwnasError: no recorded value is within the limit, or, for a target, none reaches it
-            (one line: the limit and the recorded extreme, in the metric's unit).
+            (one line: the limit and the recorded extreme, in the metric's unit); with
+            ``whole`` on a sampled table, the limit below the space's range, or a target
+            above it (one line: the range).
     """
     import numpy as np
 
@@ -241,7 +245,8 @@ def check_feasible(
     guessed = np.empty(0)
     if whole and recorded.size < space.num_architectures():
         gaps = _gap_predictions(space, device, metric)
-        if gaps is None:  # a sampled table (OFA, FBNet)
+        if gaps is None:  # a sampled table (OFA, FBNet): the space's range, bounded
+            _check_sampled(limit, option, space, device, metric, target, recorded)
             return
         guessed = gaps
     unit = UNITS.get(metric, "")
@@ -268,6 +273,52 @@ def check_feasible(
             )
             + f" (leave {option} out to search without one)"
         )
+
+
+def _check_sampled(
+    limit: float,
+    option: str,
+    space: SearchSpace,
+    device: Any,
+    metric: str,
+    target: bool,
+    recorded: Any,
+) -> None:
+    """:func:`check_feasible` on a table sampled from a larger space (OFA's and FBNet's 5,000):
+    a supernet search prices the architectures it lacks by the lookup table fitted on it, so
+    the space's achievable range is the recorded values' joined with the lookup table's bounds
+    over the whole space (:meth:`hwnas.supernet.cost.MultilinearLUT.cost_bounds`), widened by
+    its error margin (:attr:`~hwnas.supernet.cost.MultilinearLUT.margin`). A limit below that
+    range (or a target above it) was trained for a whole supernet, and exited 0 with an empty
+    front.
+
+    Raises:
+        HwnasError: the limit is below the range, or a target above it (one line: the range).
+    """
+    from hwnas.cost_record import UNITS, bound_text
+    from hwnas.supernet.cost import fit_table_lut
+
+    if not recorded.size:
+        return
+    lut = fit_table_lut(space, device, metric)
+    low, high = lut.cost_bounds()
+    margin = lut.margin
+    lo = min(float(recorded.min()), low * (1 - margin))
+    hi = max(float(recorded.max()), high * (1 + margin))
+    if lo <= limit and (not target or limit <= hi):
+        return
+    unit = UNITS.get(metric, "")
+    values = "latencies" if metric == "latency_ms" else f"{metric.split('_')[0]} values"
+    verb = "meets" if limit < lo else "reaches"
+    widened = f", widened by its {margin:.1%} error margin" if margin >= 0.0005 else ""
+    raise HwnasError(
+        f"no architecture of {space.name} {verb} {option} {limit:g} {unit} on device "
+        f"'{device.name}': the space's achievable range is {bound_text(lo)}-"
+        f"{bound_text(hi, up=False)} {unit} (its {recorded.size:,} recorded {values} span "
+        f"{recorded.min():.4g}-{recorded.max():.4g} {unit}; the lookup table fitted on them "
+        f"prices the architectures it lacks within {low:.4g}-{high:.4g} {unit}{widened})"
+        + (f"; leave {option} out to search without one" if limit > hi else "")
+    )
 
 
 def _gap_predictions(space: SearchSpace, device: Any, metric: str) -> Any:

@@ -242,6 +242,67 @@ class MultilinearLUT(CostModel):
         ends = np.stack([_coordinate_ascent(zero, self, s, 1.0, 1.0) for s in starts])
         return float(self.cost_indices(ends).min())
 
+    def cost_bounds(self, joint_limit: int = 4096) -> tuple[float, float]:
+        """A lower and an upper bound of the table's cost over every architecture of the space,
+        without listing them (OFA's 1e19, FBNet's 9.8e20): exact for an additive table (each
+        decision's cheapest and dearest choice summed), else the terms grouped by the
+        decisions they read, each group's extremes over its decisions' joint choices, summed
+        for each choice of the decision most groups share (OFA's resolution). Both at least
+        :attr:`floor`, as every cost is."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for t, term in enumerate(self.terms):
+            groups.setdefault(tuple(sorted({d for d, _ in term})), []).append(t)
+        keys = sorted(groups, key=len, reverse=True)
+        merged: dict[tuple[int, ...], list[int]] = {}
+        for key in keys:  # a group within a larger one's decisions joins it (tighter)
+            home = next((k for k in merged if set(key) <= set(k)), key)
+            merged.setdefault(home, []).extend(groups[key])
+        shared: dict[int, int] = {}
+        for key in merged:
+            for d in key:
+                shared[d] = shared.get(d, 0) + 1
+        pivot = max(shared, key=lambda d: shared[d], default=None)
+        if pivot is not None and shared[pivot] < 2:
+            pivot = None
+        lows, highs = [], []
+        for c in range(self.sizes[pivot]) if pivot is not None else [None]:
+            lo = hi = self.bias
+            for key, ts in merged.items():
+                a, b = self._group_extremes(key, ts, pivot, c, joint_limit)
+                lo, hi = lo + a, hi + b
+            lows.append(lo)
+            highs.append(hi)
+        return max(min(lows), self.floor), max(max(highs), self.floor)
+
+    def _group_extremes(
+        self, key: tuple[int, ...], ts: list[int], pivot: int | None, c: int | None, limit: int
+    ) -> tuple[float, float]:
+        """(least, largest) of the sum of terms ``ts`` (reading decisions ``key``) over their
+        joint choices, ``pivot`` fixed at ``c``; each term's own extremes summed where the
+        joint choices are more than ``limit``."""
+        dims = [d for d in key if d != pivot]
+        fixed = {pivot: np.array([c])} if pivot in key else {}
+        count = int(np.prod([self.sizes[d] for d in dims], dtype=np.float64))
+        if count <= limit:
+            grid = np.indices([self.sizes[d] for d in dims]).reshape(len(dims), -1)
+            pick = {d: grid[i] for i, d in enumerate(dims)} | fixed
+            total = np.zeros(grid.shape[1] if dims else 1)
+            for t in ts:
+                value = np.full(total.shape, float(self.weights[t]))
+                for d, g in self.terms[t]:
+                    value = value * np.asarray(g, dtype=np.float64)[pick[d]]
+                total += value
+            return float(total.min()), float(total.max())
+        lo = hi = 0.0
+        for t in ts:  # a product is extreme where each factor is at an end of its range
+            ends = [
+                (float(g[c]),) if d == pivot else (float(np.min(g)), float(np.max(g)))
+                for d, g in self.terms[t]
+            ]
+            corners = [float(self.weights[t]) * float(np.prod(p)) for p in _product(ends)]
+            lo, hi = lo + min(corners), hi + max(corners)
+        return lo, hi
+
     def known_indices(self) -> np.ndarray:
         """Candidate-index rows (N, D) of the architectures :attr:`truth` has values for, when it
         is a table over the space's index (FBNet's and OFA's 5,000 sampled architectures), else
@@ -263,6 +324,13 @@ class MultilinearLUT(CostModel):
                     self._known = self.indices([a for a, k in zip(archs, ok) if k])
                     self._known_cost = dict(zip(map(tuple, self._known.tolist()), true[ok]))
         return self._known
+
+
+def _product(ends: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
+    """Every combination of one value from each of ``ends`` (itertools.product, listed)."""
+    import itertools
+
+    return list(itertools.product(*ends))
 
 
 # -- term structures ------------------------------------------------------------------------

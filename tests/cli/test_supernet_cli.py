@@ -706,3 +706,47 @@ def test_a_validation_split_too_small_for_architecture_steps_is_refused(
         "oneshot or singlepath)"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "singlepath", "--device", "titan_rtx_1", "--latency-target", "1e9"],
+         "no architecture of ofa reaches --latency-target 1e+09 ms on device 'titan_rtx_1': "
+         "the space's achievable range is 2.5123-11.099 ms (its 5,000 recorded latencies span "
+         "3.889-9.528 ms; the lookup table fitted on them prices the architectures it lacks "
+         "within 2.937-9.697 ms, widened by its 14.5% error margin); leave --latency-target "
+         "out to search without one"),
+        (["--strategy", "fbnet", "--device", "pixel3", "--max-latency", "0.01"],
+         "no architecture of fbnet meets --max-latency 0.01 ms on device 'pixel3': the "
+         "space's achievable range is 4.161-47.09 ms"),
+        (["--strategy", "oneshot", "--space", "ofa", "--device", "titan_rtx_1",
+          "--max-latency", "0.5"],
+         "no architecture of ofa meets --max-latency 0.5 ms on device 'titan_rtx_1': the "
+         "space's achievable range is 2.5123-11.099 ms"),
+    ],
+    ids=["ofa-target", "fbnet-limit", "ofa-limit"],
+)  # fmt: skip
+def test_an_impossible_limit_on_a_sampled_table_is_refused_before_training(args, message, tmp_path):
+    """The FBNet and OFA tables are 5,000 architectures sampled from the space, and a limit
+    on them was not checked: a 1e9 ms target, a 0.01 ms limit trained a whole supernet and
+    exited 0 with an empty front. The space's range is bounded by the lookup table fitted on
+    the table (each layer's cheapest and dearest choices), widened by its error margin."""
+    out = tmp_path / "run"
+    r = hwnas_main("search", *args, "--epochs", "1", "--out", str(out))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not out.exists()
+
+
+def test_a_limit_at_the_edge_of_a_sampled_tables_range_still_searches(tmp_path):
+    """The least the FBNet space's range allows on the Pixel 3 (4.161 ms, the lookup table's
+    floor) is not refused, and the search finds an architecture within it."""
+    out = tmp_path / "run"
+    r = hwnas_main("search", "--strategy", "fbnet", "--device", "pixel3", "--max-latency",
+                   "4.161", "--epochs", "1", "--finetune-epochs", "0", "--set", "limit=100",
+                   "--no-zoo", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    best = json.loads((out / "summary.json").read_text())["best"]
+    assert best["latency_ms"] <= 4.161

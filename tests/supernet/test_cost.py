@@ -394,3 +394,31 @@ def test_each_seeds_trained_supernet_is_recorded_for_the_workers_of_that_seed(tm
     TrainingTurn(study, contextlib.ExitStack(), "seed 0")._reuse(third, 3, lines.append)
     assert third.read_bytes() == b"weights of seed 0"
     assert lines and lines[0].startswith("using the supernet another worker trained")
+
+
+@pytest.mark.parametrize(
+    ("space", "device"), [("nasbench201", "pixel3"), ("fbnet", "pixel3"), ("ofa", "titan_rtx_1")]
+)
+def test_a_tables_cost_bounds_hold_every_architecture(space, device):
+    """What an impossible limit on a sampled table (OFA's, FBNet's 5,000) is refused by: the
+    table's bounds over the whole space, exact for an additive table (FBNet's: each layer's
+    dearest choice summed), and near the extremes of what it prices, not vacuous."""
+    lut = table_lut(space, device)
+    low, high = lut.cost_bounds()
+    enum = lut.enumeration()
+    if enum is not None:  # NAS-Bench-201: every cell
+        costs = lut.cost_indices(enum[0])
+    else:  # a sample, and the table's own architectures
+        rng = np.random.default_rng(0)
+        sample = np.stack([rng.integers(0, n, 20_000) for n in lut.sizes], 1)
+        ends = np.array([np.zeros(len(lut.sizes), int), np.array(lut.sizes) - 1])
+        costs = lut.cost_indices(np.concatenate([sample, lut.known_indices(), ends]))
+    assert low <= min(costs.min(), lut.min_cost()) and costs.max() <= high
+    assert low >= max(lut.floor, 0.9 * lut.min_cost())
+    assert space == "fbnet" or high <= 1.1 * costs.max()  # FBNet's: exact, below
+    if space == "fbnet":  # additive: each decision's dearest choice, together, is one network
+        dearest = [
+            int(np.argmax([lut.weights[t] for t, ((e, _),) in enumerate(lut.terms) if e == d]))
+            for d in range(len(lut.sizes))
+        ]
+        assert high == pytest.approx(float(lut.cost_indices(np.array([dearest]))[0]))
