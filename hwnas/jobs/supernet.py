@@ -299,9 +299,36 @@ def _check_validation_split(settings: SupernetSettings, data, world: int) -> Non
     )
 
 
+NOT_TRAINING = ("study", "budget", "finetune_epochs", "max_latency")
+"""Settings a supernet's training does not read: the study's name and budget, the fine-tuning
+of the extracted subnets, and ``--max-latency`` (derivation alone keeps under it; no training
+term). A checkpoint trained under other values of these is the same supernet."""
+
+NOT_TRAINING_OPTIONS = (
+    "finetune_lr", "threads", "evolution_trials", "population", "candidates", "target_tolerance",
+)  # fmt: skip
+"""``--set`` keys a supernet's training does not read: fine-tuning's learning rate, torch's CPU
+threads (the same arithmetic, on more cores), one-shot's NSGA-II over the trained supernet and
+the candidates it hands out, and the band derivation accepts around ``--latency-target``. The
+rest stays: the cost model's settings too, since the checkpoint holds the lookup table its
+training steered with (and one-shot's derivation reads it)."""
+
+
+def _training(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings (:meth:`SupernetSettings.as_dict`, or a checkpoint's fingerprint read back)
+    that a supernet's training reads."""
+    keep = {k: v for k, v in settings.items() if k not in NOT_TRAINING}
+    if isinstance(keep.get("options"), dict):
+        options = keep["options"].items()
+        keep["options"] = {k: v for k, v in options if k not in NOT_TRAINING_OPTIONS}
+    return keep
+
+
 def _fingerprint(settings: SupernetSettings) -> str:
-    keep = {k: v for k, v in settings.as_dict().items() if k not in ("study", "budget")}
-    return json.dumps(keep, sort_keys=True, default=str)
+    """The settings the supernet's training reads (:func:`_training`), as the checkpoint and the
+    study's record of a trained supernet (:mod:`hwnas.supernet.turn`) know them: changing only
+    ``--finetune-epochs`` after an interrupted search threw its supernet's epochs away."""
+    return json.dumps(_training(settings.as_dict()), sort_keys=True, default=str)
 
 
 def search(
@@ -419,7 +446,7 @@ def _train(
     state: Any = None
     if ranks.main:  # before any work: a file that is no safe checkpoint stops the search here
         try:
-            state = read_checkpoint(ckpt, _fingerprint(s))
+            state = read_checkpoint(ckpt, _fingerprint(s), log, _training)
         except HwnasError as exc:
             state = exc
     state = distributed.share(state, ranks)  # rank 0 reads it, every rank resumes from it

@@ -8,12 +8,15 @@ run code). What hwnas writes fits that: the supernet's and the strategy's state 
 numbers, the numpy generator's state as a dict of ints), the search's fingerprint (a string)
 and the epoch history as a JSON string. The fingerprint is checked before anything else in the
 file is used; a checkpoint of another search, or of another format, is ignored (training
-starts over and replaces it).
+starts over and replaces it, after a warning line naming the settings that differ). The
+fingerprint holds only the settings training reads: one that differs in the fine-tuning alone
+is the same supernet.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,19 +83,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _refuse_another_seed(what: str, theirs: Any, ours: str) -> None:
+def _settings(fingerprint: Any) -> dict[str, Any] | None:
+    """A fingerprint's settings (a JSON object), or None where it is none."""
+    try:
+        out = json.loads(fingerprint)
+    except (TypeError, ValueError):
+        return None
+    return out if isinstance(out, dict) else None
+
+
+def _refuse_another_seed(what: str, a: dict[str, Any] | None, b: dict[str, Any] | None) -> None:
     """Refuse a checkpoint of the same search with another ``--seed``: workers of one study
     may each have their own seed, and two of them on one ``--out`` trained each over the
     other's supernet.pt, and the last zoo export removed the other's models.
 
     Raises:
-        HwnasError: the two fingerprints differ in the seed alone.
+        HwnasError: the two fingerprints' settings differ in the seed alone.
     """
-    try:
-        a, b = json.loads(theirs), json.loads(ours)
-    except (TypeError, ValueError):
-        return
-    if not (isinstance(a, dict) and isinstance(b, dict)):
+    if a is None or b is None:
         return
     differ = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
     if differ == {"seed"}:
@@ -103,8 +111,53 @@ def _refuse_another_seed(what: str, theirs: Any, ours: str) -> None:
         )
 
 
-def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
+def differences(theirs: dict[str, Any], ours: dict[str, Any], most: int = 3) -> str:
+    """The settings two fingerprints differ in, as the command line names them
+    (``--epochs 4 there, 2 here``; ``--set lr=0.1 there, not set here``), the first ``most``
+    and how many more."""
+
+    def text(v: Any) -> str:
+        return "not set" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+    out = []
+    for key in sorted(theirs.keys() | ours.keys()):
+        a, b = theirs.get(key), ours.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) or isinstance(b, dict):
+            a, b = a if isinstance(a, dict) else {}, b if isinstance(b, dict) else {}
+            for k in sorted(a.keys() | b.keys()):
+                if a.get(k) != b.get(k):
+                    out.append(f"--set {k}={text(a.get(k))} there, {text(b.get(k))} here"
+                               if k in a and k in b else
+                               f"--set {k}={text(a[k])} there, not set here" if k in a else
+                               f"--set {k}={text(b[k])} here, not set there")  # fmt: skip
+        elif key == "space_fingerprint":
+            out.append("the space's file or model differs")
+        else:
+            out.append(f"--{key.replace('_', '-')} {text(a)} there, {text(b)} here")
+    more = f" and {len(out) - most} more" if len(out) > most else ""
+    return "; ".join(out[:most]) + more
+
+
+def read_checkpoint(
+    path: Path,
+    fingerprint: str,
+    log: Callable[[str], None] | None = None,
+    training: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any] | None:
     """The checkpoint at ``path`` if it belongs to the search with ``fingerprint``.
+
+    Args:
+        path: ``supernet.pt`` in the run folder.
+        fingerprint: the settings the supernet's training reads
+            (:func:`hwnas.jobs.supernet._fingerprint`).
+        log: gets one ``warning:`` line when a checkpoint there is not used (it was trained
+            under other settings, named; or it is of an older format): training starts over
+            and replaces it.
+        training: the settings of a fingerprint that training reads (applied to the file's
+            fingerprint, so that one written when it held more, such as the fine-tuning
+            epochs, still matches).
 
     Returns:
         ``{"epoch": int, "supernet": state dict, "strategy": state dict, "history": [dict],
@@ -135,11 +188,22 @@ def read_checkpoint(path: Path, fingerprint: str) -> dict[str, Any] | None:
         raise HwnasError(
             f"{what} is not a readable checkpoint ({first}); delete it to start over"
         ) from None
+    say = log or (lambda _m: None)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
+        say(f"warning: {what} is a checkpoint of an older hwnas: training starts over and "
+            "replaces it")  # fmt: skip
         return None
-    if state.get("fingerprint") != fingerprint:
-        _refuse_another_seed(what, state.get("fingerprint"), fingerprint)
-        return None  # another search's: trained again (settings that differ name another study)
+    theirs, ours = _settings(state.get("fingerprint")), _settings(fingerprint)
+    if theirs is not None and training is not None:
+        theirs = training(theirs)
+    if state.get("fingerprint") != fingerprint and (theirs is None or theirs != ours):
+        _refuse_another_seed(what, theirs, ours)
+        why = differences(theirs, ours) if theirs is not None and ours is not None else ""
+        say(  # another search's: trained again (settings that differ name another study)
+            f"warning: {what} was trained under other settings ({why or 'not readable'}): "
+            "training starts over and replaces it"
+        )
+        return None
     try:
         history = json.loads(state["history"])
         cost = json.loads(state["cost"]) if state.get("cost") else None

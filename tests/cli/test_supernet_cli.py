@@ -750,3 +750,40 @@ def test_a_limit_at_the_edge_of_a_sampled_tables_range_still_searches(tmp_path):
     assert r.returncode == 0, r.stderr
     best = json.loads((out / "summary.json").read_text())["best"]
     assert best["latency_ms"] <= 4.161
+
+
+def test_changing_only_the_fine_tuning_resumes_the_interrupted_supernet(tmp_path, monkeypatch):
+    """Ctrl-C after epoch 1 of 2, then the same command with another --finetune-epochs (which
+    training does not read): it trained from epoch 1 again without a word and overwrote
+    supernet.pt. It resumes now; a checkpoint of settings training does read is said, in one
+    warning line naming the setting, before training starts over."""
+    from hwnas.supernet import checkpoint
+
+    out = tmp_path / "run"
+    argv = ["search", "--strategy", "gdas", "--device", "pixel3", "--epochs", "2",
+            "--set", "limit=100", "--set", "channels=4", "--no-zoo", "--out", str(out)]  # fmt: skip
+    save = checkpoint.save_checkpoint
+
+    def interrupted(path, fingerprint, epoch, *args, **kwargs):
+        save(path, fingerprint, epoch, *args, **kwargs)
+        raise KeyboardInterrupt  # Ctrl-C once the first epoch's checkpoint is written
+
+    monkeypatch.setattr(checkpoint, "save_checkpoint", interrupted)
+    r = hwnas_main(*argv, "--finetune-epochs", "1")
+    assert r.returncode != 0 and (out / "supernet.pt").is_file(), r.stderr
+    monkeypatch.setattr(checkpoint, "save_checkpoint", save)
+    r = hwnas_main(*argv, "--finetune-epochs", "0")
+    assert r.returncode == 0, r.stderr
+    assert f"resuming from {out / 'supernet.pt'} after epoch 1" in r.stderr
+    assert "epoch 1/2:" not in r.stderr and "epoch 2/2:" in r.stderr
+    assert "supernet.pt was trained under other settings" not in r.stderr
+    # a setting training reads: said, then trained over
+    (out / "summary.json").unlink()  # the run folder of another study otherwise
+    r = hwnas_main(*argv, "--finetune-epochs", "0", "--batch-size", "32")
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if "supernet.pt" in line]
+    assert said == [
+        f"warning: --out {out}: supernet.pt was trained under other settings (--batch-size 64 "
+        "there, 32 here): training starts over and replaces it"
+    ], r.stderr
+    assert "epoch 1/2:" in r.stderr and "resuming" not in r.stderr

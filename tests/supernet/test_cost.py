@@ -366,6 +366,33 @@ def test_a_checkpoint_of_the_same_search_with_another_seed_is_refused(tmp_path):
     assert read_checkpoint(path, theirs)["epoch"] == 2
 
 
+def test_a_checkpoint_written_with_the_fine_tuning_in_its_fingerprint_is_resumed(tmp_path):
+    """Checkpoints written before the fingerprint held only what training reads carry
+    ``finetune_epochs`` and one-shot's NSGA-II settings: they are the same supernet. One that
+    differs in what training reads is said in one warning line naming it."""
+    import json
+
+    from hwnas.jobs.supernet import SupernetSettings, _fingerprint, _training
+    from hwnas.supernet.checkpoint import read_checkpoint, save_checkpoint
+
+    settings = SupernetSettings(space="fbnet", device="pixel3", strategy="oneshot",
+                                options={"evolution_trials": 30, "limit": 100})  # fmt: skip
+    old = {k: v for k, v in settings.as_dict().items() if k not in ("study", "budget")}
+    older = json.dumps({**old, "finetune_epochs": 7}, sort_keys=True, default=str)
+    path = tmp_path / "supernet.pt"
+    save_checkpoint(path, older, 2, {"w": torch.ones(2)}, {}, [])
+    lines: list[str] = []
+    state = read_checkpoint(path, _fingerprint(settings), lines.append, _training)
+    assert state is not None and state["epoch"] == 2 and lines == []
+    other = SupernetSettings(space="fbnet", device="pixel3", strategy="oneshot",
+                             options={"evolution_trials": 9, "limit": 200})  # fmt: skip
+    assert read_checkpoint(path, _fingerprint(other), lines.append, _training) is None
+    assert lines == [
+        f"warning: --out {tmp_path}: supernet.pt was trained under other settings (--set "
+        "limit=100 there, 200 here): training starts over and replaces it"
+    ]
+
+
 def test_each_seeds_trained_supernet_is_recorded_for_the_workers_of_that_seed(tmp_path):
     """The study kept one record of a trained supernet: after a seed-0 worker and then a
     seed-1 worker finished, a third worker with seed 0 (its own --out) trained all its epochs
