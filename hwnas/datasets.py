@@ -30,6 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -585,6 +586,35 @@ def chance_accuracy(num_classes: int) -> float:
 def is_chance_level(accuracy: float, num_classes: int) -> bool:
     """Whether ``accuracy`` (%) is at or near chance (see :data:`CHANCE_FACTOR`)."""
     return accuracy <= CHANCE_FACTOR * chance_accuracy(num_classes) + 1e-9
+
+
+def chance_verdict(accuracy: dict[str, Any], num_classes: int) -> dict[str, Any]:
+    """Whether a model is chance-level, judged on the accuracy its search chose it on:
+    ``accuracy``'s ``chosen_on`` where it has one (a fine-tuned supernet subnet: its validation
+    accuracy, with its test accuracy as ``value``), else ``accuracy`` itself. The one rule of
+    ``pareto.csv``'s ``chance_level`` column and the zoo's export
+    (:func:`hwnas.zoo.write.zoo_columns`, :func:`hwnas.zoo.write.write_zoo`: a record's
+    accuracy, the one it was chosen on) and of a zoo card's ``chance_level``: a subnet exported
+    for its 18.33% validation accuracy had a card calling it chance-level by its test accuracy.
+
+    Args:
+        accuracy: ``{"value": %, "split": ...}`` (a card's ``accuracy`` section, or a record's
+            accuracy as ``{"value": r.accuracy}``).
+        num_classes: classes of the data (chance is 100 / num_classes %).
+
+    Returns:
+        A card's ``chance_level`` section: ``value`` (bool), ``judged`` (the accuracy judged,
+        and its ``split`` where it has one), ``chance_accuracy`` and ``rule``.
+    """
+    chosen = accuracy.get("chosen_on")
+    judged = chosen if isinstance(chosen, dict) else accuracy
+    value = float(judged["value"])
+    return {
+        "value": is_chance_level(value, num_classes),
+        "judged": {"value": value, **({"split": judged["split"]} if judged.get("split") else {})},
+        "chance_accuracy": round(chance_accuracy(num_classes), 4),
+        "rule": f"accuracy <= {CHANCE_FACTOR:g} x 100/num_classes %",
+    }
 
 
 def chance_best_reason(limit: str | None, weight: str | None = None) -> str:

@@ -18,7 +18,7 @@ from importlib import metadata
 from typing import Any
 
 from hwnas.cost_record import unit_of
-from hwnas.datasets import CHANCE_FACTOR, chance_accuracy, is_chance_level
+from hwnas.datasets import chance_verdict
 from hwnas.export import OPSET
 
 CARD_VERSION = 1
@@ -163,13 +163,11 @@ def tool_versions() -> dict[str, str]:
     return out
 
 
-def chance_section(accuracy: float, num_classes: int) -> dict[str, Any]:
-    """The card's ``chance_level`` section for a top-1 ``accuracy`` in %."""
-    return {
-        "value": is_chance_level(accuracy, num_classes),
-        "chance_accuracy": round(chance_accuracy(num_classes), 4),
-        "rule": f"accuracy <= {CHANCE_FACTOR:g} x 100/num_classes %",
-    }
+def chance_section(accuracy: dict[str, Any], num_classes: int) -> dict[str, Any]:
+    """The card's ``chance_level`` section for its ``accuracy`` section: judged on the accuracy
+    the search chose it on, as ``pareto.csv`` and the zoo's export are
+    (:func:`hwnas.datasets.chance_verdict`), naming the split it judged."""
+    return chance_verdict(accuracy, num_classes)
 
 
 def card_for(
@@ -283,7 +281,7 @@ def card_for(
         "flops_convention": FLOPS_CONVENTION,
         "weights": weights,
         "accuracy": {"unit": "%", **accuracy},
-        "chance_level": chance_section(float(accuracy["value"]), num_classes),
+        "chance_level": chance_section(accuracy, num_classes),
         "device": device,
         "devices": devices,
         "devices_note": devices_note,
@@ -552,8 +550,10 @@ def _body(card: dict[str, Any]) -> str:
     if isinstance(same, dict) and same.get("note"):
         lines += [f"**Same network:** {same['note']}", ""]
     if card["chance_level"]["value"]:
+        judged = card["chance_level"].get("judged") or {"value": acc["value"]}
+        on = f" on the {judged['split']} split" if judged.get("split") else ""
         lines += [
-            f"**Chance-level:** its accuracy ({acc['value']:.2f}%) is at most "
+            f"**Chance-level:** its accuracy{on} ({judged['value']:.2f}%) is at most "
             f"{card['chance_level']['rule'].split('<=')[1].strip()} "
             f"(chance = {card['chance_level']['chance_accuracy']:g}%). Do not ship it.",
             "",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hwnas.cost_record import search_batch
+from hwnas.datasets import chance_verdict
 from hwnas.export import ExportedModel
 from hwnas.paths import sweep_temporaries, temporary
 from hwnas.progress import SILENT, Reporter
@@ -38,7 +39,6 @@ from hwnas.zoo.card import (
     build_fingerprint,
     card_for,
     input_layout,
-    is_chance_level,
     license_of,
 )
 from hwnas.zoo.entry import write_entry
@@ -78,7 +78,7 @@ def zoo_columns(
     """
     out = {}
     for rank, r in enumerate(records):
-        chance = is_chance_level(r.accuracy, num_classes)
+        chance = chance_verdict({"value": r.accuracy}, num_classes)["value"]  # chosen on
         out[r.arch] = {
             "zoo": entry_name(rank, r) if exported and not chance else "",
             "chance_level": "true" if chance else "false",
@@ -507,9 +507,10 @@ def _write_zoo_into(
     todo = [
         (rank, r)
         for rank, r in enumerate(records)
-        if not is_chance_level(
-            r.accuracy, (trained or {}).get(r.arch, {}).get("num_classes", spec.num_classes)
-        )
+        if not chance_verdict(  # the accuracy it was chosen on, as its card judges
+            {"value": r.accuracy},
+            (trained or {}).get(r.arch, {}).get("num_classes", spec.num_classes),
+        )["value"]
     ]
     verb = "writing" if trained else "training" if trainer is not None else "exporting"
     with reporter.step(f"zoo {verb}", total=len(todo), unit="models") as step:
