@@ -102,3 +102,24 @@ def test_the_default_strategies_exist_and_a_python_caller_gets_the_clis_defaults
         k: TABLE[k] for k in ("objective", "budget", "seed")
     }
     assert {k: params[k] for k in SUPERNET} == SUPERNET
+
+
+def test_a_presets_per_strategy_values_are_in_the_help_and_the_docs():
+    """``--help`` said "preset=small-data sets ... arch_lr=0.003 ..." while singlepath's
+    small-data arch_lr is 0.01 (summary.json); fbnet's tau_min 0.2 and proxyless's arch_every
+    1 were said nowhere. Each strategy's own preset value is in both, from the table the code
+    reads, and is the value a search resolves."""
+    from hwnas.supernet.settings import PRESETS, resolve_strategy_options
+
+    help_text = " ".join(_help().split())
+    docs = " ".join((REPO / "docs/supernets.md").read_text().split())
+    own = [(st, k, v) for st, vals in PRESETS["small-data"].items() if st != "*"
+           for k, v in vals.items()]  # fmt: skip
+    assert {(st, k) for st, k, _ in own} >= {("singlepath", "arch_lr"), ("fbnet", "tau_min"),
+                                             ("proxyless", "arch_every")}  # fmt: skip
+    for strategy, key, value in own:
+        said = f"{strategy} {key}={value:g}"
+        assert said in help_text and f"`{said}`" in docs, said
+        resolved = resolve_strategy_options(strategy, {"preset": "small-data"})
+        assert getattr(resolved, key) == value
+    assert "then per strategy, over those: fbnet tau_min=0.2" in help_text

@@ -210,7 +210,8 @@ STRATEGY_BASE = (
         str,
         "paper",
         "named defaults: paper (each method's published settings) or small-data (hwnas's "
-        "earlier settings: lr 0.05 Nesterov, arch_lr 3e-3, 20% warm-up, additive term)",
+        "earlier settings: lr 0.05 Nesterov, arch_lr 3e-3 (singlepath 0.01), 20% warm-up, "
+        "additive term; fbnet tau_min 0.2, proxyless arch_every 1)",
         choices=("paper", "small-data"),
     ),
 )
@@ -606,8 +607,7 @@ def help_text() -> str:
     for name, own in STRATEGY_OWN.items():
         if own:
             parts.append(f"{name}: " + ", ".join(f"{s.key} ({_show(s.default)})" for s in own))
-    small = PRESETS["small-data"]["*"]
-    parts.append("preset=small-data sets " + ", ".join(f"{k}={_show(v)}" for k, v in small.items()))
+    parts.append(preset_text("small-data"))
     for name, own in SUPERNET_SETTINGS.items():
         if not own:
             continue
@@ -615,6 +615,26 @@ def help_text() -> str:
         parts.append(f"{who}: " + ", ".join(_shown(s, _default(s)) for s in own))
     parts.append("Job: " + ", ".join(_shown(s, _default(s)) for s in JOB_SETTINGS))
     return "; ".join(parts) + "."
+
+
+def preset_text(name: str) -> str:
+    """What ``--set preset=NAME`` sets, from :data:`PRESETS`: its values for every strategy
+    (each where the strategy reads it), then each strategy's own ones, which replace them
+    (``--help`` said "arch_lr=0.003" while singlepath's small-data arch_lr is 0.01)."""
+    table = PRESETS[name]
+    text = f"preset={name} sets " + ", ".join(
+        f"{k}={_show(v)}" for k, v in table.get("*", {}).items()
+    )
+    own = [
+        f"{strategy} " + ", ".join(f"{k}={_show(v)}" for k, v in values.items())
+        for strategy, values in table.items()
+        if strategy != "*" and values
+    ]
+    if own:
+        text += " (each where the strategy reads it), then per strategy, over those: " + (
+            ", ".join(own)
+        )
+    return text
 
 
 def _shown(s: Setting, default: str) -> str:
