@@ -157,12 +157,9 @@ def write_zoo(
         unproven, keep = len(keep) - len(vouched), vouched
     if later is not None:
         classes = space.dataset(result.settings.dataset).num_classes
+        wanted = [r for r in (result.pareto if records is None else records) if r.arch not in keep]
         trained = later(
-            [
-                r
-                for r in (result.pareto if records is None else records)
-                if r.arch not in keep and not is_chance_level(r.accuracy, classes)
-            ]
+            [r for r in wanted if not chance_verdict({"value": r.accuracy}, classes)["value"]]
         )
     kept: list[str] = []
     tmp = _temporary(folder)
