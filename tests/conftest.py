@@ -43,11 +43,22 @@ def hwnas_home(tmp_path_factory, monkeypatch) -> Path:
     profiles = home / "devices"
     profiles.mkdir()
     (profiles / "cpu-fast.yaml").write_text(FAST_CPU_PROFILE)
+    from hwnas import spaces
     from hwnas.devices import reload_profiles
 
     reload_profiles()
+    files = set(spaces._FILES)
     yield home
     reload_profiles()
+    # a space file a test wrote (in its tmp folder) is forgotten: another test's file of the
+    # same name (`name: tiny`) was refused in the same worker as "the name of the space in
+    # another file", depending on which tests the worker had run before
+    temp = str(tmp_path_factory.getbasetemp())
+    for key in set(spaces._FILES) - files:
+        if key.startswith(temp):
+            space = spaces._FILES.pop(key)
+            for name in [n for n, s in spaces._SPACES.items() if s is space]:
+                del spaces._SPACES[name]
 
 
 _NEXT = pytest.StashKey()
