@@ -92,13 +92,10 @@ def entry_folders(path: str | Path) -> list[Path]:
         HwnasError: ``path`` is missing, not a folder, or holds no entry.
     """
     path = Path(path).expanduser()
-    if not path.exists():
-        raise HwnasError(f"zoo folder not found: {path}")
-    if not path.is_dir():
-        raise HwnasError(f"{path} is not a folder (give a zoo folder or one of its entries)")
-    if is_entry(path):
-        return [path]
-    found = zoo_contents(path).entries  # a link to an entry elsewhere is none (zoo_contents)
+    contents = zoo_contents(path)  # refuses a missing path, or one that is no folder
+    if contents.zoo is None:  # one entry
+        return contents.entries
+    found = contents.entries  # a link to an entry elsewhere is none (zoo_contents)
     run = path if path.name != "zoo" else path.parent
     if not found and (run / "summary.json").is_file():  # a run folder, or its zoo: empty
         raise HwnasError(
