@@ -113,16 +113,26 @@ def main(argv: list[str] | None = None) -> int:
     process is printed, even where a library quotes it; every error line through
     :func:`hwnas.cli.render.one_line`: no control character of a file is printed raw, and a
     name holding a line break cannot split the error line.
-    Standard output is :class:`PipeSafe` while the command runs, and the SIGTERM handler found
-    is back when it returns (a supernet search under torchrun handles SIGTERM, then ignores it
-    while it says its error: :func:`hwnas.distributed.interrupt_on_sigterm`)."""
+    Standard output is :class:`PipeSafe` while the command runs. SIGTERM (``kill``,
+    ``timeout``, a batch scheduler's preemption, ``docker stop``) stops a command as Ctrl-C
+    does: the running trial told, "interrupted: ..." said, exit 130
+    (:func:`hwnas.distributed.interrupt_on_sigterm`; a supernet search under torchrun ignores
+    it while it says its error); the SIGTERM handler found is back when it returns."""
+    import contextlib
     import signal
+    import threading
+
+    from hwnas.distributed import interrupt_on_sigterm
 
     stdout, sigterm = sys.stdout, signal.getsignal(signal.SIGTERM)
     if not isinstance(stdout, PipeSafe):
         sys.stdout = PipeSafe(stdout)
     try:
-        return _main(argv)
+        # a handler can only be set from the main thread (not where a program runs main() in
+        # another): there SIGTERM stays its owner's
+        main_thread = threading.current_thread() is threading.main_thread()
+        with interrupt_on_sigterm() if main_thread else contextlib.nullcontext():
+            return _main(argv)
     finally:
         sys.stdout = stdout
         if sigterm is not None and signal.getsignal(signal.SIGTERM) is not sigterm:

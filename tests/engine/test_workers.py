@@ -143,7 +143,14 @@ def test_a_rerun_with_a_smaller_budget_is_refused_and_a_larger_one_extends(tmp_p
 
 
 @pytest.mark.slow
-def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_path, hwnas_home):
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(
+    tmp_path, hwnas_home, signum
+):
+    """Ctrl-C, and SIGTERM as `kill`, `timeout` or a batch scheduler's preemption send it: the
+    running trial is told, the search says "interrupted" and exits 130, and the rerun finishes
+    the budget with every architecture once. SIGTERM killed the search at once: no line, its
+    trial left RUNNING until a rerun failed it as an orphan's."""
     import signal
 
     import optuna
@@ -185,7 +192,7 @@ def test_ctrl_c_tells_the_running_trial_and_the_rerun_finishes_the_budget(tmp_pa
     status = Path(f"/proc/{proc.pid}/status")
     lines = status.read_text().splitlines() if status.exists() else []
     masks = [ln for ln in lines if ln.startswith("Sig")]
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signum))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, f"{masks}\n{err}"
     assert "interrupted" in err and "Traceback" not in err
