@@ -314,11 +314,16 @@ def accuracy_function(fn: Any) -> Callable[[Any, Arch, Any], float]:
             value = fn(model, arch, data) if takes_data else fn(model, arch)
         except HwnasError:
             raise
+        except SystemExit as exc:  # ended the search silently, with the status it gave (0 too)
+            code = "" if exc.code is None else repr(exc.code)
+            raise HwnasError(
+                f"the accuracy function {name} called sys.exit({code}) on {arch.text}: it must "
+                "return the accuracy (%), not end the program"
+            ) from None
         except Exception as exc:  # the user's code: any error, in one line
             first = (str(exc).strip().splitlines() or [""])[0]
             raise HwnasError(
-                f"the accuracy function {name} failed on {arch.text}: "
-                f"{type(exc).__name__}: {first}"
+                f"the accuracy function {name} failed on {arch.text}: {type(exc).__name__}: {first}"
             ) from exc  # the one line for the CLI; the user's traceback for Python
         given = value
         if hasattr(value, "detach"):  # a tensor that needs grad: float() would warn

@@ -455,6 +455,21 @@ def test_an_error_in_the_accuracy_function_keeps_the_users_traceback_and_one_cli
     assert result.returncode == 2
     assert "broken failed on" in result.stderr and "KeyError: 'missing'" in result.stderr
     assert "Traceback" not in result.stderr and "{}['missing']" not in result.stderr
+    # sys.exit in it ended the search with the status it gave: 0, nothing said, no front
+    file = tmp_path / "quits.py"
+    file.write_text("import sys\ndef quits(model, arch):\n    sys.exit(0)\n")
+    result = hwnas_main(
+        "search", "--space", f"{space}:space", "--accuracy", f"{file}:quits", "--data", "digits",
+        "--device", "cpu-fast", "--strategy", "random", "--no-zoo", "--budget", "1",
+        "--out", str(tmp_path / "run2"),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: the accuracy function quits called"), (
+        result.stderr
+    )
+    assert " called sys.exit(0) on " in errors[0]
+    assert errors[0].endswith(": it must return the accuracy (%), not end the program")
 
 
 def test_a_misspelt_or_mistyped_argument_of_elastic_or_nn_space_is_one_line():
