@@ -68,6 +68,8 @@ class DataSplits:
         val: architecture parameters are trained (bilevel) and subnets ranked on it.
         test: held-out accuracy of derived networks.
         seed: the split seed.
+        own_test: whether ``test`` is the data's own test set (CIFAR's test batch), kept apart
+            from the images ``train`` and ``val`` are split from; else it is split from them.
         notes: extra facts for :meth:`describe` (how digits are adapted).
         preprocessing: how a raw image becomes a network input, as model cards state it:
             ``channel_order``, ``layout``, ``size`` [H, W], ``scale`` (raw pixel -> [0, 1]),
@@ -83,6 +85,7 @@ class DataSplits:
     val: Split
     test: Split
     seed: int
+    own_test: bool = False
     notes: dict[str, str] = field(default_factory=dict)
     preprocessing: dict[str, object] = field(default_factory=dict)
 
@@ -238,6 +241,7 @@ def load_data(
         val=Split(prep(x[val_idx]), y[val_idx].astype(np.int64)),
         test=Split(prep(tx), ty.astype(np.int64)),
         seed=seed,
+        own_test=test is not None,
     )
     if name == "digits":
         splits.notes["adaptation"] = (

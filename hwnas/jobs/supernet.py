@@ -285,8 +285,7 @@ def _check_validation_split(settings: SupernetSettings, data, world: int) -> Non
     have = len(data.val)
     if have >= need:
         return
-    pooled = data.name in ("cifar10", "cifar100")  # its own test batch, apart from the pool
-    images = len(data.train) + have + (0 if pooled else len(data.test))
+    images = len(data.train) + have + (0 if data.own_test else len(data.test))
     enough = next(n for n in range(images, images + 1000) if round(0.2 * n) >= need)
     per = f" ({world} processes, 2 each)" if world > 1 else ""
     limited = settings.job.limit and settings.job.limit < enough

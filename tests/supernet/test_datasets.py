@@ -43,7 +43,7 @@ def _cifar10_folder(root, n=20):
 def test_cifar_pickle_folder_keeps_its_test_set(tmp_path):
     d = load_data(str(_cifar10_folder(tmp_path)), seed=0)
     assert d.name == "cifar10" and d.image_shape == (3, 32, 32) and d.classes[0] == "c0"
-    assert len(d.test) == 20 and len(d.train) + len(d.val) == 40
+    assert len(d.test) == 20 and len(d.train) + len(d.val) == 40 and d.own_test
 
 
 def test_class_per_folder_images(tmp_path):
@@ -58,7 +58,7 @@ def test_class_per_folder_images(tmp_path):
     (tmp_path / "cat" / "notes.txt").write_text("not an image")
     d = load_data(str(tmp_path), seed=0, image_size=12)
     assert d.classes == ["cat", "dog", "fox"] and d.image_shape == (3, 12, 12)
-    assert len(d.train) + len(d.val) + len(d.test) == 15
+    assert len(d.train) + len(d.val) + len(d.test) == 15 and not d.own_test
 
 
 def test_bad_data_is_a_one_line_user_error(tmp_path):
