@@ -249,6 +249,8 @@ def write_run(
         remove_zoo(out / "zoo")
     extra = o.summary(len(cards), round(time.time() - zoo_started, 2))
     extra["no_zoo"] = not zoo  # no zoo at all (--no-zoo), not a zoo of 0 models
+    if not zoo:  # no weights of any kind: "random" (or a supernet's "trained") said otherwise
+        extra["zoo_weights"] = None
     if cards and extra.get("zoo_weights") == "random":  # trained entries kept (write_zoo)
         from hwnas.zoo.read import zoo_weights
 
