@@ -145,7 +145,7 @@ def search(
     artifact_dir: str | Path | None = None,
     reporter: Reporter = SILENT,
     **options: Any,
-) -> SearchRun:
+) -> SearchRun | None:
     """Search a space for its accuracy/latency (or energy) Pareto front on ``device``:
     ``hwnas search`` as a function, with the same defaults and the same run folder.
 
@@ -175,6 +175,9 @@ def search(
     Returns:
         The :class:`SearchRun`. A chance-level ``best`` (a ``max_latency`` that only networks
         whose output ignores their input meet) is also issued as :class:`hwnas.HwnasWarning`.
+        None in a process of a ``torchrun`` job other than rank 0 (a supernet search across
+        processes): it trained its share, and rank 0 alone derives, writes the run folder
+        and returns the run (``if run is not None:`` before using it).
 
     Raises:
         HwnasError: an unknown option or any bad input the CLI refuses, with its message.
@@ -238,8 +241,8 @@ def search(
             )  # fmt: skip
     else:  # a supernet search reports its own steps (training, derivation)
         done = run(job, folder, reporter, zoo=zoo, artifact_dir=artifacts)
-    if done.result is None:  # pragma: no cover - a torchrun rank other than 0
-        raise HwnasError("this process is not rank 0 of its torchrun job: rank 0 reports")
+    if done.result is None:  # a torchrun rank other than 0: rank 0 writes and reports (an
+        return None  # error here made torchrun stop rank 0 before it wrote the run)
     best = done.summary.get("best")
     if best and best.get("chance_level"):  # what the CLI prints under its best line
         import warnings

@@ -114,6 +114,32 @@ def test_a_batch_the_torchrun_processes_cannot_share_is_one_line(tmp_path):
     ], r.stderr
 
 
+API_SCRIPT = """\
+import os, sys, hwnas
+run = hwnas.search(device="pixel3", strategy="gdas", data="digits", epochs=1, batch_size=64,
+                   finetune_epochs=0, zoo=False, out=sys.argv[1],
+                   settings={"limit": 300, "channels": 4, "cost": "flops"})
+print("rank", os.environ["RANK"], "best", None if run is None else run.best["arch"])
+"""
+
+
+def test_hwnas_search_under_torchrun_returns_none_on_the_other_ranks(tmp_path):
+    """`torchrun ... script.py` calling hwnas.search (docs/api.md's way from Python): rank 1
+    raised HwnasError ("not rank 0") after training, torchrun took that for a failure and
+    sent SIGTERM to rank 0 while it derived and wrote the run (no summary.json, exit 1). Now
+    the other ranks return None, as `torchrun -m hwnas search` returns quietly there."""
+    (tmp_path / "job.py").write_text(API_SCRIPT)
+    r = subprocess.run(
+        [TORCHRUN, "--standalone", "--nproc_per_node", "2", str(tmp_path / "job.py"),
+         str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    said = sorted(line for line in r.stdout.splitlines() if line.startswith("rank "))
+    assert said[1] == "rank 1 best None" and said[0].startswith("rank 0 best |"), r.stdout
+    assert (tmp_path / "run" / "summary.json").is_file()
+
+
 def test_processes_started_by_hand_need_an_address_and_their_peers(tmp_path, hwnas_home):
     """WORLD_SIZE and RANK set by hand: without MASTER_ADDR, a 57-line traceback after the
     study storage was created; with it and no other process, a silent hang. Now a refusal
