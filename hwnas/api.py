@@ -182,10 +182,9 @@ def search(
     Raises:
         HwnasError: an unknown option or any bad input the CLI refuses, with its message.
     """
-    from hwnas.jobs import prepare, run
-    from hwnas.jobs.settings import build_settings, check_before_space
-    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined, path_arg
-    from hwnas.spaces import user_space
+    from hwnas.jobs.settings import check_before_space
+    from hwnas.paths import path_arg
+    from hwnas.spaces import searching, user_space
 
     path_arg("out", out)
     path_arg("store", store, "a path or a URL")
@@ -199,8 +198,28 @@ def search(
             raise UnknownNameError("option of hwnas.search", name, sorted({*OPTIONS, *own}))
     # what needs no space is refused before a file.py:attr space's code runs
     check_before_space({"device": device, **options}, set(options), out, store, artifact_dir)
-    if options.get("space") is not None:  # an object, a path: known by its name from here on
-        options["space"] = user_space(options["space"]).name
+    space = user_space(options["space"]) if options.get("space") is not None else None
+    if space is not None:  # an object, a path: known by its name from here on, and within
+        options["space"] = space.name  # this search that name is this object, whatever
+    with searching(space):  # another thread's search registers under it meanwhile
+        return _search(device, out, storage, store, zoo, artifact_dir, reporter, options)
+
+
+def _search(
+    device: str,
+    out: str | Path | None,
+    storage: str | None,
+    store: str | Path | None,
+    zoo: bool,
+    artifact_dir: str | Path | None,
+    reporter: Reporter,
+    options: dict[str, Any],
+) -> SearchRun | None:
+    """:func:`search` once its arguments are checked and its space is known (see there)."""
+    from hwnas.jobs import prepare, run
+    from hwnas.jobs.settings import build_settings
+    from hwnas.paths import ZOO_MIN_FREE_MB, check_writable, confined
+
     settings = build_settings({"device": device, **options}, given=set(options))
     folder = (
         Path(out)
@@ -260,7 +279,7 @@ def search(
                 f"latency_weight={weight:g}" if weight else None,
             ),
             HwnasWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of search
         )
     pareto = folder / "pareto.csv"
     return SearchRun(  # absolute: run.zoo after an os.chdir in a notebook was silently []

@@ -14,7 +14,10 @@ name for the rest of the process.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -205,6 +208,29 @@ def register_space(space: SearchSpace) -> SearchSpace:
     return space
 
 
+_OWN: contextvars.ContextVar[dict[str, SearchSpace] | None] = contextvars.ContextVar(
+    "hwnas_own_spaces", default=None
+)
+"""The spaces of the search running in this thread (:func:`searching`), by name."""
+
+
+@contextlib.contextmanager
+def searching(space: SearchSpace | None) -> Iterator[None]:
+    """Inside (one search, in the calling thread), :func:`get_space` of ``space``'s name is
+    ``space`` itself, whatever another thread registers under that name meanwhile
+    (:func:`register_space` replaces a name for the whole process): two ``hwnas.search`` calls
+    in threads, each with its own space object of one name, each search their own. None:
+    nothing is bound."""
+    if space is None:
+        yield
+        return
+    token = _OWN.set({**(_OWN.get() or {}), space.name: space})
+    try:
+        yield
+    finally:
+        _OWN.reset(token)
+
+
 def _load_code(text: str, file: str, attr: str) -> SearchSpace:
     """The space ``attr`` of the Python file ``file`` (imported once per process,
     :mod:`hwnas.usercode`; a function there is called with no argument)."""
@@ -287,6 +313,9 @@ def get_space(name: str, code: bool = False) -> SearchSpace:
         name = os.fspath(name)
     if not isinstance(name, str):
         raise HwnasError(_not_a_name(name))
+    own = (_OWN.get() or {}).get(name)  # this thread's search's own space of that name
+    if own is not None:
+        return own
     if name in _SPACES:
         return _SPACES[name]
     match = CODE.match(name)

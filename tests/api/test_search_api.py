@@ -400,3 +400,47 @@ def test_python_errors_read_as_python_and_quoted_commands_as_typed(tmp_path, mon
             device="pixel3", budget=6, max_latency=1e300, study="other", out=tmp_path / "run"
         )  # the same search under another name: that study is offered, as Python spells it
     assert str(info.value).endswith(f'go on with that one: study="{run.study_name}"')
+
+
+def _twin(seed: int):
+    """A tiny module space called "twin", its weights drawn from ``seed``."""
+    import torch
+    from torch import nn
+
+    import hwnas.nn as hn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, hn.ValueChoice([4, 8], label="w"), 3, padding=1)
+            self.head = nn.Linear(self.stem.out_channels, 10)
+
+        def forward(self, x):
+            return self.head(self.stem(x).mean((2, 3)))
+
+    torch.manual_seed(seed)
+    return hn.space(Net(), torch.zeros(1, 3, 8, 8), name="twin", dataset="digits")
+
+
+def test_a_search_runs_on_its_own_space_object_whatever_registers_the_name_meanwhile(
+    tmp_path, monkeypatch
+):
+    """Two hwnas.search calls in threads, each with a space object called "twin": the second
+    call's registration of its object under the name, between the first's and its lookups by
+    name, made the first search the second's space (its study, front and fingerprint) with
+    no word. Here the other thread's registration is made at that moment (in build_settings)."""
+    import hwnas.jobs.settings as settings_module
+
+    mine, other = _twin(1), _twin(2)
+    assert mine.fingerprint != other.fingerprint
+    build = settings_module.build_settings
+
+    def another_thread_registers(*args, **kwargs):  # hwnas.search(space=other) in a thread
+        hwnas.register_space(other)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(settings_module, "build_settings", another_thread_registers)
+    run = hwnas.search(device="cpu-fast", space=mine, accuracy=lambda m, a: 50.0, budget=2,
+                       zoo=False, out=tmp_path / "run")  # fmt: skip
+    assert run.summary["settings"]["space_fingerprint"].split()[0] == mine.fingerprint
+
