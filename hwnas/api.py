@@ -182,6 +182,7 @@ def search(
     Raises:
         HwnasError: an unknown option or any bad input the CLI refuses, with its message.
     """
+    from hwnas.jobs import torch_turn
     from hwnas.jobs.settings import check_before_space
     from hwnas.paths import path_arg
     from hwnas.spaces import searching, user_space
@@ -198,11 +199,24 @@ def search(
             raise UnknownNameError("option of hwnas.search", name, sorted({*OPTIONS, *own}))
     # what needs no space is refused before a file.py:attr space's code runs
     check_before_space({"device": device, **options}, set(options), out, store, artifact_dir)
-    space = user_space(options["space"]) if options.get("space") is not None else None
-    if space is not None:  # an object, a path: known by its name from here on, and within
-        options["space"] = space.name  # this search that name is this object, whatever
-    with searching(space):  # another thread's search registers under it meanwhile
-        return _search(device, out, storage, store, zoo, artifact_dir, reporter, options)
+    # a supernet search runs alone in the process (torch's one generator: jobs.torch_turn)
+    with torch_turn(_supernet(options.get("strategy"))):
+        space = user_space(options["space"]) if options.get("space") is not None else None
+        if space is not None:  # an object, a path: known by its name from here on, and in
+            options["space"] = space.name  # this search that name is this object, whatever
+        with searching(space):  # another thread's search registers under it meanwhile
+            return _search(device, out, storage, store, zoo, artifact_dir, reporter, options)
+
+
+def _supernet(strategy: str | None) -> bool:
+    """Whether ``strategy`` is a supernet strategy (the default never is; an unknown name is
+    refused by the settings)."""
+    from hwnas.engine.strategies import pipeline_of
+
+    try:
+        return strategy is not None and pipeline_of(strategy) == "supernet"
+    except UnknownNameError:
+        return False
 
 
 def _search(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,7 +152,7 @@ def run(
         HwnasError: unusable study storage, measurement or training problems, a full disk.
     """
     module = _module(job.pipeline)
-    with _callers_state():
+    with torch_turn(job.pipeline == "supernet"):
         if job.pipeline == "table":
             result, summary = module.search(
                 job.prepared,
@@ -176,23 +177,80 @@ def run(
     return JobResult(result, summary, out)
 
 
-@contextlib.contextmanager
-def _callers_state() -> Iterator[None]:
-    """Give back the process-wide settings a search changes, for ``hwnas.search`` from a
-    notebook and for several searches in one process: Optuna's logging level (the search
-    quiets Optuna's line per trial) and, where the caller has imported torch, its thread count
-    and CPU generator (supernet training sets both; building networks, the zoo's random-weight
-    models included, draws from the generator). torch is not imported here: a search that
-    does not need it stays without it."""
+class _TorchTurns:
+    """The searches of one process and the process-wide settings they change: Optuna's logging
+    level, and torch's thread count and CPU generator where the caller imported torch.
+
+    A supernet search seeds torch's one CPU generator and sets its threads once, then draws
+    from the generator for its whole run (weights, batches, sampled paths); a table search
+    seeds every draw it makes itself (:func:`hwnas.engine.seeding.seeded_globals`, the
+    random-weight exports) and puts the generator back after it. Two searches in threads of
+    one process drew from each other's generator, so a supernet search runs alone: it waits
+    for the searches under way, and the searches started while it runs wait for it; table
+    searches run beside each other. The caller's settings are saved by the first search in
+    and given back by the last out (for ``hwnas.search`` from a notebook and for several
+    searches in one process: one search giving them back while another ran reset that
+    one's generator and threads). torch is not imported here: a search that does not need it
+    stays without it."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._inside = 0  # searches holding a turn
+        self._alone = False  # the one inside is a supernet search
+        self._saved: tuple[int, Any, Any, int] | None = None
+        self._depth = threading.local()  # hwnas.search's turn, then jobs.run's inside it
+
+    @contextlib.contextmanager
+    def turn(self, alone: bool) -> Iterator[None]:
+        """Hold a turn for one search (``alone``: a supernet search) until the block ends."""
+        depth = getattr(self._depth, "n", 0)
+        if depth:  # this thread's search holds its turn already
+            self._depth.n = depth + 1
+            try:
+                yield
+            finally:
+                self._depth.n = depth
+            return
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone and not (alone and self._inside))
+            if not self._inside:
+                self._saved = _callers_state()
+            self._inside += 1
+            self._alone = alone
+        self._depth.n = 1
+        try:
+            yield
+        finally:
+            self._depth.n = 0
+            with self._changed:
+                self._inside -= 1
+                self._alone = False
+                if not self._inside:
+                    _give_back(self._saved)
+                self._changed.notify_all()
+
+
+def _callers_state() -> tuple[int, Any, Any, int]:
     import optuna
 
-    verbosity = optuna.logging.get_verbosity()
     torch = sys.modules.get("torch")
-    threads = torch.get_num_threads() if torch is not None else 0
-    try:
-        with torch.random.fork_rng(devices=[]) if torch is not None else contextlib.nullcontext():
-            yield
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-        if torch is not None:
-            torch.set_num_threads(threads)
+    if torch is None:
+        return optuna.logging.get_verbosity(), None, None, 0
+    return optuna.logging.get_verbosity(), torch, torch.get_rng_state(), torch.get_num_threads()
+
+
+def _give_back(saved: tuple[int, Any, Any, int] | None) -> None:
+    import optuna
+
+    if saved is None:
+        return
+    verbosity, torch, generator, threads = saved
+    optuna.logging.set_verbosity(verbosity)
+    if torch is not None:
+        torch.set_rng_state(generator)
+        torch.set_num_threads(threads)
+
+
+torch_turn = _TorchTurns().turn
+"""``with torch_turn(alone):`` around one search, from its first step (a ``FILE.py:ATTR``
+space's import draws from torch's generator) to its last (:class:`_TorchTurns`)."""

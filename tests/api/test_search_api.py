@@ -444,3 +444,31 @@ def test_a_search_runs_on_its_own_space_object_whatever_registers_the_name_meanw
                        zoo=False, out=tmp_path / "run")  # fmt: skip
     assert run.summary["settings"]["space_fingerprint"].split()[0] == mine.fingerprint
 
+
+def test_supernet_searches_in_threads_find_what_each_finds_alone(tmp_path):
+    """Two gdas searches in threads drew from torch's one generator (each seeds it and then
+    draws from it while the other does) and each reset the other's threads at its end: their
+    fronts differed from the same searches run alone or from the CLI, stored under the same
+    seeded study names. Now a supernet search runs alone in its process: two of the same
+    settings (two studies) find the same front, as one after the other would."""
+    import threading
+    import warnings
+
+    runs: dict[str, object] = {}
+
+    def search(study):
+        with warnings.catch_warnings():  # a chance-level best after so short a training
+            warnings.simplefilter("ignore", hwnas.HwnasWarning)
+            runs[study] = hwnas.search(
+                device="pixel3", strategy="gdas", data="digits", epochs=1, batch_size=32,
+                finetune_epochs=0, zoo=False, settings={"limit": 160, "channels": 4,
+                "cost": "flops"}, study=study, out=tmp_path / study,
+            )  # fmt: skip
+
+    threads = [threading.Thread(target=search, args=(s,)) for s in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    one, two = ([(r.arch, r.accuracy) for r in runs[s].result.pareto] for s in ("one", "two"))
+    assert one and one == two
