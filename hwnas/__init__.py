@@ -17,7 +17,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SearchRun": ("hwnas.api", "SearchRun"),
     "measure": ("hwnas.measure", None),  # the module, callable as hwnas.measure.measure
     "predict": ("hwnas.api", "predict"),
-    "get_space": ("hwnas.spaces", "get_space"),
+    "get_space": ("hwnas.api", "get_space"),  # FILE.py:ATTR imported: the caller's own
     "get_device": ("hwnas.devices", "get_device"),
     "HwnasError": ("hwnas.errors", "HwnasError"),
     "HwnasWarning": ("hwnas.errors", "HwnasWarning"),

@@ -302,6 +302,23 @@ def _search(
     )  # fmt: skip
 
 
+def get_space(name: Any, code: bool = True) -> Any:
+    """The search space ``name`` names, as :func:`search` finds it (``hwnas.get_space``): a
+    space's name (``hwnas spaces``), a space file's path, or ``path/to/file.py:attr``, whose
+    file is imported (a name you give is your own input, as ``space=`` of :func:`search`
+    is). ``code=False`` refuses ``file.py:attr``, as hwnas does for a space name read from a
+    file someone else wrote (a device profile, a zoo card).
+
+    Raises:
+        UnknownNameError: no space of that name, or no such attribute in the Python file.
+        HwnasError: not a string or a path, an invalid space file, a Python file that fails
+            to import or whose attribute is not a space, ``file.py:attr`` with ``code=False``.
+    """
+    from hwnas.spaces import get_space as find
+
+    return find(name, code=code)
+
+
 @keyword_terms()
 def predict(
     models: Any,

@@ -91,7 +91,9 @@ def load(
             same seeded random weights as ``model.onnx``.
         space: the search space to rebuild the module with: the object (a space made in
             Python, :func:`hwnas.elastic` / :func:`hwnas.nn.space`, is not saved with the
-            entry) or a name; default the card's space by name.
+            entry), a name, a space file's path, or ``path/to/file.py:attr`` (imported: it is
+            your own code, as ``hwnas.search(space=...)`` imports it); default the card's
+            space by name (never code).
         providers: ONNX Runtime execution providers (default ``["CPUExecutionProvider"]``).
 
     Returns:
@@ -272,14 +274,16 @@ def _module(folder: Path, card: dict[str, Any], given: Any):
     name = build.get("space", card.get("space"))
     if isinstance(given, SearchSpace):
         space = given
+    elif given:  # the caller's own: a FILE.py:ATTR is imported, as hwnas.search(space=) does
+        space = get_space(given, code=True)
     else:
-        try:
-            space = get_space(given or name)
+        try:  # the card's name, read from a file: never code
+            space = get_space(name)
         except HwnasError as exc:
             raise HwnasError(
                 f"{exc}; the space is not saved with the entry: pass it, "
                 "hwnas.zoo.load(entry, torch=True, space=...) with the space made in Python, "
-                "or its file's path (space='path/to/space.yaml')"
+                "its file.py:attr, or its file's path (space='path/to/space.yaml')"
             ) from None
     if space.name != name:
         raise HwnasError(f"{folder} is a model of space '{name}', not '{space.name}'")

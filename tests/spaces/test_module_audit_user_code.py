@@ -156,6 +156,23 @@ def test_a_space_named_by_its_file_from_python_is_the_same_study_in_every_proces
     assert again.summary["trials"]["completed"] == 2 and len(again.result.records) == 2
 
 
+def test_a_space_named_by_its_file_is_taken_by_get_space_and_zoo_load(tmp_path):
+    """`hwnas.get_space("file.py:space")` and `hwnas.zoo.load(entry, torch=True,
+    space="file.py:space")` refused the form their own messages recommended ("hwnas imports
+    a space's code only when you give it yourself (--space FILE.py:ATTR, ...)"), though the
+    caller gave it; a zoo card's own space name still never imports code."""
+    file = tmp_path / "tinyfile.py"
+    file.write_text(SPACE_FILE)
+    run = hwnas.search(space=f"{file}:space", accuracy=f"{file}:accuracy", device="cpu-fast",
+                       budget=1, out=tmp_path / "run")  # fmt: skip
+    space = hwnas.get_space(f"{file}:space")
+    assert space.name == "tinyfile"
+    net = hwnas.zoo.load(run.zoo[0], torch=True, space=f"{file}:space")
+    assert net(torch.zeros(1, 3, 8, 8)).shape == (1, 10)
+    with pytest.raises(hwnas.HwnasError, match="names Python code"):
+        hwnas.spaces.get_space(f"{file}:space")  # as a name read from a file is looked up
+
+
 @pytest.mark.parametrize(
     "bad, said",
     [
