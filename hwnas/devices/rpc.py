@@ -125,7 +125,9 @@ class RpcDevice(LiveDevice):
     Profile keys: those of :class:`~hwnas.devices.live.LiveDevice` (``runtime`` is always
     "tvm"; ``target`` defaults to this host's CPU), and ``rpc: {tracker: HOST:PORT, key: KEY,
     session_timeout: s, request_timeout: s}`` (how long a session may last; how long to wait
-    for a free server with the key, 600 s each by default); ``big_cores`` (CPU ids) puts the
+    for a free server with the key, 600 s each by default; a board that stops answering is
+    given up on at the session's start + session_timeout +
+    :data:`~hwnas.runtimes.tvm.RPC_MARGIN_S`, in one line); ``big_cores`` (CPU ids) puts the
     runtime's threads on that many of the board's fastest cores (TVM's big-core affinity:
     TVM RPC cannot carry the ids themselves); ``name_from_key: true`` names the device
     ``rpc-<key>`` (the generic profile).

@@ -193,33 +193,142 @@ REQUEST_ATTEMPTS = 3
 asked again, as TVM's ``request`` does), all within ``RpcSpec.request_timeout``."""
 
 
+RPC_MARGIN_S = 30.0
+"""Seconds past ``rpc.session_timeout`` that hwnas waits for a remote device to answer a call
+before it gives up on the board. The RPC server ends a session at its timeout and says so at
+once (TVM's ``RPCSessionTimeoutError``), but a board that froze, lost power or its network says
+nothing, and TVM's native RPC socket has no deadline of its own: each call on a session runs in
+a thread that is waited for until ``session start + session_timeout + RPC_MARGIN_S``
+(:class:`RpcCalls`). ``session_timeout: 0`` (no limit) sets no deadline either."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+class RpcCalls:
+    """The calls of one RPC session on a remote device, each bounded by the session's deadline
+    (:data:`RPC_MARGIN_S`), with TVM's RPC errors turned into one-line
+    :class:`~hwnas.errors.DeviceUnavailableError`.
+
+    Args:
+        spec: where the board is (its ``session_timeout`` sets the deadline).
+        device: the hwnas device name, for messages.
+        started: ``time.monotonic()`` when the tracker handed the session out.
+    """
+
+    def __init__(self, spec: RpcSpec, device: str, started: float):
+        self.spec = spec
+        self.device = device
+        timeout = float(spec.session_timeout)
+        self.deadline = started + timeout + RPC_MARGIN_S if timeout > 0 else None
+
+    @property
+    def board(self) -> str:
+        """The device as messages name it."""
+        spec = self.spec
+        return f"device '{self.device}' (RPC key '{spec.key}' at {spec.host}:{spec.port})"
+
+    def __call__(self, fn, *args):
+        """``fn(*args)`` on the session, waited for until the deadline.
+
+        Raises:
+            DeviceUnavailableError: the deadline passed (the call is left to its thread), the
+                session outlived ``rpc.session_timeout``, or the board or its RPC server
+                failed (TVM's ``RPCError``, ``InternalError: ... kShutdown``...).
+        """
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = fn(*args)
+            except Exception as exc:  # TVM's RPC errors are RuntimeErrors with long text
+                box["error"] = exc
+
+        thread = threading.Thread(target=run, name="hwnas-rpc-call", daemon=True)
+        thread.start()
+        thread.join(None if self.deadline is None else max(0.0, self.deadline - time.monotonic()))
+        if thread.is_alive():
+            timeout = float(self.spec.session_timeout)
+            raise DeviceUnavailableError(
+                f"{self.board} did not answer within rpc.session_timeout ({timeout:g} s) + "
+                f"{RPC_MARGIN_S:g} s: the board froze, or lost power or its network; check "
+                "it and its RPC server, then rerun (raise rpc.session_timeout if a model "
+                "takes longer)"
+            )
+        if "error" in box:
+            raise self.lost(box["error"]) from None
+        return box.get("value")
+
+    def lost(self, exc: BaseException) -> DeviceUnavailableError:
+        """The one-line error for TVM's error ``exc`` on this session."""
+        first = _first_line(exc)
+        if type(exc).__name__ == "RPCSessionTimeoutError" or "session has expired" in first:
+            return DeviceUnavailableError(
+                f"{self.board}: the session outlived rpc.session_timeout "
+                f"({float(self.spec.session_timeout):g} s) and the RPC server ended it: raise "
+                "rpc.session_timeout in the device's profile"
+            )
+        if isinstance(exc, OSError) or "kShutdown" in first:  # the server or its session died
+            return DeviceUnavailableError(
+                f"{self.board} stopped answering (its RPC session ended: {first}); check the "
+                "board and its RPC server, then rerun"
+            )
+        return DeviceUnavailableError(f"{self.board} failed: {first}")
+
+
 class TvmExecutable(Executable):
     """A compiled Relax VM with its inputs bound (``args``: one device tensor per graph
     input, in graph order), local or remote; times with ``time_evaluator`` on the device (one
-    call per repeat)."""
+    call per repeat). On a remote device (``calls``), every call goes through
+    :class:`RpcCalls`: bounded by the session's deadline, TVM's RPC errors one line."""
 
-    def __init__(self, vm, dev, args, session=None):
+    def __init__(self, vm, dev, args, session=None, calls: RpcCalls | None = None):
         self.vm = vm
         self.dev = dev
         self.args = list(args)
         self.session = session  # keeps a remote session alive
+        self.calls = calls
         self._main = vm["main"]
         self._evaluators: dict[int, Any] = {}
 
-    def __call__(self) -> None:
+    def _call(self, fn, *args):
+        return fn(*args) if self.calls is None else self.calls(fn, *args)
+
+    def _run(self) -> None:
         self._main(*self.args)
         self.dev.sync()
+
+    def __call__(self) -> None:
+        """One inference.
+
+        Raises:
+            DeviceUnavailableError: a remote device stopped answering (:class:`RpcCalls`).
+        """
+        self._call(self._run)
 
     untimed_calls = 1  # time_evaluator's first call of every invocation is not timed
 
     def samples_ms(self, n: int) -> list[float]:
+        """``n`` inferences timed on the device, in ms.
+
+        Raises:
+            DeviceUnavailableError: a remote device stopped answering (:class:`RpcCalls`).
+        """
         if n not in self._evaluators:
-            self._evaluators[n] = self.vm.time_evaluator(
-                "main", self.dev, number=1, repeat=n, min_repeat_ms=0
+            self._evaluators[n] = self._call(
+                lambda: self.vm.time_evaluator(
+                    "main", self.dev, number=1, repeat=n, min_repeat_ms=0
+                )
             )
-        return [r * 1e3 for r in self._evaluators[n](*self.args).results]
+        results = self._call(lambda: self._evaluators[n](*self.args).results)
+        return [r * 1e3 for r in results]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
+        return self._call(self._predict, x)
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
         import tvm
 
         out = self._main(tvm.runtime.tensor(np.asarray(x, np.float32), self.dev))
@@ -700,26 +809,39 @@ class TvmRuntime(Runtime):
         else:
             try:
                 session = self.rpc.session()
-                session.upload(str(path))
-                lib = session.load_module(path.name)
             except DeviceUnavailableError:
                 raise
             except Exception as exc:  # RPC errors are RuntimeError/TVMError with long text
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 raise DeviceUnavailableError(
                     f"RPC device '{self.rpc.key}' at {self.rpc.host}:{self.rpc.port} failed: "
-                    f"{first}"
+                    f"{_first_line(exc)}"
                 ) from None
-            dev = session.cuda(0) if kind == "cuda" else session.cpu(0)
-            if kind != "cuda":
-                # the board's fastest cores (TVM's big-core affinity orders them by maximum
-                # frequency); big_cores gives how many: TVM RPC cannot carry a list of CPU
-                # ids (passing one failed every measurement: "Cannot pass argument 2, type
-                # ffi.Array")
-                n = min(len(self.rpc.cpus), self.threads) if self.rpc.cpus else self.threads
-                session.get_function("runtime.config_threadpool")(AFFINITY_BIG, n)
+            calls = RpcCalls(self.rpc, self.device, time.monotonic())
+            return calls(self._load_remote, session, calls, path, fed)
         vm = relax.VirtualMachine(lib, dev)
         return TvmExecutable(vm, dev, [tvm.runtime.tensor(x, dev) for x in fed.values()], session)
+
+    def _load_remote(self, session, calls: RpcCalls, path: Path, fed) -> TvmExecutable:
+        """Upload and load the compiled model on the remote device of ``session`` (run by
+        ``calls``: each step is a call on the board)."""
+        import tvm
+        from tvm import relax
+
+        session.upload(str(path))
+        lib = session.load_module(path.name)
+        if self.spec["kind"] == "cuda":
+            dev = session.cuda(0)
+        else:
+            dev = session.cpu(0)
+            # the board's fastest cores (TVM's big-core affinity orders them by maximum
+            # frequency); big_cores gives how many: TVM RPC cannot carry a list of CPU
+            # ids (passing one failed every measurement: "Cannot pass argument 2, type
+            # ffi.Array")
+            n = min(len(self.rpc.cpus), self.threads) if self.rpc.cpus else self.threads
+            session.get_function("runtime.config_threadpool")(AFFINITY_BIG, n)
+        vm = relax.VirtualMachine(lib, dev)
+        args = [tvm.runtime.tensor(x, dev) for x in fed.values()]
+        return TvmExecutable(vm, dev, args, session, calls)
 
 
 def _inputs(onnx_bytes: bytes, input_shape: tuple[int, ...]):

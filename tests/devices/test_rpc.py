@@ -51,10 +51,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def tracker():
+def rpc_board():
     """A TVM RPC tracker and one server (key KEY) on 127.0.0.1; both stopped afterwards. The
     two start side by side (each spends seconds importing TVM); the server retries the tracker
-    for 60 s, and is started again if it gave up first."""
+    for 60 s, and is started again if it gave up first. Yields (the tracker's address, a list
+    whose second item is the server's process: a test can freeze the board)."""
     port, server_port = _free_port(), _free_port()
 
     def server() -> subprocess.Popen:
@@ -77,11 +78,17 @@ def tracker():
             if procs[1].poll() is not None:  # it gave up on the tracker before it was up
                 procs[1] = server()
             time.sleep(0.5)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", procs
     finally:
         for proc in reversed(procs):
             _stop(proc)
         assert all(p.poll() is not None for p in procs)
+
+
+@pytest.fixture(scope="module")
+def tracker(rpc_board):
+    """The address of :func:`rpc_board`'s tracker."""
+    return rpc_board[0]
 
 
 def _tolerant_rpc_profile(home) -> None:
@@ -215,3 +222,109 @@ def test_a_profile_timeout_that_is_no_number_breaks_only_that_profile(hwnas_home
         status, out, err = cli("devices")
         assert status == 0 and "pixel3" in out
         assert f"myboard.yaml: rpc.{key} must be a number of seconds" in out + err
+
+
+def _remote_relu(tracker, tmp_path, session_timeout: float):
+    """A one-Relu model compiled here (a tenth of a second) and loaded on the fixture's board
+    through :meth:`TvmRuntime.load`, as a measurement loads its model: the executable."""
+    from onnx import TensorProto, helper
+
+    from hwnas.runtimes.tvm import RpcSpec, TvmRuntime, _inputs
+
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in "xy"]
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", io[:1], io[1:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx_bytes = model.SerializeToString()
+    host, port = parse_tracker(tracker)
+    spec = RpcSpec(host, port, KEY, session_timeout=session_timeout, request_timeout=60)
+    runtime = TvmRuntime(trials_per_task=0, device="myboard", cache_dir=tmp_path, rpc=spec)
+    path = tmp_path / "relu.so"
+    runtime.build_here(onnx_bytes, (1, 4), path)
+    return runtime.load(path, _inputs(onnx_bytes, (1, 4)))
+
+
+def _registered_again(tracker) -> None:
+    """Wait until the fixture's server, its session ended, is registered again (the next
+    tests use it)."""
+    deadline = time.monotonic() + 60
+    while KEY not in registered_keys(*parse_tracker(tracker)):
+        assert time.monotonic() < deadline, "the server did not register again"
+        time.sleep(0.2)
+
+
+def test_a_board_that_freezes_mid_measurement_stops_in_one_line(rpc_board, tmp_path, monkeypatch):
+    """A board that stops answering mid-measurement (frozen; or power or network lost, which
+    never comes back): TVM's RPC socket has no deadline, and `hwnas measure` or a search on
+    it waited for ever, well past rpc.session_timeout. A call on the session now gives up
+    at the session's start + session_timeout + RPC_MARGIN_S, in one line naming the board."""
+    import threading
+
+    from hwnas.errors import DeviceUnavailableError
+    from hwnas.runtimes import tvm as tvm_runtime
+
+    monkeypatch.setattr(tvm_runtime, "RPC_MARGIN_S", 1.0, raising=False)
+    tracker, procs = rpc_board
+    executable = _remote_relu(tracker, tmp_path, session_timeout=3.0)
+    assert len(executable.samples_ms(3)) == 3  # the board answers
+    group = procs[1].pid  # the server and its session's process: frozen
+    os.killpg(group, signal.SIGSTOP)
+    thaw = threading.Timer(30, os.killpg, (group, signal.SIGCONT))  # the old code waited
+    thaw.start()
+    try:
+        start = time.monotonic()
+        with pytest.raises(DeviceUnavailableError) as info:
+            executable.samples_ms(3)
+        waited = time.monotonic() - start
+    finally:
+        thaw.cancel()
+        os.killpg(group, signal.SIGCONT)
+    assert waited < 10
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"device 'myboard' (RPC key '{KEY}' at {tracker}) did not answer")
+    assert "within rpc.session_timeout (3 s) + 1 s" in message
+    _registered_again(tracker)
+
+
+def test_a_session_past_its_timeout_and_a_board_that_dies_are_one_line(tracker, tmp_path):
+    """A board slower than rpc.session_timeout (the RPC server ends the session), or one
+    whose server died mid-measurement: TVM's RPCSessionTimeoutError, or "InternalError:
+    Check failed: ... code=kShutdown", came out of `hwnas measure` and `hwnas search` as a
+    40-line traceback. Both are now one line naming the board (and rpc.session_timeout)."""
+    import tvm
+
+    from hwnas.errors import DeviceUnavailableError
+    from hwnas.runtimes.tvm import TvmExecutable
+
+    executable = _remote_relu(tracker, tmp_path, session_timeout=1.0)
+    time.sleep(1.5)  # the server ends the session
+    with pytest.raises(DeviceUnavailableError) as info:
+        executable.samples_ms(3)
+    assert str(info.value) == (
+        f"device 'myboard' (RPC key '{KEY}' at {tracker}): the session outlived "
+        "rpc.session_timeout (1 s) and the RPC server ended it: raise rpc.session_timeout in "
+        "the device's profile"
+    )
+    _registered_again(tracker)
+
+    class DeadVm:  # a server killed mid-session: what TVM raises on the next call
+        def __getitem__(self, name):
+            return self.fail
+
+        def time_evaluator(self, *args, **kwargs):
+            return self.fail
+
+        def fail(self, *args):
+            raise tvm.error.InternalError(
+                "Check failed: (code == RPCCode::kReturn) is false: code=kShutdown\nStack trace"
+            )
+
+    dead = TvmExecutable(DeadVm(), None, [], object(), executable.calls)
+    for call in (dead.first_call, dead.samples_ms):
+        with pytest.raises(DeviceUnavailableError) as info:
+            call(5)
+        assert str(info.value) == (
+            f"device 'myboard' (RPC key '{KEY}' at {tracker}) stopped answering (its RPC "
+            "session ended: Check failed: (code == RPCCode::kReturn) is false: "
+            "code=kShutdown); check the board and its RPC server, then rerun"
+        )
