@@ -41,7 +41,13 @@ from hwnas.engine.ledger import (
 )
 from hwnas.engine.pareto import pareto_order
 from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
-from hwnas.errors import CandidateError, HwnasError, UnrecordedError, shown
+from hwnas.errors import (
+    CandidateError,
+    DeviceUnavailableError,
+    HwnasError,
+    UnrecordedError,
+    shown,
+)
 from hwnas.limits import MAX_SEED, bounded, positive_ms
 from hwnas.measure import NoisyMeasurementError
 from hwnas.paths import process_running, read_bounded
@@ -707,7 +713,8 @@ def run_search(
     Raises:
         HwnasError: storage problems, a study name already used by another search, a budget
             below what the study holds; :class:`SearchHalted` (with the result so far): 5
-            candidates in a row that could not be measured.
+            candidates in a row that could not be measured, or (:class:`DeviceLost`) the
+            device became unavailable.
         KeyboardInterrupt: propagated after the running trial is told (COMPLETE if it was
             scored, FAIL otherwise), so the study is consistent and resumable.
     """
@@ -743,6 +750,14 @@ def run_search(
         )
         exc.result = loop.result()
         raise
+    except DeviceUnavailableError as exc:  # gone mid-search: a phone unplugged, a board frozen
+        scored = len(loop.ledger.state.completed)
+        loop.stopped = (
+            f"stopped at {scored} of the budget's {settings.budget} scored architectures: {exc}"
+        )
+        lost = DeviceLost(str(exc))
+        lost.result = loop.result()
+        raise lost from None
     return loop.result()
 
 
@@ -752,6 +767,13 @@ class SearchHalted(HwnasError):
     before (its ``stopped`` says why), so that a caller can still write the run folder."""
 
     result: SearchResult | None = None
+
+
+class DeviceLost(SearchHalted, DeviceUnavailableError):
+    """The device stopped being usable mid-search (a phone unplugged, an RPC board that
+    stopped answering): the search stops at once, its ``result`` holding what the study
+    completed before, as for :class:`SearchHalted` (the trial being measured is failed and
+    measured again by the rerun)."""
 
 
 def _fail_own_claims(ledger: StudyLedger, worker: str) -> None:

@@ -393,6 +393,47 @@ def test_a_search_the_device_stops_midway_still_writes_its_run_folder(
     assert "20 architectures scored (12 this run)" in r.stdout + r.stderr
 
 
+def test_a_device_lost_mid_search_stops_it_and_writes_the_run_folder(
+    tmp_path, hwnas_home, monkeypatch
+):
+    """A device that goes away after 3 candidates (a phone unplugged, an RPC board that stopped
+    answering: DeviceUnavailableError): the search stopped in one line but wrote no run folder,
+    the front of what it had scored only in the study. It now stops at once (no 5 tries),
+    writes the run folder of the 3 scored, says why in summary.json, and a rerun resumes."""
+    import json
+
+    from helpers import hwnas_main
+
+    from hwnas.errors import DeviceUnavailableError
+
+    calls, plain = [], TableEvaluator.evaluate
+
+    def unplugged(self, arch):
+        calls.append(arch.text)
+        if len(calls) > 3:
+            raise DeviceUnavailableError("device 'myboard' (RPC key 'b') stopped answering")
+        return plain(self, arch)
+
+    monkeypatch.setattr(TableEvaluator, "evaluate", unplugged)
+    args = ["search", "--device", "pixel3", "--budget", "6", "--strategy", "random",
+            "--no-zoo", "--out", str(tmp_path / "run")]  # fmt: skip
+    r = hwnas_main(*args, cwd=tmp_path)
+    assert r.returncode == 2 and len(calls) == 4, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert errors[0].startswith("error: device 'myboard' (RPC key 'b') stopped answering; ")
+    assert f"{tmp_path / 'run'} holds the front of the 3 architectures scored" in errors[0]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["stopped"] == (
+        "stopped at 3 of the budget's 6 scored architectures: device 'myboard' (RPC key 'b') "
+        "stopped answering"
+    )
+    monkeypatch.setattr(TableEvaluator, "evaluate", plain)
+    r = hwnas_main(*args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "6 architectures scored (3 this run)" in r.stdout + r.stderr
+
+
 def test_a_supernet_energy_search_names_energy_in_mj_and_refuses_a_latency_limit():
     """`--objective energy --strategy darts --max-latency 2` trained, then crashed with
     KeyError 'latency_ms' (a supernet search measures its objective alone); `--latency-target
