@@ -157,7 +157,8 @@ class AndroidDevice(RpcDevice):
     command); ``energy: {meter: android_battery}``.
 
     Raises:
-        HwnasError: a number in the profile that is not one, or out of range (one line).
+        HwnasError: a number in the profile that is not one, or out of range; a ``serial``
+            that is not text (YAML's number: it must be quoted); one line.
     """
 
     kind = "android"
@@ -168,7 +169,13 @@ class AndroidDevice(RpcDevice):
 
     def __init__(self, profile: dict[str, Any]):
         super().__init__(profile)
-        self.serial = profile.get("serial") or os.environ.get("ANDROID_SERIAL")
+        serial = profile.get("serial")
+        if serial is not None and not isinstance(serial, str):  # adb's argv took an int
+            raise HwnasError(
+                f'{self.where}: serial must be text: quote it (serial: "{str(serial)[:40]}"): YAML '
+                "reads unquoted digits as a number"
+            )
+        self.serial = serial or os.environ.get("ANDROID_SERIAL")
         adb_timeout = profile_number(profile, "adb_timeout_s", ADB_TIMEOUT_S, above=0,
                                      unit="seconds")  # fmt: skip
         self.adb = Adb(self.serial, timeout=adb_timeout)

@@ -117,3 +117,21 @@ def test_thermal_zones_reading_nan_or_inf_are_left_out(adb_mode):
     device = _phone(thermal_timeout_s=0)
     assert device.temperatures() == {"little": 41.0}
     device.before_model()  # 41 C is below the 45 C limit: no wait, no error
+
+
+def test_a_serial_that_yaml_reads_as_a_number_breaks_only_that_profile(adb_mode, hwnas_home, cli):
+    """`serial: 12345678` (YAML's integer; `0123456789` even loses its zero): adb's argv got an
+    int, and `hwnas devices` (every device, --json too) and `hwnas measure` ended in a
+    TypeError traceback. The profile is now refused as it is read: one line saying to quote
+    the serial; every other device is listed."""
+    (hwnas_home / "devices" / "myphone.yaml").write_text(
+        "name: myphone\nkind: android\nruntime: tvm\nserial: 12345678\n"
+        "rpc: {tracker: 127.0.0.1:9, key: k}\n"
+    )
+    status, out, err = cli("devices")
+    assert status == 0 and "pixel3" in out, err
+    said = 'serial must be text: quote it (serial: "12345678")'
+    assert f"myphone.yaml: {said}" in out + err and "Traceback" not in out + err
+    status, out, err = cli("measure", "--device", "myphone", "--arch", "0")
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"myphone.yaml is broken: {said}" in err
