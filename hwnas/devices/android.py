@@ -3,8 +3,10 @@
 Set-up (once): install Android platform-tools (``adb``) and the NDK (``ANDROID_NDK_HOME``), start
 a tracker on this machine (``python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190``), and
 run TVM's Android RPC app on the phone with tracker ``127.0.0.1:9190`` and the profile's key.
-hwnas then finds the phone with ``adb devices``, forwards the tracker port to it with
-``adb reverse``, cross-compiles with the NDK's clang, pins the runtime to the big cores, and
+hwnas then finds the phone with ``adb devices``; when a measurement starts, it forwards the
+tracker port to it with ``adb reverse`` (a tracker on this machine only; the rule is removed
+when the process ends, and listing devices changes nothing on the phone), cross-compiles with
+the NDK's clang, pins the runtime to the big cores, and
 waits until the SoC is below ``thermal_limit_c`` before each model (ANCHORS.md section 5:
 single thread on the big cores, cool SoC, median). Energy is the battery's current x voltage
 read over adb while the model runs (only when the phone is not charging).
@@ -12,6 +14,7 @@ read over adb while the model runs (only when the phone is not charging).
 
 from __future__ import annotations
 
+import atexit
 import glob
 import math
 import os
@@ -97,6 +100,37 @@ def ndk_compiler(ndk_home: str | None = None) -> tuple[str | None, str]:
             "is ANDROID_NDK_HOME the root of an Android NDK?"
         )
     return found[-1], f"NDK compiler {found[-1]}"
+
+
+REGISTER_WAIT_S = 20.0
+"""Seconds a measurement waits, after forwarding the tracker's port to the phone, for the
+phone's RPC app to register its key."""
+
+_FORWARDS: dict[tuple[str | None, int], Adb] = {}
+"""``adb reverse`` rules this process added: (serial, port) -> the phone's adb."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine by a loopback address (127.x, ::1, localhost)."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def remove_forwards() -> None:
+    """Remove each ``adb reverse`` rule this process added (run at exit; a phone gone by then
+    has lost its rules with its connection)."""
+    while _FORWARDS:
+        (_, port), adb = _FORWARDS.popitem()
+        try:
+            adb.run("reverse", "--remove", f"tcp:{port}")
+        except (OSError, subprocess.SubprocessError):
+            pass
 
 
 ADB_TIMEOUT_S = 30.0
@@ -238,10 +272,13 @@ class AndroidDevice(RpcDevice):
     def server_hint(self, host: str, port: int) -> str:
         return (
             f"start TVM's Android RPC app on the phone with tracker 127.0.0.1:{port} and key "
-            f"'{self.key}' (the tracker port is forwarded with `adb reverse`)"
+            f"'{self.key}' (hwnas forwards the tracker port with `adb reverse` while measuring)"
         )
 
     def link_status(self) -> tuple[bool, str]:
+        """The phone, the NDK and the tracker, as they are: listing devices changes nothing on
+        the phone (no ``adb reverse``: :meth:`forward_tracker` runs when a measurement
+        starts)."""
         serial, why = self.phone()
         if serial is None:
             return False, why
@@ -250,27 +287,98 @@ class AndroidDevice(RpcDevice):
             return False, why
         if not self.tracker or not self.key:
             return False, f"profile '{self.name}' needs rpc: {{tracker: HOST:PORT, key: KEY}}"
-        try:
-            _, port = parse_tracker(self.tracker, self.tracker_option)
-        except HwnasError as exc:
-            return False, str(exc)
-        try:
-            reverse = self.adb.run("reverse", f"tcp:{port}", f"tcp:{port}")
-        except subprocess.TimeoutExpired:
-            return False, (
-                f"`adb reverse tcp:{port} tcp:{port}` did not answer within "
-                f"{self.adb.timeout:g} s: the phone is not reachable (replug it, or restart "
-                "the adb server with `adb kill-server`)"
-            )
-        except OSError as exc:
-            return False, f"`adb reverse tcp:{port} tcp:{port}` failed ({exc})"
-        if reverse.returncode != 0:
-            return False, (
-                f"`adb reverse tcp:{port} tcp:{port}` failed ({reverse.stderr.strip()}): "
-                "update platform-tools (adb reverse needs Android 5+)"
-            )
         ok, why = super().link_status()
         return ok, (f"{serial}: {why}" if ok else why)
+
+    def unregistered(self, host: str, port: int, keys: list[str]) -> tuple[bool, str]:
+        """A tracker on this machine is reached by the phone's RPC app only through the port
+        hwnas forwards when measuring: its key is not registered before, and the phone is
+        ready all the same (:meth:`measure_all` waits for the key after forwarding)."""
+        if not is_loopback(host):
+            return super().unregistered(host, port, keys)
+        return True, (
+            f"TVM RPC tracker {host}:{port} answers; the phone's RPC app registers key "
+            f"'{self.key}' once hwnas forwards port {port} to the phone (adb reverse, while "
+            f"measuring), runtime {self.runtime}; {self.energy_status[2]}"
+        )
+
+    def forward_tracker(self) -> None:
+        """Forward the tracker's port on this machine to the phone (``adb reverse tcp:PORT
+        tcp:PORT``), so that TVM's RPC app on the phone reaches it at 127.0.0.1, then wait up
+        to :data:`REGISTER_WAIT_S` for the app's key at the tracker. Only for a tracker on
+        this machine (a loopback address) that answers TVM's tracker handshake (a profile
+        naming another local port, a database's, forwards nothing); a rule the phone had
+        already is kept as it is, one added here is removed when the process ends
+        (:func:`remove_forwards`).
+
+        Raises:
+            DeviceUnavailableError: the tracker does not answer, adb reverse failed or did not
+                answer within ``adb_timeout_s``, or no server registered the key in time.
+        """
+        from hwnas.devices.rpc import registered_keys, tracker_unreachable
+
+        host, port = parse_tracker(self.tracker, self.tracker_option)
+        if not is_loopback(host):
+            return  # the phone reaches that tracker over its own network
+        why = tracker_unreachable(host, port)
+        if why is not None:
+            raise DeviceUnavailableError(
+                f"TVM RPC tracker {host}:{port} is unreachable ({why}): start it with "
+                f"`python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port {port}`; nothing is "
+                "forwarded to the phone"
+            )
+        rule = f"tcp:{port}"
+        if (self.adb.serial, port) not in _FORWARDS and not self._forwarded(rule):
+            self._adb_reverse(rule, rule)
+            if not _FORWARDS:
+                atexit.unregister(remove_forwards)  # registered once
+                atexit.register(remove_forwards)
+            _FORWARDS[(self.adb.serial, port)] = self.adb
+        deadline = time.monotonic() + REGISTER_WAIT_S
+        while True:
+            try:
+                if self.key in registered_keys(host, port):
+                    return
+            except HwnasError as exc:  # something else answers there
+                raise DeviceUnavailableError(str(exc)) from None
+            if time.monotonic() > deadline:
+                raise DeviceUnavailableError(
+                    f"no RPC server registered with key '{self.key}' at tracker {host}:{port} "
+                    f"{REGISTER_WAIT_S:g} s after port {port} was forwarded to the phone: "
+                    f"{self.server_hint(host, port)}"
+                )
+            time.sleep(0.5)
+
+    def _forwarded(self, rule: str) -> bool:
+        """Whether the phone forwards ``rule`` already (``adb reverse --list``; False when it
+        cannot say)."""
+        try:
+            out = self.adb.run("reverse", "--list")
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return any(line.split()[-2:] == [rule, rule] for line in out.stdout.splitlines())
+
+    def _adb_reverse(self, *args: str) -> None:
+        """``adb reverse ARGS``.
+
+        Raises:
+            DeviceUnavailableError: adb failed or did not answer within ``adb_timeout_s``.
+        """
+        command = f"`adb reverse {' '.join(args)}`"
+        try:
+            out = self.adb.run("reverse", *args)
+        except subprocess.TimeoutExpired:
+            raise DeviceUnavailableError(
+                f"{command} did not answer within {self.adb.timeout:g} s: the phone is not "
+                "reachable (replug it, or restart the adb server with `adb kill-server`)"
+            ) from None
+        except OSError as exc:
+            raise DeviceUnavailableError(f"{command} failed ({exc})") from None
+        if out.returncode != 0:
+            raise DeviceUnavailableError(
+                f"{command} failed ({' '.join(out.stderr.split())}): update platform-tools "
+                "(adb reverse needs Android 5+)"
+            )
 
     def temperatures(self) -> dict[str, float]:
         """Thermal zones of the phone (type -> deg C) matching ``thermal_zones``, or all.
@@ -313,6 +421,8 @@ class AndroidDevice(RpcDevice):
         if compiler is None:
             raise DeviceUnavailableError(f"device '{self.name}' cannot measure: {why}")
         os.environ["TVM_NDK_CC"] = compiler
+        if self.tracker and self.key and self.phone()[0] is not None:
+            self.forward_tracker()  # else super() says why the phone is not reachable
         return super().measure_all(workload)
 
     def device_versions(self) -> dict[str, str]:

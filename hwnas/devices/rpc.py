@@ -177,6 +177,14 @@ class RpcDevice(LiveDevice):
             f"`python -m tvm.exec.rpc_server --tracker {host}:{port} --key {self.key}`"
         )
 
+    def unregistered(self, host: str, port: int, keys: list[str]) -> tuple[bool, str]:
+        """(usable, one line) when the tracker answers but no server has the key (registered
+        now: ``keys``); a board is then not reachable (Android: see its override)."""
+        return False, (
+            f"no RPC server registered with key '{self.key}' at tracker {host}:{port} "
+            f"(registered: {', '.join(keys) or 'none'}): {self.server_hint(host, port)}"
+        )
+
     def link_status(self) -> tuple[bool, str]:
         if not self.tracker or not self.key:
             return False, (
@@ -201,10 +209,7 @@ class RpcDevice(LiveDevice):
         except HwnasError as exc:
             return False, str(exc)
         if self.key not in keys:
-            return False, (
-                f"no RPC server registered with key '{self.key}' at tracker {host}:{port} "
-                f"(registered: {', '.join(keys) or 'none'}): {self.server_hint(host, port)}"
-            )
+            return self.unregistered(host, port, keys)
         return True, (
             f"RPC server '{self.key}' via tracker {host}:{port}, runtime {self.runtime}; "
             f"{self.energy_status[2]}"

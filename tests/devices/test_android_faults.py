@@ -19,6 +19,8 @@ mode = pathlib.Path(__file__).with_name("mode").read_text().strip()
 args = sys.argv[1:]
 if args[:1] == ["-s"]:
     args = args[2:]
+with pathlib.Path(__file__).with_name("calls").open("a") as log:
+    log.write(" ".join(args) + "\\n")
 if args == ["devices"]:
     sys.stdout.flush()
     if mode == "garbled":
@@ -29,6 +31,8 @@ if args == ["devices"]:
 elif args[:1] == ["reverse"]:
     if mode == "hangreverse":
         time.sleep(60)
+    if args[1:] == ["--list"] and mode == "listed":
+        print("UsbFfs tcp:9 tcp:9")
 elif args[:1] == ["shell"]:
     if mode == "hangshell":
         time.sleep(60)
@@ -74,13 +78,63 @@ def test_adb_devices_output_that_is_not_utf8_still_finds_the_phone(adb_mode):
     assert serial == "37021FDJH000ZZ" and why == "phone 37021FDJH000ZZ"
 
 
-def test_hanging_adb_reverse_is_the_phone_not_reachable(adb_mode):
+def test_hanging_adb_reverse_is_the_phone_not_reachable(adb_mode, monkeypatch):
     """Before: `adb reverse` hanging raised subprocess.TimeoutExpired out of status() (a
-    traceback) instead of reporting the phone as not reachable."""
+    traceback) instead of reporting the phone as not reachable. (It runs when a measurement
+    starts now: listing devices changes nothing on the phone.)"""
+    monkeypatch.setattr("hwnas.devices.rpc.tracker_unreachable", lambda host, port: None)
     adb_mode.write_text("hangreverse")
-    ok, why = _phone().status()
-    assert not ok and "\n" not in why
-    assert "`adb reverse tcp:9 tcp:9` did not answer within 1 s" in why
+    with pytest.raises(DeviceUnavailableError) as info:
+        _phone().forward_tracker()
+    assert "\n" not in str(info.value)
+    assert "`adb reverse tcp:9 tcp:9` did not answer within 1 s" in str(info.value)
+
+
+def test_listing_devices_forwards_no_port_to_the_phone(adb_mode, hwnas_home, cli):
+    """`hwnas devices` ran `adb reverse tcp:PORT tcp:PORT` for every android profile, a handed
+    one too, whatever its port (5432: PostgreSQL) and tracker host: the rule stayed on the
+    phone after hwnas ended, exposing that port of this machine to every app on the phone.
+    Listing now runs no adb command but `adb devices`."""
+    (hwnas_home / "devices" / "handed.yaml").write_text(
+        "name: handed\nkind: android\nruntime: tvm\nrpc: {tracker: 127.0.0.1:5432, key: k}\n"
+    )
+    status, out, err = cli("devices", "--all")
+    assert status == 0 and "handed" in out and "pixel8" in out, out + err
+    calls = (adb_mode.parent / "calls").read_text().splitlines()
+    assert calls and all(c == "devices" or c.startswith("shell ") for c in calls), calls
+
+
+def test_a_measurement_forwards_the_tracker_port_and_removes_it_at_the_end(adb_mode, monkeypatch):
+    """The tracker's port is forwarded to the phone when a measurement starts (not when
+    devices are listed), once per process, only for a tracker on this machine that answers
+    TVM's handshake, and removed when the process ends; a rule the phone had is left alone."""
+    from hwnas.devices import android
+    from hwnas.devices.live import LiveDevice
+
+    log = adb_mode.parent / "calls"
+    seen = []
+    monkeypatch.setattr(android, "_FORWARDS", {})
+    monkeypatch.setattr("hwnas.devices.rpc.registered_keys", lambda host, port: ["k"])
+    monkeypatch.setattr(LiveDevice, "measure_all", lambda self, w: seen.append(log.read_text()))
+    with pytest.raises(DeviceUnavailableError, match="127.0.0.1:9 is unreachable .*forwarded"):
+        _phone().measure_all(None)  # no tracker answers there: nothing forwarded
+    assert "reverse" not in log.read_text() and not seen
+    monkeypatch.setattr("hwnas.devices.rpc.tracker_unreachable", lambda host, port: None)
+    phone = _phone()
+    phone.measure_all(None)
+    phone.measure_all(None)
+    assert seen[0].splitlines()[-2:] == ["reverse --list", "reverse tcp:9 tcp:9"]
+    assert log.read_text().count("reverse tcp:9 tcp:9") == 1  # once per process
+    android.remove_forwards()
+    assert log.read_text().splitlines()[-1] == "reverse --remove tcp:9"
+    log.write_text("")
+    adb_mode.write_text("listed")  # the phone forwards it already: kept as it is
+    _phone().measure_all(None)
+    android.remove_forwards()
+    assert [c for c in log.read_text().splitlines() if "reverse" in c] == ["reverse --list"]
+    log.write_text("")
+    _phone(rpc={"tracker": "10.0.0.5:9190", "key": "k"}).measure_all(None)  # not here
+    assert "reverse" not in log.read_text()
 
 
 @pytest.mark.parametrize("mode", ["hangshell", "failshell"])
