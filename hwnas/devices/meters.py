@@ -149,7 +149,8 @@ def integrate_mj(times_s: Sequence[float], watts: Sequence[float]) -> float:
 
 
 class PowerMeter(Meter):
-    """Power readings sampled every ``period_s`` in a thread and integrated over the window.
+    """Power readings sampled every ``period_s`` in a thread: the window's energy is their
+    time-weighted mean power times the window's length.
 
     Args:
         name: what is measured.
@@ -174,6 +175,7 @@ class PowerMeter(Meter):
         self._times: list[float] = []
         self._watts: list[float] = []
         self._failed: list[str] = []
+        self._t0 = 0.0
 
     def _sample(self) -> None:
         """One reading, kept with its time; a reading that fails is left out and counted
@@ -195,16 +197,23 @@ class PowerMeter(Meter):
         self._times, self._watts, self._failed = [], [], []
         self._stop.clear()
         self._sample()
+        self._t0 = time.perf_counter()  # the window: from here (the caller's timing starts)
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def stop(self) -> float:
-        """The energy of the window, in mJ: the readings integrated over time.
+        """The energy of the window (from the end of :meth:`start` to this call), in mJ: the
+        readings' time-weighted mean power (trapezoid rule over their own time span) times
+        the window's length. A reading that takes a round trip (a phone's battery over adb:
+        150 ms over Wi-Fi) lands after the moment it measured, and the last ones after the
+        window: integrating from the first reading to the last and dividing by the window
+        read a constant 1.14 W as 1.29 W over a 2 s window.
 
         Raises:
             DeviceUnavailableError: fewer than two readings, or more failed readings than
                 good ones.
         """
+        window_s = time.perf_counter() - self._t0
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -215,7 +224,12 @@ class PowerMeter(Meter):
                 f"energy meter {self.name} got {len(self._watts)} readings and "
                 f"{len(self._failed)} failed ones over the window{why}"
             )
-        return integrate_mj(self._times, self._watts)
+        span_s = self._times[-1] - self._times[0]
+        if span_s > 0:
+            mean_w = integrate_mj(self._times, self._watts) / 1e3 / span_s
+        else:  # readings within the clock's resolution
+            mean_w = sum(self._watts) / len(self._watts)
+        return mean_w * window_s * 1e3
 
 
 # -- RAPL (x86 CPUs) ------------------------------------------------------------------------
