@@ -131,6 +131,10 @@ class RpcDevice(LiveDevice):
     runtime's threads on that many of the board's fastest cores (TVM's big-core affinity:
     TVM RPC cannot carry the ids themselves); ``name_from_key: true`` names the device
     ``rpc-<key>`` (the generic profile).
+
+    Raises:
+        HwnasError: a bad tracker address, ``big_cores`` or timeout; an ``rpc.key`` that is
+            not text (YAML's number: it must be quoted); one line.
     """
 
     kind = "rpc"
@@ -142,6 +146,11 @@ class RpcDevice(LiveDevice):
         rpc = dict(profile.get("rpc") or {})
         self.tracker: str | None = rpc.get("tracker")
         self.key: str | None = rpc.get("key")
+        if self.key is not None and not isinstance(self.key, str):  # compared with text keys
+            raise HwnasError(
+                f'rpc.key must be text: quote it (key: "{str(self.key)[:40]}"): YAML reads '
+                "unquoted digits as a number"
+            )
         given = profile.get("_given", ())  # --tracker, else the profile's (checked as read)
         self.tracker_option = "--tracker" if "rpc.tracker" in given else "rpc.tracker"
         if self.tracker:

@@ -328,3 +328,18 @@ def test_a_session_past_its_timeout_and_a_board_that_dies_are_one_line(tracker, 
             "session ended: Check failed: (code == RPCCode::kReturn) is false: "
             "code=kShutdown); check the board and its RPC server, then rerun"
         )
+
+
+def test_a_key_yaml_reads_as_a_number_breaks_only_that_profile(hwnas_home, cli):
+    """`rpc.key: 42` (YAML's integer) was compared with the tracker's text keys: the board was
+    "unreachable: no RPC server registered with key '42' (registered: 42, ...)". The profile
+    is now refused as it is read, in one line saying to quote the key."""
+    (hwnas_home / "devices" / "board42.yaml").write_text(
+        "name: board42\nkind: rpc\nruntime: tvm\nrpc: {tracker: 127.0.0.1:9190, key: 42}\n"
+    )
+    said = 'rpc.key must be text: quote it (key: "42")'
+    status, out, err = cli("devices", "--all")
+    assert status == 0 and "pixel3" in out and f"board42.yaml: {said}" in out + err
+    status, out, err = cli("measure", "--device", "board42", "--arch", ARCH)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"board42.yaml is broken: {said}" in err
