@@ -185,6 +185,35 @@ def _unsupported_on_data(graph) -> dict[str, int]:
     return dict(found)
 
 
+IO_TYPES = ("io_parallel", "io_stream")
+"""The ``io_type`` values hls4ml takes (spelled so: it reads no other)."""
+
+STRATEGIES = ("Latency", "Resource")
+"""The ``strategy`` values a profile may name (in any case: hls4ml reads them so)."""
+
+
+def _one_of(value: Any, key: str, choices: tuple[str, ...], any_case: bool = False) -> str:
+    """``value`` when it is one of ``choices`` (in any case with ``any_case``).
+
+    Raises:
+        HwnasError: any other value (hls4ml took a misspelt strategy for Latency, and failed
+            on every model with a misspelt io_type): one line naming the nearest choice.
+    """
+    import difflib
+
+    def fold(text: str) -> str:
+        return text.lower() if any_case else text
+
+    folded = [fold(c) for c in choices]
+    if isinstance(value, str) and fold(value) in folded:
+        return value
+    near = difflib.get_close_matches(fold(str(value)), folded, 1, cutoff=0.0)
+    nearest = choices[folded.index(near[0])] if near else choices[0]
+    raise HwnasError(
+        f"{key} {repr(value)[:80]} must be {' or '.join(choices)}: did you mean {nearest}?"
+    )
+
+
 class Hls4mlDevice(Device):
     """An FPGA part reached through hls4ml and Vitis HLS.
 
@@ -193,6 +222,11 @@ class Hls4mlDevice(Device):
     ``strategy`` (Latency or Resource), ``synthesis_timeout_s`` (21600: how long C synthesis
     may run before it is stopped). The runtime key names the backend and a hash of these (not
     of the timeout), so results for different parts or clocks never mix.
+
+    Raises:
+        HwnasError: a value hls4ml or the TCL project cannot take (a backend or part that is
+            no name, a precision that is no hls4ml type, an ``io_type`` or ``strategy`` not
+            among :data:`IO_TYPES` and :data:`STRATEGIES`, a number out of range); one line.
     """
 
     kind = "hls4ml"
@@ -212,14 +246,15 @@ class Hls4mlDevice(Device):
             if not re.fullmatch(pattern, value):
                 raise HwnasError(f"{key} {value!r}: must be a name ({pattern}) in a profile")
         self.clock_ns = profile_number(profile, "clock_period_ns", 5, above=0, unit="ns")
-        self.io_type = str(profile.get("io_type", "io_stream"))
+        self.io_type = _one_of(profile.get("io_type", "io_stream"), "io_type", IO_TYPES)
         self.precision = str(profile.get("precision", "fixed<16,6>"))
         if not re.fullmatch(r"(ap_)?u?(fixed|int)<[0-9, A-Z_]+>", self.precision):
             raise HwnasError(
                 f"precision {self.precision!r}: must be an hls4ml type such as fixed<16,6>"
             )
         self.reuse_factor = int(profile_number(profile, "reuse_factor", 1, integer=True, least=1))
-        self.strategy = str(profile.get("strategy", "Latency"))
+        # hls4ml reads the strategy in any case
+        self.strategy = _one_of(profile.get("strategy", "Latency"), "strategy", STRATEGIES, True)
         self.synthesis_timeout = profile_number(
             profile, "synthesis_timeout_s", SYNTHESIS_TIMEOUT_S, above=0, unit="seconds"
         )

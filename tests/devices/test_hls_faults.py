@@ -109,3 +109,30 @@ def test_a_timed_out_synthesis_stops_the_wrapper_scripts_children_too(tmp_path, 
     else:
         os.kill(child, 9)
         raise AssertionError("the synthesis wrapper's child outlived the timeout")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "nearest"),
+    [("strategy", "Resorce", "Resource"), ("strategy", "latncy", "Latency"),
+     ("io_type", "io_streem", "io_stream"), ("io_type", "IO_Parallel", "io_parallel")],
+)  # fmt: skip
+def test_a_mistyped_strategy_or_io_type_breaks_the_profile(key, value, nearest):
+    """`strategy: Resorce` was synthesised as the Latency design, stored under a runtime key
+    of its own; `io_type: io_streem` was listed as usable, then every candidate failed in
+    hls4ml ("Unknown IOType"). Only the documented values are taken (the strategy in any
+    case, as hls4ml reads it), and a mistyped one is one line naming the nearest."""
+    with pytest.raises(HwnasError) as info:
+        get_device("vu9p_hls4ml", overrides={key: value})
+    choices = "Latency or Resource" if key == "strategy" else "io_parallel or io_stream"
+    assert str(info.value) == f"{key} {value!r} must be {choices}: did you mean {nearest}?"
+    for good in ("resource", "Latency") if key == "strategy" else ("io_parallel",):
+        assert getattr(get_device("vu9p_hls4ml", overrides={key: good}), key) == good
+
+
+def test_a_profile_with_a_mistyped_strategy_is_listed_as_broken(hwnas_home, cli):
+    (hwnas_home / "devices" / "myfpga.yaml").write_text(
+        "name: myfpga\nkind: hls4ml\nio_type: io_parallel\nstrategy: Resorce\n"
+    )
+    status, out, err = cli("devices", "--all")
+    assert status == 0 and "vu9p_hls4ml" in out
+    assert "myfpga.yaml: strategy 'Resorce' must be Latency or Resource: did you mean " in out
