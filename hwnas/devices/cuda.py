@@ -10,6 +10,10 @@ from typing import Any
 
 from hwnas.devices.base import profile_number
 from hwnas.devices.live import LiveDevice
+from hwnas.errors import HwnasError
+
+GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+"""ONNX Runtime execution providers that run a model on an NVIDIA GPU."""
 
 JETSON_RELEASE = Path("/etc/nv_tegra_release")
 """Present on every Jetson (L4T); JetPack 5 and earlier have no ``nvidia-smi``."""
@@ -56,6 +60,11 @@ class LocalGpuDevice(LiveDevice):
     ``runtime: tvm`` compiles for ``target: cuda`` (tuned with MetaSchedule, DLight schedules
     for the rest). ``energy: auto`` reads NVML (needs ``nvidia-ml-py``); on a Jetson use
     ``energy: {meter: tegrastats}``.
+
+    Raises:
+        HwnasError: ``gpu`` is not a whole number >= 0; an ``ort.provider`` or TVM target
+            that would not run on the GPU (:data:`GPU_PROVIDERS`, a target of kind cuda);
+            what :class:`~hwnas.devices.live.LiveDevice` raises.
     """
 
     kind = "cuda"
@@ -66,10 +75,41 @@ class LocalGpuDevice(LiveDevice):
     on_this_machine = True
 
     def __init__(self, profile: dict[str, Any]):
-        """Raises HwnasError: ``gpu`` is not a whole number >= 0 (or what
-        :class:`~hwnas.devices.live.LiveDevice` raises)."""
         self.gpu = int(profile_number(profile, "gpu", 0, integer=True, least=0))
         super().__init__(profile)  # which reads the runtime's options: the index first
+        self._check_on_gpu()
+
+    def _check_on_gpu(self) -> None:
+        """Refuse a runtime that would not run on the GPU (``ort.provider: cpu`` timed the
+        CPU and stored it as the GPU's latency; so would a TVM target of another kind).
+
+        Raises:
+            HwnasError: one line naming the file (or ``--target``) and the value.
+        """
+        import json
+
+        from hwnas.runtimes.onnxruntime import PROVIDERS
+        from hwnas.runtimes.tvm import target_spec
+
+        options = self.runtime_options()
+        if self.runtime_name == "ort":
+            provider = PROVIDERS.get(options["provider"], options["provider"])
+            if provider not in GPU_PROVIDERS:
+                raise HwnasError(
+                    f"{self.where}: a cuda device runs models on its GPU: ort.provider must be "
+                    f"cuda or {' or '.join(GPU_PROVIDERS[1:])}, got "
+                    f"{repr(options['provider'])[:80]}"
+                )
+        elif self.runtime_name == "tvm":
+            spec = target_spec(options["target"])
+            if spec.get("kind") != "cuda":
+                on_cli = "target" in self.profile.get("_given", ())
+                given = "--target cuda" if on_cli else "target: cuda"
+                raise HwnasError(
+                    f"{self.where}: a cuda device runs models on its GPU: its TVM target must be "
+                    f"of kind cuda ({given}), got "
+                    f"{json.dumps({k: v for k, v in spec.items() if k != 'host'})[:120]}"
+                )
 
     def runtime_options(self) -> dict[str, Any]:
         options = super().runtime_options()

@@ -15,6 +15,7 @@ LOCAL = "name: bad\nkind: local\nclass: cpu\nruntime: ort\n"
 PHONE = "name: bad\nkind: android\nclass: phone\nrpc: {tracker: '127.0.0.1:9190', key: k}\n"
 BOARD = "name: bad\nkind: rpc\nclass: board\n"
 FPGA = "name: bad\nkind: hls4ml\nclass: fpga\n"
+GPU = "name: bad\nkind: cuda\nclass: gpu\n"
 
 
 @pytest.mark.parametrize(
@@ -54,6 +55,16 @@ FPGA = "name: bad\nkind: hls4ml\nclass: fpga\n"
             "timing.max_cv must be a number, got '1e300' (YAML reads a number with an exponent "
             "but no '.' as text: write 1.0e300)",
         ),
+        (
+            GPU + "ort: {provider: cpu}\n",  # timed the CPU, stored as the GPU's latency
+            "a cuda device runs models on its GPU: ort.provider must be cuda or "
+            "TensorrtExecutionProvider, got 'cpu'",
+        ),
+        (
+            GPU + "runtime: tvm\ntarget: host\n",
+            "a cuda device runs models on its GPU: its TVM target must be of kind cuda (target: "
+            'cuda), got {"kind": "llvm"}',
+        ),
     ],
     ids=[
         "timeing",
@@ -72,6 +83,8 @@ FPGA = "name: bad\nkind: hls4ml\nclass: fpga\n"
         "max_cv_0",
         "max_cv_15",
         "max_cv_1e300",
+        "cuda_on_cpu",
+        "cuda_tvm_host",
     ],
 )
 def test_a_bad_key_or_value_of_a_live_profile_breaks_it_in_one_line(tmp_path, cli, text, why):
@@ -95,6 +108,13 @@ def test_a_bad_key_or_value_of_a_live_profile_breaks_it_in_one_line(tmp_path, cl
 def test_a_tracker_given_on_the_command_line_is_named_as_the_option(cli):
     status, _, err = cli("devices", "check", "rpc", "--tracker", "localhost:99999", "--key", "k")
     assert status == 2 and "--tracker must be HOST:PORT" in err and "rpc.tracker" not in err
+
+
+def test_a_cuda_device_refuses_a_cpu_target_given_on_the_command_line(cli):
+    status, _, err = cli("measure", "-d", "cuda", "--runtime", "tvm", "--target", "host",
+                         "--arch", SMALL)  # fmt: skip
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert 'its TVM target must be of kind cuda (--target cuda), got {"kind": "llvm"}' in err
 
 
 def test_no_cv_limit_and_a_fraction_are_read(tmp_path, cli):
