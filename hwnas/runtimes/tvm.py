@@ -223,6 +223,7 @@ class RpcCalls:
         self.device = device
         timeout = float(spec.session_timeout)
         self.deadline = started + timeout + RPC_MARGIN_S if timeout > 0 else None
+        self.stuck: str | None = None  # why the session was given up on: no call touches it
 
     @property
     def board(self) -> str:
@@ -234,10 +235,13 @@ class RpcCalls:
         """``fn(*args)`` on the session, waited for until the deadline.
 
         Raises:
-            DeviceUnavailableError: the deadline passed (the call is left to its thread), the
-                session outlived ``rpc.session_timeout``, or the board or its RPC server
-                failed (TVM's ``RPCError``, ``InternalError: ... kShutdown``...).
+            DeviceUnavailableError: the deadline passed (the call is left to its thread, and
+                every later call on the session fails at once: the stuck call still holds
+                it), the session outlived ``rpc.session_timeout``, or the board or its RPC
+                server failed (TVM's ``RPCError``, ``InternalError: ... kShutdown``...).
         """
+        if self.stuck is not None:
+            raise DeviceUnavailableError(self.stuck)
         box: dict[str, Any] = {}
 
         def run() -> None:
@@ -251,12 +255,13 @@ class RpcCalls:
         thread.join(None if self.deadline is None else max(0.0, self.deadline - time.monotonic()))
         if thread.is_alive():
             timeout = float(self.spec.session_timeout)
-            raise DeviceUnavailableError(
+            self.stuck = (
                 f"{self.board} did not answer within rpc.session_timeout ({timeout:g} s) + "
                 f"{RPC_MARGIN_S:g} s: the board froze, or lost power or its network; check "
                 "it and its RPC server, then rerun (raise rpc.session_timeout if a model "
                 "takes longer)"
             )
+            raise DeviceUnavailableError(self.stuck)
         if "error" in box:
             raise self.lost(box["error"]) from None
         return box.get("value")

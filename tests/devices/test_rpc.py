@@ -283,6 +283,11 @@ def test_a_board_that_freezes_mid_measurement_stops_in_one_line(rpc_board, tmp_p
     assert "\n" not in message
     assert message.startswith(f"device 'myboard' (RPC key '{KEY}' at {tracker}) did not answer")
     assert "within rpc.session_timeout (3 s) + 1 s" in message
+    with pytest.raises(DeviceUnavailableError, match="did not answer"):
+        executable.first_call(1)  # the stuck call holds the session: never used again
+    for stuck in [t for t in threading.enumerate() if t.name == "hwnas-rpc-call"]:
+        stuck.join(30)  # the server, thawed, ends the session: the stuck call returns
+        assert not stuck.is_alive()
     _registered_again(tracker)
 
 
