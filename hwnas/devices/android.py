@@ -123,8 +123,9 @@ def is_loopback(host: str) -> bool:
 
 
 def remove_forwards() -> None:
-    """Remove each ``adb reverse`` rule this process added (run at exit; a phone gone by then
-    has lost its rules with its connection)."""
+    """Remove each ``adb reverse`` rule this process added (registered with :mod:`atexit` by
+    :meth:`AndroidDevice.forward_tracker`; a process killed outright leaves its rule, which
+    ``adb reverse --remove tcp:PORT`` removes). A phone that does not answer is left as it is."""
     while _FORWARDS:
         (_, port), adb = _FORWARDS.popitem()
         try:

@@ -139,7 +139,8 @@ class RpcSpec:
         host: tracker host.
         port: tracker port.
         key: the device key the RPC server registered with.
-        session_timeout: seconds a session may last (0 = no limit).
+        session_timeout: seconds a session may last (0 = no limit); a call on a session
+            is given up on at its start + session_timeout + :data:`RPC_MARGIN_S`.
         cpus: CPU ids to pin the runtime's threads to (big cores), or empty for TVM's
             big-core affinity.
         request_timeout: seconds to wait for the tracker to hand out a free server with the
@@ -791,7 +792,13 @@ class TvmRuntime(Runtime):
 
     def load(self, path: Path, inputs) -> TvmExecutable:
         """Load a compiled model (:meth:`build`) and bind fixed values to its ``inputs``
-        (:class:`hwnas.onnx_inputs.InputSpec` each, in graph order)."""
+        (:class:`hwnas.onnx_inputs.InputSpec` each, in graph order).
+
+        Raises:
+            CandidateError: this process cannot load the library.
+            DeviceUnavailableError: the remote device cannot be reached, or failed or stopped
+                answering while the model was loaded (:class:`RpcCalls`).
+        """
         import tvm
         from tvm import relax
 
