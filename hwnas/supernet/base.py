@@ -61,6 +61,10 @@ class Supernet(nn.Module):
         self.dims: list[str] = list(choices)
         self.options: list[tuple[str, ...]] = [choices[d] for d in self.dims]
 
+    def init_for_one_shot(self) -> None:
+        """Initialise the weights for one-shot training, where every step trains one sampled
+        subnet (called by the ``oneshot`` strategy before training; by default nothing)."""
+
     def size_warnings(self) -> list[str]:
         """Lines on what the supernet's size settings do to the space (decisions whose
         candidates build the same network at that size); none by default."""

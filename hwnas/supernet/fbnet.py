@@ -34,6 +34,9 @@ class FBNetSupernet(Supernet):
 
     Config keys: ``width`` (multiplier, default 0.25), ``profile`` (which dataset's strides and
     head width to use: "cifar100" or "imagenet", default "cifar100").
+
+    One-shot training (``oneshot``) starts every residual candidate as the identity
+    (:meth:`init_for_one_shot`).
     """
 
     def __init__(
@@ -70,6 +73,18 @@ class FBNetSupernet(Supernet):
         self.head = conv_bn(c_prev, kw["head_channels"], 1)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Linear(kw["head_channels"], num_classes)
+
+    def init_for_one_shot(self) -> None:
+        """Zero the scale of the last batch norm of every residual candidate (zero-gamma, Goyal
+        et al. 2017, as BigNAS, Yu et al., ECCV 2020, starts its one-shot supernets), so that
+        each starts as the identity: with scale 1, every one of the 16 residual layers added
+        its sampled candidate's unrelated unit-variance map to the features. Extracted
+        subnets keep the architecture; only these scales start at 0."""
+        for mixed in self.blocks:
+            for op in mixed.ops.values():
+                if op.residual:
+                    last = [m for m in op.body.modules() if isinstance(m, nn.BatchNorm2d)][-1]
+                    nn.init.zeros_(last.weight)
 
     def forward(self, x: torch.Tensor, path: Path) -> torch.Tensor:
         x = self.stem(x)

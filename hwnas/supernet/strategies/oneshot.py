@@ -4,7 +4,11 @@
 Training: every step trains one uniformly sampled subnet (``sampling=uniform``, SPOS) or, with
 ``sampling=sandwich`` (BigNAS/OFA-style sandwich rule, Yu et al., ECCV 2020), the largest, the
 smallest and two random subnets, gradients accumulated, one update (the largest and smallest by
-the cost model). Search: NSGA-II (Deb et al., 2002; Optuna's sampler) over subnets, each scored
+the cost model); the supernet is first initialised for it
+(:meth:`~hwnas.supernet.base.Supernet.init_for_one_shot`: FBNet's residual candidates start as
+the identity).
+
+Search: NSGA-II (Deb et al., 2002; Optuna's sampler) over subnets, each scored
 by its validation accuracy with the inherited weights (batch norm recalibrated) and by its
 device cost: the device's own value where it has one (a recorded table), else the cost
 model's. The derived architecture is the most accurate evaluated subnet within
@@ -35,6 +39,7 @@ class OneShotEvolution(SupernetStrategy):
             from hwnas.errors import HwnasError
 
             raise HwnasError("oneshot sampling must be 'uniform' or 'sandwich'")
+        supernet.init_for_one_shot()  # a resumed run then loads its trained weights over it
         self.seed = seed
         self.evaluated: list[tuple[str, float, float]] = []
         self._extremes = None
