@@ -467,6 +467,8 @@ def _train(
         )
     cls = SUPERNET_STRATEGIES.get(s.strategy)
     strategy = cls(net, hw, strategy_opts, s.epochs * steps_per_epoch, s.seed)
+    for line in strategy.warnings():  # what it is known not to do well on this supernet
+        log(f"warning: {line}")
 
     history: list[dict[str, Any]] = []
     start_epoch = 0

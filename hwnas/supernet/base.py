@@ -41,6 +41,9 @@ class Supernet(nn.Module):
     """
 
     hard_only: frozenset[int] = frozenset()
+    one_shot_caveat: str | None = None
+    """Said as a warning before one-shot training (``oneshot``) where that training is known
+    not to rank this supernet's subnets yet; None: none known."""
     edge_groups: tuple[tuple[int, ...], ...] = ()
     """Groups of decisions whose outputs are summed into one node and weighted by a softmax
     over the group (PC-DARTS edge normalisation, applied by the strategy); empty: none."""

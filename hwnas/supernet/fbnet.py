@@ -39,6 +39,13 @@ class FBNetSupernet(Supernet):
     (:meth:`init_for_one_shot`).
     """
 
+    one_shot_caveat = (
+        "one-shot training (--strategy oneshot) does not yet rank FBNet's subnets: its 6 "
+        "layers without a shortcut keep the supernet near chance on digits (docs/supernets.md, "
+        "'One-shot training on FBNet'); search this space with --strategy fbnet, gdas, darts "
+        "or proxyless, or by table search"
+    )
+
     def __init__(
         self,
         space: SearchSpace,

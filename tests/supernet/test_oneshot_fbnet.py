@@ -85,3 +85,11 @@ def test_one_shot_leaves_the_other_supernets_initialisation_alone(digits):
         net, _ = _oneshot(space, digits)
         for (key, a), b in zip(net.state_dict().items(), fresh.state_dict().values()):
             assert torch.equal(a, b), (space, key)
+
+
+def test_one_shot_on_fbnet_warns_that_it_does_not_rank_subnets_yet(digits):
+    """FBNet's one-shot training stays near chance (its layers without a shortcut): a search
+    said nothing of it and scored its subnets as if their inherited weights ranked them."""
+    assert "does not yet rank FBNet's subnets" in " ".join(_oneshot("fbnet", digits)[1].warnings())
+    for space in ("nasbench201", "ofa"):
+        assert _oneshot(space, digits)[1].warnings() == []

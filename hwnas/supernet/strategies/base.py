@@ -422,6 +422,11 @@ class SupernetStrategy:
         self.rng.bit_generator.state = state["rng"]
         self.generator.set_state(state["generator"])
 
+    def warnings(self) -> list[str]:
+        """Lines on what this strategy cannot do well on its supernet, said before training
+        (none by default)."""
+        return []
+
     def describe(self) -> dict[str, Any]:
         out = {"name": self.name, "paper": self.paper, "bilevel": self.bilevel,
                **dataclasses.asdict(self.options)}  # fmt: skip

@@ -94,6 +94,10 @@ class OneShotEvolution(SupernetStrategy):
     def probs(self):
         return [torch.full((n,), 1.0 / n) for n in self.supernet.sizes]
 
+    def warnings(self):
+        caveat = self.supernet.one_shot_caveat
+        return [caveat] if caveat else []
+
     def finish(self, score):
         """NSGA-II over subnets; ``score(arch)`` is the inherited-weight validation accuracy."""
         import optuna
