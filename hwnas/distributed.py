@@ -258,8 +258,8 @@ def join(
     None) and reads what the others wrote, waiting up to :func:`rendezvous_seconds` for them.
     Rank 0 with a failure of its own says it without waiting for the others' checks: under
     torchrun at once (its agent stops the others); hosting the store itself, after writing it
-    there and waiting up to 30 s for the others to read it (they stop with status 2, silent).
-    No-op in one process, or once joined.
+    there and waiting up to :data:`READ_WAIT_S` (30 s) for the others to read it (they stop
+    with status 2, silent). No-op in one process, or once joined.
 
     Args:
         ranks: this process.
@@ -321,7 +321,7 @@ def join(
     keys = [f"{prefix}{r}" for r in range(ranks.world)]
     reads = [f"{prefix}read/{r}" for r in range(1, ranks.world)]
     if failure is not None and ranks.main:  # the others stop on reading it; its store ends here
-        _wait_read(store, reads, min(seconds, 30))
+        _wait_read(store, reads, min(seconds, READ_WAIT_S))
         raise failure
     while True:
         try:
@@ -349,7 +349,7 @@ def join(
         _STORE = store
         return
     if ranks.main:  # its store ends with it: wait until every process has read the outcome
-        _wait_read(store, reads, min(seconds, 30))
+        _wait_read(store, reads, min(seconds, READ_WAIT_S))
         rank, message = failed[0]
         raise HwnasError(f"process {rank} of {ranks.world} failed its checks: {message}")
     if failure is None:
@@ -359,6 +359,11 @@ def join(
     if mine != seen[0][0] and first_here == ranks.rank:  # rank 0's machine would not see it
         raise ProcessError(f"{me}: {failure}") from None
     raise failure
+
+
+READ_WAIT_S = 30.0
+"""Seconds rank 0, hosting the meeting's store, waits for the other processes to read a
+failure before it says it and leaves (they stop silently once they have read it)."""
 
 
 def _wait_read(store: Any, reads: list[str], seconds: float) -> None:

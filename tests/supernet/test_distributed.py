@@ -172,6 +172,8 @@ def test_more_processes_than_gpus_is_one_line_before_any_work(hwnas_home, monkey
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "need a GPU each and this machine has 1" in err, err
     assert "--nproc 1" in err and "--set torch_device=cpu" in err and not launched
+    # rank 0 hosts the meeting, and no other process comes to read its failure: 1 s, not 30
+    monkeypatch.setattr(distributed, "READ_WAIT_S", 1.0)
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
