@@ -363,7 +363,7 @@ def _accuracy_source(
         raise HwnasError(
             f"space '{settings.space}' has no accuracy table to search over: give an accuracy "
             "function (--accuracy path/to/file.py:function, or accuracy= in Python) or a "
-            "supernet strategy (--strategy oneshot)"
+            f"supernet strategy (--strategy {_supernet_strategy(space)})"
         )
     if tabulated is not None and settings.budget > len(tabulated):  # a budget never spent
         raise HwnasError(
@@ -520,6 +520,16 @@ def search(
             "scored before (rerun the command to resume)"
         )
     return result, summary_written
+
+
+def _supernet_strategy(space: Any) -> str:
+    """The supernet strategy to suggest for ``space``: ``oneshot``, or ``gdas`` where its
+    supernet's one-shot training is known not to rank subnets (FBNet's ``one_shot_caveat``)."""
+    from hwnas.supernet import SUPERNETS
+
+    name = space.supernet_name
+    caveat = name in SUPERNETS and SUPERNETS.get(name).one_shot_caveat
+    return "gdas" if caveat else "oneshot"
 
 
 def _summary(

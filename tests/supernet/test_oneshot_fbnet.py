@@ -93,3 +93,15 @@ def test_one_shot_on_fbnet_warns_that_it_does_not_rank_subnets_yet(digits):
     assert "does not yet rank FBNet's subnets" in " ".join(_oneshot("fbnet", digits)[1].warnings())
     for space in ("nasbench201", "ofa"):
         assert _oneshot(space, digits)[1].warnings() == []
+
+
+def test_a_table_search_of_fbnet_suggests_a_strategy_that_trains_it(hwnas_home):
+    """FBNet has no accuracy table: the refusal suggested --strategy oneshot, which does not
+    rank its subnets; now a differentiable one (OFA, whose one-shot training does, keeps it)."""
+    from helpers import hwnas_main
+
+    for space, device, strategy in (("fbnet", "pixel3", "gdas"), ("ofa", "v100_64", "oneshot")):
+        r = hwnas_main("search", "--space", space, "--device", device, "--budget", "5")
+        assert r.returncode == 2 and r.stderr.strip().endswith(
+            f"a supernet strategy (--strategy {strategy})"
+        ), r.stderr
