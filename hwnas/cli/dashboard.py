@@ -95,13 +95,20 @@ def local_only(app, port: int):
 
 def serve(app, port: int) -> None:
     """Serve ``app`` on 127.0.0.1:``port`` until Ctrl-C (Python's reference WSGI server, as
-    ``optuna_dashboard.run_server`` does).
+    ``optuna_dashboard.run_server`` does). SIGTERM ends it at once, as the operating system
+    ends a process (it has nothing to save): the CLI's handler raised KeyboardInterrupt, and
+    one that fell while a request was handled was taken by wsgiref for the request's error,
+    the server serving on.
 
     Raises:
         OSError: the port cannot be bound.
     """
+    import signal
+    import threading
     from wsgiref.simple_server import make_server
 
+    if threading.current_thread() is threading.main_thread():  # the CLI puts its own back
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with make_server("127.0.0.1", port, app) as server:
         try:
             server.serve_forever()

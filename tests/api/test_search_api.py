@@ -372,7 +372,7 @@ def test_python_errors_read_as_python_and_quoted_commands_as_typed(tmp_path, mon
     arch += "skip_connect~2|"
     cases = [
         (lambda: hwnas.search(device="pixel3", space="fbnet", budget=15),
-         'supernet strategy (strategy="oneshot")'),
+         'supernet strategy (strategy="gdas")'),
         (lambda: hwnas.predict(arch, device="cpu-fast"),
          "run `hwnas refset measure --device cpu-fast`"),
         (lambda: hwnas.measure(arch, device="cpu-fast", dims={"x": 0}),
