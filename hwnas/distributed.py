@@ -418,8 +418,15 @@ def interrupt_on_sigterm() -> Iterator[None]:
     KeyboardInterrupt in this process, as Ctrl-C does, so a rank stops through the same path:
     the running trial told, rank 0 saying so. On exit the handler found is back, unless
     :func:`ignore_sigterm` was called meanwhile: then SIGTERM stays ignored until the error on
-    its way out is said (the CLI's :func:`hwnas.cli.main` puts its handler back after)."""
+    its way out is said (the CLI's :func:`hwnas.cli.main` puts its handler back after).
+    Outside the main thread (a program running the CLI in another), where no handler can be
+    set, SIGTERM stays its owner's."""
+    import threading
+
     global _terminated
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = signal.getsignal(signal.SIGTERM)
     _terminated = False
     signal.signal(signal.SIGTERM, _interrupt)

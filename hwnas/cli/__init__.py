@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     does: the running trial told, "interrupted: ..." said, exit 130
     (:func:`hwnas.distributed.interrupt_on_sigterm`; a supernet search under torchrun ignores
     it while it says its error); the SIGTERM handler found is back when it returns."""
-    import contextlib
     import signal
-    import threading
 
     from hwnas.distributed import interrupt_on_sigterm
 
@@ -128,10 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(stdout, PipeSafe):
         sys.stdout = PipeSafe(stdout)
     try:
-        # a handler can only be set from the main thread (not where a program runs main() in
-        # another): there SIGTERM stays its owner's
-        main_thread = threading.current_thread() is threading.main_thread()
-        with interrupt_on_sigterm() if main_thread else contextlib.nullcontext():
+        with interrupt_on_sigterm():  # the main thread's only: elsewhere SIGTERM is its owner's
             return _main(argv)
     finally:
         sys.stdout = stdout
