@@ -55,7 +55,7 @@ def test_a_live_search_whose_every_measurement_is_noisy_skips_and_stops_after_5(
         "search", "-d", noisy_device, "--budget", "3", "--no-zoo", "--strategy", "random",
         cwd=tmp_path,
     )  # fmt: skip
-    assert r.returncode == 2, r.stderr
+    assert r.returncode == 1, r.stderr  # the device's fault, not the input's
     errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "5 candidates in a row could not be measured" in errors[0]
     assert "too noisy to use" in errors[0] and "Traceback" not in r.stderr

@@ -42,6 +42,7 @@ from hwnas.engine.ledger import (
 from hwnas.engine.pareto import pareto_order
 from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.errors import (
+    EXIT_FAILED,
     CandidateError,
     DeviceUnavailableError,
     HwnasError,
@@ -764,8 +765,11 @@ def run_search(
 class SearchHalted(HwnasError):
     """The device could not measure :data:`MAX_NOISY_IN_A_ROW` candidates in a row: the
     search stops. ``result`` is the :class:`SearchResult` over what the study completed
-    before (its ``stopped`` says why), so that a caller can still write the run folder."""
+    before (its ``stopped`` says why), so that a caller can still write the run folder. Exit
+    status :data:`~hwnas.errors.EXIT_FAILED` (1): the run stopped part-way through no fault of
+    its input, and the same command resumes it."""
 
+    exit_status = EXIT_FAILED
     result: SearchResult | None = None
 
 

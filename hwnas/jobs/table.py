@@ -514,8 +514,8 @@ def search(
         trained=inherited, trainer=trainer, plotter=plotter,
     )  # fmt: skip
     summary_written = write_run(out, output, zoo, reporter, on_front, artifact_dir)
-    if halted is not None:
-        raise HwnasError(
+    if halted is not None:  # its own type and exit status (1: no fault of the input)
+        raise type(halted)(
             f"{halted}; {out} holds the front of the {len(result.records)} architectures "
             "scored before (rerun the command to resume)"
         )

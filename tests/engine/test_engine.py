@@ -379,7 +379,7 @@ def test_a_search_the_device_stops_midway_still_writes_its_run_folder(
     args = ["search", "--device", "pixel3", "--budget", "20", "--strategy", "random",
             "--no-zoo", "--out", str(tmp_path / "run")]  # fmt: skip
     r = hwnas_main(*args, cwd=tmp_path)
-    assert r.returncode == 2, r.stderr
+    assert r.returncode == 1, r.stderr  # stopped part-way, no fault of the input
     errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "5 candidates in a row could not be measured" in errors[0]
     assert "Traceback" not in r.stderr
@@ -418,7 +418,7 @@ def test_a_device_lost_mid_search_stops_it_and_writes_the_run_folder(
     args = ["search", "--device", "pixel3", "--budget", "6", "--strategy", "random",
             "--no-zoo", "--out", str(tmp_path / "run")]  # fmt: skip
     r = hwnas_main(*args, cwd=tmp_path)
-    assert r.returncode == 2 and len(calls) == 4, r.stderr
+    assert r.returncode == 1 and len(calls) == 4, r.stderr  # stopped part-way
     errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
     assert errors[0].startswith("error: device 'myboard' (RPC key 'b') stopped answering; ")
