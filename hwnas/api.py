@@ -375,7 +375,7 @@ def predict(
     from hwnas.paths import path_arg
     from hwnas.predictors.calibration import parse_model
     from hwnas.predictors.predict import onnx_model, predict_models
-    from hwnas.spaces import user_space
+    from hwnas.spaces import searching, user_space
 
     path_arg("calibration", calibration)
     path_arg("store", store, "a path or a URL")
@@ -389,19 +389,20 @@ def predict(
     check_dims(onnx, dims or {})
     sp = user_space(space or "nasbench201")
     said: list[str] = []  # hwnas predict's lines; its "warning:" ones are warned below
-    out = predict_models(
-        [onnx_model(p, dims) for p in onnx],
-        [parse_model(sp, t, Path.cwd(), "arch") for t in archs],
-        sp,
-        device=device,
-        calibration=Path(calibration) if calibration is not None else None,
-        metric=metric,
-        runtime=runtime,
-        predictor=predictor,
-        kernel_budget=kernel_budget,
-        store=store,
-        note=said.append,
-    )
+    with searching(sp):  # sp's name is sp in this call, whatever another thread registers
+        out = predict_models(
+            [onnx_model(p, dims) for p in onnx],
+            [parse_model(sp, t, Path.cwd(), "arch") for t in archs],
+            sp,
+            device=device,
+            calibration=Path(calibration) if calibration is not None else None,
+            metric=metric,
+            runtime=runtime,
+            predictor=predictor,
+            kernel_budget=kernel_budget,
+            store=store,
+            note=said.append,
+        )
     for line in said:
         if line.startswith("warning: "):
             warnings.warn(line.removeprefix("warning: "), HwnasWarning, stacklevel=3)

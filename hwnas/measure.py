@@ -715,12 +715,16 @@ def measure(
     batch_size = bounded("batch_size", batch_size, 1, MAX_BATCH_SIZE, integer=True)
     dev = get_device(device, runtime=runtime)
     dev.require_reachable()
-    if archs:  # a space object (hwnas.elastic's) is found by its name from here on
-        from hwnas.spaces import user_space
+    from hwnas.spaces import searching, user_space
 
-        space = user_space(space or "nasbench201").name
-    workloads = model_workloads(archs, onnx, space or "nasbench201", dataset, batch_size, dims)
-    done = measure_models(dev, workloads, store).models  # the arch strings' first
+    # a space object (hwnas.elastic's) is found by its name from here on; in this call that
+    # name is this object, whatever another thread registers under it meanwhile
+    own = user_space(space or "nasbench201") if archs else None
+    with searching(own):
+        workloads = model_workloads(
+            archs, onnx, own.name if own else "nasbench201", dataset, batch_size, dims
+        )
+        done = measure_models(dev, workloads, store).models  # the arch strings' first
     done = in_given_order(is_onnx, done[len(archs):], done[: len(archs)])
     for r in done:  # hwnas measure's "warning:" lines
         if r.warning:

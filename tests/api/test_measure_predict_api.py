@@ -135,3 +135,58 @@ def test_a_notebook_sees_the_public_names_and_measures_arguments():
     assert {"search", "measure", "predict", "SearchRun", "HwnasError"} <= set(public)
     assert not {"Any", "import_module", "annotations"} & set(public)
     assert list(inspect.signature(hwnas.measure).parameters)[:2] == ["models", "device"]
+
+
+def _twin(widths: list[int]):
+    """A tiny module space called "twin" whose stem width is chosen among ``widths``."""
+    import torch
+    from torch import nn
+
+    import hwnas.nn as hn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, hn.ValueChoice(widths, label="w"), 3, padding=1)
+            self.head = nn.Linear(self.stem.out_channels, 10)
+
+        def forward(self, x):
+            return self.head(self.stem(x).mean((2, 3)))
+
+    return hn.space(Net(), torch.zeros(1, 3, 8, 8), name="twin", dataset="digits")
+
+
+def test_measure_and_predict_use_their_own_space_whatever_registers_the_name_meanwhile(
+    monkeypatch,
+):
+    """``hwnas.measure(space=obj)`` and ``hwnas.predict(space=obj)`` registered the object and
+    then looked it up by name: another thread's space of that name, registered in between,
+    was measured or predicted instead (as for hwnas.search). The other thread's registration
+    is made here at that moment."""
+    import hwnas.measure as measure_module
+    import hwnas.predictors.predict as predict_module
+    from hwnas.spaces import get_space
+
+    mine, other = _twin([4, 8]), _twin([64, 96])
+    arch = mine.smallest().text  # not an architecture of the other (widths 64 or 96)
+    build = measure_module.model_workloads
+
+    def another_thread_registers(*args, **kwargs):
+        hwnas.register_space(other)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(measure_module, "model_workloads", another_thread_registers)
+    (m,) = hwnas.measure(arch, device="cpu-fast", space=mine)
+    assert m.label == arch and m.latency.value > 0
+    assert get_space("twin") is other  # the other thread's, outside the call
+
+    seen = []
+
+    def predicts(onnx, archs, sp, **kwargs):
+        hwnas.register_space(other)
+        seen.append(get_space("twin"))
+        return ["predicted"]
+
+    monkeypatch.setattr(predict_module, "predict_models", predicts)
+    assert hwnas.predict(arch, device="pixel3", space=mine) == ["predicted"]
+    assert seen == [mine]
