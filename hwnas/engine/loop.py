@@ -252,7 +252,7 @@ class TrialRecord:
 
 
 MAX_NOISY_IN_A_ROW = 5
-"""A search stops (exit 2) after this many consecutive candidates could not be measured (too
+"""A search stops (exit 1) after this many consecutive candidates could not be measured (too
 noisy, or the runtime failed on them): the machine is too busy for timing to mean anything, or
 the runtime is broken for every model. Candidates a recorded table has no value for
 (:class:`hwnas.errors.UnrecordedError`) are skipped without counting: the tables of the
@@ -917,7 +917,8 @@ class _Loop:
     def record(self, trial, state, values=None, attrs=None, defer=False):
         """Write a decided trial to the study (under the lock) and tell the sampler's study."""
         frozen = frozen_trial(self.study, trial)
-        attrs = {"worker": self.worker, **(attrs or {})}
+        # the seed of the run that scored it: a study resumed with another --seed holds both
+        attrs = {"worker": self.worker, "seed": self.settings.seed, **(attrs or {})}
         written = self.ledger.add(
             make_trial(
                 state,

@@ -155,6 +155,11 @@ def write_summary(
             "completed": len(result.records),
             "in_study": result.trials_total,
             "completed_this_run": result.new_trials,
+            # the --seed of every run that scored the study's architectures (a study resumed
+            # or shared with another seed; trials scored before seeds were recorded: none)
+            "seeds": sorted(
+                {r.attrs["seed"] for r in result.records if type(r.attrs.get("seed")) is int}
+            ),
         },
         "pareto_size": len(result.pareto),
         "best": record_summary(result.best),

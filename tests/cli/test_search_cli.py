@@ -198,6 +198,19 @@ def test_another_searchs_study_is_refused_before_any_progress(tmp_path, hwnas_ho
     ]
 
 
+def test_a_study_resumed_with_another_seed_names_both_seeds(tmp_path, hwnas_home):
+    """summary.json's settings gave the last run's --seed alone: a study resumed with another
+    seed (accepted, as Optuna's seed per worker) was reported as made with that one. Each trial
+    now keeps the seed of the run that scored it, and `trials.seeds` names them all."""
+    args = ["search", "--device", "pixel3", "--study", "s", "--no-zoo", "--out", str(tmp_path)]
+    assert hwnas_main(*args, "--budget", "6", "--seed", "1").returncode == 0
+    r = hwnas_main(*args, "--budget", "10", "--seed", "2")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["settings"]["seed"] == 2  # this run's
+    assert summary["trials"]["seeds"] == [1, 2] and summary["trials"]["completed"] == 10
+
+
 def test_a_latency_below_a_millisecond_is_printed_to_four_significant_digits(
     tmp_path, hwnas_home
 ):

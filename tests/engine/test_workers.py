@@ -118,6 +118,10 @@ def test_workers_with_their_own_seeds_share_one_named_study(tmp_path):
     ]
     assert [a["completed"] for a in added] == [20, 20]
     assert sum(a["completed_this_run"] for a in added) == 20
+    # each trial keeps the seed of the worker that scored it, and both summaries name them
+    seeds = sorted({t.user_attrs["seed"] for t in done})
+    assert seeds == [s for s, a in zip((1, 2), added) if a["completed_this_run"] > 0]
+    assert [a["seeds"] for a in added] == [seeds, seeds]
 
 
 @pytest.mark.slow
