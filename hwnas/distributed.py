@@ -197,6 +197,32 @@ def check_gpus(device: Any, processes: int) -> None:
         )
 
 
+def crowded_cpus(device: Any, threads: int, env: dict[str, str] | None = None) -> str | None:
+    """A warning line where this machine's training processes want more CPU threads than the
+    cores this process may run on (training on the CPU, ``LOCAL_WORLD_SIZE`` processes of
+    ``threads`` torch threads each): they take turns on the cores and every step waits for
+    the slowest, so the job runs slower than with fewer processes. None otherwise.
+
+    Args:
+        device: the torch device training runs on.
+        threads: torch CPU threads of each process (``--set threads``).
+        env: the environment (default ``os.environ``).
+    """
+    if getattr(device, "type", str(device)) != "cpu":
+        return None
+    local = local_processes(env)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = max(cores or 1, 1)
+    if local < 2 or local * threads <= cores:
+        return None
+    fits = max(cores // threads, 1)
+    return (
+        f"{local} training processes of {threads} torch thread(s) each on {cores} usable CPU "
+        f"core(s): they take turns on the cores and every step waits for the slowest; "
+        f"--nproc {fits} (torchrun --nproc_per_node {fits}) trains faster here"
+    )
+
+
 def check_processes(batch_size: int, world: int) -> None:
     """Refuse a process count the global batch cannot be split across.
 

@@ -428,6 +428,9 @@ def _train(
     if ranks.many:
         tdev = distributed.start(ranks, tdev)
         log(f"training across {ranks.world} processes ({tdev.type}, rank 0 writes)")
+        crowded = distributed.crowded_cpus(tdev, max(1, s.job.threads))
+        if crowded is not None:
+            log(f"warning: {crowded}")
     # the study first: one made by another search since prepare() leaves no run folder
     study = load_study(s, job.storage, s.metric) if ranks.main else None
     if ranks.main:

@@ -278,3 +278,22 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_more_cpu_processes_than_cores_is_said(monkeypatch):
+    """`--nproc 4` of CPU training on 2 cores ran with no word, slower than `--nproc 2`: the
+    processes take turns on the cores and each step waits for the slowest. Rank 0 now says
+    so in a warning line naming the count that fits; on CUDA, or where they fit, nothing."""
+    from hwnas.distributed import crowded_cpus
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    cpu = torch.device("cpu")
+    assert crowded_cpus(cpu, 1, {"LOCAL_WORLD_SIZE": "4"}) == (
+        "4 training processes of 1 torch thread(s) each on 2 usable CPU core(s): they take "
+        "turns on the cores and every step waits for the slowest; --nproc 2 (torchrun "
+        "--nproc_per_node 2) trains faster here"
+    )
+    assert "--nproc 1 " in crowded_cpus(cpu, 2, {"LOCAL_WORLD_SIZE": "2"})  # 2 x 2 threads
+    assert crowded_cpus(cpu, 1, {"LOCAL_WORLD_SIZE": "2"}) is None  # they fit
+    assert crowded_cpus(cpu, 8, {}) is None  # one process: its threads are its own affair
+    assert crowded_cpus(torch.device("cuda"), 1, {"LOCAL_WORLD_SIZE": "4"}) is None
