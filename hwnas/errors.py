@@ -96,6 +96,16 @@ class DeviceUnavailableError(HwnasError):
     """A device exists but cannot take measurements now (not connected, no toolchain...)."""
 
 
+class DeviceLostError(DeviceUnavailableError):
+    """The device stopped measuring part-way through a command, its checks passed (a phone
+    unplugged, an RPC board that stopped answering, a runtime that lost its device): exit
+    status :data:`EXIT_FAILED`, no fault of the input; what was measured before is stored, so
+    the same command resumes. :class:`hwnas.measure.Profiler` raises it for any
+    :class:`DeviceUnavailableError` of a measurement."""
+
+    exit_status = EXIT_FAILED
+
+
 class CandidateError(HwnasError):
     """One candidate architecture cannot be measured (too noisy, rejected or crashed the
     compiler); a search records it as a failed trial and goes on with the next one."""

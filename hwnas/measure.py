@@ -35,6 +35,8 @@ from typing import Any
 from hwnas.devices.base import Device, Measurement, Workload
 from hwnas.errors import (
     CandidateError,
+    DeviceLostError,
+    DeviceUnavailableError,
     HwnasError,
     HwnasWarning,
     MeterReadingError,
@@ -278,7 +280,7 @@ class Profiler:
                 (``hwnas measure`` shows it) instead of raising.
 
         Raises:
-            DeviceUnavailableError: the device cannot measure now.
+            DeviceLostError: the device stopped measuring (exit status 1: the command resumes).
             MeterReadingError: ``metric`` is energy and the meter counted none (the latency
                 timed with it is stored), now or for an earlier model of this profiler's run
                 (then nothing is timed again: the latency was asked for first).
@@ -332,6 +334,10 @@ class Profiler:
                     if not exc.kept:
                         raise
                     results, stuck = exc.kept, exc
+                except DeviceLostError:
+                    raise
+                except DeviceUnavailableError as exc:  # gone mid-command: no fault of the input
+                    raise DeviceLostError(str(exc)) from None
             self._count_build(results)
             if not any(m.flagged for m in results.values()):
                 break

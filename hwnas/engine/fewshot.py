@@ -42,8 +42,15 @@ from hwnas.engine.costs import (
 )
 from hwnas.engine.evaluate import Evaluation
 from hwnas.engine.frontier import MIN_P_FEASIBLE, ndtr
-from hwnas.engine.loop import SearchResult, SearchSettings, TrialRecord, run_search, summarise
-from hwnas.errors import HwnasError, UnrecordedError
+from hwnas.engine.loop import (
+    DeviceLost,
+    SearchResult,
+    SearchSettings,
+    TrialRecord,
+    run_search,
+    summarise,
+)
+from hwnas.errors import DeviceLostError, HwnasError, UnrecordedError
 from hwnas.measure import NoisyMeasurementError, Profiler, arch_workload
 from hwnas.predictors import Predictor
 from hwnas.predictors.base import DEFAULT_CALIBRATION
@@ -418,7 +425,19 @@ def run_fewshot(
     say("verification by measurement")
     used = budget.used
     with reporter.step(f"verification on {device.name}", unit="measurements") as step:
-        verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
+        try:
+            verification, best = verify(settings, result, evaluator, budget, plan, can_measure)
+        except DeviceLostError as exc:  # the front on predicted costs is written (table.search)
+            lost = DeviceLost(str(exc))
+            lost.result = dataclasses.replace(
+                result,
+                stopped=(
+                    f"stopped in the verification by measurement, after {budget.used - used} "
+                    f"measurement(s): {exc}; the costs are the predictor's"
+                ),
+            )
+            lost.evaluator = evaluator  # its accuracy queries, for summary.json
+            raise lost from None
         step.update(budget.used - used)
     # every cost on one calibration: on a device of imported values, the one it has now (a
     # resumed study's untimed trials kept the predictions of the run that scored them, on 10

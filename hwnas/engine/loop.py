@@ -1056,7 +1056,7 @@ class _Loop:
                     None,
                     frozen.params,
                     frozen.distributions,
-                    {"worker": self.worker, "arch": arch.text},
+                    {"worker": self.worker, "seed": self.settings.seed, "arch": arch.text},
                     frozen.system_attrs,
                     started=frozen.datetime_start,
                 )

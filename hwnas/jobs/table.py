@@ -477,10 +477,16 @@ def search(
     plotter = PlotProcess.start()  # imports matplotlib while the search runs
     try:
         if job.fewshot is not None:
-            result, fewshot_extra, evaluator = run_fewshot(
-                settings, space, profiler, job.fewshot, job.storage, on_trial, costs=job.costs,
-                reporter=reporter,
-            )  # fmt: skip
+            try:
+                result, fewshot_extra, evaluator = run_fewshot(
+                    settings, space, profiler, job.fewshot, job.storage, on_trial,
+                    costs=job.costs, reporter=reporter,
+                )  # fmt: skip
+            except SearchHalted as exc:  # the device lost in the verification
+                if exc.result is None or not exc.result.records:
+                    raise
+                halted, result = exc, exc.result  # the run folder of the searched front
+                evaluator = getattr(exc, "evaluator", evaluator)
         else:
             evaluate = _watched(job.evaluator.evaluate, on_candidate)
             for model in (job.costs.cost, job.costs.latency):  # a live device's reference set

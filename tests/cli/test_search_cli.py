@@ -160,6 +160,7 @@ def test_killed_search_resumes_without_measuring_twice(tmp_path, hwnas_home):
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["trials"]["completed"] == 8
+    assert summary["trials"]["seeds"] == [0]  # a live trial's claim keeps its run's seed
     total = _count(store)
     assert 8 <= total <= 8 + 10  # the trials' networks and the 10 reference networks
     assert summary["measurements"]["taken"] == total - before > 0  # nothing measured twice

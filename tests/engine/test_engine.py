@@ -393,6 +393,73 @@ def test_a_search_the_device_stops_midway_still_writes_its_run_folder(
     assert "20 architectures scored (12 this run)" in r.stdout + r.stderr
 
 
+def _lost_on_compile(monkeypatch, after: int, gate=None) -> list[int]:
+    """ONNX Runtime's compile raises DeviceUnavailableError (a phone unplugged) once it has
+    compiled ``after`` models (counted while ``gate()`` is true, default always)."""
+    import hwnas.runtimes.onnxruntime as ort_runtime
+    from hwnas.errors import DeviceUnavailableError
+
+    plain, count = ort_runtime.OnnxRuntime.compile, [0]
+
+    def compile(self, *args, **kwargs):
+        if gate is None or gate():
+            count[0] += 1
+            if count[0] > after:
+                raise DeviceUnavailableError("the phone stopped answering: adb: device offline")
+        return plain(self, *args, **kwargs)
+
+    monkeypatch.setattr(ort_runtime.OnnxRuntime, "compile", compile)
+    return count
+
+
+def test_a_device_lost_part_way_through_measure_or_a_few_shot_search_exits_1(
+    tmp_path, hwnas_home, monkeypatch
+):
+    """`hwnas measure` of 3 models whose device goes away after the first, and a few-shot
+    search whose device goes away in its verification by measurement: both exited 2 (a
+    mistake in the input) and the few-shot search wrote no run folder, although its 8
+    architectures were scored. Both now exit 1 (stopped part-way, no fault of the input; the
+    rerun resumes), and the search writes the run folder of the front it searched."""
+    import json
+
+    from helpers import hwnas_main
+
+    import hwnas.engine.fewshot as fewshot
+    from hwnas.runtimes.onnxruntime import OnnxRuntime
+
+    compile_ = OnnxRuntime.compile
+    _lost_on_compile(monkeypatch, 1)
+    r = hwnas_main("measure", "--device", "cpu-fast", "--arch", "5", "--arch", "7",
+                   "--arch", "9", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: the phone stopped answering: adb: device offline"], r.stderr
+    assert "1/3 models" in r.stderr and "Traceback" not in r.stderr
+
+    verifying = [False]
+    plain_verify = fewshot.verify
+
+    def verify(*args, **kwargs):
+        verifying[0] = True
+        return plain_verify(*args, **kwargs)
+
+    monkeypatch.setattr(fewshot, "verify", verify)
+    monkeypatch.setattr(OnnxRuntime, "compile", compile_)  # the device is back
+    _lost_on_compile(monkeypatch, 1, gate=lambda: verifying[0])
+    args = ["search", "--device", "cpu-fast", "--predictor", "nasbench201", "--budget", "8",
+            "--no-zoo", "--out", str(tmp_path / "run")]  # fmt: skip
+    r = hwnas_main(*args, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: the phone stopped answering: adb: device offline; {tmp_path / 'run'} holds the "
+        "front of the 8 architectures scored before (rerun the command to resume)"
+    ], r.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["stopped"].startswith("stopped in the verification by measurement, after 1 ")
+    assert summary["trials"]["completed"] == 8 and summary["accuracy_queries_this_run"] == 8
+
+
 def test_a_device_lost_mid_search_stops_it_and_writes_the_run_folder(
     tmp_path, hwnas_home, monkeypatch
 ):
