@@ -79,7 +79,9 @@ def arch_cmd(arch, space, dataset, onnx_out):
     if lat:
         from hwnas.cli.render import print_table
 
-        rows = [(dev, num(entry["value"])) for dev, entry in sorted(lat.items())]
+        # a table of a batch (a GPU's at 256): per batch, as zoo list and the cards say
+        per = {d: f" (per batch of {e['batch_size']})" for d, e in lat.items() if "batch_size" in e}
+        rows = [(dev, num(e["value"]) + per.get(dev, "")) for dev, e in sorted(lat.items())]
         print_table(
             console, "recorded latency", ("device", "latency ms"), rows, keys=("device",),
             right=("latency ms",),

@@ -50,6 +50,19 @@ def test_an_arch_is_named_by_its_index_as_in_hwnas_arch_and_predict():
     assert text in hwnas_main("arch", "5").stdout
 
 
+def test_hwnas_arch_says_which_recorded_latencies_are_of_a_batch():
+    """`hwnas arch 5` listed 1080ti_256's latency of a batch of 256 (22.811) beside 1080ti_1's
+    of one input (13.163) under one `latency ms` header: read as slower per image. A table of
+    a batch is now said per row, as `hwnas zoo list` and the cards say it."""
+    rows = {
+        line.split()[1]: line
+        for line in hwnas_main("arch", "5").stdout.splitlines()
+        if line.startswith("│") and len(line.split()) > 3
+    }
+    assert "(per batch of 256)" in rows["1080ti_256"] and "per batch" not in rows["1080ti_1"]
+    assert "(per batch of 32)" in rows["titan_rtx_32"]
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
