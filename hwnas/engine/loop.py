@@ -44,6 +44,7 @@ from hwnas.engine.strategies import DEFAULT, TABLE_STRATEGIES, pipeline_of
 from hwnas.errors import (
     EXIT_FAILED,
     CandidateError,
+    DeviceLostError,
     DeviceUnavailableError,
     HwnasError,
     UnrecordedError,
@@ -773,7 +774,7 @@ class SearchHalted(HwnasError):
     result: SearchResult | None = None
 
 
-class DeviceLost(SearchHalted, DeviceUnavailableError):
+class DeviceLost(SearchHalted, DeviceLostError):
     """The device stopped being usable mid-search (a phone unplugged, an RPC board that
     stopped answering): the search stops at once, its ``result`` holding what the study
     completed before, as for :class:`SearchHalted` (the trial being measured is failed and
