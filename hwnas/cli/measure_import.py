@@ -270,7 +270,7 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     import yaml
 
     from hwnas.cli.render import Console
-    from hwnas.devices import reload_profiles
+    from hwnas.devices import get_device, reload_profiles
     from hwnas.errors import HwnasError
     from hwnas.paths import hwnas_home
     from hwnas.spaces import IndexedSpace, ability
@@ -303,6 +303,17 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
             if np.isfinite(column[row]):
                 raise HwnasError(f"{cal.path}: {arch.text} is also in another imported file")
             column[row] = value
+    # the device's table keeps what it holds: the files' values are added to it, and replace
+    # those of the same architectures (corrected values), never cut the table down to them
+    stored = get_device(device) if existing is not None else None
+    replaced: dict[str, int] = {}
+    for metric, new in values.items():
+        old = stored.table(space.name, metric) if stored is not None else None
+        if old is None:
+            continue
+        both = np.isfinite(new) & np.isfinite(old)
+        replaced[metric] = int((both & ~np.isclose(new, old, rtol=REL_TOLERANCE, atol=0)).sum())
+        values[metric] = np.where(np.isfinite(new), new, old)
     profile = dict(existing or {}) if (existing or {}).get("kind") == "recorded" else {}
     profile.pop("_path", None)
     tables = dict(profile.get("tables") or {})
@@ -321,7 +332,8 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
         tmp.replace(folder / name)
         per_space[metric] = {"file": name, "column": metric}
         have = int(np.isfinite(column).sum())
-        lines.append(f"{metric} of {have} of {len(indexed)} {space.name} architectures")
+        changed = f" ({replaced[metric]} stored values replaced)" if replaced.get(metric) else ""
+        lines.append(f"{metric} of {have} of {len(indexed)} {space.name} architectures{changed}")
     tables[space.name] = per_space
     sources = sorted({*profile.get("sources", []), *(str(c.path.resolve()) for c in cals)})
     profile.update(

@@ -681,8 +681,10 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             + (f" --store {store}" if store else "")
             + "`"
         )
-    else:  # a recorded or imported device has only what it was given
-        refset = f"import them with `hwnas measure import --device {dev.name} CAL.csv`"
+    else:  # a recorded or imported device has only what it was given (a recorded one's
+        # table takes more values with --table: a plain import into it is refused)
+        table = " --table" if dev.kind == "recorded" else ""
+        refset = f"import them with `hwnas measure import --device {dev.name}{table} CAL.csv`"
     if dev.table(sp.name, metric) is None:
         tables = [s for s in dev.table_spaces if dev.table(s, metric) is not None]
         if tables:  # a recorded device: another of its spaces works, this one cannot

@@ -315,6 +315,43 @@ def test_a_study_resumed_after_its_device_table_changed_is_refused(tmp_path, cli
     assert f"{old:.4g} ms in the study, {old * 10:.4g} ms" in line
 
 
+def test_a_few_values_imported_into_a_table_are_added_to_it_not_the_table_cut_to_them(
+    tmp_path, cli
+):
+    """`measure import --table` of 3 re-timed architectures into a device holding a table of
+    40 wrote a table of those 3 alone, exit 0 (audit 116): every other value was lost and its
+    studies refused. The files' values are now added to the table, replacing those of the
+    same architectures (a corrected value, counted in the line), and the rest stay."""
+    from hwnas.devices import get_device
+
+    rows = np.arange(40)
+    latency = np.round(1.0 + rows / 10.0, 3)
+    _write_table(tmp_path / "all.csv", rows, ["arch", "latency_ms"], latency)
+    assert cli("measure", "import", "--device", "lab-npu", "--table", "all.csv")[0] == 0
+    fixed = latency[:3].copy()
+    fixed[0] *= 2  # one re-timed value differs, two are the same
+    _write_table(tmp_path / "fix.csv", rows[:3], ["arch", "latency_ms"], fixed)
+    _write_table(tmp_path / "more.csv", [40, 41, 42], ["arch", "latency_ms"], [9.5, 9.6, 9.7])
+    status, _, err = cli("measure", "import", "--device", "lab-npu", "--table", "fix.csv",
+                         "more.csv")  # fmt: skip
+    assert status == 0, err
+    assert "latency_ms of 43 of 15625 nasbench201 architectures (1 stored values replaced)" in err
+    table = get_device("lab-npu").table("nasbench201", "latency_ms")
+    expected = np.concatenate([[latency[0] * 2], latency[1:], [9.5, 9.6, 9.7]])
+    np.testing.assert_allclose(table[:43], expected)
+    assert np.isnan(table[43:]).all()
+    # too few reference values to predict on: the command said, `measure import --device
+    # lab-npu CAL.csv`, is refused for a recorded device; the one it says now adds them
+    status, _, err = cli("predict", "--device", "lab-npu", "--arch", "5000")
+    assert status == 2 and "`hwnas measure import --device lab-npu --table CAL.csv`" in err, err
+    space = get_space("nasbench201")
+    refs = [space.index(a) for a in space.reference_archs()]
+    _write_table(tmp_path / "refs.csv", refs, ["arch", "latency_ms"], np.linspace(2, 5, 10))
+    assert cli("measure", "import", "--device", "lab-npu", "--table", "refs.csv")[0] == 0
+    status, out, err = cli("predict", "--device", "lab-npu", "--arch", "5000")
+    assert status == 0 and " ms (std " in out, err
+
+
 def test_a_table_added_or_removed_since_a_study_was_scored_is_refused_and_a_partial_one_shown(
     tmp_path, cli
 ):
