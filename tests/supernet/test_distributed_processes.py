@@ -228,17 +228,17 @@ def test_other_commands_under_torchrun_variables_say_their_errors():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stop", ["kill a rank", "kill the launcher", "terminate the launcher"])
+@pytest.mark.parametrize("stop", ["kill a rank", "terminate the launcher"])
 def test_a_job_stopped_from_outside_ends_whole_with_one_line(tmp_path, stop):
     """`hwnas search --nproc 2` stopped during training:
 
     - a rank killed: the survivor printed a 60-line gloo traceback, the launcher named the
       wrong process ("process 0 ... its output is above") and exit status 2 (a user error);
       now one line naming the killed one and status 1;
-    - the launcher killed (kill -9): both ranks trained on to the end, beside a rerun; now
-      they die with it;
     - the launcher terminated (SIGTERM, `timeout`): exit 130 without a word; now the
-      interrupted line, as after Ctrl-C."""
+      interrupted line, as after Ctrl-C.
+
+    (The launcher killed outright: the next test, on the mechanism every rank sets up.)"""
     err = open(tmp_path / "err", "w+")  # noqa: SIM115 - read after the wait
     args = [sys.executable, "-m", "hwnas", *SEARCH, "--epochs", "30", "--data", "digits",
             "--nproc", "2", "--out", str(tmp_path / "run")]  # fmt: skip
@@ -254,7 +254,7 @@ def test_a_job_stopped_from_outside_ends_whole_with_one_line(tmp_path, stop):
         if stop == "kill a rank":
             os.kill(ranks[1], signal.SIGKILL)
         else:
-            os.kill(launcher.pid, signal.SIGKILL if stop == "kill the launcher" else signal.SIGTERM)
+            os.kill(launcher.pid, signal.SIGTERM)
         code = launcher.wait(timeout=60)
         deadline = time.monotonic() + 10
         while any(_alive(r) for r in ranks) and time.monotonic() < deadline:
@@ -277,3 +277,45 @@ def test_a_job_stopped_from_outside_ends_whole_with_one_line(tmp_path, stop):
     elif stop == "terminate the launcher":
         assert code == 130, text
         assert not _errors(text) and text.count("interrupted: ") == 1, text
+
+
+RANK = """\
+import time
+from hwnas import distributed
+distributed.guard()  # as a rank of `hwnas search --nproc` does first
+print("guarded", flush=True)
+time.sleep(120)
+"""
+
+LAUNCHER = """\
+import os, subprocess, sys
+env = {**os.environ, "HWNAS_LAUNCHER": str(os.getpid())}  # distributed.LAUNCHER_ENV
+rank = subprocess.Popen([sys.executable, "-c", sys.argv[1]], env=env)
+print(rank.pid, flush=True)
+rank.wait()
+"""
+
+
+def test_a_rank_dies_with_its_launcher_killed_outright():
+    """`hwnas search --nproc 2` killed with kill -9: both ranks trained on to the end, beside
+    the rerun. Each rank now asks Linux to kill it with its launcher (distributed.guard,
+    PR_SET_PDEATHSIG). A launcher and a rank started as `launch` starts them, the launcher
+    killed outright: the rank is gone within seconds (it would sleep two minutes)."""
+    from hwnas.distributed import LAUNCHER_ENV
+
+    assert LAUNCHER_ENV == "HWNAS_LAUNCHER"
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, RANK], stdout=subprocess.PIPE,
+                                text=True, start_new_session=True)  # fmt: skip
+    rank = int(launcher.stdout.readline())
+    try:
+        assert launcher.stdout.readline().strip() == "guarded"
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(rank) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(rank), "the rank outlived its launcher"
+    finally:
+        _end(launcher)
+        if _alive(rank):
+            os.kill(rank, signal.SIGKILL)
