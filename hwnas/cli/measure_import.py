@@ -305,10 +305,12 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
             column[row] = value
     # the device's table keeps what it holds: the files' values are added to it, and replace
     # those of the same architectures (corrected values), never cut the table down to them
-    stored = get_device(device) if existing is not None else None
     replaced: dict[str, int] = {}
     for metric, new in values.items():
-        old = stored.table(space.name, metric) if stored is not None else None
+        try:  # a table that can no longer be read (its file deleted) is what this replaces
+            old = get_device(device).table(space.name, metric) if existing is not None else None
+        except HwnasError:
+            old = None
         if old is None:
             continue
         both = np.isfinite(new) & np.isfinite(old)
