@@ -772,6 +772,9 @@ class SearchHalted(HwnasError):
 
     exit_status = EXIT_FAILED
     result: SearchResult | None = None
+    evaluator: Any = None
+    """The evaluator that scored ``result`` where it is not the caller's own (a few-shot
+    search's predicted-cost one: its accuracy queries go into summary.json), else None."""
 
 
 class DeviceLost(SearchHalted, DeviceLostError):
@@ -915,11 +918,15 @@ class _Loop:
         loop.resume_counts(ledger.by_number())
         return loop
 
+    def own_attrs(self) -> dict[str, Any]:
+        """What every trial this worker writes (decided, or a claim) keeps of it: the worker,
+        and the seed of its run (a study resumed with another --seed holds both)."""
+        return {"worker": self.worker, "seed": self.settings.seed}
+
     def record(self, trial, state, values=None, attrs=None, defer=False):
         """Write a decided trial to the study (under the lock) and tell the sampler's study."""
         frozen = frozen_trial(self.study, trial)
-        # the seed of the run that scored it: a study resumed with another --seed holds both
-        attrs = {"worker": self.worker, "seed": self.settings.seed, **(attrs or {})}
+        attrs = {**self.own_attrs(), **(attrs or {})}
         written = self.ledger.add(
             make_trial(
                 state,
@@ -1057,7 +1064,7 @@ class _Loop:
                     None,
                     frozen.params,
                     frozen.distributions,
-                    {"worker": self.worker, "seed": self.settings.seed, "arch": arch.text},
+                    {**self.own_attrs(), "arch": arch.text},
                     frozen.system_attrs,
                     started=frozen.datetime_start,
                 )

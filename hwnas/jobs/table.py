@@ -486,7 +486,7 @@ def search(
                 if exc.result is None or not exc.result.records:
                     raise
                 halted, result = exc, exc.result  # the run folder of the searched front
-                evaluator = getattr(exc, "evaluator", evaluator)
+                evaluator = exc.evaluator or evaluator
         else:
             evaluate = _watched(job.evaluator.evaluate, on_candidate)
             for model in (job.costs.cost, job.costs.latency):  # a live device's reference set
