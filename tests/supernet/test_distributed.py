@@ -8,6 +8,9 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -69,8 +72,21 @@ def _state(out):
 @pytest.mark.slow
 def test_two_processes_train_the_supernet_of_one(tmp_path, monkeypatch, capsys):
     two, plain, halves = tmp_path / "two", tmp_path / "plain", tmp_path / "halves"
-    r = hwnas_cli(*GDAS, "--nproc", "2", "--out", str(two), "--study", "two")
+    # started with the console script, as a user types it, from a folder holding Python files
+    # named like hwnas's imports: no rank and no plot process may import them (children
+    # started with `python -m` had the working folder first on their path, and every rank ran
+    # a `numpy.py` found there; tests/security/test_untrusted_files.py checks a table search)
+    folder, marker = tmp_path / "downloads", tmp_path / "ran"
+    folder.mkdir()
+    payload = f"open({str(marker)!r}, 'a').write('ran\\n')\nraise ImportError('planted')\n"
+    for name in ("matplotlib.py", "numpy.py", "optuna.py"):
+        (folder / name).write_text(payload)
+    hwnas = Path(sys.executable).with_name("hwnas")
+    args = [str(hwnas), *GDAS, "--nproc", "2", "--out", str(two), "--study", "two"]
+    r = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+    assert not marker.exists(), marker.read_text()
+    assert (two / "pareto.png").is_file()  # drawn in its own process
     assert r.stdout.count("derived (architecture derived by") == 1  # rank 0 alone reports
     assert r.stdout.count("best (most accurate") == 1
     # batch norm saw shards of the batch: how many processes trained is recorded
