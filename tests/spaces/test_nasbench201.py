@@ -67,6 +67,28 @@ def test_malformed_arch_strings_name_the_bad_token(text, bad):
     assert "\n" not in message
 
 
+def test_valid_strings_are_parsed_once_within_a_bound_and_bad_ones_every_time(monkeypatch):
+    """A search reads every cell's operations many times (its candidate pool encodes all
+    15,625 cells each time it is built): a valid string is parsed once; a bad one is refused
+    every time; strings handed in (the same cells spaced otherwise) fill no more than the
+    bound of what is kept."""
+    from hwnas.spaces import nasbench201
+
+    space = nasbench201.NasBench201Space(SPACE.config, SPACE.root)  # nothing parsed yet
+    parse, calls = space._parse_new, []
+    monkeypatch.setattr(space, "_parse_new", lambda text: calls.append(text) or parse(text))
+    for _ in range(3):
+        assert space.parse(ARCHS[0]).text == ARCHS[0]
+    bad = ARCHS[0].replace("nor_conv_3x3~0", "conv_5x5~0", 1)
+    for _ in range(2):
+        with pytest.raises(HwnasError, match="unknown operation 'conv_5x5'"):
+            space.parse(bad)
+    assert calls == [ARCHS[0], bad, bad]
+    monkeypatch.setattr(nasbench201, "PARSED_KEPT", 4)
+    assert {space.parse(" " * k + ARCHS[1]).text for k in range(10)} == {ARCHS[1]}
+    assert len(space._parsed) == 4
+
+
 def test_index_out_of_range_is_a_clear_error():
     with pytest.raises(HwnasError, match="out of range"):
         SPACE.arch_at(15625)

@@ -106,6 +106,11 @@ counts and unit-variance columns; at 3 the one proxy column weighs like a few of
 ``frontier``'s one prior precision). Measured at 3 (experiments/zero_cost_feature.py)."""
 
 
+PARSED_KEPT = 1 << 16
+"""How many parsed arch strings a :class:`NasBench201Space` keeps (the space has 15,625 cells;
+the rest is room for the same cells written with other spacing)."""
+
+
 class ArchStringError(HwnasError):
     """A malformed NAS-Bench-201 arch string."""
 
@@ -136,6 +141,9 @@ class NasBench201Space(SearchSpace):
             name: DatasetSpec(name, int(d["classes"]), tuple(d["input_shape"]))
             for name, d in config["datasets"].items()
         }
+        # valid arch strings already parsed: a search encodes every cell of the space for its
+        # candidate pool, and reads each cell's operations many times over
+        self._parsed: dict[str, tuple[str, ...]] = {}
 
     # -- SearchSpace ------------------------------------------------------------------------
 
@@ -150,6 +158,14 @@ class NasBench201Space(SearchSpace):
     def _parse_ops(self, text: str) -> tuple[str, ...]:
         if not isinstance(text, str):
             raise ArchStringError(f"arch must be a string, got {type(text).__name__}")
+        ops = self._parsed.get(text)
+        if ops is None:
+            ops = self._parse_new(text)
+            if len(self._parsed) < PARSED_KEPT:  # a bound on what strings handed in can fill
+                self._parsed[text] = ops
+        return ops
+
+    def _parse_new(self, text: str) -> tuple[str, ...]:
         s = text.strip()
         groups = s.split("+")
         if len(groups) != self.num_nodes - 1:
@@ -384,7 +400,11 @@ class NasBench201Space(SearchSpace):
 
     def all_archs(self) -> list[Arch]:
         """All 15,625 architectures in index order."""
-        return [Arch(self.name, str(a)) for a in self._table["arch"]]
+        return list(self._all_archs)
+
+    @cached_property
+    def _all_archs(self) -> tuple[Arch, ...]:
+        return tuple(Arch(self.name, str(a)) for a in self._table["arch"])
 
     def table_accuracy(self, dataset: str, epochs: int = 200) -> np.ndarray:
         """Trained accuracy (%) of every architecture, shape (15625,), in index order.
