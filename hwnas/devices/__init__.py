@@ -214,6 +214,26 @@ def check_native_keys(profile: dict) -> None:
             )
 
 
+_SHIPPED: dict[Path, tuple[tuple[int, int], object]] = {}
+"""Shipped profile file -> ((mtime ns, size), its parsed YAML): read once per process however
+often the profiles are scanned again (every :func:`reload_profiles`)."""
+
+
+def _shipped_yaml(path: Path) -> object:
+    """A copy of shipped profile file ``path`` parsed (:func:`hwnas.assets.read_yaml`); the
+    file is parsed again only where its time or size changed.
+
+    Raises:
+        OSError, UnicodeDecodeError, yaml.YAMLError: as :func:`~hwnas.assets.read_yaml`.
+    """
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    kept = _SHIPPED.get(path)
+    if kept is None or kept[0] != stamp:
+        kept = _SHIPPED[path] = (stamp, read_yaml(path))
+    return copy.deepcopy(kept[1])  # the scan sets keys of its own (``_path``)
+
+
 @lru_cache(maxsize=8)
 def _scan(
     folders: tuple[Path, ...],
@@ -246,7 +266,7 @@ def _scan(
         read.add(key)
         for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
             try:
-                profile = read_yaml(path)
+                profile = _shipped_yaml(path) if n == 0 else read_yaml(path)
             except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 problems[path] = " ".join(str(exc).split())
                 continue

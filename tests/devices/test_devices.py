@@ -106,3 +106,32 @@ def test_local_cpu_measures_real_latency_that_ranks_small_below_large():
     )
     assert m_large.value > 3 * m_small.value
     assert m_small.versions["onnxruntime"]
+
+
+def test_shipped_profiles_are_parsed_once_per_process_and_each_caller_gets_a_copy(
+    monkeypatch, hwnas_home
+):
+    """The profiles are scanned again after every profile written (`reload_profiles`), and
+    each command scans them: the 60-odd shipped files were parsed anew every time (about 30 ms
+    a scan). Each shipped file is now parsed once per process; a caller that changes the
+    profile it got changes no later caller's, and a user's file is still read afresh."""
+    from pathlib import Path
+
+    import hwnas.devices as devices
+
+    reads: list[Path] = []
+    real = devices.read_yaml
+    monkeypatch.setattr(devices, "read_yaml", lambda p: reads.append(Path(p)) or real(p))
+    monkeypatch.setattr(devices, "_SHIPPED", {})
+    shipped = asset_path("devices")
+    devices.reload_profiles()
+    devices.profiles()["pixel3"]["description"] = "changed by a caller"
+    assert len([p for p in reads if p.parent == shipped]) == len(list(shipped.glob("*.yaml")))
+    reads.clear()
+    user = hwnas_home / "devices" / "cpu-fast.yaml"
+    user.write_text(user.read_text().replace("(tests only)", "(tests only, edited)"))
+    devices.reload_profiles()
+    profiles = devices.profiles()
+    assert reads == [user]  # the user's file alone is read again
+    assert profiles["pixel3"]["description"] == "Google Pixel 3 (Snapdragon 845)"
+    assert profiles["cpu-fast"]["description"].endswith("(tests only, edited)")
