@@ -29,6 +29,7 @@ from hwnas.devices.base import METRICS, Device, Measurement, Workload, check_pro
 from hwnas.errors import HwnasError, UnknownNameError
 from hwnas.paths import hwnas_home, safe_name
 from hwnas.registry import Registry
+from hwnas.tables import file_version
 
 __all__ = [
     "DEVICE_KINDS",
@@ -215,22 +216,21 @@ def check_native_keys(profile: dict) -> None:
 
 
 _SHIPPED: dict[Path, tuple[tuple[int, int], object]] = {}
-"""Shipped profile file -> ((mtime ns, size), its parsed YAML): read once per process however
-often the profiles are scanned again (every :func:`reload_profiles`)."""
+"""Shipped profile file -> (its :func:`hwnas.tables.file_version`, its parsed YAML): read once
+per process however often the profiles are scanned again (every :func:`reload_profiles`)."""
 
 
 def _shipped_yaml(path: Path) -> object:
     """A copy of shipped profile file ``path`` parsed (:func:`hwnas.assets.read_yaml`); the
-    file is parsed again only where its time or size changed.
+    file is parsed again only where its version (time, size) changed.
 
     Raises:
         OSError, UnicodeDecodeError, yaml.YAMLError: as :func:`~hwnas.assets.read_yaml`.
     """
-    st = path.stat()
-    stamp = (st.st_mtime_ns, st.st_size)
+    version = file_version(path)
     kept = _SHIPPED.get(path)
-    if kept is None or kept[0] != stamp:
-        kept = _SHIPPED[path] = (stamp, read_yaml(path))
+    if kept is None or kept[0] != version:
+        kept = _SHIPPED[path] = (version, read_yaml(path))
     return copy.deepcopy(kept[1])  # the scan sets keys of its own (``_path``)
 
 
