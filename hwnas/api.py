@@ -165,7 +165,8 @@ def search(
             :data:`hwnas.engine.evaluate.AccuracyFunction`, scoring each candidate instead of
             the space's table; ``data`` is handed to it), ``dataset`` (default the space's),
             ``objective`` ("latency", the default, in ms, or "energy" in mJ), ``max_latency``
-            (ms; default none), ``budget`` (distinct architectures scored; default 300),
+            (ms; default none), ``budget`` (distinct architectures scored; default 300, or
+            every architecture of a smaller space),
             ``strategy`` (default ``frontier`` where costs are known first, else ``nsga3``),
             ``seed`` (default 0), ``predictor``, ``measurement_budget``, the supernet options
             ``data`` (default "digits"), ``epochs`` (5), ``batch_size`` (64),

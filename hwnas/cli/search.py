@@ -89,7 +89,8 @@ def _before_space(ctx: click.Context) -> None:
     default=default_of(SearchSettings, "budget"),
     callback=checked(lambda v: bounded("--budget", v, 1, integer=True)),
     show_default=True,
-    help="Number of distinct architectures whose accuracy is queried (trials).",
+    help="Number of distinct architectures whose accuracy is queried (trials); left out on a "
+    "space of fewer architectures, every one of them.",
 )
 @click.option(
     "--strategy",
@@ -236,7 +237,7 @@ def search_cmd(
     progress = _Progress(job.prepared.profiler.counts, reporter, out_console, out, no_zoo,
                          settings.max_latency,
                          unit_of("latency_ms", job.prepared.device.value_batch_size))  # fmt: skip
-    with reporter.step(f"search {settings.device}", total=budget, unit="trials") as step:
+    with reporter.step(f"search {settings.device}", total=settings.budget, unit="trials") as step:
         progress.step = step
         done = run(
             job,

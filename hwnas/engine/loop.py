@@ -70,7 +70,9 @@ class SearchSettings:
         device: device name.
         dataset: dataset whose accuracy is maximised.
         objective: "latency" (ms) or "energy" (mJ), minimised.
-        budget: number of distinct architectures whose accuracy is queried (completed trials).
+        budget: number of distinct architectures whose accuracy is queried (completed trials);
+            where the user names none, :func:`hwnas.jobs.settings.space_budget` (300, or every
+            architecture of a smaller space).
         strategy: strategy name; default :data:`hwnas.engine.strategies.DEFAULT` (``frontier``),
             which needs every candidate's cost before its accuracy is queried (a recorded
             table, a few-shot predictor, or a live device's reference set measured first).

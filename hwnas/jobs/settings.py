@@ -289,7 +289,7 @@ def _table_settings(o: dict[str, Any], given: Collection[str], strategy: str) ->
         device=o["device"],
         dataset=dataset or space_dataset(space, _default(SearchSettings, "dataset")),
         objective=o["objective"],
-        budget=o["budget"],
+        budget=o["budget"] if "budget" in given else space_budget(space, o["budget"]),
         strategy=strategy,
         seed=o["seed"],
         max_latency=o.get("max_latency"),
@@ -374,6 +374,25 @@ def space_dataset(space: str, default: str) -> str:
     from hwnas.spaces import get_space
 
     return get_space(space).default_dataset(default)
+
+
+def space_budget(space: str, default: int) -> int:
+    """The budget of a search of ``space`` that names none: ``default`` (300), or every
+    architecture of a smaller space (a user's model made elastic may have 80), or of its
+    accuracy table where the table holds fewer. A budget given is never changed: one above the
+    space's size is refused in one line (:func:`hwnas.jobs.table.prepare`).
+
+    Raises:
+        HwnasError: an unknown space (one line).
+    """
+    from hwnas.spaces import TabulatedSpace, ability, get_space
+
+    found = get_space(space)
+    tabulated = ability(found, TabulatedSpace)
+    sizes = [default, found.num_architectures()]
+    if tabulated is not None:
+        sizes.append(len(tabulated))
+    return min(sizes)
 
 
 def accuracy_label(value: Any) -> str:

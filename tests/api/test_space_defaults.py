@@ -34,3 +34,24 @@ def test_the_space_dataset_is_the_default_for_every_strategy(strategy):
     options["dataset"] = "cifar100"  # given: taken, and refused later if the space lacks it
     settings = build_settings({"device": "cpu-fast", **options}, given=set(options))
     assert settings.dataset == "cifar100"
+
+
+def test_a_space_smaller_than_the_default_budget_is_searched_whole_when_none_is_given(
+    tmp_path, monkeypatch
+):
+    """README's line, ``hwnas.search(device=..., space=space, accuracy=...)``, on a model whose
+    space holds fewer architectures than the default budget (300): it refused 'budget=300 is
+    more than the 4 architectures', a budget the user never gave. A budget given is kept and
+    still refused in one line."""
+    monkeypatch.chdir(tmp_path)  # the run folder: runs/<study>
+    torch.manual_seed(0)
+    space = hwnas.elastic(_Net().eval(), torch.zeros(1, 3, 16, 16), name="small-budget",
+                          dataset="digits")  # fmt: skip
+    size = space.num_architectures()
+    assert size < 300
+    run = hwnas.search(device="cpu-fast", space=space, accuracy=lambda net, data: 50.0, zoo=False)
+    completed = [t for t in run.study.trials if t.state.name == "COMPLETE"]
+    assert len(completed) == size
+    with pytest.raises(hwnas.HwnasError, match=f"more than the {size} architectures"):
+        hwnas.search(device="cpu-fast", space=space, accuracy=lambda net, data: 50.0, zoo=False,
+                     budget=size + 1, study="small-budget-given")  # fmt: skip
