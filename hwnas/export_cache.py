@@ -140,6 +140,9 @@ def export_random(
     hashed (``model_hash`` of :func:`hwnas.measure.arch_workload`, input ``shape``): what a live
     device measures and the zoo ships are one export.
 
+    Torch's global generator is given back as it was (``hwnas.measure`` from a notebook
+    reseeded the caller's: every later draw was the same whatever the caller's own seed).
+
     Returns:
         (the export, whether it came from the cache).
     """
@@ -149,8 +152,9 @@ def export_random(
         return found, True
     import torch
 
-    torch.manual_seed(WEIGHT_SEED)
-    model = space.build(arch, dataset)
-    exported = from_module(model, tuple(shape), random_input(tuple(shape)))
+    with torch.random.fork_rng(devices=[]):  # the seed is the export's, not the caller's
+        torch.manual_seed(WEIGHT_SEED)
+        model = space.build(arch, dataset)
+        exported = from_module(model, tuple(shape), random_input(tuple(shape)))
     store(key, exported)
     return exported, False

@@ -75,8 +75,9 @@ def build_network(name: str, num_classes: int = 1000, width: float = 1.0, side: 
         raise HwnasError(f"width must be positive, got {width}")
     if side < 32 or side % 16:
         raise HwnasError(f"the input side must be a multiple of 16 (at least 32), got {side}")
-    torch.manual_seed(0)
-    return builder(num_classes, float(width), int(side)).eval()
+    with torch.random.fork_rng(devices=[]):  # fixed weights, the caller's generator kept
+        torch.manual_seed(0)
+        return builder(num_classes, float(width), int(side)).eval()
 
 
 def _div(c: float, divisor: int = 8) -> int:

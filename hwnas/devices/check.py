@@ -19,14 +19,15 @@ def probe_workload() -> Workload:
         import torch
         from torch import nn
 
-        torch.manual_seed(0)
-        model = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(),
-            nn.Linear(8, 10),
-        )
+        with torch.random.fork_rng(devices=[]):  # fixed weights, the caller's generator kept
+            torch.manual_seed(0)
+            model = nn.Sequential(
+                nn.Conv2d(3, 8, 3, padding=1),
+                nn.ReLU(),
+                nn.AdaptiveAvgPool2d(1),
+                nn.Flatten(),
+                nn.Linear(8, 10),
+            )
         return export_onnx(model, PROBE_SHAPE)
 
     key = content_hash("hwnas-probe-v1", "x".join(map(str, PROBE_SHAPE)))

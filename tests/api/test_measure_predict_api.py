@@ -15,7 +15,14 @@ ARCH = (
 
 
 def test_measure_from_python_shares_the_clis_store():
+    """...and leaves the caller's torch generator as it was: the export's seed reseeded it, so
+    every draw after a measurement was the same whatever the caller's own seed."""
+    import torch
+
+    torch.manual_seed(1234)
+    state = torch.get_rng_state()
     first = hwnas.measure(ARCH, device="cpu-fast")
+    assert torch.equal(torch.get_rng_state(), state)
     assert [m.label for m in first] == [ARCH] and first[0].how.startswith("measured")
     assert first[0].latency.value > 0 and first[0].latency.source.startswith("measured:cpu-fast")
     assert hwnas.measure([ARCH], device="cpu-fast")[0].how.startswith("from store")
