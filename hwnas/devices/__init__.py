@@ -274,6 +274,11 @@ def _scan(
                 problems[path] = "it needs at least 'name' and 'kind'"
                 continue
             try:  # the name becomes folder and file names (locks, caches, projects)
+                if not isinstance(profile["name"], str):  # a number: sorted beside text names
+                    raise HwnasError(
+                        f'name must be text: quote it (name: "{str(profile["name"])[:40]}"): '
+                        "YAML reads unquoted digits as a number"
+                    )
                 safe_name(profile["name"], "name")
                 check_native_keys(profile)
                 check_class(profile)

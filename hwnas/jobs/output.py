@@ -230,7 +230,7 @@ def write_run(
 
             others = recorded_latencies(
                 space.name, [r.arch for r in result.pareto], o.device_name,
-                dataset=result.settings.dataset,
+                dataset=result.settings.dataset, shipped=True,
             )  # fmt: skip
         cards = write_zoo(
             out / "zoo",

@@ -189,7 +189,9 @@ def _entry_task(folder: Path, given: str | None = None) -> TrainTask:
         # one, where they have it, and no measurement of another network
         from hwnas.zoo.write import recorded_latencies
 
-        values = recorded_latencies(space.name, [arch.text], skip="", dataset=dataset)
+        values = recorded_latencies(
+            space.name, [arch.text], skip="", dataset=dataset, shipped=True
+        )
         devices = {dev: {"latency_ms": v} for dev, v in values[arch.text].items()}
     weights = card.get("weights") or {}
     accuracy = card.get("accuracy") or {}
@@ -240,7 +242,9 @@ def _arch_task(
     dataset = dataset or space.default_dataset()  # the search's default where it has it
     space.dataset(dataset)  # an unknown dataset fails here
     name = default_entry_name(space, arch, dataset, settings)
-    latencies = recorded_latencies(space.name, [arch.text], skip="", dataset=dataset)[arch.text]
+    latencies = recorded_latencies(
+        space.name, [arch.text], skip="", dataset=dataset, shipped=True
+    )[arch.text]
     devices = {dev: {"latency_ms": entry} for dev, entry in latencies.items()}
     table = None
     tabulated = ability(space, TabulatedSpace)

@@ -622,8 +622,8 @@ def device_costs(
     searched ``metric`` first: the card's title shows it; where the value is a supernet
     search's deployed network, ``trained_subnet`` holds this file's own, the trained proxy's,
     ``{"value", "source"}``; ``"batch_size"`` where the device's values are of a ``batch`` >
-    1, as the other recorded devices' are: ms or mJ per batch, not per input), then the other
-    recorded devices' latency."""
+    1, as the other recorded devices' are: ms or mJ per batch, not per input), then ``others``
+    (the shipped recorded devices' latency: :func:`recorded_latencies`)."""
     order = sorted(r.costs, key=lambda m: m != metric)
     size = {"batch_size": batch} if batch > 1 else {}
     own = {m: {"value": r.costs[m].value, "source": r.costs[m].source, **size} for m in order}
@@ -1006,12 +1006,20 @@ def _trained_accuracy(r: TrialRecord) -> dict[str, Any]:
 
 
 def recorded_latencies(
-    space_name: str, archs: list[str], skip: str, dataset: str | None = None
+    space_name: str,
+    archs: list[str],
+    skip: str,
+    dataset: str | None = None,
+    shipped: bool = False,
 ) -> dict[str, dict[str, dict]]:
     """Latency of ``archs`` on every recorded device with a table for the space (architectures
     not in the recorded tables, or a cell a table lacks, get none); with ``dataset``, only
     from tables of networks of its input size
-    (:meth:`hwnas.devices.base.Device.check_table_dataset`).
+    (:meth:`hwnas.devices.base.Device.check_table_dataset`); with ``shipped``, only from the
+    tables hwnas ships (:func:`hwnas.devices.is_shipped`): what a model card carries beside
+    its own device's values, published numbers with their sources, never a user's other
+    devices (a lab's private tables went into every card it shipped, a user's own ``pixel3``
+    under the Pixel 3's name).
 
     Returns:
         arch -> device -> {"value": ms, "source": ...}, and ``"batch_size"`` where the table
@@ -1031,7 +1039,7 @@ def recorded_latencies(
             rows[a] = space.index(space.parse(a))
         except HwnasError:
             continue
-    for dev, column in recorded_tables(space_name, "latency_ms"):
+    for dev, column in recorded_tables(space_name, "latency_ms", shipped=shipped):
         name = dev.name
         if name == skip:
             continue

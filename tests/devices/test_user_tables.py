@@ -86,18 +86,30 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     (profiles / "emo.yaml").write_text(
         "name: emo\nkind: recorded\ntables:\n  nasbench201:\n    latency_ms: {file: tables/e.csv}\n"
     )
+    # an unquoted number as the name: sorted beside text names, it crashed every search's zoo
+    (profiles / "num.yaml").write_text("name: 123\nkind: recorded\n")
+    # a lab's own full table, a working device: never written into the cards a user ships
+    n = len(get_space("nasbench201"))
+    _write_table(profiles / "tables" / "lab.csv", range(n), ["index", "latency_ms"],
+                 np.linspace(1.0, 9.0, n), key="index")  # fmt: skip
+    (profiles / "mylab.yaml").write_text(
+        "name: mylab\nkind: recorded\ntables:\n  nasbench201:\n"
+        "    latency_ms: {file: tables/lab.csv}\n"
+    )
     status, out, err = cli("devices", "--json", profiles=profiles)
     assert status == 0, err
     listing = json.loads(out)
     broken = {p.split("/")[-1]: why for p, why in listing["broken_profiles"].items()}
-    assert set(broken) == {"gone.yaml", "odd.yaml", "bad-batch.yaml", "notyaml.yaml", "emo.yaml"}
+    assert set(broken) == {"gone.yaml", "odd.yaml", "bad-batch.yaml", "notyaml.yaml", "emo.yaml",
+                           "num.yaml"}  # fmt: skip
     assert "missing.csv" in broken["gone.yaml"] and "toaster" in broken["odd.yaml"]
+    assert broken["num.yaml"].startswith('name must be text: quote it (name: "123")')
     # YAML's own error names the file, not "<unicode string>"
     assert f'in "{profiles / "notyaml.yaml"}", line 1' in broken["notyaml.yaml"], broken
     # the reason alone, as the text listing gives it (it repeated "device profile PATH")
     assert not any("device profile" in why for why in broken.values()), broken
     names = {d["device"] for d in listing["devices"]}
-    assert {"fpga", "pixel3", "cpu"} <= names and not names & {"gone", "odd", "bad-batch"}
+    assert {"fpga", "pixel3", "cpu", "mylab"} <= names and not names & {"gone", "odd", "bad-batch"}
     status, out, _ = cli("devices")
     assert status == 0 and "broken profile" in out and "gone.yaml" in out
     assert ":thumbs_up:" in out  # a file's text shown as it is, not as an emoji (main: 👍)
@@ -117,7 +129,7 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     assert status == 2 and len(error) == 1, err
     assert "cc.yaml is broken: tvm.cc '/tmp/evil/g++'" in error[0]
     # a search of another device runs to its end, its zoo included: the zoo's cards give the
-    # front's recorded latency on every other device, which read every profile's table
+    # front's recorded latency on every other shipped device, which read every profile's table
     # (main: the search ended with "error: cannot read table .../missing.csv", exit 2, no zoo)
     status, out, err = cli("search", "--device", "fpga", "--budget", "5", "--json")
     assert status == 0, err
@@ -125,8 +137,9 @@ def test_broken_user_profiles_are_listed_and_every_other_device_still_works(tmp_
     cards = list((run / "zoo").glob("*/card.json"))
     assert cards
     recorded = json.loads(cards[0].read_text())["devices"]
-    assert "pixel3" in recorded and not {"gone", "emo"} & set(recorded)
-    assert "warning: skipped device 'gone'" in err and "missing.csv" in err
+    assert "pixel3" in recorded and not {"gone", "emo", "123", "mylab"} & set(recorded)
+    # the cards read only the shipped tables: a user's broken one is not even opened
+    assert "warning: skipped device 'gone'" not in err
     from hwnas.predictors.data import recorded_columns  # meta-training reads every table too
 
     keys = {c.key for c in recorded_columns("nasbench201")}
