@@ -106,7 +106,7 @@ def import_cmd(device, files, space, as_table, dataset, store):
     check_input_shapes(cals, sp, dataset, dataset_given=dataset_given)
     check_onnx_names(cals, sp, dataset)  # an arch column sorted alone: values misplaced
     if as_table or _covers_space(cals, sp):
-        _import_table(device, sp, cals, existing)
+        _import_table(device, sp, cals, existing, dataset)
         return
     if existing is not None and not imported:
         raise HwnasError(
@@ -256,13 +256,15 @@ def _covers_space(cals, space) -> bool:
     return False
 
 
-def _import_table(device: str, space, cals, existing: dict | None) -> None:
-    """Write the files' values as DEVICE's table(s) and its ``kind: recorded`` profile.
+def _import_table(device: str, space, cals, existing: dict | None, dataset: str) -> None:
+    """Write the files' values as DEVICE's table(s) of ``dataset``'s networks (the table
+    entry's ``dataset``: what fixes their input size) and its ``kind: recorded`` profile.
 
     Raises:
         HwnasError: the space has no architecture index; an architecture is given twice; the
             device name belongs to a profile outside the hwnas home, or to a device that is
-            not a recorded one (an imported device's values would be lost).
+            not a recorded one (an imported device's values would be lost); the device's table
+            of the metric is of networks of another input size (before anything is written).
     """
     import csv
 
@@ -308,11 +310,22 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
     replaced: dict[str, int] = {}
     for metric, new in values.items():
         try:  # a table that can no longer be read (its file deleted) is what this replaces
-            old = get_device(device).table(space.name, metric) if existing is not None else None
+            dev = get_device(device) if existing is not None else None
+            old = dev.table(space.name, metric) if dev is not None else None
         except HwnasError:
             old = None
         if old is None:
             continue
+        try:  # values of 16x16 networks were added to a table of 32x32 ones
+            dev.check_table_dataset(space.name, metric, dataset)
+        except HwnasError:
+            raise HwnasError(
+                f"device '{device}' has a {metric} table of {space.name}'s "
+                f"{dev.table_dataset(space.name, metric)} networks, another input size than "
+                f"these values' {dataset} networks: give --dataset "
+                f"{dev.table_dataset(space.name, metric)} if they are of those, else import "
+                "them into a new device name"
+            ) from None
         both = np.isfinite(new) & np.isfinite(old)
         replaced[metric] = int((both & ~np.isclose(new, old, rtol=REL_TOLERANCE, atol=0)).sum())
         values[metric] = np.where(np.isfinite(new), new, old)
@@ -332,7 +345,8 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
                 arch = indexed.arch_at(int(row)).text
                 writer.writerow([int(row), arch, repr(float(column[row]))])
         tmp.replace(folder / name)
-        per_space[metric] = {"file": name, "column": metric}
+        # what the values are of: the networks of --dataset (else the space's default)
+        per_space[metric] = {"file": name, "column": metric, "dataset": dataset}
         have = int(np.isfinite(column).sum())
         changed = f" ({replaced[metric]} stored values replaced)" if replaced.get(metric) else ""
         lines.append(f"{metric} of {have} of {len(indexed)} {space.name} architectures{changed}")
@@ -346,7 +360,9 @@ def _import_table(device: str, space, cals, existing: dict | None) -> None:
         sources=sources,
         tables=tables,
     )
-    path = folder / f"{device}.yaml"
+    # the profile's own file where it has one (foo.yaml naming device 'mylab': a second file
+    # giving the same name broke the device after the import had written it)
+    path = Path(existing["_path"]) if existing is not None else folder / f"{device}.yaml"
     path.write_text(yaml.safe_dump(profile, sort_keys=False))
     reload_profiles()
     err = Console(emoji=False, stderr=True)

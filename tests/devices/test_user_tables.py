@@ -514,6 +514,45 @@ def test_an_empty_cell_is_no_value_and_a_fractional_index_is_named(tmp_path, cli
     assert gap["table_rows"] == {"nasbench201": 2}
 
 
+def test_a_table_import_keeps_the_networks_dataset_and_the_profiles_own_file(
+    tmp_path, cli, hwnas_home
+):
+    """`measure import --table --dataset imagenet16`: the profile's table had no `dataset`,
+    so a search read the 16x16 networks' values as the 32x32 CIFAR networks' (exit 0), and a
+    re-import dropped a `dataset` the profile had. An import into a device whose profile file
+    is named otherwise (`foo.yaml` giving 'lab16') wrote `lab16.yaml` beside it and broke the
+    device ('name is also given by')."""
+    import yaml
+
+    space = get_space("nasbench201")
+    rows = np.arange(0, len(space), 50)
+    values = np.round(1.0 + (rows % 97) / 10.0, 3)
+    _write_table(tmp_path / "in16.csv", rows, ["arch", "latency_ms"], values, key="index")
+    home = hwnas_home
+    (home / "devices" / "foo.yaml").write_text("name: lab16\nkind: recorded\n")
+    args = ["measure", "import", "--device", "lab16", "--table", "in16.csv"]
+    status, _, err = cli(*args, "--dataset", "imagenet16")
+    assert status == 0, err
+    assert sorted(p.name for p in (home / "devices").glob("*.yaml")) == ["cpu-fast.yaml",
+                                                                         "foo.yaml"]
+    profile = yaml.safe_load((home / "devices" / "foo.yaml").read_text())
+    assert profile["tables"]["nasbench201"]["latency_ms"]["dataset"] == "imagenet16"
+    status, _, err = cli("search", "--device", "lab16", "--budget", "3", "--no-zoo")
+    assert status == 2 and "not of its cifar100 networks" in err, err
+    status, _, err = cli("search", "--device", "lab16", "--dataset", "imagenet16", "--budget",
+                         "3", "--no-zoo")  # fmt: skip
+    assert status == 0, err
+    # values of the CIFAR networks are not merged into the 16x16 table: refused, nothing written
+    before = (home / "devices" / "foo.yaml").read_text()
+    status, _, err = cli(*args)
+    assert status == 2 and "give --dataset imagenet16 if they are of those" in err, err
+    assert (home / "devices" / "foo.yaml").read_text() == before
+    status, _, err = cli(*args, "--dataset", "imagenet16")  # a re-import keeps the dataset
+    assert status == 0, err
+    profile = yaml.safe_load((home / "devices" / "foo.yaml").read_text())
+    assert profile["tables"]["nasbench201"]["latency_ms"]["dataset"] == "imagenet16"
+
+
 def test_a_table_import_never_replaces_an_imported_device(tmp_path, cli):
     """`measure import --device lab2 few.csv` (12 values: a device whose values calibrate a
     predictor), then `--table` into the same name: the profile was rewritten as a recorded
