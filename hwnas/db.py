@@ -232,10 +232,12 @@ def storage_hint(shown: str) -> str:
     bare = typeable_url(shown)
     if bare is None:
         return "--storage with the URL of that storage and its password"
+    import shlex  # a command to paste: a path with a space or ';' stays one argument
+
     if bare == shown:
-        return f"--storage {shown}"
+        return f"--storage {shlex.quote(shown)}"
     return (
-        f"--storage {bare} with its password (in the URL as USER:PASSWORD@, or in "
+        f"--storage {shlex.quote(bare)} with its password (in the URL as USER:PASSWORD@, or in "
         "PGPASSWORD or ~/.pgpass)"
     )
 

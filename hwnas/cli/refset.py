@@ -3,6 +3,7 @@ or measured on a live device into ``calibration.csv``."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -400,8 +401,14 @@ def measure_cmd(
             "again",
             markup=False,
         )
+    from hwnas.spaces import command_line_name
+
+    # predict reads CAL.csv's arch strings as nasbench201's unless told (it refused them)
+    typed = shlex.quote(command_line_name(sp.name))
+    named = "" if sp.name == "nasbench201" else f" --space {typed}"
     console.print(
-        f"next: hwnas predict --calibration {path} --onnx MODEL.onnx (or --device {dev.name})",
+        f"next: hwnas predict{named} --calibration {shlex.quote(str(path))} --onnx MODEL.onnx "
+        f"(or --device {shlex.quote(dev.name)})",
         markup=False,
         soft_wrap=True,
     )

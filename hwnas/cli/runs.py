@@ -7,6 +7,7 @@ trial is loaded, and no run folder is needed (one that was moved or deleted is s
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +295,7 @@ def show_cmd(study, storage, as_json):
         )
         line("zoo        none (--no-zoo)" if row["no_zoo"] else f"zoo        {models} {kind}")
         if row["folder_exists"] and (Path(row["folder"]) / "zoo").is_dir():
-            line(f"           hwnas zoo list {Path(row['folder']) / 'zoo'}")
+            line(f"           hwnas zoo list {shlex.quote(str(Path(row['folder']) / 'zoo'))}")
     elif row["hwnas_run"]:
         line("folder     none yet: the search has not finished")
     artifacts = _typed(attrs.get("artifacts"), dict)

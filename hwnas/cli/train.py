@@ -164,4 +164,9 @@ def train_cmd(
             f"{flag}"
         )
     where = plan.tasks[0].folder if len(plan.tasks) == 1 else plan.tasks[0].folder.parent
-    click.echo(f"check {'it' if len(plan.tasks) == 1 else 'them'} with: hwnas zoo verify {where}")
+    import shlex  # a command to paste: a folder named 'z;touch x' stays one argument
+
+    click.echo(
+        f"check {'it' if len(plan.tasks) == 1 else 'them'} with: hwnas zoo verify "
+        f"{shlex.quote(str(where))}"
+    )

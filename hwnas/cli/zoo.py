@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -293,4 +294,4 @@ def show_cmd(ref, storage, as_json):
     if same.get("entries"):
         line(f"same      network as {', '.join(map(str, same['entries']))}: {same.get('note', '')}")
     line(f"files     {', '.join(sorted(e.get('files') or {}))}")
-    line(f"check     hwnas zoo verify {e['folder']}")
+    line(f"check     hwnas zoo verify {shlex.quote(str(e['folder']))}")

@@ -296,3 +296,27 @@ def test_refset_measure_prints_every_arch_string_whole_in_80_columns(tmp_path):
     assert "arch of each row, in full:" in lines or "arch (full):" in lines, r.stdout
     for arch in archs:  # each whole on a line of its own, as a user copies it
         assert any(ln.strip() == arch or ln.strip().startswith(arch + " ") for ln in lines), arch
+
+
+def test_every_command_printed_to_paste_keeps_a_path_one_argument(tmp_path):
+    """A run folder named 'z;touch PWN #' (and a storage path with a space): `hwnas runs show`
+    printed `hwnas zoo list .../z;touch PWN #/zoo`, which pasted into a shell ran `touch`, and
+    the search's last line `hwnas dashboard --storage sqlite:///.../my db/s.db` named a file
+    that does not exist. Each is shell-quoted now."""
+    import shlex
+
+    out = tmp_path / "my runs" / "z;touch PWN #"
+    (tmp_path / "my db").mkdir()
+    storage = f"sqlite:///{tmp_path}/my db/s.db"
+    r = _cli("search", "--device", "pixel3", "--budget", "3", "--out", str(out),
+             "--storage", storage)  # fmt: skip
+    (dashboard,) = [ln for ln in r.stdout.splitlines() if "hwnas dashboard" in ln]
+    assert shlex.split(dashboard.partition("hwnas dashboard")[2]) == ["--storage", storage]
+    shown = _cli("runs", "show", "latest", "--storage", storage).stdout
+    (listing,) = [ln for ln in shown.splitlines() if "hwnas zoo list" in ln]
+    assert shlex.split(listing) == ["hwnas", "zoo", "list", str(out.resolve() / "zoo")]
+    entry = next(p for p in (out / "zoo").iterdir())
+    shown = _cli("zoo", "show", str(entry)).stdout
+    (check,) = [ln for ln in shown.splitlines() if "hwnas zoo verify" in ln]
+    assert shlex.split(check.partition("check")[2]) == ["hwnas", "zoo", "verify", str(entry)]
+    assert not (tmp_path / "PWN").exists()
