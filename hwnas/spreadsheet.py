@@ -96,9 +96,11 @@ def number(cell: str, sep: str, point: bool = True) -> float:
         AmbiguousComma: a cell with a comma in a file not separated by ``;``.
         AmbiguousPoint: in a ``;``-separated file, a cell shaped like thousands grouping where
             the point is not a decimal mark, or one with a comma after thousands points.
-        ValueError: not a number.
+        ValueError: not a number (an underscore too: ``1_5`` is no number in a spreadsheet).
     """
     text = cell.strip()
+    if "_" in text:  # float() reads Python's digit grouping: '1_5' was imported as 15.0
+        raise ValueError(f"could not convert string to float: {text!r}")
     if "," in text and sep != ";":
         raise AmbiguousComma(COMMA_HINT)
     if sep == ";" and THOUSANDS.fullmatch(text) and ("," in text or not point):

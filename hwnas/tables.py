@@ -236,6 +236,8 @@ def _column(values: list[str], sep: str, path: Path, name: str) -> np.ndarray:
             spreadsheet's ``12,5`` beside ``1.234`` (a thousand and more) was read as 1.234.
     """
     if sep != ";":
+        if any("_" in v for v in values):  # Python's digit grouping: '1_09.025' read as 109.025
+            return np.asarray(values, dtype=object)
         try:
             return np.asarray(values, dtype=np.float64)
         except ValueError:

@@ -403,6 +403,11 @@ def _numbers(cells: np.ndarray, path: Path, column: str) -> np.ndarray:
         text = "" if cell is None else str(cell).strip()
         if not text:
             continue
+        if "_" in text and _is_number(text):  # float() reads '1_09.025' as 109.025
+            raise HwnasError(
+                f"table {path}, row {i + 2}: column '{column}' holds a number with '_' digit "
+                "grouping: write it without"
+            )
         try:
             out[i] = float(text)
         except ValueError:

@@ -125,6 +125,16 @@ def _import(path, *more):
     return hwnas_main("measure", "import", "--device", "dev", *more, path)
 
 
+def test_a_number_with_python_digit_grouping_is_no_number(tmp_path, hwnas_home):
+    """`1_5` was imported as 15.0 (float() reads Python's digit grouping)."""
+    path = tmp_path / "under.csv"
+    rows = [f"{a},{k + 1.5}" for k, a in enumerate(ARCHS[:-1])] + [f"{ARCHS[-1]},1_5"]
+    path.write_text("arch,latency_ms\n" + "\n".join(rows) + "\n")
+    r = _import(path)
+    assert r.returncode == 2 and "latency_ms '1_5' is not a number" in r.stderr, r.stderr
+    assert not _stored(hwnas_home)
+
+
 def test_a_utf16_file_is_named_so_with_how_to_save_it(tmp_path, hwnas_home):
     """Excel's 'Unicode Text' (UTF-16) was "not a readable CSV file ('utf-8' codec can't
     decode byte 0xff in position 0: invalid start byte)"."""

@@ -50,6 +50,10 @@ MALFORMED = {
     "comma": ('index,latency_ms\n1,2.0\n2,"1,234"\n',
               "row 3: column 'latency_ms' holds a number with a comma: a comma is a decimal "
               "mark only in a file with ';' between cells"),
+    # Python's digit grouping: '1_09.025' was read as 109.025
+    "under": ("index,latency_ms\n1,2.0\n2,1_09.025\n",
+              "row 3: column 'latency_ms' holds a number with '_' digit grouping: write it "
+              "without"),
     # index and arch that disagree (a file sorted by one column): the index was trusted
     "disagree": (f"index,arch,latency_ms\n1,{SPACE.arch_at(1).text},2.0\n"
                  f"2,{SPACE.arch_at(3).text},3.0\n3,{SPACE.arch_at(2).text},4.0\n",
