@@ -90,11 +90,15 @@ class SearchRun:
 
     @property
     def zoo(self) -> list[Path]:
-        """The run's zoo entry folders (load one with :func:`hwnas.zoo.load`)."""
-        from hwnas.zoo import entry_folders
+        """The run's zoo entry folders (load one with :func:`hwnas.zoo.load`); ``[]`` where it
+        has none: ``zoo=False``, a front at chance level, or no front at all (a latency limit
+        no architecture met)."""
+        from hwnas.zoo.read import zoo_contents
 
         folder = self.out / "zoo"
-        return entry_folders(folder) if folder.is_dir() else []
+        if not folder.is_dir():
+            return []
+        return list(zoo_contents(folder).entries)
 
 
 def _typed_args(

@@ -68,7 +68,7 @@ def parse_settings(items: Collection[str] | Mapping[str, Any]) -> dict[str, Any]
     :func:`hwnas.supernet.settings.parse_options`.
 
     Raises:
-        HwnasError: an item without '=', or a key given twice.
+        HwnasError: an item that is no string, or without '=', or a key given twice.
     """
     if isinstance(items, Mapping):
         return dict(items)
@@ -80,6 +80,11 @@ def parse_settings(items: Collection[str] | Mapping[str, Any]) -> dict[str, Any]
         )
     out: dict[str, Any] = {}
     for item in items:
+        if not isinstance(item, str):  # settings=[("evolution_trials", 4)]: an AttributeError
+            raise HwnasError(
+                f"--set takes KEY=VALUE items (from Python, settings={{'KEY': VALUE}}), got "
+                f"{shown(item)} among them"
+            )
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise HwnasError(f"--set needs KEY=VALUE, got '{item}'")

@@ -99,8 +99,9 @@ def entry_folders(path: str | Path) -> list[Path]:
     run = path if path.name != "zoo" else path.parent
     if not found and (run / "summary.json").is_file():  # a run folder, or its zoo: empty
         raise HwnasError(
-            f"the run in {run} put no model in its zoo: every architecture of its front is at "
-            "chance level (pareto.csv's chance_level column), or it ran with --no-zoo"
+            f"the run in {run} put no model in its zoo: its front is empty (a latency limit "
+            "no architecture met) or at chance level (pareto.csv's chance_level column), or "
+            "it ran with --no-zoo"
         )
     if not found:
         raise HwnasError(

@@ -381,6 +381,9 @@ def test_python_errors_read_as_python_and_quoted_commands_as_typed(tmp_path, mon
          "got 5"),
         (lambda: hwnas.search(device="pixel3", strategy="oneshot", settings="lr=0.1"),
          "got 'lr=0.1'"),
+        (lambda: hwnas.search(device="pixel3", strategy="oneshot",  # an AttributeError
+                              settings=[("evolution_trials", 4)]),
+         "got ('evolution_trials', 4) among them"),
     ]  # fmt: skip
     for call, said in cases:
         with pytest.raises(hwnas.HwnasError) as info:
@@ -472,3 +475,13 @@ def test_supernet_searches_in_threads_find_what_each_finds_alone(tmp_path):
         t.join()
     one, two = ([(r.arch, r.accuracy) for r in runs[s].result.pareto] for s in ("one", "two"))
     assert one and one == two
+
+
+def test_a_run_whose_zoo_is_empty_has_no_entries_instead_of_an_error(tmp_path, monkeypatch):
+    """Every architecture within 0.01 ms on the Pixel 3 is at chance level, so the zoo holds
+    none: ``run.zoo`` raised "the run ... put no model in its zoo ... or it ran with --no-zoo"
+    where its docstring promises the entry folders."""
+    monkeypatch.chdir(tmp_path)
+    run = hwnas.search(device="pixel3", max_latency=0.01, budget=10, study="empty-zoo")
+    assert run.best["chance_level"] and (run.out / "zoo").is_dir()
+    assert run.zoo == []
