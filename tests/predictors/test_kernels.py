@@ -143,7 +143,7 @@ def test_a_model_unlike_any_seen_gets_a_warning_and_a_wide_interval():
     odd = GraphModel("odd.onnx", np.zeros(1), _sum_model("Pow", (1, 32, 8, 8)))
     mean, std = kp.predict([known, odd])
     assert len(kp.warnings) == 1 and kp.warnings[0].startswith("odd.onnx: unlike the networks")
-    assert "never timed (Pow)" in kp.warnings[0] and "\n" not in kp.warnings[0]
+    assert "too few to fit (Pow)" in kp.warnings[0] and "\n" not in kp.warnings[0]
     assert std[1] / mean[1] >= 0.5 > std[0] / mean[0]
 
 

@@ -31,9 +31,10 @@ deviation, errors of one kernel type counted as correlated); a split-conformal f
 the calibration networks' leave-one-out errors scales it so that 90% intervals contain 90% of
 calibration networks (Vovk et al., *Algorithmic Learning in a Random World*, 2005; normalised
 scores as in Papadopoulos et al., 2008). The standard deviation returned is the 90% interval's
-half-width over 1.645. A model far from what the predictor knows (kernels of a type never timed
-or outside the fitted range and not timed now, a network outside the calibration networks'
-range) gets a one-line warning (:attr:`KernelPredictor.warnings`) and a wider interval.
+half-width over 1.645. A model far from what the predictor knows (kernels of a type timed too
+rarely to fit, or outside the fitted range and not timed now, a network outside the
+calibration networks' range) gets a one-line warning (:attr:`KernelPredictor.warnings`) and a
+wider interval.
 """
 
 from __future__ import annotations
@@ -463,7 +464,9 @@ class KernelPredictor(Predictor):
         notes = []
         if e.unseen:
             notes.append(
-                f"{e.unseen} kernel(s) of type(s) never timed ({', '.join(e.unseen_types)})"
+                f"{e.unseen} kernel(s) of type(s) with fewer than "
+                f"{(self.regressors or KernelRegressors()).min_samples} kernels timed, "
+                f"too few to fit ({', '.join(e.unseen_types)}), guessed from their work"
             )
         if e.extrapolated:
             notes.append(
