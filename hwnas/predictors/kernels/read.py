@@ -55,8 +55,9 @@ one line instead of hanging."""
 
 SMALL_CONSTANT = 64
 """Constant inputs with at most this many elements are part of a kernel's identity by value (a
-Reshape's target shape, a Clip's bounds); larger ones (weights, float or an int8 model's) by
-shape and type."""
+Reshape's target shape, a Clip's bounds), but for float weights of more than one value (a
+convolution's bias: trained, so another export of the same network had other kernels); larger
+ones (weights, float or an int8 model's) by shape and type."""
 
 
 @dataclass(frozen=True)
@@ -531,7 +532,11 @@ def _kernel(
             t = weights[name]
             arr_shape = tuple(int(d) for d in t.dims)
             dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
-            small = int(np.prod(arr_shape)) <= SMALL_CONSTANT
+            elems = int(np.prod(arr_shape))
+            # a float weight of several values (a bias, a norm's scale) is trained, not part of
+            # the kernel: another export of the network re-timed its kernels and moved the
+            # prediction; a float scalar (a Pow's exponent, a Clip's bound) stays by value
+            small = elems <= SMALL_CONSTANT and not (_floating(np.dtype(dtype)) and elems > 1)
             vals = tuple(numpy_helper.to_array(t).reshape(-1).tolist()) if small else ()
             specs.append(TensorSpec(new, arr_shape, dtype, "c" if small else "w", _round(vals)))
             init = onnx.TensorProto()
