@@ -363,7 +363,8 @@ def predict(
 
     Returns:
         One :class:`hwnas.predictors.predict.Prediction` per model, in order (``.value`` and
-        ``.std`` in the metric's unit, ``.low``/``.high`` its 90% interval).
+        ``.std`` in the metric's unit, ``.low``/``.high`` its 90% interval, ``.source``
+        what predicted it: one call may mix predictors).
         What ``hwnas predict`` prints as ``warning:`` lines is issued as
         :class:`hwnas.HwnasWarning` (:func:`warnings.warn`; ``warnings.simplefilter("error",
         hwnas.HwnasWarning)`` makes them errors).

@@ -72,7 +72,8 @@ from hwnas.spaces import space_option
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="PRED.csv",
-    help="Write every prediction: arch, latency_ms (or energy_mj), std, low90, high90.",
+    help="Write every prediction: arch, latency_ms (or energy_mj), std, low90, high90, "
+    "predictor.",
 )
 @click.option(
     "--predictor",
@@ -164,6 +165,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         write_predictions(
             out, [r.model for r in results], np.array([r.value for r in results]),
             np.array([r.std for r in results]), cal_metric, [(r.low, r.high) for r in results],
+            [r.source for r in results],
         )  # fmt: skip
         click.echo(one_line(f"{len(results)} prediction(s) -> {out}"), err=True)
     unit = "ms" if cal_metric == "latency_ms" else "mJ"
@@ -171,6 +173,9 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     from hwnas.cost_record import search_batch, unit_of
 
     per = unit_of(cal_metric, search_batch(device)) if device is not None else unit
+    # models predicted by different predictors in one call: each line says which (the FLOPs
+    # stand-in for one at the floor, another artifact for a model nearer its networks)
+    mixed = len({r.source for r in results if id(r.model) in shown}) > 1
     for r in results:
         if id(r.model) not in shown:
             continue
@@ -181,6 +186,10 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         if r.stored is not None:  # measured (or imported): what a search on it would use
             known = f"; measured {r.stored:.4g} {unit} on {device} (the measurement store)"
         # one line per model, whatever its file is named (a newline in it is shown escaped)
+        by = f"; predicted by {r.source}" if mixed else ""
         click.echo(
-            one_line(f"{r.model}: {r.value:.4g} {per} (std {r.std:.2g} {unit}{interval}){known}")
+            one_line(
+                f"{r.model}: {r.value:.4g} {per} (std {float(f'{r.std:.2g}'):g} {unit}"
+                f"{interval}{by}){known}"
+            )
         )

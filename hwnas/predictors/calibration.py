@@ -362,19 +362,24 @@ def write_predictions(
     std: np.ndarray,
     metric: str,
     intervals: list[tuple[float | None, float | None]] | None = None,
+    sources: list[str] | None = None,
 ) -> None:
     """``PRED.csv``: columns ``arch``, the metric (ms or mJ), ``std`` and, given ``intervals``
     ((n,) of (low, high)), the 90% interval's ``low90`` and ``high90`` (same unit; empty where
-    a prediction has none)."""
+    a prediction has none), and given ``sources``, ``predictor``: what predicted each row
+    (:attr:`hwnas.predictors.predict.Prediction.source`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["arch", metric, "std"] + (["low90", "high90"] if intervals else []))
+        w.writerow(["arch", metric, "std"] + (["low90", "high90"] if intervals else [])
+                   + (["predictor"] if sources else []))  # fmt: skip
         for i, (m, v, s) in enumerate(zip(models, mean, std)):
             row = [str(m), f"{v:.6g}", f"{s:.6g}"]
             if intervals:
                 row += ["" if e is None else f"{e:.6g}" for e in intervals[i]]
+            if sources:
+                row.append(sources[i])
             w.writerow(row)
 
 

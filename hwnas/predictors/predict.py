@@ -38,6 +38,10 @@ class Prediction:
         stored: for an architecture the measurement store holds a measurement of on the
             device (measured there, or brought in by ``hwnas measure import``) and its table
             does not, that value (same unit; unflagged measurements only), else None.
+        source: what predicted it: ``kernel`` (the kernel-level predictor), a meta-learned
+            artifact's name (``nasbench201``), or ``flops scaled (NAME at its floor)`` where
+            that artifact went below zero and FLOPs scaled on the same values stand in: one
+            call may mix them (each ONNX model takes the artifact nearest to it).
     """
 
     model: Any
@@ -48,6 +52,7 @@ class Prediction:
     metric: str
     recorded: float | None = None
     stored: float | None = None
+    source: str = ""
 
 
 def check_metric_flag(dev, metric: str) -> None:
@@ -149,7 +154,7 @@ def predict_models(
     given = list(onnx_models) + list(arch_models)
     graphs = [m for m in given if isinstance(m, GraphModel)]  # ONNX files, however given
     archs = [m for m in given if not isinstance(m, GraphModel)]
-    results: dict[int, tuple] = {}  # id(model) -> (model, mean, std, low, high)
+    results: dict[int, tuple] = {}  # id(model) -> (model, mean, std, low, high, source)
 
     def put(rows: list[tuple]) -> None:
         results.update((id(r[0]), r) for r in rows)
@@ -206,10 +211,12 @@ def predict_models(
                 std[i] = widen_far(m, mean[i], std[i], refs, "calibration", note)
         if predictor is None:  # the default: FLOPs where the meta-learned one floors
             cal = (cal_models, cal_values, cal_metric)
-            mean, std = refit_floored(models, mean, std, cal, refs, "calibration", note)
+            mean, std, refit = refit_floored(models, mean, std, cal, refs, "calibration", note)
         else:  # the predictor the user named: its floor, said
             warn_floored(models, mean, cal_values, note)
-        put([(m, v, s, *_interval(v, s)) for m, v, s in zip(models, mean, std)])
+            refit = set()
+        put([(m, v, s, *_interval(v, s), source_of(pred.name, i in refit))
+             for i, (m, v, s) in enumerate(zip(models, mean, std))])  # fmt: skip
         label = pred.name + (f" ({pred.path})" if pred.path else "")
         note(
             f"predictor {label}: adapted on {len(cal_models)} {cal_metric} values {where}; "
@@ -223,10 +230,17 @@ def predict_models(
         stored = stored_values(dev, space, rest, unit_metric, store)
     return [
         Prediction(
-            m, float(v), float(s), lo, hi, unit_metric, recorded.get(id(m)), stored.get(id(m))
+            m, float(v), float(s), lo, hi, unit_metric, recorded.get(id(m)), stored.get(id(m)),
+            source,
         )
-        for m, v, s, lo, hi in (results[id(m)] for m in given)
+        for m, v, s, lo, hi, source in (results[id(m)] for m in given)
     ]
+
+
+def source_of(name: str, floored: bool) -> str:
+    """:attr:`Prediction.source` of a meta-learned artifact ``name``'s prediction, or of the
+    FLOPs stand-in where it went below zero (:func:`refit_floored`)."""
+    return f"flops scaled ({name} at its floor)" if floored else name
 
 
 def stored_values(
@@ -392,7 +406,7 @@ def _kernel_level(dev, models, budget, store, note, reporter=None) -> list[tuple
             e = kp.estimate(m)
             step.advance(status="")
             lo, mid, hi, warn = kp.interval(e, family_of(m))
-            out.append((m, mid, (hi - lo) / (2 * 1.6448536), lo, hi))
+            out.append((m, mid, (hi - lo) / (2 * 1.6448536), lo, hi, "kernel"))
             if warn:
                 note(f"warning: {m}: {warn}")
         c = kp.counts
@@ -523,7 +537,9 @@ def warn_floored(models, mean, cal_values, note) -> None:
         )
 
 
-def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray, np.ndarray]:
+def refit_floored(
+    models, mean, std, cal, refs, what, note
+) -> tuple[np.ndarray, np.ndarray, set[int]]:
     """The meta-learned predictions of ONNX graphs at the floor (:data:`FLOORED`: its linear
     head went below zero) predicted again by FLOPs scaled on the same calibration values (the
     ``flops`` predictor), with a standard deviation of at least the prediction itself; the
@@ -551,7 +567,7 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
         note: where warnings go.
 
     Returns:
-        (mean, std), (n,) each.
+        (mean, std, refit): (n,) each, and the indices FLOPs predicted.
     """
     from hwnas.predictors.artifacts import load_predictor
 
@@ -563,14 +579,16 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
     kept = [i for i in range(len(models)) if i not in refit]
     warn_floored([models[i] for i in kept], [mean[i] for i in kept], cal_values, note)
     if not low:
-        return mean, std
+        return mean, std, set()
     flops = load_predictor("flops").fit(cal_models, cal_values, cal_metric)
     f_mean, f_std = flops.predict([models[i] for i in low])
     mean, std = np.array(mean, dtype=float), np.array(std, dtype=float)
+    done = set()
     for i, v, sd in zip(low, f_mean, f_std):
         if v <= floor:
             warn_floored([models[i]], [v], cal_values, note)
             continue
+        done.add(i)
         if hasattr(models[i], "features"):  # an ONNX model's graph: widened where far
             sd = widen_far(models[i], v, sd, refs, what, lambda _line: None)
         mean[i], std[i] = float(v), float(max(sd, v))
@@ -579,7 +597,7 @@ def refit_floored(models, mean, std, cal, refs, what, note) -> tuple[np.ndarray,
             f"predicted instead by FLOPs scaled on the same {len(cal_values)} values (wide "
             "interval: time it for a latency to rely on)"
         )
-    return mean, std
+    return mean, std, done
 
 
 def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
@@ -625,9 +643,10 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
         std = np.array([widen_far(m, v, sd, refs[name], f"{name} reference", note)
                         for m, v, sd in zip(mine, mean, std)])  # fmt: skip
         cal = (cal_models, cal_values, cal_metric)
-        mean, std = refit_floored(mine, mean, std, cal, refs[name], f"{name} reference", note)
-        for i, v, sd in zip(idx, mean, std):
-            out[i] = (models[i], v, sd, *_interval(v, sd))
+        mean, std, refit = refit_floored(mine, mean, std, cal, refs[name],
+                                         f"{name} reference", note)  # fmt: skip
+        for k, (i, v, sd) in enumerate(zip(idx, mean, std)):
+            out[i] = (models[i], v, sd, *_interval(v, sd), source_of(pred.name, k in refit))
         note(
             f"predictor {pred.name} (meta-learned, graph features; fallback: {dev.name} {why}, "
             f"so no kernel can be timed; its reference networks are the nearest to "

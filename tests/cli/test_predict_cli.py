@@ -54,7 +54,7 @@ def test_predict_from_calibration_file(tmp_path, capsys):
     assert code == 0, err
     assert "nasbench201-help" in err
     rows = list(csv.DictReader(open(out)))
-    assert list(rows[0]) == ["arch", "latency_ms", "std", "low90", "high90"]
+    assert list(rows[0]) == ["arch", "latency_ms", "std", "low90", "high90", "predictor"]
     assert len(rows) == len(idx) and rows[0]["arch"] == SPACE.arch_at(0).text
     pred = np.array([float(r["latency_ms"]) for r in rows])
     assert all(float(r["std"]) > 0 for r in rows)
@@ -119,7 +119,8 @@ def test_energy_calibration_writes_energy_column(tmp_path, capsys):
     out = tmp_path / "pred.csv"
     code, _o, err = run(["predict", "--calibration", cal, "--archs", archs, "--out", out], capsys)
     assert code == 0, err
-    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std", "low90", "high90"]
+    header = ["arch", "energy_mj", "std", "low90", "high90", "predictor"]
+    assert next(csv.reader(open(out))) == header
 
 
 def test_a_spreadsheets_semicolon_csv_with_decimal_commas_reads_as_the_comma_csv(
@@ -165,7 +166,8 @@ def test_an_onnx_models_energy_on_a_recorded_board_is_in_mj(tmp_path, capsys):
     num = r"[\d.e+-]+"
     assert re.search(rf"m\.onnx: {num} mJ \(std {num} mJ; 90% interval {num}-{num} mJ\)", printed)
     assert " ms" not in printed
-    assert next(csv.reader(open(out))) == ["arch", "energy_mj", "std", "low90", "high90"]
+    header = ["arch", "energy_mj", "std", "low90", "high90", "predictor"]
+    assert next(csv.reader(open(out))) == header
 
 
 @pytest.mark.slow
@@ -663,6 +665,22 @@ def test_a_meta_learned_prediction_at_its_floor_is_predicted_by_flops_instead(tm
     assert code == 0 and "its mean is a floor, not a prediction" in err, err
     assert float(line.search(out)["ms"]) < 0.01 * float(got["ms"])
 
+    # beside a model the artifact predicts, each line and --out's row say which predicted it
+    # (the two were printed alike: a FLOPs stand-in and a meta-learned prediction compared)
+    from hwnas.measure import network_workload
+
+    other = tmp_path / "r18.onnx"
+    other.write_bytes(network_workload("resnet18", side=32, width=0.25).onnx_bytes())
+    table = tmp_path / "pred.csv"
+    code, out, err = run(["predict", "--device", "pixel3", "--onnx", model, "--onnx", other,
+                          "--out", table], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "; predicted by flops scaled (nasbench201 at its floor))" in out.splitlines()[0]
+    assert out.splitlines()[1].endswith("; predicted by nasbench201)"), out
+    rows = list(csv.DictReader(open(table)))
+    assert [r["predictor"] for r in rows] == ["flops scaled (nasbench201 at its floor)",
+                                              "nasbench201"]  # fmt: skip
+
 
 def test_an_architecture_of_the_space_at_the_floor_keeps_it_with_its_warning():
     """An arch string at the floor keeps it, named by the floor warning, as a search's cost
@@ -676,10 +694,10 @@ def test_an_architecture_of_the_space_at_the_floor_keeps_it_with_its_warning():
     refs = [SPACE.arch_at(i) for i in REF]
     models = [SPACE.arch_at(7), SPACE.arch_at(8)]
     notes = []
-    mean, std = refit_floored(models, np.array([1e-9, 5.0]), np.array([0.1, 0.2]),
-                              (refs, values[REF], "latency_ms"), None, "calibration",
-                              notes.append)  # fmt: skip
-    assert list(mean) == [1e-9, 5.0] and list(std) == [0.1, 0.2]
+    mean, std, refit = refit_floored(models, np.array([1e-9, 5.0]), np.array([0.1, 0.2]),
+                                     (refs, values[REF], "latency_ms"), None, "calibration",
+                                     notes.append)  # fmt: skip
+    assert list(mean) == [1e-9, 5.0] and list(std) == [0.1, 0.2] and not refit
     assert len(notes) == 1 and "its mean is a floor, not a prediction" in notes[0]
     assert SPACE.arch_at(7).text in notes[0]
 
