@@ -373,9 +373,7 @@ def predict(
         HwnasError: neither or both of ``device`` and ``calibration``, unknown names, a
             malformed arch, an unreadable file, too few usable device measurements.
     """
-    import warnings
-
-    from hwnas.errors import HwnasWarning
+    from hwnas.errors import warn_caller
     from hwnas.measure import in_given_order, split_models
     from hwnas.onnx_inputs import check_dims
     from hwnas.paths import path_arg
@@ -411,5 +409,5 @@ def predict(
         )
     for line in said:
         if line.startswith("warning: "):
-            warnings.warn(line.removeprefix("warning: "), HwnasWarning, stacklevel=3)
+            warn_caller(line.removeprefix("warning: "))
     return in_given_order(is_onnx, out[: len(onnx)], out[len(onnx) :])  # the ONNX models' first

@@ -52,6 +52,22 @@ class HwnasWarning(UserWarning):
     :func:`hwnas.search` for a chance-level best."""
 
 
+def warn_caller(message: str) -> None:
+    """Issue ``message`` as a :class:`HwnasWarning` attributed to the first frame outside
+    hwnas: the user's line that called :func:`hwnas.measure` or :func:`hwnas.predict`, however
+    many hwnas frames lie between (a fixed ``stacklevel`` pointed into hwnas's own code when
+    the call went through the callable module)."""
+    import os
+    import sys
+    import warnings
+
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, HwnasWarning, stacklevel=level)
+
+
 FIELD_NAMES: dict[str, dict[str, str]] = {
     "strategy": {
         "pcdarts": "darts with --set partial_channels=K (PC-DARTS, Xu et al. 2020)",

@@ -27,7 +27,6 @@ import os
 import sys
 import time
 import types
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,9 +37,9 @@ from hwnas.errors import (
     DeviceLostError,
     DeviceUnavailableError,
     HwnasError,
-    HwnasWarning,
     MeterReadingError,
     keyword_terms,
+    warn_caller,
 )
 from hwnas.export import content_hash
 from hwnas.limits import input_size
@@ -734,7 +733,7 @@ def measure(
     done = in_given_order(is_onnx, done[len(archs):], done[: len(archs)])
     for r in done:  # hwnas measure's "warning:" lines
         if r.warning:
-            warnings.warn(f"{r.label}: {r.warning}", HwnasWarning, stacklevel=3)
+            warn_caller(f"{r.label}: {r.warning}")
     return done
 
 

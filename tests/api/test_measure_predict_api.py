@@ -59,6 +59,10 @@ def test_what_the_cli_prints_as_a_warning_python_gets_as_a_warning(tmp_path):
     with pytest.warns(hwnas.HwnasWarning) as caught:
         (p,) = hwnas.predict(str(path), device="pixel3")
     said = [str(w.message) for w in caught if issubclass(w.category, hwnas.HwnasWarning)]
+    # each points at this line, the caller's, not into hwnas's own code
+    assert {w.filename for w in caught if issubclass(w.category, hwnas.HwnasWarning)} == {
+        __file__
+    }
     assert p.value > 0
     assert any(m.startswith(f"{path}: exported at batch 8, but the predictor is adapted on "
                             "pixel3's values at batch 1") for m in said), said  # fmt: skip
@@ -197,3 +201,35 @@ def test_measure_and_predict_use_their_own_space_whatever_registers_the_name_mea
     monkeypatch.setattr(predict_module, "predict_models", predicts)
     assert hwnas.predict(arch, device="pixel3", space=mine) == ["predicted"]
     assert seen == [mine]
+
+
+def test_a_measurement_warning_points_at_the_callers_line(tmp_path):
+    """A network whose activations are subnormal numbers: ``hwnas.measure`` warns, and the
+    warning pointed at hwnas/measure.py (a fixed stacklevel, one frame short of the callable
+    module's wrapper), not at the line that called it."""
+    import warnings
+
+    import torch
+    from torch import nn
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 16, 3, padding=1)
+            self.c2 = nn.Conv2d(16, 16, 3, padding=1)
+            self.f = nn.Linear(16, 10)
+            with torch.no_grad():
+                for conv in (self.c, self.c2):
+                    conv.weight.fill_(1e-20)
+                    conv.bias.zero_()
+
+        def forward(self, x):
+            return self.f(self.c2(self.c(x) * 1e-3).mean((2, 3)))
+
+    path = tmp_path / "sub.onnx"
+    torch.onnx.export(Tiny().eval(), (torch.ones(1, 3, 32, 32),), str(path), dynamo=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hwnas.measure(str(path), device="cpu-fast")
+    ours = [w for w in caught if issubclass(w.category, hwnas.HwnasWarning)]
+    assert ours and {w.filename for w in ours} == {__file__}, [w.filename for w in ours]
