@@ -485,7 +485,11 @@ def get_device(name: str, runtime: str | None = None, overrides: dict | None = N
 def is_shipped(device: Device) -> bool:
     """Whether ``device``'s profile is one hwnas ships (not a user's, nor a user's profile
     replacing a shipped one of the same name)."""
-    path = device.profile.get("_path")
+    return _shipped_path(device.profile.get("_path"))
+
+
+def _shipped_path(path: str | None) -> bool:
+    """Whether the profile file ``path`` is in the folder of the profiles hwnas ships."""
     if not path:
         return False
     try:
@@ -506,7 +510,10 @@ def recorded_tables(
     broken user profile does not stop a command that reads every table (a zoo export's
     recorded latencies, meta-training).
     """
+    known = profiles()
     for name in list_devices():
+        if shipped and not _shipped_path(known[name].get("_path")):
+            continue  # a user's profile is not read at all: no warning of it either
         try:
             dev = get_device(name)
             if shipped and not is_shipped(dev):

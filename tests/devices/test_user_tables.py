@@ -758,6 +758,15 @@ def test_a_user_profile_of_a_shipped_name_is_said_and_two_of_one_name_are_both_b
         f"{pixel3['replaces_shipped']} (rename it to use both)"
     ], err
     assert json.loads(out)["best"]["latency_ms"] == 0.5  # the user's values, said to be
+    # a search of another user device says nothing of it (the check of its table's unit
+    # read every shipped name's table, the replaced one included, and warned of it)
+    _write_table(profiles / "board.csv", rows, ["arch", "latency_ms"],
+                 1.0 + (rows % 7) / 10.0)  # fmt: skip
+    (profiles / "board.yaml").write_text(
+        "name: board\nkind: recorded\ntables:\n  nasbench201:\n    latency_ms: {file: board.csv}\n"
+    )
+    status, out, err = cli("search", "--device", "board", "--budget", "4", "--no-zoo")
+    assert status == 0 and "replaces the shipped" not in err, err
     # a second user file of the same name: neither wins, both are named
     other = hwnas_home / "devices" / "p3.yaml"
     other.write_text(mine.read_text())
