@@ -359,7 +359,7 @@ class Device(ABC):
             why = self.why_no_metric(metric)
             raise HwnasError(
                 f"device '{self.name}' has no {metric} measurements "
-                f"(it has: {', '.join(self.metrics)})" + (f": {why}" if why else "")
+                f"(it has: {', '.join(self.metrics) or 'none'})" + (f": {why}" if why else "")
             )
 
     def require_metric(self, metric: str) -> None:

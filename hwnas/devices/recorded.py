@@ -361,6 +361,12 @@ def _is_number(text: str) -> bool:
     return True
 
 
+NO_TABLES = (
+    "its profile gives no table: add `tables: {SPACE: {latency_ms: {file: TABLE.csv}}}` "
+    "(docs/devices.md), or hwnas measure import --table"
+)
+"""Why a ``kind: recorded`` profile without tables can give nothing."""
+
 PROFILE_KEYS = ("name", "kind", "class", "description", "source", "sources", "batch_size",
                 "tables", "_path")  # fmt: skip
 """Keys of a ``kind: recorded`` profile (``_path``: set when it is read; a file's other keys
@@ -491,7 +497,12 @@ class RecordedDevice(Device):
         return tuple(self.tables)
 
     def status(self) -> tuple[bool, str]:
+        if not self.tables:  # `tables: {}` was listed as usable, then had no metric at all
+            return False, NO_TABLES
         return True, f"recorded table ({self.profile.get('source', 'published measurements')})"
+
+    def why_no_metric(self, metric: str) -> str | None:
+        return NO_TABLES if not self.tables else None
 
     def column(self, space: str, metric: str) -> np.ndarray:
         """The whole recorded column for ``space`` (index order), in ms or mJ.

@@ -205,6 +205,19 @@ def test_a_misspelt_key_or_a_cost_that_is_not_positive_breaks_only_that_profile(
     assert status == 2 and len(error) == 1 and why in error[0], err
 
 
+def test_a_recorded_profile_without_tables_says_so(tmp_path, cli):
+    """`tables: {}` was listed as usable ('yes') and a search of it ended "has no latency_ms
+    measurements (it has: )"."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "e.yaml").write_text("name: empt\nkind: recorded\ntables: {}\n")
+    status, out, err = cli("devices", "--json", profiles=profiles)
+    (empt,) = [d for d in json.loads(out)["devices"] if d["device"] == "empt"]
+    assert not empt["reachable"] and "its profile gives no table" in empt["why_unreachable"]
+    status, _, err = cli("search", "--device", "empt", "--budget", "3", "--no-zoo")
+    assert status == 2 and "its profile gives no table: add `tables:" in err, err
+
+
 def test_a_top_level_key_misspelt_in_a_recorded_profile_is_named(tmp_path, cli):
     profiles = tmp_path / "profiles"
     profiles.mkdir()
