@@ -234,7 +234,7 @@ def check_feasible(
     """
     import numpy as np
 
-    from hwnas.cost_record import UNITS, bound_text
+    from hwnas.cost_record import bound_text, unit_of
 
     if limit is None:
         return
@@ -249,7 +249,7 @@ def check_feasible(
             _check_sampled(limit, option, space, device, metric, target, recorded)
             return
         guessed = gaps
-    unit = UNITS.get(metric, "")
+    unit = unit_of(metric, device.value_batch_size)  # a GPU's table: "ms per batch of 32"
     least = "fastest" if metric == "latency_ms" else "least"
     values = "latencies" if metric == "latency_ms" else f"{metric.split('_')[0]} values"
     lacks = f"the lookup table fitted on them predicts the {guessed.size:,} others it lacks at "
@@ -295,7 +295,7 @@ def _check_sampled(
     Raises:
         HwnasError: the limit is below the range, or a target above it (one line: the range).
     """
-    from hwnas.cost_record import UNITS, bound_text
+    from hwnas.cost_record import bound_text, unit_of
     from hwnas.supernet.cost import fit_table_lut
 
     if not recorded.size:
@@ -309,7 +309,7 @@ def _check_sampled(
     hi = max(float(recorded.max()), high * (1 + margin))
     if lo <= limit and (not target or limit <= hi):
         return
-    unit = UNITS.get(metric, "")
+    unit = unit_of(metric, device.value_batch_size)
     values = "latencies" if metric == "latency_ms" else f"{metric.split('_')[0]} values"
     verb = "meets" if limit < lo else "reaches"
     widened = f", widened by its {margin:.1%} error margin" if margin >= 0.0005 else ""

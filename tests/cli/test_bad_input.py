@@ -84,6 +84,10 @@ BAD_ARCH = "|nor_conv_3x3~0|+|conv_5x5~0|none~1|+|none~0|none~1|none~2|"
          "meets --max-latency 0.001 ms on device 'pixel3': the fastest of its 15,625"),
         (["search", "--device", "pixel3", "--strategy", "darts", "--latency-target", "0.001"],
          "meets --latency-target 0.001 ms on device 'pixel3'"),
+        # a table of whole batches: the limit and the fastest value in its unit
+        (["search", "--device", "1080ti_32", "--max-latency", "0.001"],
+         "meets --max-latency 0.001 ms per batch of 32 on device '1080ti_32': the fastest of "
+         "its 15,625 recorded latencies is 3.538 ms per batch of 32"),
         # and one above every recorded latency (trained, derived and exited 0 with a warning)
         (["search", "--device", "pixel3", "--strategy", "gdas", "--latency-target", "1e9"],
          "reaches --latency-target 1e+09 ms on device 'pixel3': the slowest of its 15,625 "
