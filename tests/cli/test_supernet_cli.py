@@ -287,7 +287,6 @@ def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progre
     assert done, r.stderr
     taken = int(done[-1].split(": ")[1].split()[0])
     assert taken >= 10 + 1, done  # the 10 reference networks and at least one kernel
-    assert any("measured kernel " in s for s in r.stderr.splitlines()), r.stderr
     assert "deployed network (cifar10 3x32x32): predicted" in r.stderr
     derived = summary["candidates"][0]
     row = next(s for s in r.stdout.splitlines() if s.startswith("│ derived "))
