@@ -360,8 +360,11 @@ def measure_cmd(
         for v in values
     ]
     _keep_measured(path, {v.arch.text: v.value for v in values}, metric)
-    write_calibration(path, values, metric, sp, dataset)
-    unit = "ms" if metric == "latency_ms" else "mJ"
+    from hwnas.cost_record import unit_of
+
+    batch = dev.value_batch_size  # a GPU's table at 256: each value is a whole batch's
+    write_calibration(path, values, metric, sp, dataset, batch=batch)
+    unit = unit_of(metric, batch)
     rows = [
         (
             v.arch.text,
@@ -374,7 +377,8 @@ def measure_cmd(
     console = Console(emoji=False)
     print_table(  # an arch string too wide folds, and is printed whole below the table
         console,
-        f"reference set of {space} ({dataset}) on {dev.name} ({dev.runtime})",
+        f"{'reference set' if select == 'reference' else 'architectures'} of {space} "
+        f"({dataset}) on {dev.name} ({dev.runtime})",
         ("arch", unit, "CV %", "how"),
         rows,
         keys=("arch",),
@@ -406,9 +410,16 @@ def measure_cmd(
     # predict reads CAL.csv's arch strings as nasbench201's unless told (it refused them)
     typed = shlex.quote(command_line_name(sp.name))
     named = "" if sp.name == "nasbench201" else f" --space {typed}"
+    by_file = f"hwnas predict{named} --calibration {shlex.quote(str(path))} --onnx MODEL.onnx"
+    by_device = f"hwnas predict{named} --device {shlex.quote(dev.name)} --onnx MODEL.onnx"
+    # --device reads the reference set from the store; a calibration file is at batch 1
+    hint = (
+        by_device if batch > 1
+        else by_file if select != "reference"
+        else f"{by_file} (or --device {shlex.quote(dev.name)})"
+    )  # fmt: skip
     console.print(
-        f"next: hwnas predict{named} --calibration {shlex.quote(str(path))} --onnx MODEL.onnx "
-        f"(or --device {shlex.quote(dev.name)})",
+        f"next: {hint}",
         markup=False,
         soft_wrap=True,
     )

@@ -653,10 +653,10 @@ def stored_calibration_set(
     return out[:cap]
 
 
-def input_shape_cell(space: SearchSpace, arch: Arch, dataset: str) -> str:
-    """The ``input_shape`` cell of ``arch``'s network for ``dataset`` at batch 1, as
-    ``CAL.csv`` holds it (``1x3x32x32``)."""
-    return "x".join(map(str, (1, *space.input_shape(arch, dataset))))
+def input_shape_cell(space: SearchSpace, arch: Arch, dataset: str, batch: int = 1) -> str:
+    """The ``input_shape`` cell of ``arch``'s network for ``dataset`` at ``batch`` (1 unless
+    the values are of whole batches), as ``CAL.csv`` holds it (``1x3x32x32``)."""
+    return "x".join(map(str, (batch, *space.input_shape(arch, dataset))))
 
 
 def _own_onnx(name: str, space: SearchSpace, arch: Arch, dataset: str) -> str:
@@ -672,11 +672,16 @@ def _own_onnx(name: str, space: SearchSpace, arch: Arch, dataset: str) -> str:
     return ""
 
 
-def write_calibration(path: str | Path, values, metric: str, space: SearchSpace, dataset: str):
+def write_calibration(
+    path: str | Path, values, metric: str, space: SearchSpace, dataset: str, batch: int = 1
+):
     """Write ``CAL.csv`` (columns ``arch``, ``onnx``, ``input_shape``, the metric, ``cv``,
-    ``flagged``) for reference values; an existing file's ``onnx`` cells (from ``hwnas refset
-    export``) are kept when it lists the same architectures, unless a cell names another
-    network than ``dataset``'s of its architecture (:func:`check_onnx_names`). Written whole
+    ``flagged``) for reference values of ``batch`` inputs each (a GPU table's 256: its
+    ``input_shape`` says so, and the readers, which take values at batch 1, refuse the file
+    instead of reading whole batches' latency as one input's); an existing file's ``onnx``
+    cells (from ``hwnas refset export``) are kept when it lists the same architectures, unless
+    a cell names another network than ``dataset``'s of its architecture
+    (:func:`check_onnx_names`). Written whole
     (:func:`hwnas.paths.write_atomic`): a link at ``path`` (in a folder handed over) is
     replaced, never written through to the file it names.
 
@@ -704,7 +709,7 @@ def write_calibration(path: str | Path, values, metric: str, space: SearchSpace,
         w.writerow([
             v.arch.text,
             _own_onnx(onnx_names.get(v.arch.text, ""), space, v.arch, dataset),
-            input_shape_cell(space, v.arch, dataset),
+            input_shape_cell(space, v.arch, dataset, batch),
             f"{v.value:.6g}" if np.isfinite(v.value) else "",
             f"{v.cv:.4f}" if np.isfinite(v.cv) else "",
             "yes" if v.flagged else "",

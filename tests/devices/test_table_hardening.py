@@ -226,6 +226,31 @@ def test_the_command_refset_measure_suggests_runs_on_another_space(tmp_path, cli
     assert "adapted on 10 latency_ms values" in err + out
 
 
+def test_refset_measure_on_a_table_of_whole_batches_says_so_and_its_file_is_not_read_as_one(
+    tmp_path, cli
+):
+    """On a GPU table recorded at batch 256, `refset measure` wrote 1x3x32x32 beside each
+    batch's latency and headed it "ms": `predict --calibration` and `measure import` took
+    whole batches' latency as one input's. The file says batch 256 now, the readers refuse it
+    in one line, and the command suggests --device, which reads them per batch. Architectures
+    picked otherwise than the reference set are not suggested for --device (it reads the
+    reference set)."""
+    status, out, err = cli("refset", "measure", "--device", "1080ti_256", "--out", "g")
+    assert status == 0, err
+    assert "ms per batch of 256" in out
+    assert {r["input_shape"] for r in _rows(tmp_path / "g" / "calibration.csv")} == {
+        "256x3x32x32"
+    }
+    assert "next: hwnas predict --device 1080ti_256 --onnx MODEL.onnx" in out
+    status, _, err = cli("predict", "--calibration", "g/calibration.csv", "--arch", "5")
+    assert status == 2 and "input_shape 256x3x32x32 is batch 256" in err, err
+    status, out, err = cli("refset", "measure", "--device", "pixel3", "--select", "random",
+                           "-n", "4", "--out", "r")  # fmt: skip
+    assert status == 0, err
+    (hint,) = [ln for ln in out.splitlines() if ln.startswith("next: ")]
+    assert hint == "next: hwnas predict --calibration r/calibration.csv --onnx MODEL.onnx"
+
+
 def _calibration(path, rows):
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
