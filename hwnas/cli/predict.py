@@ -114,6 +114,7 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
     from hwnas.cli.render import one_line
     from hwnas.errors import HwnasError
     from hwnas.onnx_inputs import check_dims
+    from hwnas.predictors import PREDICTORS
     from hwnas.predictors.calibration import (
         archs_onnx_files,
         onnx_cell_path,
@@ -139,6 +140,12 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         from hwnas.paths import check_writable
 
         check_writable(Path(out).expanduser().parent, "--out's folder")
+    if space is None and predictor is not None and predictor not in PREDICTORS:
+        # an artifact named without --space: its own space (an ONNX model needs none; its
+        # arch strings and calibration file are of that space), not nasbench201's refusal
+        from hwnas.predictors.artifacts import load_predictor
+
+        space = load_predictor(predictor).space_name
     sp = get_space(space or "nasbench201")
     named = [p for p in (onnx_cell_path(t, Path.cwd()) for t in arch_texts) if p is not None]
     if archs is not None:

@@ -803,3 +803,23 @@ def test_energy_values_on_a_latency_only_artifact_are_said(tmp_path, capsys):
     assert "predictor nasbench201-help was meta-trained on latency_ms only" in err
     code, out, err = run(args, capsys)
     assert code == 0 and "meta-trained" not in err, err
+
+
+def test_an_artifact_named_for_an_onnx_model_brings_its_own_space(tmp_path, capsys):
+    """`hwnas predict --device pixel3 --predictor fbnet --onnx m.onnx` was refused ("predictor
+    artifact 'fbnet' ... is for space 'fbnet', not 'nasbench201'"), though an ONNX model needs
+    no --space and the default picks fbnet for such a model itself."""
+    import torch
+    from torch import nn
+
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(16, 10))  # fmt: skip
+    model = tmp_path / "m.onnx"
+    torch.onnx.export(net.eval(), torch.randn(1, 3, 32, 32), str(model), dynamo=False)
+    code, out, err = run(["predict", "--device", "pixel3", "--predictor", "fbnet", "--onnx",
+                          model], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "predictor fbnet (" in err and "m.onnx: " in out
+    code, _, err = run(["predict", "--device", "pixel3", "--predictor", "fbnet", "--space",
+                        "nasbench201", "--onnx", model], capsys)  # a --space given is kept
+    assert code == 2 and "is for space 'fbnet', not 'nasbench201'" in err, err
