@@ -140,9 +140,11 @@ def predict_cmd(space, calibration, device, metric, runtime, onnx_files, arch_te
         from hwnas.paths import check_writable
 
         check_writable(Path(out).expanduser().parent, "--out's folder")
-    if space is None and predictor is not None and predictor not in PREDICTORS:
-        # an artifact named without --space: its own space (an ONNX model needs none; its
-        # arch strings and calibration file are of that space), not nasbench201's refusal
+    only_onnx = not arch_texts and archs is None
+    if space is None and only_onnx and predictor is not None and predictor not in PREDICTORS:
+        # ONNX models need no --space: an artifact named for them brings its own (and its
+        # calibration file's), not "for space fbnet, not nasbench201"; arch strings keep
+        # the default space, where a mismatch is named as such
         from hwnas.predictors.artifacts import load_predictor
 
         space = load_predictor(predictor).space_name
