@@ -63,6 +63,15 @@ def test_hwnas_arch_says_which_recorded_latencies_are_of_a_batch():
     assert "(per batch of 32)" in rows["titan_rtx_32"]
 
 
+def test_hwnas_arch_says_why_another_input_sizes_network_has_no_recorded_latency():
+    """`hwnas arch 5 --dataset imagenet16` left the recorded-latency table out without a word
+    (the tables hold the 32x32 CIFAR networks)."""
+    out = hwnas_main("arch", "5", "--dataset", "imagenet16").stdout
+    assert "recorded latency: none of imagenet16's networks" in out and "1080ti_1" not in out
+    out = hwnas_main("arch", "5", "--dataset", "cifar10").stdout  # the same input size
+    assert "1080ti_1" in out and "none of" not in out
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
