@@ -213,6 +213,16 @@ def command_line() -> str:
     return shlex.join(["hwnas", *_ARGV]) if _ARGV else "hwnas ..."
 
 
+INTERRUPTED = {
+    "search": "the study and measurements are saved; run the same command again to resume",
+    "measure": "the measurements taken are in the store; run the same command again to go on",
+    "refset": "the measurements taken are in the store; run the same command again to go on",
+    "predict": "the kernels timed are in the store; run the same command again to go on",
+    "": "run the same command again",
+}
+"""What Ctrl-C leaves, by command (``refset measure`` said "the study ... saved": it has
+none)."""
+
 MAX_ERROR_CHARS = 2000
 """An error line's most characters: a message quoting a 1 MB arch string or file value is
 shown by its first 1,500 and last 500."""
@@ -239,11 +249,8 @@ def _main(argv: list[str] | None) -> int:
         click.echo(scrub(f"error: {exc}"), err=True)
         return exc.exit_status
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        click.echo(
-            "interrupted: the study and measurements are saved; run the same command "
-            "again to resume",
-            err=True,
-        )
+        command = next((a for a in _ARGV if not a.startswith("-")), "")
+        click.echo(f"interrupted: {INTERRUPTED.get(command, INTERRUPTED[''])}", err=True)
         return 130
     except click.UsageError as exc:  # one line, like every other mistake
         if type(exc).__name__ == "NoArgsIsHelpError":  # `hwnas zoo`: the group's help

@@ -251,6 +251,20 @@ def test_refset_measure_on_a_table_of_whole_batches_says_so_and_its_file_is_not_
     assert hint == "next: hwnas predict --calibration r/calibration.csv --onnx MODEL.onnx"
 
 
+def test_ctrl_c_in_refset_measure_names_what_it_keeps(tmp_path, cli, monkeypatch):
+    """Ctrl-C during `hwnas refset measure` said "the study and measurements are saved": it
+    has no study; each command says what it keeps."""
+    import hwnas.predictors.calibration as calibration
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(calibration, "measure_reference_set", interrupted)
+    status, _, err = cli("refset", "measure", "--device", "pixel3", "--out", "r")
+    assert status == 130 and "study" not in err, err
+    assert "interrupted: the measurements taken are in the store" in err
+
+
 def _calibration(path, rows):
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
