@@ -15,7 +15,7 @@ from functools import cache
 import numpy as np
 
 from hwnas.assets import asset_path
-from hwnas.errors import HwnasError
+from hwnas.errors import HwnasError, UnknownNameError
 
 SPLITS: dict[str, dict[str, tuple[str, ...]]] = {
     "nasbench201": {
@@ -245,5 +245,5 @@ def get_column(space: str, key: str) -> Column:
             f"predictor of it (spaces with tables: {', '.join(have) or 'none'})"
         )
     if key not in cols:
-        raise HwnasError(f"no recorded column '{key}' for space '{space}'; have: {', '.join(cols)}")
+        raise UnknownNameError(f"recorded column of {space}", key, list(cols))
     return cols[key]

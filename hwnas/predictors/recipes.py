@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwnas.errors import HwnasError, UnknownNameError
+from hwnas.errors import UnknownNameError
 from hwnas.predictors.data import SPLITS, Column, recorded_columns
 
 
@@ -155,10 +155,8 @@ def build_custom(
 
     cols = {c.key: c for c in recorded_columns(space)}
     missing = [k for k in device_keys if k not in cols]
-    if missing:
-        raise HwnasError(
-            f"no recorded column '{missing[0]}' for space '{space}'; have: {', '.join(cols)}"
-        )
+    if missing:  # a device name mistyped: the closest named
+        raise UnknownNameError(f"recorded column of {space}", missing[0], list(cols))
     train = [cols[k] for k in device_keys]
     split = {"meta_train": device_keys, "unseen": []}
     card = meta_train(

@@ -57,6 +57,7 @@ def test_an_existing_artifact_is_replaced_only_when_asked(tmp_path, hwnas_home):
          "--devices ',' names no device column: name some, or leave it out"),
         (["predictor", "eval", "nasbench201", "--devices", ""],
          "--devices '' names no device column: name some, or leave it out"),
+
     ],
 )  # fmt: skip
 def test_bad_arguments_are_one_line_before_training(args, expected, tmp_path, hwnas_home):
@@ -65,6 +66,23 @@ def test_bad_arguments_are_one_line_before_training(args, expected, tmp_path, hw
     assert r.returncode == 2, r.stdout
     assert r.stderr.strip() == "error: " + expected.replace("{tmp}", str(tmp_path))
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["predictor", "eval", "nasbench201", "--devices", "pixle3"],
+         "error: unknown recorded column of nasbench201 'pixle3'; did you mean pixel3"),
+        ([*TRAIN, "--devices", "pixel3,raspy4", "--name", "t"],
+         "error: unknown recorded column of nasbench201 'raspy4'; did you mean raspi4"),
+    ],
+)  # fmt: skip
+def test_a_device_column_mistyped_is_named_with_the_closest(args, expected, hwnas_home):
+    """`--devices pixle3` listed 46 columns and no suggestion, where a search's --device
+    offers the closest name."""
+    r = hwnas_main(*args)
+    assert r.returncode == 2 and r.stderr.startswith(expected), r.stderr
+    assert r.stderr.count("\n") == 1
 
 
 def test_refset_measure_of_two_spaces_in_one_folder_keeps_each_in_its_own(tmp_path, hwnas_home):
