@@ -378,6 +378,8 @@ SPACES = {  # file -> (what replaces what in TINY_SPACE)
     "expand_inf": ("expand: {choices: [2, 4]}", "expand: .inf"),
     "depth": ("depth: {choices: [1, 2]}", "depth: {min: 1, max: 1000000, step: 1}"),
     "even_kernel": ("kernel: {choices: [3, 5]}", "kernel: {choices: [3, 4]}"),
+    # a range of step 1 passed its even kernels: the feature maps grew and residuals dropped
+    "even_range": ("kernel: {choices: [3, 5]}", "kernel: {min: 3, max: 7, step: 1}"),
     "input": ("[3, 16, 16]", "[3, 100000, 100000]"),
     # a fixed width of 12 that groups of 8 do not divide; a 16x16 patch after a stride of 2
     # on 16x16 images: both passed the checker and ended in PyTorch's traceback
@@ -436,6 +438,9 @@ GDAS = ["search", "-d", "pixel3", "--strategy", "gdas", "--no-zoo"]
             "stages[0].depth.max: must be <= 256, got 1000000",
         ),
         (["arch", "--space", "{tmp}/even_kernel.yaml", "0"], "must be an odd kernel size"),
+        (["arch", "--space", "{tmp}/even_range.yaml", "0"],
+         "kernel.min + 1 * step: must be an odd kernel size (same padding keeps the size), "
+         "got 4"),
         (["arch", "--space", "{tmp}/input.yaml", "0"], "at most 16384 channels and 16384 pixels"),
         (["arch", "--space", "{tmp}/groups_width.yaml", "0"],
          "groups_width.yaml:14: head[1].groups: 8 groups must divide head[0]'s width (12)"),

@@ -290,6 +290,8 @@ class _Validator:
                 if count > MAX_CHOICES:
                     raise self.r.fail(where, f"gives {count} values, more than {MAX_CHOICES}")
                 vals = tuple(range(lo, hi + 1, st))
+                for k, v in enumerate(vals):  # each value as a choice would be (an even kernel)
+                    self.scalar(v, (*where, f"min + {k} * step"), param)
                 return Choices(vals) if len(vals) > 1 else vals[0]
             if keys == {"by_dataset"} and by_dataset:
                 per = value["by_dataset"]
