@@ -57,7 +57,16 @@ def supernet_strategies(space: str) -> list[str]:
 
 
 def _size(n: int) -> str:
-    return f"{n:,}" if n < 1e7 else f"{n:.1e}"
+    """``n`` architectures as shown: whole below 10 million, else 1.2e+34 (an integer too large
+    for a float, 10^308 and more, by its digits: its float overflowed and the listing of every
+    space ended in a traceback)."""
+    if n < 10**7:
+        return f"{n:,}"
+    try:
+        return f"{n:.1e}"
+    except OverflowError:
+        digits = str(n)
+        return f"{digits[0]}.{digits[1]}e+{len(digits) - 1:02d}"
 
 
 @click.group("spaces", invoke_without_command=True)

@@ -320,3 +320,35 @@ def test_every_command_printed_to_paste_keeps_a_path_one_argument(tmp_path):
     (check,) = [ln for ln in shown.splitlines() if "hwnas zoo verify" in ln]
     assert shlex.split(check.partition("check")[2]) == ["hwnas", "zoo", "verify", str(entry)]
     assert not (tmp_path / "PWN").exists()
+
+
+MANY = """\
+name: manyarch
+description: more architectures than a float holds
+datasets:
+  cifar10: {classes: 10, input_shape: [3, 32, 32]}
+stem:
+  - {block: conv, out: 16, kernel: 3, stride: 1}
+stages:
+  - name: s1
+    out: 16
+    stride: 2
+    depth: {min: 1, max: 250, step: 1}
+    layer:
+      block: mbconv
+      kernel: {choices: [3, 5, 7, 9, 11]}
+      expand: {choices: [2, 3, 4, 5, 6, 7, 8, 9]}
+head:
+  - {block: pool}
+"""
+
+
+def test_a_space_of_more_architectures_than_a_float_holds_is_listed(hwnas_home):
+    """40^250 architectures (10^400): `hwnas spaces show` ended in 'OverflowError: int too
+    large to convert to float', and with the file in the home every `hwnas spaces` listing."""
+    (hwnas_home / "spaces").mkdir(exist_ok=True)
+    (hwnas_home / "spaces" / "manyarch.yaml").write_text(MANY)
+    listed = _cli("spaces").stdout
+    row = next(line for line in listed.splitlines() if "manyarch" in line)
+    assert "e+400" in row and "nasbench201" in listed
+    assert "e+400 architectures" in _cli("spaces", "show", "manyarch").stdout
