@@ -348,7 +348,10 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
             raise HwnasError("--nproc starts torchrun itself: give it, or run under torchrun")
         check_processes(o["batch_size"], nproc)
     space = o.get("space") or DEFAULT_SPACE[strategy]
-    dataset = dataset or space_dataset(space, _default(SupernetSettings, "dataset"))
+    default = space_dataset(space, _default(SupernetSettings, "dataset"))
+    if dataset is not None and dataset != default:
+        _check_deployment_dataset(space, dataset)
+    dataset = dataset or default
     return SupernetSettings(
         space=space,
         device=o["device"],
@@ -366,6 +369,30 @@ def _supernet_settings(o: dict[str, Any], given: Collection[str], strategy: str)
         finetune_epochs=o["finetune_epochs"],
         options=parse_settings(o.get("settings") or ()),
         accuracy=o.get("accuracy"),
+    )
+
+
+def _check_deployment_dataset(space_name: str, dataset: str) -> None:
+    """Refuse a ``--dataset`` other than the default for a table-less space that has it: a
+    supernet search of a declared space trains on ``--data`` and measures its networks at
+    its ``reference_dataset`` whatever ``--dataset`` says, so the option was ignored (a 48x48
+    space searched with --dataset cifar10 measured 48x48 networks) while it still made the
+    study another search's.
+
+    Raises:
+        HwnasError: one line naming the dataset, the reference one and what to do.
+    """
+    from hwnas.spaces import IndexedSpace, ability, get_space
+
+    space = get_space(space_name)
+    if ability(space, IndexedSpace) is not None or dataset not in space.datasets():
+        return  # a table's dataset picks its tables; one the space lacks is refused later
+    ref = space.reference_dataset
+    raise HwnasError(
+        f"--dataset {dataset} changes nothing in a supernet search of {space_name}: it trains "
+        f"on --data and measures its networks at its reference_dataset, {ref}: leave "
+        "--dataset out (another deployment size is a copy of the space file with another "
+        "reference_dataset)"
     )
 
 

@@ -55,3 +55,18 @@ def test_a_space_smaller_than_the_default_budget_is_searched_whole_when_none_is_
     with pytest.raises(hwnas.HwnasError, match=f"more than the {size} architectures"):
         hwnas.search(device="cpu-fast", space=space, accuracy=lambda net, data: 50.0, zoo=False,
                      budget=size + 1, study="small-budget-given")  # fmt: skip
+
+
+def test_a_dataset_a_declared_space_is_not_measured_at_is_refused_for_a_supernet_search():
+    """`--space vit --dataset cifar10 --strategy oneshot`: a declared space's supernet search
+    measures its networks at its reference_dataset (ImageNet's 224x224 for vit) whatever
+    --dataset says, so the option was ignored, while it made the study another search's."""
+    options = {"space": "vit", "strategy": "oneshot", "dataset": "cifar10"}
+    with pytest.raises(hwnas.HwnasError, match="reference_dataset, imagenet: leave --dataset out"):
+        build_settings({"device": "cpu-fast", **options}, given=set(options))
+    options["dataset"] = build_settings(
+        {"device": "cpu-fast", "space": "vit", "strategy": "oneshot"}, {"space", "strategy"}
+    ).dataset  # the default, given: the same search
+    assert build_settings({"device": "cpu-fast", **options}, set(options)).dataset == "cifar100"
+    options = {"space": "nasbench201", "strategy": "gdas", "dataset": "imagenet16"}
+    assert build_settings({"device": "pixel3", **options}, set(options)).dataset == "imagenet16"
