@@ -19,7 +19,7 @@ from hwnas.engine.loop import SearchSettings, open_storage
 from hwnas.errors import DeviceUnavailableError, HwnasError
 from hwnas.measure import Profiler
 from hwnas.paths import check_writable, default_storage_url, default_store_path, hwnas_home
-from hwnas.spaces import SearchSpace, get_space
+from hwnas.spaces import IndexedSpace, SearchSpace, ability, get_space
 from hwnas.store import MeasurementStore
 
 
@@ -68,9 +68,21 @@ def resolve(settings: SearchSettings, space_note: str = "") -> tuple[SearchSpace
     if settings.max_latency is not None:
         device.check_metric("latency_ms")
     if not device.supports(space.name):
+        # a space of no table (declared, a user's): its networks are measured where they run
+        table = (
+            ", or from a table of them (hwnas measure import --table)"
+            if ability(space, IndexedSpace) is not None
+            else ""
+        )
+        live = (
+            f"; {space.name}'s costs come from a device that runs its networks (--device cpu, "
+            f"a board or a phone){table}"
+            if not space_note
+            else ""
+        )
         raise HwnasError(
             f"device '{device.name}' has no recorded measurements for space '{space.name}' "
-            f"(it has: {', '.join(device.spaces)})" + (f"; {space_note}" if space_note else "")
+            f"(it has: {', '.join(device.spaces)})" + (f"; {space_note}" if space_note else live)
         )
     device.check_networks(space, settings.dataset)
     return space, device

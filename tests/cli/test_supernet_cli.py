@@ -310,6 +310,9 @@ def test_a_declared_space_on_the_live_cpu_is_costed_kernel_by_kernel_with_progre
         (["--data", "digitz"], "images) (did you mean digits?)"),
         (["--set", "nonsense"], "--set needs KEY=VALUE"),
         (["--space", "ofa"], "device 'pixel3' has no recorded measurements for space 'ofa'"),
+        # a declared space: where its costs can come from (it said what pixel3 has, no more)
+        (["--space", "vit"], "vit's costs come from a device that runs its networks (--device "
+                             "cpu, a board or a phone)"),
     ],
 )
 def test_supernet_user_errors_are_one_line(args, message):
