@@ -36,7 +36,8 @@ def selection_options(f):
         type=click.IntRange(3, 1000),
         default=10,
         show_default=True,
-        help="How many architectures.",
+        help="How many architectures (with --select reference: the reference set's 10 first, "
+        "then random others).",
     )(f)
     return click.option(
         "--select",
@@ -55,6 +56,16 @@ def selection_options(f):
 def refset_group():
     """The reference set: the architectures a new device is measured on (its hardware
     embedding and the predictor's calibration)."""
+
+
+def _picked(n: int, select: str, reference: int) -> str:
+    """How ``n`` architectures picked by ``select`` are named: ``-n 20`` of the reference set
+    is its 10 and 10 random others (it said "20 reference architectures")."""
+    if select != "reference":
+        return f"{n} {select}-selected"
+    if n <= reference:
+        return f"{n} reference"
+    return f"{n} ({reference} reference and {n - reference} random other)"
 
 
 VALUE_COLUMNS = ("latency_ms", "energy_mj")
@@ -264,8 +275,9 @@ def export_cmd(space, dataset, out, select, count, predictor, seed):
     writer.writerows(rows)
     write_atomic(out / "calibration.csv", text.getvalue().encode())
     Console(emoji=False, stderr=True).print(
-        f"wrote {len(rows)} {'reference' if select == 'reference' else select + '-selected'} "
-        f"architectures of {space} ({dataset}) to {out}: time each "
+        f"wrote {_picked(len(rows), select, len(sp.reference_archs()))} architectures of "
+        f"{space} ({dataset}) to {out}: "
+        "time each "
         f"ONNX file on the device (batch 1), fill calibration.csv's latency_ms column",
         markup=False,
         highlight=False,

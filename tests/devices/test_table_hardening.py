@@ -265,6 +265,16 @@ def test_ctrl_c_in_refset_measure_names_what_it_keeps(tmp_path, cli, monkeypatch
     assert "interrupted: the measurements taken are in the store" in err
 
 
+def test_refset_export_of_more_than_the_reference_set_says_what_the_others_are(tmp_path, cli):
+    """`hwnas refset export -n 20` said "wrote 20 reference architectures": the reference set
+    is 10, the other 10 random."""
+    status, _, err = cli("refset", "export", "-n", "20", "--out", "ex")
+    assert status == 0 and "wrote 20 (10 reference and 10 random other) architectures" in err
+    assert len(_rows(tmp_path / "ex" / "calibration.csv")) == 20
+    status, _, err = cli("refset", "export", "--out", "ex10")
+    assert status == 0 and "wrote 10 reference architectures" in err
+
+
 def _calibration(path, rows):
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
