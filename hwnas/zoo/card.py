@@ -333,9 +333,11 @@ def same_network(names: list[str]) -> dict[str, Any]:
         "note": (
             f"model.onnx computes the same network as {_names(names)} (an identical ONNX "
             "graph, weights aside): this architecture's other operations compute results the "
-            "network discards, and the export leaves them out. Where the device values of "
+            "network discards, and the export leaves them out, or its other widths round to "
+            "the same channels at the supernet's reduced size. Where the device values of "
             "the entries differ, the difference is not of these files: a recorded table "
-            "measured the benchmark's network, the discarded operations included. Ship one."
+            "measured the benchmark's network, the discarded operations included, and a "
+            "supernet search measured the full-size network it deploys. Ship one."
         ),
     }
 

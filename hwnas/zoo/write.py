@@ -184,7 +184,8 @@ def write_zoo(
     for group in same:
         reporter.note(
             f"zoo: {' and '.join(group)} ship the same network (identical model.onnx graphs: "
-            "the architectures differ only in operations whose results are discarded); their "
+            "the architectures differ only in operations whose results are discarded, or in "
+            "widths that round to the same channels at the supernet's reduced size); their "
             "cards say so"
         )
     if unproven:
