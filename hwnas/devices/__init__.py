@@ -594,6 +594,11 @@ def offline_routes(device: Device, space: str, metric: str = "latency_ms") -> st
         routes.append(f"search {what}: hwnas search --device {near}{objective}")
     if ability(get_space(space), TabulatedSpace) is None:  # no table: it must be measured
         return "; ".join(routes) or "a search of this space measures every subnet it scores"
+    sp = get_space(space)
+    try:  # an FPGA flow that cannot build the space's networks: no reference set to time
+        device.check_networks(sp, sp.default_dataset())
+    except HwnasError as exc:
+        return "; ".join([*routes, f"its networks cannot run on {device.name}: {exc}"])
     export = (
         f"hwnas refset export --space {command_line_name(space)} --out refset/ and time the "
         "10 ONNX files with any tool"

@@ -153,6 +153,22 @@ def test_a_nasbench201_search_on_hls4ml_stops_before_converting_any_network(
     assert not (hwnas_home / "hls4ml").exists()  # no project written
 
 
+def test_without_its_toolchain_hls4ml_suggests_no_reference_set_it_cannot_build(
+    tmp_path, monkeypatch, hwnas_home
+):
+    """`hwnas search --device vu9p_hls4ml` without Vitis said to time NAS-Bench-201's reference
+    set on the device, whose every network hls4ml refuses (their average pooling)."""
+    pytest.importorskip("hls4ml")
+    pytest.importorskip("qonnx")
+    from helpers import hwnas_main
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no vitis_hls: the device cannot measure
+    r = hwnas_main("search", "--device", "vu9p_hls4ml", "--budget", "3", "--no-zoo")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "cannot measure" in r.stderr and "hwnas search --device fpga" in r.stderr
+    assert "refset" not in r.stderr and "its networks cannot run on vu9p_hls4ml" in r.stderr
+
+
 def test_a_padded_pool_is_refused_under_io_stream_and_converted_under_io_parallel(tmp_path):
     """hls4ml's streaming pools assert no padding (nnet_pooling_stream.h): refused at once,
     naming io_parallel, which converts the same model."""
