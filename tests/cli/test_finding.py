@@ -76,11 +76,16 @@ def test_an_unreachable_devices_energy_routes_name_devices_with_energy(device, c
     assert main(["search", "--device", device, "--objective", "energy"]) == 2
     (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
     searches = re.findall(r"hwnas search --device (\S+)( --objective energy)?", line)
+    near = searches[0]
+    assert near[1] and "energy_mj" in get_device(near[0]).metrics, line
+    if device == "vu9p_hls4ml":  # hls4ml cannot build NAS-Bench-201's networks: no refset
+        assert len(searches) == 1 and "refset" not in line, line
+        assert "its networks cannot run on vu9p_hls4ml" in line
+        return
     assert len(searches) == 2, line  # the nearest recorded device, and the imported one
-    near, imported = searches
-    assert near[1] and imported[1] and imported[0] == f"{device}-refset", line
-    assert "energy_mj" in get_device(near[0]).metrics, line
-    assert ("refset measure --device cuda --metric energy_mj" in line) == (device == "cuda")
+    imported = searches[1]
+    assert imported[1] and imported[0] == f"{device}-refset", line
+    assert "refset measure --device cuda --metric energy_mj" in line
     assert "(few-shot: predicted energy)" in line
 
 
