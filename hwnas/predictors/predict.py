@@ -700,6 +700,10 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             + (f" --store {store}" if store else "")
             + "`"
         )
+        try:  # an FPGA flow that cannot build the space's networks: no reference set to run
+            dev.check_networks(sp, dataset)
+        except HwnasError as exc:
+            refset = f"none can be measured there ({exc})"
     else:  # a recorded or imported device has only what it was given (a recorded one's
         # table takes more values with --table: a plain import into it is refused)
         table = " --table" if dev.kind == "recorded" else ""

@@ -167,6 +167,9 @@ def test_without_its_toolchain_hls4ml_suggests_no_reference_set_it_cannot_build(
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "cannot measure" in r.stderr and "hwnas search --device fpga" in r.stderr
     assert "refset" not in r.stderr and "its networks cannot run on vu9p_hls4ml" in r.stderr
+    r = hwnas_main("predict", "--device", "vu9p_hls4ml", "--arch", "5")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "refset" not in r.stderr and "none can be measured there (device" in r.stderr
 
 
 def test_a_padded_pool_is_refused_under_io_stream_and_converted_under_io_parallel(tmp_path):
