@@ -794,7 +794,11 @@ def _outcome(codes: dict[int, int], nproc: int) -> int:
     """:func:`launch`'s answer for the processes that failed (rank -> exit code; minus the
     signal's number for a process a signal killed)."""
     stopped = (-signal.SIGINT, -signal.SIGTERM)
-    for rank, code in sorted(codes.items()):
+    # the cause first: a process killed from outside (SIGKILL) before one that aborted when
+    # its peer vanished (gloo's "terminate called without an active exception", SIGABRT);
+    # by rank, rank 0's abort was reported for rank 1's kill
+    order = sorted(codes.items(), key=lambda rc: (rc[1] == -signal.SIGABRT, rc[0]))
+    for rank, code in order:
         if code < 0 and code not in stopped:  # killed: it said nothing, the others are silent
             try:
                 how = signal.Signals(-code).name

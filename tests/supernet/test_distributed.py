@@ -313,3 +313,16 @@ def test_more_cpu_processes_than_cores_is_said(monkeypatch):
     assert crowded_cpus(cpu, 1, {"LOCAL_WORLD_SIZE": "2"}) is None  # they fit
     assert crowded_cpus(cpu, 8, {}) is None  # one process: its threads are its own affair
     assert crowded_cpus(torch.device("cuda"), 1, {"LOCAL_WORLD_SIZE": "4"}) is None
+
+
+def test_a_killed_rank_is_named_before_the_rank_that_aborted_after_it():
+    """Rank 1 killed (SIGKILL) during training: rank 0 aborted when its peer vanished
+    ("terminate called without an active exception", SIGABRT), and the launcher's report,
+    read by rank, named process 0's SIGABRT instead of the kill (a CI run of the stop test)."""
+    from hwnas.distributed import _outcome
+    from hwnas.errors import LostProcessError
+
+    with pytest.raises(LostProcessError, match=r"^process 1 of 2 was killed \(SIGKILL\)"):
+        _outcome({0: -signal.SIGABRT, 1: -signal.SIGKILL}, 2)
+    with pytest.raises(LostProcessError, match=r"^process 0 of 2 was killed \(SIGABRT\)"):
+        _outcome({0: -signal.SIGABRT}, 2)  # an abort alone is named as it is
