@@ -319,12 +319,11 @@ def _import_table(device: str, space, cals, existing: dict | None, dataset: str)
         try:  # values of 16x16 networks were added to a table of 32x32 ones
             dev.check_table_dataset(space.name, metric, dataset)
         except HwnasError:
+            have = dev.table_dataset(space.name, metric)
             raise HwnasError(
-                f"device '{device}' has a {metric} table of {space.name}'s "
-                f"{dev.table_dataset(space.name, metric)} networks, another input size than "
-                f"these values' {dataset} networks: give --dataset "
-                f"{dev.table_dataset(space.name, metric)} if they are of those, else import "
-                "them into a new device name"
+                f"device '{device}' has a {metric} table of {space.name}'s {have} networks, "
+                f"another input size than these values' {dataset} networks: give --dataset "
+                f"{have} if they are of those, else import them into a new device name"
             ) from None
         both = np.isfinite(new) & np.isfinite(old)
         replaced[metric] = int((both & ~np.isclose(new, old, rtol=REL_TOLERANCE, atol=0)).sum())

@@ -516,8 +516,6 @@ def recorded_tables(
             continue  # a user's profile is not read at all: no warning of it either
         try:
             dev = get_device(name)
-            if shipped and not is_shipped(dev):
-                continue
             column = dev.table(space, metric)
         except HwnasError as exc:
             if name not in _WARNED:
@@ -592,9 +590,9 @@ def offline_routes(device: Device, space: str, metric: str = "latency_ms") -> st
     if near is not None:
         what = "the nearest recorded device" + (" with energy" if energy else "")
         routes.append(f"search {what}: hwnas search --device {near}{objective}")
-    if ability(get_space(space), TabulatedSpace) is None:  # no table: it must be measured
-        return "; ".join(routes) or "a search of this space measures every subnet it scores"
     sp = get_space(space)
+    if ability(sp, TabulatedSpace) is None:  # no table: it must be measured
+        return "; ".join(routes) or "a search of this space measures every subnet it scores"
     try:  # an FPGA flow that cannot build the space's networks: no reference set to time
         device.check_networks(sp, sp.default_dataset())
     except HwnasError as exc:

@@ -655,6 +655,20 @@ def _meta_fallback(dev, models, metric, runtime, store, note) -> list[tuple]:
     return [out[i] for i in range(len(models))]
 
 
+def _advice(dev, sp, dataset: str, refset: str) -> str:
+    """``refset``, what to run for a device's missing reference values, unless the device
+    cannot build the space's networks at all (an FPGA flow: hls4ml and NAS-Bench-201's
+    pooling), where none can be measured; checked only on this error path (the check reads
+    sampled networks)."""
+    if not dev.runs_models:
+        return refset
+    try:
+        dev.check_networks(sp, dataset)
+    except HwnasError as exc:
+        return f"none can be measured there ({exc})"
+    return refset
+
+
 def _calibration(sp, calibration, device, metric, runtime, store):
     """(models, values, metric, description) of the device's measurements."""
     from hwnas.errors import HwnasError
@@ -700,10 +714,6 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             + (f" --store {store}" if store else "")
             + "`"
         )
-        try:  # an FPGA flow that cannot build the space's networks: no reference set to run
-            dev.check_networks(sp, dataset)
-        except HwnasError as exc:
-            refset = f"none can be measured there ({exc})"
     else:  # a recorded or imported device has only what it was given (a recorded one's
         # table takes more values with --table: a plain import into it is refused)
         table = " --table" if dev.kind == "recorded" else ""
@@ -727,7 +737,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
         if isinstance(path, Path) and not path.is_file():
             raise HwnasError(
                 f"device '{dev.name}' has no recorded table for {sp.name} and the measurement "
-                f"store {path} does not exist: {refset}"
+                f"store {path} does not exist: {_advice(dev, sp, dataset, refset)}"
             )
         st = MeasurementStore(path)
     hint = ""
@@ -764,7 +774,7 @@ def _calibration(sp, calibration, device, metric, runtime, store):
             f"device '{dev.name}' ({dev.runtime}) has {len(usable)} usable {metric} values of "
             f"{of}"
             + (f" ({flagged} flagged as noisy)" if flagged else "")
-            + f"; at least {MIN_CALIBRATION} are needed: {refset}"
+            + f"; at least {MIN_CALIBRATION} are needed: {_advice(dev, sp, dataset, refset)}"
         )
     source = "its recorded table" if st is None else f"the store {st.path}"
     stand_ins = [v.arch.text for v in usable if v.how == STAND_IN]
